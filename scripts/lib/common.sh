@@ -1,0 +1,42 @@
+# Shared helpers for scripts/bench and scripts/test. Sourced, not run.
+
+TOP="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+log() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
+
+need_root() {
+  if [[ $EUID -ne 0 ]]; then
+    log "run as root: the testbed creates network namespaces and DPDK needs hugepages"
+    exit 1
+  fi
+}
+
+# configure_build DIR MESON_ARGS... : set up DIR once; later runs only rebuild
+# what changed (ninja regenerates by itself when meson.build changes).
+configure_build() {
+  local dir=$1; shift
+  if [[ ! -f "$TOP/$dir/build.ninja" ]]; then
+    meson setup "$TOP/$dir" "$TOP" "$@"
+  fi
+  ninja -C "$TOP/$dir"
+}
+
+# Reserve 2 MiB hugepages for DPDK; fall back to --no-huge with a warning.
+# Exports DPDK_HUGE=1 or DPDK_HUGE=0 for the programs started afterwards.
+reserve_hugepages() {
+  local want=${1:-512}
+  local nr=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+  export DPDK_HUGE=0
+  if [[ -w $nr ]]; then
+    if (( $(cat $nr) < want )); then echo "$want" > $nr 2>/dev/null || true; fi
+    if ! grep -qs ' /dev/hugepages hugetlbfs ' /proc/mounts; then
+      mkdir -p /dev/hugepages && mount -t hugetlbfs nodev /dev/hugepages 2>/dev/null || true
+    fi
+    if (( $(cat $nr) > 0 )) && grep -qs ' hugetlbfs ' /proc/mounts; then
+      export DPDK_HUGE=1
+      log "hugepages: $(cat $nr) x 2 MiB reserved"
+      return
+    fi
+  fi
+  log "WARNING: could not reserve hugepages; DPDK programs run with --no-huge (slower, fine for tests)"
+}
