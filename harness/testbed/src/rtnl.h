@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "testbed/status.h"
+#include "sdn/status.h"
 #include "testbed/testbed.h"
 
 struct mnl_socket;

@@ -9,9 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "testbed/status.h"
+#include "sdn/status.h"
 
 namespace testbed {
+
+using sdn::Result;
+using sdn::Status;
 
 class Netns;
 

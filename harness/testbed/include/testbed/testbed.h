@@ -16,9 +16,12 @@
 #include <string_view>
 #include <vector>
 
-#include "testbed/status.h"
+#include "sdn/status.h"
 
 namespace testbed {
+
+using sdn::Result;
+using sdn::Status;
 
 // One run dir for every run on the machine: liveness is only decided there.
 inline constexpr const char* kRunDir = "/run/testbed";

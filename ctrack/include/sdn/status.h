@@ -1,4 +1,4 @@
-// Small result types for control-path code: a Status or a value, never a mix
+// Small result types shared by every component for control-path code: a Status or a value, never a mix
 // of bool and exceptions. (std::expected arrives with C++23; this is its shape.)
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <utility>
 #include <variant>
 
-namespace testbed {
+namespace sdn {
 
 class Status {
  public:
@@ -41,4 +41,4 @@ class Result {
   std::variant<T, Status> v_;
 };
 
-}  // namespace testbed
+}  // namespace sdn

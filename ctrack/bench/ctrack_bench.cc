@@ -1,0 +1,361 @@
+// ctrack-bench: a program that prints numbers, not a timed test.
+//
+//   ctrack-bench [--json] [--quick] [--only NAME] [--ovstest PATH]
+//
+// Benches (one core, bursts of 32):
+//   established     lookup + TCP window update, random access, 1K/100K/1M/4M live connections
+//   new             full three-way handshakes into an empty table (conns_per_s)
+//   teardown        FIN, FIN-ACK, ACK on established connections
+//   mixed           90% established traffic, 10% handshakes + teardowns, 100K live
+//   ovs-equivalent  OVS's `test-conntrack benchmark 1 10000000 32 1`: 32 UDP
+//                   connections, batches of 32, from packet bytes (parse included)
+// With --ovstest PATH (OVS's tests/ovstest), the OVS run is made in the same
+// process run and its figure printed next to ours with the ratio.
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ctrack/parse.h"
+#include "ctrack/tracker.h"
+#include "testbed/process.h"
+
+using namespace ctrack;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+bool g_json = false;
+bool g_quick = false;
+constexpr uint32_t kBurst = 32;
+
+Key conn_key(uint32_t i, uint8_t proto = IPPROTO_TCP) {
+  Key k{};
+  k.family = 4;
+  k.proto = proto;
+  k.src[0] = 10;
+  k.src[1] = static_cast<uint8_t>(i >> 24);
+  k.src[2] = static_cast<uint8_t>(i >> 16);
+  k.src[3] = static_cast<uint8_t>(i >> 8);
+  k.dst[0] = 192;
+  k.dst[1] = 168;
+  k.dst[2] = 1;
+  k.dst[3] = 1;
+  k.sport = static_cast<uint16_t>(1024 + (i & 0xff) * 200);
+  k.dport = 80;
+  return k;
+}
+
+Packet tcp_pkt(const Key& k, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t len = 0) {
+  Packet p;
+  p.key = k;
+  p.tcp_flags = flags;
+  p.seq = seq;
+  p.ack = ack;
+  p.win = 65535;
+  p.payload_len = len;
+  p.l3_len = static_cast<uint16_t>(40 + len);
+  return p;
+}
+
+constexpr uint32_t CISN = 1000, SISN = 900000;
+
+struct Runner {
+  std::unique_ptr<Tracker> t;
+  uint64_t now = 1'000'000'000'000ull;
+  std::vector<CtResult> out = std::vector<CtResult>(kBurst);
+
+  explicit Runner(uint32_t cap) {
+    Config c;
+    c.capacity = cap;
+    auto r = Tracker::create(c);
+    if (!r) {
+      fprintf(stderr, "ctrack-bench: %s\n", r.message().c_str());
+      exit(1);
+    }
+    t = std::move(r.value());
+  }
+  // Runs packets through in bursts of 32. Returns invalid results seen.
+  uint64_t run(const std::vector<const Packet*>& pp) {
+    uint64_t bad = 0;
+    for (size_t i = 0; i < pp.size(); i += kBurst) {
+      uint32_t n = static_cast<uint32_t>(std::min<size_t>(kBurst, pp.size() - i));
+      t->process(pp.data() + i, n, now, true, out.data());
+      for (uint32_t j = 0; j < n; j++) bad += (out[j].state & kCtInv) != 0;
+    }
+    return bad;
+  }
+};
+
+std::vector<const Packet*> ptrs(const std::vector<Packet>& v) {
+  std::vector<const Packet*> p(v.size());
+  for (size_t i = 0; i < v.size(); i++) p[i] = &v[i];
+  return p;
+}
+
+// Handshake packets for conns [first, first+n), in bursts: 32 SYN, 32 SYN-ACK, 32 ACK.
+std::vector<Packet> handshakes(uint32_t first, uint32_t n) {
+  std::vector<Packet> v;
+  v.reserve(static_cast<size_t>(n) * 3);
+  for (uint32_t b = 0; b < n; b += kBurst) {
+    uint32_t m = std::min(kBurst, n - b);
+    for (uint32_t i = 0; i < m; i++) v.push_back(tcp_pkt(conn_key(first + b + i), kSyn, CISN, 0));
+    for (uint32_t i = 0; i < m; i++)
+      v.push_back(tcp_pkt(conn_key(first + b + i).reversed(), kSyn | kAck, SISN, CISN + 1));
+    for (uint32_t i = 0; i < m; i++) v.push_back(tcp_pkt(conn_key(first + b + i), kAck, CISN + 1, SISN + 1));
+  }
+  return v;
+}
+
+std::vector<Packet> teardowns(uint32_t first, uint32_t n) {
+  std::vector<Packet> v;
+  v.reserve(static_cast<size_t>(n) * 3);
+  for (uint32_t b = 0; b < n; b += kBurst) {
+    uint32_t m = std::min(kBurst, n - b);
+    for (uint32_t i = 0; i < m; i++) v.push_back(tcp_pkt(conn_key(first + b + i), kFin | kAck, CISN + 1, SISN + 1));
+    for (uint32_t i = 0; i < m; i++)
+      v.push_back(tcp_pkt(conn_key(first + b + i).reversed(), kFin | kAck, SISN + 1, CISN + 2));
+    for (uint32_t i = 0; i < m; i++) v.push_back(tcp_pkt(conn_key(first + b + i), kAck, CISN + 2, SISN + 2));
+  }
+  return v;
+}
+
+void emit(const char* bench, uint64_t conns, double pkts, double secs, double bytes_per_conn, double conns_per_s = -1,
+          const char* extra = "") {
+  double mpps = pkts / secs / 1e6;
+  double ns = secs * 1e9 / pkts;
+  if (g_json) {
+    printf("{\"bench\": \"%s\", \"conns\": %llu, \"mpps\": %.2f, \"ns_per_pkt\": %.2f, \"bytes_per_conn\": %.1f", bench,
+           static_cast<unsigned long long>(conns), mpps, ns, bytes_per_conn);
+    if (conns_per_s >= 0) printf(", \"conns_per_s\": %.0f", conns_per_s);
+    printf("%s}\n", extra);
+  } else {
+    printf("%-15s conns=%-8llu %7.2f Mpps %7.2f ns/pkt %6.1f B/conn", bench, static_cast<unsigned long long>(conns),
+           mpps, ns, bytes_per_conn);
+    if (conns_per_s >= 0) printf("  %.2f M conns/s", conns_per_s / 1e6);
+    printf("%s\n", extra);
+  }
+  fflush(stdout);
+}
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+template <typename F>
+double median_of(int reps, F f) {
+  std::vector<double> v;
+  for (int i = 0; i < reps; i++) v.push_back(f());
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void bench_established(uint32_t n) {
+  Runner r(n);
+  auto hs = handshakes(0, n);
+  if (uint64_t bad = r.run(ptrs(hs))) fprintf(stderr, "established: %llu invalid during setup\n", (unsigned long long)bad);
+  hs.clear();
+  hs.shrink_to_fit();
+  // A pool of random established packets (both directions), streamed in order.
+  uint32_t pool = std::min<uint32_t>(std::max<uint32_t>(n, 1u << 16), g_quick ? 1u << 18 : 1u << 21);
+  std::mt19937 rng(1);
+  std::vector<Packet> pk(pool);
+  for (uint32_t i = 0; i < pool; i++) {
+    uint32_t c = rng() % n;
+    pk[i] = (i & 1) ? tcp_pkt(conn_key(c).reversed(), kAck, SISN + 1, CISN + 1, 0)
+                    : tcp_pkt(conn_key(c), kAck | kPsh, CISN + 1, SISN + 1, 0);
+  }
+  auto pp = ptrs(pk);
+  uint64_t total = g_quick ? 4'000'000 : 20'000'000;
+  uint64_t rounds = std::max<uint64_t>(1, total / pool);
+  r.run(pp);  // warm
+  uint64_t bad = 0;
+  double secs = median_of(3, [&] {
+    auto t0 = Clock::now();
+    for (uint64_t k = 0; k < rounds; k++) bad += r.run(pp);
+    return seconds_since(t0);
+  });
+  if (bad) fprintf(stderr, "established: %llu invalid results\n", (unsigned long long)bad);
+  emit("established", r.t->stats().active, static_cast<double>(rounds * pool), secs,
+       static_cast<double>(r.t->bytes_per_conn()));
+}
+
+void bench_new(uint32_t n) {
+  double secs = median_of(3, [&] {
+    Runner r(n);
+    auto hs = handshakes(0, n);
+    auto pp = ptrs(hs);
+    auto t0 = Clock::now();
+    uint64_t bad = r.run(pp);
+    double s = seconds_since(t0);
+    if (bad || r.t->stats().active != n)
+      fprintf(stderr, "new: %llu invalid, %llu active\n", (unsigned long long)bad,
+              (unsigned long long)r.t->stats().active);
+    return s;
+  });
+  Runner sizing(n);
+  emit("new", n, 3.0 * n, secs, static_cast<double>(sizing.t->bytes_per_conn()), n / secs);
+}
+
+void bench_teardown(uint32_t n) {
+  Runner r(n);
+  auto hs = handshakes(0, n);
+  r.run(ptrs(hs));
+  auto td = teardowns(0, n);
+  auto pp = ptrs(td);
+  auto t0 = Clock::now();
+  uint64_t bad = r.run(pp);
+  double secs = seconds_since(t0);
+  if (bad) fprintf(stderr, "teardown: %llu invalid\n", (unsigned long long)bad);
+  emit("teardown", n, 3.0 * n, secs, static_cast<double>(r.t->bytes_per_conn()), n / secs);
+}
+
+// 100K live connections; each round of 320 packets: 288 established packets at
+// random plus 32 connections churned (handshake of a new one + teardown of an
+// old one, 3 + 3 packets... spread over the round).
+void bench_mixed() {
+  const uint32_t live = 100000, cap = 200000;
+  Runner r(cap);
+  auto hs = handshakes(0, live);
+  r.run(ptrs(hs));
+  std::mt19937 rng(7);
+  const uint32_t rounds = g_quick ? 2000 : 10000;
+  std::vector<Packet> pk;
+  pk.reserve(static_cast<size_t>(rounds) * 320);
+  uint32_t next_new = live, oldest = 0;
+  for (uint32_t k = 0; k < rounds; k++) {
+    for (uint32_t i = 0; i < 288; i++) {
+      uint32_t c = oldest + rng() % live;
+      pk.push_back(tcp_pkt(conn_key(c), kAck, CISN + 1, SISN + 1));
+    }
+    // 16 handshakes and 16 teardowns per round, in protocol order.
+    auto h = handshakes(next_new, 16);
+    auto t = teardowns(oldest, 16);
+    pk.insert(pk.end(), h.begin(), h.end());
+    pk.insert(pk.end(), t.begin(), t.end());
+    next_new += 16;
+    oldest += 16;
+  }
+  auto pp = ptrs(pk);
+  r.now += 1'000'000;
+  auto t0 = Clock::now();
+  uint64_t bad = r.run(pp);
+  double secs = seconds_since(t0);
+  if (bad) fprintf(stderr, "mixed: %llu invalid (of %zu)\n", (unsigned long long)bad, pp.size());
+  emit("mixed", live, static_cast<double>(pp.size()), secs, static_cast<double>(r.t->bytes_per_conn()));
+}
+
+// OVS tests/test-conntrack.c payload: Ethernet + IPv4 + UDP 1 -> 2.
+const char kOvsPayload[] =
+    "50540000000a50540000000908004500001c0000000000"
+    "11a4cd0a0101010a0101020001000200080000";
+
+double run_ovs(const std::string& ovstest, uint64_t pkts) {
+  auto r = testbed::run_capture({ovstest, "test-conntrack", "benchmark", "1", std::to_string(pkts), "32", "1"},
+                                nullptr, std::chrono::minutes(5));
+  if (!r || r->status != 0) return -1;
+  double ms = -1;
+  size_t at = r->output.find("conntrack:");
+  if (at != std::string::npos) ms = strtod(r->output.c_str() + at + 10, nullptr);
+  return ms;
+}
+
+void bench_ovs_equivalent(const std::string& ovstest) {
+  std::vector<uint8_t> frame;
+  for (size_t i = 0; i + 1 < sizeof kOvsPayload - 1; i += 2) {
+    unsigned v;
+    sscanf(kOvsPayload + i, "%2x", &v);
+    frame.push_back(static_cast<uint8_t>(v));
+  }
+  // 32 packets, udp_dst = 2 + i (change_connection = 1).
+  std::vector<std::vector<uint8_t>> frames(kBurst, frame);
+  for (uint32_t i = 0; i < kBurst; i++) {
+    uint16_t d = static_cast<uint16_t>(2 + i);
+    frames[i][14 + 20 + 2] = static_cast<uint8_t>(d >> 8);
+    frames[i][14 + 20 + 3] = static_cast<uint8_t>(d);
+  }
+  const uint64_t total = 10'000'000;
+  Runner r(1024);
+  std::vector<Parsed> parsed(kBurst);
+  std::vector<const Packet*> pp(kBurst);
+  std::vector<CtResult> out(kBurst);
+  uint64_t drops = 0;
+  auto one_run = [&] {
+    auto t0 = Clock::now();
+    for (uint64_t k = 0; k < total; k += kBurst) {
+      for (uint32_t i = 0; i < kBurst; i++) {
+        drops += parse_packet(frames[i].data(), static_cast<uint32_t>(frames[i].size()), 0, &parsed[i]) != Drop::kNone;
+        pp[i] = &parsed[i].ct;
+      }
+      r.t->process(pp.data(), kBurst, r.now, true, out.data());
+    }
+    return seconds_since(t0);
+  };
+  one_run();
+  double secs = median_of(3, one_run);
+  if (drops) fprintf(stderr, "ovs-equivalent: %llu parse drops\n", (unsigned long long)drops);
+  std::string extra;
+  if (!ovstest.empty()) {
+    std::vector<double> v;
+    for (int i = 0; i < 3; i++) v.push_back(run_ovs(ovstest, total));
+    std::sort(v.begin(), v.end());
+    double ms = v[1];
+    if (ms > 0) {
+      char b[160];
+      double ovs_mpps = total / (ms / 1000.0) / 1e6;
+      double ours = total / secs / 1e6;
+      snprintf(b, sizeof b, g_json ? ", \"ovs_mpps\": %.2f, \"ratio_vs_ovs\": %.2f" : "  (OVS %.2f Mpps, ratio %.2fx)",
+               ovs_mpps, ours / ovs_mpps);
+      extra = b;
+    } else {
+      fprintf(stderr, "ovs-equivalent: could not run %s\n", ovstest.c_str());
+    }
+  }
+  emit("ovs-equivalent", 32, static_cast<double>(total), secs, static_cast<double>(r.t->bytes_per_conn()), -1,
+       extra.c_str());
+}
+
+void usage() {
+  printf(
+      "usage: ctrack-bench [--json] [--quick] [--only NAME] [--ovstest PATH]\n"
+      "  --json          one JSON object per line\n"
+      "  --quick         smaller sizes (a smoke run, not for the record)\n"
+      "  --only NAME     established | new | teardown | mixed | ovs-equivalent\n"
+      "  --ovstest PATH  OVS tests/ovstest: run its conntrack benchmark in the same run\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string only, ovstest;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "--json") g_json = true;
+    else if (a == "--quick") g_quick = true;
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else if (a == "--ovstest" && i + 1 < argc) ovstest = argv[++i];
+    else if (a == "--help" || a == "-h") {
+      usage();
+      return 0;
+    } else {
+      fprintf(stderr, "ctrack-bench: unknown argument '%s'\n", a.c_str());
+      usage();
+      return 2;
+    }
+  }
+  auto want = [&](const char* n) { return only.empty() || only == n; };
+  if (want("ovs-equivalent")) bench_ovs_equivalent(ovstest);
+  if (want("established")) {
+    std::vector<uint32_t> sizes = g_quick ? std::vector<uint32_t>{1000, 100000}
+                                          : std::vector<uint32_t>{1000, 100000, 1000000, 4000000};
+    for (uint32_t n : sizes) bench_established(n);
+  }
+  if (want("new")) bench_new(g_quick ? 100000 : 1000000);
+  if (want("teardown")) bench_teardown(g_quick ? 100000 : 1000000);
+  if (want("mixed")) bench_mixed();
+  return 0;
+}

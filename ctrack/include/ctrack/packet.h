@@ -1,0 +1,49 @@
+// What the tracker needs to know about one packet, filled in by the parser
+// (ctrack/parse.h) or by any other front end.
+#pragma once
+
+#include <cstdint>
+
+#include "ctrack/key.h"
+
+namespace ctrack {
+
+// TCP header flag bits, as on the wire.
+enum TcpFlag : uint8_t {
+  kFin = 0x01,
+  kSyn = 0x02,
+  kRst = 0x04,
+  kPsh = 0x08,
+  kAck = 0x10,
+  kUrg = 0x20,
+  kEce = 0x40,
+  kCwr = 0x80,
+};
+
+// Packet::meta bits.
+enum PacketMeta : uint8_t {
+  kMetaFragment = 0x01,   // non-first IP fragment: no L4 header, never matched on ports
+  kMetaIcmpError = 0x02,  // ICMP error; key is the embedded packet's tuple
+  kMetaWscale = 0x04,     // TCP window-scale option present (wscale valid)
+  kMetaSackPerm = 0x08,   // TCP SACK-permitted option present
+  kMetaSack = 0x10,       // TCP SACK blocks present (sack = highest right edge)
+  kMetaIcmpEcho = 0x20,   // ICMP/ICMPv6 echo request or reply
+};
+
+struct Packet {
+  Key key;               // as seen on the wire (src -> dst)
+  uint32_t seq = 0;      // TCP fields in host order
+  uint32_t ack = 0;
+  uint32_t sack = 0;
+  uint16_t win = 0;
+  uint16_t payload_len = 0;  // L4 payload bytes
+  uint16_t l3_len = 0;       // bytes accounted (IP datagram length)
+  uint8_t tcp_flags = 0;
+  uint8_t wscale = 0;
+  uint8_t meta = 0;
+  uint8_t icmp_type = 0;
+  uint8_t pad[2] = {};
+};
+static_assert(sizeof(Packet) == 64, "one cache line per parsed packet");
+
+}  // namespace ctrack

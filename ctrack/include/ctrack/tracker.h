@@ -1,0 +1,179 @@
+// The connection tracker. One Tracker is one shard: one worker core calls
+// process(); the control plane may list, flush and fold hardware counters
+// concurrently (they take the shard lock in bounded chunks).
+//
+// Multi-core model: shards per core with symmetric RSS, so both directions of
+// a connection land on the worker that owns its shard. See ctrack/README.md.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ctrack/key.h"
+#include "ctrack/packet.h"
+#include "ctrack/timeouts.h"
+#include "sdn/status.h"
+
+namespace ctrack {
+
+inline constexpr uint32_t kNoConn = 0xFFFFFFFFu;
+
+// ct_state bits, named as in OpenFlow/OVS.
+enum CtStateBit : uint8_t {
+  kCtNew = 0x01,
+  kCtEst = 0x02,
+  kCtRel = 0x04,
+  kCtRpl = 0x08,
+  kCtInv = 0x10,
+  kCtTrk = 0x20,
+  kCtUntracked = 0x40,  // passed without an entry (table full, pass policy)
+};
+
+enum class Invalid : uint8_t {
+  kNone = 0,
+  kTcpFlags,         // flag combination no stack sends (SYN+FIN, none, ...)
+  kTcpNoSyn,         // new connection without SYN and midstream pickup off
+  kTcpState,         // transition the state machine forbids
+  kTcpSeqOver,       // SEQ above the receiver's window
+  kTcpSeqUnder,      // SEQ below the window (data already acked)
+  kTcpAckOver,       // ACK for data not sent yet
+  kTcpAckUnder,      // ACK far below the window
+  kTcpRstWindow,     // RST outside the window
+  kFragment,         // non-first fragment: no ports to match
+  kIcmpNoConn,       // ICMP error about no known connection
+  kIcmpType,         // ICMP type that cannot start a connection
+  kTableFull,        // no entry free and nothing to evict (drop policy)
+  kZoneLimit,        // zone at its connection limit (drop policy)
+  kCount,
+};
+const char* invalid_name(Invalid r);
+
+struct CtResult {
+  uint32_t conn = kNoConn;  // handle; kNoConn when none
+  uint8_t state = 0;        // CtStateBit set
+  uint8_t changed = 0;      // 1 if the packet created or changed the connection's state
+  Invalid reason = Invalid::kNone;
+  uint8_t dir = 0;          // 0 original, 1 reply
+};
+
+enum class FullPolicy : uint8_t { kDrop, kPassUntracked };
+
+struct Config {
+  uint32_t capacity = 1u << 20;   // connections, preallocated
+  FullPolicy full_policy = FullPolicy::kDrop;
+  bool tcp_liberal = false;       // skip window checks (still tracks state)
+  bool tcp_midstream = false;     // pick up connections without a SYN
+  Timeouts timeouts;
+  uint32_t default_zone_limit = 0;                 // 0 = unlimited
+  std::vector<std::pair<uint16_t, uint32_t>> zone_limits;
+  uint32_t event_ring = 0;        // offload events queued (power of two); 0 = off
+  uint32_t sweep_per_call = 32;   // entries checked for expiry per process()
+  uint32_t early_drop_scan = 64;  // entries scanned for a victim when full
+};
+
+struct Stats {
+  uint64_t lookups = 0, hits = 0, created = 0, related = 0, untracked = 0;
+  uint64_t invalid[static_cast<int>(Invalid::kCount)] = {};
+  uint64_t table_full = 0, zone_limited = 0, expired = 0, evicted = 0, closed = 0, flushed = 0;
+  uint64_t reopened = 0, events = 0, events_dropped = 0, events_deferred = 0, hw_folds = 0;
+  uint64_t active = 0, offloaded = 0;
+};
+
+// Offload hooks: what the tracker tells the offload provider.
+enum class EventType : uint8_t {
+  kEstablished,  // seen both ways (TCP: ESTABLISHED after SYN and SYN-ACK)
+  kClosing,      // FIN or RST seen on an offloaded connection
+  kDestroyed,    // entry gone (expired, closed, flushed, evicted)
+};
+
+struct TcpDirState {
+  uint32_t end = 0, maxend = 0, maxwin = 0;
+  uint8_t scale = 0, flags = 0;
+};
+
+enum TcpDirFlag : uint8_t {
+  kTcpWindowScale = 0x01,
+  kTcpSackPerm = 0x02,
+  kTcpCloseInit = 0x04,
+  kTcpBeLiberal = 0x08,
+  kTcpDataUnacked = 0x10,
+};
+
+struct Event {
+  EventType type;
+  uint8_t l4_state;
+  uint8_t last_dir;  // direction of the packet that raised the event
+  uint8_t reason;    // kDestroyed: 0 expired, 1 closed, 2 flushed, 3 evicted, 4 reopened
+  uint32_t conn;
+  Key orig;          // original-direction tuple
+  TcpDirState tcp[2];
+  uint32_t last_seq, last_ack, last_end;  // of the packet that raised the event
+  uint16_t last_win;
+};
+
+struct ConnInfo {
+  uint32_t handle;
+  Key orig;
+  uint8_t proto_state;
+  std::string state;  // "ESTABLISHED", "UDP_ASSURED", ...
+  bool seen_reply, assured, offloaded;
+  uint64_t packets[2], bytes[2];
+  uint64_t age_ms;
+  int64_t timeout_ms;  // remaining
+  TcpDirState tcp[2];
+};
+
+class Tracker {
+ public:
+  static sdn::Result<std::unique_ptr<Tracker>> create(const Config& cfg);
+  ~Tracker();
+  Tracker(const Tracker&) = delete;
+  Tracker& operator=(const Tracker&) = delete;
+
+  // The per-packet path. For each pkts[i] fills out[i]. With commit, new
+  // connections get an entry; without, they are only reported as +new.
+  void process(const Packet* const* pkts, uint32_t n, uint64_t now_ns, bool commit, CtResult* out);
+
+  // Expires up to `budget` entries; for idle polls. Returns entries freed.
+  uint32_t expire(uint64_t now_ns, uint32_t budget);
+
+  // --- control plane (takes the shard lock, bounded work per hold) ---
+  // Calls fn for each connection matching zone (-1 = any).
+  void for_each(uint64_t now_ns, const std::function<void(const ConnInfo&)>& fn, int zone = -1);
+  uint64_t flush(int zone = -1);  // returns how many were removed
+  Stats stats() const;
+  const Config& config() const { return cfg_; }
+  size_t memory_bytes() const;
+  size_t bytes_per_conn() const { return memory_bytes() / cfg_.capacity; }
+
+  // --- offload hooks ---
+  // Pops up to max events; returns the count. Single consumer.
+  uint32_t poll_events(Event* out, uint32_t max);
+  // Marks the connection as handled by the NIC. False if the handle no longer
+  // names that connection.
+  bool set_offloaded(uint32_t handle, const Key& orig, bool on);
+  // Adds NIC-reported counters and refreshes the entry as if a packet had been
+  // seen at last_seen_ns.
+  bool fold_hw_counters(uint32_t handle, const Key& orig, const uint64_t packets[2], const uint64_t bytes[2],
+                        uint64_t last_seen_ns);
+  // Excludes a connection from offload (set by a rule).
+  bool set_no_offload(uint32_t handle, const Key& orig);
+
+  // Checks the table's invariants (every live entry findable under its key,
+  // counts consistent, free list sound). For tests and the fuzzer.
+  sdn::Status check_invariants() const;
+
+  struct Impl;
+
+ private:
+  explicit Tracker(const Config& cfg);
+  Config cfg_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ctrack

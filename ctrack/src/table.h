@@ -1,0 +1,97 @@
+// Internal: the connection array and its cuckoo hash index.
+//
+// One index entry per connection, under the canonical key (see key.h), so a
+// connection is found from either direction with one probe sequence. Buckets
+// are one cache line with 10 slots (16-bit signature + 32-bit connection
+// index); each key has two candidate buckets, b1 from the hash and
+// b2 = alt(b1, sig), an involution that works for any bucket count, so the
+// table is sized to the capacity (90% load) instead of a power of two.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ctrack/key.h"
+
+namespace ctrack::detail {
+
+inline constexpr int kSlots = 10;
+inline constexpr uint32_t kEmpty = 0xFFFFFFFFu;
+
+struct alignas(64) Bucket {
+  uint16_t sig[kSlots];
+  uint16_t pad[2];
+  uint32_t idx[kSlots];
+};
+static_assert(sizeof(Bucket) == 64);
+
+// One tracked connection: 120 bytes. Direction-indexed arrays use 0 for the
+// original direction (the first packet's), 1 for the reply.
+struct Conn {
+  Key key;             // canonical orientation (immutable while alive)
+  uint32_t expires;    // ms on the tracker clock
+  uint32_t created;    // ms; next free entry while on the free list
+  uint8_t state;       // TcpState / UdpState / 0
+  uint8_t flags;       // ConnFlag
+  uint8_t last_index;  // TCP: bits 0-2 flag index, bit 3 direction, bits 4-7 wscale of an ignored SYN
+  uint8_t last_flags;  // TCP: TcpDirFlag bits of an ignored SYN
+  uint32_t td_end[2];
+  uint32_t td_maxend[2];
+  uint32_t td_maxwin[2];
+  uint8_t td_scale[2];
+  uint8_t td_flags[2];
+  uint32_t last_end;
+  uint16_t last_win;
+  uint16_t pad;
+  uint64_t packets[2];
+  uint64_t bytes[2];
+};
+static_assert(sizeof(Conn) == 120, "bytes per connection is part of the bar");
+
+enum ConnFlag : uint8_t {
+  kAlive = 0x01,
+  kOrigCanon = 0x02,  // the original direction is the canonical orientation
+  kSeenReply = 0x04,
+  kAssured = 0x08,
+  kOffloaded = 0x10,
+  kNoOffload = 0x20,
+  kEvented = 0x40,    // an kEstablished event went out: kDestroyed must follow
+  kClosingSent = 0x80,
+};
+
+class Table {
+ public:
+  Table() = default;
+  ~Table();
+  bool init(uint32_t capacity);  // false on allocation failure
+
+  uint32_t nbuckets() const { return nb_; }
+  Bucket* buckets() const { return b_; }
+  Conn* conns() const { return c_; }
+
+  uint32_t b1(uint32_t h) const { return static_cast<uint32_t>((static_cast<uint64_t>(h) * nb_) >> 32); }
+  static uint16_t sig(uint32_t h) { return static_cast<uint16_t>(h); }
+  uint32_t alt(uint32_t b, uint16_t s) const {
+    uint32_t H = static_cast<uint32_t>((static_cast<uint64_t>(s * 0x9E3779B1u) * nb_) >> 32);
+    return H >= b ? H - b : H + nb_ - b;
+  }
+
+  // Finds the connection with canonical key k, or kEmpty.
+  uint32_t find(const Key& k, uint32_t h) const;
+  // Adds idx under hash h. False when no slot could be freed (table full).
+  bool insert(uint32_t h, uint32_t idx);
+  // Removes idx (whose key hashes to h). False if not found.
+  bool erase(uint32_t h, uint32_t idx);
+
+  size_t bytes() const { return static_cast<size_t>(nb_) * sizeof(Bucket); }
+
+ private:
+  bool place(uint32_t b, uint16_t s, uint32_t idx);
+  Bucket* b_ = nullptr;
+  Conn* c_ = nullptr;
+  uint32_t nb_ = 0;
+  size_t bmap_ = 0, cmap_ = 0;
+  uint32_t rng_ = 0x2545F491u;
+};
+
+}  // namespace ctrack::detail

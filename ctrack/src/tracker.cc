@@ -1,0 +1,989 @@
+// The tracker: burst pipeline, per-protocol state machines, expiry, events.
+//
+// TCP follows Linux nf_conntrack_proto_tcp.c (v6.1): the same state table,
+// the same window checks (tcp_in_window, after Guido van Rooij's "Real
+// Stateful TCP Packet Filtering in IP Filter"), the same handling of SYN on
+// an established connection (ignored and annotated; a matching SYN-ACK
+// resynchronises) and of TIME_WAIT reuse. Written here from those rules.
+#include "ctrack/tracker.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "table.h"
+
+namespace ctrack {
+
+using detail::Conn;
+using detail::kEmpty;
+
+namespace {
+
+// ----------------------------------------------------------------- TCP rules
+
+enum TcpIndex : uint8_t { kIdxSyn, kIdxSynAck, kIdxFin, kIdxAck, kIdxRst, kIdxNone, kIdxCount };
+
+constexpr uint8_t sNO = kTcpNone, sSS = kTcpSynSent, sSR = kTcpSynRecv, sES = kTcpEstablished, sFW = kTcpFinWait,
+                  sCW = kTcpCloseWait, sLA = kTcpLastAck, sTW = kTcpTimeWait, sCL = kTcpClose, sS2 = kTcpSynSent2,
+                  sIV = kTcpStateCount, sIG = kTcpStateCount + 1;
+
+// [direction][flag index][old state] -> new state (nf_conntrack_proto_tcp.c).
+constexpr uint8_t kTcpTrans[2][kIdxCount][kTcpStateCount] = {
+    {
+        /*            sNO  sSS  sSR  sES  sFW  sCW  sLA  sTW  sCL  sS2 */
+        /* syn    */ {sSS, sSS, sIG, sIG, sIG, sIG, sIG, sSS, sSS, sS2},
+        /* synack */ {sIV, sIV, sSR, sIV, sIV, sIV, sIV, sIV, sIV, sSR},
+        /* fin    */ {sIV, sIV, sFW, sFW, sLA, sLA, sLA, sTW, sCL, sIV},
+        /* ack    */ {sES, sIV, sES, sES, sCW, sCW, sTW, sTW, sCL, sIV},
+        /* rst    */ {sIV, sCL, sCL, sCL, sCL, sCL, sCL, sCL, sCL, sCL},
+        /* none   */ {sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV},
+    },
+    {
+        /* reply      sNO  sSS  sSR  sES  sFW  sCW  sLA  sTW  sCL  sS2 */
+        /* syn    */ {sIV, sS2, sIV, sIV, sIV, sIV, sIV, sSS, sIV, sS2},
+        /* synack */ {sIV, sSR, sIG, sIG, sIG, sIG, sIG, sIG, sIG, sSR},
+        /* fin    */ {sIV, sIV, sFW, sFW, sLA, sLA, sLA, sTW, sCL, sIV},
+        /* ack    */ {sIV, sIG, sSR, sES, sCW, sCW, sTW, sTW, sCL, sIG},
+        /* rst    */ {sIV, sCL, sCL, sCL, sCL, sCL, sCL, sCL, sCL, sCL},
+        /* none   */ {sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV},
+    },
+};
+
+// Flag combinations real stacks send, PSH/ECE/CWR masked (tcp_valid_flags).
+constexpr bool valid_tcp_flags(uint8_t f) {
+  f &= kFin | kSyn | kRst | kAck | kUrg;
+  switch (f) {
+    case kSyn: case kSyn | kUrg: case kSyn | kAck: case kRst: case kRst | kAck:
+    case kFin | kAck: case kFin | kAck | kUrg: case kAck: case kAck | kUrg:
+      return true;
+    default:
+      return false;
+  }
+}
+
+constexpr uint8_t tcp_index(uint8_t f) {
+  if (f & kRst) return kIdxRst;
+  if (f & kSyn) return (f & kAck) ? kIdxSynAck : kIdxSyn;
+  if (f & kFin) return kIdxFin;
+  if (f & kAck) return kIdxAck;
+  return kIdxNone;
+}
+
+inline bool before(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
+inline bool after(uint32_t a, uint32_t b) { return before(b, a); }
+
+inline uint32_t seg_end(const Packet& p) {
+  return p.seq + p.payload_len + ((p.tcp_flags & kSyn) ? 1 : 0) + ((p.tcp_flags & kFin) ? 1 : 0);
+}
+
+constexpr uint32_t kMaxAckWinConst = 66000;
+
+enum class Verdict : uint8_t { kAccept, kIgnore, kInvalid, kReopen, kKill };
+
+struct Outcome {
+  Verdict v;
+  Invalid reason;
+  bool changed;
+};
+
+// Destroy reasons in events.
+enum : uint8_t { kWhyExpired = 0, kWhyClosed = 1, kWhyFlushed = 2, kWhyEvicted = 3, kWhyReopened = 4 };
+
+inline uint32_t now_ms(uint64_t ns) { return static_cast<uint32_t>(ns / 1000000u); }
+
+}  // namespace
+
+const char* tcp_state_name(uint8_t s) {
+  static const char* const n[] = {"NONE",     "SYN_SENT",  "SYN_RECV",  "ESTABLISHED", "FIN_WAIT",
+                                  "CLOSE_WAIT", "LAST_ACK", "TIME_WAIT", "CLOSE",       "SYN_SENT2"};
+  return s < kTcpStateCount ? n[s] : "?";
+}
+
+const char* udp_state_name(uint8_t s) {
+  static const char* const n[] = {"UNREPLIED", "REPLIED", "ASSURED"};
+  return s < kUdpStateCount ? n[s] : "?";
+}
+
+const char* invalid_name(Invalid r) {
+  static const char* const n[] = {"none",        "tcp_flags",    "tcp_no_syn",   "tcp_state",    "tcp_seq_over",
+                                  "tcp_seq_under", "tcp_ack_over", "tcp_ack_under", "tcp_rst_window", "fragment",
+                                  "icmp_no_conn", "icmp_type",    "table_full",   "zone_limit"};
+  static_assert(sizeof(n) / sizeof(n[0]) == static_cast<size_t>(Invalid::kCount));
+  return n[static_cast<int>(r)];
+}
+
+std::string Key::str() const {
+  char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
+  int af = family == 6 ? AF_INET6 : AF_INET;
+  inet_ntop(af, src, a, sizeof a);
+  inet_ntop(af, dst, b, sizeof b);
+  const char* p = proto == IPPROTO_TCP ? "tcp" : proto == IPPROTO_UDP ? "udp"
+                : proto == IPPROTO_ICMP ? "icmp" : proto == IPPROTO_ICMPV6 ? "icmpv6" : nullptr;
+  char buf[160];
+  char pn[8];
+  if (!p) {
+    snprintf(pn, sizeof pn, "ip%u", proto);
+    p = pn;
+  }
+  if (family == 6)
+    snprintf(buf, sizeof buf, "%s [%s]:%u -> [%s]:%u zone %u", p, a, sport, b, dport, zone);
+  else
+    snprintf(buf, sizeof buf, "%s %s:%u -> %s:%u zone %u", p, a, sport, b, dport, zone);
+  return buf;
+}
+
+// ------------------------------------------------------------------- Impl
+
+struct Tracker::Impl {
+  Config cfg;
+  detail::Table table;
+  Conn* conns = nullptr;
+  uint32_t cap = 0;
+  uint32_t free_head = kEmpty;
+  uint32_t sweep_cursor = 0;
+  Stats st;
+  std::atomic<bool> lock{false};
+
+  bool zones_limited = false;
+  std::vector<uint32_t> zone_count, zone_limit;
+
+  // Event ring: single producer (the worker, under the lock), single consumer.
+  std::vector<Event> ring;
+  uint32_t ring_mask = 0;
+  std::atomic<uint32_t> ring_head{0}, ring_tail{0};
+
+  // Timeouts in ms, precomputed.
+  uint32_t t_tcp[kTcpStateCount];
+  uint32_t t_tcp_unacked, t_udp[kUdpStateCount], t_udp_stream, t_icmp, t_other;
+
+  void acquire() {
+    while (lock.exchange(true, std::memory_order_acquire))
+      while (lock.load(std::memory_order_relaxed)) std::this_thread::yield();
+  }
+  void release() { lock.store(false, std::memory_order_release); }
+
+  static Key orig_key(const Conn& c) { return (c.flags & detail::kOrigCanon) ? c.key : c.key.reversed(); }
+
+  // ---- events
+  uint32_t ring_space() const {
+    return ring.empty() ? 0 : static_cast<uint32_t>(ring.size()) - (ring_head.load(std::memory_order_relaxed) -
+                                                                     ring_tail.load(std::memory_order_acquire));
+  }
+  bool push_event(EventType t, uint32_t idx, const Conn& c, const Packet* p, uint8_t dir, uint8_t why) {
+    if (ring.empty()) return false;
+    if (ring_space() == 0) {
+      st.events_dropped++;
+      return false;
+    }
+    uint32_t h = ring_head.load(std::memory_order_relaxed);
+    Event& e = ring[h & ring_mask];
+    e.type = t;
+    e.l4_state = c.state;
+    e.last_dir = dir;
+    e.reason = why;
+    e.conn = idx;
+    e.orig = orig_key(c);
+    for (int d = 0; d < 2; d++)
+      e.tcp[d] = TcpDirState{c.td_end[d], c.td_maxend[d], c.td_maxwin[d], c.td_scale[d], c.td_flags[d]};
+    if (p) {
+      e.last_seq = p->seq;
+      e.last_ack = p->ack;
+      e.last_end = seg_end(*p);
+      e.last_win = p->win;
+    } else {
+      e.last_seq = e.last_ack = e.last_end = 0;
+      e.last_win = 0;
+    }
+    ring_head.store(h + 1, std::memory_order_release);
+    st.events++;
+    return true;
+  }
+
+  // ---- allocation
+  void free_conn(uint32_t idx) {
+    Conn& c = conns[idx];
+    table.erase(hash_key(c.key), idx);
+    if (zones_limited) zone_count[c.key.zone]--;
+    if (c.flags & detail::kOffloaded) st.offloaded--;
+    c.flags = 0;
+    c.created = free_head;
+    free_head = idx;
+    st.active--;
+  }
+
+  // Removes an entry, announcing it to the offload provider first when it
+  // was announced as established. Returns false (entry kept, retried later)
+  // when the event ring is full: a lost kDestroyed would leak a NIC rule.
+  bool destroy(uint32_t idx, uint8_t why, uint32_t now) {
+    Conn& c = conns[idx];
+    if (c.flags & detail::kEvented) {
+      if (!push_event(EventType::kDestroyed, idx, c, nullptr, 0, why)) {
+        st.events_deferred++;
+        c.expires = now;  // the sweep retries
+        return false;
+      }
+    }
+    switch (why) {
+      case kWhyExpired: st.expired++; break;
+      case kWhyClosed: st.closed++; break;
+      case kWhyFlushed: st.flushed++; break;
+      case kWhyEvicted: st.evicted++; break;
+      case kWhyReopened: st.reopened++; break;
+      default: break;
+    }
+    free_conn(idx);
+    return true;
+  }
+
+  static bool expired(const Conn& c, uint32_t now) { return static_cast<int32_t>(now - c.expires) >= 0; }
+
+  // Early drop (like Linux): scan a bounded window for the best victim:
+  // expired first, then unreplied, then closing. Assured and offloaded
+  // connections are never evicted.
+  bool early_drop(uint32_t now) {
+    uint32_t best = kEmpty;
+    int best_rank = 0;
+    for (uint32_t k = 0; k < cfg.early_drop_scan; k++) {
+      uint32_t i = sweep_cursor;
+      sweep_cursor = sweep_cursor + 1 == cap ? 0 : sweep_cursor + 1;
+      const Conn& c = conns[i];
+      if (!(c.flags & detail::kAlive) || (c.flags & detail::kOffloaded)) continue;
+      int rank = 0;
+      if (expired(c, now)) rank = 3;
+      else if (!(c.flags & detail::kSeenReply)) rank = 2;
+      else if (!(c.flags & detail::kAssured) ||
+               (c.key.proto == IPPROTO_TCP && c.state >= kTcpFinWait && c.state <= kTcpClose)) rank = 1;
+      if (rank > best_rank) {
+        best_rank = rank;
+        best = i;
+        if (rank == 3) break;
+      }
+    }
+    if (best == kEmpty) return false;
+    return destroy(best, best_rank == 3 ? kWhyExpired : kWhyEvicted, now);
+  }
+
+  // Takes a free entry for `ck` or reports why not.
+  uint32_t alloc(const Key& ck, uint32_t now, Invalid* why) {
+    if (zones_limited && zone_limit[ck.zone] != 0 && zone_count[ck.zone] >= zone_limit[ck.zone]) {
+      st.zone_limited++;
+      *why = Invalid::kZoneLimit;
+      return kEmpty;
+    }
+    if (free_head == kEmpty && !early_drop(now)) {
+      st.table_full++;
+      *why = Invalid::kTableFull;
+      return kEmpty;
+    }
+    uint32_t idx = free_head;
+    free_head = conns[idx].created;
+    return idx;
+  }
+
+  // ---- TCP
+  void tcp_init_sender(Conn& c, int s, const Packet& p, uint32_t end) {
+    int r = !s;
+    c.td_end[s] = c.td_maxend[s] = end;
+    c.td_maxwin[s] = p.win ? p.win : 1;
+    c.td_scale[s] = (p.meta & kMetaWscale) ? std::min<uint8_t>(p.wscale, 14) : 0;
+    c.td_flags[s] = static_cast<uint8_t>(((p.meta & kMetaWscale) ? kTcpWindowScale : 0) |
+                                         ((p.meta & kMetaSackPerm) ? kTcpSackPerm : 0));
+    if (!((c.td_flags[s] & kTcpWindowScale) && (c.td_flags[r] & kTcpWindowScale))) c.td_scale[s] = c.td_scale[r] = 0;
+  }
+
+  // tcp_in_window. Returns kNone when the packet fits (and updates the
+  // window state), else the reason. `skip` is set when the packet completed
+  // its business early (simultaneous open).
+  Invalid tcp_in_window(Conn& c, int s, const Packet& p, uint8_t state, bool liberal) {
+    int r = !s;
+    uint32_t seq = p.seq, ack = p.ack, sack = p.ack, end = seg_end(p), win = p.win;
+    uint8_t f = p.tcp_flags;
+    if ((c.td_flags[r] & kTcpSackPerm) && (p.meta & kMetaSack) && after(p.sack, sack)) sack = p.sack;
+
+    if (c.td_maxwin[s] == 0) {
+      if (f & kSyn) {
+        // SYN-ACK in reply to a SYN, or SYN from the reply side (simultaneous open).
+        tcp_init_sender(c, s, p, end);
+        if (!(f & kAck)) return Invalid::kNone;
+      } else {
+        // Midstream: the history is lost, take what the packet says.
+        c.td_end[s] = end;
+        uint32_t swin = win << c.td_scale[s];
+        c.td_maxwin[s] = swin ? swin : 1;
+        c.td_maxend[s] = end + c.td_maxwin[s];
+        if (c.td_maxwin[r] == 0) c.td_end[r] = c.td_maxend[r] = sack;
+        else if (sack == c.td_end[r] + 1) c.td_end[r]++;  // reply to a keepalive
+      }
+    } else if ((f & kSyn) && after(end, c.td_end[s]) && (state == sSS || state == sSR)) {
+      // Retransmitted SYN / SYN-ACK with a new ISN or new options (RFC 793 re-init).
+      tcp_init_sender(c, s, p, end);
+      if (s == 1 && !(f & kAck)) return Invalid::kNone;
+    }
+
+    if (!(f & kAck)) {
+      ack = sack = c.td_end[r];
+    } else if ((f & (kAck | kRst)) == (kAck | kRst) && ack == 0) {
+      ack = sack = c.td_end[r];  // broken stacks: RST+ACK with zero ack
+    }
+    if ((f & kRst) && seq == 0 && state == sSS) seq = end = c.td_end[s];  // RST answering a SYN
+
+    uint32_t maxackwin = c.td_maxwin[s] > kMaxAckWinConst ? c.td_maxwin[s] : kMaxAckWinConst;
+    Invalid bad = Invalid::kNone;
+    if (!before(seq, c.td_maxend[s] + 1)) bad = Invalid::kTcpSeqOver;
+    else if (c.td_maxwin[r] != 0 && !after(end, c.td_end[s] - c.td_maxwin[r] - 1)) bad = Invalid::kTcpSeqUnder;
+    else if (!before(sack, c.td_end[r] + 1)) bad = Invalid::kTcpAckOver;
+    else if (!after(sack, c.td_end[r] - maxackwin - 1)) bad = Invalid::kTcpAckUnder;
+    if (bad != Invalid::kNone) {
+      // Liberal: pass, but do not let an out-of-window packet move the window.
+      return liberal ? Invalid::kNone : bad;
+    }
+
+    if (!(f & kSyn)) win <<= c.td_scale[s];
+    uint32_t swin = win + (sack - ack);
+    if (c.td_maxwin[s] < swin) c.td_maxwin[s] = swin;
+    // A RST carries no data; letting its SEQ move td_end would make the
+    // exact-sequence check below drift with every challenge RST.
+    if (after(end, c.td_end[s]) && !(f & kRst)) {
+      c.td_end[s] = end;
+      c.td_flags[s] |= kTcpDataUnacked;
+    }
+    if (c.td_maxwin[r] != 0 && after(end, c.td_maxend[s])) c.td_maxwin[r] += end - c.td_maxend[s];
+    if (after(sack + win, c.td_maxend[r] - 1)) {
+      c.td_maxend[r] = sack + win;
+      if (win == 0) c.td_maxend[r]++;
+    }
+    if (ack == c.td_end[r]) c.td_flags[r] &= static_cast<uint8_t>(~kTcpDataUnacked);
+    return Invalid::kNone;
+  }
+
+  Outcome tcp_packet(Conn& c, int dir, const Packet& p, uint32_t now) {
+    uint8_t f = p.tcp_flags;
+    if (!valid_tcp_flags(f)) return {Verdict::kInvalid, Invalid::kTcpFlags, false};
+    uint8_t idx = tcp_index(f);
+    uint8_t old = c.state;
+    uint8_t nst = kTcpTrans[dir][idx][old];
+    uint8_t last_idx = c.last_index & 7;
+    int last_dir = (c.last_index >> 3) & 1;
+
+    switch (nst) {
+      case sSS:
+        if (old < sTW) break;
+        // SYN on TIME_WAIT/CLOSE: reopen if the old one really closed.
+        if (((c.td_flags[0] | c.td_flags[1]) & kTcpCloseInit) || (last_dir == dir && last_idx == kIdxRst))
+          return {Verdict::kReopen, Invalid::kNone, true};
+        [[fallthrough]];
+      case sIG:
+        if (idx == kIdxSynAck && last_idx == kIdxSyn && last_dir != dir && p.ack == c.last_end) {
+          // This SYN-ACK answers a SYN we ignored: both ends are in sync and we
+          // were not. Resynchronise from the annotated SYN.
+          old = sSS;
+          nst = sSR;
+          int ld = last_dir;
+          c.td_end[ld] = c.td_maxend[ld] = c.last_end;
+          c.td_maxwin[ld] = c.last_win ? c.last_win : 1;
+          c.td_scale[ld] = static_cast<uint8_t>(c.last_index >> 4);
+          c.td_flags[ld] = c.last_flags;
+          c.td_end[dir] = c.td_maxend[dir] = c.td_maxwin[dir] = 0;
+          c.td_scale[dir] = c.td_flags[dir] = 0;
+          break;
+        }
+        c.last_index = static_cast<uint8_t>(idx | (dir << 3));
+        c.last_end = seg_end(p);
+        c.last_win = p.win;
+        if (idx == kIdxSyn && dir == 0) {
+          c.last_flags = static_cast<uint8_t>(((p.meta & kMetaWscale) ? kTcpWindowScale : 0) |
+                                              ((p.meta & kMetaSackPerm) ? kTcpSackPerm : 0));
+          c.last_index |= static_cast<uint8_t>(((p.meta & kMetaWscale) ? std::min<uint8_t>(p.wscale, 14) : 0) << 4);
+        }
+        return {Verdict::kIgnore, Invalid::kNone, false};
+      case sIV:
+        return {Verdict::kInvalid, Invalid::kTcpState, false};
+      default:
+        break;
+    }
+
+    bool liberal = cfg.tcp_liberal || ((c.td_flags[0] | c.td_flags[1]) & kTcpBeLiberal);
+    bool rst_exact = p.seq == c.td_end[dir];
+    Invalid w = tcp_in_window(c, dir, p, old, liberal);
+    if (w != Invalid::kNone) return {Verdict::kInvalid, idx == kIdxRst ? Invalid::kTcpRstWindow : w, false};
+
+    if (idx == kIdxRst && old >= sES && old <= sLA && !rst_exact && !liberal) {
+      // In the window but not exactly at the expected sequence: keep the
+      // state so the receiver may send a challenge ACK (RFC 5961), as Linux.
+      nst = old;
+    }
+
+    c.last_index = static_cast<uint8_t>(idx | (dir << 3));
+    c.last_end = seg_end(p);
+    c.last_win = p.win;
+    c.state = nst;
+    if (old != nst && nst == sFW) c.td_flags[dir] |= kTcpCloseInit;
+
+    uint32_t t = t_tcp[nst];
+    if (((c.td_flags[0] | c.td_flags[1]) & kTcpDataUnacked) && t > t_tcp_unacked) t = t_tcp_unacked;
+    c.expires = now + t;
+
+    if (!(c.flags & detail::kSeenReply)) {
+      // Only a RST came back: there was never a connection, drop it now.
+      if (f & kRst) return {Verdict::kKill, Invalid::kNone, true};
+    } else if (!(c.flags & detail::kAssured) && (old == sSR || old == sES) && nst == sES) {
+      c.flags |= detail::kAssured;
+    }
+    return {Verdict::kAccept, Invalid::kNone, old != nst};
+  }
+
+  void tcp_new(Conn& c, const Packet& p) {
+    uint32_t end = seg_end(p);
+    for (int d = 0; d < 2; d++) {
+      c.td_end[d] = c.td_maxend[d] = c.td_maxwin[d] = 0;
+      c.td_scale[d] = c.td_flags[d] = 0;
+    }
+    if (p.tcp_flags & kSyn) {
+      c.td_end[0] = c.td_maxend[0] = end;
+      c.td_maxwin[0] = p.win ? p.win : 1;
+      c.td_scale[0] = (p.meta & kMetaWscale) ? std::min<uint8_t>(p.wscale, 14) : 0;
+      c.td_flags[0] = static_cast<uint8_t>(((p.meta & kMetaWscale) ? kTcpWindowScale : 0) |
+                                           ((p.meta & kMetaSackPerm) ? kTcpSackPerm : 0));
+    } else {
+      // Midstream pickup: nothing is known about scaling, so be liberal.
+      c.td_end[0] = end;
+      c.td_maxwin[0] = p.win ? p.win : 1;
+      c.td_maxend[0] = end + c.td_maxwin[0];
+      c.td_flags[0] = c.td_flags[1] = kTcpSackPerm | kTcpBeLiberal;
+    }
+    c.state = sNO;
+    c.last_index = kIdxNone;
+    c.last_flags = 0;
+    c.last_end = 0;
+    c.last_win = 0;
+  }
+
+  // Can this packet start a connection? kNone if so.
+  Invalid check_new(const Packet& p) const {
+    switch (p.key.proto) {
+      case IPPROTO_TCP: {
+        if (!valid_tcp_flags(p.tcp_flags)) return Invalid::kTcpFlags;
+        uint8_t nst = kTcpTrans[0][tcp_index(p.tcp_flags)][sNO];
+        if (nst == sSS) return Invalid::kNone;
+        if (nst == sES && cfg.tcp_midstream) return Invalid::kNone;
+        return nst == sES ? Invalid::kTcpNoSyn : Invalid::kTcpState;
+      }
+      case IPPROTO_ICMP:
+      case IPPROTO_ICMPV6:
+        // Only echo requests start ICMP connections (id in sport).
+        return (p.meta & kMetaIcmpEcho) && p.key.dport == 0 ? Invalid::kNone : Invalid::kIcmpType;
+      default:
+        return Invalid::kNone;
+    }
+  }
+
+  // Updates an existing connection with a packet in direction dir.
+  Outcome update(uint32_t idx, Conn& c, int dir, const Packet& p, uint32_t now) {
+    Outcome o{Verdict::kAccept, Invalid::kNone, false};
+    switch (c.key.proto) {
+      case IPPROTO_TCP:
+        o = tcp_packet(c, dir, p, now);
+        break;
+      case IPPROTO_UDP:
+        if (c.flags & detail::kSeenReply) {
+          if (static_cast<int32_t>(now - (c.created + t_udp_stream)) >= 0) {
+            c.expires = now + t_udp[kUdpAssured];
+            if (!(c.flags & detail::kAssured)) {
+              c.flags |= detail::kAssured;
+              c.state = kUdpAssured;
+              o.changed = true;
+            }
+          } else {
+            c.expires = now + t_udp[kUdpReplied];
+          }
+        } else {
+          c.expires = now + t_udp[kUdpUnreplied];
+          if (dir == 1) {
+            c.state = kUdpReplied;
+            o.changed = true;
+          }
+        }
+        break;
+      case IPPROTO_ICMP:
+      case IPPROTO_ICMPV6:
+        c.expires = now + t_icmp;
+        o.changed = dir == 1 && !(c.flags & detail::kSeenReply);
+        break;
+      default:
+        c.expires = now + t_other;
+        o.changed = dir == 1 && !(c.flags & detail::kSeenReply);
+        break;
+    }
+    if (o.v == Verdict::kAccept || o.v == Verdict::kKill) {
+      c.packets[dir]++;
+      c.bytes[dir] += p.l3_len;
+      if (dir == 1 && !(c.flags & detail::kSeenReply)) {
+        c.flags |= detail::kSeenReply;
+        if (c.key.proto == IPPROTO_UDP && !(c.flags & detail::kNoOffload)) raise_established(idx, c, &p, 1);
+      }
+      if (c.key.proto == IPPROTO_TCP && o.changed) tcp_events(idx, c, p, dir);
+    } else if (o.v == Verdict::kIgnore) {
+      c.packets[dir]++;
+      c.bytes[dir] += p.l3_len;
+    }
+    return o;
+  }
+
+  void raise_established(uint32_t idx, Conn& c, const Packet* p, uint8_t dir) {
+    if (ring.empty() || (c.flags & (detail::kEvented | detail::kNoOffload))) return;
+    if (push_event(EventType::kEstablished, idx, c, p, dir, 0)) c.flags |= detail::kEvented;
+  }
+
+  void tcp_events(uint32_t idx, Conn& c, const Packet& p, int dir) {
+    if (c.state == sES && (c.flags & detail::kAssured)) {
+      raise_established(idx, c, &p, static_cast<uint8_t>(dir));
+    } else if (c.state >= sFW && c.state <= sCL && (c.flags & detail::kOffloaded) &&
+               !(c.flags & detail::kClosingSent)) {
+      if (push_event(EventType::kClosing, idx, c, &p, static_cast<uint8_t>(dir), 0)) c.flags |= detail::kClosingSent;
+    }
+  }
+
+  // Creates and inserts an entry for a new connection's first packet.
+  void create(const Packet& p, const Key& ck, bool canon, uint32_t h, uint32_t now, CtResult& r) {
+    Invalid why = Invalid::kNone;
+    uint32_t idx = alloc(ck, now, &why);
+    if (idx != kEmpty && !table.insert(h, idx)) {
+      // Cuckoo walk failed: give the entry back.
+      conns[idx].created = free_head;
+      free_head = idx;
+      st.table_full++;
+      why = Invalid::kTableFull;
+      idx = kEmpty;
+    }
+    if (idx == kEmpty) {
+      if (cfg.full_policy == FullPolicy::kPassUntracked) {
+        st.untracked++;
+        r.state = kCtUntracked | kCtNew;
+      } else {
+        st.invalid[static_cast<int>(why)]++;
+        r.state = kCtTrk | kCtInv;
+        r.reason = why;
+      }
+      return;
+    }
+    Conn& c = conns[idx];
+    c.key = ck;
+    c.created = now;
+    c.flags = static_cast<uint8_t>(detail::kAlive | (canon ? detail::kOrigCanon : 0));
+    c.packets[0] = c.packets[1] = c.bytes[0] = c.bytes[1] = 0;
+    c.state = 0;
+    if (zones_limited) zone_count[ck.zone]++;
+    st.active++;
+    if (ck.proto == IPPROTO_TCP) tcp_new(c, p);
+    Outcome o = update(idx, c, 0, p, now);
+    if (o.v == Verdict::kInvalid) {
+      c.flags = detail::kAlive;  // nothing announced yet
+      free_conn(idx);
+      st.invalid[static_cast<int>(o.reason)]++;
+      r.state = kCtTrk | kCtInv;
+      r.reason = o.reason;
+      return;
+    }
+    st.created++;
+    r.conn = idx;
+    r.state = kCtTrk | kCtNew;
+    r.changed = 1;
+  }
+
+  void miss(const Packet& p, const Key& ck, bool canon, uint32_t h, uint32_t now, bool commit, CtResult& r) {
+    if (p.meta & kMetaIcmpError) {
+      st.invalid[static_cast<int>(Invalid::kIcmpNoConn)]++;
+      r.state = kCtTrk | kCtInv;
+      r.reason = Invalid::kIcmpNoConn;
+      return;
+    }
+    Invalid why = check_new(p);
+    if (why != Invalid::kNone) {
+      st.invalid[static_cast<int>(why)]++;
+      r.state = kCtTrk | kCtInv;
+      r.reason = why;
+      return;
+    }
+    if (!commit) {
+      r.state = kCtTrk | kCtNew;
+      return;
+    }
+    create(p, ck, canon, h, now, r);
+  }
+
+  void hit(uint32_t idx, const Packet& p, const Key& ck, bool canon, uint32_t h, uint32_t now, bool commit,
+           CtResult& r) {
+    Conn& c = conns[idx];
+    st.hits++;
+    int dir = canon == ((c.flags & detail::kOrigCanon) != 0) ? 0 : 1;
+    if (expired(c, now) && !(c.flags & detail::kOffloaded)) {
+      if (destroy(idx, kWhyExpired, now)) return miss(p, ck, canon, h, now, commit, r);
+    }
+    if (p.meta & kMetaIcmpError) {
+      st.related++;
+      r.conn = idx;
+      r.dir = static_cast<uint8_t>(dir);
+      r.state = kCtTrk | kCtRel;
+      return;
+    }
+    Outcome o = update(idx, c, dir, p, now);
+    switch (o.v) {
+      case Verdict::kInvalid:
+        st.invalid[static_cast<int>(o.reason)]++;
+        r.state = kCtTrk | kCtInv;
+        r.reason = o.reason;
+        r.conn = idx;
+        r.dir = static_cast<uint8_t>(dir);
+        return;
+      case Verdict::kReopen:
+        if (!destroy(idx, kWhyReopened, now)) {
+          r.state = kCtTrk | kCtInv;
+          r.reason = Invalid::kTcpState;
+          st.invalid[static_cast<int>(Invalid::kTcpState)]++;
+          return;
+        }
+        return miss(p, ck, canon, h, now, commit, r);
+      case Verdict::kKill:
+        r.conn = kNoConn;
+        r.changed = 1;
+        r.dir = static_cast<uint8_t>(dir);
+        r.state = static_cast<uint8_t>(kCtTrk | (dir ? (kCtEst | kCtRpl) : kCtNew));
+        destroy(idx, kWhyClosed, now);
+        return;
+      default:
+        break;
+    }
+    r.conn = idx;
+    r.dir = static_cast<uint8_t>(dir);
+    r.changed = o.changed;
+    r.state = static_cast<uint8_t>(kCtTrk | (dir ? (kCtEst | kCtRpl)
+                                                 : ((c.flags & detail::kSeenReply) ? kCtEst : kCtNew)));
+  }
+
+  uint32_t sweep(uint32_t now, uint32_t budget) {
+    uint32_t freed = 0;
+    for (uint32_t k = 0; k < budget; k++) {
+      uint32_t i = sweep_cursor;
+      sweep_cursor = sweep_cursor + 1 == cap ? 0 : sweep_cursor + 1;
+      Conn& c = conns[i];
+      if ((c.flags & detail::kAlive) && expired(c, now) && destroy(i, kWhyExpired, now)) freed++;
+    }
+    return freed;
+  }
+
+  static constexpr uint32_t kChunk = 32;
+
+  void process_chunk(const Packet* const* pkts, uint32_t n, uint32_t now, bool commit, CtResult* out) {
+    Key ck[kChunk];
+    uint32_t h[kChunk];
+    uint32_t cand[kChunk];
+    bool canon[kChunk];
+    const detail::Bucket* bk = table.buckets();
+
+    // Stage 1: canonical keys and hashes; prefetch both candidate buckets.
+    for (uint32_t i = 0; i < n; i++) {
+      const Packet& p = *pkts[i];
+      out[i] = CtResult{};
+      canon[i] = canonicalize(p.key, &ck[i]);
+      h[i] = hash_key(ck[i]);
+      uint32_t b = table.b1(h[i]);
+      __builtin_prefetch(&bk[b]);
+      __builtin_prefetch(&bk[table.alt(b, detail::Table::sig(h[i]))]);
+    }
+    // Stage 2: signature match; prefetch the candidate connection.
+    for (uint32_t i = 0; i < n; i++) {
+      uint16_t s = detail::Table::sig(h[i]);
+      uint32_t b = table.b1(h[i]);
+      uint32_t c = kEmpty;
+      for (int pass = 0; pass < 2 && c == kEmpty; pass++) {
+        const detail::Bucket& B = bk[b];
+        for (int j = 0; j < detail::kSlots; j++) {
+          if (B.sig[j] == s && B.idx[j] != kEmpty) {
+            c = B.idx[j];
+            break;
+          }
+        }
+        b = table.alt(b, s);
+      }
+      cand[i] = c;
+      if (c != kEmpty) {
+        const char* cp = reinterpret_cast<const char*>(&conns[c]);
+        __builtin_prefetch(cp);
+        __builtin_prefetch(cp + 64);
+        __builtin_prefetch(cp + sizeof(Conn) - 1);
+      }
+    }
+    // Stage 3: verify, then run the state machines.
+    for (uint32_t i = 0; i < n; i++) {
+      const Packet& p = *pkts[i];
+      st.lookups++;
+      if (p.meta & kMetaFragment) {
+        st.invalid[static_cast<int>(Invalid::kFragment)]++;
+        out[i].state = kCtTrk | kCtInv;
+        out[i].reason = Invalid::kFragment;
+        continue;
+      }
+      uint32_t c = cand[i];
+      // A second signature match, or an entry changed earlier in this burst,
+      // falls back to the full probe (its buckets are in cache by now).
+      if (c == kEmpty || !(conns[c].flags & detail::kAlive) || !keys_equal(conns[c].key, ck[i]))
+        c = table.find(ck[i], h[i]);
+      if (c != kEmpty) hit(c, p, ck[i], canon[i], h[i], now, commit, out[i]);
+      else miss(p, ck[i], canon[i], h[i], now, commit, out[i]);
+    }
+  }
+};
+
+// ------------------------------------------------------------------ Tracker
+
+Tracker::Tracker(const Config& cfg) : cfg_(cfg), impl_(std::make_unique<Impl>()) {}
+Tracker::~Tracker() = default;
+
+sdn::Result<std::unique_ptr<Tracker>> Tracker::create(const Config& cfg) {
+  if (cfg.capacity == 0 || cfg.capacity >= kEmpty / 2)
+    return sdn::Status::error("conntrack capacity must be between 1 and 2^31");
+  if (cfg.event_ring && (cfg.event_ring & (cfg.event_ring - 1)))
+    return sdn::Status::error("conntrack event_ring must be a power of two");
+  if (cfg.sweep_per_call > 4096 || cfg.early_drop_scan == 0 || cfg.early_drop_scan > 4096)
+    return sdn::Status::error("conntrack sweep_per_call and early_drop_scan must be 1..4096");
+  std::unique_ptr<Tracker> t(new Tracker(cfg));
+  Impl& m = *t->impl_;
+  m.cfg = cfg;
+  m.cap = cfg.capacity;
+  if (!m.table.init(cfg.capacity)) return sdn::Status::error("conntrack: cannot allocate table memory");
+  m.conns = m.table.conns();
+  for (uint32_t i = 0; i < m.cap; i++) m.conns[i].created = i + 1 < m.cap ? i + 1 : kEmpty;
+  m.free_head = 0;
+  if (cfg.default_zone_limit || !cfg.zone_limits.empty()) {
+    m.zones_limited = true;
+    m.zone_count.assign(65536, 0);
+    m.zone_limit.assign(65536, cfg.default_zone_limit);
+    for (auto [z, l] : cfg.zone_limits) m.zone_limit[z] = l;
+  }
+  if (cfg.event_ring) {
+    m.ring.resize(cfg.event_ring);
+    m.ring_mask = cfg.event_ring - 1;
+  }
+  const Timeouts& T = cfg.timeouts;
+  for (int s = 0; s < kTcpStateCount; s++) m.t_tcp[s] = T.tcp[s] * 1000;
+  m.t_tcp_unacked = T.tcp_unacked * 1000;
+  for (int s = 0; s < kUdpStateCount; s++) m.t_udp[s] = T.udp[s] * 1000;
+  m.t_udp_stream = T.udp_stream_after * 1000;
+  m.t_icmp = T.icmp * 1000;
+  m.t_other = T.other * 1000;
+  return t;
+}
+
+void Tracker::process(const Packet* const* pkts, uint32_t n, uint64_t now_ns, bool commit, CtResult* out) {
+  Impl& m = *impl_;
+  uint32_t now = now_ms(now_ns);
+  m.acquire();
+  for (uint32_t off = 0; off < n; off += Impl::kChunk) {
+    uint32_t k = std::min(Impl::kChunk, n - off);
+    m.process_chunk(pkts + off, k, now, commit, out + off);
+  }
+  m.sweep(now, m.cfg.sweep_per_call);
+  m.release();
+}
+
+uint32_t Tracker::expire(uint64_t now_ns, uint32_t budget) {
+  Impl& m = *impl_;
+  m.acquire();
+  uint32_t n = m.sweep(now_ms(now_ns), std::min(budget, m.cap));
+  m.release();
+  return n;
+}
+
+void Tracker::for_each(uint64_t now_ns, const std::function<void(const ConnInfo&)>& fn, int zone) {
+  Impl& m = *impl_;
+  uint32_t now = now_ms(now_ns);
+  constexpr uint32_t kHold = 1024;
+  std::vector<ConnInfo> batch;
+  batch.reserve(kHold);
+  for (uint32_t base = 0; base < m.cap; base += kHold) {
+    batch.clear();
+    m.acquire();
+    uint32_t end = std::min(m.cap, base + kHold);
+    for (uint32_t i = base; i < end; i++) {
+      const Conn& c = m.conns[i];
+      if (!(c.flags & detail::kAlive) || (zone >= 0 && c.key.zone != zone)) continue;
+      ConnInfo ci;
+      ci.handle = i;
+      ci.orig = Impl::orig_key(c);
+      ci.proto_state = c.state;
+      ci.state = c.key.proto == IPPROTO_TCP   ? tcp_state_name(c.state)
+                 : c.key.proto == IPPROTO_UDP ? std::string("UDP_") + udp_state_name(c.state)
+                 : (c.flags & detail::kSeenReply) ? "REPLIED" : "UNREPLIED";
+      ci.seen_reply = c.flags & detail::kSeenReply;
+      ci.assured = c.flags & detail::kAssured;
+      ci.offloaded = c.flags & detail::kOffloaded;
+      for (int d = 0; d < 2; d++) {
+        ci.packets[d] = c.packets[d];
+        ci.bytes[d] = c.bytes[d];
+        ci.tcp[d] = TcpDirState{c.td_end[d], c.td_maxend[d], c.td_maxwin[d], c.td_scale[d], c.td_flags[d]};
+      }
+      ci.age_ms = static_cast<uint32_t>(now - c.created);
+      ci.timeout_ms = static_cast<int32_t>(c.expires - now);
+      batch.push_back(std::move(ci));
+    }
+    m.release();
+    for (const auto& ci : batch) fn(ci);
+  }
+}
+
+uint64_t Tracker::flush(int zone) {
+  Impl& m = *impl_;
+  uint64_t n = 0;
+  constexpr uint32_t kHold = 4096;
+  for (uint32_t base = 0; base < m.cap; base += kHold) {
+    m.acquire();
+    const uint32_t now = 0;  // only used to reschedule a deferred destroy: "at once"
+    uint32_t end = std::min(m.cap, base + kHold);
+    for (uint32_t i = base; i < end; i++) {
+      Conn& c = m.conns[i];
+      if ((c.flags & detail::kAlive) && (zone < 0 || c.key.zone == zone) && m.destroy(i, kWhyFlushed, now)) n++;
+    }
+    m.release();
+  }
+  return n;
+}
+
+Stats Tracker::stats() const {
+  Impl& m = *impl_;
+  m.acquire();
+  Stats s = m.st;
+  m.release();
+  return s;
+}
+
+size_t Tracker::memory_bytes() const {
+  const Impl& m = *impl_;
+  size_t b = static_cast<size_t>(m.cap) * sizeof(Conn) + m.table.bytes();
+  b += (m.zone_count.size() + m.zone_limit.size()) * sizeof(uint32_t);
+  b += m.ring.size() * sizeof(Event);
+  return b;
+}
+
+uint32_t Tracker::poll_events(Event* out, uint32_t max) {
+  Impl& m = *impl_;
+  if (m.ring.empty()) return 0;
+  uint32_t t = m.ring_tail.load(std::memory_order_relaxed);
+  uint32_t h = m.ring_head.load(std::memory_order_acquire);
+  uint32_t n = std::min(max, h - t);
+  for (uint32_t i = 0; i < n; i++) out[i] = m.ring[(t + i) & m.ring_mask];
+  m.ring_tail.store(t + n, std::memory_order_release);
+  return n;
+}
+
+namespace {
+bool same_conn(const Conn& c, const Key& orig) {
+  if (!(c.flags & detail::kAlive)) return false;
+  Key ck;
+  canonicalize(orig, &ck);
+  return keys_equal(c.key, ck);
+}
+}  // namespace
+
+bool Tracker::set_offloaded(uint32_t handle, const Key& orig, bool on) {
+  Impl& m = *impl_;
+  if (handle >= m.cap) return false;
+  m.acquire();
+  Conn& c = m.conns[handle];
+  bool ok = same_conn(c, orig);
+  if (ok && on != ((c.flags & detail::kOffloaded) != 0)) {
+    c.flags = static_cast<uint8_t>(on ? (c.flags | detail::kOffloaded) : (c.flags & ~detail::kOffloaded));
+    if (on) m.st.offloaded++;
+    else m.st.offloaded--;
+  }
+  m.release();
+  return ok;
+}
+
+bool Tracker::set_no_offload(uint32_t handle, const Key& orig) {
+  Impl& m = *impl_;
+  if (handle >= m.cap) return false;
+  m.acquire();
+  Conn& c = m.conns[handle];
+  bool ok = same_conn(c, orig);
+  if (ok) c.flags |= detail::kNoOffload;
+  m.release();
+  return ok;
+}
+
+bool Tracker::fold_hw_counters(uint32_t handle, const Key& orig, const uint64_t packets[2], const uint64_t bytes[2],
+                               uint64_t last_seen_ns) {
+  Impl& m = *impl_;
+  if (handle >= m.cap) return false;
+  m.acquire();
+  Conn& c = m.conns[handle];
+  bool ok = same_conn(c, orig);
+  if (ok) {
+    for (int d = 0; d < 2; d++) {
+      c.packets[d] += packets[d];
+      c.bytes[d] += bytes[d];
+    }
+    uint32_t seen = now_ms(last_seen_ns);
+    uint32_t t = c.key.proto == IPPROTO_TCP   ? m.t_tcp[c.state]
+                 : c.key.proto == IPPROTO_UDP ? m.t_udp[c.state]
+                 : (c.key.proto == IPPROTO_ICMP || c.key.proto == IPPROTO_ICMPV6) ? m.t_icmp
+                                                                                   : m.t_other;
+    if (static_cast<int32_t>(seen + t - c.expires) > 0) c.expires = seen + t;
+    m.st.hw_folds++;
+  }
+  m.release();
+  return ok;
+}
+
+sdn::Status Tracker::check_invariants() const {
+  Impl& m = *impl_;
+  m.acquire();
+  std::string err;
+  uint64_t alive = 0, offl = 0;
+  std::vector<uint32_t> zc(m.zones_limited ? 65536 : 0, 0);
+  for (uint32_t i = 0; i < m.cap && err.empty(); i++) {
+    const Conn& c = m.conns[i];
+    if (!(c.flags & detail::kAlive)) continue;
+    alive++;
+    if (c.flags & detail::kOffloaded) offl++;
+    if (m.zones_limited) zc[c.key.zone]++;
+    Key ck;
+    canonicalize(c.key, &ck);
+    if (!keys_equal(ck, c.key)) err = "entry " + std::to_string(i) + " key is not canonical";
+    else if (m.table.find(c.key, hash_key(c.key)) != i) err = "entry " + std::to_string(i) + " not findable";
+  }
+  uint64_t slots = 0;
+  for (uint32_t b = 0; b < m.table.nbuckets() && err.empty(); b++) {
+    const detail::Bucket& B = m.table.buckets()[b];
+    for (int j = 0; j < detail::kSlots; j++) {
+      uint32_t idx = B.idx[j];
+      if (idx == kEmpty) continue;
+      slots++;
+      if (idx >= m.cap || !(m.conns[idx].flags & detail::kAlive)) {
+        err = "bucket " + std::to_string(b) + " points at a free entry";
+        break;
+      }
+      uint32_t h = hash_key(m.conns[idx].key);
+      uint32_t b1 = m.table.b1(h);
+      if (B.sig[j] != detail::Table::sig(h) || (b != b1 && b != m.table.alt(b1, detail::Table::sig(h))))
+        err = "bucket " + std::to_string(b) + " holds an entry that does not hash there";
+    }
+  }
+  uint64_t nfree = 0;
+  for (uint32_t f = m.free_head; f != kEmpty && err.empty(); f = m.conns[f].created) {
+    if (f >= m.cap || (m.conns[f].flags & detail::kAlive)) err = "free list holds a live or bad entry";
+    if (++nfree > m.cap) err = "free list has a cycle";
+  }
+  if (err.empty() && alive != m.st.active) err = "active count " + std::to_string(m.st.active) + " != " + std::to_string(alive);
+  if (err.empty() && slots != alive) err = "index holds " + std::to_string(slots) + " entries for " + std::to_string(alive);
+  if (err.empty() && alive + nfree != m.cap) err = "live + free != capacity";
+  if (err.empty() && offl != m.st.offloaded) err = "offloaded count mismatch";
+  if (err.empty() && m.zones_limited && zc != m.zone_count) err = "zone counts mismatch";
+  m.release();
+  return err.empty() ? sdn::Status() : sdn::Status::error(err);
+}
+
+}  // namespace ctrack

@@ -1,0 +1,414 @@
+// UDP, ICMP, zones, timeouts, full table, IPv6, fragments, events, control plane.
+#include <random>
+#include <set>
+#include <vector>
+
+#include "ct_test_util.h"
+
+namespace ctrack::test {
+namespace {
+
+constexpr uint8_t NEW = kCtTrk | kCtNew, EST = kCtTrk | kCtEst, RPL = kCtTrk | kCtEst | kCtRpl,
+                  INV = kCtTrk | kCtInv, REL = kCtTrk | kCtRel;
+
+const Key kU = make_key("10.0.0.1", 5000, "10.0.0.2", 53, IPPROTO_UDP);
+
+std::string state_of(Harness& h, const Key& k) {
+  std::string s = "<none>";
+  h.tracker->for_each(h.now_ns, [&](const ConnInfo& ci) {
+    if (ci.orig == k) s = ci.state;
+  });
+  return s;
+}
+
+TEST(Udp, UnrepliedRepliedAssuredWithTheirTimeouts) {
+  Harness h;
+  EXPECT_EQ(+h.run(udp(kU)).state, +NEW);
+  EXPECT_EQ(state_of(h, kU), "UDP_UNREPLIED");
+  EXPECT_EQ(+h.run(udp(kU)).state, +NEW);  // still no reply
+  CtResult r = h.run(udp(kU.reversed()));
+  EXPECT_EQ(+r.state, +RPL);
+  EXPECT_TRUE(r.changed);
+  EXPECT_EQ(state_of(h, kU), "UDP_REPLIED");
+  EXPECT_EQ(+h.run(udp(kU)).state, +EST);
+  int64_t t = 0;
+  h.tracker->for_each(h.now_ns, [&](const ConnInfo& ci) { t = ci.timeout_ms; });
+  EXPECT_EQ(t, 30000);
+  h.advance_s(2.5);  // active past the stream threshold -> assured, 120 s
+  r = h.run(udp(kU));
+  EXPECT_TRUE(r.changed);
+  EXPECT_EQ(state_of(h, kU), "UDP_ASSURED");
+  h.tracker->for_each(h.now_ns, [&](const ConnInfo& ci) { t = ci.timeout_ms; });
+  EXPECT_EQ(t, 120000);
+}
+
+TEST(Udp, UnrepliedExpiresAfter30s) {
+  Harness h;
+  h.run(udp(kU));
+  h.advance_s(29.9);
+  EXPECT_EQ(+h.run(udp(kU)).state, +NEW);
+  EXPECT_EQ(h.tracker->stats().created, 1u);  // refreshed, not re-created
+  h.advance_s(30.1);
+  EXPECT_EQ(h.tracker->expire(h.now_ns, 1024), 1u);
+  EXPECT_EQ(h.tracker->stats().active, 0u);
+  EXPECT_EQ(h.tracker->stats().expired, 1u);
+}
+
+TEST(Udp, ExpiredEntryFoundOnLookupIsReplaced) {
+  Harness h;
+  h.run(udp(kU));
+  h.run(udp(kU.reversed()));
+  h.advance_s(31);
+  // The reply direction arriving after expiry is a new connection from the server.
+  CtResult r = h.run(udp(kU.reversed()));
+  EXPECT_EQ(+r.state, +NEW);
+  EXPECT_EQ(h.tracker->stats().expired, 1u);
+}
+
+TEST(Commit, WithoutCommitNothingIsStored) {
+  Harness h;
+  EXPECT_EQ(+h.run(udp(kU), false).state, +NEW);
+  EXPECT_EQ(h.tracker->stats().active, 0u);
+  EXPECT_EQ(+h.run(udp(kU.reversed()), false).state, +NEW);  // no entry, so not a reply
+  h.run(udp(kU), true);
+  EXPECT_EQ(+h.run(udp(kU.reversed()), false).state, +RPL);  // lookup-only still updates
+}
+
+TEST(Icmp, EchoTrackedById) {
+  Harness h;
+  Key req = make_key("10.0.0.1", 77, "10.0.0.2", 0, IPPROTO_ICMP);
+  Packet p = udp(req, 56);
+  p.meta = kMetaIcmpEcho;
+  EXPECT_EQ(+h.run(p).state, +NEW);
+  Packet rep = p;
+  rep.key = req.reversed();  // reply: id in dport
+  EXPECT_EQ(+h.run(rep).state, +RPL);
+  Packet other = p;
+  other.key.sport = 78;  // another id is another connection
+  EXPECT_EQ(+h.run(other).state, +NEW);
+  Packet stray = rep;
+  stray.key.dport = 99;  // a reply nobody asked for
+  CtResult r = h.run(stray);
+  EXPECT_EQ(+r.state, +INV);
+  EXPECT_EQ(r.reason, Invalid::kIcmpType);
+}
+
+TEST(Icmp, ErrorAboutKnownConnectionIsRelated) {
+  Harness h;
+  h.run(udp(kU));
+  Packet err = udp(kU);  // embedded tuple, as the parser fills it in
+  err.meta = kMetaIcmpError;
+  err.icmp_type = 3;
+  CtResult r = h.run(err);
+  EXPECT_EQ(+r.state, +REL);
+  EXPECT_NE(r.conn, kNoConn);
+  Packet unknown = err;
+  unknown.key.dport = 54;
+  r = h.run(unknown);
+  EXPECT_EQ(+r.state, +INV);
+  EXPECT_EQ(r.reason, Invalid::kIcmpNoConn);
+}
+
+TEST(Zones, SameTupleInTwoZonesIsTwoConnections) {
+  Harness h;
+  Key z1 = kU, z2 = kU;
+  z1.zone = 1;
+  z2.zone = 2;
+  h.run(udp(z1));
+  EXPECT_EQ(+h.run(udp(z2.reversed())).state, +NEW);  // zone 2 knows nothing of zone 1
+  EXPECT_EQ(+h.run(udp(z1.reversed())).state, +RPL);
+  EXPECT_EQ(h.tracker->stats().active, 2u);
+  EXPECT_EQ(h.tracker->flush(1), 1u);
+  EXPECT_EQ(h.tracker->stats().active, 1u);
+}
+
+TEST(Zones, PerZoneLimit) {
+  Config cfg = Harness::small_config();
+  cfg.zone_limits = {{7, 3}};
+  Harness h(cfg);
+  for (uint16_t i = 0; i < 5; i++) {
+    Key k = kU;
+    k.zone = 7;
+    k.sport = static_cast<uint16_t>(6000 + i);
+    CtResult r = h.run(udp(k));
+    if (i < 3) EXPECT_EQ(+r.state, +NEW);
+    else EXPECT_EQ(r.reason, Invalid::kZoneLimit);
+  }
+  Key other = kU;
+  other.zone = 8;
+  EXPECT_EQ(+h.run(udp(other)).state, +NEW);
+  EXPECT_EQ(h.tracker->stats().zone_limited, 2u);
+  EXPECT_TRUE(h.tracker->check_invariants().ok());
+}
+
+Config tiny(FullPolicy pol) {
+  Config c;
+  c.capacity = 8;
+  c.full_policy = pol;
+  c.event_ring = 64;
+  return c;
+}
+
+Key nth(uint16_t i) {
+  Key k = kU;
+  k.sport = static_cast<uint16_t>(10000 + i);
+  return k;
+}
+
+TEST(FullTable, EarlyDropEvictsUnrepliedFirst) {
+  Harness h(tiny(FullPolicy::kDrop));
+  for (uint16_t i = 0; i < 8; i++) {
+    h.run(udp(nth(i)));
+    if (i != 3) h.run(udp(nth(i).reversed()));  // all replied but #3
+  }
+  EXPECT_EQ(+h.run(udp(nth(100))).state, +NEW);
+  EXPECT_EQ(h.tracker->stats().evicted, 1u);
+  EXPECT_EQ(state_of(h, nth(3)), "<none>");
+  EXPECT_EQ(state_of(h, nth(4)), "UDP_REPLIED");
+  EXPECT_TRUE(h.tracker->check_invariants().ok());
+}
+
+TEST(FullTable, DropPolicyCountsAndNeverGrows) {
+  Harness h(tiny(FullPolicy::kDrop));
+  for (uint16_t i = 0; i < 8; i++) {
+    h.run(udp(nth(i)));
+    h.run(udp(nth(i).reversed()));
+    h.advance_s(3);
+    h.run(udp(nth(i)));  // assured: not evictable
+  }
+  CtResult r = h.run(udp(nth(200)));
+  EXPECT_EQ(+r.state, +INV);
+  EXPECT_EQ(r.reason, Invalid::kTableFull);
+  EXPECT_EQ(h.tracker->stats().table_full, 1u);
+  EXPECT_EQ(h.tracker->stats().active, 8u);
+  // Established traffic is unaffected.
+  EXPECT_EQ(+h.run(udp(nth(0))).state, +EST);
+}
+
+TEST(FullTable, PassPolicyPassesUntracked) {
+  Harness h(tiny(FullPolicy::kPassUntracked));
+  for (uint16_t i = 0; i < 8; i++) {
+    h.run(udp(nth(i)));
+    h.run(udp(nth(i).reversed()));
+    h.advance_s(3);
+    h.run(udp(nth(i)));
+  }
+  CtResult r = h.run(udp(nth(200)));
+  EXPECT_EQ(+r.state, +(kCtUntracked | kCtNew));
+  EXPECT_EQ(r.conn, kNoConn);
+  EXPECT_EQ(h.tracker->stats().untracked, 1u);
+}
+
+TEST(Ipv6, TcpHandshakeAndUdp) {
+  Harness h;
+  Key k = make_key("fd00::1", 40000, "fd00::2", 443, IPPROTO_TCP);
+  EXPECT_EQ(+h.run(tcp(k, kSyn, 1, 0)).state, +NEW);
+  EXPECT_EQ(+h.run(tcp(k.reversed(), kSyn | kAck, 9, 2)).state, +RPL);
+  EXPECT_EQ(+h.run(tcp(k, kAck, 2, 10)).state, +EST);
+  Key u = make_key("fd00::1", 1, "fd00::2", 2, IPPROTO_UDP);
+  h.run(udp(u));
+  EXPECT_EQ(+h.run(udp(u.reversed())).state, +RPL);
+  // An IPv4 key with the same leading bytes is a different connection.
+  Key v4 = make_key("253.0.0.0", 1, "253.0.0.0", 2, IPPROTO_UDP);
+  EXPECT_EQ(+h.run(udp(v4.reversed())).state, +NEW);
+}
+
+TEST(Fragments, NonFirstFragmentNeverMatchesOnPorts) {
+  Harness h;
+  h.run(udp(kU));
+  Packet frag = udp(kU.reversed());
+  frag.meta = kMetaFragment;
+  CtResult r = h.run(frag);
+  EXPECT_EQ(+r.state, +INV);
+  EXPECT_EQ(r.reason, Invalid::kFragment);
+  EXPECT_EQ(r.conn, kNoConn);
+  EXPECT_EQ(state_of(h, kU), "UDP_UNREPLIED");  // the fragment did not count as a reply
+}
+
+TEST(Generic, OtherProtocolsTrackedByAddresses) {
+  Harness h;
+  Key g = make_key("10.0.0.1", 0, "10.0.0.2", 0, 47);  // GRE
+  EXPECT_EQ(+h.run(udp(g)).state, +NEW);
+  EXPECT_EQ(+h.run(udp(g.reversed())).state, +RPL);
+  int64_t t = 0;
+  h.tracker->for_each(h.now_ns, [&](const ConnInfo& ci) { t = ci.timeout_ms; });
+  EXPECT_EQ(t, 600000);
+}
+
+TEST(Events, EstablishedThenDestroyedOnExpiry) {
+  Harness h;
+  h.run(udp(kU));
+  h.run(udp(kU.reversed()));
+  Event ev[8];
+  ASSERT_EQ(h.tracker->poll_events(ev, 8), 1u);
+  EXPECT_EQ(ev[0].type, EventType::kEstablished);
+  uint32_t handle = ev[0].conn;
+  EXPECT_TRUE(h.tracker->set_offloaded(handle, ev[0].orig, true));
+  EXPECT_EQ(h.tracker->stats().offloaded, 1u);
+  // NIC counters fold in and keep the entry alive past its software timeout.
+  uint64_t pk[2] = {1000, 900}, by[2] = {100000, 90000};
+  h.advance_s(25);
+  EXPECT_TRUE(h.tracker->fold_hw_counters(handle, ev[0].orig, pk, by, h.now_ns));
+  h.advance_s(25);
+  EXPECT_EQ(h.tracker->expire(h.now_ns, 1024), 0u);
+  ConnInfo got{};
+  h.tracker->for_each(h.now_ns, [&](const ConnInfo& ci) { got = ci; });
+  EXPECT_EQ(got.packets[0], 1001u);
+  EXPECT_EQ(got.bytes[1], 90000u + 128u);
+  EXPECT_TRUE(got.offloaded);
+  h.advance_s(10);
+  EXPECT_EQ(h.tracker->expire(h.now_ns, 1024), 1u);
+  ASSERT_EQ(h.tracker->poll_events(ev, 8), 1u);
+  EXPECT_EQ(ev[0].type, EventType::kDestroyed);
+  EXPECT_EQ(ev[0].conn, handle);
+  EXPECT_EQ(h.tracker->stats().offloaded, 0u);
+  // A stale handle is refused.
+  EXPECT_FALSE(h.tracker->fold_hw_counters(handle, kU, pk, by, h.now_ns));
+}
+
+TEST(Events, FullRingDefersDestroyInsteadOfLosingIt) {
+  Config cfg = Harness::small_config();
+  cfg.event_ring = 2;
+  Harness h(cfg);
+  for (uint16_t i = 0; i < 3; i++) {
+    h.run(udp(nth(i)));
+    h.run(udp(nth(i).reversed()));
+  }
+  EXPECT_EQ(h.tracker->stats().events_dropped, 1u);  // third kEstablished lost: it just won't offload
+  h.advance_s(100);
+  h.tracker->expire(h.now_ns, 1024);
+  EXPECT_EQ(h.tracker->stats().active, 2u);  // two announced entries wait for ring space
+  Event ev[8];
+  EXPECT_EQ(h.tracker->poll_events(ev, 8), 2u);
+  h.tracker->expire(h.now_ns, 1024);
+  EXPECT_EQ(h.tracker->stats().active, 0u);
+  EXPECT_EQ(h.tracker->poll_events(ev, 8), 2u);
+  for (int i = 0; i < 2; i++) EXPECT_EQ(ev[i].type, EventType::kDestroyed);
+}
+
+TEST(Events, ClosingRaisedForOffloadedTcp) {
+  Harness h;
+  Key k = make_key("10.0.0.1", 1, "10.0.0.2", 2, IPPROTO_TCP);
+  h.run(tcp(k, kSyn, 100, 0));
+  h.run(tcp(k.reversed(), kSyn | kAck, 500, 101));
+  h.run(tcp(k, kAck, 101, 501));
+  Event ev[4];
+  ASSERT_EQ(h.tracker->poll_events(ev, 4), 1u);
+  h.tracker->set_offloaded(ev[0].conn, ev[0].orig, true);
+  h.run(tcp(k, kFin | kAck, 101, 501));
+  ASSERT_EQ(h.tracker->poll_events(ev, 4), 1u);
+  EXPECT_EQ(ev[0].type, EventType::kClosing);
+}
+
+TEST(Control, ListAndFlushWhileAnotherThreadProcesses) {
+  Config cfg;
+  cfg.capacity = 1 << 14;
+  auto t = Tracker::create(cfg);
+  ASSERT_TRUE(t.ok());
+  Tracker& tr = *t.value();
+  std::atomic<bool> stop{false};
+  std::thread worker([&] {
+    std::vector<Packet> pk(32);
+    std::vector<const Packet*> pp(32);
+    std::vector<CtResult> out(32);
+    uint64_t now = 1'000'000'000'000;
+    for (uint32_t round = 0; !stop.load(); round++) {
+      for (uint32_t i = 0; i < 32; i++) {
+        pk[i] = udp(nth(static_cast<uint16_t>((round * 32 + i) % 5000)));
+        if (round & 1) pk[i].key = pk[i].key.reversed();
+        pp[i] = &pk[i];
+      }
+      tr.process(pp.data(), 32, now, true, out.data());
+      now += 1000;
+    }
+  });
+  for (int i = 0; i < 50; i++) {
+    size_t n = 0;
+    tr.for_each(1'000'000'000'000, [&](const ConnInfo&) { n++; });
+    EXPECT_LE(n, 5000u);
+    if (i % 10 == 9) tr.flush();
+  }
+  stop = true;
+  worker.join();
+  EXPECT_TRUE(tr.check_invariants().ok()) << tr.check_invariants().message();
+}
+
+TEST(Table, RandomChurnKeepsInvariants) {
+  Config cfg;
+  cfg.capacity = 2000;
+  cfg.event_ring = 1024;
+  Harness h(cfg);
+  std::mt19937 rng(42);
+  Event ev[1024];
+  for (int round = 0; round < 200; round++) {
+    std::vector<Packet> pk(32);
+    std::vector<const Packet*> pp(32);
+    std::vector<CtResult> out(32);
+    for (int i = 0; i < 32; i++) {
+      Key k = make_key("10.1.0.1", static_cast<uint16_t>(rng() % 3000), "10.2.0.1", 80,
+                       rng() % 2 ? IPPROTO_UDP : IPPROTO_TCP, static_cast<uint16_t>(rng() % 3));
+      if (rng() % 2) k = k.reversed();
+      pk[i] = k.proto == IPPROTO_TCP ? tcp(k, static_cast<uint8_t>(rng() % 32), rng(), rng()) : udp(k);
+      pp[i] = &pk[i];
+    }
+    h.tracker->process(pp.data(), 32, h.now_ns, true, out.data());
+    h.tracker->poll_events(ev, 1024);
+    h.advance_s(rng() % 4);
+    if (round % 50 == 49) h.tracker->flush(static_cast<int>(rng() % 3));
+    ASSERT_TRUE(h.tracker->check_invariants().ok()) << h.tracker->check_invariants().message();
+  }
+}
+
+TEST(Table, DuplicatesInOneBurstShareOneEntry) {
+  Harness h;
+  std::vector<Packet> pk(32, udp(kU));
+  for (int i = 1; i < 32; i += 2) pk[i] = udp(kU.reversed());
+  std::vector<const Packet*> pp;
+  for (auto& p : pk) pp.push_back(&p);
+  std::vector<CtResult> out(32);
+  h.tracker->process(pp.data(), 32, h.now_ns, true, out.data());
+  EXPECT_EQ(h.tracker->stats().active, 1u);
+  EXPECT_EQ(+out[0].state, +NEW);
+  EXPECT_EQ(+out[1].state, +RPL);
+  EXPECT_EQ(+out[2].state, +EST);
+  for (int i = 1; i < 32; i++) EXPECT_EQ(out[i].conn, out[0].conn);
+}
+
+TEST(Table, FillsToCapacity) {
+  Config cfg;
+  cfg.capacity = 100000;
+  Harness h(cfg);
+  std::vector<Packet> pk(32);
+  std::vector<const Packet*> pp(32);
+  std::vector<CtResult> out(32);
+  uint32_t made = 0;
+  for (uint32_t base = 0; base < cfg.capacity; base += 32) {
+    for (uint32_t i = 0; i < 32; i++) {
+      uint32_t n = base + i;
+      pk[i] = udp(make_key("10.0.0.1", static_cast<uint16_t>(n), "10.0.0.2", static_cast<uint16_t>(n >> 16),
+                           IPPROTO_UDP));
+      pp[i] = &pk[i];
+    }
+    h.tracker->process(pp.data(), 32, h.now_ns, true, out.data());
+    for (auto& r : out) made += r.conn != kNoConn;
+  }
+  // Every entry fits: cuckoo displacement reaches 90% bucket load.
+  EXPECT_EQ(h.tracker->stats().active, cfg.capacity);
+  EXPECT_EQ(h.tracker->stats().table_full, 0u);
+  EXPECT_LE(h.tracker->bytes_per_conn(), 128u);
+  EXPECT_TRUE(h.tracker->check_invariants().ok());
+}
+
+TEST(Config, RejectsBadValues) {
+  Config c;
+  c.capacity = 0;
+  EXPECT_FALSE(Tracker::create(c).ok());
+  c.capacity = 10;
+  c.event_ring = 100;
+  auto r = Tracker::create(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("power of two"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ctrack::test
