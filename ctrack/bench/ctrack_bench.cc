@@ -1,12 +1,13 @@
 // ctrack-bench: a program that prints numbers, not a timed test.
 //
-//   ctrack-bench [--json] [--quick] [--only NAME] [--ovstest PATH]
+//   ctrack-bench [--json] [--quick] [--only NAME] [--conns N] [--ovstest PATH]
 //
 // Benches (one core, bursts of 32):
 //   established     lookup + TCP window update, random access, 1K/100K/1M/4M live connections
 //   new             full three-way handshakes into an empty table (conns_per_s)
 //   teardown        FIN, FIN-ACK, ACK on established connections
 //   mixed           90% established traffic, 10% handshakes + teardowns, 100K live
+//   scaling         2 worker threads: a shard each vs. one shared (locked) tracker
 //   ovs-equivalent  OVS's `test-conntrack benchmark 1 10000000 32 1`: 32 UDP
 //                   connections, batches of 32, from packet bytes (parse included)
 // With --ovstest PATH (OVS's tests/ovstest), the OVS run is made in the same
@@ -20,6 +21,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ctrack/parse.h"
@@ -126,32 +128,39 @@ std::vector<Packet> teardowns(uint32_t first, uint32_t n) {
   return v;
 }
 
-void emit(const char* bench, uint64_t conns, double pkts, double secs, double bytes_per_conn, double conns_per_s = -1,
-          const char* extra = "") {
-  double mpps = pkts / secs / 1e6;
-  double ns = secs * 1e9 / pkts;
+// One result line. `secs` holds the repetitions; the figure is the median,
+// with the fastest and slowest repetition alongside (this VM is noisy).
+void emit(const char* bench, uint64_t conns, double pkts, std::vector<double> secs, double bytes_per_conn,
+          bool with_conns_rate = false, const std::string& extra = "") {
+  std::sort(secs.begin(), secs.end());
+  double med = secs[secs.size() / 2];
+  double mpps = pkts / med / 1e6, ns = med * 1e9 / pkts;
+  double lo = pkts / secs.back() / 1e6, hi = pkts / secs.front() / 1e6;
+  double handshakes = static_cast<double>(conns) / med;
   if (g_json) {
-    printf("{\"bench\": \"%s\", \"conns\": %llu, \"mpps\": %.2f, \"ns_per_pkt\": %.2f, \"bytes_per_conn\": %.1f", bench,
-           static_cast<unsigned long long>(conns), mpps, ns, bytes_per_conn);
-    if (conns_per_s >= 0) printf(", \"conns_per_s\": %.0f", conns_per_s);
-    printf("%s}\n", extra);
+    printf("{\"bench\": \"%s\", \"conns\": %llu, \"mpps\": %.2f, \"ns_per_pkt\": %.2f, \"bytes_per_conn\": %.1f, "
+           "\"mpps_min\": %.2f, \"mpps_max\": %.2f, \"reps\": %zu",
+           bench, static_cast<unsigned long long>(conns), mpps, ns, bytes_per_conn, lo, hi, secs.size());
+    if (with_conns_rate) printf(", \"conns_per_s\": %.0f", handshakes);
+    printf("%s}\n", extra.c_str());
   } else {
-    printf("%-15s conns=%-8llu %7.2f Mpps %7.2f ns/pkt %6.1f B/conn", bench, static_cast<unsigned long long>(conns),
-           mpps, ns, bytes_per_conn);
-    if (conns_per_s >= 0) printf("  %.2f M conns/s", conns_per_s / 1e6);
-    printf("%s\n", extra);
+    printf("%-16s conns=%-8llu %7.2f Mpps (%.2f..%.2f) %7.2f ns/pkt %6.1f B/conn", bench,
+           static_cast<unsigned long long>(conns), mpps, lo, hi, ns, bytes_per_conn);
+    if (with_conns_rate) printf("  %.2f M conns/s", handshakes / 1e6);
+    printf("%s\n", extra.c_str());
   }
   fflush(stdout);
 }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+constexpr int kReps = 5;
+
 template <typename F>
-double median_of(int reps, F f) {
+std::vector<double> repeat(int reps, F f) {
   std::vector<double> v;
   for (int i = 0; i < reps; i++) v.push_back(f());
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return v;
 }
 
 void bench_established(uint32_t n) {
@@ -174,7 +183,7 @@ void bench_established(uint32_t n) {
   uint64_t rounds = std::max<uint64_t>(1, total / pool);
   r.run(pp);  // warm
   uint64_t bad = 0;
-  double secs = median_of(3, [&] {
+  auto secs = repeat(kReps, [&] {
     auto t0 = Clock::now();
     for (uint64_t k = 0; k < rounds; k++) bad += r.run(pp);
     return seconds_since(t0);
@@ -185,7 +194,7 @@ void bench_established(uint32_t n) {
 }
 
 void bench_new(uint32_t n) {
-  double secs = median_of(3, [&] {
+  auto secs = repeat(kReps, [&] {
     Runner r(n);
     auto hs = handshakes(0, n);
     auto pp = ptrs(hs);
@@ -198,27 +207,32 @@ void bench_new(uint32_t n) {
     return s;
   });
   Runner sizing(n);
-  emit("new", n, 3.0 * n, secs, static_cast<double>(sizing.t->bytes_per_conn()), n / secs);
+  emit("new", n, 3.0 * n, secs, static_cast<double>(sizing.t->bytes_per_conn()), true);
 }
 
 void bench_teardown(uint32_t n) {
-  Runner r(n);
-  auto hs = handshakes(0, n);
-  r.run(ptrs(hs));
-  auto td = teardowns(0, n);
-  auto pp = ptrs(td);
-  auto t0 = Clock::now();
-  uint64_t bad = r.run(pp);
-  double secs = seconds_since(t0);
-  if (bad) fprintf(stderr, "teardown: %llu invalid\n", (unsigned long long)bad);
-  emit("teardown", n, 3.0 * n, secs, static_cast<double>(r.t->bytes_per_conn()), n / secs);
+  std::vector<double> secs;
+  size_t bpc = 0;
+  for (int rep = 0; rep < kReps; rep++) {
+    Runner r(n);
+    auto hs = handshakes(0, n);
+    r.run(ptrs(hs));
+    auto td = teardowns(0, n);
+    auto pp = ptrs(td);
+    auto t0 = Clock::now();
+    uint64_t bad = r.run(pp);
+    secs.push_back(seconds_since(t0));
+    if (bad) fprintf(stderr, "teardown: %llu invalid\n", (unsigned long long)bad);
+    bpc = r.t->bytes_per_conn();
+  }
+  emit("teardown", n, 3.0 * n, secs, static_cast<double>(bpc), true);
 }
 
 // 100K live connections; each round of 320 packets: 288 established packets at
 // random plus 32 connections churned (handshake of a new one + teardown of an
 // old one, 3 + 3 packets... spread over the round).
 void bench_mixed() {
-  const uint32_t live = 100000, cap = 200000;
+  const uint32_t live = 100000, cap = 400000;  // room for TIME_WAIT entries
   Runner r(cap);
   auto hs = handshakes(0, live);
   r.run(ptrs(hs));
@@ -244,7 +258,7 @@ void bench_mixed() {
   r.now += 1'000'000;
   auto t0 = Clock::now();
   uint64_t bad = r.run(pp);
-  double secs = seconds_since(t0);
+  std::vector<double> secs{seconds_since(t0)};
   if (bad) fprintf(stderr, "mixed: %llu invalid (of %zu)\n", (unsigned long long)bad, pp.size());
   emit("mixed", live, static_cast<double>(pp.size()), secs, static_cast<double>(r.t->bytes_per_conn()));
 }
@@ -264,7 +278,7 @@ double run_ovs(const std::string& ovstest, uint64_t pkts) {
   return ms;
 }
 
-void bench_ovs_equivalent(const std::string& ovstest) {
+void bench_ovs_equivalent(std::string ovstest) {
   std::vector<uint8_t> frame;
   for (size_t i = 0; i + 1 < sizeof kOvsPayload - 1; i += 2) {
     unsigned v;
@@ -296,35 +310,81 @@ void bench_ovs_equivalent(const std::string& ovstest) {
     return seconds_since(t0);
   };
   one_run();
-  double secs = median_of(3, one_run);
-  if (drops) fprintf(stderr, "ovs-equivalent: %llu parse drops\n", (unsigned long long)drops);
-  std::string extra;
-  if (!ovstest.empty()) {
-    std::vector<double> v;
-    for (int i = 0; i < 3; i++) v.push_back(run_ovs(ovstest, total));
-    std::sort(v.begin(), v.end());
-    double ms = v[1];
-    if (ms > 0) {
-      char b[160];
-      double ovs_mpps = total / (ms / 1000.0) / 1e6;
-      double ours = total / secs / 1e6;
-      snprintf(b, sizeof b, g_json ? ", \"ovs_mpps\": %.2f, \"ratio_vs_ovs\": %.2f" : "  (OVS %.2f Mpps, ratio %.2fx)",
-               ovs_mpps, ours / ovs_mpps);
-      extra = b;
-    } else {
-      fprintf(stderr, "ovs-equivalent: could not run %s\n", ovstest.c_str());
+  // Interleaved with OVS's run (when given), so both see the same machine.
+  std::vector<double> secs, ratios;
+  double ovs_ms_sum = 0;
+  for (int rep = 0; rep < kReps; rep++) {
+    secs.push_back(one_run());
+    if (!ovstest.empty()) {
+      double ms = run_ovs(ovstest, total);
+      if (ms <= 0) {
+        fprintf(stderr, "ovs-equivalent: could not run %s\n", ovstest.c_str());
+        ovstest.clear();
+        continue;
+      }
+      ovs_ms_sum += ms;
+      ratios.push_back((ms / 1000.0) / secs.back());
     }
   }
-  emit("ovs-equivalent", 32, static_cast<double>(total), secs, static_cast<double>(r.t->bytes_per_conn()), -1,
-       extra.c_str());
+  if (drops) fprintf(stderr, "ovs-equivalent: %llu parse drops\n", (unsigned long long)drops);
+  std::string extra;
+  if (!ratios.empty()) {
+    std::sort(ratios.begin(), ratios.end());
+    char b[200];
+    double ovs_mpps = total / (ovs_ms_sum / ratios.size() / 1000.0) / 1e6;
+    snprintf(b, sizeof b,
+             g_json ? ", \"ovs_mpps\": %.2f, \"ratio_vs_ovs\": %.2f, \"ratio_min\": %.2f, \"ratio_max\": %.2f"
+                    : "  OVS %.2f Mpps, ratio %.2fx (%.2f..%.2f)",
+             ovs_mpps, ratios[ratios.size() / 2], ratios.front(), ratios.back());
+    extra = b;
+  }
+  emit("ovs-equivalent", 32, static_cast<double>(total), secs, static_cast<double>(r.t->bytes_per_conn()), false, extra);
+}
+
+// Multi-core model check: two worker threads, each with its own shard (what
+// the dataplane does with symmetric RSS) vs. both sharing one tracker (lock).
+void bench_scaling() {
+  const uint32_t n = 100000;
+  const uint64_t per_thread = g_quick ? 4'000'000 : 20'000'000;
+  for (int mode = 0; mode < 3; mode++) {
+    // 0: one thread, one shard; 1: two threads, a shard each; 2: two threads, one shared tracker
+    int threads = mode == 0 ? 1 : 2;
+    std::vector<std::unique_ptr<Runner>> shards;
+    for (int i = 0; i < (mode == 1 ? 2 : 1); i++) {
+      shards.push_back(std::make_unique<Runner>(n));
+      auto hs = handshakes(0, n);
+      shards.back()->run(ptrs(hs));
+    }
+    std::vector<std::vector<Packet>> pools(threads, std::vector<Packet>(1u << 16));
+    for (int i = 0; i < threads; i++) {
+      std::mt19937 rng(static_cast<uint32_t>(11 + i));
+      for (auto& p : pools[i]) p = tcp_pkt(conn_key(rng() % n), kAck, CISN + 1, SISN + 1);
+    }
+    auto t0 = Clock::now();
+    std::vector<std::thread> th;
+    for (int i = 0; i < threads; i++) {
+      Tracker* t = shards[mode == 1 ? i : 0]->t.get();
+      th.emplace_back([&, t, i] {
+        auto pp = ptrs(pools[i]);
+        std::vector<CtResult> out(kBurst);
+        for (uint64_t done = 0; done < per_thread; done += pp.size())
+          for (size_t k = 0; k < pp.size(); k += kBurst) t->process(pp.data() + k, kBurst, 1'000'000'000'000ull, true, out.data());
+      });
+    }
+    for (auto& t : th) t.join();
+    std::vector<double> secs{seconds_since(t0)};
+    const char* name = mode == 0 ? "scaling-1core" : mode == 1 ? "scaling-2shards" : "scaling-2shared";
+    emit(name, n, static_cast<double>(per_thread * threads), secs, static_cast<double>(shards[0]->t->bytes_per_conn()));
+  }
 }
 
 void usage() {
   printf(
-      "usage: ctrack-bench [--json] [--quick] [--only NAME] [--ovstest PATH]\n"
+      "usage: ctrack-bench [--json] [--quick] [--only NAME] [--conns N] [--ovstest PATH]\n"
       "  --json          one JSON object per line\n"
       "  --quick         smaller sizes (a smoke run, not for the record)\n"
-      "  --only NAME     established | new | teardown | mixed | ovs-equivalent\n"
+      "  --only NAME     established | new | teardown | mixed | ovs-equivalent | scaling\n"
+      "  --conns N       established: only this many live connections\n"
       "  --ovstest PATH  OVS tests/ovstest: run its conntrack benchmark in the same run\n");
 }
 
@@ -332,12 +392,14 @@ void usage() {
 
 int main(int argc, char** argv) {
   std::string only, ovstest;
+  uint32_t conns = 0;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--json") g_json = true;
     else if (a == "--quick") g_quick = true;
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--ovstest" && i + 1 < argc) ovstest = argv[++i];
+    else if (a == "--conns" && i + 1 < argc) conns = static_cast<uint32_t>(strtoul(argv[++i], nullptr, 10));
     else if (a == "--help" || a == "-h") {
       usage();
       return 0;
@@ -352,10 +414,12 @@ int main(int argc, char** argv) {
   if (want("established")) {
     std::vector<uint32_t> sizes = g_quick ? std::vector<uint32_t>{1000, 100000}
                                           : std::vector<uint32_t>{1000, 100000, 1000000, 4000000};
+    if (conns) sizes = {conns};
     for (uint32_t n : sizes) bench_established(n);
   }
   if (want("new")) bench_new(g_quick ? 100000 : 1000000);
   if (want("teardown")) bench_teardown(g_quick ? 100000 : 1000000);
   if (want("mixed")) bench_mixed();
+  if (want("scaling")) bench_scaling();
   return 0;
 }

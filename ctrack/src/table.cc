@@ -44,9 +44,9 @@ uint32_t Table::find(const Key& k, uint32_t h) const {
   uint32_t b = b1(h);
   for (int pass = 0; pass < 2; pass++) {
     const Bucket& bk = b_[b];
-    for (int i = 0; i < kSlots; i++) {
-      uint32_t idx = bk.idx[i];
-      if (bk.sig[i] == s && idx != kEmpty && keys_equal(c_[idx].key, k)) return idx;
+    for (uint32_t m = match_mask(bk, s); m; m &= m - 1) {
+      uint32_t idx = bk.idx[__builtin_ctz(m)];
+      if (idx != kEmpty && keys_equal(c_[idx].key, k)) return idx;
     }
     b = alt(b, s);
   }

@@ -13,6 +13,12 @@
 
 #include "ctrack/key.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#elif defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
+
 namespace ctrack::detail {
 
 inline constexpr int kSlots = 10;
@@ -58,6 +64,30 @@ enum ConnFlag : uint8_t {
   kEvented = 0x40,    // an kEstablished event went out: kDestroyed must follow
   kClosingSent = 0x80,
 };
+
+// Bit j set when slot j's signature equals s (empty slots may match too).
+inline uint32_t match_mask(const Bucket& b, uint16_t s) {
+#if defined(__SSE2__)
+  const __m128i k = _mm_set1_epi16(static_cast<short>(s));
+  const __m128i lo = _mm_cmpeq_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(b.sig)), k);      // slots 0-7
+  const __m128i hi = _mm_cmpeq_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.sig + 2)), k);  // slots 2-9
+  uint32_t m = static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(lo, hi)));
+  return (m & 0xFFu) | ((m >> 6) & 0x300u);
+#elif defined(__ARM_NEON)
+  const uint16x8_t k = vdupq_n_u16(s);
+  const uint8x8_t lo = vmovn_u16(vceqq_u16(vld1q_u16(b.sig), k));
+  const uint8x8_t hi = vmovn_u16(vceqq_u16(vld1q_u16(b.sig + 2), k));
+  uint64_t l = vget_lane_u64(vreinterpret_u64_u8(lo), 0), h = vget_lane_u64(vreinterpret_u64_u8(hi), 0);
+  uint32_t m = 0;
+  for (int j = 0; j < 8; j++) m |= static_cast<uint32_t>((l >> (8 * j)) & 1) << j;
+  m |= static_cast<uint32_t>((h >> 48) & 1) << 8 | static_cast<uint32_t>((h >> 56) & 1) << 9;
+  return m;
+#else
+  uint32_t m = 0;
+  for (int j = 0; j < kSlots; j++) m |= static_cast<uint32_t>(b.sig[j] == s) << j;
+  return m;
+#endif
+}
 
 class Table {
  public:

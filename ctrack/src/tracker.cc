@@ -218,7 +218,7 @@ struct Tracker::Impl {
   // Removes an entry, announcing it to the offload provider first when it
   // was announced as established. Returns false (entry kept, retried later)
   // when the event ring is full: a lost kDestroyed would leak a NIC rule.
-  bool destroy(uint32_t idx, uint8_t why, uint32_t now) {
+  [[gnu::noinline]] bool destroy(uint32_t idx, uint8_t why, uint32_t now) {
     Conn& c = conns[idx];
     if (c.flags & detail::kEvented) {
       if (!push_event(EventType::kDestroyed, idx, c, nullptr, 0, why)) {
@@ -298,7 +298,7 @@ struct Tracker::Impl {
   // tcp_in_window. Returns kNone when the packet fits (and updates the
   // window state), else the reason. `skip` is set when the packet completed
   // its business early (simultaneous open).
-  Invalid tcp_in_window(Conn& c, int s, const Packet& p, uint8_t state, bool liberal) {
+  [[gnu::always_inline]] Invalid tcp_in_window(Conn& c, int s, const Packet& p, uint8_t state, bool liberal) {
     int r = !s;
     uint32_t seq = p.seq, ack = p.ack, sack = p.ack, end = seg_end(p), win = p.win;
     uint8_t f = p.tcp_flags;
@@ -360,7 +360,7 @@ struct Tracker::Impl {
     return Invalid::kNone;
   }
 
-  Outcome tcp_packet(Conn& c, int dir, const Packet& p, uint32_t now) {
+  [[gnu::noinline]] Outcome tcp_packet(Conn& c, int dir, const Packet& p, uint32_t now) {
     uint8_t f = p.tcp_flags;
     if (!valid_tcp_flags(f)) return {Verdict::kInvalid, Invalid::kTcpFlags, false};
     uint8_t idx = tcp_index(f);
@@ -482,11 +482,47 @@ struct Tracker::Impl {
   }
 
   // Updates an existing connection with a packet in direction dir.
-  Outcome update(uint32_t idx, Conn& c, int dir, const Packet& p, uint32_t now) {
+  // The common case, ACK/data on an assured ESTABLISHED connection: the same
+  // checks and updates as tcp_packet + tcp_in_window with the branches that
+  // cannot apply left out.
+  [[gnu::always_inline]] Outcome tcp_established(Conn& c, int s, const Packet& p, uint32_t now) {
+    int r = !s;
+    uint32_t seq = p.seq, ack = p.ack, sack = p.ack, end = p.seq + p.payload_len;
+    if ((c.td_flags[r] & kTcpSackPerm) && (p.meta & kMetaSack) && after(p.sack, sack)) sack = p.sack;
+    uint32_t maxackwin = c.td_maxwin[s] > kMaxAckWinConst ? c.td_maxwin[s] : kMaxAckWinConst;
+    if (!before(seq, c.td_maxend[s] + 1)) return {Verdict::kInvalid, Invalid::kTcpSeqOver, false};
+    if (!after(end, c.td_end[s] - c.td_maxwin[r] - 1)) return {Verdict::kInvalid, Invalid::kTcpSeqUnder, false};
+    if (!before(sack, c.td_end[r] + 1)) return {Verdict::kInvalid, Invalid::kTcpAckOver, false};
+    if (!after(sack, c.td_end[r] - maxackwin - 1)) return {Verdict::kInvalid, Invalid::kTcpAckUnder, false};
+    uint32_t win = static_cast<uint32_t>(p.win) << c.td_scale[s];
+    uint32_t swin = win + (sack - ack);
+    if (c.td_maxwin[s] < swin) c.td_maxwin[s] = swin;
+    if (after(end, c.td_end[s])) {
+      c.td_end[s] = end;
+      c.td_flags[s] |= kTcpDataUnacked;
+    }
+    if (after(end, c.td_maxend[s])) c.td_maxwin[r] += end - c.td_maxend[s];
+    if (after(sack + win, c.td_maxend[r] - 1)) c.td_maxend[r] = sack + win + (win == 0);
+    if (ack == c.td_end[r]) c.td_flags[r] &= static_cast<uint8_t>(~kTcpDataUnacked);
+    c.last_index = static_cast<uint8_t>(kIdxAck | (s << 3));
+    c.last_end = end;
+    c.last_win = p.win;
+    uint32_t t = t_tcp[sES];
+    if (((c.td_flags[0] | c.td_flags[1]) & kTcpDataUnacked) && t > t_tcp_unacked) t = t_tcp_unacked;
+    c.expires = now + t;
+    return {Verdict::kAccept, Invalid::kNone, false};
+  }
+
+  [[gnu::always_inline]] Outcome update(uint32_t idx, Conn& c, int dir, const Packet& p, uint32_t now) {
     Outcome o{Verdict::kAccept, Invalid::kNone, false};
     switch (c.key.proto) {
       case IPPROTO_TCP:
-        o = tcp_packet(c, dir, p, now);
+        if (c.state == sES && (p.tcp_flags & (kSyn | kFin | kRst | kAck)) == kAck &&
+            (c.flags & detail::kAssured) && c.td_maxwin[0] && c.td_maxwin[1] && !cfg.tcp_liberal &&
+            !((c.td_flags[0] | c.td_flags[1]) & kTcpBeLiberal))
+          o = tcp_established(c, dir, p, now);
+        else
+          o = tcp_packet(c, dir, p, now);
         break;
       case IPPROTO_UDP:
         if (c.flags & detail::kSeenReply) {
@@ -594,7 +630,7 @@ struct Tracker::Impl {
     r.changed = 1;
   }
 
-  void miss(const Packet& p, const Key& ck, bool canon, uint32_t h, uint32_t now, bool commit, CtResult& r) {
+  [[gnu::noinline]] void miss(const Packet& p, bool canon, uint32_t h, uint32_t now, bool commit, CtResult& r) {
     if (p.meta & kMetaIcmpError) {
       st.invalid[static_cast<int>(Invalid::kIcmpNoConn)]++;
       r.state = kCtTrk | kCtInv;
@@ -612,16 +648,18 @@ struct Tracker::Impl {
       r.state = kCtTrk | kCtNew;
       return;
     }
+    Key ck;
+    canonicalize(p.key, &ck);
     create(p, ck, canon, h, now, r);
   }
 
-  void hit(uint32_t idx, const Packet& p, const Key& ck, bool canon, uint32_t h, uint32_t now, bool commit,
-           CtResult& r) {
+  [[gnu::always_inline]] void hit(uint32_t idx, const Packet& p, bool canon, uint32_t h, uint32_t now, bool commit,
+                                 CtResult& r) {
     Conn& c = conns[idx];
     st.hits++;
     int dir = canon == ((c.flags & detail::kOrigCanon) != 0) ? 0 : 1;
     if (expired(c, now) && !(c.flags & detail::kOffloaded)) {
-      if (destroy(idx, kWhyExpired, now)) return miss(p, ck, canon, h, now, commit, r);
+      if (destroy(idx, kWhyExpired, now)) return miss(p, canon, h, now, commit, r);
     }
     if (p.meta & kMetaIcmpError) {
       st.related++;
@@ -646,7 +684,7 @@ struct Tracker::Impl {
           st.invalid[static_cast<int>(Invalid::kTcpState)]++;
           return;
         }
-        return miss(p, ck, canon, h, now, commit, r);
+        return miss(p, canon, h, now, commit, r);
       case Verdict::kKill:
         r.conn = kNoConn;
         r.changed = 1;
@@ -677,65 +715,74 @@ struct Tracker::Impl {
 
   static constexpr uint32_t kChunk = 32;
 
-  void process_chunk(const Packet* const* pkts, uint32_t n, uint32_t now, bool commit, CtResult* out) {
-    Key ck[kChunk];
-    uint32_t h[kChunk];
-    uint32_t cand[kChunk];
-    bool canon[kChunk];
-    const detail::Bucket* bk = table.buckets();
-
-    // Stage 1: canonical keys and hashes; prefetch both candidate buckets.
-    for (uint32_t i = 0; i < n; i++) {
-      const Packet& p = *pkts[i];
-      out[i] = CtResult{};
-      canon[i] = canonicalize(p.key, &ck[i]);
-      h[i] = hash_key(ck[i]);
-      uint32_t b = table.b1(h[i]);
-      __builtin_prefetch(&bk[b]);
-      __builtin_prefetch(&bk[table.alt(b, detail::Table::sig(h[i]))]);
-    }
-    // Stage 2: signature match; prefetch the candidate connection.
-    for (uint32_t i = 0; i < n; i++) {
-      uint16_t s = detail::Table::sig(h[i]);
-      uint32_t b = table.b1(h[i]);
-      uint32_t c = kEmpty;
-      for (int pass = 0; pass < 2 && c == kEmpty; pass++) {
-        const detail::Bucket& B = bk[b];
-        for (int j = 0; j < detail::kSlots; j++) {
-          if (B.sig[j] == s && B.idx[j] != kEmpty) {
-            c = B.idx[j];
-            break;
-          }
-        }
-        b = table.alt(b, s);
-      }
-      cand[i] = c;
-      if (c != kEmpty) {
-        const char* cp = reinterpret_cast<const char*>(&conns[c]);
-        __builtin_prefetch(cp);
-        __builtin_prefetch(cp + 64);
-        __builtin_prefetch(cp + sizeof(Conn) - 1);
-      }
-    }
-    // Stage 3: verify, then run the state machines.
-    for (uint32_t i = 0; i < n; i++) {
-      const Packet& p = *pkts[i];
-      st.lookups++;
-      if (p.meta & kMetaFragment) {
-        st.invalid[static_cast<int>(Invalid::kFragment)]++;
-        out[i].state = kCtTrk | kCtInv;
-        out[i].reason = Invalid::kFragment;
-        continue;
-      }
-      uint32_t c = cand[i];
-      // A second signature match, or an entry changed earlier in this burst,
-      // falls back to the full probe (its buckets are in cache by now).
-      if (c == kEmpty || !(conns[c].flags & detail::kAlive) || !keys_equal(conns[c].key, ck[i]))
-        c = table.find(ck[i], h[i]);
-      if (c != kEmpty) hit(c, p, ck[i], canon[i], h[i], now, commit, out[i]);
-      else miss(p, ck[i], canon[i], h[i], now, commit, out[i]);
-    }
+  // Stage 1: canonical hash; prefetch both candidate buckets.
+  [[gnu::always_inline]] void stage1(const Packet& p, uint32_t& h, uint32_t& b1, uint32_t& b2, bool& canon) {
+    h = hash_canonical(p.key, &canon);
+    b1 = table.b1(h);
+    b2 = table.alt(b1, detail::Table::sig(h));
+    __builtin_prefetch(&table.buckets()[b1]);
+    __builtin_prefetch(&table.buckets()[b2]);
   }
+
+  // Stage 2: signature match; prefetch the candidate connection.
+  [[gnu::always_inline]] uint32_t stage2(uint32_t h, uint32_t b1, uint32_t b2) {
+    uint16_t s = detail::Table::sig(h);
+    uint32_t c = kEmpty;
+    for (uint32_t b : {b1, b2}) {
+      const detail::Bucket& B = table.buckets()[b];
+      for (uint32_t m = detail::match_mask(B, s); m && c == kEmpty; m &= m - 1) c = B.idx[__builtin_ctz(m)];
+      if (c != kEmpty) break;
+    }
+    if (c != kEmpty) {
+      // A 120-byte entry spans two or three cache lines.
+      uintptr_t first = reinterpret_cast<uintptr_t>(&conns[c]) & ~uintptr_t{63};
+      uintptr_t last = (reinterpret_cast<uintptr_t>(&conns[c]) + sizeof(Conn) - 1) & ~uintptr_t{63};
+      __builtin_prefetch(reinterpret_cast<const void*>(first));
+      __builtin_prefetch(reinterpret_cast<const void*>(first + 64));
+      if (last > first + 64) __builtin_prefetch(reinterpret_cast<const void*>(last));
+    }
+    return c;
+  }
+
+  // Stage 3: verify the candidate, then run the state machines.
+  [[gnu::always_inline]] void stage3(const Packet& p, uint32_t c, uint32_t h, bool canon, uint32_t now, bool commit,
+                                     CtResult& r) {
+    r = CtResult{};
+    st.lookups++;
+    if (p.meta & kMetaFragment) {
+      st.invalid[static_cast<int>(Invalid::kFragment)]++;
+      r.state = kCtTrk | kCtInv;
+      r.reason = Invalid::kFragment;
+      return;
+    }
+    if (c == kEmpty || !(conns[c].flags & detail::kAlive) ||
+        !(canon ? keys_equal(conns[c].key, p.key) : keys_equal_reversed(conns[c].key, p.key))) {
+      // A second signature match, or an entry changed earlier in this burst:
+      // the full probe (its buckets are in cache by now).
+      Key ck;
+      canonicalize(p.key, &ck);
+      c = table.find(ck, h);
+      if (c == kEmpty) return miss(p, canon, h, now, commit, r);
+    }
+    hit(c, p, canon, h, now, commit, r);
+  }
+
+  // Stage by stage over the burst (VPP's stateful lookup): all hashes and
+  // bucket prefetches, then all signature matches and entry prefetches, then
+  // the state machines. Measured against a software pipeline a few packets
+  // apart: with this VM's ~300 ns memory latency and a dependent bucket ->
+  // entry load, a 32-packet pipeline never fills, and staging was ~1.6x faster
+  // at 1M connections.
+  void process_burst(const Packet* const* pkts, uint32_t n, uint32_t now, bool commit, CtResult* out) {
+    uint32_t h[kChunk], b1[kChunk], b2[kChunk], cand[kChunk];
+    bool canon[kChunk];
+    for (uint32_t i = 0; i < n; i++) stage1(*pkts[i], h[i], b1[i], b2[i], canon[i]);
+    for (uint32_t i = 0; i < n; i++) cand[i] = stage2(h[i], b1[i], b2[i]);
+    for (uint32_t i = 0; i < n; i++) stage3(*pkts[i], cand[i], h[i], canon[i], now, commit, out[i]);
+  }
+
+
+
 };
 
 // ------------------------------------------------------------------ Tracker
@@ -784,7 +831,7 @@ void Tracker::process(const Packet* const* pkts, uint32_t n, uint64_t now_ns, bo
   m.acquire();
   for (uint32_t off = 0; off < n; off += Impl::kChunk) {
     uint32_t k = std::min(Impl::kChunk, n - off);
-    m.process_chunk(pkts + off, k, now, commit, out + off);
+    m.process_burst(pkts + off, k, now, commit, out + off);
   }
   m.sweep(now, m.cfg.sweep_per_call);
   m.release();

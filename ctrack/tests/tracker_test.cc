@@ -412,3 +412,32 @@ TEST(Config, RejectsBadValues) {
 
 }  // namespace
 }  // namespace ctrack::test
+
+namespace ctrack::test {
+namespace {
+
+TEST(Key, CanonicalHashMatchesHashOfCanonicalKey) {
+  std::mt19937 rng(3);
+  for (int i = 0; i < 10000; i++) {
+    Key k{};
+    for (auto& b : k.src) b = static_cast<uint8_t>(rng() % 3);
+    for (auto& b : k.dst) b = static_cast<uint8_t>(rng() % 3);
+    k.sport = static_cast<uint16_t>(rng() % 4);
+    k.dport = static_cast<uint16_t>(rng() % 4);
+    k.zone = static_cast<uint16_t>(rng());
+    k.proto = static_cast<uint8_t>(rng());
+    k.family = rng() % 2 ? 4 : 6;
+    Key c;
+    bool canon1 = canonicalize(k, &c);
+    bool canon2;
+    ASSERT_EQ(hash_canonical(k, &canon2), hash_key(c));
+    ASSERT_EQ(canon1, canon2);
+    bool canon3;
+    ASSERT_EQ(hash_canonical(k.reversed(), &canon3), hash_key(c));
+    ASSERT_TRUE(keys_equal_reversed(k, k.reversed()));
+    ASSERT_EQ(keys_equal_reversed(k, k), k == k.reversed());
+  }
+}
+
+}  // namespace
+}  // namespace ctrack::test

@@ -1,10 +1,12 @@
 // Connection keys: IPv4/IPv6 5-tuple plus a 16-bit zone, 40 bytes, no padding.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #if defined(__SSE4_2__)
 #include <nmmintrin.h>
@@ -91,6 +93,47 @@ inline uint32_t hash_key(const Key& k) {
   h = detail::crc64(h, load64(p + 24));
   h = detail::crc64(h, load64(p + 32));
   return h;
+}
+
+// hash_key(canonical form of k) without building it; *canon is set when k
+// already is canonical. The per-packet path uses this.
+inline uint32_t hash_canonical(const Key& k, bool* canon) {
+  static_assert(std::endian::native == std::endian::little);
+  using detail::load64;
+  uint64_t s0 = load64(k.src), s1 = load64(k.src + 8), d0 = load64(k.dst), d1 = load64(k.dst + 8);
+  uint64_t ports_tail = load64(&k.sport);  // sport | dport << 16 | zone << 32 | proto << 48 | family << 56
+  uint64_t bs0 = __builtin_bswap64(s0), bd0 = __builtin_bswap64(d0);
+  bool swap;
+  if (bs0 != bd0) {
+    swap = bs0 > bd0;
+  } else {
+    uint64_t bs1 = __builtin_bswap64(s1), bd1 = __builtin_bswap64(d1);
+    swap = bs1 != bd1 ? bs1 > bd1 : k.sport > k.dport;
+  }
+  *canon = !swap;
+  if (swap) {
+    std::swap(s0, d0);
+    std::swap(s1, d1);
+    uint32_t p = static_cast<uint32_t>(ports_tail);
+    ports_tail = (ports_tail & 0xFFFFFFFF00000000ull) | ((p >> 16) | (p << 16));
+  }
+  uint32_t h = 0x9747b28cu;
+  h = detail::crc64(h, s0);
+  h = detail::crc64(h, s1);
+  h = detail::crc64(h, d0);
+  h = detail::crc64(h, d1);
+  h = detail::crc64(h, ports_tail);
+  return h;
+}
+
+// a == b.reversed(), without building it.
+inline bool keys_equal_reversed(const Key& a, const Key& b) {
+  using detail::load64;
+  uint64_t pa = load64(&a.sport), pb = load64(&b.sport);
+  uint32_t qb = static_cast<uint32_t>(pb);
+  pb = (pb & 0xFFFFFFFF00000000ull) | ((qb >> 16) | (qb << 16));
+  return ((load64(a.src) ^ load64(b.dst)) | (load64(a.src + 8) ^ load64(b.dst + 8)) | (load64(a.dst) ^ load64(b.src)) |
+          (load64(a.dst + 8) ^ load64(b.src + 8)) | (pa ^ pb)) == 0;
 }
 
 inline bool keys_equal(const Key& a, const Key& b) {

@@ -72,7 +72,7 @@ struct Config {
   uint32_t default_zone_limit = 0;                 // 0 = unlimited
   std::vector<std::pair<uint16_t, uint32_t>> zone_limits;
   uint32_t event_ring = 0;        // offload events queued (power of two); 0 = off
-  uint32_t sweep_per_call = 32;   // entries checked for expiry per process()
+  uint32_t sweep_per_call = 8;    // entries checked for expiry per process()
   uint32_t early_drop_scan = 64;  // entries scanned for a victim when full
 };
 
