@@ -139,11 +139,19 @@ std::string Key::str() const {
 // ------------------------------------------------------------------- Impl
 
 struct Tracker::Impl {
+  static constexpr uint32_t kChunkMax = 32;
   Config cfg;
   detail::Table table;
   Conn* conns = nullptr;
   uint32_t cap = 0;
-  uint32_t free_head = kEmpty;
+  // Free entries: one bit each (so allocation never reads the entry, and the
+  // entries a burst will take can be prefetched before they are written).
+  std::vector<uint64_t> free_bits;
+  uint32_t free_count = 0;
+  uint32_t alloc_word = 0;
+  // Entries taken from the bitmap ahead of a burst's misses, prefetched.
+  uint32_t reserved[kChunkMax];
+  uint32_t n_reserved = 0, next_reserved = 0;
   uint32_t sweep_cursor = 0;
   Stats st;
   std::atomic<bool> lock{false};
@@ -204,14 +212,54 @@ struct Tracker::Impl {
   }
 
   // ---- allocation
+  void push_free(uint32_t idx) {
+    free_bits[idx >> 6] |= 1ull << (idx & 63);
+    free_count++;
+  }
+  uint32_t pop_free() {
+    if (free_count == 0) return kEmpty;
+    uint32_t words = static_cast<uint32_t>(free_bits.size());
+    for (uint32_t k = 0; k < words; k++) {
+      uint32_t w = alloc_word;
+      if (free_bits[w]) {
+        int b = __builtin_ctzll(free_bits[w]);
+        free_bits[w] &= free_bits[w] - 1;
+        free_count--;
+        return w * 64 + static_cast<uint32_t>(b);
+      }
+      alloc_word = w + 1 == words ? 0 : w + 1;
+    }
+    return kEmpty;  // unreachable while free_count is right
+  }
+  // Takes up to n entries for this burst's misses and prefetches them for writing.
+  void reserve(uint32_t n) {
+    n_reserved = next_reserved = 0;
+    while (n_reserved < n) {
+      uint32_t idx = pop_free();
+      if (idx == kEmpty) break;
+      reserved[n_reserved++] = idx;
+      const char* cp = reinterpret_cast<const char*>(&conns[idx]);
+      __builtin_prefetch(cp, 1);
+      __builtin_prefetch(cp + 64, 1);
+      __builtin_prefetch(cp + sizeof(Conn) - 1, 1);
+    }
+  }
+  void unreserve() {
+    while (next_reserved < n_reserved) push_free(reserved[next_reserved++]);
+    n_reserved = next_reserved = 0;
+  }
+  uint32_t take_free() {
+    if (next_reserved < n_reserved) return reserved[next_reserved++];
+    return pop_free();
+  }
+
   void free_conn(uint32_t idx) {
     Conn& c = conns[idx];
     table.erase(hash_key(c.key), idx);
     if (zones_limited) zone_count[c.key.zone]--;
     if (c.flags & detail::kOffloaded) st.offloaded--;
     c.flags = 0;
-    c.created = free_head;
-    free_head = idx;
+    push_free(idx);
     st.active--;
   }
 
@@ -274,13 +322,14 @@ struct Tracker::Impl {
       *why = Invalid::kZoneLimit;
       return kEmpty;
     }
-    if (free_head == kEmpty && !early_drop(now)) {
-      st.table_full++;
-      *why = Invalid::kTableFull;
-      return kEmpty;
+    uint32_t idx = take_free();
+    if (idx == kEmpty) {
+      if (!early_drop(now) || (idx = take_free()) == kEmpty) {
+        st.table_full++;
+        *why = Invalid::kTableFull;
+        return kEmpty;
+      }
     }
-    uint32_t idx = free_head;
-    free_head = conns[idx].created;
     return idx;
   }
 
@@ -589,8 +638,7 @@ struct Tracker::Impl {
     uint32_t idx = alloc(ck, now, &why);
     if (idx != kEmpty && !table.insert(h, idx)) {
       // Cuckoo walk failed: give the entry back.
-      conns[idx].created = free_head;
-      free_head = idx;
+      push_free(idx);
       st.table_full++;
       why = Invalid::kTableFull;
       idx = kEmpty;
@@ -713,7 +761,7 @@ struct Tracker::Impl {
     return freed;
   }
 
-  static constexpr uint32_t kChunk = 32;
+  static constexpr uint32_t kChunk = kChunkMax;
 
   // Stage 1: canonical hash; prefetch both candidate buckets.
   [[gnu::always_inline]] void stage1(const Packet& p, uint32_t& h, uint32_t& b1, uint32_t& b2, bool& canon) {
@@ -777,8 +825,14 @@ struct Tracker::Impl {
     uint32_t h[kChunk], b1[kChunk], b2[kChunk], cand[kChunk];
     bool canon[kChunk];
     for (uint32_t i = 0; i < n; i++) stage1(*pkts[i], h[i], b1[i], b2[i], canon[i]);
-    for (uint32_t i = 0; i < n; i++) cand[i] = stage2(h[i], b1[i], b2[i]);
+    uint32_t misses = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      cand[i] = stage2(h[i], b1[i], b2[i]);
+      misses += cand[i] == kEmpty;
+    }
+    if (commit && misses) reserve(misses);
     for (uint32_t i = 0; i < n; i++) stage3(*pkts[i], cand[i], h[i], canon[i], now, commit, out[i]);
+    if (n_reserved) unreserve();
   }
 
 
@@ -803,8 +857,9 @@ sdn::Result<std::unique_ptr<Tracker>> Tracker::create(const Config& cfg) {
   m.cap = cfg.capacity;
   if (!m.table.init(cfg.capacity)) return sdn::Status::error("conntrack: cannot allocate table memory");
   m.conns = m.table.conns();
-  for (uint32_t i = 0; i < m.cap; i++) m.conns[i].created = i + 1 < m.cap ? i + 1 : kEmpty;
-  m.free_head = 0;
+  m.free_bits.assign((m.cap + 63) / 64, ~0ull);
+  if (m.cap % 64) m.free_bits.back() = (1ull << (m.cap % 64)) - 1;
+  m.free_count = m.cap;
   if (cfg.default_zone_limit || !cfg.zone_limits.empty()) {
     m.zones_limited = true;
     m.zone_count.assign(65536, 0);
@@ -1020,10 +1075,13 @@ sdn::Status Tracker::check_invariants() const {
     }
   }
   uint64_t nfree = 0;
-  for (uint32_t f = m.free_head; f != kEmpty && err.empty(); f = m.conns[f].created) {
-    if (f >= m.cap || (m.conns[f].flags & detail::kAlive)) err = "free list holds a live or bad entry";
-    if (++nfree > m.cap) err = "free list has a cycle";
+  for (uint32_t i = 0; i < m.cap && err.empty(); i++) {
+    bool is_free = (m.free_bits[i >> 6] >> (i & 63)) & 1;
+    nfree += is_free;
+    if (is_free == ((m.conns[i].flags & detail::kAlive) != 0)) err = "free bitmap disagrees with entry " + std::to_string(i);
   }
+  if (err.empty() && nfree != m.free_count) err = "free count mismatch";
+  if (err.empty() && m.n_reserved != 0) err = "reserved entries leaked";
   if (err.empty() && alive != m.st.active) err = "active count " + std::to_string(m.st.active) + " != " + std::to_string(alive);
   if (err.empty() && slots != alive) err = "index holds " + std::to_string(slots) + " entries for " + std::to_string(alive);
   if (err.empty() && alive + nfree != m.cap) err = "live + free != capacity";

@@ -30,7 +30,7 @@ enum PacketMeta : uint8_t {
   kMetaIcmpEcho = 0x20,   // ICMP/ICMPv6 echo request or reply
 };
 
-struct Packet {
+struct alignas(64) Packet {
   Key key;               // as seen on the wire (src -> dst)
   uint32_t seq = 0;      // TCP fields in host order
   uint32_t ack = 0;
