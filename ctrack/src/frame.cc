@@ -1,0 +1,123 @@
+#include "ctrack/frame.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cstring>
+
+namespace ctrack {
+
+namespace {
+
+void put16(std::vector<uint8_t>& b, uint16_t v) {
+  b.push_back(static_cast<uint8_t>(v >> 8));
+  b.push_back(static_cast<uint8_t>(v));
+}
+void put32(std::vector<uint8_t>& b, uint32_t v) {
+  put16(b, static_cast<uint16_t>(v >> 16));
+  put16(b, static_cast<uint16_t>(v));
+}
+uint32_t sum16(const uint8_t* p, size_t n, uint32_t s = 0) {
+  for (size_t i = 0; i + 1 < n; i += 2) s += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
+  if (n & 1) s += static_cast<uint32_t>(p[n - 1] << 8);
+  return s;
+}
+uint16_t fold(uint32_t s) {
+  while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+  return static_cast<uint16_t>(~s);
+}
+void set16(std::vector<uint8_t>& b, size_t off, uint16_t v) {
+  b[off] = static_cast<uint8_t>(v >> 8);
+  b[off + 1] = static_cast<uint8_t>(v);
+}
+
+}  // namespace
+
+std::vector<uint8_t> build_frame(const FrameSpec& s) {
+  uint8_t sa[16] = {}, da[16] = {};
+  bool v6 = s.src.find(':') != std::string::npos;
+  inet_pton(v6 ? AF_INET6 : AF_INET, s.src.c_str(), sa);
+  inet_pton(v6 ? AF_INET6 : AF_INET, s.dst.c_str(), da);
+
+  std::vector<uint8_t> l4;
+  if (s.proto == IPPROTO_TCP) {
+    std::vector<uint8_t> opt = s.tcp_options;
+    while (opt.size() % 4) opt.push_back(0);
+    put16(l4, s.sport);
+    put16(l4, s.dport);
+    put32(l4, s.seq);
+    put32(l4, s.ack);
+    l4.push_back(static_cast<uint8_t>(((20 + opt.size()) / 4) << 4));
+    l4.push_back(s.tcp_flags);
+    put16(l4, s.win);
+    put32(l4, 0);  // checksum, urgent
+    l4.insert(l4.end(), opt.begin(), opt.end());
+  } else if (s.proto == IPPROTO_UDP) {
+    put16(l4, s.sport);
+    put16(l4, s.dport);
+    put16(l4, static_cast<uint16_t>(8 + s.payload));
+    put16(l4, 0);
+  } else if (s.proto == IPPROTO_ICMP || s.proto == IPPROTO_ICMPV6) {
+    l4.push_back(s.icmp_type);
+    l4.push_back(s.icmp_code);
+    put16(l4, 0);
+    if (s.inner.empty()) {
+      put16(l4, s.icmp_id);
+      put16(l4, s.icmp_seq);
+    } else {
+      put32(l4, 0);
+      l4.insert(l4.end(), s.inner.begin(), s.inner.end());
+    }
+  }
+  l4.insert(l4.end(), s.payload, 0x5a);
+
+  // L4 checksum (with the pseudo-header for TCP, UDP and ICMPv6).
+  size_t csum_off = s.proto == IPPROTO_TCP ? 16 : s.proto == IPPROTO_UDP ? 6 : 2;
+  if (s.proto == IPPROTO_TCP || s.proto == IPPROTO_UDP || s.proto == IPPROTO_ICMPV6 || s.proto == IPPROTO_ICMP) {
+    uint32_t sum = 0;
+    if (s.proto != IPPROTO_ICMP) {
+      sum = sum16(sa, v6 ? 16 : 4, sum);
+      sum = sum16(da, v6 ? 16 : 4, sum);
+      sum += s.proto;
+      sum += static_cast<uint32_t>(l4.size());
+    }
+    sum = sum16(l4.data(), l4.size(), sum);
+    uint16_t c = fold(sum);
+    if (s.proto == IPPROTO_UDP && c == 0) c = 0xFFFF;
+    set16(l4, csum_off, c);
+  }
+
+  std::vector<uint8_t> f(s.dst_mac, s.dst_mac + 6);
+  f.insert(f.end(), s.src_mac, s.src_mac + 6);
+  if (s.vlan >= 0) {
+    put16(f, 0x8100);
+    put16(f, static_cast<uint16_t>(s.vlan));
+  }
+  put16(f, v6 ? 0x86DD : 0x0800);
+  size_t ip = f.size();
+  if (!v6) {
+    f.push_back(0x45);
+    f.push_back(0);
+    put16(f, static_cast<uint16_t>(20 + l4.size()));
+    put16(f, s.ip_id);
+    put16(f, 0x4000);  // DF
+    f.push_back(s.ttl);
+    f.push_back(s.proto);
+    put16(f, 0);
+    f.insert(f.end(), sa, sa + 4);
+    f.insert(f.end(), da, da + 4);
+    set16(f, ip + 10, fold(sum16(f.data() + ip, 20)));
+  } else {
+    put32(f, 0x60000000);
+    put16(f, static_cast<uint16_t>(l4.size()));
+    f.push_back(s.proto);
+    f.push_back(s.ttl);
+    f.insert(f.end(), sa, sa + 16);
+    f.insert(f.end(), da, da + 16);
+  }
+  f.insert(f.end(), l4.begin(), l4.end());
+  while (f.size() < 60) f.push_back(0);  // Ethernet minimum (without FCS)
+  return f;
+}
+
+}  // namespace ctrack

@@ -1,0 +1,65 @@
+// The daemon's one YAML file: EAL, ports, workers, conntrack, offload, tables.
+// Every error names the file, the line and the key. See configs/dataplane/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ctrack/tracker.h"
+#include "dataplane/rules.h"
+
+namespace dp {
+
+struct PortConfig {
+  std::string name;
+  std::string devargs;    // "net_af_packet0,iface=veth0" (a vdev) or "0000:03:00.0[,...]" (PCI)
+  std::string dpdk_name;  // the ethdev name to attach to, when devargs creates several (representors)
+  uint16_t mtu = 1500;
+  bool promisc = true;
+  uint16_t rx_desc = 1024, tx_desc = 1024;
+  int line = 0;
+};
+
+struct WorkerConfig {
+  unsigned main_lcore = 0;
+  std::vector<unsigned> lcores{1};
+  uint16_t burst = 32;
+  uint32_t mbufs = 16383;
+  uint32_t mbuf_cache = 256;
+};
+
+struct EalConfig {
+  std::string file_prefix = "dataplane";
+  bool no_huge = false;
+  uint32_t memory_mb = 512;
+  std::vector<std::string> extra;
+};
+
+struct OffloadConfig {
+  std::string provider = "none";  // none | emulated | rte_flow | auto
+  uint32_t max_in_flight = 1024;
+  uint32_t table_size = 65536;     // emulated: NIC table capacity
+  uint32_t insert_rate = 1000000;  // emulated: insertions per second
+  uint32_t latency_us = 50;        // emulated: completion latency
+  uint32_t age_s = 10;             // hardware aging timeout for offloaded flows
+};
+
+struct Config {
+  std::string file;
+  EalConfig eal;
+  std::vector<PortConfig> ports;
+  WorkerConfig workers;
+  ctrack::Config ct;
+  OffloadConfig offload;
+  std::string control_socket;  // default /run/dataplane/<file_prefix>.sock
+  std::vector<Rule> rules;
+  PortNames port_names() const;
+};
+
+Result<Config> load_config(const std::string& path);
+// Same, from text (for tests); `name` is used in messages.
+Result<Config> parse_config(const std::string& text, const std::string& name);
+// One rule from a YAML flow mapping, as `dataplane-ctl rule add` sends it.
+Result<Rule> parse_rule_yaml(const std::string& text, const PortNames& ports);
+
+}  // namespace dp

@@ -1,0 +1,106 @@
+// The software pipeline: parse -> hardware-mark skip -> tables (rte_acl) ->
+// conntrack -> actions. Works on packet bytes, not mbufs, so that the unit
+// tests, the fuzzer and the benchmark run it exactly as the workers do.
+//
+// A Pipeline is the compiled rule set: immutable once built, swapped in by
+// the control thread and freed after the workers pass a quiescent state.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ctrack/parse.h"
+#include "ctrack/tracker.h"
+#include "dataplane/rules.h"
+
+struct rte_acl_ctx;
+
+namespace dp {
+
+inline constexpr uint32_t kMaxBurst = 32;
+inline constexpr unsigned kMaxWorkers = 16;
+
+// Why the pipeline dropped a packet (parse reasons are counted separately).
+enum class DropWhy : uint8_t { kNoMatch, kRule, kTxFull, kCount };
+const char* drop_why_name(DropWhy d);
+
+// One worker's counters. Written only by that worker; read by others with
+// relaxed loads (see snapshot()).
+struct alignas(64) WorkerStats {
+  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0;
+  uint64_t parse_drop[static_cast<int>(ctrack::Drop::kCount)] = {};
+  uint64_t drop[static_cast<int>(DropWhy::kCount)] = {};
+  uint64_t hw_marked = 0;  // handled by the NIC's classification (mark), tables skipped
+  uint64_t busy_polls = 0, idle_polls = 0, busy_cycles = 0;
+  WorkerStats snapshot() const;
+};
+
+// Per-rule counters, per worker, inside a Pipeline.
+struct RuleCounters {
+  uint64_t packets = 0, bytes = 0;
+};
+
+class Pipeline {
+ public:
+  static Result<std::unique_ptr<Pipeline>> build(std::vector<Rule> rules, unsigned workers);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  const std::vector<Rule>& rules() const { return rules_; }
+  // Sum over workers; only exact when no worker runs this pipeline.
+  RuleCounters counters(size_t rule_index) const;
+
+  struct Table;
+
+ private:
+  friend class Datapath;
+  Pipeline() = default;
+  std::vector<Rule> rules_;
+  std::vector<std::unique_ptr<Table>> tables_;  // index = table number; null if empty
+  int max_table_ = -1;
+  unsigned workers_ = 1;
+  std::vector<RuleCounters> counters_;  // [worker * rules + rule]
+};
+
+// Marks the NIC puts on packets it has classified, and what they mean. The
+// offload provider publishes one; workers only read it.
+struct HwMarkTable {
+  static constexpr uint32_t kTag = 0x80000000u;  // marks we set carry this bit
+  std::vector<int16_t> out_port;  // index = mark & ~kTag; -1 = unknown
+};
+
+struct PacketIn {
+  const uint8_t* data;
+  uint32_t len;       // bytes in data (first segment)
+  uint32_t pkt_len;   // whole frame
+  uint16_t port;      // index into the config's ports
+  bool has_mark;
+  uint32_t mark;
+};
+
+struct Verdict {
+  int16_t out_port;  // -1: drop
+  uint8_t ct_state;
+  uint32_t mark;
+};
+
+// One worker's datapath: its tracker shard and its counters.
+class Datapath {
+ public:
+  Datapath(unsigned worker, ctrack::Tracker* tracker, WorkerStats* stats)
+      : worker_(worker), ct_(tracker), st_(stats) {}
+  void set_hw_marks(const std::atomic<const HwMarkTable*>* marks) { marks_ = marks; }
+  // Runs up to kMaxBurst packets through pipeline `pl`.
+  void run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns, Verdict* out);
+
+ private:
+  unsigned worker_;
+  ctrack::Tracker* ct_;
+  WorkerStats* st_;
+  const std::atomic<const HwMarkTable*>* marks_ = nullptr;
+};
+
+}  // namespace dp

@@ -1,0 +1,103 @@
+// Flow rules in the style of OpenFlow tables: priority, match, actions.
+//
+// Match grammar (comma separated, every field optional):
+//   in_port=NAME  eth_type=arp|ipv4|ipv6|nd|0xNNNN  vlan=N
+//   ip_src=A.B.C.D/N  ip_dst=...  ipv6_src=X::/N  ipv6_dst=...
+//   ip_proto=tcp|udp|icmp|icmpv6|N  tp_src=N|N-M  tp_dst=N|N-M
+//   tcp_flags=+syn-ack...   ct_state=+trk+new-est... (trk new est rel rpl inv)
+//   ct_zone=N
+// `eth_type=nd` names IPv6 neighbour discovery/MLD, which passes through the
+// tables like ARP and never reaches the tracker.
+//
+// Actions (comma separated, run in order; exactly one terminal action last):
+//   ct(commit,zone=N,table=T)  ct(table=T)  ct(commit)   -- table=T is terminal
+//   output:PORT  drop  goto_table:T                      -- terminal
+//   count  set_mark:N
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sdn/status.h"
+
+namespace dp {
+
+using sdn::Result;
+using sdn::Status;
+
+inline constexpr uint16_t kEthArp = 0x0806, kEthIpv4 = 0x0800, kEthIpv6 = 0x86DD;
+inline constexpr uint16_t kEthNd = 0xFFFE;  // pseudo ethertype: IPv6 ND/MLD
+inline constexpr int kMaxTables = 16;
+
+enum MatchBit : uint32_t {
+  kMInPort = 1u << 0,
+  kMEthType = 1u << 1,
+  kMVlan = 1u << 2,
+  kMSrc = 1u << 3,
+  kMDst = 1u << 4,
+  kMProto = 1u << 5,
+  kMTpSrc = 1u << 6,
+  kMTpDst = 1u << 7,
+  kMTcpFlags = 1u << 8,
+  kMCtState = 1u << 9,
+  kMCtZone = 1u << 10,
+};
+
+struct Match {
+  uint32_t fields = 0;
+  uint16_t in_port = 0;
+  uint16_t eth_type = 0;
+  uint16_t vlan = 0;
+  uint8_t family = 0;  // 4 or 6 when ip_src/ip_dst/ipv6_* is given
+  uint8_t src[16] = {}, dst[16] = {};
+  uint8_t src_len = 0, dst_len = 0;
+  uint8_t proto = 0;
+  uint16_t tp_src_lo = 0, tp_src_hi = 0xFFFF, tp_dst_lo = 0, tp_dst_hi = 0xFFFF;
+  uint8_t tcp_flags = 0, tcp_flags_mask = 0;
+  uint8_t ct_state = 0, ct_state_mask = 0;
+  uint16_t ct_zone = 0;
+
+  bool has(MatchBit b) const { return (fields & b) != 0; }
+  // Which classifier lists this rule belongs to.
+  bool applies_v4() const;
+  bool applies_v6() const;
+  bool applies_other() const;  // ARP, ND and non-IP ethertypes
+};
+
+enum class ActType : uint8_t { kCt, kOutput, kDrop, kCount, kSetMark, kGotoTable };
+
+struct Action {
+  ActType type = ActType::kDrop;
+  bool commit = false;   // ct
+  uint16_t zone = 0;     // ct
+  int16_t table = -1;    // ct(table=T) or goto_table:T
+  uint16_t port = 0;     // output
+  uint32_t mark = 0;     // set_mark
+};
+
+struct Rule {
+  uint32_t id = 0;
+  uint16_t table = 0;
+  int32_t priority = 0;
+  Match match;
+  std::vector<Action> actions;
+  std::string match_text, actions_text;  // as written, for listings
+  bool offload = true;                   // `offload: false` keeps its connections in software
+};
+
+// Resolves port names to indices (the order of `ports:` in the config).
+struct PortNames {
+  std::vector<std::string> names;
+  int find(std::string_view n) const;
+};
+
+Result<Match> parse_match(std::string_view text, const PortNames& ports);
+Result<std::vector<Action>> parse_actions(std::string_view text, const PortNames& ports);
+// Checks one rule in its table: terminal action last, forward-only tables.
+Status check_rule(const Rule& r);
+
+std::string ct_state_str(uint8_t bits);  // "+trk+est+rpl"
+
+}  // namespace dp

@@ -1,0 +1,343 @@
+#include "dataplane/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace dp {
+
+namespace {
+
+// Where a YAML node came from, for messages: "file:line: key 'a.b': ...".
+struct Ctx {
+  const std::string& file;
+  Status err(const YAML::Node& n, const std::string& key, const std::string& msg) const {
+    int line = n.Mark().line >= 0 ? n.Mark().line + 1 : 0;
+    return Status::error(file + ":" + std::to_string(line) + ": key '" + key + "': " + msg);
+  }
+};
+
+Status check_keys(const Ctx& c, const YAML::Node& map, const std::string& path, const std::set<std::string>& known) {
+  if (!map.IsMap()) return c.err(map, path, "expected a mapping");
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    std::string k = it->first.as<std::string>();
+    if (!known.count(k)) {
+      std::string all;
+      for (const auto& s : known) all += (all.empty() ? "" : ", ") + s;
+      return c.err(it->first, path.empty() ? k : path + "." + k, "unknown key (known: " + all + ")");
+    }
+  }
+  return {};
+}
+
+template <typename T>
+Status get_uint(const Ctx& c, const YAML::Node& map, const std::string& key, const std::string& path, T* out,
+                uint64_t lo, uint64_t hi) {
+  YAML::Node n = map[key];
+  if (!n) return {};
+  std::string full = path.empty() ? key : path + "." + key;
+  if (!n.IsScalar()) return c.err(n, full, "expected a number");
+  uint64_t v;
+  try {
+    std::string s = n.Scalar();
+    if (s.empty() || s[0] == '-') throw YAML::BadConversion(n.Mark());
+    size_t pos = 0;
+    v = std::stoull(s, &pos, 0);
+    if (pos != s.size()) throw YAML::BadConversion(n.Mark());
+  } catch (const std::exception&) {
+    return c.err(n, full, "'" + n.Scalar() + "' is not a number");
+  }
+  if (v < lo || v > hi)
+    return c.err(n, full, std::to_string(v) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+  *out = static_cast<T>(v);
+  return {};
+}
+
+Status get_bool(const Ctx& c, const YAML::Node& map, const std::string& key, const std::string& path, bool* out) {
+  YAML::Node n = map[key];
+  if (!n) return {};
+  std::string full = path.empty() ? key : path + "." + key;
+  if (!n.IsScalar()) return c.err(n, full, "expected true or false");
+  const std::string& s = n.Scalar();
+  if (s == "true" || s == "yes" || s == "on") *out = true;
+  else if (s == "false" || s == "no" || s == "off") *out = false;
+  else return c.err(n, full, "'" + s + "' is not true or false");
+  return {};
+}
+
+Status get_str(const Ctx& c, const YAML::Node& map, const std::string& key, const std::string& path, std::string* out,
+               bool required = false) {
+  YAML::Node n = map[key];
+  std::string full = path.empty() ? key : path + "." + key;
+  if (!n) return required ? c.err(map, full, "is required") : Status();
+  if (!n.IsScalar() || n.Scalar().empty()) return c.err(n, full, "expected a non-empty string");
+  *out = n.Scalar();
+  return {};
+}
+
+#define TRY(expr)                  \
+  do {                             \
+    if (Status _s = (expr); !_s) \
+      return _s;                   \
+  } while (0)
+
+Status parse_eal(const Ctx& c, const YAML::Node& n, EalConfig* e) {
+  TRY(check_keys(c, n, "eal", {"file_prefix", "no_huge", "memory_mb", "extra_args"}));
+  TRY(get_str(c, n, "file_prefix", "eal", &e->file_prefix));
+  TRY(get_bool(c, n, "no_huge", "eal", &e->no_huge));
+  TRY(get_uint(c, n, "memory_mb", "eal", &e->memory_mb, 64, 1u << 20));
+  if (YAML::Node x = n["extra_args"]) {
+    if (!x.IsSequence()) return c.err(x, "eal.extra_args", "expected a list of strings");
+    for (const auto& a : x) e->extra.push_back(a.as<std::string>());
+  }
+  for (char ch : e->file_prefix)
+    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_')
+      return c.err(n["file_prefix"], "eal.file_prefix", "use letters, digits, '-' and '_' only");
+  return {};
+}
+
+Status parse_ports(const Ctx& c, const YAML::Node& n, std::vector<PortConfig>* ports) {
+  if (!n || !n.IsSequence() || n.size() == 0) return c.err(n, "ports", "expected a non-empty list of ports");
+  std::set<std::string> names;
+  for (size_t i = 0; i < n.size(); i++) {
+    const YAML::Node& p = n[i];
+    std::string path = "ports[" + std::to_string(i) + "]";
+    TRY(check_keys(c, p, path, {"name", "devargs", "dpdk_name", "mtu", "promisc", "rx_desc", "tx_desc"}));
+    PortConfig pc;
+    pc.line = p.Mark().line + 1;
+    TRY(get_str(c, p, "name", path, &pc.name, true));
+    TRY(get_str(c, p, "devargs", path, &pc.devargs, true));
+    TRY(get_str(c, p, "dpdk_name", path, &pc.dpdk_name));
+    TRY(get_uint(c, p, "mtu", path, &pc.mtu, 68, 9600));
+    TRY(get_bool(c, p, "promisc", path, &pc.promisc));
+    TRY(get_uint(c, p, "rx_desc", path, &pc.rx_desc, 64, 32768));
+    TRY(get_uint(c, p, "tx_desc", path, &pc.tx_desc, 64, 32768));
+    if (!names.insert(pc.name).second) return c.err(p["name"], path + ".name", "duplicate port name '" + pc.name + "'");
+    ports->push_back(pc);
+  }
+  if (ports->size() > 64) return c.err(n, "ports", "at most 64 ports");
+  return {};
+}
+
+Status parse_workers(const Ctx& c, const YAML::Node& n, WorkerConfig* w) {
+  TRY(check_keys(c, n, "workers", {"main_lcore", "lcores", "burst", "mbufs", "mbuf_cache"}));
+  TRY(get_uint(c, n, "main_lcore", "workers", &w->main_lcore, 0, 1023));
+  TRY(get_uint(c, n, "burst", "workers", &w->burst, 1, 32));
+  TRY(get_uint(c, n, "mbufs", "workers", &w->mbufs, 1023, 1u << 24));
+  TRY(get_uint(c, n, "mbuf_cache", "workers", &w->mbuf_cache, 0, 512));
+  if (YAML::Node l = n["lcores"]) {
+    if (!l.IsSequence() || l.size() == 0) return c.err(l, "workers.lcores", "expected a non-empty list of lcore ids");
+    w->lcores.clear();
+    std::set<unsigned> seen;
+    for (size_t i = 0; i < l.size(); i++) {
+      unsigned v;
+      std::string p = "workers.lcores[" + std::to_string(i) + "]";
+      if (!l[i].IsScalar()) return c.err(l[i], p, "expected an lcore id");
+      try {
+        v = l[i].as<unsigned>();
+      } catch (const std::exception&) {
+        return c.err(l[i], p, "'" + l[i].Scalar() + "' is not an lcore id");
+      }
+      if (v > 1023 || !seen.insert(v).second) return c.err(l[i], p, "lcore ids must be unique and 0..1023");
+      w->lcores.push_back(v);
+    }
+  }
+  for (unsigned l : w->lcores)
+    if (l == w->main_lcore)
+      return c.err(n, "workers.lcores", "lcore " + std::to_string(l) + " is the main (control) lcore");
+  if (w->lcores.size() > 16) return c.err(n, "workers.lcores", "at most 16 workers");
+  return {};
+}
+
+Status parse_conntrack(const Ctx& c, const YAML::Node& n, ctrack::Config* ct) {
+  TRY(check_keys(c, n, "conntrack",
+                 {"capacity", "full_policy", "tcp_liberal", "tcp_midstream", "timeouts", "zones", "sweep_per_call",
+                  "early_drop_scan"}));
+  TRY(get_uint(c, n, "capacity", "conntrack", &ct->capacity, 16, 1u << 30));
+  TRY(get_bool(c, n, "tcp_liberal", "conntrack", &ct->tcp_liberal));
+  TRY(get_bool(c, n, "tcp_midstream", "conntrack", &ct->tcp_midstream));
+  TRY(get_uint(c, n, "sweep_per_call", "conntrack", &ct->sweep_per_call, 1, 4096));
+  TRY(get_uint(c, n, "early_drop_scan", "conntrack", &ct->early_drop_scan, 1, 4096));
+  if (YAML::Node p = n["full_policy"]) {
+    std::string s = p.IsScalar() ? p.Scalar() : "";
+    if (s == "drop") ct->full_policy = ctrack::FullPolicy::kDrop;
+    else if (s == "pass") ct->full_policy = ctrack::FullPolicy::kPassUntracked;
+    else return c.err(p, "conntrack.full_policy", "expected drop or pass");
+  }
+  if (YAML::Node t = n["timeouts"]) {
+    const std::string P = "conntrack.timeouts";
+    TRY(check_keys(c, t, P,
+                   {"tcp_syn_sent", "tcp_syn_recv", "tcp_established", "tcp_fin_wait", "tcp_close_wait", "tcp_last_ack",
+                    "tcp_time_wait", "tcp_close", "tcp_unacked", "udp_unreplied", "udp_replied", "udp_assured", "icmp",
+                    "other"}));
+    ctrack::Timeouts& T = ct->timeouts;
+    const uint32_t kMax = 30u * 86400;
+    TRY(get_uint(c, t, "tcp_syn_sent", P, &T.tcp[ctrack::kTcpSynSent], 1, kMax));
+    T.tcp[ctrack::kTcpSynSent2] = T.tcp[ctrack::kTcpSynSent];
+    TRY(get_uint(c, t, "tcp_syn_recv", P, &T.tcp[ctrack::kTcpSynRecv], 1, kMax));
+    TRY(get_uint(c, t, "tcp_established", P, &T.tcp[ctrack::kTcpEstablished], 1, kMax));
+    TRY(get_uint(c, t, "tcp_fin_wait", P, &T.tcp[ctrack::kTcpFinWait], 1, kMax));
+    TRY(get_uint(c, t, "tcp_close_wait", P, &T.tcp[ctrack::kTcpCloseWait], 1, kMax));
+    TRY(get_uint(c, t, "tcp_last_ack", P, &T.tcp[ctrack::kTcpLastAck], 1, kMax));
+    TRY(get_uint(c, t, "tcp_time_wait", P, &T.tcp[ctrack::kTcpTimeWait], 1, kMax));
+    TRY(get_uint(c, t, "tcp_close", P, &T.tcp[ctrack::kTcpClose], 1, kMax));
+    TRY(get_uint(c, t, "tcp_unacked", P, &T.tcp_unacked, 1, kMax));
+    TRY(get_uint(c, t, "udp_unreplied", P, &T.udp[ctrack::kUdpUnreplied], 1, kMax));
+    TRY(get_uint(c, t, "udp_replied", P, &T.udp[ctrack::kUdpReplied], 1, kMax));
+    TRY(get_uint(c, t, "udp_assured", P, &T.udp[ctrack::kUdpAssured], 1, kMax));
+    TRY(get_uint(c, t, "icmp", P, &T.icmp, 1, kMax));
+    TRY(get_uint(c, t, "other", P, &T.other, 1, kMax));
+  }
+  if (YAML::Node z = n["zones"]) {
+    TRY(check_keys(c, z, "conntrack.zones", {"default_limit", "limits"}));
+    TRY(get_uint(c, z, "default_limit", "conntrack.zones", &ct->default_zone_limit, 0, 1u << 30));
+    if (YAML::Node l = z["limits"]) {
+      if (!l.IsMap()) return c.err(l, "conntrack.zones.limits", "expected a mapping of zone: limit");
+      for (auto it = l.begin(); it != l.end(); ++it) {
+        std::string zk = it->first.Scalar();
+        uint16_t zone;
+        uint32_t lim;
+        YAML::Node tmp;
+        tmp["z"] = it->first;
+        tmp["l"] = it->second;
+        TRY(get_uint(c, tmp, "z", "conntrack.zones.limits", &zone, 0, 65535));
+        TRY(get_uint(c, tmp, "l", "conntrack.zones.limits." + zk, &lim, 0, 1u << 30));
+        ct->zone_limits.push_back({zone, lim});
+      }
+    }
+  }
+  return {};
+}
+
+Status parse_offload(const Ctx& c, const YAML::Node& n, OffloadConfig* o) {
+  TRY(check_keys(c, n, "offload", {"provider", "max_in_flight", "table_size", "insert_rate", "latency_us", "age_s"}));
+  TRY(get_str(c, n, "provider", "offload", &o->provider));
+  if (o->provider != "none" && o->provider != "emulated" && o->provider != "rte_flow" && o->provider != "auto")
+    return c.err(n["provider"], "offload.provider", "expected none, emulated, rte_flow or auto");
+  TRY(get_uint(c, n, "max_in_flight", "offload", &o->max_in_flight, 1, 1u << 20));
+  TRY(get_uint(c, n, "table_size", "offload", &o->table_size, 1, 1u << 24));
+  TRY(get_uint(c, n, "insert_rate", "offload", &o->insert_rate, 1, 1u << 30));
+  TRY(get_uint(c, n, "latency_us", "offload", &o->latency_us, 0, 10'000'000));
+  TRY(get_uint(c, n, "age_s", "offload", &o->age_s, 1, 86400));
+  return {};
+}
+
+Status parse_one_rule(const Ctx& c, const YAML::Node& r, const std::string& path, const PortNames& ports,
+                      uint16_t table, Rule* out) {
+  TRY(check_keys(c, r, path, {"id", "table", "priority", "match", "actions", "offload"}));
+  Rule rule;
+  rule.table = table;
+  TRY(get_uint(c, r, "table", path, &rule.table, 0, kMaxTables - 1));
+  TRY(get_uint(c, r, "id", path, &rule.id, 1, 0x7FFFFFFF));
+  uint32_t prio = 0;
+  TRY(get_uint(c, r, "priority", path, &prio, 0, 65535));
+  rule.priority = static_cast<int32_t>(prio);
+  TRY(get_bool(c, r, "offload", path, &rule.offload));
+  rule.match_text = r["match"] && r["match"].IsScalar() ? r["match"].Scalar() : "";
+  if (r["match"] && !r["match"].IsScalar()) return c.err(r["match"], path + ".match", "expected a string");
+  TRY(get_str(c, r, "actions", path, &rule.actions_text, true));
+  auto m = parse_match(rule.match_text, ports);
+  if (!m) return c.err(r["match"] ? r["match"] : r, path + ".match", m.message());
+  rule.match = *m;
+  auto a = parse_actions(rule.actions_text, ports);
+  if (!a) return c.err(r["actions"], path + ".actions", a.message());
+  rule.actions = std::move(a.value());
+  if (Status s = check_rule(rule); !s) return c.err(r["actions"], path + ".actions", s.message());
+  *out = std::move(rule);
+  return {};
+}
+
+Status parse_tables(const Ctx& c, const YAML::Node& n, const PortNames& ports, std::vector<Rule>* rules) {
+  if (!n.IsMap()) return c.err(n, "tables", "expected a mapping of table number: list of rules");
+  std::set<uint32_t> ids;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    uint16_t table;
+    YAML::Node tmp;
+    tmp["t"] = it->first;
+    TRY(get_uint(c, tmp, "t", "tables", &table, 0, kMaxTables - 1));
+    std::string tpath = "tables." + std::to_string(table);
+    if (!it->second.IsSequence()) return c.err(it->second, tpath, "expected a list of rules");
+    for (size_t i = 0; i < it->second.size(); i++) {
+      Rule r;
+      std::string path = tpath + "[" + std::to_string(i) + "]";
+      TRY(parse_one_rule(c, it->second[i], path, ports, table, &r));
+      if (r.table != table) return c.err(it->second[i], path + ".table", "differs from the table it is listed under");
+      if (r.id && !ids.insert(r.id).second)
+        return c.err(it->second[i]["id"], path + ".id", "duplicate rule id " + std::to_string(r.id));
+      rules->push_back(std::move(r));
+    }
+  }
+  uint32_t next = 1;
+  for (auto& r : *rules) {
+    if (r.id) continue;
+    while (ids.count(next)) next++;
+    r.id = next;
+    ids.insert(next);
+  }
+  return {};
+}
+
+}  // namespace
+
+PortNames Config::port_names() const {
+  PortNames p;
+  for (const auto& port : ports) p.names.push_back(port.name);
+  return p;
+}
+
+Result<Config> parse_config(const std::string& text, const std::string& name) {
+  Ctx c{name};
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::error(name + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax: " + e.msg);
+  }
+  if (!root.IsMap()) return Status::error(name + ":1: expected a mapping at the top level");
+  Config cfg;
+  cfg.file = name;
+  try {
+    TRY(check_keys(c, root, "", {"eal", "ports", "workers", "conntrack", "offload", "control", "tables"}));
+    if (root["eal"]) TRY(parse_eal(c, root["eal"], &cfg.eal));
+    TRY(parse_ports(c, root["ports"], &cfg.ports));
+    if (root["workers"]) TRY(parse_workers(c, root["workers"], &cfg.workers));
+    if (root["conntrack"]) TRY(parse_conntrack(c, root["conntrack"], &cfg.ct));
+    if (root["offload"]) TRY(parse_offload(c, root["offload"], &cfg.offload));
+    if (YAML::Node ctl = root["control"]) {
+      TRY(check_keys(c, ctl, "control", {"socket"}));
+      TRY(get_str(c, ctl, "socket", "control", &cfg.control_socket));
+    }
+    if (!root["tables"]) return c.err(root, "tables", "is required (the pipeline's rules)");
+    TRY(parse_tables(c, root["tables"], cfg.port_names(), &cfg.rules));
+  } catch (const YAML::Exception& e) {
+    return Status::error(name + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (cfg.control_socket.empty()) cfg.control_socket = "/run/dataplane/" + cfg.eal.file_prefix + ".sock";
+  cfg.ct.event_ring = 4096;
+  return cfg;
+}
+
+Result<Config> load_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::error(path + ": cannot open: " + strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_config(ss.str(), path);
+}
+
+Result<Rule> parse_rule_yaml(const std::string& text, const PortNames& ports) {
+  std::string name = "rule";
+  Ctx c{name};
+  try {
+    YAML::Node n = YAML::Load(text);
+    Rule r;
+    TRY(parse_one_rule(c, n, "rule", ports, 0, &r));
+    return r;
+  } catch (const YAML::Exception& e) {
+    return Status::error("rule: YAML syntax: " + e.msg);
+  }
+}
+
+}  // namespace dp

@@ -1,0 +1,487 @@
+// Per packet: everything in Datapath::run. Nothing here allocates, throws,
+// logs or calls virtually on that path; Pipeline::build is control path.
+#include "dataplane/pipeline.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <rte_acl.h>
+#include <rte_cycles.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+namespace dp {
+
+namespace {
+
+// rte_acl input keys: the first field is one byte, the rest grouped in
+// 4-byte words; multi-byte fields in network byte order.
+struct AclKey4 {
+  uint8_t proto;
+  uint8_t pad[3];
+  uint8_t src[4];
+  uint8_t dst[4];
+  uint16_t sport, dport;
+  uint16_t in_port, vlan;
+  uint8_t tcp_flags, ct_state;
+  uint16_t zone;
+};
+static_assert(sizeof(AclKey4) == 24 && std::has_unique_object_representations_v<AclKey4>);
+
+struct AclKey6 {
+  uint8_t proto;
+  uint8_t pad[3];
+  uint8_t src[16];
+  uint8_t dst[16];
+  uint16_t sport, dport;
+  uint16_t in_port, vlan;
+  uint8_t tcp_flags, ct_state;
+  uint16_t zone;
+};
+static_assert(sizeof(AclKey6) == 48 && std::has_unique_object_representations_v<AclKey6>);
+
+enum F4 { F4_PROTO, F4_SRC, F4_DST, F4_SPORT, F4_DPORT, F4_INPORT, F4_VLAN, F4_TCPF, F4_CT, F4_ZONE, F4_NUM };
+enum F6 {
+  F6_PROTO,
+  F6_SRC0, F6_SRC1, F6_SRC2, F6_SRC3,
+  F6_DST0, F6_DST1, F6_DST2, F6_DST3,
+  F6_SPORT, F6_DPORT, F6_INPORT, F6_VLAN, F6_TCPF, F6_CT, F6_ZONE, F6_NUM
+};
+
+RTE_ACL_RULE_DEF(Acl4Rule, F4_NUM);
+RTE_ACL_RULE_DEF(Acl6Rule, F6_NUM);
+
+rte_acl_field_def fdef(uint8_t type, uint8_t size, uint8_t field, uint8_t input, uint32_t off) {
+  rte_acl_field_def d{};
+  d.type = type;
+  d.size = size;
+  d.field_index = field;
+  d.input_index = input;
+  d.offset = off;
+  return d;
+}
+
+void defs4(rte_acl_config* c) {
+  c->num_fields = F4_NUM;
+  c->defs[F4_PROTO] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F4_PROTO, 0, offsetof(AclKey4, proto));
+  c->defs[F4_SRC] = fdef(RTE_ACL_FIELD_TYPE_MASK, 4, F4_SRC, 1, offsetof(AclKey4, src));
+  c->defs[F4_DST] = fdef(RTE_ACL_FIELD_TYPE_MASK, 4, F4_DST, 2, offsetof(AclKey4, dst));
+  c->defs[F4_SPORT] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F4_SPORT, 3, offsetof(AclKey4, sport));
+  c->defs[F4_DPORT] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F4_DPORT, 3, offsetof(AclKey4, dport));
+  c->defs[F4_INPORT] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F4_INPORT, 4, offsetof(AclKey4, in_port));
+  c->defs[F4_VLAN] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F4_VLAN, 4, offsetof(AclKey4, vlan));
+  c->defs[F4_TCPF] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F4_TCPF, 5, offsetof(AclKey4, tcp_flags));
+  c->defs[F4_CT] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F4_CT, 5, offsetof(AclKey4, ct_state));
+  c->defs[F4_ZONE] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F4_ZONE, 5, offsetof(AclKey4, zone));
+}
+
+void defs6(rte_acl_config* c) {
+  c->num_fields = F6_NUM;
+  c->defs[F6_PROTO] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F6_PROTO, 0, offsetof(AclKey6, proto));
+  for (int i = 0; i < 4; i++) {
+    c->defs[F6_SRC0 + i] =
+        fdef(RTE_ACL_FIELD_TYPE_MASK, 4, static_cast<uint8_t>(F6_SRC0 + i), static_cast<uint8_t>(1 + i),
+             static_cast<uint32_t>(offsetof(AclKey6, src) + 4 * i));
+    c->defs[F6_DST0 + i] =
+        fdef(RTE_ACL_FIELD_TYPE_MASK, 4, static_cast<uint8_t>(F6_DST0 + i), static_cast<uint8_t>(5 + i),
+             static_cast<uint32_t>(offsetof(AclKey6, dst) + 4 * i));
+  }
+  c->defs[F6_SPORT] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F6_SPORT, 9, offsetof(AclKey6, sport));
+  c->defs[F6_DPORT] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F6_DPORT, 9, offsetof(AclKey6, dport));
+  c->defs[F6_INPORT] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F6_INPORT, 10, offsetof(AclKey6, in_port));
+  c->defs[F6_VLAN] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F6_VLAN, 10, offsetof(AclKey6, vlan));
+  c->defs[F6_TCPF] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F6_TCPF, 11, offsetof(AclKey6, tcp_flags));
+  c->defs[F6_CT] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F6_CT, 11, offsetof(AclKey6, ct_state));
+  c->defs[F6_ZONE] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F6_ZONE, 11, offsetof(AclKey6, zone));
+}
+
+void set_range16(rte_acl_field& f, bool has, uint16_t lo, uint16_t hi) {
+  f.value.u16 = has ? lo : 0;
+  f.mask_range.u16 = has ? hi : 0xFFFF;
+}
+
+template <typename R>
+void common_fields(R& r, const Match& m, int proto, int sport, int dport, int inport, int vlan, int tcpf, int ct,
+                   int zone) {
+  r.field[proto].value.u8 = m.has(kMProto) ? m.proto : 0;
+  r.field[proto].mask_range.u8 = m.has(kMProto) ? 0xFF : 0;
+  set_range16(r.field[sport], m.has(kMTpSrc), m.tp_src_lo, m.tp_src_hi);
+  set_range16(r.field[dport], m.has(kMTpDst), m.tp_dst_lo, m.tp_dst_hi);
+  set_range16(r.field[inport], m.has(kMInPort), m.in_port, m.in_port);
+  set_range16(r.field[vlan], m.has(kMVlan), m.vlan, m.vlan);
+  r.field[tcpf].value.u8 = m.tcp_flags;
+  r.field[tcpf].mask_range.u8 = m.tcp_flags_mask;
+  r.field[ct].value.u8 = m.ct_state;
+  r.field[ct].mask_range.u8 = m.ct_state_mask;
+  set_range16(r.field[zone], m.has(kMCtZone), m.ct_zone, m.ct_zone);
+}
+
+uint32_t word(const uint8_t* a, int i) {
+  return static_cast<uint32_t>(a[4 * i]) << 24 | static_cast<uint32_t>(a[4 * i + 1]) << 16 |
+         static_cast<uint32_t>(a[4 * i + 2]) << 8 | a[4 * i + 3];
+}
+
+uint32_t word_len(int len, int i) { return static_cast<uint32_t>(std::clamp(len - 32 * i, 0, 32)); }
+
+std::atomic<uint64_t> g_acl_gen{0};
+
+}  // namespace
+
+const char* drop_why_name(DropWhy d) {
+  static const char* const n[] = {"no_match", "rule_drop", "tx_full"};
+  return n[static_cast<int>(d)];
+}
+
+WorkerStats WorkerStats::snapshot() const {
+  WorkerStats s;
+  auto ld = [](const uint64_t& v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); };
+  s.rx_packets = ld(rx_packets);
+  s.rx_bytes = ld(rx_bytes);
+  s.tx_packets = ld(tx_packets);
+  for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) s.parse_drop[i] = ld(parse_drop[i]);
+  for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) s.drop[i] = ld(drop[i]);
+  s.hw_marked = ld(hw_marked);
+  s.busy_polls = ld(busy_polls);
+  s.idle_polls = ld(idle_polls);
+  s.busy_cycles = ld(busy_cycles);
+  return s;
+}
+
+// Rules of one table that are not IPv4/IPv6 (ARP, ND, other ethertypes),
+// matched by a short linear scan in priority order.
+struct OtherRule {
+  uint32_t rule;  // index into rules_
+  const Match* m;
+};
+
+struct Pipeline::Table {
+  rte_acl_ctx* v4 = nullptr;
+  rte_acl_ctx* v6 = nullptr;
+  std::vector<OtherRule> other;
+  ~Table() {
+    if (v4) rte_acl_free(v4);
+    if (v6) rte_acl_free(v6);
+  }
+};
+
+Pipeline::~Pipeline() = default;
+
+RuleCounters Pipeline::counters(size_t r) const {
+  RuleCounters c;
+  for (unsigned w = 0; w < workers_; w++) {
+    const RuleCounters& x = counters_[w * rules_.size() + r];
+    c.packets += __atomic_load_n(&x.packets, __ATOMIC_RELAXED);
+    c.bytes += __atomic_load_n(&x.bytes, __ATOMIC_RELAXED);
+  }
+  return c;
+}
+
+Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsigned workers) {
+  if (workers == 0 || workers > kMaxWorkers) return Status::error("pipeline: bad worker count");
+  std::unique_ptr<Pipeline> pl(new Pipeline());
+  pl->rules_ = std::move(rules);
+  pl->workers_ = workers;
+  pl->counters_.assign(static_cast<size_t>(workers) * pl->rules_.size(), RuleCounters{});
+  const auto& R = pl->rules_;
+  for (size_t i = 0; i < R.size(); i++) {
+    if (Status s = check_rule(R[i]); !s) return Status::error("rule " + std::to_string(R[i].id) + ": " + s.message());
+    pl->max_table_ = std::max<int>(pl->max_table_, R[i].table);
+  }
+  pl->tables_.resize(static_cast<size_t>(pl->max_table_ + 1));
+  uint64_t gen = g_acl_gen.fetch_add(1);
+  for (int t = 0; t <= pl->max_table_; t++) {
+    std::vector<uint32_t> in;
+    for (uint32_t i = 0; i < R.size(); i++)
+      if (R[i].table == t) in.push_back(i);
+    if (in.empty()) continue;
+    // Highest priority first; ties go to the rule written first.
+    std::stable_sort(in.begin(), in.end(), [&](uint32_t a, uint32_t b) { return R[a].priority > R[b].priority; });
+    auto tbl = std::make_unique<Table>();
+    std::vector<Acl4Rule> r4;
+    std::vector<Acl6Rule> r6;
+    for (size_t k = 0; k < in.size(); k++) {
+      const Rule& rule = R[in[k]];
+      const Match& m = rule.match;
+      int32_t prio = 1 + rule.priority * 4096 + static_cast<int32_t>(4095 - std::min<size_t>(k, 4095));
+      if (m.applies_v4()) {
+        Acl4Rule a{};
+        a.data.category_mask = 1;
+        a.data.priority = prio;
+        a.data.userdata = in[k] + 1;
+        common_fields(a, m, F4_PROTO, F4_SPORT, F4_DPORT, F4_INPORT, F4_VLAN, F4_TCPF, F4_CT, F4_ZONE);
+        a.field[F4_SRC].value.u32 = m.has(kMSrc) ? word(m.src, 0) : 0;
+        a.field[F4_SRC].mask_range.u32 = m.has(kMSrc) ? m.src_len : 0;
+        a.field[F4_DST].value.u32 = m.has(kMDst) ? word(m.dst, 0) : 0;
+        a.field[F4_DST].mask_range.u32 = m.has(kMDst) ? m.dst_len : 0;
+        r4.push_back(a);
+      }
+      if (m.applies_v6()) {
+        Acl6Rule a{};
+        a.data.category_mask = 1;
+        a.data.priority = prio;
+        a.data.userdata = in[k] + 1;
+        common_fields(a, m, F6_PROTO, F6_SPORT, F6_DPORT, F6_INPORT, F6_VLAN, F6_TCPF, F6_CT, F6_ZONE);
+        for (int i = 0; i < 4; i++) {
+          a.field[F6_SRC0 + i].value.u32 = m.has(kMSrc) ? word(m.src, i) : 0;
+          a.field[F6_SRC0 + i].mask_range.u32 = m.has(kMSrc) ? word_len(m.src_len, i) : 0;
+          a.field[F6_DST0 + i].value.u32 = m.has(kMDst) ? word(m.dst, i) : 0;
+          a.field[F6_DST0 + i].mask_range.u32 = m.has(kMDst) ? word_len(m.dst_len, i) : 0;
+        }
+        r6.push_back(a);
+      }
+      if (m.applies_other()) tbl->other.push_back({in[k], &m});
+    }
+    auto make = [&](auto& rs, uint32_t rule_size, void (*defs)(rte_acl_config*), const char* fam,
+                    rte_acl_ctx** out) -> Status {
+      if (rs.empty()) return {};
+      std::string name = "dp" + std::to_string(gen) + "t" + std::to_string(t) + fam;
+      rte_acl_param p{};
+      p.name = name.c_str();
+      p.socket_id = SOCKET_ID_ANY;
+      p.rule_size = rule_size;
+      p.max_rule_num = static_cast<uint32_t>(rs.size());
+      rte_acl_ctx* ctx = rte_acl_create(&p);
+      if (!ctx) return Status::error("rte_acl_create failed for table " + std::to_string(t) + " (EAL memory?)");
+      *out = ctx;
+      if (int rc = rte_acl_add_rules(ctx, reinterpret_cast<const rte_acl_rule*>(rs.data()),
+                                     static_cast<uint32_t>(rs.size()));
+          rc != 0)
+        return Status::error("rte_acl_add_rules: " + std::string(strerror(-rc)));
+      rte_acl_config cfg{};
+      cfg.num_categories = 1;
+      defs(&cfg);
+      if (int rc = rte_acl_build(ctx, &cfg); rc != 0)
+        return Status::error("rte_acl_build table " + std::to_string(t) + ": " + strerror(-rc));
+      return {};
+    };
+    if (Status s = make(r4, RTE_ACL_RULE_SZ(F4_NUM), defs4, "v4", &tbl->v4); !s) return s;
+    if (Status s = make(r6, RTE_ACL_RULE_SZ(F6_NUM), defs6, "v6", &tbl->v6); !s) return s;
+    pl->tables_[static_cast<size_t>(t)] = std::move(tbl);
+  }
+  return pl;
+}
+
+// ------------------------------------------------------------------ datapath
+
+namespace {
+
+struct PktState {
+  ctrack::Parsed parsed;
+  union {
+    AclKey4 k4;
+    AclKey6 k6;
+  };
+  uint8_t kind;  // 4, 6, or 0 for other (ARP, ND, non-IP)
+  int8_t table;  // current table, -1 when done
+  uint8_t ct_state;
+  uint16_t other_type;  // ethertype for the "other" list (kEthNd for ND)
+  uint32_t rule;        // matched rule index
+  uint8_t resume;       // action index to resume at after ct
+};
+
+}  // namespace
+
+void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns, Verdict* out) {
+  PktState s[kMaxBurst];
+  WorkerStats& st = *st_;
+  const std::vector<Rule>& rules = pl.rules_;
+  RuleCounters* counters = &pl.counters_[static_cast<size_t>(worker_) * rules.size()];
+  const HwMarkTable* hw = marks_ ? marks_->load(std::memory_order_acquire) : nullptr;
+  uint32_t active = 0;
+
+  // Parse, and the hardware-mark skip.
+  for (uint32_t i = 0; i < n; i++) {
+    out[i] = Verdict{-1, 0, 0};
+    st.rx_packets++;
+    st.rx_bytes += in[i].pkt_len;
+    PktState& p = s[i];
+    p.table = -1;
+    p.ct_state = 0;
+    if (in[i].has_mark && hw && (in[i].mark & HwMarkTable::kTag)) {
+      uint32_t idx = in[i].mark & ~HwMarkTable::kTag;
+      if (idx < hw->out_port.size() && hw->out_port[idx] >= 0) {
+        out[i].out_port = hw->out_port[idx];
+        out[i].mark = in[i].mark;
+        st.hw_marked++;
+        continue;
+      }
+    }
+    ctrack::Drop d = ctrack::parse_packet(in[i].data, in[i].len, 0, &p.parsed);
+    if (d != ctrack::Drop::kNone) {
+      st.parse_drop[static_cast<int>(d)]++;
+      continue;
+    }
+    const ctrack::Packet& cp = p.parsed.ct;
+    uint16_t nport = htons(in[i].port), nvlan = htons(p.parsed.vlan);
+    if (p.parsed.kind == ctrack::L3Kind::kIp && cp.key.family == 4) {
+      p.kind = 4;
+      AclKey4& k = p.k4;
+      k.proto = cp.key.proto;
+      k.pad[0] = k.pad[1] = k.pad[2] = 0;
+      memcpy(k.src, cp.key.src, 4);
+      memcpy(k.dst, cp.key.dst, 4);
+      k.sport = htons(cp.key.sport);
+      k.dport = htons(cp.key.dport);
+      k.in_port = nport;
+      k.vlan = nvlan;
+      k.tcp_flags = cp.key.proto == IPPROTO_TCP ? cp.tcp_flags : 0;
+      k.ct_state = 0;
+      k.zone = 0;
+    } else if (p.parsed.kind == ctrack::L3Kind::kIp) {
+      p.kind = 6;
+      AclKey6& k = p.k6;
+      k.proto = cp.key.proto;
+      k.pad[0] = k.pad[1] = k.pad[2] = 0;
+      memcpy(k.src, cp.key.src, 16);
+      memcpy(k.dst, cp.key.dst, 16);
+      k.sport = htons(cp.key.sport);
+      k.dport = htons(cp.key.dport);
+      k.in_port = nport;
+      k.vlan = nvlan;
+      k.tcp_flags = cp.key.proto == IPPROTO_TCP ? cp.tcp_flags : 0;
+      k.ct_state = 0;
+      k.zone = 0;
+    } else {
+      p.kind = 0;
+      p.other_type = p.parsed.kind == ctrack::L3Kind::kNd ? kEthNd : p.parsed.ethertype;
+    }
+    p.table = 0;
+    active++;
+  }
+
+  // Tables in order; every jump goes forward, so one pass ends it.
+  for (int t = 0; t <= pl.max_table_ && active; t++) {
+    const Pipeline::Table* tbl = pl.tables_[static_cast<size_t>(t)].get();
+    uint32_t i4[kMaxBurst], i6[kMaxBurst], n4 = 0, n6 = 0;
+    const uint8_t* d4[kMaxBurst];
+    const uint8_t* d6[kMaxBurst];
+    uint32_t r4[kMaxBurst], r6[kMaxBurst];
+    uint32_t here[kMaxBurst], nhere = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      if (s[i].table != t) continue;
+      here[nhere++] = i;
+      s[i].rule = 0;
+      if (!tbl) continue;
+      if (s[i].kind == 4 && tbl->v4) {
+        d4[n4] = reinterpret_cast<const uint8_t*>(&s[i].k4);
+        i4[n4++] = i;
+      } else if (s[i].kind == 6 && tbl->v6) {
+        d6[n6] = reinterpret_cast<const uint8_t*>(&s[i].k6);
+        i6[n6++] = i;
+      } else if (s[i].kind == 0) {
+        for (const OtherRule& o : tbl->other) {
+          const Match& m = *o.m;
+          if (m.has(kMInPort) && m.in_port != in[i].port) continue;
+          if (m.has(kMEthType) && m.eth_type != s[i].other_type) continue;
+          if (m.has(kMVlan) && m.vlan != s[i].parsed.vlan) continue;
+          s[i].rule = o.rule + 1;
+          break;
+        }
+      }
+    }
+    if (n4) rte_acl_classify(tbl->v4, d4, r4, n4, 1);
+    if (n6) rte_acl_classify(tbl->v6, d6, r6, n6, 1);
+    for (uint32_t k = 0; k < n4; k++) s[i4[k]].rule = r4[k];
+    for (uint32_t k = 0; k < n6; k++) s[i6[k]].rule = r6[k];
+
+    // Actions up to a ct(); ct runs once for the whole table's packets.
+    uint32_t ctq[kMaxBurst], nct = 0;
+    auto exec = [&](uint32_t i, uint32_t from) {
+      PktState& p = s[i];
+      const Rule& r = rules[p.rule];
+      for (uint32_t a = from; a < r.actions.size(); a++) {
+        const Action& act = r.actions[a];
+        switch (act.type) {
+          case ActType::kCount:
+            break;  // every rule counts its hits; `count` documents intent in listings
+          case ActType::kSetMark:
+            out[i].mark = act.mark;
+            break;
+          case ActType::kCt:
+            p.resume = static_cast<uint8_t>(a);
+            ctq[nct++] = i;
+            return;
+          case ActType::kOutput:
+            out[i].out_port = static_cast<int16_t>(act.port);
+            p.table = -1;
+            active--;
+            return;
+          case ActType::kDrop:
+            st.drop[static_cast<int>(DropWhy::kRule)]++;
+            p.table = -1;
+            active--;
+            return;
+          case ActType::kGotoTable:
+            p.table = static_cast<int8_t>(act.table);
+            return;
+        }
+      }
+    };
+    for (uint32_t k = 0; k < nhere; k++) {
+      uint32_t i = here[k];
+      if (s[i].rule == 0) {
+        st.drop[static_cast<int>(DropWhy::kNoMatch)]++;
+        s[i].table = -1;
+        active--;
+        continue;
+      }
+      s[i].rule--;
+      counters[s[i].rule].packets++;
+      counters[s[i].rule].bytes += in[i].pkt_len;
+      exec(i, 0);
+    }
+    if (!nct) continue;
+
+    // Conntrack, grouped by (zone, commit). Non-IP packets stay untracked.
+    const ctrack::Packet* cpk[kMaxBurst];
+    ctrack::CtResult res[kMaxBurst];
+    uint32_t grp[kMaxBurst];
+    bool done[kMaxBurst] = {};
+    for (uint32_t a = 0; a < nct; a++) {
+      if (done[a]) continue;
+      const Action& lead = rules[s[ctq[a]].rule].actions[s[ctq[a]].resume];
+      uint32_t ng = 0;
+      for (uint32_t b = a; b < nct; b++) {
+        if (done[b]) continue;
+        const Action& x = rules[s[ctq[b]].rule].actions[s[ctq[b]].resume];
+        if (x.zone != lead.zone || x.commit != lead.commit) continue;
+        done[b] = true;
+        PktState& p = s[ctq[b]];
+        if (p.kind == 0) continue;
+        p.parsed.ct.key.zone = x.zone;
+        cpk[ng] = &p.parsed.ct;
+        grp[ng++] = ctq[b];
+      }
+      if (ng) ct_->process(cpk, ng, now_ns, lead.commit, res);
+      for (uint32_t g = 0; g < ng; g++) {
+        PktState& p = s[grp[g]];
+        p.ct_state = res[g].state;
+        if (p.kind == 4) {
+          p.k4.ct_state = res[g].state;
+          p.k4.zone = htons(lead.zone);
+        } else {
+          p.k6.ct_state = res[g].state;
+          p.k6.zone = htons(lead.zone);
+        }
+      }
+    }
+    for (uint32_t a = 0; a < nct; a++) {
+      uint32_t i = ctq[a];
+      PktState& p = s[i];
+      out[i].ct_state = p.ct_state;
+      const Action& act = rules[p.rule].actions[p.resume];
+      if (act.table >= 0) p.table = static_cast<int8_t>(act.table);
+      else exec(i, p.resume + 1u);
+    }
+  }
+  // Anything still pointing at a table past the last one matched nothing.
+  for (uint32_t i = 0; i < n; i++) {
+    if (s[i].table > pl.max_table_) {
+      st.drop[static_cast<int>(DropWhy::kNoMatch)]++;
+      s[i].table = -1;
+    }
+  }
+}
+
+}  // namespace dp

@@ -1,0 +1,287 @@
+// Packet-in/packet-out tables through the real pipeline (rte_acl + ctrack),
+// with EAL in memory and no hugepages.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <rte_eal.h>
+#include <unistd.h>
+
+#include "ctrack/frame.h"
+#include "dataplane/config.h"
+#include "dataplane/pipeline.h"
+
+namespace dp {
+namespace {
+
+using ctrack::FrameSpec;
+
+constexpr int kIn = 0, kOut = 1, kDrop = -1;
+
+// The classic OVS stateful firewall: inside may open connections, outside
+// only answers them. Same rules as configs/dataplane/firewall.yaml.
+const char* kFirewall = R"Y(
+ports:
+  - {name: inside, devargs: "net_null0"}
+  - {name: outside, devargs: "net_null1"}
+tables:
+  0:
+    - {priority: 100, match: "eth_type=arp,in_port=inside", actions: "output:outside"}
+    - {priority: 100, match: "eth_type=arp,in_port=outside", actions: "output:inside"}
+    - {priority: 100, match: "eth_type=nd,in_port=inside", actions: "output:outside"}
+    - {priority: 100, match: "eth_type=nd,in_port=outside", actions: "output:inside"}
+    - {priority: 50, match: "eth_type=ipv4", actions: "ct(table=1)"}
+    - {priority: 50, match: "eth_type=ipv6", actions: "ct(table=1)"}
+    - {priority: 0, match: "", actions: "drop"}
+  1:
+    - {priority: 100, match: "in_port=inside,ct_state=+trk+new", actions: "ct(commit),output:outside"}
+    - {priority: 100, match: "in_port=inside,ct_state=+trk+est", actions: "output:outside"}
+    - {priority: 100, match: "in_port=outside,ct_state=+trk+est", actions: "output:inside"}
+    - {priority: 90, match: "in_port=inside,ct_state=+trk+rel", actions: "output:outside"}
+    - {priority: 90, match: "in_port=outside,ct_state=+trk+rel", actions: "output:inside"}
+    - {priority: 0, match: "", actions: "drop"}
+)Y";
+
+struct Fixture {
+  std::unique_ptr<ctrack::Tracker> ct;
+  std::unique_ptr<Pipeline> pl;
+  WorkerStats st;
+  std::unique_ptr<Datapath> dp;
+  uint64_t now = 1'000'000'000'000ull;
+
+  explicit Fixture(const char* yaml = kFirewall) {
+    auto cfg = parse_config(yaml, "test.yaml");
+    EXPECT_TRUE(cfg.ok()) << cfg.message();
+    ctrack::Config cc;
+    cc.capacity = 4096;
+    ct = std::move(ctrack::Tracker::create(cc).value());
+    auto p = Pipeline::build(cfg->rules, 1);
+    EXPECT_TRUE(p.ok()) << p.message();
+    pl = std::move(p.value());
+    dp = std::make_unique<Datapath>(0, ct.get(), &st);
+  }
+  Verdict send(uint16_t port, const std::vector<uint8_t>& f) {
+    PacketIn in{f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), port, false, 0};
+    Verdict v;
+    dp->run(*pl, &in, 1, now, &v);
+    now += 1'000'000;
+    return v;
+  }
+};
+
+FrameSpec tcp(bool from_inside, uint8_t flags, uint32_t seq, uint32_t ack) {
+  FrameSpec s;
+  s.proto = IPPROTO_TCP;
+  s.src = from_inside ? "10.0.0.1" : "10.0.0.2";
+  s.dst = from_inside ? "10.0.0.2" : "10.0.0.1";
+  s.sport = from_inside ? 40000 : 80;
+  s.dport = from_inside ? 80 : 40000;
+  s.tcp_flags = flags;
+  s.seq = seq;
+  s.ack = ack;
+  return s;
+}
+
+TEST(Firewall, ArpAndNdCrossBothWays) {
+  Fixture f;
+  std::vector<uint8_t> arp(42, 0);
+  arp[12] = 0x08;
+  arp[13] = 0x06;
+  EXPECT_EQ(f.send(kIn, arp).out_port, kOut);
+  EXPECT_EQ(f.send(kOut, arp).out_port, kIn);
+  FrameSpec ns;
+  ns.src = "fe80::1";
+  ns.dst = "ff02::1:ff00:2";
+  ns.proto = IPPROTO_ICMPV6;
+  ns.icmp_type = 135;
+  ns.payload = 20;
+  EXPECT_EQ(f.send(kOut, ctrack::build_frame(ns)).out_port, kIn);
+}
+
+TEST(Firewall, InsideOpensOutsideAnswers) {
+  Fixture f;
+  using ctrack::kAck;
+  using ctrack::kSyn;
+  Verdict v = f.send(kIn, build_frame(tcp(true, kSyn, 100, 0)));
+  EXPECT_EQ(v.out_port, kOut);
+  EXPECT_EQ(v.ct_state, ctrack::kCtTrk | ctrack::kCtNew);
+  v = f.send(kOut, build_frame(tcp(false, kSyn | kAck, 500, 101)));
+  EXPECT_EQ(v.out_port, kIn);
+  EXPECT_EQ(v.ct_state, ctrack::kCtTrk | ctrack::kCtEst | ctrack::kCtRpl);
+  EXPECT_EQ(f.send(kIn, build_frame(tcp(true, kAck, 101, 501))).out_port, kOut);
+  auto data = tcp(false, kAck | ctrack::kPsh, 501, 101);
+  data.payload = 1000;
+  EXPECT_EQ(f.send(kOut, build_frame(data)).out_port, kIn);
+  EXPECT_EQ(f.ct->stats().active, 1u);
+}
+
+TEST(Firewall, OutsideCannotOpen) {
+  Fixture f;
+  auto syn = tcp(false, ctrack::kSyn, 100, 0);
+  Verdict v = f.send(kOut, build_frame(syn));
+  EXPECT_EQ(v.out_port, kDrop);
+  EXPECT_EQ(v.ct_state, ctrack::kCtTrk | ctrack::kCtNew);
+  EXPECT_EQ(f.ct->stats().active, 0u);  // never committed
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kRule)], 1u);
+}
+
+TEST(Firewall, UdpReplyOnlyAfterRequest) {
+  Fixture f;
+  FrameSpec req;
+  req.proto = IPPROTO_UDP;
+  req.sport = 5353;
+  req.dport = 53;
+  FrameSpec rep = req;
+  std::swap(rep.src, rep.dst);
+  std::swap(rep.sport, rep.dport);
+  EXPECT_EQ(f.send(kOut, build_frame(rep)).out_port, kDrop);  // unsolicited
+  EXPECT_EQ(f.send(kIn, build_frame(req)).out_port, kOut);
+  EXPECT_EQ(f.send(kOut, build_frame(rep)).out_port, kIn);
+}
+
+TEST(Firewall, InvalidTcpIsDropped) {
+  Fixture f;
+  using ctrack::kAck;
+  using ctrack::kSyn;
+  f.send(kIn, build_frame(tcp(true, kSyn, 100, 0)));
+  f.send(kOut, build_frame(tcp(false, kSyn | kAck, 500, 101)));
+  f.send(kIn, build_frame(tcp(true, kAck, 101, 501)));
+  Verdict v = f.send(kOut, build_frame(tcp(false, kAck, 500 + 50'000'000, 101)));  // far out of window
+  EXPECT_EQ(v.out_port, kDrop);
+  EXPECT_EQ(v.ct_state, ctrack::kCtTrk | ctrack::kCtInv);
+  v = f.send(kIn, build_frame(tcp(true, kSyn | ctrack::kFin, 101, 0)));  // nonsense flags
+  EXPECT_EQ(v.out_port, kDrop);
+  EXPECT_EQ(f.ct->stats().invalid[static_cast<int>(ctrack::Invalid::kTcpSeqOver)], 1u);
+  EXPECT_EQ(f.ct->stats().invalid[static_cast<int>(ctrack::Invalid::kTcpFlags)], 1u);
+}
+
+TEST(Firewall, IcmpErrorIsRelated) {
+  Fixture f;
+  FrameSpec req;
+  req.proto = IPPROTO_UDP;
+  req.sport = 5000;
+  req.dport = 9;
+  auto out = build_frame(req);
+  EXPECT_EQ(f.send(kIn, out).out_port, kOut);
+  FrameSpec err;
+  err.proto = IPPROTO_ICMP;
+  err.src = "10.0.0.2";
+  err.dst = "10.0.0.1";
+  err.icmp_type = 3;
+  err.icmp_code = 3;
+  err.inner.assign(out.begin() + 14, out.begin() + 14 + 28);
+  Verdict v = f.send(kOut, build_frame(err));
+  EXPECT_EQ(v.out_port, kIn);
+  EXPECT_EQ(v.ct_state, ctrack::kCtTrk | ctrack::kCtRel);
+}
+
+TEST(Firewall, MalformedFramesAreCountedByReason) {
+  Fixture f;
+  auto good = build_frame(tcp(true, ctrack::kSyn, 1, 0));
+  std::vector<uint8_t> shortf(good.begin(), good.begin() + 10);
+  auto badihl = good;
+  badihl[14] = 0x43;
+  EXPECT_EQ(f.send(kIn, shortf).out_port, kDrop);
+  EXPECT_EQ(f.send(kIn, badihl).out_port, kDrop);
+  EXPECT_EQ(f.st.parse_drop[static_cast<int>(ctrack::Drop::kTruncEth)], 1u);
+  EXPECT_EQ(f.st.parse_drop[static_cast<int>(ctrack::Drop::kIpIhl)], 1u);
+  EXPECT_EQ(f.st.rx_packets, 2u);
+}
+
+TEST(Firewall, Ipv6ConnectionFromInside) {
+  Fixture f;
+  auto s = tcp(true, ctrack::kSyn, 1, 0);
+  s.src = "fd00::1";
+  s.dst = "fd00::2";
+  EXPECT_EQ(f.send(kIn, build_frame(s)).out_port, kOut);
+  auto r = tcp(false, ctrack::kSyn | ctrack::kAck, 9, 2);
+  r.src = "fd00::2";
+  r.dst = "fd00::1";
+  EXPECT_EQ(f.send(kOut, build_frame(r)).out_port, kIn);
+  r.sport = 81;  // another connection from outside
+  EXPECT_EQ(f.send(kOut, build_frame(r)).out_port, kDrop);
+}
+
+const char* kClassify = R"Y(
+ports:
+  - {name: a, devargs: "net_null0"}
+  - {name: b, devargs: "net_null1"}
+  - {name: c, devargs: "net_null2"}
+tables:
+  0:
+    - {priority: 300, match: "ip_proto=tcp,tp_dst=22", actions: "drop"}
+    - {priority: 200, match: "ip_dst=192.168.0.0/16,ip_proto=udp,tp_dst=1000-2000", actions: "output:c"}
+    - {priority: 200, match: "ipv6_src=fd00:1::/32", actions: "output:c"}
+    - {priority: 150, match: "ip_proto=tcp,tcp_flags=+syn-ack", actions: "set_mark:9,goto_table:2"}
+    - {priority: 100, match: "vlan=42", actions: "output:b"}
+    - {priority: 10, match: "in_port=a", actions: "output:b"}
+    - {priority: 10, match: "in_port=a", actions: "output:c"}
+  2:
+    - {priority: 1, match: "", actions: "output:a"}
+)Y";
+
+TEST(Classifier, PrioritiesPrefixesRangesFlagsAndTables) {
+  Fixture f(kClassify);
+  FrameSpec s;
+  s.proto = IPPROTO_TCP;
+  s.dport = 22;
+  EXPECT_EQ(f.send(0, build_frame(s)).out_port, kDrop);
+  s.dport = 80;
+  s.tcp_flags = ctrack::kSyn;
+  Verdict v = f.send(0, build_frame(s));
+  EXPECT_EQ(v.out_port, 0);  // via table 2
+  EXPECT_EQ(v.mark, 9u);
+  s.tcp_flags = ctrack::kSyn | ctrack::kAck;
+  EXPECT_EQ(f.send(0, build_frame(s)).out_port, 1);  // ties go to the rule written first
+  FrameSpec u;
+  u.proto = IPPROTO_UDP;
+  u.dst = "192.168.7.7";
+  u.dport = 1500;
+  EXPECT_EQ(f.send(1, build_frame(u)).out_port, 2);
+  u.dport = 2001;
+  EXPECT_EQ(f.send(1, build_frame(u)).out_port, kDrop);  // no rule for port b
+  u.dst = "192.169.0.1";
+  u.dport = 1500;
+  u.vlan = 42;
+  EXPECT_EQ(f.send(1, build_frame(u)).out_port, 1);
+  FrameSpec six;
+  six.proto = IPPROTO_UDP;
+  six.src = "fd00:1:2::5";
+  six.dst = "fd00::9";
+  EXPECT_EQ(f.send(1, build_frame(six)).out_port, 2);
+  six.src = "fd00:2::5";
+  EXPECT_EQ(f.send(1, build_frame(six)).out_port, kDrop);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kNoMatch)], 2u);
+  EXPECT_EQ(f.pl->counters(0).packets, 1u);
+}
+
+TEST(Classifier, ThousandsOfRules) {
+  std::string y = "ports:\n  - {name: a, devargs: x}\n  - {name: b, devargs: y}\ntables:\n  0:\n";
+  for (int i = 0; i < 2000; i++)
+    y += "    - {priority: 100, match: \"ip_dst=10." + std::to_string(i / 250) + "." + std::to_string(i % 250) +
+         ".0/24,ip_proto=udp,tp_dst=" + std::to_string(1000 + i) + "\", actions: \"output:b\"}\n";
+  y += "    - {priority: 0, match: \"\", actions: \"drop\"}\n";
+  Fixture f(y.c_str());
+  FrameSpec u;
+  u.proto = IPPROTO_UDP;
+  u.dst = "10.7.33.4";  // i = 7*250+33 = 1783
+  u.dport = 2783;
+  EXPECT_EQ(f.send(0, build_frame(u)).out_port, 1);
+  u.dport = 2784;
+  EXPECT_EQ(f.send(0, build_frame(u)).out_port, kDrop);
+}
+
+}  // namespace
+}  // namespace dp
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  std::string prefix = "dp-unit-" + std::to_string(getpid());
+  const char* eal[] = {"dataplane-unit-test", "--no-huge", "-m", "512", "--no-pci", "--no-shconf", "--no-telemetry",
+                       "-l", "0", "--log-level", "*:error", "--file-prefix", prefix.c_str()};
+  if (rte_eal_init(sizeof eal / sizeof eal[0], const_cast<char**>(eal)) < 0) {
+    fprintf(stderr, "rte_eal_init failed\n");
+    return 1;
+  }
+  int rc = RUN_ALL_TESTS();
+  rte_eal_cleanup();
+  return rc;
+}

@@ -1,0 +1,186 @@
+// Rule grammar and config loading: what parses, and the errors for what doesn't.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+
+#include "dataplane/config.h"
+
+namespace dp {
+namespace {
+
+PortNames two_ports() { return PortNames{{"inside", "outside"}}; }
+
+TEST(Match, ParsesEveryField) {
+  auto m = parse_match(
+      "in_port=outside, eth_type=ipv4, vlan=7, ip_src=10.0.0.0/8, ip_dst=192.168.1.1, ip_proto=tcp, "
+      "tp_src=1000-2000, tp_dst=80, tcp_flags=+syn-ack, ct_state=+trk+new-est, ct_zone=9",
+      two_ports());
+  ASSERT_TRUE(m.ok()) << m.message();
+  EXPECT_EQ(m->in_port, 1);
+  EXPECT_EQ(m->eth_type, kEthIpv4);
+  EXPECT_EQ(m->vlan, 7);
+  EXPECT_EQ(m->src_len, 8);
+  EXPECT_EQ(m->dst_len, 32);
+  EXPECT_EQ(m->proto, IPPROTO_TCP);
+  EXPECT_EQ(m->tp_src_lo, 1000);
+  EXPECT_EQ(m->tp_src_hi, 2000);
+  EXPECT_EQ(m->tp_dst_lo, 80);
+  EXPECT_EQ(m->tp_dst_hi, 80);
+  EXPECT_EQ(m->tcp_flags, ctrack::kSyn);
+  EXPECT_EQ(m->tcp_flags_mask, ctrack::kSyn | ctrack::kAck);
+  EXPECT_EQ(m->ct_state, ctrack::kCtTrk | ctrack::kCtNew);
+  EXPECT_EQ(m->ct_state_mask, ctrack::kCtTrk | ctrack::kCtNew | ctrack::kCtEst);
+  EXPECT_TRUE(m->applies_v4());
+  EXPECT_FALSE(m->applies_v6());
+  EXPECT_FALSE(m->applies_other());
+  auto any = parse_match("", two_ports());
+  ASSERT_TRUE(any.ok());
+  EXPECT_TRUE(any->applies_v4() && any->applies_v6() && any->applies_other());
+  auto v6 = parse_match("ipv6_dst=fd00::/64", two_ports());
+  ASSERT_TRUE(v6.ok());
+  EXPECT_TRUE(v6->applies_v6());
+  EXPECT_FALSE(v6->applies_v4());
+}
+
+TEST(Match, RejectsBadInputWithReasons) {
+  struct Case {
+    const char* text;
+    const char* want;
+  } cases[] = {
+      {"in_port=nowhere", "no port named 'nowhere'"},
+      {"ip_srcc=1.2.3.4", "unknown match field 'ip_srcc'"},
+      {"ip_src=10.0.0.1/8", "host bits set"},
+      {"ip_src=10.0.0.0/33", "prefix length"},
+      {"ip_src=fd00::1", "not an IPv4 address"},
+      {"tp_dst=80", "need ip_proto"},
+      {"ip_proto=udp,tp_dst=90-80", "N <= M"},
+      {"ip_proto=udp,tp_dst=70000", "0..65535"},
+      {"ct_state=+trk+bogus", "unknown flag 'bogus'"},
+      {"ct_state=trk", "needs + or -"},
+      {"tcp_flags=+syn", "needs ip_proto=tcp"},
+      {"vlan=5000", "0..4095"},
+      {"eth_type=arp,ip_proto=tcp", "non-IP eth_type"},
+      {"ip_src=10.0.0.0/8,ipv6_dst=fd00::/8", "mixes IPv4 and IPv6"},
+      {"vlan=1,vlan=2", "given twice"},
+      {"ip_proto", "expected FIELD=VALUE"},
+  };
+  for (const auto& c : cases) {
+    auto m = parse_match(c.text, two_ports());
+    ASSERT_FALSE(m.ok()) << c.text;
+    EXPECT_NE(m.message().find(c.want), std::string::npos) << c.text << " -> " << m.message();
+  }
+}
+
+TEST(Actions, ParseAndCheck) {
+  auto a = parse_actions("ct(commit,zone=5,table=2)", two_ports());
+  ASSERT_TRUE(a.ok()) << a.message();
+  ASSERT_EQ(a->size(), 1u);
+  EXPECT_TRUE((*a)[0].commit);
+  EXPECT_EQ((*a)[0].zone, 5);
+  EXPECT_EQ((*a)[0].table, 2);
+  a = parse_actions("count, set_mark:7, ct(commit), output:outside", two_ports());
+  ASSERT_TRUE(a.ok()) << a.message();
+  ASSERT_EQ(a->size(), 4u);
+  EXPECT_EQ((*a)[3].port, 1);
+
+  Rule r;
+  r.table = 1;
+  r.actions = *a;
+  EXPECT_TRUE(check_rule(r).ok());
+  r.actions = *parse_actions("output:inside, count", two_ports());
+  EXPECT_NE(check_rule(r).message().find("never run"), std::string::npos);
+  r.actions = *parse_actions("count", two_ports());
+  EXPECT_NE(check_rule(r).message().find("last action must be"), std::string::npos);
+  r.actions = *parse_actions("goto_table:1", two_ports());
+  EXPECT_NE(check_rule(r).message().find("only go forward"), std::string::npos);
+  r.actions = *parse_actions("ct(commit),ct(table=3)", two_ports());
+  EXPECT_NE(check_rule(r).message().find("at most one ct"), std::string::npos);
+
+  EXPECT_NE(parse_actions("output:mars", two_ports()).message().find("no port named"), std::string::npos);
+  EXPECT_NE(parse_actions("ct(zone=99999)", two_ports()).message().find("zone must be"), std::string::npos);
+  EXPECT_NE(parse_actions("ct(nat)", two_ports()).message().find("unknown ct argument"), std::string::npos);
+  EXPECT_NE(parse_actions("flood", two_ports()).message().find("unknown action"), std::string::npos);
+  EXPECT_NE(parse_actions("", two_ports()).message().find("no actions"), std::string::npos);
+}
+
+const char* kGood = R"Y(# a comment
+eal: {file_prefix: t1, no_huge: true}
+ports:
+  - {name: inside, devargs: "net_af_packet0,iface=a"}
+  - {name: outside, devargs: "net_af_packet1,iface=b", mtu: 9000}
+workers: {lcores: [1], burst: 32}
+conntrack:
+  capacity: 1000
+  full_policy: pass
+  timeouts: {udp_unreplied: 10, tcp_established: 3600}
+  zones: {default_limit: 100, limits: {5: 7}}
+tables:
+  0:
+    - {priority: 10, match: "eth_type=arp", actions: "drop"}
+    - {id: 42, priority: 5, match: "", actions: "ct(table=1)"}
+  1:
+    - {priority: 1, match: "ct_state=+trk+est", actions: "output:outside"}
+)Y";
+
+TEST(Config, LoadsAGoodFile) {
+  auto c = parse_config(kGood, "good.yaml");
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->ports.size(), 2u);
+  EXPECT_EQ(c->ports[1].mtu, 9000);
+  EXPECT_EQ(c->ct.capacity, 1000u);
+  EXPECT_EQ(c->ct.full_policy, ctrack::FullPolicy::kPassUntracked);
+  EXPECT_EQ(c->ct.timeouts.udp[ctrack::kUdpUnreplied], 10u);
+  EXPECT_EQ(c->ct.default_zone_limit, 100u);
+  ASSERT_EQ(c->ct.zone_limits.size(), 1u);
+  EXPECT_EQ(c->ct.zone_limits[0].first, 5);
+  ASSERT_EQ(c->rules.size(), 3u);
+  EXPECT_EQ(c->rules[1].id, 42u);
+  EXPECT_EQ(c->rules[0].id, 1u);
+  EXPECT_EQ(c->rules[2].table, 1);
+  EXPECT_EQ(c->control_socket, "/run/dataplane/t1.sock");
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  auto p = s.find(from);
+  EXPECT_NE(p, std::string::npos) << from;
+  return s.replace(p, from.size(), to);
+}
+
+TEST(Config, ErrorsNameFileLineAndKey) {
+  struct Case {
+    std::string text;
+    std::string want;
+  } cases[] = {
+      {replace(kGood, "capacity: 1000", "capacity: lots"), "bad.yaml:8: key 'conntrack.capacity': 'lots' is not a number"},
+      {replace(kGood, "capacity: 1000", "capacty: 1000"), "bad.yaml:8: key 'conntrack.capacty': unknown key"},
+      {replace(kGood, "full_policy: pass", "full_policy: maybe"), "bad.yaml:9: key 'conntrack.full_policy'"},
+      {replace(kGood, "mtu: 9000", "mtu: 20000"), "bad.yaml:5: key 'ports[1].mtu': 20000 is out of range"},
+      {replace(kGood, "\"ct_state=+trk+est\"", "\"ct_state=+trk+sideways\""),
+       "bad.yaml:17: key 'tables.1[0].match': 'ct_state=+trk+sideways': unknown flag"},
+      {replace(kGood, "\"output:outside\"", "\"output:mars\""), "bad.yaml:17: key 'tables.1[0].actions'"},
+      {replace(kGood, "name: outside,", "name: inside,"), "bad.yaml:5: key 'ports[1].name': duplicate port name"},
+      {replace(kGood, "lcores: [1]", "lcores: [0]"), "key 'workers.lcores': lcore 0 is the main"},
+      {replace(kGood, "{priority: 10,", "{id: 42, priority: 10,"), "bad.yaml:15: key 'tables.0[1].id': duplicate rule id 42"},
+      {replace(kGood, "tables:", "tablez:"), "bad.yaml:12: key 'tablez': unknown key"},
+      {replace(kGood, "workers: {", "workers: {{"), "bad.yaml:6: YAML syntax"},
+      {replace(kGood, "\"ct(table=1)\"", "\"goto_table:0\""), "tables only go forward"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_config(c.text, "bad.yaml");
+    ASSERT_FALSE(r.ok()) << c.want;
+    EXPECT_NE(r.message().find(c.want), std::string::npos) << "got: " << r.message() << "\nwant: " << c.want;
+  }
+  auto missing = load_config("/nonexistent/dataplane.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("/nonexistent/dataplane.yaml: cannot open"), std::string::npos);
+}
+
+TEST(Config, RuleFromCliYaml) {
+  auto r = parse_rule_yaml("{table: 1, priority: 300, match: \"ip_proto=tcp,tp_dst=22\", actions: drop}", two_ports());
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->table, 1);
+  EXPECT_EQ(r->priority, 300);
+  EXPECT_FALSE(parse_rule_yaml("{table: 1, priority: 300, actions: flood}", two_ports()).ok());
+}
+
+}  // namespace
+}  // namespace dp
