@@ -114,6 +114,9 @@ Status parse_ports(const Ctx& c, const YAML::Node& n, std::vector<PortConfig>* p
     TRY(get_bool(c, p, "promisc", path, &pc.promisc));
     TRY(get_uint(c, p, "rx_desc", path, &pc.rx_desc, 64, 32768));
     TRY(get_uint(c, p, "tx_desc", path, &pc.tx_desc, 64, 32768));
+    for (char ch : pc.name)
+      if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
+        return c.err(p["name"], path + ".name", "use letters, digits and '_' only (it names telemetry keys)");
     if (!names.insert(pc.name).second) return c.err(p["name"], path + ".name", "duplicate port name '" + pc.name + "'");
     ports->push_back(pc);
   }

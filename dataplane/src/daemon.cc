@@ -1,0 +1,705 @@
+#include "daemon.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_telemetry.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <sstream>
+
+namespace dp {
+
+namespace {
+
+volatile sig_atomic_t g_signal_stop = 0;
+volatile sig_atomic_t g_signal_reload = 0;
+Daemon* g_daemon = nullptr;
+
+void on_signal(int sig) {
+  if (sig == SIGHUP) g_signal_reload = 1;
+  else g_signal_stop = 1;
+}
+
+uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void log(const std::string& s) { fprintf(stderr, "dataplane: %s\n", s.c_str()); }
+
+// Symmetric Toeplitz key: the 0x6d5a pattern hashes (a,b) and (b,a) alike,
+// so both directions of a connection reach the same worker and shard.
+const uint8_t kSymmetricRssKey[52] = {
+    0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
+    0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
+    0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a};
+
+std::string dpdk_port_name(const PortConfig& p) {
+  if (!p.dpdk_name.empty()) return p.dpdk_name;
+  return p.devargs.substr(0, p.devargs.find(','));
+}
+
+bool is_vdev(const PortConfig& p) { return p.devargs.rfind("net_", 0) == 0; }
+
+int tel_stats(const char*, const char*, rte_tel_data* d) {
+  g_daemon->telemetry_stats(d);
+  return 0;
+}
+int tel_ct_list(const char*, const char* params, rte_tel_data* d) {
+  g_daemon->telemetry_ct_list(params, d);
+  return 0;
+}
+int tel_rules(const char*, const char*, rte_tel_data* d) {
+  g_daemon->telemetry_rules(d);
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::string> eal_args(const Config& cfg, bool force_no_huge) {
+  std::vector<std::string> a = {"dataplane"};
+  std::string lcores = std::to_string(cfg.workers.main_lcore);
+  for (unsigned l : cfg.workers.lcores) lcores += "," + std::to_string(l);
+  a.insert(a.end(), {"-l", lcores, "--main-lcore", std::to_string(cfg.workers.main_lcore), "--file-prefix",
+                     cfg.eal.file_prefix});
+  if (cfg.eal.no_huge || force_no_huge) a.insert(a.end(), {"--no-huge", "-m", std::to_string(cfg.eal.memory_mb)});
+  bool pci = false;
+  for (const auto& p : cfg.ports) {
+    if (is_vdev(p)) {
+      a.push_back("--vdev=" + p.devargs);
+    } else {
+      a.insert(a.end(), {"-a", p.devargs});
+      pci = true;
+    }
+  }
+  if (!pci) a.push_back("--no-pci");
+  a.insert(a.end(), cfg.eal.extra.begin(), cfg.eal.extra.end());
+  return a;
+}
+
+// ------------------------------------------------------------------ workers
+
+struct Daemon::Worker {
+  unsigned id = 0;
+  unsigned lcore = 0;
+  Daemon* d = nullptr;
+  WorkerStats stats;
+  std::unique_ptr<Datapath> dp;
+};
+
+namespace {
+struct TxBuf {
+  uint16_t n = 0;
+  rte_mbuf* m[2 * kMaxBurst];
+};
+}  // namespace
+
+int Daemon::lcore_entry(void* arg) {
+  auto* w = static_cast<Worker*>(arg);
+  w->d->worker_loop(w);
+  return 0;
+}
+
+void Daemon::worker_loop(Worker* w) {
+  const uint16_t q = static_cast<uint16_t>(w->id);
+  const uint16_t burst = cfg_.workers.burst;
+  const size_t nports = port_ids_.size();
+  std::vector<TxBuf> tx(nports);
+  WorkerStats& st = w->stats;
+  ctrack::Tracker* ct = shards_[w->id].get();
+  rte_rcu_qsbr_thread_register(qsbr_, w->id);
+  rte_rcu_qsbr_thread_online(qsbr_, w->id);
+  rte_mbuf* mb[kMaxBurst];
+  PacketIn in[kMaxBurst];
+  Verdict v[kMaxBurst];
+
+  auto flush = [&](size_t p) {
+    TxBuf& b = tx[p];
+    if (!b.n) return;
+    uint16_t sent = rte_eth_tx_burst(port_ids_[p], q, b.m, b.n);
+    st.tx_packets += sent;
+    if (sent < b.n) {
+      st.drop[static_cast<int>(DropWhy::kTxFull)] += b.n - sent;
+      rte_pktmbuf_free_bulk(b.m + sent, b.n - sent);
+    }
+    b.n = 0;
+  };
+
+  while (!stop_.load(std::memory_order_relaxed)) {
+    Pipeline* pl = pipeline_.load(std::memory_order_acquire);
+    uint64_t now = mono_ns();
+    bool busy = false;
+    for (size_t p = 0; p < nports; p++) {
+      uint16_t n = rte_eth_rx_burst(port_ids_[p], q, mb, burst);
+      if (!n) continue;
+      busy = true;
+      uint64_t t0 = rte_rdtsc();
+      for (uint16_t i = 0; i < n; i++) {
+        rte_mbuf* m = mb[i];
+        in[i] = PacketIn{rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, m->pkt_len, static_cast<uint16_t>(p),
+                         (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0, m->hash.fdir.hi};
+      }
+      w->dp->run(*pl, in, n, now, v);
+      for (uint16_t i = 0; i < n; i++) {
+        int16_t o = v[i].out_port;
+        if (o < 0) {
+          rte_pktmbuf_free(mb[i]);
+          continue;
+        }
+        TxBuf& b = tx[static_cast<size_t>(o)];
+        b.m[b.n++] = mb[i];
+        if (b.n == 2 * kMaxBurst) flush(static_cast<size_t>(o));
+      }
+      for (size_t o = 0; o < nports; o++) flush(o);
+      st.busy_cycles += rte_rdtsc() - t0;
+    }
+    if (busy) {
+      st.busy_polls++;
+    } else {
+      st.idle_polls++;
+      ct->expire(now, 256);
+    }
+    rte_rcu_qsbr_quiescent(qsbr_, w->id);
+  }
+  for (size_t o = 0; o < nports; o++) flush(o);
+  rte_rcu_qsbr_thread_offline(qsbr_, w->id);
+  rte_rcu_qsbr_thread_unregister(qsbr_, w->id);
+}
+
+// ------------------------------------------------------------------ setup
+
+Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {}
+
+Daemon::~Daemon() {
+  shutdown();
+  delete pipeline_.load();
+  delete marks_.load();
+  if (qsbr_) rte_free(qsbr_);
+  if (ctl_fd_ >= 0) close(ctl_fd_);
+}
+
+Status Daemon::setup_port(size_t i) {
+  const PortConfig& pc = cfg_.ports[i];
+  uint16_t pid;
+  std::string name = dpdk_port_name(pc);
+  if (rte_eth_dev_get_port_by_name(name.c_str(), &pid) != 0)
+    return Status::error("port '" + pc.name + "': no DPDK port named '" + name + "' (devargs '" + pc.devargs +
+                         "'); for representors set dpdk_name");
+  rte_eth_dev_info info;
+  if (int rc = rte_eth_dev_info_get(pid, &info); rc != 0)
+    return Status::error("port '" + pc.name + "': dev_info: " + strerror(-rc));
+  uint16_t nq = static_cast<uint16_t>(workers_.size());
+  if (nq > info.max_rx_queues || nq > info.max_tx_queues)
+    return Status::error("port '" + pc.name + "': " + std::to_string(nq) + " workers need that many queues; the port has " +
+                         std::to_string(info.max_rx_queues) + " rx / " + std::to_string(info.max_tx_queues) +
+                         " tx (for net_af_packet add qpairs=N to devargs)");
+  rte_eth_conf conf{};
+  conf.rxmode.mtu = pc.mtu;
+  if (nq > 1) {
+    uint64_t hf = info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP);
+    if (hf) {
+      conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+      conf.rx_adv_conf.rss_conf.rss_key = const_cast<uint8_t*>(kSymmetricRssKey);
+      conf.rx_adv_conf.rss_conf.rss_key_len =
+          std::min<uint8_t>(info.hash_key_size ? info.hash_key_size : 40, sizeof kSymmetricRssKey);
+      conf.rx_adv_conf.rss_conf.rss_hf = hf;
+    } else {
+      log("port '" + pc.name + "' has no RSS: with several workers, both directions of a connection may reach "
+          "different shards (the kernel's af_packet fanout hash is used instead)");
+    }
+  }
+  if (int rc = rte_eth_dev_configure(pid, nq, nq, &conf); rc != 0)
+    return Status::error("port '" + pc.name + "': configure: " + strerror(-rc));
+  uint16_t nrx = pc.rx_desc, ntx = pc.tx_desc;
+  rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrx, &ntx);
+  int socket = rte_eth_dev_socket_id(pid);
+  for (uint16_t q = 0; q < nq; q++) {
+    if (int rc = rte_eth_rx_queue_setup(pid, q, nrx, static_cast<unsigned>(socket), nullptr, pool_); rc != 0)
+      return Status::error("port '" + pc.name + "': rx queue " + std::to_string(q) + ": " + strerror(-rc));
+    if (int rc = rte_eth_tx_queue_setup(pid, q, ntx, static_cast<unsigned>(socket), nullptr); rc != 0)
+      return Status::error("port '" + pc.name + "': tx queue " + std::to_string(q) + ": " + strerror(-rc));
+  }
+  if (Status s = offload_->configure_port(pid); !s) return Status::error("port '" + pc.name + "': offload: " + s.message());
+  if (int rc = rte_eth_dev_start(pid); rc != 0)
+    return Status::error("port '" + pc.name + "': start: " + strerror(-rc));
+  if (pc.promisc && rte_eth_promiscuous_enable(pid) != 0) log("port '" + pc.name + "': promiscuous mode not supported");
+  port_ids_.push_back(pid);
+  return {};
+}
+
+Status Daemon::start() {
+  g_daemon = this;
+  unsigned nw = static_cast<unsigned>(cfg_.workers.lcores.size());
+  if (rte_lcore_id() != cfg_.workers.main_lcore) return Status::error("EAL main lcore differs from workers.main_lcore");
+
+  auto off = make_offload_provider(cfg_.offload);
+  if (!off) return off.status();
+  offload_ = std::move(off.value());
+  ctrack::Config cc = cfg_.ct;
+  if (cfg_.offload.provider == "none") cc.event_ring = 0;  // nobody would read the events
+  for (unsigned i = 0; i < nw; i++) {
+    auto t = ctrack::Tracker::create(cc);
+    if (!t) return Status::error("conntrack: " + t.message());
+    shards_.push_back(std::move(t.value()));
+    auto w = std::make_unique<Worker>();
+    w->id = i;
+    w->lcore = cfg_.workers.lcores[i];
+    w->d = this;
+    w->dp = std::make_unique<Datapath>(i, shards_.back().get(), &w->stats);
+    w->dp->set_hw_marks(&marks_);
+    workers_.push_back(std::move(w));
+  }
+
+  uint16_t max_mtu = 1500;
+  for (const auto& p : cfg_.ports) max_mtu = std::max(max_mtu, p.mtu);
+  uint16_t room = static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + std::max<uint32_t>(2048, max_mtu + 26u));
+  pool_ = rte_pktmbuf_pool_create("dp_mbufs", cfg_.workers.mbufs, cfg_.workers.mbuf_cache, 0, room,
+                                  static_cast<int>(rte_socket_id()));
+  if (!pool_) return Status::error(std::string("mbuf pool: ") + rte_strerror(rte_errno));
+
+  size_t sz = rte_rcu_qsbr_get_memsize(nw);
+  qsbr_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("dp_qsbr", sz, RTE_CACHE_LINE_SIZE));
+  if (!qsbr_ || rte_rcu_qsbr_init(qsbr_, nw) != 0) return Status::error("RCU: cannot allocate");
+
+  for (size_t i = 0; i < cfg_.ports.size(); i++)
+    if (Status s = setup_port(i); !s) return s;
+
+  auto pl = Pipeline::build(cfg_.rules, nw);
+  if (!pl) return pl.status();
+  pipeline_.store(pl.value().release());
+  rules_ = cfg_.rules;
+
+  host_.port_ids = port_ids_;
+  for (auto& s : shards_) host_.shards.push_back(s.get());
+  host_.marks = &marks_;
+  if (Status s = offload_->start(host_); !s) return Status::error("offload: " + s.message());
+  offload_->on_rules(rules_);
+
+  rte_telemetry_register_cmd("/dataplane/stats", tel_stats,
+                             "Ports, workers, drops by reason, rule hits and conntrack stats. No parameters");
+  rte_telemetry_register_cmd("/dataplane/ct/list", tel_ct_list,
+                             "Connections. Parameters: zone=N,proto=tcp|udp|icmp,limit=N (<=100),offset=N");
+  rte_telemetry_register_cmd("/dataplane/rules", tel_rules, "Rules with their hit counters");
+
+  // Control socket: root only.
+  std::string dir = cfg_.control_socket.substr(0, cfg_.control_socket.rfind('/'));
+  mkdir(dir.c_str(), 0700);
+  unlink(cfg_.control_socket.c_str());
+  ctl_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (cfg_.control_socket.size() >= sizeof sa.sun_path) return Status::error("control.socket path too long");
+  strcpy(sa.sun_path, cfg_.control_socket.c_str());
+  if (ctl_fd_ < 0 || bind(ctl_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || listen(ctl_fd_, 8) != 0)
+    return Status::error("control socket " + cfg_.control_socket + ": " + strerror(errno));
+  chmod(cfg_.control_socket.c_str(), 0600);
+
+  for (auto& w : workers_)
+    if (rte_eal_remote_launch(lcore_entry, w.get(), w->lcore) != 0)
+      return Status::error("cannot launch worker on lcore " + std::to_string(w->lcore));
+  started_ = true;
+  return {};
+}
+
+// ------------------------------------------------------------------ control
+
+Status Daemon::install(std::vector<Rule> rules) {
+  auto pl = Pipeline::build(rules, static_cast<unsigned>(workers_.size()));
+  if (!pl) return pl.status();
+  std::lock_guard<std::mutex> lk(mu_);
+  Pipeline* old = pipeline_.exchange(pl.value().release(), std::memory_order_acq_rel);
+  // Free the old tables only after every worker has passed a quiescent state.
+  rte_rcu_qsbr_synchronize(qsbr_, RTE_QSBR_THRID_INVALID);
+  for (size_t i = 0; i < old->rules().size(); i++) {
+    RuleCounters c = old->counters(i);
+    RuleCounters& r = retired_[old->rules()[i].id];
+    r.packets += c.packets;
+    r.bytes += c.bytes;
+  }
+  delete old;
+  rules_ = std::move(rules);
+  offload_->on_rules(rules_);
+  return {};
+}
+
+Status Daemon::reload() {
+  auto c = load_config(cfg_.file);
+  if (!c) return c.status();
+  if (c->ports.size() != cfg_.ports.size() || c->workers.lcores != cfg_.workers.lcores)
+    log("reload: port and worker changes need a restart; applying the tables only");
+  if (Status s = install(c->rules); !s) return s;
+  log("reloaded " + cfg_.file + ": " + std::to_string(c->rules.size()) + " rules");
+  return {};
+}
+
+std::string Daemon::rules_text() {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::ostringstream o;
+  Pipeline* pl = pipeline_.load();
+  for (size_t i = 0; i < pl->rules().size(); i++) {
+    const Rule& r = pl->rules()[i];
+    RuleCounters c = pl->counters(i);
+    auto it = retired_.find(r.id);
+    if (it != retired_.end()) {
+      c.packets += it->second.packets;
+      c.bytes += it->second.bytes;
+    }
+    o << "id=" << r.id << " table=" << r.table << " priority=" << r.priority << " match=\"" << r.match_text
+      << "\" actions=\"" << r.actions_text << "\" packets=" << c.packets << " bytes=" << c.bytes << "\n";
+  }
+  return o.str();
+}
+
+std::string Daemon::handle(const std::string& req) {
+  std::istringstream in(req);
+  std::string cmd, sub;
+  in >> cmd;
+  if (cmd == "rule") {
+    in >> sub;
+    if (sub == "add") {
+      std::string rest;
+      std::getline(in, rest);
+      auto r = parse_rule_yaml(rest, cfg_.port_names());
+      if (!r) return "error: " + r.message();
+      std::vector<Rule> next;
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        next = rules_;
+      }
+      uint32_t id = r->id;
+      for (const auto& x : next) {
+        if (id && x.id == id) return "error: rule id " + std::to_string(id) + " exists";
+      }
+      if (!id) {
+        id = 1;
+        for (const auto& x : next) id = std::max(id, x.id + 1);
+        r->id = id;
+      }
+      next.push_back(*r);
+      if (Status s = install(std::move(next)); !s) return "error: " + s.message();
+      return "ok id=" + std::to_string(id);
+    }
+    if (sub == "del") {
+      uint32_t id = 0;
+      if (!(in >> id)) return "error: usage: rule del ID";
+      std::vector<Rule> next;
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        next = rules_;
+      }
+      auto before = next.size();
+      std::erase_if(next, [&](const Rule& x) { return x.id == id; });
+      if (next.size() == before) return "error: no rule with id " + std::to_string(id);
+      if (Status s = install(std::move(next)); !s) return "error: " + s.message();
+      return "ok";
+    }
+    return "error: usage: rule add {yaml} | rule del ID";
+  }
+  if (cmd == "rules") return "ok\n" + rules_text();
+  if (cmd == "ct") {
+    in >> sub;
+    int zone = -1;
+    std::string z;
+    if (in >> z) zone = std::stoi(z);
+    if (sub == "flush") {
+      uint64_t n = 0;
+      for (auto& s : shards_) n += s->flush(zone);
+      return "ok flushed " + std::to_string(n);
+    }
+    if (sub == "list") {
+      std::ostringstream o;
+      o << "ok\n";
+      uint64_t now = mono_ns();
+      for (auto& s : shards_)
+        s->for_each(
+            now,
+            [&](const ctrack::ConnInfo& c) {
+              o << c.orig.str() << " " << c.state << (c.offloaded ? " offloaded" : "") << " pkts=" << c.packets[0]
+                << "/" << c.packets[1] << " bytes=" << c.bytes[0] << "/" << c.bytes[1] << " age=" << c.age_ms / 1000
+                << "s timeout=" << c.timeout_ms / 1000 << "s\n";
+            },
+            zone);
+      return o.str();
+    }
+    return "error: usage: ct flush [ZONE] | ct list [ZONE]";
+  }
+  if (cmd == "reload") {
+    if (Status s = reload(); !s) return "error: " + s.message();
+    return "ok";
+  }
+  if (cmd == "stats") {
+    std::ostringstream o;
+    o << "ok\n";
+    for (auto& w : workers_) {
+      WorkerStats s = w->stats.snapshot();
+      o << "worker " << w->id << " lcore " << w->lcore << ": rx " << s.rx_packets << " tx " << s.tx_packets
+        << " busy_polls " << s.busy_polls << " idle_polls " << s.idle_polls << " cycles/pkt "
+        << (s.rx_packets ? s.busy_cycles / s.rx_packets : 0) << "\n";
+    }
+    return o.str();
+  }
+  if (cmd == "offload") {
+    in >> sub;
+    if (sub == "testpmd") return "ok\n" + offload_->testpmd_commands();
+    return "error: usage: offload testpmd";
+  }
+  return "error: unknown command '" + cmd + "' (rule add|rule del|rules|ct flush|ct list|reload|stats|offload testpmd)";
+}
+
+int Daemon::run() {
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  log("running: " + std::to_string(port_ids_.size()) + " ports, " + std::to_string(workers_.size()) + " workers, " +
+      std::to_string(rules_.size()) + " rules, offload " + offload_->name() + ", control " + cfg_.control_socket);
+  std::vector<ctrack::Event> ev(256);
+  while (!g_signal_stop) {
+    pollfd pfd{ctl_fd_, POLLIN, 0};
+    if (poll(&pfd, 1, 20) > 0) {
+      int c = accept4(ctl_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c >= 0) {
+        char buf[65536];
+        timeval tv{2, 0};
+        setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ssize_t n = recv(c, buf, sizeof buf - 1, 0);
+        if (n > 0) {
+          std::string reply = handle(std::string(buf, static_cast<size_t>(n)));
+          if (reply.size() > sizeof buf) reply = reply.substr(0, sizeof buf - 32) + "\n...truncated\n";
+          send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
+        }
+        close(c);
+      }
+    }
+    if (g_signal_reload) {
+      g_signal_reload = 0;
+      if (Status s = reload(); !s) log("reload failed, keeping the running rules: " + s.message());
+    }
+    for (unsigned w = 0; w < shards_.size(); w++) {
+      uint32_t n;
+      while ((n = shards_[w]->poll_events(ev.data(), static_cast<uint32_t>(ev.size()))) > 0)
+        offload_->on_ct_events(w, ev.data(), n);
+    }
+    offload_->poll(mono_ns());
+  }
+  log("stopping");
+  return 0;
+}
+
+void Daemon::shutdown() {
+  if (!started_) return;
+  started_ = false;
+  stop_.store(true);
+  rte_eal_mp_wait_lcore();
+  if (Status s = offload_->flush(); !s) log("offload flush: " + s.message());
+  for (size_t i = 0; i < port_ids_.size(); i++) {
+    rte_eth_dev_stop(port_ids_[i]);
+    rte_eth_dev_close(port_ids_[i]);
+  }
+  if (pool_) {
+    unsigned in_use = rte_mempool_in_use_count(pool_);
+    log("stopped; mbufs in use: " + std::to_string(in_use) + " of " + std::to_string(pool_->size));
+  }
+  unlink(cfg_.control_socket.c_str());
+}
+
+// ------------------------------------------------------------------ telemetry
+
+void Daemon::telemetry_stats(rte_tel_data* d) {
+  rte_tel_data_start_dict(d);
+  rte_tel_data* ports = rte_tel_data_alloc();
+  rte_tel_data_start_dict(ports);
+  for (size_t i = 0; i < port_ids_.size(); i++) {
+    rte_eth_stats s{};
+    rte_eth_stats_get(port_ids_[i], &s);
+    rte_eth_link link{};
+    rte_eth_link_get_nowait(port_ids_[i], &link);
+    const std::string& n = cfg_.ports[i].name;
+    rte_tel_data_add_dict_u64(ports, (n + "_rx_packets").c_str(), s.ipackets);
+    rte_tel_data_add_dict_u64(ports, (n + "_tx_packets").c_str(), s.opackets);
+    rte_tel_data_add_dict_u64(ports, (n + "_rx_bytes").c_str(), s.ibytes);
+    rte_tel_data_add_dict_u64(ports, (n + "_tx_bytes").c_str(), s.obytes);
+    rte_tel_data_add_dict_u64(ports, (n + "_rx_missed").c_str(), s.imissed);
+    rte_tel_data_add_dict_u64(ports, (n + "_rx_errors").c_str(), s.ierrors);
+    rte_tel_data_add_dict_u64(ports, (n + "_tx_errors").c_str(), s.oerrors);
+    rte_tel_data_add_dict_u64(ports, (n + "_link_up").c_str(), link.link_status);
+  }
+  rte_tel_data_add_dict_container(d, "ports", ports, 0);
+
+  rte_tel_data* workers = rte_tel_data_alloc();
+  rte_tel_data_start_dict(workers);
+  WorkerStats sum;
+  for (auto& w : workers_) {
+    WorkerStats s = w->stats.snapshot();
+    std::string p = "w" + std::to_string(w->id) + "_";
+    rte_tel_data_add_dict_u64(workers, (p + "lcore").c_str(), w->lcore);
+    rte_tel_data_add_dict_u64(workers, (p + "rx_packets").c_str(), s.rx_packets);
+    rte_tel_data_add_dict_u64(workers, (p + "tx_packets").c_str(), s.tx_packets);
+    rte_tel_data_add_dict_u64(workers, (p + "busy_polls").c_str(), s.busy_polls);
+    rte_tel_data_add_dict_u64(workers, (p + "idle_polls").c_str(), s.idle_polls);
+    rte_tel_data_add_dict_u64(workers, (p + "cycles_per_packet").c_str(),
+                              s.rx_packets ? s.busy_cycles / s.rx_packets : 0);
+    rte_tel_data_add_dict_u64(workers, (p + "hw_marked").c_str(), s.hw_marked);
+    for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) sum.parse_drop[i] += s.parse_drop[i];
+    for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) sum.drop[i] += s.drop[i];
+  }
+  rte_tel_data_add_dict_container(d, "workers", workers, 0);
+
+  rte_tel_data* drops = rte_tel_data_alloc();
+  rte_tel_data_start_dict(drops);
+  for (int i = 1; i < static_cast<int>(ctrack::Drop::kCount); i++)
+    rte_tel_data_add_dict_u64(drops, (std::string("parse_") + ctrack::drop_name(static_cast<ctrack::Drop>(i))).c_str(),
+                              sum.parse_drop[i]);
+  for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++)
+    rte_tel_data_add_dict_u64(drops, drop_why_name(static_cast<DropWhy>(i)), sum.drop[i]);
+  rte_tel_data_add_dict_container(d, "drops", drops, 0);
+
+  rte_tel_data* rules = rte_tel_data_alloc();
+  rte_tel_data_start_dict(rules);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    Pipeline* pl = pipeline_.load();
+    for (size_t i = 0; i < pl->rules().size() && i < 120; i++) {
+      RuleCounters c = pl->counters(i);
+      auto it = retired_.find(pl->rules()[i].id);
+      if (it != retired_.end()) c.packets += it->second.packets;
+      rte_tel_data_add_dict_u64(rules, std::to_string(pl->rules()[i].id).c_str(), c.packets);
+    }
+  }
+  rte_tel_data_add_dict_container(d, "rule_hits", rules, 0);
+
+  ctrack::Stats cs;
+  for (auto& s : shards_) {
+    ctrack::Stats x = s->stats();
+    cs.lookups += x.lookups;
+    cs.hits += x.hits;
+    cs.created += x.created;
+    cs.related += x.related;
+    cs.untracked += x.untracked;
+    for (int i = 0; i < static_cast<int>(ctrack::Invalid::kCount); i++) cs.invalid[i] += x.invalid[i];
+    cs.table_full += x.table_full;
+    cs.zone_limited += x.zone_limited;
+    cs.expired += x.expired;
+    cs.evicted += x.evicted;
+    cs.closed += x.closed;
+    cs.active += x.active;
+    cs.offloaded += x.offloaded;
+  }
+  rte_tel_data* ct = rte_tel_data_alloc();
+  rte_tel_data_start_dict(ct);
+  rte_tel_data_add_dict_u64(ct, "active", cs.active);
+  rte_tel_data_add_dict_u64(ct, "offloaded", cs.offloaded);
+  rte_tel_data_add_dict_u64(ct, "lookups", cs.lookups);
+  rte_tel_data_add_dict_u64(ct, "hits", cs.hits);
+  rte_tel_data_add_dict_u64(ct, "new", cs.created);
+  rte_tel_data_add_dict_u64(ct, "related", cs.related);
+  rte_tel_data_add_dict_u64(ct, "untracked", cs.untracked);
+  rte_tel_data_add_dict_u64(ct, "table_full", cs.table_full);
+  rte_tel_data_add_dict_u64(ct, "zone_limited", cs.zone_limited);
+  rte_tel_data_add_dict_u64(ct, "expired", cs.expired);
+  rte_tel_data_add_dict_u64(ct, "evicted", cs.evicted);
+  rte_tel_data_add_dict_u64(ct, "closed", cs.closed);
+  for (int i = 1; i < static_cast<int>(ctrack::Invalid::kCount); i++)
+    rte_tel_data_add_dict_u64(
+        ct, (std::string("invalid_") + ctrack::invalid_name(static_cast<ctrack::Invalid>(i))).c_str(), cs.invalid[i]);
+  rte_tel_data_add_dict_container(d, "ct", ct, 0);
+
+  OffloadStats os = offload_->stats();
+  rte_tel_data* off = rte_tel_data_alloc();
+  rte_tel_data_start_dict(off);
+  rte_tel_data_add_dict_string(off, "provider", offload_->name());
+  for (const auto& [k, v] : os.counters) rte_tel_data_add_dict_u64(off, k.c_str(), v);
+  rte_tel_data_add_dict_container(d, "offload", off, 0);
+}
+
+void Daemon::telemetry_ct_list(const char* params, rte_tel_data* d) {
+  int zone = -1;
+  int proto = -1;
+  size_t limit = 50, offset = 0;
+  std::string p = params ? params : "";
+  std::istringstream in(p);
+  std::string kv;
+  while (std::getline(in, kv, ',')) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    if (k == "zone") zone = atoi(v.c_str());
+    else if (k == "limit") limit = std::min<size_t>(100, strtoul(v.c_str(), nullptr, 10));
+    else if (k == "offset") offset = strtoul(v.c_str(), nullptr, 10);
+    else if (k == "proto") proto = v == "tcp" ? IPPROTO_TCP : v == "udp" ? IPPROTO_UDP : v == "icmp" ? IPPROTO_ICMP : atoi(v.c_str());
+  }
+  rte_tel_data_start_array(d, RTE_TEL_CONTAINER);
+  size_t seen = 0, added = 0;
+  uint64_t now = mono_ns();
+  for (auto& s : shards_) {
+    s->for_each(
+        now,
+        [&](const ctrack::ConnInfo& c) {
+          if (proto >= 0 && c.orig.proto != proto) return;
+          if (seen++ < offset || added >= limit) return;
+          rte_tel_data* e = rte_tel_data_alloc();
+          rte_tel_data_start_dict(e);
+          rte_tel_data_add_dict_string(e, "tuple", c.orig.str().c_str());
+          rte_tel_data_add_dict_u64(e, "zone", c.orig.zone);
+          rte_tel_data_add_dict_string(e, "state", c.state.c_str());
+          rte_tel_data_add_dict_u64(e, "offloaded", c.offloaded);
+          rte_tel_data_add_dict_u64(e, "packets_orig", c.packets[0]);
+          rte_tel_data_add_dict_u64(e, "packets_reply", c.packets[1]);
+          rte_tel_data_add_dict_u64(e, "bytes_orig", c.bytes[0]);
+          rte_tel_data_add_dict_u64(e, "bytes_reply", c.bytes[1]);
+          rte_tel_data_add_dict_u64(e, "age_s", c.age_ms / 1000);
+          rte_tel_data_add_dict_int(e, "timeout_s", static_cast<int>(c.timeout_ms / 1000));
+          rte_tel_data_add_array_container(d, e, 0);
+          added++;
+        },
+        zone);
+  }
+}
+
+void Daemon::telemetry_rules(rte_tel_data* d) {
+  rte_tel_data_start_array(d, RTE_TEL_CONTAINER);
+  std::lock_guard<std::mutex> lk(mu_);
+  Pipeline* pl = pipeline_.load();
+  for (size_t i = 0; i < pl->rules().size() && i < 60; i++) {
+    const Rule& r = pl->rules()[i];
+    RuleCounters c = pl->counters(i);
+    auto it = retired_.find(r.id);
+    if (it != retired_.end()) {
+      c.packets += it->second.packets;
+      c.bytes += it->second.bytes;
+    }
+    rte_tel_data* e = rte_tel_data_alloc();
+    rte_tel_data_start_dict(e);
+    rte_tel_data_add_dict_u64(e, "id", r.id);
+    rte_tel_data_add_dict_u64(e, "table", r.table);
+    rte_tel_data_add_dict_u64(e, "priority", static_cast<uint64_t>(r.priority));
+    rte_tel_data_add_dict_string(e, "match", r.match_text.c_str());
+    rte_tel_data_add_dict_string(e, "actions", r.actions_text.c_str());
+    rte_tel_data_add_dict_u64(e, "packets", c.packets);
+    rte_tel_data_add_dict_u64(e, "bytes", c.bytes);
+    rte_tel_data_add_array_container(d, e, 0);
+  }
+}
+
+}  // namespace dp
