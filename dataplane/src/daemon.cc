@@ -649,7 +649,9 @@ void Daemon::telemetry_ct_list(const char* params, rte_tel_data* d) {
     else if (k == "offset") offset = strtoul(v.c_str(), nullptr, 10);
     else if (k == "proto") proto = v == "tcp" ? IPPROTO_TCP : v == "udp" ? IPPROTO_UDP : v == "icmp" ? IPPROTO_ICMP : atoi(v.c_str());
   }
-  rte_tel_data_start_array(d, RTE_TEL_CONTAINER);
+  // A dict of containers rather than an array: DPDK 22.11 leaks the
+  // containers of an array reply.
+  rte_tel_data_start_dict(d);
   size_t seen = 0, added = 0;
   uint64_t now = mono_ns();
   for (auto& s : shards_) {
@@ -670,7 +672,7 @@ void Daemon::telemetry_ct_list(const char* params, rte_tel_data* d) {
           rte_tel_data_add_dict_u64(e, "bytes_reply", c.bytes[1]);
           rte_tel_data_add_dict_u64(e, "age_s", c.age_ms / 1000);
           rte_tel_data_add_dict_int(e, "timeout_s", static_cast<int>(c.timeout_ms / 1000));
-          rte_tel_data_add_array_container(d, e, 0);
+          rte_tel_data_add_dict_container(d, std::to_string(added).c_str(), e, 0);
           added++;
         },
         zone);
@@ -678,7 +680,7 @@ void Daemon::telemetry_ct_list(const char* params, rte_tel_data* d) {
 }
 
 void Daemon::telemetry_rules(rte_tel_data* d) {
-  rte_tel_data_start_array(d, RTE_TEL_CONTAINER);
+  rte_tel_data_start_dict(d);
   std::lock_guard<std::mutex> lk(mu_);
   Pipeline* pl = pipeline_.load();
   for (size_t i = 0; i < pl->rules().size() && i < 60; i++) {
@@ -698,7 +700,7 @@ void Daemon::telemetry_rules(rte_tel_data* d) {
     rte_tel_data_add_dict_string(e, "actions", r.actions_text.c_str());
     rte_tel_data_add_dict_u64(e, "packets", c.packets);
     rte_tel_data_add_dict_u64(e, "bytes", c.bytes);
-    rte_tel_data_add_array_container(d, e, 0);
+    rte_tel_data_add_dict_container(d, ("r" + std::to_string(r.id)).c_str(), e, 0);
   }
 }
 

@@ -46,7 +46,7 @@ namespace {
 }
 
 const char* const kSteps[] = {"prctl", "setns", "unshare mount namespace", "remount /sys",
-                              "open stdout", "open stderr", "dup2", "exec"};
+                              "open stdout", "open stderr", "dup2", "exec", "open stdin"};
 
 }  // namespace
 
@@ -64,6 +64,7 @@ Result<Process> Process::spawn(const std::vector<std::string>& argv, const Spawn
   const char* out = opts.stdout_path.empty() ? nullptr : opts.stdout_path.c_str();
   bool err_to_out = opts.stderr_path == "=stdout";
   const char* err = opts.stderr_path.empty() || err_to_out ? nullptr : opts.stderr_path.c_str();
+  const char* in_path = opts.stdin_path.empty() ? nullptr : opts.stdin_path.c_str();
   int nsfd = opts.ns ? opts.ns->fd() : -1;
   pid_t parent = getpid();
 
@@ -106,11 +107,10 @@ Result<Process> Process::spawn(const std::vector<std::string>& argv, const Spawn
       if (dup2(fd, 2) < 0) child_fail(pipefd[1], 6);
       close(fd);
     }
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) {
-      dup2(devnull, 0);
-      close(devnull);
-    }
+    int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
+    if (in < 0) child_fail(pipefd[1], 8);
+    dup2(in, 0);
+    close(in);
     execvpe(cargv[0], cargv.data(), cenv.data());
     child_fail(pipefd[1], 7);
   }

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <libmnl/libmnl.h>
+#include <linux/capability.h>
 #include <linux/ethtool.h>
 #include <linux/if.h>
 #include <linux/if_link.h>
@@ -18,6 +19,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -178,6 +180,14 @@ Netns::~Netns() {
 }
 
 std::string Netns::path() const { return std::string(kNetnsDir) + "/" + full_; }
+
+bool have_privileges() {
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (syscall(SYS_capget, &hdr, data) != 0) return false;
+  auto has = [&](int cap) { return (data[cap / 32].effective & (1u << (cap % 32))) != 0; };
+  return has(CAP_NET_ADMIN) && has(CAP_SYS_ADMIN);
+}
 
 std::vector<std::string> list_netns() {
   std::vector<std::string> out;

@@ -2,14 +2,12 @@
 // sockets. Exit 77 (skip) without CAP_NET_ADMIN.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <linux/capability.h>
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,14 +25,6 @@ using namespace std::chrono_literals;
 namespace {
 
 std::string g_self;
-
-bool has_cap_net_admin() {
-  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2]{};
-  if (syscall(SYS_capget, &hdr, data) != 0) return false;
-  return (data[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32))) != 0 &&
-         (data[CAP_SYS_ADMIN / 32].effective & (1u << (CAP_SYS_ADMIN % 32))) != 0;
-}
 
 int socket_in(const Netns* ns, int type) {
   int fd = -1;
@@ -336,7 +326,7 @@ int main(int argc, char** argv) {
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n > 0) g_self.assign(buf, static_cast<size_t>(n));
   if (argc == 3 && std::string(argv[1]) == "--hold-testbed") return hold_testbed(argv[2]);
-  if (!has_cap_net_admin()) {
+  if (!have_privileges()) {
     fprintf(stderr, "SKIP: testbed tests need CAP_NET_ADMIN and CAP_SYS_ADMIN (run as root)\n");
     return 77;
   }

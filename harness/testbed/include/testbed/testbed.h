@@ -132,6 +132,10 @@ class Testbed {
   bool torn_down_ = false;
 };
 
+// True when this process may build testbeds (CAP_NET_ADMIN and CAP_SYS_ADMIN).
+// Tests that need it exit 77 (skip) with a reason when it is false.
+bool have_privileges();
+
 // Names of all namespaces under /run/netns (for tests and `harness testbed status`).
 std::vector<std::string> list_netns();
 

@@ -1,0 +1,445 @@
+// System tests: the real daemon on net_af_packet ports in a namespace
+// testbed, with real traffic from the kernel stacks on either side.
+//
+//   [client ns] c0 10.0.0.1 --- d0 [dut ns: dataplane] d1 --- s0 10.0.0.2 [server ns]
+//
+// The daemon runs the stateful firewall (configs/dataplane/firewall.yaml with
+// the interfaces swapped in): client -> server opens, server -> client only answers.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "ctrack/frame.h"
+#include "ctrack/packet.h"
+#include "testbed/process.h"
+#include "testbed/telemetry.h"
+#include "testbed/testbed.h"
+
+using namespace testbed;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string g_bindir;  // where dataplane and dataplane-ctl live
+std::string g_srcdir;  // the source tree (configs/)
+
+std::string read_file(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string replace_all(std::string s, const std::string& a, const std::string& b) {
+  for (size_t p = s.find(a); p != std::string::npos; p = s.find(a, p + b.size())) s.replace(p, a.size(), b);
+  return s;
+}
+
+class Dut : public ::testing::Test {
+ protected:
+  static inline std::unique_ptr<Testbed> tb;
+  static inline Netns *client, *dut, *server;
+  static inline Process daemon;
+  static inline std::string prefix, log_path, cfg_path;
+
+  static void SetUpTestSuite() {
+    auto t = Testbed::create();
+    ASSERT_TRUE(t.ok()) << t.message();
+    tb = std::move(t.value());
+    client = *tb->add_netns("client");
+    dut = *tb->add_netns("dut");
+    server = *tb->add_netns("server");
+    ASSERT_TRUE(tb->add_veth({client, "c0"}, {dut, "d0"}).ok());
+    ASSERT_TRUE(tb->add_veth({dut, "d1"}, {server, "s0"}).ok());
+    ASSERT_TRUE(tb->add_address(client, "c0", "10.0.0.1/24").ok());
+    ASSERT_TRUE(tb->add_address(server, "s0", "10.0.0.2/24").ok());
+    ASSERT_TRUE(tb->disable_tx_checksum(client, "c0").ok());
+    ASSERT_TRUE(tb->disable_tx_checksum(server, "s0").ok());
+
+    prefix = "dpsys" + std::to_string(getpid());
+    cfg_path = "/tmp/" + prefix + ".yaml";
+    log_path = "/tmp/" + prefix + ".log";
+    std::string cfg = read_file(g_srcdir + "/configs/dataplane/firewall.yaml");
+    ASSERT_FALSE(cfg.empty()) << "configs/dataplane/firewall.yaml not found under " << g_srcdir;
+    cfg = replace_all(cfg, "iface=veth-inside", "iface=d0");
+    cfg = replace_all(cfg, "iface=veth-outside", "iface=d1");
+    std::ofstream(cfg_path) << cfg;
+    SpawnOptions o;
+    o.ns = dut;
+    o.stdout_path = log_path;
+    o.stderr_path = "=stdout";
+    auto p = Process::spawn({g_bindir + "/dataplane", "--config", cfg_path, "--file-prefix", prefix, "--no-huge"}, o);
+    ASSERT_TRUE(p.ok()) << p.message();
+    daemon = std::move(p.value());
+    for (int i = 0; i < 300; i++) {
+      if (read_file(log_path).find("dataplane: running") != std::string::npos) break;
+      ASSERT_TRUE(daemon.running()) << "dataplane exited:\n" << read_file(log_path);
+      std::this_thread::sleep_for(100ms);
+    }
+    ASSERT_NE(read_file(log_path).find("dataplane: running"), std::string::npos) << read_file(log_path);
+  }
+
+  static void TearDownTestSuite() {
+    if (daemon.pid() > 0) {
+      daemon.signal(SIGTERM);
+      auto rc = daemon.wait(20s);
+      std::string log = read_file(log_path);
+      EXPECT_TRUE(rc.ok() && *rc == 0) << "dataplane did not stop cleanly:\n" << log;
+      EXPECT_NE(log.find("mbufs in use: 0 of"), std::string::npos) << "leaked mbufs:\n" << log;
+    }
+    tb.reset();
+    unlink(cfg_path.c_str());
+  }
+
+  static std::string ctl(const std::string& cmd) {
+    std::vector<std::string> argv = {g_bindir + "/dataplane-ctl", "--prefix", prefix};
+    std::istringstream in(cmd);
+    for (std::string w; in >> w;) argv.push_back(w);
+    auto r = run_capture(argv);
+    return r.ok() ? r->output : "error: " + r.message();
+  }
+  static std::string stats() {
+    auto r = telemetry_query(prefix, "/dataplane/stats");
+    return r.ok() ? r.value() : "";
+  }
+
+  // A socket created inside a namespace stays there.
+  static int sock_in(Netns* ns, int type, int proto = 0) {
+    int fd = -1;
+    run_in(ns, [&] { fd = socket(AF_INET, type | SOCK_CLOEXEC, proto); });
+    return fd;
+  }
+  static sockaddr_in addr(const char* ip, uint16_t port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    inet_pton(AF_INET, ip, &a.sin_addr);
+    return a;
+  }
+  // Non-blocking connect with a deadline. True if connected.
+  static bool connect_within(int fd, const sockaddr_in& a, std::chrono::milliseconds t) {
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0) return true;
+    if (errno != EINPROGRESS) return false;
+    pollfd p{fd, POLLOUT, 0};
+    if (poll(&p, 1, static_cast<int>(t.count())) != 1) return false;
+    int err = 0;
+    socklen_t l = sizeof err;
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l);
+    fcntl(fd, F_SETFL, 0);
+    return err == 0;
+  }
+  static bool recv_within(int fd, std::chrono::milliseconds t, std::string* out) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(t.count())) != 1) return false;
+    char buf[2048];
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return false;
+    out->assign(buf, static_cast<size_t>(n));
+    return true;
+  }
+  // Raw frames out of the client's c0 (as if from a broken or hostile host).
+  static int raw_client() {
+    int fd = -1;
+    run_in(client, [&] { fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL)); });
+    sockaddr_ll ll{};
+    ll.sll_family = AF_PACKET;
+    ll.sll_protocol = htons(ETH_P_ALL);
+    run_in(client, [&] { ll.sll_ifindex = static_cast<int>(if_nametoindex("c0")); });
+    bind(fd, reinterpret_cast<sockaddr*>(&ll), sizeof ll);
+    return fd;
+  }
+};
+
+TEST_F(Dut, PingAndArpCross) {
+  auto r = run_capture({"ping", "-c", "3", "-i", "0.2", "-W", "2", "10.0.0.2"}, client, 20s);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 0) << r->output;
+  EXPECT_NE(r->output.find("3 received"), std::string::npos) << r->output;
+}
+
+TEST_F(Dut, TcpFromClientWorksBothWays) {
+  int ls = sock_in(server, SOCK_STREAM), cs = sock_in(client, SOCK_STREAM);
+  int one = 1;
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  auto sa = addr("10.0.0.2", 7001);
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(listen(ls, 4), 0);
+  ASSERT_TRUE(connect_within(cs, sa, 5s));
+  int as = accept(ls, nullptr, nullptr);
+  ASSERT_GE(as, 0);
+  std::string big(300000, 'c');
+  std::thread t([&] {
+    size_t off = 0;
+    while (off < big.size()) {
+      ssize_t n = send(cs, big.data() + off, big.size() - off, 0);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+  });
+  size_t got = 0;
+  char buf[65536];
+  while (got < big.size()) {
+    pollfd p{as, POLLIN, 0};
+    ASSERT_EQ(poll(&p, 1, 5000), 1) << "stalled at " << got;
+    ssize_t n = recv(as, buf, sizeof buf, 0);
+    ASSERT_GT(n, 0);
+    got += static_cast<size_t>(n);
+  }
+  t.join();
+  const char reply[] = "server says hi";
+  ASSERT_EQ(send(as, reply, sizeof reply, 0), static_cast<ssize_t>(sizeof reply));
+  std::string in;
+  ASSERT_TRUE(recv_within(cs, 5s, &in));
+  EXPECT_EQ(in, std::string(reply, sizeof reply));
+  close(as);
+  close(cs);
+  close(ls);
+}
+
+TEST_F(Dut, ConnectionFromServerSideIsBlocked) {
+  long long before = json_number(stats(), "rule_drop");
+  int ls = sock_in(client, SOCK_STREAM), cs = sock_in(server, SOCK_STREAM);
+  auto ca = addr("10.0.0.1", 7002);
+  int one = 1;
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&ca), sizeof ca), 0);
+  ASSERT_EQ(listen(ls, 4), 0);
+  EXPECT_FALSE(connect_within(cs, ca, 2s));
+  EXPECT_GT(json_number(stats(), "rule_drop"), before);
+  close(cs);
+  close(ls);
+}
+
+TEST_F(Dut, UdpReplyPassesOnlyAfterRequest) {
+  int c = sock_in(client, SOCK_DGRAM), s = sock_in(server, SOCK_DGRAM);
+  auto ca = addr("10.0.0.1", 7003), sa = addr("10.0.0.2", 7004);
+  ASSERT_EQ(bind(c, reinterpret_cast<sockaddr*>(&ca), sizeof ca), 0);
+  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  std::string got;
+  sendto(s, "early", 5, 0, reinterpret_cast<sockaddr*>(&ca), sizeof ca);
+  EXPECT_FALSE(recv_within(c, 1s, &got)) << "unsolicited UDP reached the client";
+  sendto(c, "request", 7, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  ASSERT_TRUE(recv_within(s, 3s, &got));
+  EXPECT_EQ(got, "request");
+  sendto(s, "reply", 5, 0, reinterpret_cast<sockaddr*>(&ca), sizeof ca);
+  ASSERT_TRUE(recv_within(c, 3s, &got));
+  EXPECT_EQ(got, "reply");
+  close(c);
+  close(s);
+}
+
+TEST_F(Dut, RuleAddedAtRuntimeWhileAFlowKeepsFlowing) {
+  int ls = sock_in(server, SOCK_STREAM), cs = sock_in(client, SOCK_STREAM);
+  int one = 1;
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  auto sa = addr("10.0.0.2", 7005);
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(listen(ls, 4), 0);
+  ASSERT_TRUE(connect_within(cs, sa, 5s));
+  int as = accept(ls, nullptr, nullptr);
+  ASSERT_GE(as, 0);
+  std::atomic<bool> stop{false};
+  std::atomic<size_t> received{0};
+  std::thread sender([&] {
+    std::string chunk(16384, 'x');
+    while (!stop) {
+      if (send(cs, chunk.data(), chunk.size(), MSG_DONTWAIT) < 0) std::this_thread::sleep_for(1ms);
+    }
+  });
+  std::thread receiver([&] {
+    char buf[65536];
+    while (!stop) {
+      pollfd p{as, POLLIN, 0};
+      if (poll(&p, 1, 100) == 1) {
+        ssize_t n = recv(as, buf, sizeof buf, 0);
+        if (n > 0) received += static_cast<size_t>(n);
+      }
+    }
+  });
+  std::this_thread::sleep_for(500ms);
+  std::string out = ctl("rule add {table: 1, priority: 300, match: \"ip_proto=tcp,tp_dst=7006\", actions: drop}");
+  EXPECT_EQ(out.rfind("ok id=", 0), 0u) << out;
+  size_t at_change = received;
+  std::this_thread::sleep_for(1s);
+  size_t after = received;
+  stop = true;
+  sender.join();
+  receiver.join();
+  EXPECT_GT(after, at_change + 100000) << "the established flow stalled after the rule change";
+
+  // The new rule is live: a new connection to 7006 is dropped, others still open.
+  int l2 = sock_in(server, SOCK_STREAM), c2 = sock_in(client, SOCK_STREAM);
+  setsockopt(l2, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  auto sa2 = addr("10.0.0.2", 7006);
+  ASSERT_EQ(bind(l2, reinterpret_cast<sockaddr*>(&sa2), sizeof sa2), 0);
+  ASSERT_EQ(listen(l2, 4), 0);
+  EXPECT_FALSE(connect_within(c2, sa2, 2s));
+  int c3 = sock_in(client, SOCK_STREAM);
+  EXPECT_TRUE(connect_within(c3, sa, 5s));
+  std::string id = out.substr(6, out.find_first_of("\n ", 6) - 6);
+  EXPECT_EQ(ctl("rule del " + id).rfind("ok", 0), 0u);
+  for (int fd : {as, cs, ls, l2, c2, c3}) close(fd);
+}
+
+TEST_F(Dut, CraftedInvalidTcpIsDroppedAndCounted) {
+  // A live connection, so that the out-of-window segment has a tuple to hit.
+  int ls = sock_in(server, SOCK_STREAM), cs = sock_in(client, SOCK_STREAM);
+  int one = 1;
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  auto sa = addr("10.0.0.2", 7007);
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(listen(ls, 4), 0);
+  ASSERT_TRUE(connect_within(cs, sa, 5s));
+  sockaddr_in local{};
+  socklen_t ll = sizeof local;
+  getsockname(cs, reinterpret_cast<sockaddr*>(&local), &ll);
+
+  std::string before = stats();
+  int raw = raw_client();
+  ASSERT_GE(raw, 0);
+  ctrack::FrameSpec f;
+  f.src = "10.0.0.1";
+  f.dst = "10.0.0.2";
+  f.proto = IPPROTO_TCP;
+  f.sport = ntohs(local.sin_port);
+  f.dport = 7007;
+  f.tcp_flags = ctrack::kAck;
+  f.seq = 0x12345678;  // nowhere near the real window
+  f.ack = 0x9abcdef0;
+  auto oow = ctrack::build_frame(f);
+  ctrack::FrameSpec g = f;
+  g.sport = 7999;
+  g.tcp_flags = ctrack::kSyn | ctrack::kFin;  // no stack sends this
+  auto synfin = ctrack::build_frame(g);
+  for (int i = 0; i < 5; i++) {
+    ASSERT_EQ(send(raw, oow.data(), oow.size(), 0), static_cast<ssize_t>(oow.size()));
+    ASSERT_EQ(send(raw, synfin.data(), synfin.size(), 0), static_cast<ssize_t>(synfin.size()));
+  }
+  std::this_thread::sleep_for(300ms);
+  std::string after = stats();
+  long long win_before = json_number(before, "invalid_tcp_seq_over") + json_number(before, "invalid_tcp_seq_under") +
+                         json_number(before, "invalid_tcp_ack_over") + json_number(before, "invalid_tcp_ack_under");
+  long long win_after = json_number(after, "invalid_tcp_seq_over") + json_number(after, "invalid_tcp_seq_under") +
+                        json_number(after, "invalid_tcp_ack_over") + json_number(after, "invalid_tcp_ack_under");
+  EXPECT_EQ(win_after - win_before, 5) << after;
+  EXPECT_EQ(json_number(after, "invalid_tcp_flags") - json_number(before, "invalid_tcp_flags"), 5) << after;
+  // The connection itself is unharmed.
+  EXPECT_EQ(send(cs, "still here", 10, 0), 10);
+  int as = accept(ls, nullptr, nullptr);
+  std::string got;
+  EXPECT_TRUE(recv_within(as, 3s, &got));
+  EXPECT_EQ(got, "still here");
+  for (int fd : {raw, as, cs, ls}) close(fd);
+}
+
+TEST_F(Dut, MalformedFloodLeavesDaemonUpWithExactCounters) {
+  std::string before = stats();
+  int raw = raw_client();
+  ctrack::FrameSpec f;
+  f.proto = IPPROTO_UDP;
+  auto good = ctrack::build_frame(f);
+  auto badihl = good;
+  badihl[14] = 0x44;  // IHL 4
+  auto badlen = good;
+  badlen[16] = 0x7f;  // total length past the frame
+  auto badoff = ctrack::build_frame(ctrack::FrameSpec{});
+  badoff[14 + 20 + 12] = 0x30;  // TCP data offset 3
+  const int kEach = 3000;
+  for (int i = 0; i < kEach; i++) {
+    send(raw, badihl.data(), badihl.size(), 0);
+    send(raw, badlen.data(), badlen.size(), 0);
+    send(raw, badoff.data(), badoff.size(), 0);
+    if (i % 32 == 31) std::this_thread::sleep_for(1ms);  // stay under the af_packet ring size
+  }
+  std::string after;
+  for (int i = 0; i < 50; i++) {
+    std::this_thread::sleep_for(100ms);
+    after = stats();
+    if (json_number(after, "parse_tcp_off") - json_number(before, "parse_tcp_off") >= kEach) break;
+  }
+  EXPECT_TRUE(daemon.running());
+  for (const char* reason : {"parse_ip_ihl", "parse_ip_len", "parse_tcp_off"})
+    EXPECT_EQ(json_number(after, reason) - json_number(before, reason), kEach) << reason << "\n" << after;
+  auto r = run_capture({"ping", "-c", "1", "-W", "2", "10.0.0.2"}, client, 10s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 0) << r->output;
+  close(raw);
+}
+
+TEST_F(Dut, TelemetryAnswersWithStatsRulesAndConnections) {
+  std::string s = stats();
+  EXPECT_NE(s.find("\"/dataplane/stats\""), std::string::npos) << s;
+  EXPECT_GE(json_number(s, "active"), 1) << s;
+  EXPECT_GT(json_number(s, "w0_rx_packets"), 0) << s;
+  EXPECT_GE(json_number(s, "inside_rx_packets"), 1) << s;
+  auto rules = telemetry_query(prefix, "/dataplane/rules");
+  ASSERT_TRUE(rules.ok());
+  EXPECT_NE(rules->find("ct(table=1)"), std::string::npos) << *rules;
+  auto ct = telemetry_query(prefix, "/dataplane/ct/list,proto=tcp,limit=5");
+  ASSERT_TRUE(ct.ok());
+  EXPECT_NE(ct->find("10.0.0.1"), std::string::npos) << *ct;
+  // The stock client works too.
+  std::string in = "/tmp/" + prefix + ".telemetry-in";
+  std::ofstream(in) << "/dataplane/stats\n";
+  SpawnOptions o;
+  o.stdin_path = in;
+  o.stdout_path = "/tmp/" + prefix + ".telemetry-out";
+  o.stderr_path = "=stdout";
+  auto p = Process::spawn({"dpdk-telemetry.py", "-f", prefix}, o);
+  ASSERT_TRUE(p.ok()) << p.message();
+  auto rc = p->wait(20s);
+  ASSERT_TRUE(rc.ok());
+  std::string out = read_file(o.stdout_path);
+  EXPECT_NE(out.find("rule_hits"), std::string::npos) << out;
+  unlink(in.c_str());
+  unlink(o.stdout_path.c_str());
+}
+
+TEST(Config, ErrorsExitWith2AndNameFileLineKeyWithoutTouchingPorts) {
+  std::string bad = "/tmp/dpsys-bad-" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(bad) << "ports:\n  - {name: a, devargs: \"net_af_packet0,iface=nonexistent0\"}\n"
+                        "conntrack:\n  capacty: 5\ntables:\n  0:\n    - {priority: 1, match: \"\", actions: drop}\n";
+  std::string prefix = "dpsysbad" + std::to_string(getpid());
+  auto r = run_capture({g_bindir + "/dataplane", "--config", bad, "--file-prefix", prefix});
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 2) << r->output;
+  EXPECT_NE(r->output.find(bad + ":4: key 'conntrack.capacty': unknown key"), std::string::npos) << r->output;
+  EXPECT_EQ(r->output.find("EAL"), std::string::npos) << "EAL started: " << r->output;
+  EXPECT_NE(access(("/var/run/dpdk/" + prefix).c_str(), F_OK), 0);
+  auto c = run_capture({g_bindir + "/dataplane", "--config", bad, "--check"});
+  EXPECT_EQ(c->status, 2);
+  auto good = run_capture({g_bindir + "/dataplane", "--config", g_srcdir + "/configs/dataplane/firewall.yaml", "--check"});
+  EXPECT_EQ(good->status, 0) << good->output;
+  unlink(bad.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s BUILD_DIR SOURCE_DIR\n", argv[0]);
+    return 2;
+  }
+  g_bindir = argv[1];
+  g_srcdir = argv[2];
+  if (!have_privileges()) {
+    fprintf(stderr, "SKIP: dataplane system tests need CAP_NET_ADMIN and CAP_SYS_ADMIN (run as root)\n");
+    return 77;
+  }
+  return RUN_ALL_TESTS();
+}

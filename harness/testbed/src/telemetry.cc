@@ -1,0 +1,48 @@
+#include "testbed/telemetry.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace testbed {
+
+sdn::Result<std::string> telemetry_query(const std::string& prefix, const std::string& command) {
+  std::string path = "/var/run/dpdk/" + prefix + "/dpdk_telemetry.v2";
+  int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return sdn::Status::error(std::string("socket: ") + strerror(errno));
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path.c_str());
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    int e = errno;
+    close(fd);
+    return sdn::Status::error("telemetry " + path + ": " + strerror(e));
+  }
+  std::vector<char> buf(1 << 16);
+  ssize_t n = recv(fd, buf.data(), buf.size(), 0);  // banner: version, pid, max_output_len
+  if (n <= 0 || send(fd, command.data(), command.size(), 0) < 0 || (n = recv(fd, buf.data(), buf.size(), 0)) <= 0) {
+    int e = errno;
+    close(fd);
+    return sdn::Status::error("telemetry " + path + ": no reply (" + strerror(e) + ")");
+  }
+  close(fd);
+  return std::string(buf.data(), static_cast<size_t>(n));
+}
+
+long long json_number(const std::string& json, const std::string& key) {
+  std::string pat = "\"" + key + "\":";
+  auto p = json.find(pat);
+  if (p == std::string::npos) return -1;
+  const char* v = json.c_str() + p + pat.size();
+  while (*v == ' ') v++;
+  if (*v < '0' || *v > '9') return -1;
+  return strtoll(v, nullptr, 10);
+}
+
+}  // namespace testbed
