@@ -66,6 +66,7 @@ Result<Process> Process::spawn(const std::vector<std::string>& argv, const Spawn
   const char* err = opts.stderr_path.empty() || err_to_out ? nullptr : opts.stderr_path.c_str();
   const char* in_path = opts.stdin_path.empty() ? nullptr : opts.stdin_path.c_str();
   int nsfd = opts.ns ? opts.ns->fd() : -1;
+  int barrier = opts.barrier_fd;
   pid_t parent = getpid();
 
   int pipefd[2];
@@ -111,10 +112,22 @@ Result<Process> Process::spawn(const std::vector<std::string>& argv, const Spawn
     if (in < 0) child_fail(pipefd[1], 8);
     dup2(in, 0);
     close(in);
+    if (barrier >= 0) {
+      char b;
+      ssize_t r;
+      do r = read(barrier, &b, 1);
+      while (r < 0 && errno == EINTR);
+      if (r != 1) _exit(126);  // the barrier was abandoned: never start
+    }
     execvpe(cargv[0], cargv.data(), cenv.data());
     child_fail(pipefd[1], 7);
   }
   close(pipefd[1]);
+  if (barrier >= 0) {
+    // The child waits for the barrier before exec; a failed exec shows as exit 127.
+    close(pipefd[0]);
+    return Process(pid);
+  }
   int msg[2];
   ssize_t n;
   do n = read(pipefd[0], msg, sizeof msg);

@@ -28,6 +28,8 @@ struct SpawnOptions {
   std::string stdout_path;     // empty: inherit; otherwise truncated and written
   std::string stderr_path;     // empty: inherit; "=stdout" joins stdout
   std::vector<std::string> env;  // extra NAME=VALUE entries
+  int barrier_fd = -1;           // if set, the child blocks reading one byte from it before exec
+                                 // (a start barrier: write N bytes to release N children at once)
 };
 
 // A child process. Its own process group, killed with SIGKILL if the parent

@@ -1,0 +1,85 @@
+// The sweep: for each DUT, a fresh namespace testbed, the DUT started on it,
+// then iperf3 (N instances behind a barrier) with sockperf under load for
+// every proto x instances x size, and idle sockperf ping-pong per size.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/results.h"
+#include "sdn/status.h"
+#include "testbed/process.h"
+#include "testbed/testbed.h"
+
+namespace harness {
+
+struct SweepConfig {
+  std::vector<int> instances{4, 16, 32};
+  std::vector<int> sizes{64, 512, 1024, 1460, 4096, 8192};
+  std::vector<std::string> protos{"tcp"};
+  std::vector<std::string> duts{"dataplane", "ovs-dpdk", "kernel-ct", "testpmd-io"};
+  int duration_s = 2;
+  int repeat = 3;
+  int warmup_s = 1;
+  bool sockperf = true;
+  int background_conns = 0;
+  int mtu = 0;  // 0: 9000 when a size needs it, else 1500
+  std::string dataplane_config = "configs/dataplane/firewall.yaml";
+  std::string out_dir;      // default results/runs/<timestamp>
+  std::string resume_dir;
+  bool ci = false;
+  std::string source_dir;   // repository root
+  std::string build_dir;    // where dataplane/dataplane is
+};
+
+// Loads configs/harness/*.yaml over the defaults. Errors name file, line, key.
+sdn::Status load_sweep_config(const std::string& path, SweepConfig* c);
+
+// The namespace testbed every DUT gets: client -- [dut] -- server.
+struct Bed {
+  std::unique_ptr<testbed::Testbed> tb;
+  testbed::Netns *client = nullptr, *dut = nullptr, *server = nullptr;
+  int mtu = 1500;
+  static sdn::Result<std::unique_ptr<Bed>> build(int mtu);
+  static constexpr const char* kClientIp = "10.0.0.1";
+  static constexpr const char* kServerIp = "10.0.0.2";
+};
+
+class Dut {
+ public:
+  virtual ~Dut() = default;
+  virtual std::string name() const = 0;
+  virtual std::string version() const = 0;
+  virtual sdn::Status start(Bed& bed) = 0;
+  virtual void stop() = 0;
+  virtual long long ct_entries() { return -1; }
+  virtual long long offloaded() { return -1; }
+};
+
+sdn::Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const SweepConfig& cfg, const std::string& run_dir);
+
+struct SweepOutcome {
+  int error_rows = 0;
+  std::string dir;  // the run directory
+};
+
+// Runs the sweep, appending rows to DIR/results.csv. `stop` is polled
+// between steps (SIGINT).
+sdn::Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& stop);
+
+// Opens `count` TCP connections from client to server through the DUT and
+// keeps them established (a generator for --background-conns).
+class BackgroundConns {
+ public:
+  static sdn::Result<std::unique_ptr<BackgroundConns>> open(Bed& bed, int count, uint16_t port);
+  ~BackgroundConns();
+  int established() const { return static_cast<int>(fds_.size() / 2); }
+
+ private:
+  std::vector<int> fds_;
+};
+
+}  // namespace harness

@@ -1,0 +1,315 @@
+// DUT profiles. All four forward between d0 and d1 in the DUT namespace,
+// with the same endpoints on either side, so rows compare fairly.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "harness/sweep.h"
+#include "testbed/telemetry.h"
+
+namespace harness {
+
+using namespace std::chrono_literals;
+using sdn::Result;
+using sdn::Status;
+using testbed::Process;
+using testbed::run_capture;
+using testbed::SpawnOptions;
+
+namespace {
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string first_line(const std::vector<std::string>& argv) {
+  auto r = run_capture(argv, nullptr, 10s);
+  if (!r) return "unknown";
+  std::string s = r->output.substr(0, r->output.find('\n'));
+  return s.empty() ? "unknown" : s;
+}
+
+bool huge_ok() {
+  const char* e = getenv("DPDK_HUGE");
+  return !e || std::string(e) != "0";
+}
+
+// af_packet devargs for an interface, with frames large enough for the MTU.
+std::string afp(int idx, const char* iface, int mtu) {
+  std::string d = "net_af_packet" + std::to_string(idx) + ",iface=" + iface;
+  if (mtu > 1500) d += ",framesz=16384,blocksz=16384,framecnt=256";
+  return d;
+}
+
+// Waits until a ping crosses the DUT (ARP included).
+Status ping_across(Bed& bed, std::chrono::seconds within) {
+  auto deadline = std::chrono::steady_clock::now() + within;
+  std::string last;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto r = run_capture({"ping", "-c", "1", "-W", "1", Bed::kServerIp}, bed.client, 5s);
+    if (r && r->status == 0) return {};
+    last = r ? r->output : r.message();
+  }
+  return Status::error("health check: no ping across the DUT: " + last.substr(0, 200));
+}
+
+Status wait_for_log(Process& p, const std::string& log, const std::string& needle, std::chrono::seconds within) {
+  auto deadline = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (slurp(log).find(needle) != std::string::npos) return {};
+    if (!p.running()) return Status::error("exited during start: " + slurp(log).substr(0, 600));
+    std::this_thread::sleep_for(100ms);
+  }
+  return Status::error("not ready after " + std::to_string(within.count()) + " s: " + slurp(log).substr(0, 600));
+}
+
+class DataplaneDut final : public Dut {
+ public:
+  DataplaneDut(const SweepConfig& c, std::string dir) : cfg_(c), dir_(std::move(dir)) {}
+  std::string name() const override { return "dataplane"; }
+  std::string version() const override { return "dataplane " + first_line({"git", "-C", cfg_.source_dir, "rev-parse", "--short", "HEAD"}); }
+  Status start(Bed& bed) override {
+    std::string text = slurp(cfg_.dataplane_config);
+    if (text.empty()) return Status::error("cannot read " + cfg_.dataplane_config);
+    auto sub = [&](const std::string& a, const std::string& b) {
+      for (size_t p = text.find(a); p != std::string::npos; p = text.find(a, p + b.size())) text.replace(p, a.size(), b);
+    };
+    sub("net_af_packet0,iface=veth-inside", afp(0, "d0", bed.mtu));
+    sub("net_af_packet1,iface=veth-outside", afp(1, "d1", bed.mtu));
+    sub("mtu: 1500", "mtu: " + std::to_string(bed.mtu));
+    std::string cfgp = dir_ + "/dataplane.yaml";
+    std::ofstream(cfgp) << text;
+    prefix_ = "harness-dp-" + std::to_string(getpid());
+    log_ = dir_ + "/dataplane.log";
+    SpawnOptions o;
+    o.ns = bed.dut;
+    o.stdout_path = log_;
+    o.stderr_path = "=stdout";
+    std::vector<std::string> argv = {cfg_.build_dir + "/dataplane/dataplane", "--config", cfgp, "--file-prefix", prefix_};
+    if (!huge_ok()) argv.push_back("--no-huge");
+    auto p = Process::spawn(argv, o);
+    if (!p) return p.status();
+    proc_ = std::move(p.value());
+    if (Status s = wait_for_log(proc_, log_, "dataplane: running", 30s); !s) return s;
+    return ping_across(bed, 10s);
+  }
+  void stop() override {
+    if (proc_.pid() > 0) {
+      proc_.signal(SIGTERM);
+      proc_.wait(10s);
+      proc_.stop();
+    }
+  }
+  long long ct_entries() override {
+    auto r = testbed::telemetry_query(prefix_, "/dataplane/stats");
+    return r ? testbed::json_number(*r, "active") : -1;
+  }
+  long long offloaded() override {
+    auto r = testbed::telemetry_query(prefix_, "/dataplane/stats");
+    return r ? testbed::json_number(*r, "offloaded") : -1;
+  }
+
+ private:
+  SweepConfig cfg_;
+  std::string dir_, prefix_, log_;
+  Process proc_;
+};
+
+class TestpmdDut final : public Dut {
+ public:
+  TestpmdDut(const SweepConfig& c, std::string dir) : cfg_(c), dir_(std::move(dir)) {}
+  std::string name() const override { return "testpmd-io"; }
+  std::string version() const override { return "dpdk-testpmd " + first_line({"pkg-config", "--modversion", "libdpdk"}); }
+  Status start(Bed& bed) override {
+    std::string prefix = "harness-tp-" + std::to_string(getpid());
+    log_ = dir_ + "/testpmd.log";
+    std::vector<std::string> argv = {"dpdk-testpmd", "-l", "0,1", "--no-pci", "--file-prefix", prefix,
+                                     "--vdev", afp(0, "d0", bed.mtu), "--vdev", afp(1, "d1", bed.mtu)};
+    if (!huge_ok()) argv.insert(argv.end(), {"--no-huge", "-m", "1024"});
+    argv.insert(argv.end(), {"--", "--forward-mode=io", "--auto-start", "--stats-period", "10", "--nb-cores=1"});
+    if (bed.mtu > 1500) argv.insert(argv.end(), {"--mbuf-size=10240", "--max-pkt-len=9018"});
+    SpawnOptions o;
+    o.ns = bed.dut;
+    o.stdout_path = log_;
+    o.stderr_path = "=stdout";
+    auto p = Process::spawn(argv, o);
+    if (!p) return p.status();
+    proc_ = std::move(p.value());
+    if (Status s = wait_for_log(proc_, log_, "Start automatic packet forwarding", 30s); !s) return s;
+    return ping_across(bed, 10s);
+  }
+  void stop() override {
+    if (proc_.pid() > 0) {
+      proc_.signal(SIGINT);
+      proc_.wait(10s);
+      proc_.stop();
+    }
+  }
+
+ private:
+  SweepConfig cfg_;
+  std::string dir_, log_;
+  Process proc_;
+};
+
+// Linux as a router with proxy ARP (so the endpoints keep their /24) and an
+// nftables stateful firewall: the same policy as the dataplane's.
+class KernelCtDut final : public Dut {
+ public:
+  explicit KernelCtDut(std::string dir) : dir_(std::move(dir)) {}
+  std::string name() const override { return "kernel-ct"; }
+  std::string version() const override {
+    return "linux " + first_line({"uname", "-r"}) + ", " + first_line({"nft", "--version"});
+  }
+  Status start(Bed& bed) override {
+    auto& tb = *bed.tb;
+    Status st;
+    auto sysctl = [&](const std::string& path, const char* v) {
+      testbed::run_in(bed.dut, [&] {
+        std::ofstream f("/proc/sys/" + path);
+        f << v;
+        if (!f) st = Status::error("cannot set " + path);
+      });
+    };
+    sysctl("net/ipv4/ip_forward", "1");
+    for (const char* i : {"d0", "d1", "all", "default"}) sysctl(std::string("net/ipv4/conf/") + i + "/rp_filter", "0");
+    sysctl("net/ipv4/conf/d0/proxy_arp", "1");
+    sysctl("net/ipv4/conf/d1/proxy_arp", "1");
+    if (!st) return st;
+    if (Status s = tb.add_address(bed.dut, "d0", "192.0.2.1/32"); !s) return s;
+    if (Status s = tb.add_address(bed.dut, "d1", "192.0.2.2/32"); !s) return s;
+    if (Status s = tb.add_route(bed.dut, std::string(Bed::kClientIp) + "/32", "", "d0"); !s) return s;
+    if (Status s = tb.add_route(bed.dut, std::string(Bed::kServerIp) + "/32", "", "d1"); !s) return s;
+    std::string rules = dir_ + "/kernel-ct.nft";
+    std::ofstream(rules) << "table inet harness {\n"
+                            " chain forward {\n"
+                            "  type filter hook forward priority 0; policy drop;\n"
+                            "  ct state established,related accept\n"
+                            "  ct state invalid drop\n"
+                            "  iifname \"d0\" ct state new accept\n"
+                            " }\n"
+                            "}\n";
+    auto r = run_capture({"nft", "-f", rules}, bed.dut, 10s);
+    if (!r) return r.status();
+    if (r->status != 0) return Status::error("nft: " + r->output);
+    return ping_across(bed, 10s);
+  }
+  void stop() override {}  // the namespace goes with the testbed
+  long long ct_entries() override { return -1; }
+
+ private:
+  std::string dir_;
+};
+
+// Open vSwitch with DPDK (the dpdk build of ovs-vswitchd), netdev bridge,
+// the two af_packet ports as type=dpdk, and the stateful firewall in ct().
+class OvsDpdkDut final : public Dut {
+ public:
+  OvsDpdkDut(const SweepConfig& c, std::string dir) : cfg_(c), dir_(std::move(dir)) {}
+  std::string name() const override { return "ovs-dpdk"; }
+  std::string version() const override { return first_line({"ovs-vswitchd", "--version"}); }
+  Status start(Bed& bed) override {
+    const char* vswitchd = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk";
+    if (access(vswitchd, X_OK) != 0)
+      return Status::error(std::string(vswitchd) + " missing (Debian package openvswitch-switch-dpdk)");
+    run_ = dir_ + "/ovs";
+    mkdir(run_.c_str(), 0755);
+    env_ = {"OVS_RUNDIR=" + run_, "OVS_DBDIR=" + run_, "OVS_LOGDIR=" + run_, "OVS_SYSCONFDIR=" + run_};
+    std::string db = run_ + "/conf.db", sock = "unix:" + run_ + "/db.sock";
+    unlink(db.c_str());
+    if (Status s = cmd({"ovsdb-tool", "create", db, "/usr/share/openvswitch/vswitch.ovsschema"}, nullptr); !s) return s;
+    SpawnOptions o;
+    o.ns = bed.dut;
+    o.env = env_;
+    o.stdout_path = run_ + "/ovsdb-server.out";
+    o.stderr_path = "=stdout";
+    auto d = Process::spawn({"ovsdb-server", db, "--remote=punix:" + run_ + "/db.sock", "--pidfile=" + run_ + "/ovsdb.pid",
+                             "--unixctl=" + run_ + "/ovsdb.ctl"},
+                            o);
+    if (!d) return d.status();
+    db_ = std::move(d.value());
+    for (int i = 0; i < 50 && access((run_ + "/db.sock").c_str(), F_OK) != 0; i++) std::this_thread::sleep_for(100ms);
+    std::string extra = "--no-pci --file-prefix harness-ovs-" + std::to_string(getpid());
+    if (!huge_ok()) extra += " --no-huge -m 1024";
+    if (Status s = vsctl(bed, {"--no-wait", "init", "--", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
+                               "other_config:dpdk-lcore-mask=0x1", "other_config:pmd-cpu-mask=0x2",
+                               "other_config:dpdk-extra=" + extra});
+        !s)
+      return s;
+    o.stdout_path = run_ + "/ovs-vswitchd.out";
+    auto v = Process::spawn({vswitchd, sock, "--pidfile=" + run_ + "/vswitchd.pid", "--unixctl=" + run_ + "/vswitchd.ctl",
+                             "--log-file=" + run_ + "/ovs-vswitchd.log"},
+                            o);
+    if (!v) return v.status();
+    vs_ = std::move(v.value());
+    std::string mtu = std::to_string(bed.mtu);
+    if (Status s = vsctl(bed, {"add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev", "--", "add-port",
+                               "br0", "p0", "--", "set", "Interface", "p0", "type=dpdk",
+                               "options:dpdk-devargs=" + afp(0, "d0", bed.mtu), "mtu_request=" + mtu, "ofport_request=1",
+                               "--", "add-port", "br0", "p1", "--", "set", "Interface", "p1", "type=dpdk",
+                               "options:dpdk-devargs=" + afp(1, "d1", bed.mtu), "mtu_request=" + mtu,
+                               "ofport_request=2"});
+        !s)
+      return s;
+    std::string flows = run_ + "/flows.txt";
+    std::ofstream(flows) << "table=0,priority=100,arp,actions=NORMAL\n"
+                            "table=0,priority=50,ip,actions=ct(table=1)\n"
+                            "table=0,priority=50,ipv6,actions=ct(table=1)\n"
+                            "table=0,priority=0,actions=drop\n"
+                            "table=1,priority=100,in_port=1,ct_state=+trk+new,actions=ct(commit),output:2\n"
+                            "table=1,priority=100,in_port=1,ct_state=+trk+est,actions=output:2\n"
+                            "table=1,priority=100,in_port=2,ct_state=+trk+est,actions=output:1\n"
+                            "table=1,priority=90,in_port=1,ct_state=+trk+rel,actions=output:2\n"
+                            "table=1,priority=90,in_port=2,ct_state=+trk+rel,actions=output:1\n"
+                            "table=1,priority=0,actions=drop\n";
+    if (Status s = cmd({"ovs-ofctl", "replace-flows", "unix:" + run_ + "/br0.mgmt", flows}, bed.dut); !s) return s;
+    return ping_across(bed, 20s);
+  }
+  void stop() override {
+    if (vs_.pid() > 0) vs_.stop(5000ms);
+    if (db_.pid() > 0) db_.stop(2000ms);
+  }
+
+ private:
+  Status cmd(const std::vector<std::string>& argv, testbed::Netns* ns) {
+    SpawnOptions o;
+    o.ns = ns;
+    o.env = env_;
+    o.stdout_path = run_ + "/cmd.out";
+    o.stderr_path = "=stdout";
+    auto p = Process::spawn(argv, o);
+    if (!p) return p.status();
+    auto rc = p->wait(60s);
+    if (!rc || *rc != 0) return Status::error(argv[0] + " failed: " + slurp(run_ + "/cmd.out").substr(0, 400));
+    return {};
+  }
+  Status vsctl(Bed& bed, std::vector<std::string> args) {
+    args.insert(args.begin(), {"ovs-vsctl", "--db=unix:" + run_ + "/db.sock", "--timeout=60"});
+    return cmd(args, bed.dut);
+  }
+  SweepConfig cfg_;
+  std::string dir_, run_;
+  std::vector<std::string> env_;
+  Process db_, vs_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const SweepConfig& cfg, const std::string& run_dir) {
+  if (name == "dataplane") return std::unique_ptr<Dut>(new DataplaneDut(cfg, run_dir));
+  if (name == "testpmd-io") return std::unique_ptr<Dut>(new TestpmdDut(cfg, run_dir));
+  if (name == "kernel-ct") return std::unique_ptr<Dut>(new KernelCtDut(run_dir));
+  if (name == "ovs-dpdk") return std::unique_ptr<Dut>(new OvsDpdkDut(cfg, run_dir));
+  return Status::error("unknown DUT '" + name + "' (known: dataplane, ovs-dpdk, kernel-ct, testpmd-io)");
+}
+
+}  // namespace harness

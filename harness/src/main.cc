@@ -1,0 +1,284 @@
+// harness: builds the namespace testbed, starts a device under test, drives
+// iperf3 and sockperf sweeps, writes CSV rows and a report. See --help.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness/report.h"
+#include "harness/sweep.h"
+#include "testbed/testbed.h"
+
+using namespace harness;
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+
+const char* kHelp = R"(usage: harness COMMAND [options]
+
+  run [--instances 4,16,32] [--sizes 64,512,1024,1460,4096,8192] [--proto tcp,udp]
+      [--duration S] [--repeat N] [--warmup S] [--dut dataplane,ovs-dpdk,kernel-ct,testpmd-io]
+      [--background-conns K] [--no-sockperf] [--mtu N] [--dataplane-config FILE]
+      [--config configs/harness/FILE.yaml] [--out DIR] [--resume DIR] [--ci]
+        Sweep every DUT over proto x instances x size with iperf3 (one flow per
+        instance, one server port each, fixed --cport, all started behind a
+        barrier) and sockperf under load, plus idle sockperf ping-pong per size.
+        Each DUT gets a fresh namespace testbed: client c0 10.0.0.1 -- d0 [DUT] d1
+        -- s0 10.0.0.2 server. Flags override the YAML config.
+        Rows go to DIR/results.csv one at a time (flushed); raw tool output to
+        DIR/raw/; machine info to DIR/machine.txt; then DIR/report.{md,html}.
+        A failed instance or DUT is an error row, never a zero.
+        --resume DIR continues a killed run from its last row.
+        --ci prints a compact table and exits 1 if any row failed.
+  report DIR                    write DIR/report.md and DIR/report.html
+  compare OLD.csv NEW.csv [--max-regression PCT]
+                                list cells that regressed by more than PCT (default 5);
+                                exit 1 if any did
+  testbed up|down|status        up: build the testbed and hold it until Ctrl-C;
+                                down: remove testbeds of dead runs; status: list them
+  check                         prerequisites, each missing one with its Debian package
+
+Exit status: 0 ok, 1 failures (error rows, regressions), 2 bad usage or config.
+)";
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string x; std::getline(in, x, ',');)
+    if (!x.empty()) v.push_back(x);
+  return v;
+}
+
+bool parse_ints(const std::string& s, std::vector<int>* out) {
+  out->clear();
+  for (const auto& x : split_list(s)) {
+    char* end;
+    long v = strtol(x.c_str(), &end, 10);
+    if (*end || v <= 0) return false;
+    out->push_back(static_cast<int>(v));
+  }
+  return !out->empty();
+}
+
+std::string exe_dir() {
+  char b[4096];
+  ssize_t n = readlink("/proc/self/exe", b, sizeof b - 1);
+  if (n <= 0) return ".";
+  std::string p(b, static_cast<size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+int cmd_check(const std::string& build_dir) {
+  struct Need {
+    std::string what, how, package;
+  } needs[] = {
+      {"iperf3", "iperf3", "iperf3"},
+      {"sockperf", "sockperf", "sockperf"},
+      {"dpdk-testpmd", "dpdk-testpmd", "dpdk-dev"},
+      {"dpdk-telemetry.py", "dpdk-telemetry.py", "dpdk-dev"},
+      {"ovs-vswitchd (DPDK build)", "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "openvswitch-switch-dpdk"},
+      {"ovsdb-server", "ovsdb-server", "openvswitch-switch"},
+      {"nft", "nft", "nftables"},
+      {"ping", "ping", "iputils-ping"},
+      {"dataplane daemon", build_dir + "/dataplane/dataplane", "(this project: ./scripts/bench builds it)"},
+  };
+  int missing = 0;
+  for (const auto& n : needs) {
+    bool ok;
+    if (n.how[0] == '/') {
+      ok = access(n.how.c_str(), X_OK) == 0;
+    } else {
+      auto r = testbed::run_capture({"sh", "-c", "command -v \"$0\"", n.how});
+      ok = r && r->status == 0;
+    }
+    printf("%-28s %s\n", n.what.c_str(), ok ? "ok" : ("MISSING: install " + n.package).c_str());
+    missing += !ok;
+  }
+  bool priv = testbed::have_privileges();
+  printf("%-28s %s\n", "CAP_NET_ADMIN/CAP_SYS_ADMIN", priv ? "ok" : "MISSING: run as root");
+  FILE* f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "r");
+  int hp = 0;
+  if (f) {
+    if (fscanf(f, "%d", &hp) != 1) hp = 0;
+    fclose(f);
+  }
+  printf("%-28s %s\n", "hugepages", hp > 0 ? (std::to_string(hp) + " x 2 MiB").c_str() : "none (DUTs run with --no-huge)");
+  return missing || !priv ? 1 : 0;
+}
+
+int cmd_testbed(const std::string& sub) {
+  if (sub == "status") {
+    int n = 0;
+    for (const auto& ns : testbed::list_netns())
+      if (ns.rfind("tb-", 0) == 0) {
+        printf("%s\n", ns.c_str());
+        n++;
+      }
+    printf("%d testbed namespace(s)\n", n);
+    return 0;
+  }
+  if (sub == "down") {
+    auto r = testbed::Testbed::sweep_stale();
+    if (!r) {
+      fprintf(stderr, "harness: %s\n", r.message().c_str());
+      return 1;
+    }
+    printf("removed %d object(s) of dead runs\n", *r);
+    return 0;
+  }
+  if (sub == "up") {
+    auto b = Bed::build(1500);
+    if (!b) {
+      fprintf(stderr, "harness: %s\n", b.message().c_str());
+      return 1;
+    }
+    printf("testbed up: ip netns exec %s ... (client %s), %s (DUT ports d0 d1), %s (server %s)\n"
+           "Ctrl-C tears it down.\n",
+           b.value()->client->full_name().c_str(), Bed::kClientIp, b.value()->dut->full_name().c_str(),
+           b.value()->server->full_name().c_str(), Bed::kServerIp);
+    fflush(stdout);
+    while (!g_stop) pause();
+    return 0;
+  }
+  fprintf(stderr, "harness: testbed up|down|status\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    fputs(kHelp, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string cmd = argv[1];
+  std::string build_dir = exe_dir() + "/..";
+  if (cmd == "check") return cmd_check(build_dir);
+  if (cmd == "testbed") return cmd_testbed(argc > 2 ? argv[2] : "");
+  if (cmd == "report") {
+    if (argc != 3) {
+      fprintf(stderr, "usage: harness report DIR\n");
+      return 2;
+    }
+    if (auto s = write_report(argv[2]); !s) {
+      fprintf(stderr, "harness: %s\n", s.message().c_str());
+      return 1;
+    }
+    printf("%s/report.md\n%s/report.html\n", argv[2], argv[2]);
+    return 0;
+  }
+  if (cmd == "compare") {
+    if (argc < 4) {
+      fprintf(stderr, "usage: harness compare OLD.csv NEW.csv [--max-regression PCT]\n");
+      return 2;
+    }
+    double pct = 5;
+    if (argc == 6 && !strcmp(argv[4], "--max-regression")) pct = atof(argv[5]);
+    auto r = compare(argv[2], argv[3], pct);
+    if (!r) {
+      fprintf(stderr, "harness: %s\n", r.message().c_str());
+      return 2;
+    }
+    for (const auto& l : *r) printf("REGRESSION %s\n", l.c_str());
+    printf("%zu regression(s) over %.1f%%\n", r->size(), pct);
+    return r->empty() ? 0 : 1;
+  }
+  if (cmd != "run") {
+    fprintf(stderr, "harness: unknown command '%s' (see --help)\n", cmd.c_str());
+    return 2;
+  }
+
+  SweepConfig cfg;
+  cfg.build_dir = build_dir;
+  std::string src = exe_dir() + "/../../..";
+  char real[4096];
+  cfg.source_dir = realpath(src.c_str(), real) ? real : src;
+  cfg.dataplane_config = cfg.source_dir + "/configs/dataplane/firewall.yaml";
+  // The YAML first, then the flags over it.
+  for (int i = 2; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--config"))
+      if (auto s = load_sweep_config(argv[i + 1], &cfg); !s) {
+        fprintf(stderr, "harness: %s\n", s.message().c_str());
+        return 2;
+      }
+  for (int i = 2; i < argc; i++) {
+    std::string a = argv[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "harness: %s needs a value\n", a.c_str());
+        exit(2);
+      }
+      return argv[++i];
+    };
+    auto bad = [&](const std::string& v) {
+      fprintf(stderr, "harness: bad value '%s' for %s (see --help)\n", v.c_str(), a.c_str());
+      exit(2);
+    };
+    if (a == "--config") val();
+    else if (a == "--instances") { std::string v = val(); if (!parse_ints(v, &cfg.instances)) bad(v); }
+    else if (a == "--sizes") { std::string v = val(); if (!parse_ints(v, &cfg.sizes)) bad(v); }
+    else if (a == "--proto") {
+      cfg.protos = split_list(val());
+      for (auto& p : cfg.protos) if (p != "tcp" && p != "udp") bad(p);
+    } else if (a == "--dut") {
+      cfg.duts = split_list(val());
+      for (auto& d : cfg.duts)
+        if (d != "dataplane" && d != "ovs-dpdk" && d != "kernel-ct" && d != "testpmd-io") bad(d);
+    } else if (a == "--duration") { cfg.duration_s = atoi(val().c_str()); if (cfg.duration_s < 1) bad("duration"); }
+    else if (a == "--repeat") { cfg.repeat = atoi(val().c_str()); if (cfg.repeat < 1) bad("repeat"); }
+    else if (a == "--warmup") cfg.warmup_s = atoi(val().c_str());
+    else if (a == "--background-conns") cfg.background_conns = atoi(val().c_str());
+    else if (a == "--no-sockperf") cfg.sockperf = false;
+    else if (a == "--mtu") cfg.mtu = atoi(val().c_str());
+    else if (a == "--dataplane-config") cfg.dataplane_config = val();
+    else if (a == "--out") cfg.out_dir = val();
+    else if (a == "--resume") cfg.resume_dir = val();
+    else if (a == "--ci") cfg.ci = true;
+    else {
+      fprintf(stderr, "harness: unknown option '%s' (see --help)\n", a.c_str());
+      return 2;
+    }
+  }
+  if (!testbed::have_privileges()) {
+    fprintf(stderr, "harness: run as root (the testbed needs CAP_NET_ADMIN and CAP_SYS_ADMIN)\n");
+    return 2;
+  }
+  auto outcome = run_sweep(cfg, g_stop);
+  if (!outcome) {
+    fprintf(stderr, "harness: %s\n", outcome.message().c_str());
+    return 1;
+  }
+  std::string dir = outcome->dir;
+  if (!dir.empty()) {
+    if (auto s = write_report(dir); !s) fprintf(stderr, "harness: report: %s\n", s.message().c_str());
+    else fprintf(stderr, "harness: report in %s/report.md\n", dir.c_str());
+  }
+  if (cfg.ci && !dir.empty()) {
+    auto rows = read_csv(dir + "/results.csv");
+    if (rows) {
+      printf("%-11s %-10s %-4s %4s %6s %10s %9s %s\n", "dut", "kind", "prot", "inst", "size", "gbps", "p50_us", "status");
+      for (auto& r : *rows)
+        if (r["repeat"] == "summary")
+          printf("%-11s %-10s %-4s %4s %6s %10s %9s %s\n", r["dut"].c_str(), r["kind"].c_str(), r["proto"].c_str(),
+                 r["instances"].c_str(), r["size_bytes"].c_str(), r["throughput_gbps"].c_str(),
+                 r["latency_p50_us"].c_str(), (r["status"] + (r["error"].empty() ? "" : ": " + r["error"])).c_str());
+    }
+  }
+  if (g_stop) {
+    fprintf(stderr, "harness: interrupted; rows so far are kept (resume with --resume %s)\n", dir.c_str());
+    return 130;
+  }
+  return outcome->error_rows ? 1 : 0;
+}

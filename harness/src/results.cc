@@ -1,0 +1,146 @@
+#include "harness/results.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+namespace harness {
+
+const std::vector<std::string>& csv_columns() {
+  static const std::vector<std::string> c = {
+      "timestamp", "git_rev", "dut", "dut_version", "kind", "proto", "instances", "size_bytes", "repeat",
+      "throughput_gbps", "throughput_gbps_min", "throughput_gbps_max", "throughput_min_instance_gbps",
+      "throughput_max_instance_gbps", "retransmits", "cpu_host_pct", "rtt_us", "lost_percent", "latency_p50_us",
+      "latency_p50_us_min", "latency_p50_us_max", "latency_p90_us", "latency_p99_us", "latency_p99_us_min",
+      "latency_p99_us_max", "latency_p999_us", "latency_max_us", "ct_entries", "offloaded_entries",
+      "background_conns", "status", "error"};
+  return c;
+}
+
+std::string cell_key(const Row& r) {
+  auto g = [&](const char* k) {
+    auto it = r.find(k);
+    return it == r.end() ? std::string() : it->second;
+  };
+  return g("dut") + "|" + g("kind") + "|" + g("proto") + "|" + g("instances") + "|" + g("size_bytes");
+}
+
+std::string csv_escape(const std::string& v) {
+  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
+  std::string o = "\"";
+  for (char c : v) {
+    if (c == '"') o += '"';
+    o += c == '\n' || c == '\r' ? ' ' : c;
+  }
+  return o + "\"";
+}
+
+std::vector<std::string> csv_split(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool q = false;
+  for (size_t i = 0; i < line.size(); i++) {
+    char c = line[i];
+    if (q) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        i++;
+      } else if (c == '"') {
+        q = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      q = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+CsvWriter::~CsvWriter() {
+  if (f_) fclose(f_);
+}
+
+sdn::Status CsvWriter::open(const std::string& path) {
+  path_ = path;
+  f_ = fopen(path.c_str(), "a");
+  if (!f_) return sdn::Status::error(path + ": " + strerror(errno));
+  if (ftell(f_) == 0) {
+    std::string h;
+    for (const auto& c : csv_columns()) h += (h.empty() ? "" : ",") + c;
+    fprintf(f_, "%s\n", h.c_str());
+    fflush(f_);
+  }
+  return {};
+}
+
+sdn::Status CsvWriter::write(const Row& r) {
+  static const std::set<std::string> known(csv_columns().begin(), csv_columns().end());
+  for (const auto& [k, v] : r)
+    if (!known.count(k)) return sdn::Status::error("row has a column the schema lacks: " + k);
+  std::string line;
+  bool first = true;
+  for (const auto& c : csv_columns()) {
+    auto it = r.find(c);
+    line += (first ? "" : ",") + (it == r.end() ? std::string() : csv_escape(it->second));
+    first = false;
+  }
+  if (fprintf(f_, "%s\n", line.c_str()) < 0 || fflush(f_) != 0)
+    return sdn::Status::error(path_ + ": write: " + strerror(errno));
+  fsync(fileno(f_));
+  return {};
+}
+
+sdn::Result<std::vector<Row>> read_csv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return sdn::Status::error(path + ": cannot open");
+  std::string line;
+  if (!std::getline(in, line)) return sdn::Status::error(path + ":1: empty file");
+  std::vector<std::string> header = csv_split(line);
+  std::vector<Row> rows;
+  int n = 1;
+  while (std::getline(in, line)) {
+    n++;
+    if (line.empty()) continue;
+    auto f = csv_split(line);
+    if (f.size() != header.size()) {
+      // A run killed mid-write leaves at most one short last line; anything else is corrupt.
+      if (in.peek() == EOF) break;
+      return sdn::Status::error(path + ":" + std::to_string(n) + ": " + std::to_string(f.size()) + " fields, header has " +
+                                std::to_string(header.size()));
+    }
+    Row r;
+    for (size_t i = 0; i < f.size(); i++) r[header[i]] = f[i];
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+double to_num(const std::string& s, double fallback) {
+  if (s.empty()) return fallback;
+  char* end;
+  double v = strtod(s.c_str(), &end);
+  return *end ? fallback : v;
+}
+
+Spread spread(std::vector<double> v) {
+  Spread s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  s.median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  return s;
+}
+
+}  // namespace harness

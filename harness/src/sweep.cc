@@ -1,0 +1,594 @@
+#include "harness/sweep.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "harness/tools.h"
+
+namespace harness {
+
+using namespace std::chrono_literals;
+using sdn::Result;
+using sdn::Status;
+using testbed::Process;
+using testbed::SpawnOptions;
+
+// ------------------------------------------------------------------ config
+
+Status load_sweep_config(const std::string& path, SweepConfig* c) {
+  YAML::Node n;
+  try {
+    n = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    return Status::error(path + ": cannot open");
+  } catch (const YAML::Exception& e) {
+    return Status::error(path + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax: " + e.msg);
+  }
+  auto err = [&](const YAML::Node& at, const std::string& key, const std::string& msg) {
+    return Status::error(path + ":" + std::to_string(at.Mark().line + 1) + ": key '" + key + "': " + msg);
+  };
+  if (!n.IsMap()) return Status::error(path + ":1: expected a mapping");
+  static const std::set<std::string> known = {"instances", "sizes", "protos", "duts", "duration_s", "repeat",
+                                              "warmup_s", "sockperf", "background_conns", "mtu", "dataplane_config",
+                                              "out_dir"};
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    std::string k = it->first.as<std::string>();
+    if (!known.count(k)) return err(it->first, k, "unknown key");
+  }
+  auto ints = [&](const char* key, std::vector<int>* out, int lo, int hi) -> Status {
+    YAML::Node v = n[key];
+    if (!v) return {};
+    if (!v.IsSequence() || v.size() == 0) return err(v, key, "expected a non-empty list of numbers");
+    out->clear();
+    for (const auto& x : v) {
+      int i;
+      try {
+        i = x.as<int>();
+      } catch (const YAML::Exception&) {
+        return err(x, key, "'" + x.Scalar() + "' is not a number");
+      }
+      if (i < lo || i > hi) return err(x, key, std::to_string(i) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+      out->push_back(i);
+    }
+    return {};
+  };
+  auto strs = [&](const char* key, std::vector<std::string>* out, const std::set<std::string>& allowed) -> Status {
+    YAML::Node v = n[key];
+    if (!v) return {};
+    if (!v.IsSequence() || v.size() == 0) return err(v, key, "expected a non-empty list");
+    out->clear();
+    for (const auto& x : v) {
+      std::string s = x.Scalar();
+      if (!allowed.count(s)) return err(x, key, "unknown value '" + s + "'");
+      out->push_back(s);
+    }
+    return {};
+  };
+  auto one = [&](const char* key, int* out, int lo, int hi) -> Status {
+    YAML::Node v = n[key];
+    if (!v) return {};
+    try {
+      *out = v.as<int>();
+    } catch (const YAML::Exception&) {
+      return err(v, key, "'" + v.Scalar() + "' is not a number");
+    }
+    if (*out < lo || *out > hi) return err(v, key, "out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+    return {};
+  };
+  if (Status s = ints("instances", &c->instances, 1, 128); !s) return s;
+  if (Status s = ints("sizes", &c->sizes, 16, 65000); !s) return s;
+  if (Status s = strs("protos", &c->protos, {"tcp", "udp"}); !s) return s;
+  if (Status s = strs("duts", &c->duts, {"dataplane", "ovs-dpdk", "kernel-ct", "testpmd-io"}); !s) return s;
+  if (Status s = one("duration_s", &c->duration_s, 1, 3600); !s) return s;
+  if (Status s = one("repeat", &c->repeat, 1, 100); !s) return s;
+  if (Status s = one("warmup_s", &c->warmup_s, 0, 600); !s) return s;
+  if (Status s = one("background_conns", &c->background_conns, 0, 2000000); !s) return s;
+  if (Status s = one("mtu", &c->mtu, 0, 9000); !s) return s;
+  if (YAML::Node v = n["sockperf"]) {
+    std::string s = v.Scalar();
+    if (s != "true" && s != "false") return err(v, "sockperf", "expected true or false");
+    c->sockperf = s == "true";
+  }
+  if (YAML::Node v = n["dataplane_config"]) c->dataplane_config = v.Scalar();
+  if (YAML::Node v = n["out_dir"]) c->out_dir = v.Scalar();
+  return {};
+}
+
+// ------------------------------------------------------------------ testbed
+
+Result<std::unique_ptr<Bed>> Bed::build(int mtu) {
+  auto b = std::make_unique<Bed>();
+  auto t = testbed::Testbed::create();
+  if (!t) return t.status();
+  b->tb = std::move(t.value());
+  b->mtu = mtu;
+  auto c = b->tb->add_netns("client");
+  auto d = b->tb->add_netns("dut");
+  auto s = b->tb->add_netns("server");
+  if (!c || !d || !s) return Status::error("testbed: cannot create namespaces");
+  b->client = *c;
+  b->dut = *d;
+  b->server = *s;
+  for (Status st : {b->tb->add_veth({b->client, "c0"}, {b->dut, "d0"}, mtu),
+                    b->tb->add_veth({b->dut, "d1"}, {b->server, "s0"}, mtu),
+                    b->tb->add_address(b->client, "c0", std::string(kClientIp) + "/24"),
+                    b->tb->add_address(b->server, "s0", std::string(kServerIp) + "/24"),
+                    b->tb->disable_tx_checksum(b->client, "c0"), b->tb->disable_tx_checksum(b->server, "s0"),
+                    b->tb->disable_tx_checksum(b->dut, "d0"), b->tb->disable_tx_checksum(b->dut, "d1")})
+    if (!st) return Status::error("testbed: " + st.message());
+  return b;
+}
+
+// ------------------------------------------------------------------ background connections
+
+Result<std::unique_ptr<BackgroundConns>> BackgroundConns::open(Bed& bed, int count, uint16_t port) {
+  rlimit rl{static_cast<rlim_t>(2 * count + 4096), static_cast<rlim_t>(2 * count + 4096)};
+  setrlimit(RLIMIT_NOFILE, &rl);
+  auto bc = std::unique_ptr<BackgroundConns>(new BackgroundConns());
+  const int per_port = 50000;  // client ports per listening port
+  int nports = (count + per_port - 1) / per_port;
+  std::vector<int> listeners;
+  for (int i = 0; i < nports; i++) {
+    int fd = -1;
+    testbed::run_in(bed.server, [&] { fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0); });
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port + i));
+    inet_pton(AF_INET, Bed::kServerIp, &a.sin_addr);
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 65535) != 0)
+      return Status::error("background conns: listen: " + std::string(strerror(errno)));
+    listeners.push_back(fd);
+  }
+  int made = 0;
+  for (int i = 0; i < count; i++) {
+    int fd = -1;
+    testbed::run_in(bed.client, [&] { fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); });
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port + i / per_port));
+    inet_pton(AF_INET, Bed::kServerIp, &a.sin_addr);
+    if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      if (fd >= 0) close(fd);
+      break;
+    }
+    bc->fds_.push_back(fd);
+    int as = accept4(listeners[static_cast<size_t>(i / per_port)], nullptr, nullptr, SOCK_CLOEXEC);
+    if (as >= 0) bc->fds_.push_back(as);
+    made++;
+  }
+  for (int fd : listeners) close(fd);
+  if (made < count)
+    return Status::error("background conns: " + std::to_string(made) + " of " + std::to_string(count) + " established");
+  return bc;
+}
+
+BackgroundConns::~BackgroundConns() {
+  for (int fd : fds_) close(fd);
+}
+
+// ------------------------------------------------------------------ sweep
+
+namespace {
+
+std::string now_iso() {
+  time_t t = time(nullptr);
+  char b[32];
+  strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+  return b;
+}
+
+std::string cmd_line(const std::vector<std::string>& argv) {
+  auto r = testbed::run_capture(argv, nullptr, 10s);
+  if (!r) return "unavailable";
+  std::string s = r->output.substr(0, r->output.find('\n'));
+  return s.empty() ? "unavailable" : s;
+}
+
+std::string fmt(double v, int prec = 3) {
+  char b[64];
+  snprintf(b, sizeof b, "%.*f", prec, v);
+  return b;
+}
+
+struct Progress {
+  int done = 0, total = 0;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  bool tty = isatty(2);
+  void step(const std::string& what) {
+    done++;
+    if (!tty) return;
+    double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double eta = done ? el / done * (total - done) : 0;
+    fprintf(stderr, "\r\033[K[%d/%d] %s  ETA %dm%02ds", done, total, what.c_str(), static_cast<int>(eta) / 60,
+            static_cast<int>(eta) % 60);
+    fflush(stderr);
+  }
+  void end() {
+    if (tty) fprintf(stderr, "\n");
+  }
+};
+
+struct RunOut {
+  std::vector<IperfResult> inst;
+  SockperfResult lat;
+  bool have_lat = false;
+  std::string error;  // aggregated
+};
+
+RunOut run_traffic(Bed& bed, const SweepConfig& cfg, const std::string& proto, int n, int size, int duration,
+                   const std::string& raw_prefix, bool with_sockperf) {
+  RunOut out;
+  int pfd[2];
+  if (pipe2(pfd, O_CLOEXEC) != 0) {
+    out.error = "pipe failed";
+    return out;
+  }
+  std::vector<Process> procs;
+  std::vector<std::string> files;
+  int mss = std::max(88, std::min(size, bed.mtu - 52));
+  for (int i = 0; i < n; i++) {
+    std::vector<std::string> argv = {"iperf3", "-c", Bed::kServerIp, "-p", std::to_string(5201 + i), "--cport",
+                                     std::to_string(40000 + i), "-t", std::to_string(duration), "-J", "-l",
+                                     std::to_string(size)};
+    if (proto == "udp") argv.insert(argv.end(), {"-u", "-b", "0"});
+    else argv.insert(argv.end(), {"-M", std::to_string(mss)});
+    SpawnOptions o;
+    o.ns = bed.client;
+    o.barrier_fd = pfd[0];
+    o.stdout_path = raw_prefix + "-iperf3-" + std::to_string(i) + ".json";
+    o.stderr_path = raw_prefix + "-iperf3-" + std::to_string(i) + ".err";
+    auto p = Process::spawn(argv, o);
+    if (!p) {
+      out.error = "instance " + std::to_string(i) + ": " + p.message();
+      break;
+    }
+    procs.push_back(std::move(p.value()));
+    files.push_back(o.stdout_path);
+  }
+  std::string lat_file = raw_prefix + "-sockperf.txt";
+  Process sp;
+  if (with_sockperf && out.error.empty()) {
+    SpawnOptions o;
+    o.ns = bed.client;
+    o.barrier_fd = pfd[0];
+    o.stdout_path = lat_file;
+    o.stderr_path = "=stdout";
+    auto p = Process::spawn({"sockperf", "ping-pong", "-i", Bed::kServerIp, "-p", "11111", "-t",
+                             std::to_string(duration), "-m", std::to_string(std::min(size, 65000))},
+                            o);
+    if (p) sp = std::move(p.value());
+    out.have_lat = p.ok();
+  }
+  // Release everyone at once.
+  std::string go(procs.size() + (out.have_lat ? 1 : 0), 'g');
+  if (!go.empty() && write(pfd[1], go.data(), go.size()) < 0) out.error = "barrier write failed";
+  close(pfd[0]);
+  close(pfd[1]);
+  auto timeout = std::chrono::seconds(duration + 20);
+  for (size_t i = 0; i < procs.size(); i++) {
+    auto rc = procs[i].wait(timeout);
+    std::ifstream in(files[i]);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    IperfResult r = parse_iperf3(ss.str());
+    if (!rc) r = IperfResult{false, "timed out after " + std::to_string(timeout.count()) + " s"};
+    else if (r.ok && *rc != 0) r = IperfResult{false, "exit status " + std::to_string(*rc)};
+    if (!r.ok) out.error += (out.error.empty() ? "" : "; ") + ("instance " + std::to_string(i) + ": " + r.error);
+    out.inst.push_back(r);
+  }
+  if (out.have_lat) {
+    auto rc = sp.wait(timeout);
+    std::ifstream in(lat_file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    out.lat = rc ? parse_sockperf(ss.str()) : SockperfResult{false, "sockperf timed out"};
+  }
+  (void)cfg;
+  return out;
+}
+
+}  // namespace
+
+Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& stop) {
+  std::string out = !cfg.resume_dir.empty() ? cfg.resume_dir : cfg.out_dir;
+  if (out.empty()) {
+    time_t t = time(nullptr);
+    char b[32];
+    strftime(b, sizeof b, "%Y%m%d-%H%M%S", gmtime(&t));
+    out = cfg.source_dir + "/results/runs/" + b;
+  }
+  std::string raw = out + "/raw";
+  {
+    std::string acc;  // mkdir -p
+    std::istringstream in(raw);
+    for (std::string part; std::getline(in, part, '/');) {
+      acc += part + "/";
+      if (part.empty()) continue;
+      if (mkdir(acc.c_str(), 0755) != 0 && errno != EEXIST) return Status::error("mkdir " + acc + ": " + strerror(errno));
+    }
+  }
+  std::string csv = out + "/results.csv";
+  std::set<std::string> done;
+  std::map<std::string, std::vector<Row>> prior;  // rows already written, by cell
+  if (!cfg.resume_dir.empty() && access(csv.c_str(), F_OK) == 0) {
+    auto rows = read_csv(csv);
+    if (!rows) return rows.status();
+    for (auto& r : rows.value()) {
+      done.insert(cell_key(r) + "|" + r["repeat"]);
+      prior[cell_key(r)].push_back(r);
+    }
+    fprintf(stderr, "harness: resuming %s: %zu rows already measured\n", out.c_str(), rows->size());
+  }
+  std::string git = cmd_line({"git", "-C", cfg.source_dir, "rev-parse", "--short", "HEAD"});
+  if (access((out + "/machine.txt").c_str(), F_OK) != 0) {
+    std::ofstream m(out + "/machine.txt");
+    std::string cpu = "unknown";
+    std::ifstream ci("/proc/cpuinfo");
+    for (std::string l; std::getline(ci, l);)
+      if (l.rfind("model name", 0) == 0) {
+        cpu = l.substr(l.find(':') + 2);
+        break;
+      }
+    m << "cpu: " << cpu << "\ncores: " << std::thread::hardware_concurrency() << "\nkernel: " << cmd_line({"uname", "-r"})
+      << "\ndpdk: " << cmd_line({"pkg-config", "--modversion", "libdpdk"}) << "\novs: " << cmd_line({"ovs-vswitchd", "--version"})
+      << "\niperf3: " << cmd_line({"iperf3", "--version"}) << "\nsockperf: " << cmd_line({"sockperf", "--version"})
+      << "\ngit: " << git << "\nhugepages: " << (getenv("DPDK_HUGE") && std::string(getenv("DPDK_HUGE")) == "0" ? "no" : "yes")
+      << "\n";
+  }
+  CsvWriter w;
+  if (Status s = w.open(csv); !s) return s;
+
+  int max_size = 0;
+  for (int s : cfg.sizes) max_size = std::max(max_size, s);
+  int mtu = cfg.mtu ? cfg.mtu : (max_size > 1460 ? 9000 : 1500);
+  int max_inst = 0;
+  for (int i : cfg.instances) max_inst = std::max(max_inst, i);
+
+  Progress prog;
+  prog.total = static_cast<int>(cfg.duts.size() * (cfg.protos.size() * cfg.instances.size() * cfg.sizes.size() +
+                                                   (cfg.sockperf ? cfg.sizes.size() : 0)) *
+                                cfg.repeat);
+  int errors = 0;
+  for (const std::string& dname : cfg.duts) {
+    if (stop) break;
+    std::string ddir = raw + "/" + dname;
+    mkdir(ddir.c_str(), 0755);
+    std::string version = "unknown", dut_error;
+    std::unique_ptr<Bed> bed;
+    std::unique_ptr<Dut> dut;
+    auto b = Bed::build(mtu);
+    if (!b) dut_error = b.message();
+    else bed = std::move(b.value());
+    if (dut_error.empty()) {
+      auto d = make_dut(dname, cfg, ddir);
+      if (!d) dut_error = d.message();
+      else dut = std::move(d.value());
+    }
+    if (dut) version = dut->version();
+    if (dut_error.empty()) {
+      if (Status s = dut->start(*bed); !s) dut_error = "start: " + s.message();
+    }
+    std::vector<Process> servers;
+    std::unique_ptr<BackgroundConns> bg;
+    if (dut_error.empty()) {
+      for (int i = 0; i < max_inst; i++) {
+        SpawnOptions o;
+        o.ns = bed->server;
+        o.stdout_path = "/dev/null";
+        o.stderr_path = "/dev/null";
+        auto p = Process::spawn({"iperf3", "-s", "-p", std::to_string(5201 + i)}, o);
+        if (!p) {
+          dut_error = "iperf3 server: " + p.message();
+          break;
+        }
+        servers.push_back(std::move(p.value()));
+      }
+      if (cfg.sockperf && dut_error.empty()) {
+        SpawnOptions o;
+        o.ns = bed->server;
+        o.stdout_path = "/dev/null";
+        o.stderr_path = "/dev/null";
+        auto p = Process::spawn({"sockperf", "server", "-i", Bed::kServerIp, "-p", "11111"}, o);
+        if (p) servers.push_back(std::move(p.value()));
+      }
+      std::this_thread::sleep_for(300ms);
+      if (cfg.background_conns > 0 && dut_error.empty()) {
+        auto bc = BackgroundConns::open(*bed, cfg.background_conns, 30000);
+        if (!bc) dut_error = bc.message();
+        else bg = std::move(bc.value());
+      }
+    }
+    auto base_row = [&](const std::string& kind, const std::string& proto, int inst, int size) {
+      Row r;
+      r["timestamp"] = now_iso();
+      r["git_rev"] = git;
+      r["dut"] = dname;
+      r["dut_version"] = version;
+      r["kind"] = kind;
+      r["proto"] = proto;
+      r["instances"] = std::to_string(inst);
+      r["size_bytes"] = std::to_string(size);
+      r["background_conns"] = std::to_string(bg ? bg->established() : 0);
+      return r;
+    };
+    auto finish_cell = [&](Row base, std::vector<Row> reps) {
+      std::vector<double> tp, p50, p99;
+      std::string first_err;
+      for (auto& r : reps) {
+        if (r["status"] == "ok") {
+          if (!r["throughput_gbps"].empty()) tp.push_back(to_num(r["throughput_gbps"]));
+          if (!r["latency_p50_us"].empty()) p50.push_back(to_num(r["latency_p50_us"]));
+          if (!r["latency_p99_us"].empty()) p99.push_back(to_num(r["latency_p99_us"]));
+        } else if (first_err.empty()) {
+          first_err = r["error"];
+        }
+      }
+      base["repeat"] = "summary";
+      if (!tp.empty()) {
+        Spread s = spread(tp);
+        base["throughput_gbps"] = fmt(s.median);
+        base["throughput_gbps_min"] = fmt(s.min);
+        base["throughput_gbps_max"] = fmt(s.max);
+      }
+      if (!p50.empty()) {
+        Spread s = spread(p50);
+        base["latency_p50_us"] = fmt(s.median);
+        base["latency_p50_us_min"] = fmt(s.min);
+        base["latency_p50_us_max"] = fmt(s.max);
+      }
+      if (!p99.empty()) {
+        Spread s = spread(p99);
+        base["latency_p99_us"] = fmt(s.median);
+        base["latency_p99_us_min"] = fmt(s.min);
+        base["latency_p99_us_max"] = fmt(s.max);
+      }
+      bool any_ok = !tp.empty() || !p50.empty();
+      base["status"] = any_ok ? "ok" : "error";
+      if (!any_ok) base["error"] = first_err.empty() ? "no repetition succeeded" : first_err;
+      w.write(base);
+    };
+
+    // Throughput cells (with sockperf under load).
+    for (const std::string& proto : cfg.protos) {
+      for (int inst : cfg.instances) {
+        if (dut_error.empty() && cfg.warmup_s > 0 && !stop)
+          run_traffic(*bed, cfg, proto, inst, 1460, cfg.warmup_s, ddir + "/warmup", false);
+        for (int size : cfg.sizes) {
+          Row base = base_row("throughput", proto, inst, size);
+          std::vector<Row> reps = prior[cell_key(base)];
+          std::erase_if(reps, [](Row& r) { return r["repeat"] == "summary"; });
+          bool all_done = true;
+          for (int rep = 1; rep <= cfg.repeat; rep++) {
+            if (stop) break;
+            std::string what = dname + " " + proto + " x" + std::to_string(inst) + " " + std::to_string(size) + "B rep " +
+                               std::to_string(rep);
+            if (done.count(cell_key(base) + "|" + std::to_string(rep))) {
+              prog.step(what + " (resumed)");
+              continue;
+            }
+            Row r = base;
+            r["timestamp"] = now_iso();
+            r["repeat"] = std::to_string(rep);
+            if (!dut_error.empty()) {
+              r["status"] = "error";
+              r["error"] = dut_error;
+              errors++;
+            } else {
+              std::string rp = ddir + "/" + proto + "-x" + std::to_string(inst) + "-" + std::to_string(size) + "-r" +
+                               std::to_string(rep);
+              RunOut o = run_traffic(*bed, cfg, proto, inst, size, cfg.duration_s, rp, cfg.sockperf);
+              double sum = 0, mn = 1e18, mx = 0, cpu = 0, rtt = 0, loss = 0;
+              long long retr = 0;
+              for (auto& x : o.inst) {
+                sum += x.gbps;
+                mn = std::min(mn, x.gbps);
+                mx = std::max(mx, x.gbps);
+                retr += x.retransmits;
+                cpu += x.cpu_host;
+                rtt += x.rtt_us;
+                loss += x.lost_percent;
+              }
+              if (o.error.empty() && !o.inst.empty()) {
+                double k = static_cast<double>(o.inst.size());
+                r["throughput_gbps"] = fmt(sum);
+                r["throughput_min_instance_gbps"] = fmt(mn);
+                r["throughput_max_instance_gbps"] = fmt(mx);
+                r["retransmits"] = std::to_string(retr);
+                r["cpu_host_pct"] = fmt(cpu / k, 1);
+                if (proto == "tcp") r["rtt_us"] = fmt(rtt / k, 1);
+                else r["lost_percent"] = fmt(loss / k, 3);
+                r["status"] = "ok";
+              } else {
+                r["status"] = "error";
+                r["error"] = o.error.empty() ? "no iperf3 instance ran" : o.error;
+                errors++;
+              }
+              if (o.have_lat && o.lat.ok) {
+                r["latency_p50_us"] = fmt(o.lat.p50_us);
+                r["latency_p90_us"] = fmt(o.lat.p90_us);
+                r["latency_p99_us"] = fmt(o.lat.p99_us);
+                r["latency_p999_us"] = fmt(o.lat.p999_us);
+                r["latency_max_us"] = fmt(o.lat.max_us);
+              }
+              long long ce = dut->ct_entries(), off = dut->offloaded();
+              if (ce >= 0) r["ct_entries"] = std::to_string(ce);
+              if (off >= 0) r["offloaded_entries"] = std::to_string(off);
+            }
+            if (Status s = w.write(r); !s) return s;
+            reps.push_back(r);
+            prog.step(what);
+          }
+          for (int rep = 1; rep <= cfg.repeat; rep++)
+            if (!done.count(cell_key(base) + "|" + std::to_string(rep)) && stop) all_done = false;
+          if (all_done && !done.count(cell_key(base) + "|summary")) finish_cell(base, reps);
+        }
+      }
+    }
+    // Idle latency: sockperf ping-pong alone, per size.
+    if (cfg.sockperf) {
+      for (int size : cfg.sizes) {
+        Row base = base_row("latency", "udp", 0, size);
+        std::vector<Row> reps = prior[cell_key(base)];
+        std::erase_if(reps, [](Row& r) { return r["repeat"] == "summary"; });
+        for (int rep = 1; rep <= cfg.repeat && !stop; rep++) {
+          std::string what = dname + " latency " + std::to_string(size) + "B rep " + std::to_string(rep);
+          if (done.count(cell_key(base) + "|" + std::to_string(rep))) {
+            prog.step(what + " (resumed)");
+            continue;
+          }
+          Row r = base;
+          r["repeat"] = std::to_string(rep);
+          if (!dut_error.empty()) {
+            r["status"] = "error";
+            r["error"] = dut_error;
+            errors++;
+          } else {
+            RunOut o = run_traffic(*bed, cfg, "udp", 0, size, cfg.duration_s,
+                                   ddir + "/latency-" + std::to_string(size) + "-r" + std::to_string(rep), true);
+            if (o.have_lat && o.lat.ok) {
+              r["latency_p50_us"] = fmt(o.lat.p50_us);
+              r["latency_p90_us"] = fmt(o.lat.p90_us);
+              r["latency_p99_us"] = fmt(o.lat.p99_us);
+              r["latency_p999_us"] = fmt(o.lat.p999_us);
+              r["latency_max_us"] = fmt(o.lat.max_us);
+              r["status"] = "ok";
+            } else {
+              r["status"] = "error";
+              r["error"] = o.have_lat ? o.lat.error : "sockperf did not start";
+              errors++;
+            }
+          }
+          if (Status s = w.write(r); !s) return s;
+          reps.push_back(r);
+          prog.step(what);
+        }
+        if (!stop && !done.count(cell_key(base) + "|summary")) finish_cell(base, reps);
+      }
+    }
+    bg.reset();
+    servers.clear();
+    if (dut) dut->stop();
+    bed.reset();
+  }
+  prog.end();
+  fprintf(stderr, "harness: results in %s\n", csv.c_str());
+  return SweepOutcome{errors, out};
+}
+
+}  // namespace harness

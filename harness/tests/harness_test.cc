@@ -1,0 +1,202 @@
+// Unit tests for the harness: parsers on real iperf3 3.12 / sockperf 3.7
+// output captured on this machine (tests/data), the CSV writer and resume,
+// config validation, compare and report.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "harness/report.h"
+#include "harness/results.h"
+#include "harness/sweep.h"
+#include "harness/tools.h"
+
+using namespace harness;
+
+namespace {
+
+std::string data(const std::string& f) {
+  std::ifstream in(std::string(TEST_DATA) + "/" + f);
+  EXPECT_TRUE(in.good()) << f;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string tmp(const std::string& name) { return "/tmp/harness-test-" + std::to_string(getpid()) + "-" + name; }
+
+TEST(Iperf3, ParsesTcpSuccess) {
+  IperfResult r = parse_iperf3(data("iperf3-tcp-ok.json"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_NEAR(r.gbps, 10.77, 0.01);
+  EXPECT_GE(r.retransmits, 0);
+  EXPECT_GT(r.cpu_host, 0);
+  EXPECT_GT(r.rtt_us, 0);
+}
+
+TEST(Iperf3, ParsesUdpLoss) {
+  IperfResult r = parse_iperf3(data("iperf3-udp-loss.json"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_GT(r.gbps, 0);
+  EXPECT_NEAR(r.lost_percent, 0.813, 0.001);
+  EXPECT_EQ(r.rtt_us, 0);
+}
+
+TEST(Iperf3, ErrorKeyIsAnErrorNotAZero) {
+  IperfResult r = parse_iperf3(data("iperf3-error.json"));
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error, "unable to connect to server: Connection refused");
+}
+
+TEST(Iperf3, TruncatedOutputIsAnError) {
+  IperfResult r = parse_iperf3(data("iperf3-truncated.json"));
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("unparsable"), std::string::npos) << r.error;
+  EXPECT_FALSE(parse_iperf3("").ok);
+}
+
+TEST(Sockperf, ParsesPercentilesThroughAnsiCodes) {
+  SockperfResult r = parse_sockperf(data("sockperf-pp.txt"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_DOUBLE_EQ(r.p50_us, 15.033);
+  EXPECT_DOUBLE_EQ(r.p90_us, 16.476);
+  EXPECT_DOUBLE_EQ(r.p99_us, 51.402);
+  EXPECT_DOUBLE_EQ(r.p999_us, 77.942);
+  EXPECT_DOUBLE_EQ(r.max_us, 1009.315);
+  EXPECT_DOUBLE_EQ(r.avg_us, 16.491);
+}
+
+TEST(Sockperf, NoServerIsAnError) {
+  SockperfResult r = parse_sockperf(data("sockperf-error.txt"));
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("no messages"), std::string::npos);
+  EXPECT_EQ(strip_ansi("\x1b[2;35mhi\x1b[0m"), "hi");
+}
+
+TEST(Csv, WritesFlushesAndReadsBack) {
+  std::string p = tmp("w.csv");
+  unlink(p.c_str());
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(p).ok());
+    ASSERT_TRUE(w.write({{"dut", "dataplane"}, {"status", "ok"}, {"error", "a, \"quoted\" thing"}}).ok());
+    EXPECT_FALSE(w.write({{"nonsense", "x"}}).ok());
+  }
+  {
+    CsvWriter w;  // reopen: no second header
+    ASSERT_TRUE(w.open(p).ok());
+    ASSERT_TRUE(w.write({{"dut", "kernel-ct"}, {"status", "error"}}).ok());
+  }
+  auto rows = read_csv(p);
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0]["error"], "a, \"quoted\" thing");
+  EXPECT_EQ((*rows)[1]["dut"], "kernel-ct");
+  // A run killed mid-row leaves a short last line: resume ignores it.
+  std::ofstream(p, std::ios::app) << "2026-01-01,abc,dataplane";
+  rows = read_csv(p);
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  EXPECT_EQ(rows->size(), 2u);
+  unlink(p.c_str());
+}
+
+TEST(Csv, SpreadIsMedianMinMax) {
+  Spread s = spread({3, 1, 2, 10});
+  EXPECT_DOUBLE_EQ(s.median, 2.5);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 10);
+}
+
+TEST(Config, ErrorsNameFileLineAndKey) {
+  std::string p = tmp("c.yaml");
+  std::ofstream(p) << "instances: [4, 16]\nsizes: [64, big]\n";
+  SweepConfig c;
+  auto s = load_sweep_config(p, &c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(p + ":2: key 'sizes': 'big' is not a number"), std::string::npos) << s.message();
+  std::ofstream(p) << "instances: [4]\nduts: [dataplane, vpp]\n";
+  s = load_sweep_config(p, &c);
+  EXPECT_NE(s.message().find(":2: key 'duts': unknown value 'vpp'"), std::string::npos) << s.message();
+  std::ofstream(p) << "durations_s: 3\n";
+  s = load_sweep_config(p, &c);
+  EXPECT_NE(s.message().find(":1: key 'durations_s': unknown key"), std::string::npos) << s.message();
+  std::ofstream(p) << "instances: [1, 2]\nduration_s: 7\nduts: [testpmd-io]\n";
+  ASSERT_TRUE(load_sweep_config(p, &c).ok());
+  EXPECT_EQ(c.duration_s, 7);
+  EXPECT_EQ(c.instances, (std::vector<int>{1, 2}));
+  unlink(p.c_str());
+}
+
+Row summary(const std::string& dut, const std::string& kind, int size, double gbps, double p50,
+            const std::string& status = "ok") {
+  return {{"dut", dut},         {"kind", kind},
+          {"proto", "tcp"},     {"instances", kind == "latency" ? "0" : "4"},
+          {"size_bytes", std::to_string(size)}, {"repeat", "summary"},
+          {"throughput_gbps", gbps >= 0 ? std::to_string(gbps) : ""},
+          {"latency_p50_us", p50 >= 0 ? std::to_string(p50) : ""},
+          {"status", status},   {"error", status == "ok" ? "" : "boom"}};
+}
+
+TEST(Compare, FindsRegressionsOverTheLimit) {
+  std::string a = tmp("old.csv"), b = tmp("new.csv");
+  unlink(a.c_str());
+  unlink(b.c_str());
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(a).ok());
+    w.write(summary("dataplane", "throughput", 1460, 2.0, -1));
+    w.write(summary("dataplane", "throughput", 8192, 4.0, -1));
+    w.write(summary("dataplane", "latency", 64, -1, 20));
+  }
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(b).ok());
+    w.write(summary("dataplane", "throughput", 1460, 1.96, -1));  // -2%: within 5%
+    w.write(summary("dataplane", "throughput", 8192, 3.0, -1));   // -25%
+    w.write(summary("dataplane", "latency", 64, -1, 30));         // +50%
+  }
+  auto r = compare(a, b, 5);
+  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_NE((*r)[0].find("8192B: throughput 4.00 -> 3.00"), std::string::npos) << (*r)[0];
+  EXPECT_NE((*r)[1].find("latency p50 20.00 -> 30.00"), std::string::npos) << (*r)[1];
+  EXPECT_TRUE(compare(a, a, 5)->empty());
+  unlink(a.c_str());
+  unlink(b.c_str());
+}
+
+TEST(Report, WritesMarkdownAndSvg) {
+  std::string d = tmp("run");
+  mkdir(d.c_str(), 0755);
+  std::string p = d + "/results.csv";
+  unlink(p.c_str());
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(p).ok());
+    for (int size : {64, 1460, 8192}) {
+      w.write(summary("testpmd-io", "throughput", size, size / 1000.0 + 1, -1));
+      w.write(summary("dataplane", "throughput", size, size / 1000.0 + 0.95, -1));
+      w.write(summary("kernel-ct", "throughput", size, size / 2000.0, -1));
+    }
+    w.write(summary("ovs-dpdk", "throughput", 64, -1, -1, "error"));
+    w.write(summary("dataplane", "latency", 64, -1, 18));
+    w.write(summary("testpmd-io", "latency", 64, -1, 17));
+  }
+  ASSERT_TRUE(write_report(d).ok());
+  std::ifstream in(d + "/report.md");
+  std::stringstream md;
+  md << in.rdbuf();
+  EXPECT_NE(md.str().find("| 1460 |"), std::string::npos) << md.str();
+  EXPECT_NE(md.str().find("error: boom"), std::string::npos);
+  EXPECT_NE(md.str().find("90% of the testpmd-io ceiling"), std::string::npos);
+  EXPECT_NE(md.str().find("| kernel-ct |"), std::string::npos);
+  std::ifstream hin(d + "/report.html");
+  std::stringstream html;
+  html << hin.rdbuf();
+  EXPECT_NE(html.str().find("<svg"), std::string::npos);
+  EXPECT_NE(html.str().find("<polyline"), std::string::npos);
+}
+
+}  // namespace
