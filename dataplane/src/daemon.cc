@@ -145,6 +145,7 @@ void Daemon::worker_loop(Worker* w) {
     b.n = 0;
   };
 
+  uint64_t last_expire = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
     Pipeline* pl = pipeline_.load(std::memory_order_acquire);
     uint64_t now = mono_ns();
@@ -177,7 +178,12 @@ void Daemon::worker_loop(Worker* w) {
       st.busy_polls++;
     } else {
       st.idle_polls++;
-      ct->expire(now, 256);
+      // Expiry on idle polls, paced: a scan per poll would stream the whole
+      // table through the cache while waiting for packets.
+      if (now - last_expire > 1'000'000) {
+        ct->expire(now, 1024);
+        last_expire = now;
+      }
     }
     rte_rcu_qsbr_quiescent(qsbr_, w->id);
   }
@@ -214,7 +220,10 @@ Status Daemon::setup_port(size_t i) {
                          std::to_string(info.max_rx_queues) + " rx / " + std::to_string(info.max_tx_queues) +
                          " tx (for net_af_packet add qpairs=N to devargs)");
   rte_eth_conf conf{};
-  conf.rxmode.mtu = pc.mtu;
+  // Some PMDs (net_af_packet) advertise a standard frame at configure time
+  // and take jumbo MTUs only through rte_eth_dev_set_mtu afterwards.
+  bool set_mtu_later = static_cast<uint32_t>(pc.mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN) > info.max_rx_pktlen;
+  conf.rxmode.mtu = set_mtu_later ? RTE_ETHER_MTU : pc.mtu;
   if (nq > 1) {
     uint64_t hf = info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP);
     if (hf) {
@@ -230,6 +239,12 @@ Status Daemon::setup_port(size_t i) {
   }
   if (int rc = rte_eth_dev_configure(pid, nq, nq, &conf); rc != 0)
     return Status::error("port '" + pc.name + "': configure: " + strerror(-rc));
+  if (set_mtu_later) {
+    if (int rc = rte_eth_dev_set_mtu(pid, pc.mtu); rc != 0)
+      return Status::error("port '" + pc.name + "': MTU " + std::to_string(pc.mtu) + " (device max frame " +
+                           std::to_string(info.max_rx_pktlen) + ", max MTU " + std::to_string(info.max_mtu) +
+                           "): " + strerror(-rc) + "; for net_af_packet raise framesz in devargs");
+  }
   uint16_t nrx = pc.rx_desc, ntx = pc.tx_desc;
   rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrx, &ntx);
   int socket = rte_eth_dev_socket_id(pid);

@@ -38,6 +38,14 @@ std::string first_line(const std::vector<std::string>& argv) {
   return s.empty() ? "unknown" : s;
 }
 
+// The last lines of a log, on one line, for an error row.
+std::string tail(const std::string& s) {
+  std::string t = s.size() > 300 ? s.substr(s.size() - 300) : s;
+  for (char& c : t)
+    if (c == '\n') c = ' ';
+  return t;
+}
+
 bool huge_ok() {
   const char* e = getenv("DPDK_HUGE");
   return !e || std::string(e) != "0";
@@ -66,10 +74,10 @@ Status wait_for_log(Process& p, const std::string& log, const std::string& needl
   auto deadline = std::chrono::steady_clock::now() + within;
   while (std::chrono::steady_clock::now() < deadline) {
     if (slurp(log).find(needle) != std::string::npos) return {};
-    if (!p.running()) return Status::error("exited during start: " + slurp(log).substr(0, 600));
+    if (!p.running()) return Status::error("exited during start; log " + log + ": " + tail(slurp(log)));
     std::this_thread::sleep_for(100ms);
   }
-  return Status::error("not ready after " + std::to_string(within.count()) + " s: " + slurp(log).substr(0, 600));
+  return Status::error("not ready after " + std::to_string(within.count()) + " s; log " + log + ": " + tail(slurp(log)));
 }
 
 class DataplaneDut final : public Dut {
@@ -136,7 +144,7 @@ class TestpmdDut final : public Dut {
                                      "--vdev", afp(0, "d0", bed.mtu), "--vdev", afp(1, "d1", bed.mtu)};
     if (!huge_ok()) argv.insert(argv.end(), {"--no-huge", "-m", "1024"});
     argv.insert(argv.end(), {"--", "--forward-mode=io", "--auto-start", "--stats-period", "10", "--nb-cores=1"});
-    if (bed.mtu > 1500) argv.insert(argv.end(), {"--mbuf-size=10240", "--max-pkt-len=9018"});
+    if (bed.mtu > 1500) argv.insert(argv.end(), {"--mbuf-size=10240", "--max-pkt-len=9018", "--total-num-mbufs=16384"});
     SpawnOptions o;
     o.ns = bed.dut;
     o.stdout_path = log_;
@@ -144,7 +152,7 @@ class TestpmdDut final : public Dut {
     auto p = Process::spawn(argv, o);
     if (!p) return p.status();
     proc_ = std::move(p.value());
-    if (Status s = wait_for_log(proc_, log_, "Start automatic packet forwarding", 30s); !s) return s;
+    if (Status s = wait_for_log(proc_, log_, "packet forwarding - ports=", 30s); !s) return s;
     return ping_across(bed, 10s);
   }
   void stop() override {

@@ -251,6 +251,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!cfg.dataplane_config.empty() && cfg.dataplane_config[0] != '/' && access(cfg.dataplane_config.c_str(), R_OK) != 0)
+    cfg.dataplane_config = cfg.source_dir + "/" + cfg.dataplane_config;
   if (!testbed::have_privileges()) {
     fprintf(stderr, "harness: run as root (the testbed needs CAP_NET_ADMIN and CAP_SYS_ADMIN)\n");
     return 2;

@@ -97,7 +97,7 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
   if (Status s = one("repeat", &c->repeat, 1, 100); !s) return s;
   if (Status s = one("warmup_s", &c->warmup_s, 0, 600); !s) return s;
   if (Status s = one("background_conns", &c->background_conns, 0, 2000000); !s) return s;
-  if (Status s = one("mtu", &c->mtu, 0, 9000); !s) return s;
+  if (Status s = one("mtu", &c->mtu, 576, 9000); !s) return s;
   if (YAML::Node v = n["sockperf"]) {
     std::string s = v.Scalar();
     if (s != "true" && s != "false") return err(v, "sockperf", "expected true or false");
@@ -269,8 +269,10 @@ RunOut run_traffic(Bed& bed, const SweepConfig& cfg, const std::string& proto, i
     o.barrier_fd = pfd[0];
     o.stdout_path = lat_file;
     o.stderr_path = "=stdout";
+    // One datagram per message: sizes past the MTU would be IP fragments,
+    // which the DPDK DUTs here do not reassemble.
     auto p = Process::spawn({"sockperf", "ping-pong", "-i", Bed::kServerIp, "-p", "11111", "-t",
-                             std::to_string(duration), "-m", std::to_string(std::min(size, 65000))},
+                             std::to_string(duration), "-m", std::to_string(std::min(size, bed.mtu - 28))},
                             o);
     if (p) sp = std::move(p.value());
     out.have_lat = p.ok();
@@ -348,15 +350,13 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     m << "cpu: " << cpu << "\ncores: " << std::thread::hardware_concurrency() << "\nkernel: " << cmd_line({"uname", "-r"})
       << "\ndpdk: " << cmd_line({"pkg-config", "--modversion", "libdpdk"}) << "\novs: " << cmd_line({"ovs-vswitchd", "--version"})
       << "\niperf3: " << cmd_line({"iperf3", "--version"}) << "\nsockperf: " << cmd_line({"sockperf", "--version"})
-      << "\ngit: " << git << "\nhugepages: " << (getenv("DPDK_HUGE") && std::string(getenv("DPDK_HUGE")) == "0" ? "no" : "yes")
+      << "\ngit: " << git << "\nmtu: " << cfg.mtu << "\nhugepages: " << (getenv("DPDK_HUGE") && std::string(getenv("DPDK_HUGE")) == "0" ? "no" : "yes")
       << "\n";
   }
   CsvWriter w;
   if (Status s = w.open(csv); !s) return s;
 
-  int max_size = 0;
-  for (int s : cfg.sizes) max_size = std::max(max_size, s);
-  int mtu = cfg.mtu ? cfg.mtu : (max_size > 1460 ? 9000 : 1500);
+  int mtu = cfg.mtu;
   int max_inst = 0;
   for (int i : cfg.instances) max_inst = std::max(max_inst, i);
 

@@ -1,0 +1,89 @@
+// End to end: the real harness binary on the namespace testbed.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "harness/results.h"
+#include "testbed/process.h"
+#include "testbed/testbed.h"
+
+namespace {
+
+std::string g_harness, g_src;
+
+size_t testbed_namespaces() {
+  size_t n = 0;
+  for (const auto& ns : testbed::list_netns()) n += ns.rfind("tb-", 0) == 0;
+  return n;
+}
+
+TEST(E2E, SmallSweepAllRowsOkAndNothingLeftBehind) {
+  std::string out = "/tmp/harness-e2e-" + std::to_string(getpid());
+  size_t before = testbed_namespaces();
+  auto r = testbed::run_capture({g_harness, "run", "--instances", "1,2", "--sizes", "1460", "--duration", "2",
+                                 "--repeat", "1", "--warmup", "0", "--dut", "testpmd-io,dataplane", "--out", out, "--ci"},
+                                nullptr, std::chrono::minutes(5));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 0) << r->output;
+  auto rows = harness::read_csv(out + "/results.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  int throughput_rows = 0;
+  for (auto& row : *rows) {
+    EXPECT_EQ(row["status"], "ok") << row["dut"] << " " << row["kind"] << ": " << row["error"];
+    if (row["kind"] == "throughput") {
+      throughput_rows++;
+      EXPECT_GT(harness::to_num(row["throughput_gbps"], 0), 0) << row["dut"];
+    }
+  }
+  EXPECT_EQ(throughput_rows, 2 * 2 * 2);  // 2 DUTs x 2 instance counts x (1 repetition + summary)
+  EXPECT_EQ(testbed_namespaces(), before);
+  EXPECT_EQ(access((out + "/report.md").c_str(), F_OK), 0);
+  EXPECT_EQ(access((out + "/machine.txt").c_str(), F_OK), 0);
+}
+
+TEST(E2E, ADutThatFailsItsHealthCheckYieldsErrorRowsAndTheOthersRun) {
+  std::string out = "/tmp/harness-e2e-fail-" + std::to_string(getpid());
+  std::string cfg = out + ".yaml";
+  // A dataplane that drops everything: it starts, but no ping crosses it.
+  std::ofstream(cfg) << "eal: {file_prefix: e2efail, no_huge: true}\n"
+                        "ports:\n  - {name: inside, devargs: \"net_af_packet0,iface=veth-inside\"}\n"
+                        "  - {name: outside, devargs: \"net_af_packet1,iface=veth-outside\"}\n"
+                        "tables:\n  0:\n    - {priority: 0, match: \"\", actions: drop}\n";
+  auto r = testbed::run_capture({g_harness, "run", "--instances", "1", "--sizes", "1460", "--duration", "1", "--repeat",
+                                 "1", "--warmup", "0", "--dut", "dataplane,testpmd-io", "--dataplane-config", cfg,
+                                 "--out", out},
+                                nullptr, std::chrono::minutes(5));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 1) << "error rows must fail the run:\n" << r->output;
+  auto rows = harness::read_csv(out + "/results.csv");
+  ASSERT_TRUE(rows.ok());
+  int dp_err = 0, tp_ok = 0;
+  for (auto& row : *rows) {
+    if (row["dut"] == "dataplane") {
+      EXPECT_EQ(row["status"], "error");
+      EXPECT_NE(row["error"].find("health check"), std::string::npos) << row["error"];
+      EXPECT_TRUE(row["throughput_gbps"].empty()) << "an error row must not carry a zero";
+      dp_err++;
+    }
+    if (row["dut"] == "testpmd-io" && row["status"] == "ok") tp_ok++;
+  }
+  EXPECT_GT(dp_err, 0);
+  EXPECT_GT(tp_ok, 0);
+  unlink(cfg.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc < 3) return 2;
+  g_harness = argv[1];
+  g_src = argv[2];
+  if (!testbed::have_privileges()) {
+    fprintf(stderr, "SKIP: harness end-to-end tests need root (network namespaces)\n");
+    return 77;
+  }
+  return RUN_ALL_TESTS();
+}
