@@ -367,18 +367,23 @@ Status Daemon::reload() {
   return {};
 }
 
+RuleCounters Daemon::rule_counters(const Pipeline& pl, size_t i) const {
+  RuleCounters c = pl.counters(i);
+  auto it = retired_.find(pl.rules()[i].id);
+  if (it != retired_.end()) {
+    c.packets += it->second.packets;
+    c.bytes += it->second.bytes;
+  }
+  return c;
+}
+
 std::string Daemon::rules_text() {
   std::lock_guard<std::mutex> lk(mu_);
   std::ostringstream o;
   Pipeline* pl = pipeline_.load();
   for (size_t i = 0; i < pl->rules().size(); i++) {
     const Rule& r = pl->rules()[i];
-    RuleCounters c = pl->counters(i);
-    auto it = retired_.find(r.id);
-    if (it != retired_.end()) {
-      c.packets += it->second.packets;
-      c.bytes += it->second.bytes;
-    }
+    RuleCounters c = rule_counters(*pl, i);
     o << "id=" << r.id << " table=" << r.table << " priority=" << r.priority << " match=\"" << r.match_text
       << "\" actions=\"" << r.actions_text << "\" packets=" << c.packets << " bytes=" << c.bytes << "\n";
   }
@@ -596,10 +601,7 @@ void Daemon::telemetry_stats(rte_tel_data* d) {
     std::lock_guard<std::mutex> lk(mu_);
     Pipeline* pl = pipeline_.load();
     for (size_t i = 0; i < pl->rules().size() && i < 120; i++) {
-      RuleCounters c = pl->counters(i);
-      auto it = retired_.find(pl->rules()[i].id);
-      if (it != retired_.end()) c.packets += it->second.packets;
-      rte_tel_data_add_dict_u64(rules, std::to_string(pl->rules()[i].id).c_str(), c.packets);
+      rte_tel_data_add_dict_u64(rules, std::to_string(pl->rules()[i].id).c_str(), rule_counters(*pl, i).packets);
     }
   }
   rte_tel_data_add_dict_container(d, "rule_hits", rules, 0);
@@ -700,12 +702,7 @@ void Daemon::telemetry_rules(rte_tel_data* d) {
   Pipeline* pl = pipeline_.load();
   for (size_t i = 0; i < pl->rules().size() && i < 60; i++) {
     const Rule& r = pl->rules()[i];
-    RuleCounters c = pl->counters(i);
-    auto it = retired_.find(r.id);
-    if (it != retired_.end()) {
-      c.packets += it->second.packets;
-      c.bytes += it->second.bytes;
-    }
+    RuleCounters c = rule_counters(*pl, i);
     rte_tel_data* e = rte_tel_data_alloc();
     rte_tel_data_start_dict(e);
     rte_tel_data_add_dict_u64(e, "id", r.id);

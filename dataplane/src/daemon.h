@@ -45,6 +45,7 @@ class Daemon {
   Status reload();
   void shutdown();
   std::string rules_text();
+  RuleCounters rule_counters(const Pipeline& pl, size_t i) const;  // with counters from before swaps; hold mu_
 
   Config cfg_;
   rte_mempool* pool_ = nullptr;

@@ -266,6 +266,22 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
 
 namespace {
 
+// The classifier's view of a parsed packet (network byte order).
+template <typename K>
+inline void fill_acl_key(K& k, const ctrack::Packet& cp, uint16_t nport, uint16_t nvlan) {
+  k.proto = cp.key.proto;
+  k.pad[0] = k.pad[1] = k.pad[2] = 0;
+  memcpy(k.src, cp.key.src, sizeof k.src);
+  memcpy(k.dst, cp.key.dst, sizeof k.dst);
+  k.sport = htons(cp.key.sport);
+  k.dport = htons(cp.key.dport);
+  k.in_port = nport;
+  k.vlan = nvlan;
+  k.tcp_flags = cp.key.proto == IPPROTO_TCP ? cp.tcp_flags : 0;
+  k.ct_state = 0;
+  k.zone = 0;
+}
+
 struct PktState {
   ctrack::Parsed parsed;
   union {
@@ -316,32 +332,10 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
     uint16_t nport = htons(in[i].port), nvlan = htons(p.parsed.vlan);
     if (p.parsed.kind == ctrack::L3Kind::kIp && cp.key.family == 4) {
       p.kind = 4;
-      AclKey4& k = p.k4;
-      k.proto = cp.key.proto;
-      k.pad[0] = k.pad[1] = k.pad[2] = 0;
-      memcpy(k.src, cp.key.src, 4);
-      memcpy(k.dst, cp.key.dst, 4);
-      k.sport = htons(cp.key.sport);
-      k.dport = htons(cp.key.dport);
-      k.in_port = nport;
-      k.vlan = nvlan;
-      k.tcp_flags = cp.key.proto == IPPROTO_TCP ? cp.tcp_flags : 0;
-      k.ct_state = 0;
-      k.zone = 0;
+      fill_acl_key(p.k4, cp, nport, nvlan);
     } else if (p.parsed.kind == ctrack::L3Kind::kIp) {
       p.kind = 6;
-      AclKey6& k = p.k6;
-      k.proto = cp.key.proto;
-      k.pad[0] = k.pad[1] = k.pad[2] = 0;
-      memcpy(k.src, cp.key.src, 16);
-      memcpy(k.dst, cp.key.dst, 16);
-      k.sport = htons(cp.key.sport);
-      k.dport = htons(cp.key.dport);
-      k.in_port = nport;
-      k.vlan = nvlan;
-      k.tcp_flags = cp.key.proto == IPPROTO_TCP ? cp.tcp_flags : 0;
-      k.ct_state = 0;
-      k.zone = 0;
+      fill_acl_key(p.k6, cp, nport, nvlan);
     } else {
       p.kind = 0;
       p.other_type = p.parsed.kind == ctrack::L3Kind::kNd ? kEthNd : p.parsed.ethertype;

@@ -5,6 +5,9 @@
 #include <rte_eal.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "ctrack/frame.h"
 #include "dataplane/config.h"
 #include "dataplane/pipeline.h"
@@ -16,29 +19,15 @@ using ctrack::FrameSpec;
 
 constexpr int kIn = 0, kOut = 1, kDrop = -1;
 
-// The classic OVS stateful firewall: inside may open connections, outside
-// only answers them. Same rules as configs/dataplane/firewall.yaml.
-const char* kFirewall = R"Y(
-ports:
-  - {name: inside, devargs: "net_null0"}
-  - {name: outside, devargs: "net_null1"}
-tables:
-  0:
-    - {priority: 100, match: "eth_type=arp,in_port=inside", actions: "output:outside"}
-    - {priority: 100, match: "eth_type=arp,in_port=outside", actions: "output:inside"}
-    - {priority: 100, match: "eth_type=nd,in_port=inside", actions: "output:outside"}
-    - {priority: 100, match: "eth_type=nd,in_port=outside", actions: "output:inside"}
-    - {priority: 50, match: "eth_type=ipv4", actions: "ct(table=1)"}
-    - {priority: 50, match: "eth_type=ipv6", actions: "ct(table=1)"}
-    - {priority: 0, match: "", actions: "drop"}
-  1:
-    - {priority: 100, match: "in_port=inside,ct_state=+trk+new", actions: "ct(commit),output:outside"}
-    - {priority: 100, match: "in_port=inside,ct_state=+trk+est", actions: "output:outside"}
-    - {priority: 100, match: "in_port=outside,ct_state=+trk+est", actions: "output:inside"}
-    - {priority: 90, match: "in_port=inside,ct_state=+trk+rel", actions: "output:outside"}
-    - {priority: 90, match: "in_port=outside,ct_state=+trk+rel", actions: "output:inside"}
-    - {priority: 0, match: "", actions: "drop"}
-)Y";
+// The shipped stateful firewall (configs/dataplane/firewall.yaml): inside
+// may open connections, outside only answers.
+std::string firewall_yaml() {
+  std::ifstream in(std::string(SOURCE_ROOT) + "/configs/dataplane/firewall.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_FALSE(ss.str().empty());
+  return ss.str();
+}
 
 struct Fixture {
   std::unique_ptr<ctrack::Tracker> ct;
@@ -47,7 +36,7 @@ struct Fixture {
   std::unique_ptr<Datapath> dp;
   uint64_t now = 1'000'000'000'000ull;
 
-  explicit Fixture(const char* yaml = kFirewall) {
+  explicit Fixture(const std::string& yaml = firewall_yaml()) {
     auto cfg = parse_config(yaml, "test.yaml");
     EXPECT_TRUE(cfg.ok()) << cfg.message();
     ctrack::Config cc;
@@ -259,7 +248,7 @@ TEST(Classifier, ThousandsOfRules) {
     y += "    - {priority: 100, match: \"ip_dst=10." + std::to_string(i / 250) + "." + std::to_string(i % 250) +
          ".0/24,ip_proto=udp,tp_dst=" + std::to_string(1000 + i) + "\", actions: \"output:b\"}\n";
   y += "    - {priority: 0, match: \"\", actions: \"drop\"}\n";
-  Fixture f(y.c_str());
+  Fixture f(y);
   FrameSpec u;
   u.proto = IPPROTO_UDP;
   u.dst = "10.7.33.4";  // i = 7*250+33 = 1783

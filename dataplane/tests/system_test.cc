@@ -129,6 +129,18 @@ class Dut : public ::testing::Test {
     inet_pton(AF_INET, ip, &a.sin_addr);
     return a;
   }
+  // A TCP listener inside `ns` on ip:port, or -1.
+  static int listen_in(Netns* ns, const char* ip, uint16_t port) {
+    int fd = sock_in(ns, SOCK_STREAM);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    auto a = addr(ip, port);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 4) != 0) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
   // Non-blocking connect with a deadline. True if connected.
   static bool connect_within(int fd, const sockaddr_in& a, std::chrono::milliseconds t) {
     fcntl(fd, F_SETFL, O_NONBLOCK);
@@ -172,12 +184,9 @@ TEST_F(Dut, PingAndArpCross) {
 }
 
 TEST_F(Dut, TcpFromClientWorksBothWays) {
-  int ls = sock_in(server, SOCK_STREAM), cs = sock_in(client, SOCK_STREAM);
-  int one = 1;
-  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  int ls = listen_in(server, "10.0.0.2", 7001), cs = sock_in(client, SOCK_STREAM);
+  ASSERT_GE(ls, 0);
   auto sa = addr("10.0.0.2", 7001);
-  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  ASSERT_EQ(listen(ls, 4), 0);
   ASSERT_TRUE(connect_within(cs, sa, 5s));
   int as = accept(ls, nullptr, nullptr);
   ASSERT_GE(as, 0);
@@ -212,12 +221,9 @@ TEST_F(Dut, TcpFromClientWorksBothWays) {
 
 TEST_F(Dut, ConnectionFromServerSideIsBlocked) {
   long long before = json_number(stats(), "rule_drop");
-  int ls = sock_in(client, SOCK_STREAM), cs = sock_in(server, SOCK_STREAM);
+  int ls = listen_in(client, "10.0.0.1", 7002), cs = sock_in(server, SOCK_STREAM);
+  ASSERT_GE(ls, 0);
   auto ca = addr("10.0.0.1", 7002);
-  int one = 1;
-  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&ca), sizeof ca), 0);
-  ASSERT_EQ(listen(ls, 4), 0);
   EXPECT_FALSE(connect_within(cs, ca, 2s));
   EXPECT_GT(json_number(stats(), "rule_drop"), before);
   close(cs);
@@ -243,12 +249,9 @@ TEST_F(Dut, UdpReplyPassesOnlyAfterRequest) {
 }
 
 TEST_F(Dut, RuleAddedAtRuntimeWhileAFlowKeepsFlowing) {
-  int ls = sock_in(server, SOCK_STREAM), cs = sock_in(client, SOCK_STREAM);
-  int one = 1;
-  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  int ls = listen_in(server, "10.0.0.2", 7005), cs = sock_in(client, SOCK_STREAM);
+  ASSERT_GE(ls, 0);
   auto sa = addr("10.0.0.2", 7005);
-  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  ASSERT_EQ(listen(ls, 4), 0);
   ASSERT_TRUE(connect_within(cs, sa, 5s));
   int as = accept(ls, nullptr, nullptr);
   ASSERT_GE(as, 0);
@@ -282,11 +285,9 @@ TEST_F(Dut, RuleAddedAtRuntimeWhileAFlowKeepsFlowing) {
   EXPECT_GT(after, at_change + 100000) << "the established flow stalled after the rule change";
 
   // The new rule is live: a new connection to 7006 is dropped, others still open.
-  int l2 = sock_in(server, SOCK_STREAM), c2 = sock_in(client, SOCK_STREAM);
-  setsockopt(l2, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  int l2 = listen_in(server, "10.0.0.2", 7006), c2 = sock_in(client, SOCK_STREAM);
+  ASSERT_GE(l2, 0);
   auto sa2 = addr("10.0.0.2", 7006);
-  ASSERT_EQ(bind(l2, reinterpret_cast<sockaddr*>(&sa2), sizeof sa2), 0);
-  ASSERT_EQ(listen(l2, 4), 0);
   EXPECT_FALSE(connect_within(c2, sa2, 2s));
   int c3 = sock_in(client, SOCK_STREAM);
   EXPECT_TRUE(connect_within(c3, sa, 5s));
@@ -297,12 +298,9 @@ TEST_F(Dut, RuleAddedAtRuntimeWhileAFlowKeepsFlowing) {
 
 TEST_F(Dut, CraftedInvalidTcpIsDroppedAndCounted) {
   // A live connection, so that the out-of-window segment has a tuple to hit.
-  int ls = sock_in(server, SOCK_STREAM), cs = sock_in(client, SOCK_STREAM);
-  int one = 1;
-  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  int ls = listen_in(server, "10.0.0.2", 7007), cs = sock_in(client, SOCK_STREAM);
+  ASSERT_GE(ls, 0);
   auto sa = addr("10.0.0.2", 7007);
-  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  ASSERT_EQ(listen(ls, 4), 0);
   ASSERT_TRUE(connect_within(cs, sa, 5s));
   sockaddr_in local{};
   socklen_t ll = sizeof local;

@@ -211,8 +211,9 @@ sdn::Status write_report(const std::string& dir) {
 
   // Relative, in the blog's terms: ours against each peer.
   if (std::find(duts.begin(), duts.end(), "dataplane") != duts.end()) {
-    md << "## dataplane against its peers\n\nGeometric mean over the cells both have; positive is better for dataplane.\n\n"
-          "| peer | throughput | latency p50 |\n|---|---|---|\n";
+    md << "## dataplane against its peers\n\nGeometric mean of dataplane / peer over the cells both have "
+          "(throughput: higher is better; latency: lower is better).\n\n"
+          "| peer | dataplane throughput | dataplane latency p50 |\n|---|---|---|\n";
     for (const auto& peer : duts) {
       if (peer == "dataplane") continue;
       double lt = 0, ll = 0;
@@ -228,10 +229,13 @@ sdn::Status write_report(const std::string& dir) {
           nl++;
         }
       }
-      auto pct = [](double x) { return (x >= 0 ? "+" : "") + f2(x) + "%"; };
+      // "12.3% higher" / "4.5% lower": the word carries the sign.
+      auto rel = [](double pct, const char* up, const char* down) {
+        return f2(std::fabs(pct)) + "% " + (pct >= 0 ? up : down);
+      };
       md << "| " << peer << " | "
-         << (nt ? pct((std::exp(lt / nt) - 1) * 100) + " higher" : std::string("–")) << " | "
-         << (nl ? pct((1 - std::exp(ll / nl)) * 100) + " lower" : std::string("–")) << " |\n";
+         << (nt ? rel((std::exp(lt / nt) - 1) * 100, "higher", "lower") : std::string("–")) << " | "
+         << (nl ? rel((std::exp(ll / nl) - 1) * 100, "higher", "lower") : std::string("–")) << " |\n";
     }
     md << "\n";
   }

@@ -130,6 +130,21 @@ Result<std::unique_ptr<Bed>> Bed::build(int mtu) {
                     b->tb->disable_tx_checksum(b->client, "c0"), b->tb->disable_tx_checksum(b->server, "s0"),
                     b->tb->disable_tx_checksum(b->dut, "d0"), b->tb->disable_tx_checksum(b->dut, "d1")})
     if (!st) return Status::error("testbed: " + st.message());
+  // iperf3 instances reuse fixed client ports (--cport) run after run, so
+  // the endpoints keep no TIME_WAIT state (testbed namespaces only).
+  // And keep ephemeral ports (iperf3's control connections) out of the
+  // --cport range 40000.., or a control socket can take an instance's port.
+  for (testbed::Netns* ns : {b->client, b->server}) {
+    Status ws;
+    testbed::run_in(ns, [&] {
+      std::ofstream f("/proc/sys/net/ipv4/tcp_max_tw_buckets");
+      f << "0";  // no TIME_WAIT: a 1-second rerun may reuse its 4-tuples at once
+      std::ofstream r("/proc/sys/net/ipv4/ip_local_port_range");
+      r << "50000 60999";
+      if (!f || !r) ws = Status::error("cannot set net.ipv4.tcp_max_tw_buckets / ip_local_port_range");
+    });
+    if (!ws) return ws;
+  }
   return b;
 }
 
@@ -206,6 +221,14 @@ std::string fmt(double v, int prec = 3) {
   return b;
 }
 
+void put_latency(Row& r, const SockperfResult& l) {
+  r["latency_p50_us"] = fmt(l.p50_us);
+  r["latency_p90_us"] = fmt(l.p90_us);
+  r["latency_p99_us"] = fmt(l.p99_us);
+  r["latency_p999_us"] = fmt(l.p999_us);
+  r["latency_max_us"] = fmt(l.max_us);
+}
+
 struct Progress {
   int done = 0, total = 0;
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
@@ -231,9 +254,13 @@ struct RunOut {
   std::string error;  // aggregated
 };
 
-RunOut run_traffic(Bed& bed, const SweepConfig& cfg, const std::string& proto, int n, int size, int duration,
+RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int duration,
                    const std::string& raw_prefix, bool with_sockperf) {
   RunOut out;
+  // Fixed client ports, in four blocks used in turn: a run never reuses the
+  // ports of the run just before, whose sockets may still be closing.
+  static int run_no = 0;
+  const int cport_base = 40000 + (run_no++ % 4) * 256;
   int pfd[2];
   if (pipe2(pfd, O_CLOEXEC) != 0) {
     out.error = "pipe failed";
@@ -241,19 +268,19 @@ RunOut run_traffic(Bed& bed, const SweepConfig& cfg, const std::string& proto, i
   }
   std::vector<Process> procs;
   std::vector<std::string> files;
-  int mss = std::max(88, std::min(size, bed.mtu - 52));
+  int mss = std::max(88, std::min(size, tr.mtu() - 52));
+  const std::string server = tr.server_address();
   for (int i = 0; i < n; i++) {
-    std::vector<std::string> argv = {"iperf3", "-c", Bed::kServerIp, "-p", std::to_string(5201 + i), "--cport",
-                                     std::to_string(40000 + i), "-t", std::to_string(duration), "-J", "-l",
+    std::vector<std::string> argv = {"iperf3", "-c", server, "-p", std::to_string(5201 + i), "--cport",
+                                     std::to_string(cport_base + i), "-t", std::to_string(duration), "-J", "-l",
                                      std::to_string(size)};
     if (proto == "udp") argv.insert(argv.end(), {"-u", "-b", "0"});
     else argv.insert(argv.end(), {"-M", std::to_string(mss)});
     SpawnOptions o;
-    o.ns = bed.client;
     o.barrier_fd = pfd[0];
     o.stdout_path = raw_prefix + "-iperf3-" + std::to_string(i) + ".json";
     o.stderr_path = raw_prefix + "-iperf3-" + std::to_string(i) + ".err";
-    auto p = Process::spawn(argv, o);
+    auto p = tr.spawn(Side::kClient, argv, o);
     if (!p) {
       out.error = "instance " + std::to_string(i) + ": " + p.message();
       break;
@@ -265,15 +292,15 @@ RunOut run_traffic(Bed& bed, const SweepConfig& cfg, const std::string& proto, i
   Process sp;
   if (with_sockperf && out.error.empty()) {
     SpawnOptions o;
-    o.ns = bed.client;
     o.barrier_fd = pfd[0];
     o.stdout_path = lat_file;
     o.stderr_path = "=stdout";
     // One datagram per message: sizes past the MTU would be IP fragments,
     // which the DPDK DUTs here do not reassemble.
-    auto p = Process::spawn({"sockperf", "ping-pong", "-i", Bed::kServerIp, "-p", "11111", "-t",
-                             std::to_string(duration), "-m", std::to_string(std::min(size, bed.mtu - 28))},
-                            o);
+    auto p = tr.spawn(Side::kClient,
+                      {"sockperf", "ping-pong", "-i", server, "-p", "11111", "-t", std::to_string(duration), "-m",
+                       std::to_string(std::min(size, tr.mtu() - 28))},
+                      o);
     if (p) sp = std::move(p.value());
     out.have_lat = p.ok();
   }
@@ -301,7 +328,6 @@ RunOut run_traffic(Bed& bed, const SweepConfig& cfg, const std::string& proto, i
     ss << in.rdbuf();
     out.lat = rc ? parse_sockperf(ss.str()) : SockperfResult{false, "sockperf timed out"};
   }
-  (void)cfg;
   return out;
 }
 
@@ -386,13 +412,14 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     }
     std::vector<Process> servers;
     std::unique_ptr<BackgroundConns> bg;
+    std::unique_ptr<Transport> tr;
+    if (bed) tr = std::make_unique<NetnsTransport>(*bed);
     if (dut_error.empty()) {
       for (int i = 0; i < max_inst; i++) {
         SpawnOptions o;
-        o.ns = bed->server;
         o.stdout_path = "/dev/null";
         o.stderr_path = "/dev/null";
-        auto p = Process::spawn({"iperf3", "-s", "-p", std::to_string(5201 + i)}, o);
+        auto p = tr->spawn(Side::kServer, {"iperf3", "-s", "-p", std::to_string(5201 + i)}, o);
         if (!p) {
           dut_error = "iperf3 server: " + p.message();
           break;
@@ -401,10 +428,9 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
       }
       if (cfg.sockperf && dut_error.empty()) {
         SpawnOptions o;
-        o.ns = bed->server;
         o.stdout_path = "/dev/null";
         o.stderr_path = "/dev/null";
-        auto p = Process::spawn({"sockperf", "server", "-i", Bed::kServerIp, "-p", "11111"}, o);
+        auto p = tr->spawn(Side::kServer, {"sockperf", "server", "-i", tr->server_address(), "-p", "11111"}, o);
         if (p) servers.push_back(std::move(p.value()));
       }
       std::this_thread::sleep_for(300ms);
@@ -468,7 +494,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     for (const std::string& proto : cfg.protos) {
       for (int inst : cfg.instances) {
         if (dut_error.empty() && cfg.warmup_s > 0 && !stop)
-          run_traffic(*bed, cfg, proto, inst, 1460, cfg.warmup_s, ddir + "/warmup", false);
+          run_traffic(*tr, proto, inst, 1460, cfg.warmup_s, ddir + "/warmup", false);
         for (int size : cfg.sizes) {
           Row base = base_row("throughput", proto, inst, size);
           std::vector<Row> reps = prior[cell_key(base)];
@@ -492,7 +518,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
             } else {
               std::string rp = ddir + "/" + proto + "-x" + std::to_string(inst) + "-" + std::to_string(size) + "-r" +
                                std::to_string(rep);
-              RunOut o = run_traffic(*bed, cfg, proto, inst, size, cfg.duration_s, rp, cfg.sockperf);
+              RunOut o = run_traffic(*tr, proto, inst, size, cfg.duration_s, rp, cfg.sockperf);
               double sum = 0, mn = 1e18, mx = 0, cpu = 0, rtt = 0, loss = 0;
               long long retr = 0;
               for (auto& x : o.inst) {
@@ -519,13 +545,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
                 r["error"] = o.error.empty() ? "no iperf3 instance ran" : o.error;
                 errors++;
               }
-              if (o.have_lat && o.lat.ok) {
-                r["latency_p50_us"] = fmt(o.lat.p50_us);
-                r["latency_p90_us"] = fmt(o.lat.p90_us);
-                r["latency_p99_us"] = fmt(o.lat.p99_us);
-                r["latency_p999_us"] = fmt(o.lat.p999_us);
-                r["latency_max_us"] = fmt(o.lat.max_us);
-              }
+              if (o.have_lat && o.lat.ok) put_latency(r, o.lat);
               long long ce = dut->ct_entries(), off = dut->offloaded();
               if (ce >= 0) r["ct_entries"] = std::to_string(ce);
               if (off >= 0) r["offloaded_entries"] = std::to_string(off);
@@ -559,14 +579,10 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
             r["error"] = dut_error;
             errors++;
           } else {
-            RunOut o = run_traffic(*bed, cfg, "udp", 0, size, cfg.duration_s,
+            RunOut o = run_traffic(*tr, "udp", 0, size, cfg.duration_s,
                                    ddir + "/latency-" + std::to_string(size) + "-r" + std::to_string(rep), true);
             if (o.have_lat && o.lat.ok) {
-              r["latency_p50_us"] = fmt(o.lat.p50_us);
-              r["latency_p90_us"] = fmt(o.lat.p90_us);
-              r["latency_p99_us"] = fmt(o.lat.p99_us);
-              r["latency_p999_us"] = fmt(o.lat.p999_us);
-              r["latency_max_us"] = fmt(o.lat.max_us);
+              put_latency(r, o.lat);
               r["status"] = "ok";
             } else {
               r["status"] = "error";
@@ -584,6 +600,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     bg.reset();
     servers.clear();
     if (dut) dut->stop();
+    tr.reset();
     bed.reset();
   }
   prog.end();

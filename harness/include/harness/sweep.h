@@ -51,6 +51,36 @@ struct Bed {
   static constexpr const char* kServerIp = "10.0.0.2";
 };
 
+// Where the traffic tools run: the sweep only asks a Transport to start
+// programs on the client or the server side and where the server is. The
+// namespace testbed is one transport; an SSH backend driving real client and
+// server hosts would be another, without touching the sweep.
+enum class Side { kClient, kServer };
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual std::string server_address() const = 0;
+  virtual int mtu() const = 0;
+  virtual sdn::Result<testbed::Process> spawn(Side side, const std::vector<std::string>& argv,
+                                              testbed::SpawnOptions opts) = 0;
+};
+
+class NetnsTransport final : public Transport {
+ public:
+  explicit NetnsTransport(Bed& bed) : bed_(bed) {}
+  std::string server_address() const override { return Bed::kServerIp; }
+  int mtu() const override { return bed_.mtu; }
+  sdn::Result<testbed::Process> spawn(Side side, const std::vector<std::string>& argv,
+                                      testbed::SpawnOptions opts) override {
+    opts.ns = side == Side::kClient ? bed_.client : bed_.server;
+    return testbed::Process::spawn(argv, opts);
+  }
+
+ private:
+  Bed& bed_;
+};
+
 class Dut {
  public:
   virtual ~Dut() = default;
