@@ -188,6 +188,7 @@ Result<std::unique_ptr<BackgroundConns>> BackgroundConns::open(Bed& bed, int cou
     made++;
   }
   for (int fd : listeners) close(fd);
+  bc->made_ = made;
   if (made < count)
     return Status::error("background conns: " + std::to_string(made) + " of " + std::to_string(count) + " established");
   return bc;

@@ -109,10 +109,11 @@ class BackgroundConns {
  public:
   static sdn::Result<std::unique_ptr<BackgroundConns>> open(Bed& bed, int count, uint16_t port);
   ~BackgroundConns();
-  int established() const { return static_cast<int>(fds_.size() / 2); }
+  int established() const { return made_; }
 
  private:
   std::vector<int> fds_;
+  int made_ = 0;
 };
 
 }  // namespace harness
