@@ -440,7 +440,12 @@ std::string Daemon::handle(const std::string& req) {
     in >> sub;
     int zone = -1;
     std::string z;
-    if (in >> z) zone = std::stoi(z);
+    if (in >> z) {
+      char* end;
+      long v = strtol(z.c_str(), &end, 10);
+      if (*end || v < 0 || v > 65535) return "error: zone '" + z + "' is not 0..65535";
+      zone = static_cast<int>(v);
+    }
     if (sub == "flush") {
       uint64_t n = 0;
       for (auto& s : shards_) n += s->flush(zone);

@@ -296,6 +296,14 @@ TEST_F(Dut, RuleAddedAtRuntimeWhileAFlowKeepsFlowing) {
   for (int fd : {as, cs, ls, l2, c2, c3}) close(fd);
 }
 
+TEST_F(Dut, ControlRejectsBadInputAndStaysUp) {
+  EXPECT_EQ(ctl("ct flush zebra").rfind("error: zone 'zebra'", 0), 0u) << ctl("ct flush zebra");
+  EXPECT_EQ(ctl("rule add {table: 1, priority: 1, actions: flood}").rfind("error:", 0), 0u);
+  EXPECT_EQ(ctl("launch missiles").rfind("error: unknown command", 0), 0u);
+  EXPECT_TRUE(daemon.running());
+  EXPECT_EQ(ctl("stats").rfind("ok", 0), 0u);
+}
+
 TEST_F(Dut, CraftedInvalidTcpIsDroppedAndCounted) {
   // A live connection, so that the out-of-window segment has a tuple to hit.
   int ls = listen_in(server, "10.0.0.2", 7007), cs = sock_in(client, SOCK_STREAM);

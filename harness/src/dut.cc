@@ -134,7 +134,7 @@ class DataplaneDut final : public Dut {
 
 class TestpmdDut final : public Dut {
  public:
-  TestpmdDut(const SweepConfig& c, std::string dir) : cfg_(c), dir_(std::move(dir)) {}
+  explicit TestpmdDut(std::string dir) : dir_(std::move(dir)) {}
   std::string name() const override { return "testpmd-io"; }
   std::string version() const override { return "dpdk-testpmd " + first_line({"pkg-config", "--modversion", "libdpdk"}); }
   Status start(Bed& bed) override {
@@ -164,7 +164,6 @@ class TestpmdDut final : public Dut {
   }
 
  private:
-  SweepConfig cfg_;
   std::string dir_, log_;
   Process proc_;
 };
@@ -212,7 +211,6 @@ class KernelCtDut final : public Dut {
     return ping_across(bed, 10s);
   }
   void stop() override {}  // the namespace goes with the testbed
-  long long ct_entries() override { return -1; }
 
  private:
   std::string dir_;
@@ -222,7 +220,7 @@ class KernelCtDut final : public Dut {
 // the two af_packet ports as type=dpdk, and the stateful firewall in ct().
 class OvsDpdkDut final : public Dut {
  public:
-  OvsDpdkDut(const SweepConfig& c, std::string dir) : cfg_(c), dir_(std::move(dir)) {}
+  explicit OvsDpdkDut(std::string dir) : dir_(std::move(dir)) {}
   std::string name() const override { return "ovs-dpdk"; }
   std::string version() const override { return first_line({"ovs-vswitchd", "--version"}); }
   Status start(Bed& bed) override {
@@ -311,7 +309,6 @@ class OvsDpdkDut final : public Dut {
     args.insert(args.begin(), {"ovs-vsctl", "--db=unix:" + run_ + "/db.sock", "--timeout=60"});
     return cmd(args, bed.dut);
   }
-  SweepConfig cfg_;
   std::string dir_, run_;
   std::vector<std::string> env_;
   Process db_, vs_;
@@ -321,9 +318,9 @@ class OvsDpdkDut final : public Dut {
 
 Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const SweepConfig& cfg, const std::string& run_dir) {
   if (name == "dataplane") return std::unique_ptr<Dut>(new DataplaneDut(cfg, run_dir));
-  if (name == "testpmd-io") return std::unique_ptr<Dut>(new TestpmdDut(cfg, run_dir));
+  if (name == "testpmd-io") return std::unique_ptr<Dut>(new TestpmdDut(run_dir));
   if (name == "kernel-ct") return std::unique_ptr<Dut>(new KernelCtDut(run_dir));
-  if (name == "ovs-dpdk") return std::unique_ptr<Dut>(new OvsDpdkDut(cfg, run_dir));
+  if (name == "ovs-dpdk") return std::unique_ptr<Dut>(new OvsDpdkDut(run_dir));
   return Status::error("unknown DUT '" + name + "' (known: dataplane, ovs-dpdk, kernel-ct, testpmd-io)");
 }
 

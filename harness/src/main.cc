@@ -226,6 +226,16 @@ int main(int argc, char** argv) {
       fprintf(stderr, "harness: bad value '%s' for %s (see --help)\n", v.c_str(), a.c_str());
       exit(2);
     };
+    auto num = [&](long lo, long hi) {
+      std::string v = val();
+      char* end;
+      long n = strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < lo || n > hi) {
+        fprintf(stderr, "harness: bad value '%s' for %s: want a number in %ld..%ld\n", v.c_str(), a.c_str(), lo, hi);
+        exit(2);
+      }
+      return static_cast<int>(n);
+    };
     if (a == "--config") val();
     else if (a == "--instances") { std::string v = val(); if (!parse_ints(v, &cfg.instances)) bad(v); }
     else if (a == "--sizes") { std::string v = val(); if (!parse_ints(v, &cfg.sizes)) bad(v); }
@@ -236,12 +246,12 @@ int main(int argc, char** argv) {
       cfg.duts = split_list(val());
       for (auto& d : cfg.duts)
         if (d != "dataplane" && d != "ovs-dpdk" && d != "kernel-ct" && d != "testpmd-io") bad(d);
-    } else if (a == "--duration") { cfg.duration_s = atoi(val().c_str()); if (cfg.duration_s < 1) bad("duration"); }
-    else if (a == "--repeat") { cfg.repeat = atoi(val().c_str()); if (cfg.repeat < 1) bad("repeat"); }
-    else if (a == "--warmup") cfg.warmup_s = atoi(val().c_str());
-    else if (a == "--background-conns") cfg.background_conns = atoi(val().c_str());
+    } else if (a == "--duration") cfg.duration_s = num(1, 3600);
+    else if (a == "--repeat") cfg.repeat = num(1, 100);
+    else if (a == "--warmup") cfg.warmup_s = num(0, 600);
+    else if (a == "--background-conns") cfg.background_conns = num(0, 2000000);
     else if (a == "--no-sockperf") cfg.sockperf = false;
-    else if (a == "--mtu") cfg.mtu = atoi(val().c_str());
+    else if (a == "--mtu") cfg.mtu = num(576, 9000);
     else if (a == "--dataplane-config") cfg.dataplane_config = val();
     else if (a == "--out") cfg.out_dir = val();
     else if (a == "--resume") cfg.resume_dir = val();

@@ -120,7 +120,7 @@ sdn::Status write_report(const std::string& dir) {
     auto p = split(k);
     if (p[0] != "throughput") continue;
     groups[p[1] + "|" + p[2]].push_back(k);
-    sizes_set.insert(std::stoi(p[3]));
+    sizes_set.insert(static_cast<int>(to_num(p[3], 0)));
   }
   std::vector<int> sizes(sizes_set.begin(), sizes_set.end());
   std::string charts;
@@ -128,7 +128,7 @@ sdn::Status write_report(const std::string& dir) {
   for (auto& [g, keys] : groups) {
     auto gp = split(g);
     std::sort(keys.begin(), keys.end(), [&](const std::string& a, const std::string& b) {
-      return std::stoi(split(a)[3]) < std::stoi(split(b)[3]);
+      return to_num(split(a)[3], 0) < to_num(split(b)[3], 0);
     });
     md << "### " << gp[0] << ", " << gp[1] << " instances\n\n| size |";
     for (const auto& d : duts) md << " " << d << " |";
@@ -137,7 +137,7 @@ sdn::Status write_report(const std::string& dir) {
     md << "\n";
     std::map<std::string, std::map<int, double>> series;
     for (const auto& k : keys) {
-      int size = std::stoi(split(k)[3]);
+      int size = static_cast<int>(to_num(split(k)[3], 0));
       md << "| " << size << " |";
       for (const auto& d : duts) {
         auto it = t[k].find(d);
@@ -196,7 +196,7 @@ sdn::Status write_report(const std::string& dir) {
   for (const auto& [k, m] : t)
     if (split(k)[0] == "latency") lat.push_back(k);
   std::sort(lat.begin(), lat.end(),
-            [&](const std::string& a, const std::string& b) { return std::stoi(split(a)[3]) < std::stoi(split(b)[3]); });
+            [&](const std::string& a, const std::string& b) { return to_num(split(a)[3], 0) < to_num(split(b)[3], 0); });
   for (const auto& k : lat) {
     md << "| " << split(k)[3] << " |";
     for (const auto& d : duts) {

@@ -11,7 +11,7 @@
 
 namespace {
 
-std::string g_harness, g_src;
+std::string g_harness;
 
 size_t testbed_namespaces() {
   size_t n = 0;
@@ -80,7 +80,6 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (argc < 3) return 2;
   g_harness = argv[1];
-  g_src = argv[2];
   if (!testbed::have_privileges()) {
     fprintf(stderr, "SKIP: harness end-to-end tests need root (network namespaces)\n");
     return 77;
