@@ -48,7 +48,7 @@ struct Conn {
   uint8_t td_flags[2];
   uint32_t last_end;
   uint16_t last_win;
-  uint16_t pad;
+  uint8_t in_port[2];  // Packet::in_port last seen per direction
   uint64_t packets[2];
   uint64_t bytes[2];
 };

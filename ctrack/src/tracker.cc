@@ -195,6 +195,8 @@ struct Tracker::Impl {
     e.reason = why;
     e.conn = idx;
     e.orig = orig_key(c);
+    e.in_port[0] = c.in_port[0];
+    e.in_port[1] = c.in_port[1];
     for (int d = 0; d < 2; d++)
       e.tcp[d] = TcpDirState{c.td_end[d], c.td_maxend[d], c.td_maxwin[d], c.td_scale[d], c.td_flags[d]};
     if (p) {
@@ -604,6 +606,7 @@ struct Tracker::Impl {
         break;
     }
     if (o.v == Verdict::kAccept || o.v == Verdict::kKill) {
+      c.in_port[dir] = p.in_port;
       c.packets[dir]++;
       c.bytes[dir] += p.l3_len;
       if (dir == 1 && !(c.flags & detail::kSeenReply)) {
@@ -659,6 +662,7 @@ struct Tracker::Impl {
     c.created = now;
     c.flags = static_cast<uint8_t>(detail::kAlive | (canon ? detail::kOrigCanon : 0));
     c.packets[0] = c.packets[1] = c.bytes[0] = c.bytes[1] = 0;
+    c.in_port[0] = c.in_port[1] = p.in_port;
     c.state = 0;
     if (zones_limited) zone_count[ck.zone]++;
     st.active++;
@@ -998,6 +1002,13 @@ bool Tracker::set_offloaded(uint32_t handle, const Key& orig, bool on) {
   bool ok = same_conn(c, orig);
   if (ok && on != ((c.flags & detail::kOffloaded) != 0)) {
     c.flags = static_cast<uint8_t>(on ? (c.flags | detail::kOffloaded) : (c.flags & ~detail::kOffloaded));
+    // The NIC advances SEQ/ACK/window from here on without telling us, so the
+    // packets it hands back (FIN, RST, out-of-window) are checked liberally,
+    // as Linux does for connections leaving its flowtable.
+    if (on && c.key.proto == IPPROTO_TCP) {
+      c.td_flags[0] |= kTcpBeLiberal;
+      c.td_flags[1] |= kTcpBeLiberal;
+    }
     if (on) m.st.offloaded++;
     else m.st.offloaded--;
   }

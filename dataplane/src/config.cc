@@ -215,7 +215,7 @@ Status parse_conntrack(const Ctx& c, const YAML::Node& n, ctrack::Config* ct) {
 }
 
 Status parse_offload(const Ctx& c, const YAML::Node& n, OffloadConfig* o) {
-  TRY(check_keys(c, n, "offload", {"provider", "max_in_flight", "table_size", "insert_rate", "latency_us", "age_s"}));
+  TRY(check_keys(c, n, "offload", {"provider", "max_in_flight", "table_size", "insert_rate", "latency_us", "age_s", "transfer"}));
   TRY(get_str(c, n, "provider", "offload", &o->provider));
   if (o->provider != "none" && o->provider != "emulated" && o->provider != "rte_flow" && o->provider != "auto")
     return c.err(n["provider"], "offload.provider", "expected none, emulated, rte_flow or auto");
@@ -224,6 +224,7 @@ Status parse_offload(const Ctx& c, const YAML::Node& n, OffloadConfig* o) {
   TRY(get_uint(c, n, "insert_rate", "offload", &o->insert_rate, 1, 1u << 30));
   TRY(get_uint(c, n, "latency_us", "offload", &o->latency_us, 0, 10'000'000));
   TRY(get_uint(c, n, "age_s", "offload", &o->age_s, 1, 86400));
+  TRY(get_bool(c, n, "transfer", "offload", &o->transfer));
   return {};
 }
 
@@ -318,7 +319,7 @@ Result<Config> parse_config(const std::string& text, const std::string& name) {
     return Status::error(name + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
   if (cfg.control_socket.empty()) cfg.control_socket = "/run/dataplane/" + cfg.eal.file_prefix + ".sock";
-  cfg.ct.event_ring = 4096;
+  cfg.ct.event_ring = 16384;
   return cfg;
 }
 

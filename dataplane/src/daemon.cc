@@ -1,5 +1,7 @@
 #include "daemon.h"
 
+#include "dataplane/emunic.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -132,6 +134,7 @@ void Daemon::worker_loop(Worker* w) {
   rte_mbuf* mb[kMaxBurst];
   PacketIn in[kMaxBurst];
   Verdict v[kMaxBurst];
+  EmuNic* nic = offload_->nic();
 
   auto flush = [&](size_t p) {
     TxBuf& b = tx[p];
@@ -150,6 +153,7 @@ void Daemon::worker_loop(Worker* w) {
     Pipeline* pl = pipeline_.load(std::memory_order_acquire);
     uint64_t now = mono_ns();
     bool busy = false;
+    if (nic) nic->service(q, now);
     for (size_t p = 0; p < nports; p++) {
       uint16_t n = rte_eth_rx_burst(port_ids_[p], q, mb, burst);
       if (!n) continue;
@@ -159,6 +163,25 @@ void Daemon::worker_loop(Worker* w) {
         rte_mbuf* m = mb[i];
         in[i] = PacketIn{rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, m->pkt_len, static_cast<uint16_t>(p),
                          (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0, m->hash.fdir.hi};
+      }
+      if (nic) {
+        // The emulated NIC's steering runs first; what it handles never
+        // reaches the software pipeline.
+        uint16_t ns = 0;
+        for (uint16_t i = 0; i < n; i++) {
+          int16_t o = nic->rx(q, in[i], now);
+          if (o >= 0) {
+            TxBuf& b = tx[static_cast<size_t>(o)];
+            b.m[b.n++] = mb[i];
+            if (b.n == 2 * kMaxBurst) flush(static_cast<size_t>(o));
+          } else if (o == -1) {
+            rte_pktmbuf_free(mb[i]);
+          } else {
+            mb[ns] = mb[i];
+            in[ns++] = in[i];
+          }
+        }
+        n = ns;
       }
       w->dp->run(*pl, in, n, now, v);
       for (uint16_t i = 0; i < n; i++) {
@@ -267,11 +290,12 @@ Status Daemon::start() {
   unsigned nw = static_cast<unsigned>(cfg_.workers.lcores.size());
   if (rte_lcore_id() != cfg_.workers.main_lcore) return Status::error("EAL main lcore differs from workers.main_lcore");
 
-  auto off = make_offload_provider(cfg_.offload);
+  auto off = make_offload_provider(cfg_.offload, nw);
   if (!off) return off.status();
   offload_ = std::move(off.value());
   ctrack::Config cc = cfg_.ct;
   if (cfg_.offload.provider == "none") cc.event_ring = 0;  // nobody would read the events
+  else if (cc.event_ring == 0) cc.event_ring = 16384;
   for (unsigned i = 0; i < nw; i++) {
     auto t = ctrack::Tracker::create(cc);
     if (!t) return Status::error("conntrack: " + t.message());
@@ -308,7 +332,7 @@ Status Daemon::start() {
   for (auto& s : shards_) host_.shards.push_back(s.get());
   host_.marks = &marks_;
   if (Status s = offload_->start(host_); !s) return Status::error("offload: " + s.message());
-  offload_->on_rules(rules_);
+  offload_->on_pipeline(*pipeline_.load());
 
   rte_telemetry_register_cmd("/dataplane/stats", tel_stats,
                              "Ports, workers, drops by reason, rule hits and conntrack stats. No parameters");
@@ -353,7 +377,7 @@ Status Daemon::install(std::vector<Rule> rules) {
   }
   delete old;
   rules_ = std::move(rules);
-  offload_->on_rules(rules_);
+  offload_->on_pipeline(*pipeline_.load());
   return {};
 }
 
@@ -479,8 +503,11 @@ std::string Daemon::handle(const std::string& req) {
       WorkerStats s = w->stats.snapshot();
       o << "worker " << w->id << " lcore " << w->lcore << ": rx " << s.rx_packets << " tx " << s.tx_packets
         << " busy_polls " << s.busy_polls << " idle_polls " << s.idle_polls << " cycles/pkt "
-        << (s.rx_packets ? s.busy_cycles / s.rx_packets : 0) << "\n";
+        << (s.rx_packets ? s.busy_cycles / s.rx_packets : 0) << " hw_marked " << s.hw_marked << "\n";
     }
+    o << "offload " << offload_->name() << ":";
+    for (const auto& [k, v] : offload_->stats().counters) o << " " << k << "=" << v;
+    o << "\n";
     return o.str();
   }
   if (cmd == "offload") {
@@ -500,9 +527,12 @@ int Daemon::run() {
   log("running: " + std::to_string(port_ids_.size()) + " ports, " + std::to_string(workers_.size()) + " workers, " +
       std::to_string(rules_.size()) + " rules, offload " + offload_->name() + ", control " + cfg_.control_socket);
   std::vector<ctrack::Event> ev(256);
+  const bool offload_active = cfg_.offload.provider != "none";
+  uint64_t loops = 0;
   while (!g_signal_stop) {
     pollfd pfd{ctl_fd_, POLLIN, 0};
-    if (poll(&pfd, 1, 20) > 0) {
+    // With offload the loop also carries ct events to the NIC: poll often.
+    if (poll(&pfd, 1, offload_active ? 2 : 20) > 0) {
       int c = accept4(ctl_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (c >= 0) {
         char buf[65536];
@@ -524,9 +554,14 @@ int Daemon::run() {
     for (unsigned w = 0; w < shards_.size(); w++) {
       uint32_t n;
       while ((n = shards_[w]->poll_events(ev.data(), static_cast<uint32_t>(ev.size()))) > 0)
-        offload_->on_ct_events(w, ev.data(), n);
+        offload_->on_ct_events(w, ev.data(), n, mono_ns());
     }
     offload_->poll(mono_ns());
+    if (++loops % 16 == 0) {  // the telemetry thread reads this copy, never the provider
+      OffloadStats os = offload_->stats();
+      std::lock_guard<std::mutex> lk(off_mu_);
+      off_snap_ = std::move(os);
+    }
   }
   log("stopping");
   return 0;
@@ -647,7 +682,11 @@ void Daemon::telemetry_stats(rte_tel_data* d) {
         ct, (std::string("invalid_") + ctrack::invalid_name(static_cast<ctrack::Invalid>(i))).c_str(), cs.invalid[i]);
   rte_tel_data_add_dict_container(d, "ct", ct, 0);
 
-  OffloadStats os = offload_->stats();
+  OffloadStats os;
+  {
+    std::lock_guard<std::mutex> lk(off_mu_);
+    os = off_snap_;
+  }
   rte_tel_data* off = rte_tel_data_alloc();
   rte_tel_data_start_dict(off);
   rte_tel_data_add_dict_string(off, "provider", offload_->name());

@@ -62,6 +62,8 @@ class Daemon {
   std::mutex mu_;  // rules_, retired_, pipeline swaps (control and telemetry threads)
   std::vector<Rule> rules_;
   std::map<uint32_t, RuleCounters> retired_;  // counters of rules from swapped-out pipelines
+  std::mutex off_mu_;  // off_snap_: the control loop writes, telemetry reads
+  OffloadStats off_snap_;
   int ctl_fd_ = -1;
   bool started_ = false;
 };

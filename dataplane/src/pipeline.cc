@@ -262,6 +262,85 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
   return pl;
 }
 
+// ------------------------------------------------------------------ trace
+
+Pipeline::Trace Pipeline::trace_established(const ctrack::Key& k, uint16_t in_port, bool reply) const {
+  Trace tr;
+  AclKey4 k4{};
+  AclKey6 k6{};
+  auto fill = [&](auto& a) {
+    a.proto = k.proto;
+    memcpy(a.src, k.src, sizeof a.src);
+    memcpy(a.dst, k.dst, sizeof a.dst);
+    a.sport = htons(k.sport);
+    a.dport = htons(k.dport);
+    a.in_port = htons(in_port);
+    a.tcp_flags = k.proto == IPPROTO_TCP ? ctrack::kAck : 0;  // a mid-stream segment
+  };
+  if (k.family == 4) fill(k4);
+  else fill(k6);
+  bool tracked = false;
+  int t = 0;
+  for (int hops = 0; hops < 64 && t <= max_table_; hops++) {
+    const Table* tbl = tables_[static_cast<size_t>(t)].get();
+    if (!tbl) return tr;  // no rule matches: dropped
+    // A rule on flags would see FIN/RST/SYN differently from the segments
+    // the NIC forwards; the NIC cannot run our tables per segment.
+    for (const Rule& r : rules_)
+      if (r.table == t && r.match.has(kMTcpFlags) && k.proto == IPPROTO_TCP) {
+        tr.refuse = "a rule in the path matches tcp_flags";
+        return tr;
+      }
+    uint32_t res = 0;
+    const uint8_t* d = k.family == 4 ? reinterpret_cast<const uint8_t*>(&k4) : reinterpret_cast<const uint8_t*>(&k6);
+    rte_acl_ctx* ctx = k.family == 4 ? tbl->v4 : tbl->v6;
+    if (!ctx || rte_acl_classify(ctx, &d, &res, 1, 1) != 0 || res == 0) return tr;
+    const Rule& r = rules_[res - 1];
+    if (!r.offload) {
+      tr.refuse = "rule has offload: false";
+      return tr;
+    }
+    int next = -1;
+    for (const Action& a : r.actions) {
+      switch (a.type) {
+        case ActType::kCount:
+        case ActType::kSetMark:
+          continue;
+        case ActType::kCt: {
+          if (tracked) {
+            tr.refuse = "the path runs ct twice";
+            return tr;
+          }
+          if (a.zone != k.zone) {
+            tr.refuse = "the path tracks in another zone";
+            return tr;
+          }
+          tracked = true;
+          uint8_t st = ctrack::kCtTrk | ctrack::kCtEst | (reply ? ctrack::kCtRpl : 0);
+          k4.ct_state = k6.ct_state = st;
+          k4.zone = k6.zone = htons(a.zone);
+          if (a.table >= 0) next = a.table;
+          break;
+        }
+        case ActType::kOutput:
+          if (!tracked) tr.refuse = "the path does not run ct";
+          tr.out_port = static_cast<int16_t>(a.port);
+          return tr;
+        case ActType::kDrop:
+          tr.refuse = "the path drops";
+          return tr;
+        case ActType::kGotoTable:
+          next = a.table;
+          break;
+      }
+      if (next >= 0) break;
+    }
+    if (next < 0) return tr;
+    t = next;
+  }
+  return tr;
+}
+
 // ------------------------------------------------------------------ datapath
 
 namespace {
@@ -328,6 +407,7 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
       st.parse_drop[static_cast<int>(d)]++;
       continue;
     }
+    p.parsed.ct.in_port = static_cast<uint8_t>(in[i].port);
     const ctrack::Packet& cp = p.parsed.ct;
     uint16_t nport = htons(in[i].port), nvlan = htons(p.parsed.vlan);
     if (p.parsed.kind == ctrack::L3Kind::kIp && cp.key.family == 4) {

@@ -42,7 +42,8 @@ struct alignas(64) Packet {
   uint8_t wscale = 0;
   uint8_t meta = 0;
   uint8_t icmp_type = 0;
-  uint8_t pad[2] = {};
+  uint8_t in_port = 0;   // front end's ingress port; kept per direction for the offload provider
+  uint8_t pad = 0;
 };
 static_assert(sizeof(Packet) == 64, "one cache line per parsed packet");
 

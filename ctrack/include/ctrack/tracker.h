@@ -109,6 +109,7 @@ struct Event {
   uint8_t l4_state;
   uint8_t last_dir;  // direction of the packet that raised the event
   uint8_t reason;    // kDestroyed: 0 expired, 1 closed, 2 flushed, 3 evicted, 4 reopened
+  uint8_t in_port[2];  // Packet::in_port last seen in each direction
   uint32_t conn;
   Key orig;          // original-direction tuple
   TcpDirState tcp[2];

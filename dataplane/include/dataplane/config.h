@@ -42,6 +42,7 @@ struct OffloadConfig {
   uint32_t insert_rate = 1000000;  // emulated: insertions per second
   uint32_t latency_us = 50;        // emulated: completion latency
   uint32_t age_s = 10;             // hardware aging timeout for offloaded flows
+  bool transfer = true;            // rte_flow: eSwitch (transfer) rules; false: ingress rules + MARK
 };
 
 struct Config {

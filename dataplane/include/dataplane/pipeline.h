@@ -50,6 +50,16 @@ class Pipeline {
   Pipeline& operator=(const Pipeline&) = delete;
 
   const std::vector<Rule>& rules() const { return rules_; }
+
+  // What the tables do with a packet of an established connection, for the
+  // offload provider (control path). `wire` is the packet's tuple in the
+  // direction it travels, with the zone it was tracked in.
+  struct Trace {
+    int16_t out_port = -1;         // -1: dropped
+    const char* refuse = nullptr;  // why hardware may not do this alone; null if it may
+  };
+  Trace trace_established(const ctrack::Key& wire, uint16_t in_port, bool reply) const;
+
   // Sum over workers; only exact when no worker runs this pipeline.
   RuleCounters counters(size_t rule_index) const;
 

@@ -1,0 +1,664 @@
+#include "dataplane/hwflow.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <rte_ethdev.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <sstream>
+
+namespace dp::hw {
+
+namespace {
+
+// The same symmetric Toeplitz key the daemon programs for port RSS.
+constexpr std::array<uint8_t, 40> kSymKey = [] {
+  std::array<uint8_t, 40> k{};
+  for (size_t i = 0; i < k.size(); i++) k[i] = i % 2 ? 0x5a : 0x6d;
+  return k;
+}();
+
+uint32_t prefix_mask4(uint8_t len) { return len == 0 ? 0 : htonl(~0u << (32 - len)); }
+
+void prefix_mask6(uint8_t len, uint8_t* out) {
+  for (int i = 0; i < 16; i++) {
+    int bits = std::clamp(static_cast<int>(len) - 8 * i, 0, 8);
+    out[i] = static_cast<uint8_t>(0xFF00 >> bits);
+  }
+}
+
+void output(Flow& f, const Layout& l, size_t out) {
+  if (l.transfer) {
+    f.action(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, rte_flow_action_ethdev{l.port_ids[out]});
+  } else {
+    f.action(RTE_FLOW_ACTION_TYPE_MARK, rte_flow_action_mark{kMarkTag | static_cast<uint32_t>(out)});
+  }
+}
+
+void to_software(Flow& f, const Layout& l, size_t in) {
+  if (l.transfer) {
+    f.action(RTE_FLOW_ACTION_TYPE_PORT_REPRESENTOR, rte_flow_action_ethdev{l.port_ids[in]});
+    return;
+  }
+  std::array<uint16_t, 64> q{};
+  for (uint16_t i = 0; i < l.nb_queues && i < q.size(); i++) q[i] = i;
+  rte_flow_action_rss rss{};
+  rss.func = RTE_ETH_HASH_FUNCTION_TOEPLITZ;
+  rss.types = RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP;
+  rss.key_len = kSymKey.size();
+  rss.key = f.keep(kSymKey)->data();
+  rss.queue_num = std::min<uint32_t>(l.nb_queues, q.size());
+  rss.queue = f.keep(q)->data();
+  f.action(RTE_FLOW_ACTION_TYPE_RSS, rss);
+}
+
+void attr(Flow& f, const Layout& l, uint32_t group, uint32_t prio, size_t in) {
+  f.attr.group = group;
+  f.attr.priority = prio;
+  f.attr.ingress = !l.transfer;
+  f.attr.transfer = l.transfer;
+  f.port_id = l.transfer ? l.proxy_port : l.port_ids[in];
+  if (l.transfer) {
+    f.item(RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT, rte_flow_item_ethdev{l.port_ids[in]},
+           rte_flow_item_ethdev{0xFFFF});
+  }
+}
+
+}  // namespace
+
+const rte_flow_item* Flow::find_item(rte_flow_item_type t) const {
+  for (const auto& i : pattern)
+    if (i.type == t) return &i;
+  return nullptr;
+}
+
+const rte_flow_action* Flow::find_action(rte_flow_action_type t) const {
+  for (const auto& a : actions)
+    if (a.type == t) return &a;
+  return nullptr;
+}
+
+rte_flow_action_conntrack ct_profile(const ctrack::Event& e, uint16_t peer_port) {
+  rte_flow_action_conntrack ct{};
+  ct.peer_port = peer_port;
+  ct.is_original_dir = 1;
+  ct.enable = 1;
+  ct.live_connection = 1;
+  ct.selective_ack = (e.tcp[0].flags & ctrack::kTcpSackPerm) && (e.tcp[1].flags & ctrack::kTcpSackPerm);
+  ct.challenge_ack_passed = 0;
+  ct.last_direction = e.last_dir == 0;
+  ct.liberal_mode = ((e.tcp[0].flags | e.tcp[1].flags) & ctrack::kTcpBeLiberal) != 0;
+  ct.state = RTE_FLOW_CONNTRACK_STATE_ESTABLISHED;
+  ct.max_ack_window = 7;        // mlx5's and Linux's MAXACKWINDOW scale
+  ct.retransmission_limit = 5;  // tcp_max_retrans
+  for (int d = 0; d < 2; d++) {
+    const ctrack::TcpDirState& s = e.tcp[d];
+    rte_flow_tcp_dir_param p{};
+    p.scale = (s.flags & ctrack::kTcpWindowScale) ? s.scale : 0xF;
+    p.close_initiated = (s.flags & ctrack::kTcpCloseInit) != 0;
+    p.last_ack_seen = 1;
+    p.data_unacked = (s.flags & ctrack::kTcpDataUnacked) != 0;
+    p.sent_end = s.end;
+    p.reply_end = s.maxend;
+    p.max_win = s.maxwin;
+    // ctrack keeps no td_maxack; everything the peer sent up to its td_end
+    // may have been acknowledged, which is the bound the check needs.
+    p.max_ack = e.tcp[1 - d].end;
+    (d == 0 ? ct.original_dir : ct.reply_dir) = p;
+  }
+  ct.last_window = e.last_win;
+  ct.last_index = RTE_FLOW_CONNTRACK_FLAG_ACK;
+  ct.last_seq = e.last_seq;
+  ct.last_ack = e.last_ack;
+  ct.last_end = e.last_end;
+  return ct;
+}
+
+rte_flow_modify_conntrack ct_reply_update(const rte_flow_action_conntrack& orig) {
+  rte_flow_modify_conntrack m{};
+  m.new_ct = orig;
+  m.new_ct.is_original_dir = 0;
+  m.direction = 1;
+  m.state = 0;
+  return m;
+}
+
+Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* ct, void* age_ctx) {
+  ctrack::Key k = dir == 0 ? c.orig : c.orig.reversed();
+  size_t in = c.in_port[dir], out = static_cast<size_t>(c.out_port[dir]);
+  Flow f;
+  f.what = std::string(dir ? "reply " : "orig ") + k.str();
+  attr(f, l, l.ct_group, 0, in);
+  f.item(RTE_FLOW_ITEM_TYPE_ETH);
+  if (k.family == 4) {
+    rte_flow_item_ipv4 s{}, m{};
+    memcpy(&s.hdr.src_addr, k.src, 4);
+    memcpy(&s.hdr.dst_addr, k.dst, 4);
+    s.hdr.next_proto_id = k.proto;
+    m.hdr.src_addr = m.hdr.dst_addr = 0xFFFFFFFFu;
+    m.hdr.next_proto_id = 0xFF;
+    f.item(RTE_FLOW_ITEM_TYPE_IPV4, s, m);
+  } else {
+    rte_flow_item_ipv6 s{}, m{};
+    memcpy(s.hdr.src_addr, k.src, 16);
+    memcpy(s.hdr.dst_addr, k.dst, 16);
+    s.hdr.proto = k.proto;
+    memset(m.hdr.src_addr, 0xFF, 16);
+    memset(m.hdr.dst_addr, 0xFF, 16);
+    m.hdr.proto = 0xFF;
+    f.item(RTE_FLOW_ITEM_TYPE_IPV6, s, m);
+  }
+  bool tcp = k.proto == IPPROTO_TCP;
+  if (tcp) {
+    rte_flow_item_tcp s{}, m{};
+    s.hdr.src_port = htons(k.sport);
+    s.hdr.dst_port = htons(k.dport);
+    m.hdr.src_port = m.hdr.dst_port = 0xFFFF;
+    f.item(RTE_FLOW_ITEM_TYPE_TCP, s, m);
+  } else {
+    rte_flow_item_udp s{}, m{};
+    s.hdr.src_port = htons(k.sport);
+    s.hdr.dst_port = htons(k.dport);
+    m.hdr.src_port = m.hdr.dst_port = 0xFFFF;
+    f.item(RTE_FLOW_ITEM_TYPE_UDP, s, m);
+  }
+  f.action(RTE_FLOW_ACTION_TYPE_COUNT, rte_flow_action_count{});
+  rte_flow_action_age age{};
+  age.timeout = l.age_s & 0xFFFFFF;
+  age.context = age_ctx;
+  f.action(RTE_FLOW_ACTION_TYPE_AGE, age);
+  if (tcp) {
+    f.actions.push_back(rte_flow_action{RTE_FLOW_ACTION_TYPE_INDIRECT, ct});
+    f.action(RTE_FLOW_ACTION_TYPE_JUMP, rte_flow_action_jump{l.verdict_group(in, out)});
+  } else {
+    output(f, l, out);
+    if (!l.transfer) to_software(f, l, in);
+  }
+  f.finish();
+  return f;
+}
+
+std::vector<Flow> base_flows(const Layout& l) {
+  std::vector<Flow> v;
+  for (size_t in = 0; in < l.nports(); in++) {
+    Flow f;
+    f.what = "group " + std::to_string(l.ct_group) + " miss from port " + std::to_string(in) + ": software";
+    attr(f, l, l.ct_group, 1, in);
+    to_software(f, l, in);
+    f.finish();
+    v.push_back(std::move(f));
+  }
+  for (size_t in = 0; in < l.nports(); in++) {
+    for (size_t out = 0; out < l.nports(); out++) {
+      uint32_t g = l.verdict_group(in, out);
+      Flow ok;
+      ok.what = "group " + std::to_string(g) + ": conntrack valid, port " + std::to_string(in) + " -> " +
+                std::to_string(out);
+      attr(ok, l, g, 0, in);
+      const uint32_t all = RTE_FLOW_CONNTRACK_PKT_STATE_VALID | RTE_FLOW_CONNTRACK_PKT_STATE_CHANGED |
+                           RTE_FLOW_CONNTRACK_PKT_STATE_INVALID | RTE_FLOW_CONNTRACK_PKT_STATE_DISABLED |
+                           RTE_FLOW_CONNTRACK_PKT_STATE_BAD;
+      ok.item(RTE_FLOW_ITEM_TYPE_CONNTRACK, rte_flow_item_conntrack{RTE_FLOW_CONNTRACK_PKT_STATE_VALID},
+              rte_flow_item_conntrack{all});
+      ok.action(RTE_FLOW_ACTION_TYPE_COUNT, rte_flow_action_count{});
+      output(ok, l, out);
+      if (!l.transfer) to_software(ok, l, in);
+      ok.finish();
+      v.push_back(std::move(ok));
+      Flow sw;
+      sw.what = "group " + std::to_string(g) + ": invalid/changed/bad: software";
+      attr(sw, l, g, 1, in);
+      to_software(sw, l, in);
+      sw.finish();
+      v.push_back(std::move(sw));
+    }
+  }
+  return v;
+}
+
+const char* tier_name(Tier t) {
+  switch (t) {
+    case Tier::kFull: return "full";
+    case Tier::kJumpCt: return "jump_ct";
+    case Tier::kMark: return "mark";
+    case Tier::kSoftware: return "software";
+  }
+  return "?";
+}
+
+// ------------------------------------------------------------------ rules
+
+namespace {
+
+int family_of(const Match& m) {
+  if (m.has(kMEthType)) {
+    if (m.eth_type == kEthIpv4) return 4;
+    if (m.eth_type == kEthIpv6 || m.eth_type == kEthNd) return 6;
+    return -1;  // ARP or another ethertype: no IP
+  }
+  if (m.family) return m.family;
+  return 0;  // either
+}
+
+bool prefixes_disjoint(const uint8_t* a, uint8_t alen, const uint8_t* b, uint8_t blen) {
+  int n = std::min(alen, blen);
+  for (int i = 0; i < n; i++) {
+    int bit = 7 - (i % 8);
+    if (((a[i / 8] >> bit) & 1) != ((b[i / 8] >> bit) & 1)) return true;
+  }
+  return false;
+}
+
+bool ranges_disjoint(uint16_t alo, uint16_t ahi, uint16_t blo, uint16_t bhi) { return ahi < blo || bhi < alo; }
+
+const char* field_name(uint32_t bit) {
+  switch (bit) {
+    case kMInPort: return "in_port";
+    case kMEthType: return "eth_type";
+    case kMVlan: return "vlan";
+    case kMSrc: return "ip_src";
+    case kMDst: return "ip_dst";
+    case kMProto: return "ip_proto";
+    case kMTpSrc: return "tp_src";
+    case kMTpDst: return "tp_dst";
+    case kMTcpFlags: return "tcp_flags";
+    case kMCtState: return "ct_state";
+    case kMCtZone: return "ct_zone";
+  }
+  return "?";
+}
+
+// Builds the pattern of `m` for one ingress port and one IP family (0: no IP
+// item). Returns the fields it consumed.
+uint32_t build_pattern(Flow& f, const Match& m, int family) {
+  uint32_t used = kMInPort;  // expressed by the flow's port (or REPRESENTED_PORT item)
+  rte_flow_item_eth es{}, em{};
+  uint16_t type = 0;
+  if (m.has(kMEthType) && m.eth_type != kEthNd) type = m.eth_type;
+  else if (family == 4) type = kEthIpv4;
+  else if (family == 6) type = kEthIpv6;
+  if (m.has(kMEthType) && m.eth_type != kEthNd) used |= kMEthType;
+  if (m.has(kMVlan)) {
+    es.has_vlan = em.has_vlan = 1;
+    f.item(RTE_FLOW_ITEM_TYPE_ETH, es, em);
+    rte_flow_item_vlan vs{}, vm{};
+    vs.hdr.vlan_tci = htons(m.vlan);
+    vm.hdr.vlan_tci = htons(0x0FFF);
+    if (type) {
+      vs.hdr.eth_proto = htons(type);
+      vm.hdr.eth_proto = 0xFFFF;
+    }
+    f.item(RTE_FLOW_ITEM_TYPE_VLAN, vs, vm);
+    used |= kMVlan;
+  } else if (type) {
+    es.hdr.ether_type = htons(type);
+    em.hdr.ether_type = 0xFFFF;
+    f.item(RTE_FLOW_ITEM_TYPE_ETH, es, em);
+  } else {
+    f.item(RTE_FLOW_ITEM_TYPE_ETH);
+  }
+  if (family == 4) {
+    rte_flow_item_ipv4 s{}, k{};
+    if (m.has(kMSrc) && m.family == 4) {
+      memcpy(&s.hdr.src_addr, m.src, 4);
+      k.hdr.src_addr = prefix_mask4(m.src_len);
+      s.hdr.src_addr &= k.hdr.src_addr;
+      used |= kMSrc;
+    }
+    if (m.has(kMDst) && m.family == 4) {
+      memcpy(&s.hdr.dst_addr, m.dst, 4);
+      k.hdr.dst_addr = prefix_mask4(m.dst_len);
+      s.hdr.dst_addr &= k.hdr.dst_addr;
+      used |= kMDst;
+    }
+    if (m.has(kMProto)) {
+      s.hdr.next_proto_id = m.proto;
+      k.hdr.next_proto_id = 0xFF;
+      used |= kMProto;
+    }
+    f.item(RTE_FLOW_ITEM_TYPE_IPV4, s, k);
+  } else if (family == 6) {
+    rte_flow_item_ipv6 s{}, k{};
+    if (m.has(kMSrc) && m.family == 6) {
+      prefix_mask6(m.src_len, k.hdr.src_addr);
+      for (int i = 0; i < 16; i++) s.hdr.src_addr[i] = m.src[i] & k.hdr.src_addr[i];
+      used |= kMSrc;
+    }
+    if (m.has(kMDst) && m.family == 6) {
+      prefix_mask6(m.dst_len, k.hdr.dst_addr);
+      for (int i = 0; i < 16; i++) s.hdr.dst_addr[i] = m.dst[i] & k.hdr.dst_addr[i];
+      used |= kMDst;
+    }
+    if (m.has(kMProto)) {
+      s.hdr.proto = m.proto;
+      k.hdr.proto = 0xFF;
+      used |= kMProto;
+    }
+    f.item(RTE_FLOW_ITEM_TYPE_IPV6, s, k);
+  }
+  if (!family || !m.has(kMProto)) return used;
+  auto ports = [&](auto& s, auto& k) {
+    if (m.has(kMTpSrc) && m.tp_src_lo == m.tp_src_hi) {
+      s.hdr.src_port = htons(m.tp_src_lo);
+      k.hdr.src_port = 0xFFFF;
+      used |= kMTpSrc;
+    }
+    if (m.has(kMTpDst) && m.tp_dst_lo == m.tp_dst_hi) {
+      s.hdr.dst_port = htons(m.tp_dst_lo);
+      k.hdr.dst_port = 0xFFFF;
+      used |= kMTpDst;
+    }
+  };
+  if (m.proto == IPPROTO_TCP) {
+    rte_flow_item_tcp s{}, k{};
+    ports(s, k);
+    if (m.has(kMTcpFlags)) {
+      s.hdr.tcp_flags = m.tcp_flags;
+      k.hdr.tcp_flags = m.tcp_flags_mask;
+      used |= kMTcpFlags;
+    }
+    f.item(RTE_FLOW_ITEM_TYPE_TCP, s, k);
+  } else if (m.proto == IPPROTO_UDP) {
+    rte_flow_item_udp s{}, k{};
+    ports(s, k);
+    f.item(RTE_FLOW_ITEM_TYPE_UDP, s, k);
+  }
+  return used;
+}
+
+// Why `m` cannot be expressed, or empty.
+std::string refuse_match(const Match& m) {
+  if (m.has(kMCtState)) return "ct_state: only software conntrack sets it";
+  if (m.has(kMCtZone)) return "ct_zone: only software conntrack sets it";
+  if (m.has(kMEthType) && m.eth_type == kEthNd) return "eth_type=nd: neighbour discovery is five ICMPv6 types";
+  if (m.has(kMTpSrc) && m.tp_src_lo != m.tp_src_hi && !(m.tp_src_lo == 0 && m.tp_src_hi == 0xFFFF))
+    return "tp_src range: mlx5 matches exact ports only";
+  if (m.has(kMTpDst) && m.tp_dst_lo != m.tp_dst_hi && !(m.tp_dst_lo == 0 && m.tp_dst_hi == 0xFFFF))
+    return "tp_dst range: mlx5 matches exact ports only";
+  return "";
+}
+
+}  // namespace
+
+bool may_overlap(const Match& a, const Match& b) {
+  if (a.has(kMInPort) && b.has(kMInPort) && a.in_port != b.in_port) return false;
+  if (a.has(kMEthType) && b.has(kMEthType) && a.eth_type != b.eth_type) {
+    // ND is a subset of IPv6; everything else differs by ethertype.
+    bool nd6 = (a.eth_type == kEthNd && b.eth_type == kEthIpv6) || (b.eth_type == kEthNd && a.eth_type == kEthIpv6);
+    if (!nd6) return false;
+  }
+  int fa = family_of(a), fb = family_of(b);
+  auto ip = [](const Match& m, int f) {
+    return f > 0 || m.has(kMSrc) || m.has(kMDst) || m.has(kMProto) || m.has(kMTpSrc) || m.has(kMTpDst) ||
+           m.has(kMTcpFlags);
+  };
+  if ((fa == -1 && ip(b, fb)) || (fb == -1 && ip(a, fa))) return false;
+  if (fa > 0 && fb > 0 && fa != fb) return false;
+  if (a.has(kMVlan) && b.has(kMVlan) && a.vlan != b.vlan) return false;
+  if (a.has(kMProto) && b.has(kMProto) && a.proto != b.proto) return false;
+  if (a.has(kMSrc) && b.has(kMSrc) && a.family == b.family && prefixes_disjoint(a.src, a.src_len, b.src, b.src_len))
+    return false;
+  if (a.has(kMDst) && b.has(kMDst) && a.family == b.family && prefixes_disjoint(a.dst, a.dst_len, b.dst, b.dst_len))
+    return false;
+  if (a.has(kMTpSrc) && b.has(kMTpSrc) && ranges_disjoint(a.tp_src_lo, a.tp_src_hi, b.tp_src_lo, b.tp_src_hi))
+    return false;
+  if (a.has(kMTpDst) && b.has(kMTpDst) && ranges_disjoint(a.tp_dst_lo, a.tp_dst_hi, b.tp_dst_lo, b.tp_dst_hi))
+    return false;
+  if (a.has(kMCtZone) && b.has(kMCtZone) && a.ct_zone != b.ct_zone) return false;
+  return true;
+}
+
+std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>& rules) {
+  std::vector<uint32_t> order;
+  for (uint32_t i = 0; i < rules.size(); i++)
+    if (rules[i].table == 0) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return rules[a].priority > rules[b].priority; });
+  std::vector<RuleFlows> out;
+  std::vector<uint32_t> soft;  // rules (indices) that stay in software so far
+  for (size_t rank = 0; rank < order.size(); rank++) {
+    const Rule& r = rules[order[rank]];
+    RuleFlows rf;
+    rf.rule_id = r.id;
+    const Match& m = r.match;
+    std::string why = refuse_match(m);
+    // What the actions need.
+    Tier tier = Tier::kFull;
+    const Action* term = nullptr;
+    bool side = false;  // set_mark: software-visible metadata
+    for (const Action& a : r.actions) {
+      if (a.type == ActType::kCount) continue;
+      if (a.type == ActType::kSetMark) {
+        side = true;
+        continue;
+      }
+      term = &a;
+      break;
+    }
+    if (!term) why = why.empty() ? "no terminal action" : why;
+    else if (term->type == ActType::kCt) tier = side ? Tier::kMark : Tier::kJumpCt;
+    else if (term->type == ActType::kGotoTable) tier = Tier::kMark;
+    else if (term->type == ActType::kOutput && (side || !l.transfer)) tier = Tier::kMark;
+    if (why.empty()) {
+      for (uint32_t s : soft) {
+        if (may_overlap(rules[s].match, m)) {
+          why = "may match packets of rule " + std::to_string(rules[s].id) + ", which stays in software";
+          break;
+        }
+      }
+    }
+    if (why.empty()) {
+      int fam = family_of(m);
+      bool l3 = m.has(kMSrc) || m.has(kMDst) || m.has(kMProto) || m.has(kMTpSrc) || m.has(kMTpDst) ||
+                m.has(kMTcpFlags);
+      std::vector<int> fams;
+      if (fam > 0) fams = {fam};
+      else if (fam == 0 && l3) fams = {4, 6};
+      else fams = {0};
+      for (size_t in = 0; in < l.nports() && why.empty(); in++) {
+        if (m.has(kMInPort) && m.in_port != in) continue;
+        for (int fy : fams) {
+          Flow f;
+          f.what = "rule " + std::to_string(r.id) + " (" + tier_name(tier) + ")";
+          attr(f, l, 0, static_cast<uint32_t>(rank), in);
+          uint32_t used = build_pattern(f, m, fy);
+          if (uint32_t left = m.fields & ~used) {
+            why = std::string(field_name(left & (~left + 1))) + ": not expressible in this pattern";
+            break;
+          }
+          f.action(RTE_FLOW_ACTION_TYPE_COUNT, rte_flow_action_count{});
+          switch (tier) {
+            case Tier::kFull:
+              if (term->type == ActType::kDrop) f.action(RTE_FLOW_ACTION_TYPE_DROP);
+              else output(f, l, term->port);
+              break;
+            case Tier::kJumpCt:
+              f.action(RTE_FLOW_ACTION_TYPE_JUMP, rte_flow_action_jump{l.ct_group});
+              break;
+            case Tier::kMark:
+            case Tier::kSoftware:
+              f.action(RTE_FLOW_ACTION_TYPE_MARK, rte_flow_action_mark{kRuleMarkTag | r.id});
+              to_software(f, l, in);
+              break;
+          }
+          f.finish();
+          rf.flows.push_back(std::move(f));
+        }
+      }
+    }
+    if (!why.empty()) {
+      rf.tier = Tier::kSoftware;
+      rf.why = why;
+      rf.flows.clear();
+      soft.push_back(order[rank]);
+    } else {
+      rf.tier = tier;
+    }
+    out.push_back(std::move(rf));
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ testpmd
+
+namespace {
+
+std::string ip4(uint32_t be) {
+  char b[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &be, b, sizeof b);
+  return b;
+}
+std::string ip6(const uint8_t* a) {
+  char b[INET6_ADDRSTRLEN];
+  inet_ntop(AF_INET6, a, b, sizeof b);
+  return b;
+}
+
+template <typename T>
+const T& spec(const rte_flow_item& i) {
+  return *static_cast<const T*>(i.spec);
+}
+template <typename T>
+const T& mask(const rte_flow_item& i) {
+  return *static_cast<const T*>(i.mask);
+}
+
+}  // namespace
+
+std::string testpmd_flow(const Flow& f, int indirect_id) {
+  std::ostringstream o;
+  o << "flow create " << f.port_id << " group " << f.attr.group << " priority " << f.attr.priority
+    << (f.attr.transfer ? " transfer" : " ingress") << " pattern";
+  for (const auto& it : f.pattern) {
+    switch (it.type) {
+      case RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT:
+        o << " represented_port ethdev_port_id is " << spec<rte_flow_item_ethdev>(it).port_id << " /";
+        break;
+      case RTE_FLOW_ITEM_TYPE_ETH:
+        o << " eth";
+        if (it.spec && mask<rte_flow_item_eth>(it).hdr.ether_type)
+          o << " type is 0x" << std::hex << ntohs(spec<rte_flow_item_eth>(it).hdr.ether_type) << std::dec;
+        if (it.spec && mask<rte_flow_item_eth>(it).has_vlan) o << " has_vlan is 1";
+        o << " /";
+        break;
+      case RTE_FLOW_ITEM_TYPE_VLAN:
+        o << " vlan vid is " << (ntohs(spec<rte_flow_item_vlan>(it).hdr.vlan_tci) & 0xFFF);
+        if (mask<rte_flow_item_vlan>(it).hdr.eth_proto)
+          o << " inner_type is 0x" << std::hex << ntohs(spec<rte_flow_item_vlan>(it).hdr.eth_proto) << std::dec;
+        o << " /";
+        break;
+      case RTE_FLOW_ITEM_TYPE_IPV4: {
+        const auto& s = spec<rte_flow_item_ipv4>(it).hdr;
+        const auto& m = mask<rte_flow_item_ipv4>(it).hdr;
+        o << " ipv4";
+        if (m.src_addr) o << " src spec " << ip4(s.src_addr) << " src mask " << ip4(m.src_addr);
+        if (m.dst_addr) o << " dst spec " << ip4(s.dst_addr) << " dst mask " << ip4(m.dst_addr);
+        if (m.next_proto_id) o << " proto is " << int(s.next_proto_id);
+        o << " /";
+        break;
+      }
+      case RTE_FLOW_ITEM_TYPE_IPV6: {
+        const auto& s = spec<rte_flow_item_ipv6>(it).hdr;
+        const auto& m = mask<rte_flow_item_ipv6>(it).hdr;
+        static const uint8_t zero[16] = {};
+        o << " ipv6";
+        if (memcmp(m.src_addr, zero, 16)) o << " src spec " << ip6(s.src_addr) << " src mask " << ip6(m.src_addr);
+        if (memcmp(m.dst_addr, zero, 16)) o << " dst spec " << ip6(s.dst_addr) << " dst mask " << ip6(m.dst_addr);
+        if (m.proto) o << " proto is " << int(s.proto);
+        o << " /";
+        break;
+      }
+      case RTE_FLOW_ITEM_TYPE_TCP: {
+        const auto& s = spec<rte_flow_item_tcp>(it).hdr;
+        const auto& m = mask<rte_flow_item_tcp>(it).hdr;
+        o << " tcp";
+        if (m.src_port) o << " src is " << ntohs(s.src_port);
+        if (m.dst_port) o << " dst is " << ntohs(s.dst_port);
+        if (m.tcp_flags)
+          o << " flags spec 0x" << std::hex << int(s.tcp_flags) << " flags mask 0x" << int(m.tcp_flags) << std::dec;
+        o << " /";
+        break;
+      }
+      case RTE_FLOW_ITEM_TYPE_UDP: {
+        const auto& s = spec<rte_flow_item_udp>(it).hdr;
+        const auto& m = mask<rte_flow_item_udp>(it).hdr;
+        o << " udp";
+        if (m.src_port) o << " src is " << ntohs(s.src_port);
+        if (m.dst_port) o << " dst is " << ntohs(s.dst_port);
+        o << " /";
+        break;
+      }
+      case RTE_FLOW_ITEM_TYPE_CONNTRACK:
+        o << " conntrack is " << spec<rte_flow_item_conntrack>(it).flags << " /";
+        break;
+      case RTE_FLOW_ITEM_TYPE_END:
+        o << " end";
+        break;
+      default:
+        o << " ?item" << it.type << " /";
+    }
+  }
+  o << " actions";
+  for (const auto& a : f.actions) {
+    switch (a.type) {
+      case RTE_FLOW_ACTION_TYPE_COUNT: o << " count /"; break;
+      case RTE_FLOW_ACTION_TYPE_DROP: o << " drop /"; break;
+      case RTE_FLOW_ACTION_TYPE_AGE:
+        o << " age timeout " << static_cast<const rte_flow_action_age*>(a.conf)->timeout << " /";
+        break;
+      case RTE_FLOW_ACTION_TYPE_INDIRECT: o << " indirect " << indirect_id << " /"; break;
+      case RTE_FLOW_ACTION_TYPE_JUMP:
+        o << " jump group " << static_cast<const rte_flow_action_jump*>(a.conf)->group << " /";
+        break;
+      case RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT:
+        o << " represented_port ethdev_port_id " << static_cast<const rte_flow_action_ethdev*>(a.conf)->port_id
+          << " /";
+        break;
+      case RTE_FLOW_ACTION_TYPE_PORT_REPRESENTOR:
+        o << " port_representor port_id " << static_cast<const rte_flow_action_ethdev*>(a.conf)->port_id << " /";
+        break;
+      case RTE_FLOW_ACTION_TYPE_MARK:
+        o << " mark id " << static_cast<const rte_flow_action_mark*>(a.conf)->id << " /";
+        break;
+      case RTE_FLOW_ACTION_TYPE_RSS: {
+        const auto* r = static_cast<const rte_flow_action_rss*>(a.conf);
+        o << " rss queues";
+        for (uint32_t q = 0; q < r->queue_num; q++) o << " " << r->queue[q];
+        o << " end types ip tcp udp end key ";
+        for (uint32_t k = 0; k < r->key_len; k++) {
+          char h[3];
+          snprintf(h, sizeof h, "%02x", r->key[k]);
+          o << h;
+        }
+        o << " /";
+        break;
+      }
+      case RTE_FLOW_ACTION_TYPE_END: o << " end"; break;
+      default: o << " ?action" << a.type << " /";
+    }
+  }
+  return o.str();
+}
+
+std::string testpmd_ct(uint16_t port_id, int indirect_id, const rte_flow_action_conntrack& ct, bool transfer) {
+  std::ostringstream o;
+  o << "set conntrack com peer " << ct.peer_port << " is_orig " << ct.is_original_dir << " enable " << ct.enable
+    << " live " << ct.live_connection << " sack " << ct.selective_ack << " cack " << ct.challenge_ack_passed
+    << " last_dir " << ct.last_direction << " liberal " << ct.liberal_mode << " state " << int(ct.state)
+    << " max_ack_win " << int(ct.max_ack_window) << " r_lim " << int(ct.retransmission_limit) << " last_win "
+    << ct.last_window << " last_seq " << ct.last_seq << " last_ack " << ct.last_ack << " last_end " << ct.last_end
+    << " last_index 0x" << std::hex << int(ct.last_index) << std::dec << "\n";
+  for (int d = 0; d < 2; d++) {
+    const rte_flow_tcp_dir_param& p = d ? ct.reply_dir : ct.original_dir;
+    o << "set conntrack " << (d ? "rply" : "orig") << " scale " << p.scale << " fin " << p.close_initiated
+      << " acked " << p.last_ack_seen << " unack_data " << p.data_unacked << " sent_end " << p.sent_end
+      << " reply_end " << p.reply_end << " max_win " << p.max_win << " max_ack " << p.max_ack << "\n";
+  }
+  o << "flow indirect_action " << port_id << " create action_id " << indirect_id
+    << (transfer ? " transfer" : " ingress") << " action conntrack / end\n";
+  return o.str();
+}
+
+}  // namespace dp::hw

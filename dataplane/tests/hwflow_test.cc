@@ -1,0 +1,421 @@
+// Golden translation tests: the attr, pattern and action arrays the rte_flow
+// provider hands the NIC, field by field (masks, byte order, groups,
+// conntrack profile), and what must stay in software and why.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "dataplane/config.h"
+#include "dataplane/hwflow.h"
+
+namespace dp::hw {
+namespace {
+
+ctrack::Key key4(const char* s, const char* d, uint16_t sp, uint16_t dpt, uint8_t proto) {
+  ctrack::Key k{};
+  inet_pton(AF_INET, s, k.src);
+  inet_pton(AF_INET, d, k.dst);
+  k.sport = sp;
+  k.dport = dpt;
+  k.proto = proto;
+  k.family = 4;
+  return k;
+}
+
+Layout layout(bool transfer) {
+  Layout l;
+  l.transfer = transfer;
+  l.port_ids = {3, 7};  // DPDK ids differ from config indices on purpose
+  l.proxy_port = 3;
+  l.nb_queues = 2;
+  l.ct_group = 1;
+  l.age_s = 30;
+  return l;
+}
+
+template <typename T>
+const T& spec(const rte_flow_item& i) {
+  return *static_cast<const T*>(i.spec);
+}
+template <typename T>
+const T& mask(const rte_flow_item& i) {
+  return *static_cast<const T*>(i.mask);
+}
+template <typename T>
+const T& conf(const rte_flow_action& a) {
+  return *static_cast<const T*>(a.conf);
+}
+
+std::vector<rte_flow_item_type> item_types(const Flow& f) {
+  std::vector<rte_flow_item_type> v;
+  for (auto& i : f.pattern) v.push_back(i.type);
+  return v;
+}
+std::vector<rte_flow_action_type> action_types(const Flow& f) {
+  std::vector<rte_flow_action_type> v;
+  for (auto& a : f.actions) v.push_back(a.type);
+  return v;
+}
+
+ctrack::Event established_event() {
+  ctrack::Event e{};
+  e.type = ctrack::EventType::kEstablished;
+  e.orig = key4("10.0.0.1", "10.0.0.2", 40000, 80, IPPROTO_TCP);
+  e.in_port[0] = 0;
+  e.in_port[1] = 1;
+  e.last_dir = 0;
+  e.tcp[0] = ctrack::TcpDirState{1001, 1001 + 64240, 64240, 7,
+                                 ctrack::kTcpWindowScale | ctrack::kTcpSackPerm};
+  e.tcp[1] = ctrack::TcpDirState{5001, 5001 + 65160, 65160, 9,
+                                 ctrack::kTcpWindowScale | ctrack::kTcpSackPerm | ctrack::kTcpDataUnacked};
+  e.last_seq = 1001;
+  e.last_ack = 5001;
+  e.last_end = 1001;
+  e.last_win = 502;
+  return e;
+}
+
+TEST(CtProfile, FromCtrackState) {
+  rte_flow_action_conntrack ct = ct_profile(established_event(), 7);
+  EXPECT_EQ(ct.peer_port, 7);
+  EXPECT_EQ(ct.is_original_dir, 1u);
+  EXPECT_EQ(ct.enable, 1u);
+  EXPECT_EQ(ct.live_connection, 1u);
+  EXPECT_EQ(ct.selective_ack, 1u);
+  EXPECT_EQ(ct.last_direction, 1u);  // last packet from the original side
+  EXPECT_EQ(ct.liberal_mode, 0u);
+  EXPECT_EQ(ct.state, RTE_FLOW_CONNTRACK_STATE_ESTABLISHED);
+  EXPECT_EQ(ct.max_ack_window, 7);
+  EXPECT_EQ(ct.retransmission_limit, 5);
+  EXPECT_EQ(ct.original_dir.scale, 7u);
+  EXPECT_EQ(ct.original_dir.sent_end, 1001u);
+  EXPECT_EQ(ct.original_dir.reply_end, 1001u + 64240);
+  EXPECT_EQ(ct.original_dir.max_win, 64240u);
+  EXPECT_EQ(ct.original_dir.max_ack, 5001u);  // bounded by what the peer sent
+  EXPECT_EQ(ct.original_dir.data_unacked, 0u);
+  EXPECT_EQ(ct.original_dir.last_ack_seen, 1u);
+  EXPECT_EQ(ct.reply_dir.scale, 9u);
+  EXPECT_EQ(ct.reply_dir.sent_end, 5001u);
+  EXPECT_EQ(ct.reply_dir.reply_end, 5001u + 65160);
+  EXPECT_EQ(ct.reply_dir.max_win, 65160u);
+  EXPECT_EQ(ct.reply_dir.max_ack, 1001u);
+  EXPECT_EQ(ct.reply_dir.data_unacked, 1u);
+  EXPECT_EQ(ct.last_window, 502);
+  EXPECT_EQ(ct.last_index, RTE_FLOW_CONNTRACK_FLAG_ACK);
+  EXPECT_EQ(ct.last_seq, 1001u);
+  EXPECT_EQ(ct.last_ack, 5001u);
+  EXPECT_EQ(ct.last_end, 1001u);
+}
+
+TEST(CtProfile, NoWindowScaleMeansFifteen) {
+  ctrack::Event e = established_event();
+  e.tcp[0].flags = 0;
+  e.tcp[1].flags = ctrack::kTcpBeLiberal;
+  rte_flow_action_conntrack ct = ct_profile(e, 7);
+  EXPECT_EQ(ct.original_dir.scale, 0xFu);
+  EXPECT_EQ(ct.reply_dir.scale, 0xFu);
+  EXPECT_EQ(ct.selective_ack, 0u);
+  EXPECT_EQ(ct.liberal_mode, 1u);
+}
+
+TEST(CtProfile, ReplyUpdateFlipsOnlyTheDirection) {
+  rte_flow_action_conntrack ct = ct_profile(established_event(), 7);
+  rte_flow_modify_conntrack m = ct_reply_update(ct);
+  EXPECT_EQ(m.direction, 1u);
+  EXPECT_EQ(m.state, 0u);
+  EXPECT_EQ(m.new_ct.is_original_dir, 0u);
+  EXPECT_EQ(m.new_ct.original_dir.sent_end, ct.original_dir.sent_end);
+}
+
+TEST(ConnFlow, TcpTransferOriginalDirection) {
+  Layout l = layout(true);
+  Conn c{key4("10.0.0.1", "10.0.0.2", 40000, 80, IPPROTO_TCP), {0, 1}, {1, 0}};
+  auto* handle = reinterpret_cast<rte_flow_action_handle*>(0x1234);
+  int ctx = 0;
+  Flow f = conn_flow(l, c, 0, handle, &ctx);
+  EXPECT_EQ(f.port_id, 3);  // the transfer proxy
+  EXPECT_EQ(f.attr.group, 1u);
+  EXPECT_EQ(f.attr.priority, 0u);
+  EXPECT_EQ(f.attr.transfer, 1u);
+  EXPECT_EQ(f.attr.ingress, 0u);
+  ASSERT_EQ(item_types(f), (std::vector<rte_flow_item_type>{RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT, RTE_FLOW_ITEM_TYPE_ETH,
+                                                            RTE_FLOW_ITEM_TYPE_IPV4, RTE_FLOW_ITEM_TYPE_TCP,
+                                                            RTE_FLOW_ITEM_TYPE_END}));
+  EXPECT_EQ(spec<rte_flow_item_ethdev>(f.pattern[0]).port_id, 3);
+  EXPECT_EQ(mask<rte_flow_item_ethdev>(f.pattern[0]).port_id, 0xFFFF);
+  EXPECT_EQ(f.pattern[1].spec, nullptr);
+  const auto& ip = spec<rte_flow_item_ipv4>(f.pattern[2]).hdr;
+  const auto& ipm = mask<rte_flow_item_ipv4>(f.pattern[2]).hdr;
+  EXPECT_EQ(ip.src_addr, inet_addr("10.0.0.1"));  // network byte order
+  EXPECT_EQ(ip.dst_addr, inet_addr("10.0.0.2"));
+  EXPECT_EQ(ip.next_proto_id, IPPROTO_TCP);
+  EXPECT_EQ(ipm.src_addr, 0xFFFFFFFFu);
+  EXPECT_EQ(ipm.dst_addr, 0xFFFFFFFFu);
+  EXPECT_EQ(ipm.next_proto_id, 0xFF);
+  EXPECT_EQ(ipm.type_of_service, 0);
+  EXPECT_EQ(ipm.time_to_live, 0);
+  const auto& tcp = spec<rte_flow_item_tcp>(f.pattern[3]).hdr;
+  const auto& tcpm = mask<rte_flow_item_tcp>(f.pattern[3]).hdr;
+  EXPECT_EQ(tcp.src_port, htons(40000));
+  EXPECT_EQ(tcp.dst_port, htons(80));
+  EXPECT_EQ(tcpm.src_port, 0xFFFF);
+  EXPECT_EQ(tcpm.dst_port, 0xFFFF);
+  EXPECT_EQ(tcpm.tcp_flags, 0);
+  ASSERT_EQ(action_types(f),
+            (std::vector<rte_flow_action_type>{RTE_FLOW_ACTION_TYPE_COUNT, RTE_FLOW_ACTION_TYPE_AGE,
+                                               RTE_FLOW_ACTION_TYPE_INDIRECT, RTE_FLOW_ACTION_TYPE_JUMP,
+                                               RTE_FLOW_ACTION_TYPE_END}));
+  EXPECT_EQ(conf<rte_flow_action_age>(f.actions[1]).timeout, 30u);
+  EXPECT_EQ(conf<rte_flow_action_age>(f.actions[1]).context, &ctx);
+  EXPECT_EQ(f.actions[2].conf, handle);
+  // Verdict group of (in 0, out 1) with two ports: N + 1 + 0*2 + 1.
+  EXPECT_EQ(conf<rte_flow_action_jump>(f.actions[3]).group, 3u);
+}
+
+TEST(ConnFlow, TcpReplyDirectionIsReversedFromItsOwnPort) {
+  Layout l = layout(true);
+  Conn c{key4("10.0.0.1", "10.0.0.2", 40000, 80, IPPROTO_TCP), {0, 1}, {1, 0}};
+  Flow f = conn_flow(l, c, 1, nullptr, nullptr);
+  EXPECT_EQ(spec<rte_flow_item_ethdev>(f.pattern[0]).port_id, 7);
+  EXPECT_EQ(spec<rte_flow_item_ipv4>(f.pattern[2]).hdr.src_addr, inet_addr("10.0.0.2"));
+  EXPECT_EQ(spec<rte_flow_item_tcp>(f.pattern[3]).hdr.src_port, htons(80));
+  EXPECT_EQ(spec<rte_flow_item_tcp>(f.pattern[3]).hdr.dst_port, htons(40000));
+  EXPECT_EQ(conf<rte_flow_action_jump>(f.actions[3]).group, 1u + 1 + 1 * 2 + 0);
+}
+
+TEST(ConnFlow, UdpOutputsDirectlyWithoutConntrack) {
+  Layout l = layout(true);
+  ctrack::Key k = key4("10.0.0.1", "10.0.0.2", 5353, 53, IPPROTO_UDP);
+  Flow f = conn_flow(l, Conn{k, {0, 1}, {1, 0}}, 0, nullptr, nullptr);
+  EXPECT_EQ(f.pattern[3].type, RTE_FLOW_ITEM_TYPE_UDP);
+  EXPECT_EQ(spec<rte_flow_item_udp>(f.pattern[3]).hdr.dst_port, htons(53));
+  ASSERT_EQ(action_types(f), (std::vector<rte_flow_action_type>{
+                                 RTE_FLOW_ACTION_TYPE_COUNT, RTE_FLOW_ACTION_TYPE_AGE,
+                                 RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, RTE_FLOW_ACTION_TYPE_END}));
+  EXPECT_EQ(conf<rte_flow_action_ethdev>(f.actions[2]).port_id, 7);
+  EXPECT_EQ(f.find_action(RTE_FLOW_ACTION_TYPE_INDIRECT), nullptr);
+}
+
+TEST(ConnFlow, Ipv6MasksAllSixteenBytes) {
+  Layout l = layout(true);
+  ctrack::Key k{};
+  inet_pton(AF_INET6, "2001:db8::1", k.src);
+  inet_pton(AF_INET6, "2001:db8::2", k.dst);
+  k.sport = 1;
+  k.dport = 2;
+  k.proto = IPPROTO_TCP;
+  k.family = 6;
+  Flow f = conn_flow(l, Conn{k, {0, 1}, {1, 0}}, 0, nullptr, nullptr);
+  ASSERT_EQ(f.pattern[2].type, RTE_FLOW_ITEM_TYPE_IPV6);
+  const auto& s = spec<rte_flow_item_ipv6>(f.pattern[2]).hdr;
+  const auto& m = mask<rte_flow_item_ipv6>(f.pattern[2]).hdr;
+  EXPECT_EQ(memcmp(s.src_addr, k.src, 16), 0);
+  for (int i = 0; i < 16; i++) EXPECT_EQ(m.src_addr[i], 0xFF);
+  EXPECT_EQ(m.proto, 0xFF);
+  EXPECT_EQ(m.vtc_flow, 0u);
+}
+
+TEST(ConnFlow, WithoutTransferOutputIsMarkPlusRss) {
+  Layout l = layout(false);
+  ctrack::Key k = key4("10.0.0.1", "10.0.0.2", 5353, 53, IPPROTO_UDP);
+  Flow f = conn_flow(l, Conn{k, {0, 1}, {1, 0}}, 0, nullptr, nullptr);
+  EXPECT_EQ(f.port_id, 3);  // made on the ingress port itself
+  EXPECT_EQ(f.attr.ingress, 1u);
+  EXPECT_EQ(f.attr.transfer, 0u);
+  EXPECT_EQ(f.pattern[0].type, RTE_FLOW_ITEM_TYPE_ETH);
+  const auto* mk = f.find_action(RTE_FLOW_ACTION_TYPE_MARK);
+  ASSERT_NE(mk, nullptr);
+  EXPECT_EQ(conf<rte_flow_action_mark>(*mk).id, kMarkTag | 1u);
+  const auto* rss = f.find_action(RTE_FLOW_ACTION_TYPE_RSS);
+  ASSERT_NE(rss, nullptr);
+  const auto& r = conf<rte_flow_action_rss>(*rss);
+  EXPECT_EQ(r.queue_num, 2u);
+  EXPECT_EQ(r.queue[1], 1);
+  EXPECT_EQ(r.key_len, 40u);
+  EXPECT_EQ(r.key[0], 0x6d);
+  EXPECT_EQ(r.key[1], 0x5a);  // symmetric: both directions to one queue
+}
+
+TEST(BaseFlows, MissToSoftwareAndVerdictGroups) {
+  Layout l = layout(true);
+  std::vector<Flow> v = base_flows(l);
+  ASSERT_EQ(v.size(), 2u + 2 * 4);  // a miss rule per port, two rules per (in, out)
+  EXPECT_EQ(v[0].attr.group, 1u);
+  EXPECT_EQ(v[0].attr.priority, 1u);  // below the connection rules
+  EXPECT_EQ(conf<rte_flow_action_ethdev>(v[0].actions[0]).port_id, 3);
+  EXPECT_EQ(v[0].actions[0].type, RTE_FLOW_ACTION_TYPE_PORT_REPRESENTOR);
+  // in 0 -> out 1: group 3.
+  const Flow& ok = v[2 + 2 * 1];
+  const Flow& sw = v[2 + 2 * 1 + 1];
+  EXPECT_EQ(ok.attr.group, 3u);
+  const rte_flow_item* ct = ok.find_item(RTE_FLOW_ITEM_TYPE_CONNTRACK);
+  ASSERT_NE(ct, nullptr);
+  EXPECT_EQ(spec<rte_flow_item_conntrack>(*ct).flags, static_cast<uint32_t>(RTE_FLOW_CONNTRACK_PKT_STATE_VALID));
+  // Every state bit is in the mask, so VALID|CHANGED (a FIN) does not match.
+  EXPECT_EQ(mask<rte_flow_item_conntrack>(*ct).flags, 0x1Fu);
+  EXPECT_EQ(action_types(ok), (std::vector<rte_flow_action_type>{RTE_FLOW_ACTION_TYPE_COUNT,
+                                                                 RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT,
+                                                                 RTE_FLOW_ACTION_TYPE_END}));
+  EXPECT_EQ(conf<rte_flow_action_ethdev>(ok.actions[1]).port_id, 7);
+  EXPECT_EQ(sw.attr.group, 3u);
+  EXPECT_EQ(sw.attr.priority, 1u);
+  EXPECT_EQ(sw.actions[0].type, RTE_FLOW_ACTION_TYPE_PORT_REPRESENTOR);
+  EXPECT_EQ(conf<rte_flow_action_ethdev>(sw.actions[0]).port_id, 3);  // back to software on the ingress port
+}
+
+std::vector<Rule> rules_of(const std::string& tables) {
+  std::string y = "ports:\n  - {name: inside, devargs: net_null0}\n  - {name: outside, devargs: net_null1}\ntables:\n" +
+                  tables;
+  auto c = parse_config(y, "t.yaml");
+  EXPECT_TRUE(c.ok()) << c.message();
+  return c.ok() ? c->rules : std::vector<Rule>{};
+}
+
+TEST(TranslateRules, ShippedFirewall) {
+  std::ifstream in(std::string(SOURCE_ROOT) + "/configs/dataplane/firewall.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto c = parse_config(ss.str(), "firewall.yaml");
+  ASSERT_TRUE(c.ok()) << c.message();
+  std::vector<RuleFlows> rf = translate_rules(layout(true), c->rules);
+  ASSERT_EQ(rf.size(), 7u);  // table 0 only
+  // ARP: full offload, one flow (in_port given), ETH type 0x0806, out port 7.
+  EXPECT_EQ(rf[0].tier, Tier::kFull);
+  ASSERT_EQ(rf[0].flows.size(), 1u);
+  const Flow& arp = rf[0].flows[0];
+  EXPECT_EQ(arp.attr.group, 0u);
+  EXPECT_EQ(arp.attr.priority, 0u);
+  EXPECT_EQ(spec<rte_flow_item_ethdev>(arp.pattern[0]).port_id, 3);
+  EXPECT_EQ(spec<rte_flow_item_eth>(arp.pattern[1]).hdr.ether_type, htons(0x0806));
+  EXPECT_EQ(mask<rte_flow_item_eth>(arp.pattern[1]).hdr.ether_type, 0xFFFF);
+  EXPECT_EQ(action_types(arp), (std::vector<rte_flow_action_type>{RTE_FLOW_ACTION_TYPE_COUNT,
+                                                                  RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT,
+                                                                  RTE_FLOW_ACTION_TYPE_END}));
+  EXPECT_EQ(conf<rte_flow_action_ethdev>(arp.actions[1]).port_id, 7);
+  EXPECT_EQ(rf[1].tier, Tier::kFull);
+  // ND is five ICMPv6 types: software.
+  EXPECT_EQ(rf[2].tier, Tier::kSoftware);
+  EXPECT_NE(rf[2].why.find("eth_type=nd"), std::string::npos) << rf[2].why;
+  EXPECT_TRUE(rf[2].flows.empty());
+  // IPv4 -> ct(table=1): the NIC matches and jumps to the connection group,
+  // once per ingress port.
+  EXPECT_EQ(rf[4].tier, Tier::kJumpCt);
+  ASSERT_EQ(rf[4].flows.size(), 2u);
+  EXPECT_EQ(conf<rte_flow_action_jump>(*rf[4].flows[1].find_action(RTE_FLOW_ACTION_TYPE_JUMP)).group, 1u);
+  EXPECT_EQ(rf[4].flows[0].attr.priority, 4u);
+  // IPv6 could catch ND packets, which stay in software: it must too.
+  EXPECT_EQ(rf[5].tier, Tier::kSoftware);
+  EXPECT_NE(rf[5].why.find("which stays in software"), std::string::npos) << rf[5].why;
+  // The catch-all drop likewise.
+  EXPECT_EQ(rf[6].tier, Tier::kSoftware);
+}
+
+TEST(TranslateRules, RefusalsNameTheField) {
+  auto rf = translate_rules(layout(true), rules_of(R"(  0:
+    - {priority: 90, match: "ct_state=+trk+est", actions: "output:outside"}
+    - {priority: 80, match: "ip_proto=tcp,tp_dst=1000-2000", actions: "drop"}
+    - {priority: 70, match: "ct_zone=5", actions: "drop"}
+)"));
+  ASSERT_EQ(rf.size(), 3u);
+  EXPECT_EQ(rf[0].tier, Tier::kSoftware);
+  EXPECT_NE(rf[0].why.find("ct_state"), std::string::npos) << rf[0].why;
+  EXPECT_NE(rf[1].why.find("tp_dst range"), std::string::npos) << rf[1].why;
+  EXPECT_NE(rf[2].why.find("ct_zone"), std::string::npos) << rf[2].why;
+}
+
+TEST(TranslateRules, ExpressibleMatchesAndTiers) {
+  auto rf = translate_rules(layout(true), rules_of(R"(  0:
+    - {priority: 90, match: "in_port=inside,ip_src=10.1.0.0/16,ip_proto=tcp,tp_dst=22,tcp_flags=+syn-ack", actions: "drop"}
+    - {priority: 80, match: "ipv6_dst=2001:db8::/32,ip_proto=udp", actions: "count,set_mark:7,output:outside"}
+    - {priority: 70, match: "vlan=10,eth_type=ipv4", actions: "goto_table:1"}
+    - {priority: 60, match: "ip_proto=udp,tp_src=53", actions: "output:inside"}
+  1:
+    - {priority: 0, match: "", actions: "drop"}
+)"));
+  ASSERT_EQ(rf.size(), 4u);
+  // 1: full drop, one flow (in_port), prefix mask, exact port, flags with mask.
+  EXPECT_EQ(rf[0].tier, Tier::kFull);
+  ASSERT_EQ(rf[0].flows.size(), 1u);
+  const Flow& d = rf[0].flows[0];
+  const auto* ip = d.find_item(RTE_FLOW_ITEM_TYPE_IPV4);
+  ASSERT_NE(ip, nullptr);
+  EXPECT_EQ(spec<rte_flow_item_ipv4>(*ip).hdr.src_addr, inet_addr("10.1.0.0"));
+  EXPECT_EQ(mask<rte_flow_item_ipv4>(*ip).hdr.src_addr, inet_addr("255.255.0.0"));
+  EXPECT_EQ(mask<rte_flow_item_ipv4>(*ip).hdr.dst_addr, 0u);
+  const auto* tcp = d.find_item(RTE_FLOW_ITEM_TYPE_TCP);
+  ASSERT_NE(tcp, nullptr);
+  EXPECT_EQ(spec<rte_flow_item_tcp>(*tcp).hdr.dst_port, htons(22));
+  EXPECT_EQ(mask<rte_flow_item_tcp>(*tcp).hdr.src_port, 0);
+  EXPECT_EQ(spec<rte_flow_item_tcp>(*tcp).hdr.tcp_flags, 0x02);
+  EXPECT_EQ(mask<rte_flow_item_tcp>(*tcp).hdr.tcp_flags, 0x12);
+  EXPECT_NE(d.find_action(RTE_FLOW_ACTION_TYPE_DROP), nullptr);
+  // 2: set_mark is for software: mark tier, IPv6 /32 mask, per port.
+  EXPECT_EQ(rf[1].tier, Tier::kMark);
+  ASSERT_EQ(rf[1].flows.size(), 2u);
+  const auto* ip6 = rf[1].flows[0].find_item(RTE_FLOW_ITEM_TYPE_IPV6);
+  ASSERT_NE(ip6, nullptr);
+  const auto& m6 = mask<rte_flow_item_ipv6>(*ip6).hdr;
+  EXPECT_EQ(m6.dst_addr[3], 0xFF);
+  EXPECT_EQ(m6.dst_addr[4], 0x00);
+  EXPECT_EQ(conf<rte_flow_action_mark>(*rf[1].flows[0].find_action(RTE_FLOW_ACTION_TYPE_MARK)).id,
+            kRuleMarkTag | rf[1].rule_id);
+  // 3: VLAN with the ethertype in the VLAN item.
+  EXPECT_EQ(rf[2].tier, Tier::kMark);
+  const auto* vl = rf[2].flows[0].find_item(RTE_FLOW_ITEM_TYPE_VLAN);
+  ASSERT_NE(vl, nullptr);
+  EXPECT_EQ(spec<rte_flow_item_vlan>(*vl).hdr.vlan_tci, htons(10));
+  EXPECT_EQ(mask<rte_flow_item_vlan>(*vl).hdr.vlan_tci, htons(0x0FFF));
+  EXPECT_EQ(spec<rte_flow_item_vlan>(*vl).hdr.eth_proto, htons(0x0800));
+  // 4: no family given: IPv4 and IPv6 flows on both ports.
+  EXPECT_EQ(rf[3].tier, Tier::kFull);
+  EXPECT_EQ(rf[3].flows.size(), 4u);
+}
+
+TEST(TranslateRules, ShadowedByHigherSoftwareRuleOnlyWhenOverlapping) {
+  auto rf = translate_rules(layout(true), rules_of(R"(  0:
+    - {priority: 90, match: "ip_proto=tcp,tp_dst=1000-2000", actions: "drop"}
+    - {priority: 80, match: "ip_proto=udp", actions: "output:outside"}
+    - {priority: 70, match: "ip_proto=tcp,tp_dst=3000", actions: "output:outside"}
+    - {priority: 60, match: "ip_proto=tcp,tp_dst=1500", actions: "output:outside"}
+)"));
+  EXPECT_EQ(rf[0].tier, Tier::kSoftware);
+  EXPECT_EQ(rf[1].tier, Tier::kFull);      // UDP cannot hit the TCP range rule
+  EXPECT_EQ(rf[2].tier, Tier::kFull);      // port 3000 is outside 1000-2000
+  EXPECT_EQ(rf[3].tier, Tier::kSoftware);  // port 1500 is inside it
+}
+
+TEST(Overlap, Basics) {
+  PortNames pn{{"a", "b"}};
+  auto m = [&](const char* t) { return parse_match(t, pn).value(); };
+  EXPECT_FALSE(may_overlap(m("in_port=a"), m("in_port=b")));
+  EXPECT_FALSE(may_overlap(m("eth_type=arp"), m("ip_proto=tcp")));
+  EXPECT_FALSE(may_overlap(m("ip_dst=10.0.0.0/8"), m("ip_dst=192.168.0.0/16")));
+  EXPECT_TRUE(may_overlap(m("ip_dst=10.0.0.0/8"), m("ip_dst=10.1.0.0/16")));
+  EXPECT_TRUE(may_overlap(m("eth_type=nd"), m("eth_type=ipv6")));
+  EXPECT_FALSE(may_overlap(m("eth_type=nd"), m("eth_type=ipv4")));
+  EXPECT_TRUE(may_overlap(m(""), m("eth_type=arp")));
+}
+
+TEST(Testpmd, ConnectionCommandsAreExact) {
+  Layout l = layout(true);
+  Conn c{key4("10.0.0.1", "10.0.0.2", 40000, 80, IPPROTO_TCP), {0, 1}, {1, 0}};
+  EXPECT_EQ(testpmd_flow(conn_flow(l, c, 0, nullptr, nullptr), 5),
+            "flow create 3 group 1 priority 0 transfer pattern represented_port ethdev_port_id is 3 / eth / ipv4 "
+            "src spec 10.0.0.1 src mask 255.255.255.255 dst spec 10.0.0.2 dst mask 255.255.255.255 proto is 6 / "
+            "tcp src is 40000 dst is 80 / end actions count / age timeout 30 / indirect 5 / jump group 3 / end");
+  std::string ct = testpmd_ct(3, 5, ct_profile(established_event(), 7), true);
+  EXPECT_EQ(ct,
+            "set conntrack com peer 7 is_orig 1 enable 1 live 1 sack 1 cack 0 last_dir 1 liberal 0 state 1 "
+            "max_ack_win 7 r_lim 5 last_win 502 last_seq 1001 last_ack 5001 last_end 1001 last_index 0x8\n"
+            "set conntrack orig scale 7 fin 0 acked 1 unack_data 0 sent_end 1001 reply_end 65241 max_win 64240 "
+            "max_ack 5001\n"
+            "set conntrack rply scale 9 fin 0 acked 1 unack_data 1 sent_end 5001 reply_end 70161 max_win 65160 "
+            "max_ack 1001\n"
+            "flow indirect_action 3 create action_id 5 transfer action conntrack / end\n");
+}
+
+}  // namespace
+}  // namespace dp::hw

@@ -1,0 +1,370 @@
+// The offload lifecycle with the emulated provider, packet by packet: real
+// frames, the real pipeline (rte_acl + ctrack), the NIC model in front of it
+// as in a worker, and the provider driven by ctrack's events as in the
+// daemon's control loop. One clock, advanced by the test.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <rte_eal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "ctrack/frame.h"
+#include "dataplane/config.h"
+#include "dataplane/emunic.h"
+#include "dataplane/offload.h"
+#include "dataplane/pipeline.h"
+
+namespace dp {
+namespace {
+
+using ctrack::FrameSpec;
+using ctrack::kAck;
+using ctrack::kFin;
+using ctrack::kPsh;
+using ctrack::kRst;
+using ctrack::kSyn;
+
+constexpr uint16_t kIn = 0, kOut = 1;
+
+std::string firewall_yaml() {
+  std::ifstream in(std::string(SOURCE_ROOT) + "/configs/dataplane/firewall.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Sent {
+  int16_t out;
+  bool by_nic;
+};
+
+struct Rig {
+  std::unique_ptr<ctrack::Tracker> ct;
+  std::unique_ptr<Pipeline> pl;
+  WorkerStats st;
+  std::unique_ptr<Datapath> dp;
+  std::unique_ptr<OffloadProvider> off;
+  std::atomic<const HwMarkTable*> marks{nullptr};
+  OffloadHost host;
+  uint64_t now = 1'000'000'000'000ull;
+
+  explicit Rig(OffloadConfig oc = {}) {
+    auto cfg = parse_config(firewall_yaml(), "firewall.yaml");
+    EXPECT_TRUE(cfg.ok()) << cfg.message();
+    ctrack::Config cc;
+    cc.capacity = 1 << 16;
+    cc.event_ring = 1 << 14;
+    ct = std::move(ctrack::Tracker::create(cc).value());
+    pl = std::move(Pipeline::build(cfg->rules, 1).value());
+    dp = std::make_unique<Datapath>(0, ct.get(), &st);
+    oc.provider = "emulated";
+    off = std::move(make_offload_provider(oc, 1).value());
+    host.port_ids = {0, 1};
+    host.shards = {ct.get()};
+    host.marks = &marks;
+    EXPECT_TRUE(off->start(host).ok());
+    off->poll(now);  // the provider takes its clock from the calls
+    off->on_pipeline(*pl);
+    settle();
+  }
+  ~Rig() {
+    if (off) {
+      Status s = off->flush();
+      EXPECT_TRUE(s.ok()) << s.message();
+    }
+    delete marks.load();
+  }
+  EmuNic& nic() { return *off->nic(); }
+
+  Sent send(uint16_t port, const std::vector<uint8_t>& f) {
+    nic().service(0, now);
+    PacketIn in{f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), port, false, 0};
+    now += 10'000;
+    int16_t o = nic().rx(0, in, now);
+    if (o != kNicMiss) return {o, true};
+    Verdict v;
+    dp->run(*pl, &in, 1, now, &v);
+    return {v.out_port, false};
+  }
+  // The control loop: events to the provider, completions, aging.
+  void control() {
+    ctrack::Event ev[256];
+    uint32_t n;
+    while ((n = ct->poll_events(ev, 256)) > 0) off->on_ct_events(0, ev, n, now);
+    off->poll(now);
+  }
+  // Lets the NIC's operations complete and the provider see them.
+  void settle() {
+    for (int i = 0; i < 4; i++) {
+      control();
+      now += 1'000'000;  // 1 ms: past the modelled latency
+      nic().service(0, now);
+      control();
+    }
+  }
+  uint64_t stat(const char* k) const { return off->stats().get(k); }
+  ctrack::ConnInfo conn() {
+    ctrack::ConnInfo out{};
+    int n = 0;
+    ct->for_each(now, [&](const ctrack::ConnInfo& c) {
+      out = c;
+      n++;
+    });
+    EXPECT_EQ(n, 1);
+    return out;
+  }
+};
+
+FrameSpec tcp(bool from_inside, uint8_t flags, uint32_t seq, uint32_t ack, size_t payload = 0, uint16_t cport = 40000) {
+  FrameSpec s;
+  s.proto = IPPROTO_TCP;
+  s.src = from_inside ? "10.0.0.1" : "10.0.0.2";
+  s.dst = from_inside ? "10.0.0.2" : "10.0.0.1";
+  s.sport = from_inside ? cport : 80;
+  s.dport = from_inside ? 80 : cport;
+  s.tcp_flags = flags;
+  s.seq = seq;
+  s.ack = ack;
+  s.win = 8192;
+  s.payload = payload;
+  return s;
+}
+
+// Opens 10.0.0.1:cport -> 10.0.0.2:80 and lets the provider offload it.
+void handshake(Rig& r, uint16_t cport = 40000) {
+  EXPECT_EQ(r.send(kIn, build_frame(tcp(true, kSyn, 100, 0, 0, cport))).out, kOut);
+  EXPECT_EQ(r.send(kOut, build_frame(tcp(false, kSyn | kAck, 500, 101, 0, cport))).out, kIn);
+  EXPECT_EQ(r.send(kIn, build_frame(tcp(true, kAck, 101, 501, 0, cport))).out, kOut);
+  r.settle();
+}
+
+TEST(EmulatedOffload, SharedRulesInstalled) {
+  Rig r;
+  // Firewall: ARP x2 full + IPv4 jump x2 ports; base: 2 miss + 8 verdict.
+  EXPECT_EQ(r.stat("rules_full"), 2u);
+  EXPECT_EQ(r.stat("rules_jump_ct"), 1u);
+  EXPECT_EQ(r.stat("rules_software"), 4u);
+  EXPECT_EQ(r.nic().rules_in_use(), 2u + 2 + 2 + 8);
+  // ARP crosses in the NIC.
+  std::vector<uint8_t> arp(42, 0);
+  arp[12] = 0x08;
+  arp[13] = 0x06;
+  Sent s = r.send(kIn, arp);
+  EXPECT_TRUE(s.by_nic);
+  EXPECT_EQ(s.out, kOut);
+}
+
+TEST(EmulatedOffload, TcpFlowRunsInTheNicAfterTheHandshake) {
+  Rig r;
+  handshake(r);
+  EXPECT_EQ(r.stat("installed"), 1u);
+  EXPECT_EQ(r.ct->stats().offloaded, 1u);
+  EXPECT_EQ(r.nic().exact_in_use(), 2u);
+  EXPECT_EQ(r.nic().ct_in_use(), 1u);
+  uint64_t sw_before = r.st.rx_packets;
+  uint32_t seq = 101, rseq = 501;
+  for (int i = 0; i < 50; i++) {
+    Sent a = r.send(kIn, build_frame(tcp(true, kAck | kPsh, seq, rseq, 1000)));
+    seq += 1000;
+    Sent b = r.send(kOut, build_frame(tcp(false, kAck, rseq, seq)));
+    ASSERT_TRUE(a.by_nic && b.by_nic) << i;
+    EXPECT_EQ(a.out, kOut);
+    EXPECT_EQ(b.out, kIn);
+  }
+  EXPECT_EQ(r.st.rx_packets, sw_before);  // software saw none of them
+  r.settle();
+  ctrack::ConnInfo c = r.conn();
+  EXPECT_TRUE(c.offloaded);
+  EXPECT_EQ(c.packets[0], 2u + 50);  // SYN + ACK in software, 50 folded from the NIC
+  EXPECT_EQ(c.packets[1], 1u + 50);
+  EXPECT_EQ(c.bytes[0], 2u * 40 + 50u * 1040);  // IP bytes, as ctrack counts them
+}
+
+TEST(EmulatedOffload, FinGoesToSoftwareAndRemovesTheOffload) {
+  Rig r;
+  handshake(r);
+  Sent fin = r.send(kIn, build_frame(tcp(true, kFin | kAck, 101, 501)));
+  EXPECT_FALSE(fin.by_nic);  // CHANGED: software sees it
+  EXPECT_EQ(fin.out, kOut);
+  r.settle();
+  EXPECT_EQ(r.stat("closing"), 1u);
+  EXPECT_EQ(r.stat("removed"), 1u);
+  EXPECT_EQ(r.nic().exact_in_use(), 0u);
+  EXPECT_EQ(r.nic().ct_in_use(), 0u);
+  EXPECT_EQ(r.ct->stats().offloaded, 0u);
+  Sent finack = r.send(kOut, build_frame(tcp(false, kFin | kAck, 501, 102)));
+  EXPECT_FALSE(finack.by_nic);
+  EXPECT_EQ(finack.out, kIn);
+}
+
+TEST(EmulatedOffload, RstGoesToSoftwareAndRemovesTheOffload) {
+  Rig r;
+  handshake(r);
+  Sent rst = r.send(kOut, build_frame(tcp(false, kRst | kAck, 501, 101)));
+  EXPECT_FALSE(rst.by_nic);
+  EXPECT_EQ(rst.out, kIn);
+  r.settle();
+  EXPECT_EQ(r.nic().exact_in_use(), 0u);
+  EXPECT_EQ(r.stat("removed"), 1u);
+}
+
+TEST(EmulatedOffload, OutOfWindowIsHandedToSoftware) {
+  Rig r;
+  handshake(r);
+  uint64_t inv = r.nic().stats(0).ct_invalid;
+  Sent s = r.send(kIn, build_frame(tcp(true, kAck, 101 + 50'000'000, 501, 100)));
+  EXPECT_FALSE(s.by_nic);
+  EXPECT_EQ(r.nic().stats(0).ct_invalid, inv + 1);
+  EXPECT_EQ(r.nic().exact_in_use(), 2u);  // one bad segment does not end the offload
+}
+
+TEST(EmulatedOffload, UdpAgesOutAndItsCountersFoldBack) {
+  OffloadConfig oc;
+  oc.age_s = 2;
+  Rig r(oc);
+  FrameSpec req;
+  req.proto = IPPROTO_UDP;
+  req.sport = 5353;
+  req.dport = 53;
+  req.payload = 100;
+  FrameSpec rep = req;
+  std::swap(rep.src, rep.dst);
+  std::swap(rep.sport, rep.dport);
+  EXPECT_FALSE(r.send(kIn, build_frame(req)).by_nic);
+  EXPECT_FALSE(r.send(kOut, build_frame(rep)).by_nic);
+  r.settle();
+  EXPECT_EQ(r.stat("installed"), 1u);
+  for (int i = 0; i < 20; i++) {
+    ASSERT_TRUE(r.send(kIn, build_frame(req)).by_nic);
+    ASSERT_TRUE(r.send(kOut, build_frame(rep)).by_nic);
+  }
+  // Idle past the age timeout.
+  r.now += 3'000'000'000ull;
+  r.settle();
+  EXPECT_EQ(r.stat("aged"), 1u);
+  EXPECT_EQ(r.stat("installed"), 0u);
+  EXPECT_EQ(r.nic().exact_in_use(), 0u);
+  ctrack::ConnInfo c = r.conn();  // still tracked: ctrack's timeout decides
+  EXPECT_FALSE(c.offloaded);
+  EXPECT_EQ(c.packets[0], 21u);
+  EXPECT_EQ(c.packets[1], 21u);
+  EXPECT_GT(c.timeout_ms, 0);
+  // The next packet goes through software again.
+  EXPECT_FALSE(r.send(kIn, build_frame(req)).by_nic);
+}
+
+TEST(EmulatedOffload, FullTableFallsBackToSoftwareWithTheReason) {
+  OffloadConfig oc;
+  oc.table_size = 2;  // one connection (two directions)
+  Rig r(oc);
+  handshake(r, 40000);
+  handshake(r, 40001);
+  EXPECT_EQ(r.stat("installed"), 1u);
+  EXPECT_EQ(r.stat("failed_table_full"), 1u);
+  EXPECT_EQ(r.nic().exact_in_use(), 2u);
+  EXPECT_EQ(r.nic().ct_in_use(), 1u);  // the failed one's context was cleaned up
+  Sent s = r.send(kIn, build_frame(tcp(true, kAck | kPsh, 101, 501, 10, 40001)));
+  EXPECT_FALSE(s.by_nic);
+  EXPECT_EQ(s.out, kOut);
+}
+
+TEST(EmulatedOffload, RuleChangeRevokesConnectionsItNoLongerAllows) {
+  Rig r;
+  handshake(r);
+  EXPECT_EQ(r.stat("installed"), 1u);
+  // Established traffic from outside now goes to table 1's drop.
+  std::vector<Rule> rules = r.pl->rules();
+  std::erase_if(rules, [](const Rule& x) { return x.match_text == "in_port=outside,ct_state=+trk+est"; });
+  auto pl = Pipeline::build(rules, 1);
+  ASSERT_TRUE(pl.ok());
+  r.off->on_pipeline(*pl.value());
+  std::swap(r.pl, pl.value());
+  r.settle();
+  EXPECT_EQ(r.stat("revoked"), 1u);
+  EXPECT_EQ(r.nic().exact_in_use(), 0u);
+  EXPECT_EQ(r.send(kOut, build_frame(tcp(false, kAck, 501, 101))).out, -1);
+}
+
+TEST(EmulatedOffload, NoOffloadRuleKeepsConnectionsInSoftware) {
+  Rig r;
+  std::vector<Rule> rules = r.pl->rules();
+  for (Rule& x : rules)
+    if (x.match_text == "in_port=inside,ct_state=+trk+est") x.offload = false;
+  auto pl = Pipeline::build(rules, 1);
+  ASSERT_TRUE(pl.ok());
+  r.off->on_pipeline(*pl.value());
+  std::swap(r.pl, pl.value());
+  r.settle();
+  handshake(r);
+  EXPECT_EQ(r.stat("installed"), 0u);
+  EXPECT_EQ(r.stat("refused_rule_has_offload__false"), 1u);
+}
+
+TEST(EmulatedOffload, ChurnLeavesNothingBehind) {
+  OffloadConfig oc;
+  oc.table_size = 1 << 16;
+  oc.max_in_flight = 4096;
+  Rig r(oc);
+  const uint64_t base_rules = r.nic().rules_in_use();
+  // UDP connections made straight through the tracker, offloaded, then
+  // flushed; 200K here (the 1M run is offload-bench's `churn`).
+  const int kBatches = 20, kPer = 10000;
+  ctrack::Packet p{};
+  p.key.family = 4;
+  p.key.proto = IPPROTO_UDP;
+  p.l3_len = 100;
+  for (int b = 0; b < kBatches; b++) {
+    for (int i = 0; i < kPer; i++) {
+      uint32_t x = static_cast<uint32_t>(b * kPer + i);
+      ctrack::Packet q = p;
+      q.key.src[0] = 10;
+      q.key.src[1] = static_cast<uint8_t>(x >> 16);
+      q.key.src[2] = static_cast<uint8_t>(x >> 8);
+      q.key.src[3] = static_cast<uint8_t>(x);
+      q.key.dst[0] = 192;
+      q.key.sport = 1000;
+      q.key.dport = 53;
+      q.in_port = kIn;
+      ctrack::Packet rep = q;
+      rep.key = q.key.reversed();
+      rep.in_port = kOut;
+      const ctrack::Packet* a[1] = {&q};
+      const ctrack::Packet* c[1] = {&rep};
+      ctrack::CtResult res;
+      r.ct->process(a, 1, r.now, true, &res);
+      r.ct->process(c, 1, r.now, true, &res);
+      if (i % 1024 == 0) r.control();
+    }
+    for (int k = 0; k < 200 && r.off->stats().get("pending") + r.off->stats().get("in_flight") > 0; k++) r.settle();
+    r.ct->flush();
+    for (int k = 0; k < 200 && r.off->stats().get("jobs_in_use") > 0; k++) r.settle();
+  }
+  EXPECT_EQ(r.stat("offloads"), static_cast<uint64_t>(kBatches) * kPer);
+  EXPECT_EQ(r.stat("removed"), static_cast<uint64_t>(kBatches) * kPer);
+  EXPECT_EQ(r.stat("jobs_in_use"), 0u);
+  EXPECT_EQ(r.stat("in_flight"), 0u);
+  EXPECT_EQ(r.nic().exact_in_use(), 0u);
+  EXPECT_EQ(r.nic().ct_in_use(), 0u);
+  EXPECT_EQ(r.nic().rules_in_use(), base_rules);
+  EXPECT_EQ(r.ct->stats().offloaded, 0u);
+  EXPECT_TRUE(r.ct->check_invariants().ok());
+}
+
+}  // namespace
+}  // namespace dp
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  std::string prefix = "dp-offload-" + std::to_string(getpid());
+  const char* eal[] = {"dataplane-offload-test", "--no-huge", "-m", "512", "--no-pci", "--no-shconf", "--no-telemetry",
+                       "-l", "0", "--log-level", "*:error", "--file-prefix", prefix.c_str()};
+  if (rte_eal_init(sizeof eal / sizeof eal[0], const_cast<char**>(eal)) < 0) {
+    fprintf(stderr, "rte_eal_init failed\n");
+    return 1;
+  }
+  int rc = RUN_ALL_TESTS();
+  rte_eal_cleanup();
+  return rc;
+}
