@@ -54,6 +54,7 @@ class Dut : public ::testing::Test {
   static inline Netns *client, *dut, *server;
   static inline Process daemon;
   static inline std::string prefix, log_path, cfg_path;
+  static inline std::string offload = "provider: none";  // the config's offload block (one line)
 
   static void SetUpTestSuite() {
     auto t = Testbed::create();
@@ -76,6 +77,7 @@ class Dut : public ::testing::Test {
     ASSERT_FALSE(cfg.empty()) << "configs/dataplane/firewall.yaml not found under " << g_srcdir;
     cfg = replace_all(cfg, "iface=veth-inside", "iface=d0");
     cfg = replace_all(cfg, "iface=veth-outside", "iface=d1");
+    cfg = replace_all(cfg, "provider: none", offload);
     std::ofstream(cfg_path) << cfg;
     SpawnOptions o;
     o.ns = dut;
@@ -99,6 +101,7 @@ class Dut : public ::testing::Test {
       std::string log = read_file(log_path);
       EXPECT_TRUE(rc.ok() && *rc == 0) << "dataplane did not stop cleanly:\n" << log;
       EXPECT_NE(log.find("mbufs in use: 0 of"), std::string::npos) << "leaked mbufs:\n" << log;
+      EXPECT_EQ(log.find("offload flush:"), std::string::npos) << "hardware rules left behind:\n" << log;
     }
     tb.reset();
     unlink(cfg_path.c_str());
@@ -431,6 +434,180 @@ TEST(Config, ErrorsExitWith2AndNameFileLineKeyWithoutTouchingPorts) {
   auto good = run_capture({g_bindir + "/dataplane", "--config", g_srcdir + "/configs/dataplane/firewall.yaml", "--check"});
   EXPECT_EQ(good->status, 0) << good->output;
   unlink(bad.c_str());
+}
+
+// ------------------------------------------------------------------ offload
+//
+// The same firewall with the emulated NIC in front of the pipeline: two
+// connections fit its table (age 2 s), so the full-table fallback shows too.
+class Offload : public Dut {
+ protected:
+  static void SetUpTestSuite() {
+    offload = "provider: emulated\n  table_size: 4\n  age_s: 2\n  latency_us: 50";
+    Dut::SetUpTestSuite();
+  }
+  // A counter from the `offload ...:` line of `dataplane-ctl stats`.
+  static long long off(const std::string& key) {
+    std::string s = ctl("stats");
+    size_t p = s.find(" " + key + "=");
+    if (p == std::string::npos) return -1;
+    return std::stoll(s.substr(p + key.size() + 2));
+  }
+  static long long sw_rx() {
+    std::string s = ctl("stats");
+    size_t p = s.find(": rx ");
+    return p == std::string::npos ? -1 : std::stoll(s.substr(p + 5));
+  }
+  // Waits until off(key) == v; returns the last value.
+  static long long wait_off(const std::string& key, long long v, std::chrono::milliseconds t = 5s) {
+    long long x = off(key);
+    for (auto end = std::chrono::steady_clock::now() + t; x != v && std::chrono::steady_clock::now() < end;) {
+      std::this_thread::sleep_for(50ms);
+      x = off(key);
+    }
+    return x;
+  }
+};
+
+TEST_F(Offload, IperfTcpFlowIsHandledByTheNic) {
+  SpawnOptions o;
+  o.ns = server;
+  o.stdout_path = "/dev/null";
+  o.stderr_path = "=stdout";
+  auto srv = Process::spawn({"iperf3", "-s", "-1", "-p", "5301"}, o);
+  ASSERT_TRUE(srv.ok()) << srv.message();
+  std::this_thread::sleep_for(300ms);
+  long long nic0 = off("nic_forwarded"), sw0 = sw_rx(), removed0 = off("removed");
+  auto r = run_capture({"iperf3", "-c", "10.0.0.2", "-p", "5301", "-t", "10", "-J"}, client, 40s);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->output.find("\"error\""), std::string::npos) << r->output.substr(0, 2000);
+  srv->wait(5s);
+  long long nic = off("nic_forwarded") - nic0, sw = sw_rx() - sw0;
+  double share = static_cast<double>(nic) / static_cast<double>(nic + sw);
+  // Everything the daemon saw in those 10 s: both iperf3 connections, their
+  // handshakes and teardowns, ARP.
+  printf("[ offload ] NIC stage %lld packets, software %lld: %.4f in the NIC\n", nic, sw, share);
+  EXPECT_GE(share, 0.99);
+  EXPECT_GE(off("offloads"), 2);
+  // Both connections closed (FIN or RST): the NIC handed those to software,
+  // which removed the offload.
+  EXPECT_EQ(wait_off("installed", 0), 0);
+  EXPECT_GE(off("closing"), 1);
+  EXPECT_GE(off("removed") - removed0, 2);
+  EXPECT_EQ(off("nic_exact_in_use"), 0);
+  EXPECT_EQ(off("nic_ct_in_use"), 0);
+}
+
+TEST_F(Offload, RstRemovesTheOffload) {
+  int ls = listen_in(server, "10.0.0.2", 7101), cs = sock_in(client, SOCK_STREAM);
+  ASSERT_GE(ls, 0);
+  auto sa = addr("10.0.0.2", 7101);
+  long long removed = off("removed");
+  ASSERT_TRUE(connect_within(cs, sa, 5s));
+  int as = accept(ls, nullptr, nullptr);
+  ASSERT_GE(as, 0);
+  ASSERT_EQ(send(cs, "x", 1, 0), 1);
+  std::string got;
+  ASSERT_TRUE(recv_within(as, 5s, &got));
+  EXPECT_EQ(wait_off("installed", 1), 1);
+  EXPECT_NE(ctl("ct list").find(" offloaded "), std::string::npos) << ctl("ct list");
+  linger lg{1, 0};  // close with RST
+  setsockopt(cs, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  close(cs);
+  EXPECT_EQ(wait_off("installed", 0), 0);
+  EXPECT_EQ(off("removed"), removed + 1);
+  close(as);
+  close(ls);
+}
+
+TEST_F(Offload, UdpAgesOutAndItsCountersFoldBackIntoCt) {
+  int c = sock_in(client, SOCK_DGRAM), s = sock_in(server, SOCK_DGRAM);
+  auto ca = addr("10.0.0.1", 7103), sa = addr("10.0.0.2", 7104);
+  ASSERT_EQ(bind(c, reinterpret_cast<sockaddr*>(&ca), sizeof ca), 0);
+  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  long long aged = off("aged");
+  std::string got;
+  sendto(c, "q", 1, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  ASSERT_TRUE(recv_within(s, 3s, &got));
+  sendto(s, "a", 1, 0, reinterpret_cast<sockaddr*>(&ca), sizeof ca);
+  ASSERT_TRUE(recv_within(c, 3s, &got));
+  ASSERT_EQ(wait_off("installed", 1), 1);
+  long long nic0 = off("nic_forwarded");
+  for (int i = 0; i < 40; i++) {
+    sendto(c, "q", 1, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    ASSERT_TRUE(recv_within(s, 3s, &got));
+    sendto(s, "a", 1, 0, reinterpret_cast<sockaddr*>(&ca), sizeof ca);
+    ASSERT_TRUE(recv_within(c, 3s, &got));
+  }
+  EXPECT_GE(off("nic_forwarded") - nic0, 80);
+  // Idle past age_s (2 s): the NIC ages it out, ctrack keeps it.
+  EXPECT_EQ(wait_off("aged", aged + 1, 6s), aged + 1);
+  EXPECT_EQ(off("installed"), 0);
+  std::string list = ctl("ct list");
+  size_t at = list.find("udp 10.0.0.1:7103");
+  ASSERT_NE(at, std::string::npos) << list;
+  std::string line = list.substr(at, list.find('\n', at) - at);
+  EXPECT_EQ(line.find("offloaded"), std::string::npos) << line;
+  EXPECT_NE(line.find("pkts=41/41"), std::string::npos) << line;  // 1 + 40 each way, 40 folded from the NIC
+  close(c);
+  close(s);
+}
+
+TEST_F(Offload, FullTableFallsBackToSoftwareWithTheReasonCounted) {
+  // Two connections fill the four-entry table; the third stays in software
+  // and still works.
+  int ls = listen_in(server, "10.0.0.2", 7105);
+  ASSERT_GE(ls, 0);
+  auto sa = addr("10.0.0.2", 7105);
+  long long full = std::max(0LL, off("failed_table_full"));
+  std::vector<int> fds;
+  for (int i = 0; i < 3; i++) {
+    int cs = sock_in(client, SOCK_STREAM);
+    ASSERT_TRUE(connect_within(cs, sa, 5s));
+    int as = accept(ls, nullptr, nullptr);
+    ASSERT_GE(as, 0);
+    ASSERT_EQ(send(cs, "hi", 2, 0), 2);
+    std::string got;
+    ASSERT_TRUE(recv_within(as, 5s, &got));
+    fds.push_back(cs);
+    fds.push_back(as);
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_EQ(wait_off("failed_table_full", full + 1), full + 1);
+  EXPECT_EQ(off("installed"), 2);
+  ASSERT_EQ(send(fds[4], "still", 5, 0), 5);
+  std::string got;
+  ASSERT_TRUE(recv_within(fds[5], 5s, &got));
+  EXPECT_EQ(got, "still");
+  for (int fd : fds) close(fd);
+  close(ls);
+  EXPECT_EQ(wait_off("installed", 0), 0);
+}
+
+TEST_F(Offload, ChurnLeavesNothingInTheNic) {
+  int ls = listen_in(server, "10.0.0.2", 7106);
+  ASSERT_GE(ls, 0);
+  auto sa = addr("10.0.0.2", 7106);
+  long long offloads = off("offloads");
+  for (int i = 0; i < 100; i++) {
+    int cs = sock_in(client, SOCK_STREAM);
+    ASSERT_TRUE(connect_within(cs, sa, 5s)) << i;
+    int as = accept(ls, nullptr, nullptr);
+    ASSERT_GE(as, 0);
+    ASSERT_EQ(send(cs, "ping", 4, 0), 4);
+    std::string got;
+    ASSERT_TRUE(recv_within(as, 5s, &got));
+    close(cs);
+    close(as);
+  }
+  close(ls);
+  EXPECT_GT(off("offloads"), offloads);
+  EXPECT_EQ(wait_off("installed", 0), 0);
+  EXPECT_EQ(wait_off("jobs_in_use", 0), 0);
+  EXPECT_EQ(off("in_flight"), 0);
+  EXPECT_EQ(off("nic_exact_in_use"), 0);
+  EXPECT_EQ(off("nic_ct_in_use"), 0);
+  EXPECT_NE(ctl("offload testpmd").find("flow create"), std::string::npos);
 }
 
 }  // namespace
