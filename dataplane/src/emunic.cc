@@ -22,6 +22,7 @@ struct Op {
 };
 
 struct EmuNic::Rule {
+  bool live = false;
   uint32_t id = 0, group = 0, prio = 0;
   int in_port = -1;
   bool eth_type_set = false, need_vlan = false, vid_set = false;
@@ -49,10 +50,6 @@ struct EmuNic::Rule {
 
 namespace {
 
-struct KeyHash {
-  size_t operator()(const ctrack::Key& k) const { return ctrack::hash_key(k); }
-};
-
 struct CtDir {
   uint8_t scale = 0;
   uint32_t sent_end = 0, reply_end = 0, max_win = 0, max_ack = 0;
@@ -60,6 +57,7 @@ struct CtDir {
 
 struct CtCtx {
   bool alive = false;
+  uint32_t users = 0;    // rules whose INDIRECT action names it
   bool orig_dir = true;  // direction the next flow created with it gets
   bool liberal = false;
   bool enable = true;
@@ -77,16 +75,65 @@ int port_index(const hw::Layout& l, uint16_t port_id) {
 
 }  // namespace
 
+// Exact-match entries of all groups: open addressing, linear probing,
+// backward-shift deletion; preallocated, like the NIC's own table.
+class ExactTable {
+ public:
+  explicit ExactTable(uint32_t entries) {
+    uint32_t n = 1024;
+    while (n < 2 * entries) n <<= 1;
+    slot_.assign(n, nullptr);
+    mask_ = n - 1;
+  }
+  EmuNic::Rule* find(uint32_t group, const ctrack::Key& k) const {
+    for (uint32_t i = home(group, k);; i = (i + 1) & mask_) {
+      EmuNic::Rule* r = slot_[i];
+      if (!r) return nullptr;
+      if (r->group == group && r->key == k) return r;
+    }
+  }
+  bool insert(EmuNic::Rule* r) {
+    for (uint32_t i = home(r->group, r->key);; i = (i + 1) & mask_) {
+      if (!slot_[i]) {
+        slot_[i] = r;
+        return true;
+      }
+      if (slot_[i]->group == r->group && slot_[i]->key == r->key) return false;
+    }
+  }
+  void erase(EmuNic::Rule* r) {
+    uint32_t i = home(r->group, r->key);
+    while (slot_[i] != r) i = (i + 1) & mask_;
+    for (uint32_t j = (i + 1) & mask_; slot_[j]; j = (j + 1) & mask_) {
+      uint32_t h = home(slot_[j]->group, slot_[j]->key);
+      // Move j back into the hole at i unless its home lies in (i, j].
+      if (((j - h) & mask_) >= ((j - i) & mask_)) {
+        slot_[i] = slot_[j];
+        i = j;
+      }
+    }
+    slot_[i] = nullptr;
+  }
+
+ private:
+  uint32_t home(uint32_t group, const ctrack::Key& k) const {
+    return (ctrack::hash_key(k) ^ (group * 0x9E3779B9u)) & mask_;
+  }
+  std::vector<EmuNic::Rule*> slot_;
+  uint32_t mask_;
+};
+
 struct EmuNic::Queue {
   struct Group {
-    std::unordered_map<ctrack::Key, Rule*, KeyHash> exact;
     std::vector<Rule*> masked;  // by priority, then insertion
   };
-  explicit Queue(const EmuNicConfig& c) : ops(c.ring), done(c.ring), ct(c.ct_contexts) {}
-  SpscRing<Op*> ops;
+  Queue(const EmuNicConfig& c, size_t ids)
+      : ops(c.ring), done(c.ring), exact(c.table_size), rules(ids), ct(c.ct_contexts) {}
+  SpscRing<Op> ops;
   SpscRing<Completion> done;
+  ExactTable exact;
   std::vector<Group> groups;
-  std::unordered_map<uint32_t, std::unique_ptr<Rule>> rules;
+  std::vector<Rule> rules;  // by flow id
   std::vector<CtCtx> ct;
   uint64_t masked_used = 0, ct_used = 0;  // written by the worker
   QueueStats st;
@@ -94,17 +141,10 @@ struct EmuNic::Queue {
 
 EmuNic::EmuNic(const EmuNicConfig& cfg, hw::Layout layout)
     : cfg_(cfg), layout_(std::move(layout)), counters_(cfg.flow_ids ? cfg.flow_ids : cfg.table_size + cfg.rule_size) {
-  for (unsigned q = 0; q < cfg.queues; q++) queues_.push_back(std::make_unique<Queue>(cfg));
+  for (unsigned q = 0; q < cfg.queues; q++) queues_.push_back(std::make_unique<Queue>(cfg, counters_.size()));
 }
 
-EmuNic::~EmuNic() {
-  for (auto& q : queues_) {
-    while (const auto* op = q->ops.front()) {
-      delete *op;
-      q->ops.pop();
-    }
-  }
-}
+EmuNic::~EmuNic() = default;
 
 void EmuNic::reset_counter(uint32_t id) {
   counters_[id].packets.store(0);
@@ -138,34 +178,30 @@ EmuNic::QueueStats EmuNic::stats(unsigned q) const {
 
 // ------------------------------------------------------------------ control side
 
-bool EmuNic::submit(unsigned q, Op* op, uint64_t now_ns) {
+bool EmuNic::submit(unsigned q, Op&& op, uint64_t now_ns) {
   // One NIC: operations on all queues share its insertion rate.
   uint64_t due = std::max<uint64_t>(now_ns + cfg_.latency_us * 1000ull, next_slot_ns_);
-  op->due = due;
-  if (!queues_[q]->ops.push(op)) {
-    delete op;
-    return false;
-  }
+  op.due = due;
+  if (!queues_[q]->ops.push(std::move(op))) return false;
   next_slot_ns_ = due + (cfg_.insert_rate ? 1'000'000'000ull / cfg_.insert_rate : 0);
   return true;
 }
 
 bool EmuNic::flow_create(unsigned q, uint32_t id, hw::Flow f, uint64_t cookie, uint64_t now_ns) {
-  auto* op = new Op{Op::kFlowAdd, id, std::move(f), {}, {}, cookie, 0};
-  return submit(q, op, now_ns);
+  return submit(q, Op{Op::kFlowAdd, id, std::move(f), {}, {}, cookie, 0}, now_ns);
 }
 bool EmuNic::flow_destroy(unsigned q, uint32_t id, uint64_t cookie, uint64_t now_ns) {
-  return submit(q, new Op{Op::kFlowDel, id, {}, {}, {}, cookie, 0}, now_ns);
+  return submit(q, Op{Op::kFlowDel, id, {}, {}, {}, cookie, 0}, now_ns);
 }
 bool EmuNic::ct_create(unsigned q, uint32_t ct, const rte_flow_action_conntrack& prof, uint64_t cookie,
                        uint64_t now_ns) {
-  return submit(q, new Op{Op::kCtAdd, ct, {}, prof, {}, cookie, 0}, now_ns);
+  return submit(q, Op{Op::kCtAdd, ct, {}, prof, {}, cookie, 0}, now_ns);
 }
 bool EmuNic::ct_update(unsigned q, uint32_t ct, const rte_flow_modify_conntrack& m, uint64_t cookie, uint64_t now_ns) {
-  return submit(q, new Op{Op::kCtUpd, ct, {}, {}, m, cookie, 0}, now_ns);
+  return submit(q, Op{Op::kCtUpd, ct, {}, {}, m, cookie, 0}, now_ns);
 }
 bool EmuNic::ct_destroy(unsigned q, uint32_t ct, uint64_t cookie, uint64_t now_ns) {
-  return submit(q, new Op{Op::kCtDel, ct, {}, {}, {}, cookie, 0}, now_ns);
+  return submit(q, Op{Op::kCtDel, ct, {}, {}, {}, cookie, 0}, now_ns);
 }
 
 bool EmuNic::can_submit(unsigned q, uint32_t n) const { return queues_[q]->ops.space() >= n; }
@@ -352,58 +388,62 @@ int compile(const hw::Flow& f, const hw::Layout& l, const std::vector<CtCtx>& ct
 uint32_t EmuNic::service(unsigned qi, uint64_t now_ns) {
   Queue& q = *queues_[qi];
   uint32_t n = 0;
-  while (const auto* pp = q.ops.front()) {
-    Op* op = *pp;
+  while (Op* op = q.ops.front()) {
     if (op->due > now_ns || q.done.full()) break;  // a full completion ring waits for control
     int err = 0;
     switch (op->kind) {
       case Op::kFlowAdd: {
-        auto r = std::make_unique<Rule>();
-        r->id = op->id;
-        if (op->id >= counters_.size() || q.rules.count(op->id)) {
+        if (op->id >= q.rules.size() || q.rules[op->id].live) {
           err = EEXIST;
-        } else if ((err = compile(op->flow, layout_, q.ct, *r)) == 0) {
-          if (r->group >= q.groups.size()) q.groups.resize(r->group + 1);
-          auto& g = q.groups[r->group];
-          if (r->exact) {
-            if (exact_used_.load(std::memory_order_relaxed) >= cfg_.table_size) {
-              err = ENOSPC;
-            } else if (!g.exact.emplace(r->key, r.get()).second) {
-              err = EEXIST;
-            } else {
-              exact_used_.fetch_add(1, std::memory_order_relaxed);
-            }
-          } else if (q.masked_used >= cfg_.rule_size) {
-            err = ENOSPC;
-          } else {
-            auto at = std::upper_bound(g.masked.begin(), g.masked.end(), r->prio,
-                                       [](uint32_t p, const Rule* x) { return p < x->prio; });
-            g.masked.insert(at, r.get());
-            __atomic_store_n(&q.masked_used, q.masked_used + 1, __ATOMIC_RELAXED);
-          }
-          if (!err) {
-            reset_counter(op->id);
-            q.rules.emplace(op->id, std::move(r));
-          }
+          break;
         }
+        Rule& r = q.rules[op->id];
+        r = Rule{};
+        r.id = op->id;
+        if ((err = compile(op->flow, layout_, q.ct, r)) != 0) break;
+        if (r.group >= q.groups.size()) q.groups.resize(r.group + 1);
+        auto& g = q.groups[r.group];
+        if (r.exact) {
+          if (exact_used_.load(std::memory_order_relaxed) >= cfg_.table_size) {
+            err = ENOSPC;
+            break;
+          }
+          if (!q.exact.insert(&r)) {
+            err = EEXIST;
+            break;
+          }
+          exact_used_.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          if (q.masked_used >= cfg_.rule_size) {
+            err = ENOSPC;
+            break;
+          }
+          auto at = std::upper_bound(g.masked.begin(), g.masked.end(), r.prio,
+                                     [](uint32_t p, const Rule* x) { return p < x->prio; });
+          g.masked.insert(at, &r);
+          __atomic_store_n(&q.masked_used, q.masked_used + 1, __ATOMIC_RELAXED);
+        }
+        if (r.ct >= 0) q.ct[static_cast<size_t>(r.ct)].users++;
+        reset_counter(op->id);
+        r.live = true;
         break;
       }
       case Op::kFlowDel: {
-        auto it = q.rules.find(op->id);
-        if (it == q.rules.end()) {
+        if (op->id >= q.rules.size() || !q.rules[op->id].live) {
           err = ENOENT;
           break;
         }
-        Rule* r = it->second.get();
-        auto& g = q.groups[r->group];
-        if (r->exact) {
-          g.exact.erase(r->key);
+        Rule& r = q.rules[op->id];
+        if (r.exact) {
+          q.exact.erase(&r);
           exact_used_.fetch_sub(1, std::memory_order_relaxed);
         } else {
-          g.masked.erase(std::find(g.masked.begin(), g.masked.end(), r));
+          auto& m = q.groups[r.group].masked;
+          m.erase(std::find(m.begin(), m.end(), &r));
           __atomic_store_n(&q.masked_used, q.masked_used - 1, __ATOMIC_RELAXED);
         }
-        q.rules.erase(it);
+        if (r.ct >= 0) q.ct[static_cast<size_t>(r.ct)].users--;
+        r.live = false;
         break;
       }
       case Op::kCtAdd: {
@@ -442,9 +482,7 @@ uint32_t EmuNic::service(unsigned qi, uint64_t now_ns) {
           err = ENOENT;
           break;
         }
-        bool used = false;  // mlx5 refuses to destroy a context rules still use
-        for (auto& [id, r] : q.rules) used |= r->ct == static_cast<int>(op->id);
-        if (used) {
+        if (q.ct[op->id].users) {  // mlx5 refuses to destroy a context rules still use
           err = EBUSY;
           break;
         }
@@ -454,8 +492,8 @@ uint32_t EmuNic::service(unsigned qi, uint64_t now_ns) {
       }
     }
     q.done.push(Completion{op->cookie, err});
+    op->flow = hw::Flow{};  // free its storage here, in the NIC's thread
     q.ops.pop();
-    delete op;
     n++;
   }
   return n;
@@ -524,10 +562,7 @@ int16_t EmuNic::rx(unsigned qi, PacketIn& in, uint64_t now_ns) {
   for (int hops = 0; hops < 8 && g < q.groups.size(); hops++) {
     auto& grp = q.groups[g];
     Rule* r = nullptr;
-    if (exact_ok && !grp.exact.empty()) {
-      auto it = grp.exact.find(k);
-      if (it != grp.exact.end()) r = it->second;
-    }
+    if (exact_ok && g != 0) r = q.exact.find(g, k);
     if (!r) {
       for (Rule* x : grp.masked)
         if (match(*x, pp, in.port, ct_flags)) {

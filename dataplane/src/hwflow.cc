@@ -129,7 +129,8 @@ Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* 
   ctrack::Key k = dir == 0 ? c.orig : c.orig.reversed();
   size_t in = c.in_port[dir], out = static_cast<size_t>(c.out_port[dir]);
   Flow f;
-  f.what = std::string(dir ? "reply " : "orig ") + k.str();
+  f.pattern.reserve(6);
+  f.actions.reserve(6);
   attr(f, l, l.ct_group, 0, in);
   f.item(RTE_FLOW_ITEM_TYPE_ETH);
   if (k.family == 4) {

@@ -113,7 +113,7 @@ void FlowOffload::established(unsigned w, const ctrack::Event& e) {
     t->set_no_offload(e.conn, e.orig);
     return;
   }
-  if (pending_.size() >= 65536) {
+  if (pending_.size() >= std::max<size_t>(65536, jobs_.size())) {
     ++backlog_drop_;
     refuse("backlog");
     t->set_no_offload(e.conn, e.orig);
@@ -158,11 +158,11 @@ void FlowOffload::on_ct_events(unsigned w, const ctrack::Event* ev, uint32_t n, 
         break;
     }
   }
-  start_pending(now_ns);
+  pump(now_ns);
 }
 
 void FlowOffload::start_pending(uint64_t now_ns) {
-  while (!pending_.empty() && in_flight_ + 4 <= cfg_.max_in_flight && !free_jobs_.empty()) {
+  while (removals_.empty() && !pending_.empty() && in_flight_ + 4 <= cfg_.max_in_flight && !free_jobs_.empty()) {
     Req r = pending_.front();
     auto it = live_.find(conn_key(r.worker, r.ev.conn));
     if (it == live_.end() || it->second.job != -1 || !(it->second.orig == r.ev.orig)) {
@@ -237,9 +237,23 @@ void FlowOffload::start_remove(uint32_t id, const char* why, uint64_t now_ns) {
     free_job(id);
     return;
   }
-  unsigned ops = hw_remove(id, j, now_ns);
-  j.pending = static_cast<uint8_t>(ops);
-  in_flight_ += ops;
+  removals_.push_back(id);
+  pump(now_ns);
+}
+
+// Submits queued work within the in-flight bound: removals first (they free
+// table space), then installs.
+void FlowOffload::pump(uint64_t now_ns) {
+  while (!removals_.empty() && in_flight_ + 3 <= cfg_.max_in_flight) {
+    uint32_t id = removals_.front();
+    Job& j = jobs_[id];
+    unsigned ops = hw_remove(id, j, now_ns);
+    if (ops == 0) return;  // the NIC's queue is full: next poll
+    removals_.pop_front();
+    j.pending = static_cast<uint8_t>(ops);
+    in_flight_ += ops;
+  }
+  start_pending(now_ns);
 }
 
 void FlowOffload::free_job(uint32_t id) {
@@ -305,11 +319,15 @@ void FlowOffload::poll(uint64_t now_ns) {
   std::vector<std::pair<uint64_t, int>> done;
   hw_poll(done, now_ns);
   for (auto& [ck, err] : done) complete(ck, err, now_ns);
-  start_pending(now_ns);
-  // Fold counters and age: every installed job is visited at least every
-  // installed/2048 polls.
+  pump(now_ns);
+  // Fold counters and age: every installed job about once a second (ages
+  // are whole seconds; ctrack's shortest timeout for an offloaded connection
+  // is tens of seconds).
   const uint64_t age_ns = static_cast<uint64_t>(cfg_.age_s) * 1'000'000'000ull;
-  size_t visits = std::min<size_t>(2048, active_.size());
+  uint64_t dt = now_ns > last_scan_ns_ ? now_ns - last_scan_ns_ : 0;
+  if (dt < 10'000'000) return;  // in slices of at least 10 ms
+  size_t visits = std::min<size_t>(active_.size(), active_.size() * dt / 1'000'000'000 + 1);
+  last_scan_ns_ = now_ns;
   for (size_t k = 0; k < visits && !active_.empty(); k++) {
     uint32_t id = active_[scan_++ % active_.size()];
     Job& j = jobs_[id];
@@ -374,7 +392,8 @@ Status FlowOffload::flush() {
   }
   Status shared = hw_shared(true, now);
   std::vector<std::pair<uint64_t, int>> done;
-  for (int round = 0; round < 1000 && in_flight_ > 0; round++) {
+  for (int round = 0; round < 1000 && (in_flight_ > 0 || !removals_.empty()); round++) {
+    pump(now);
     hw_drain(now);
     done.clear();
     hw_poll(done, now);
@@ -391,11 +410,10 @@ Status FlowOffload::flush() {
 
 OffloadStats FlowOffload::stats() const {
   OffloadStats s;
-  size_t used = 0;
-  for (const Job& j : jobs_) used += j.used;
+  size_t used = jobs_.size() - free_jobs_.size();
   s.counters = {{"installed", installed_},          {"offloads", offloads_},     {"removed", removed_},
                 {"aged", aged_},                    {"closing", closed_},        {"revoked", revoked_},
-                {"in_flight", in_flight_},          {"pending", pending_.size()}, {"jobs_in_use", used},
+                {"in_flight", in_flight_},          {"pending", pending_.size() + removals_.size()}, {"jobs_in_use", used},
                 {"backlog_drops", backlog_drop_}};
   uint64_t tiers[4] = {};
   for (const auto& rf : rule_flows_) tiers[static_cast<int>(rf.tier)]++;
@@ -491,7 +509,7 @@ class EmulatedProvider final : public FlowOffload {
 
   unsigned hw_remove(uint32_t id, Job& j, uint64_t now) override {
     unsigned q = j.worker, n = 0;
-    // Removal bypasses the in-flight bound; the ring has room for it.
+    if (!nic_->can_submit(q, 3)) return 0;
     if (j.made & kMadeFlow0) n += nic_->flow_destroy(q, 2 * id, cookie(id, kOpDelFlow0), now);
     if (j.made & kMadeFlow1) n += nic_->flow_destroy(q, 2 * id + 1, cookie(id, kOpDelFlow1), now);
     if (j.made & kMadeCt) n += nic_->ct_destroy(q, id, cookie(id, kOpDelCt), now);

@@ -93,6 +93,7 @@ class FlowOffload : public OffloadProvider {
   void gone(unsigned w, const ctrack::Event& e, const char* why, uint64_t now_ns);
   void start_pending(uint64_t now_ns);
   void start_remove(uint32_t id, const char* why, uint64_t now_ns);
+  void pump(uint64_t now_ns);
   void complete(uint64_t cookie, int err, uint64_t now_ns);
   void fold(Job& j, uint64_t now_ns, uint64_t* last_hit);
   void free_job(uint32_t id);
@@ -107,8 +108,10 @@ class FlowOffload : public OffloadProvider {
   std::vector<uint32_t> active_;  // installed jobs, for the counter and aging scan
   std::unordered_map<uint64_t, Live> live_;
   std::deque<Req> pending_;
+  std::deque<uint32_t> removals_;  // jobs waiting for room to be removed
   std::vector<hw::RuleFlows> rule_flows_;  // last translation (for listings)
   uint32_t scan_ = 0;
+  uint64_t last_scan_ns_ = 0;
   std::map<std::string, uint64_t> failed_, refused_;
   std::map<std::string, uint64_t> last_log_ns_;
   uint64_t installed_ = 0, offloads_ = 0, removed_ = 0, aged_ = 0, closed_ = 0, revoked_ = 0, backlog_drop_ = 0;

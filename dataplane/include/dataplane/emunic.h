@@ -41,12 +41,17 @@ template <typename T>
 class SpscRing {
  public:
   explicit SpscRing(uint32_t pow2) : v_(pow2), mask_(pow2 - 1) {}
-  bool push(const T& x) {
+  bool push(T x) {
     uint32_t h = head_.load(std::memory_order_relaxed);
     if (h - tail_.load(std::memory_order_acquire) == v_.size()) return false;
-    v_[h & mask_] = x;
+    v_[h & mask_] = std::move(x);
     head_.store(h + 1, std::memory_order_release);
     return true;
+  }
+  T* front() {
+    uint32_t t = tail_.load(std::memory_order_relaxed);
+    if (t == head_.load(std::memory_order_acquire)) return nullptr;
+    return &v_[t & mask_];
   }
   uint32_t space() const {
     return static_cast<uint32_t>(v_.size()) -
@@ -135,7 +140,7 @@ class EmuNic {
   struct Rule;
 
  private:
-  bool submit(unsigned q, struct Op* op, uint64_t now_ns);
+  bool submit(unsigned q, struct Op&& op, uint64_t now_ns);
   EmuNicConfig cfg_;
   hw::Layout layout_;
   std::vector<std::unique_ptr<Queue>> queues_;

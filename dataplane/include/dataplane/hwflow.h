@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ctrack/tracker.h"
@@ -77,12 +78,17 @@ class Flow {
     item(RTE_FLOW_ITEM_TYPE_END);
     action(RTE_FLOW_ACTION_TYPE_END);
   }
+  // Copies v into storage that lives (at a stable address) as long as the flow.
   template <typename T>
   const T* keep(const T& v) {
-    auto p = std::make_unique<std::byte[]>(sizeof(T));
-    auto* t = new (p.get()) T(v);
-    store_.push_back(std::move(p));
-    return t;
+    static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= kBlock);
+    size_t at = (used_ + alignof(T) - 1) & ~(alignof(T) - 1);
+    if (store_.empty() || at + sizeof(T) > kBlock) {
+      store_.push_back(std::unique_ptr<std::byte[]>(new std::byte[kBlock]));  // not zeroed
+      at = 0;
+    }
+    used_ = at + sizeof(T);
+    return new (store_.back().get() + at) T(v);
   }
 
   // Lookups for tests and the emulated NIC.
@@ -90,7 +96,9 @@ class Flow {
   const rte_flow_action* find_action(rte_flow_action_type t) const;
 
  private:
+  static constexpr size_t kBlock = 512;  // one allocation holds a typical flow's specs, masks and confs
   std::vector<std::unique_ptr<std::byte[]>> store_;
+  size_t used_ = 0;
 };
 
 // A connection as the provider offloads it.

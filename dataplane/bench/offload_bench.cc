@@ -1,0 +1,248 @@
+// offload-bench: connection offloads per second through the provider, and
+// a churn run that checks nothing leaks. A program that prints numbers, not
+// a timed test.
+//
+//   offload-bench [--json] [--conns N] [--churn N] [--in-flight N]
+//                 [--insert-rate OPS] [--latency-us US]
+//
+// Set-up as in the daemon: the emulated NIC's queue is serviced by its own
+// thread (the worker); this thread is the control loop. Connections are real
+// ctrack TCP connections (SYN, SYN-ACK, ACK through the tracker), so every
+// offload goes event -> translation -> ct context + two flows -> completion
+// -> set_offloaded, and every removal the way back.
+//
+// `rate`: N connections established at once; the time until the last is in
+// the NIC. The baseline from the same run is the NIC's own ceiling: its
+// insertion rate divided by the 4 operations a TCP offload takes.
+// `churn`: N connections in batches of 10K: established, offloaded, closed
+// (flushed from ctrack), removed. Then the objects left: must all be zero.
+#include <netinet/in.h>
+#include <rte_eal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dataplane/config.h"
+#include "dataplane/emunic.h"
+#include "dataplane/offload.h"
+#include "dataplane/pipeline.h"
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+const char* kRules = R"Y(
+ports:
+  - {name: inside, devargs: "net_null0"}
+  - {name: outside, devargs: "net_null1"}
+tables:
+  0:
+    - {priority: 50, match: "eth_type=ipv4", actions: "ct(table=1)"}
+    - {priority: 0, match: "", actions: "drop"}
+  1:
+    - {priority: 100, match: "in_port=inside,ct_state=+trk+new", actions: "ct(commit),output:outside"}
+    - {priority: 100, match: "in_port=inside,ct_state=+trk+est", actions: "output:outside"}
+    - {priority: 100, match: "in_port=outside,ct_state=+trk+est", actions: "output:inside"}
+    - {priority: 0, match: "", actions: "drop"}
+)Y";
+
+struct Rig {
+  std::unique_ptr<ctrack::Tracker> ct;
+  std::unique_ptr<dp::Pipeline> pl;
+  std::unique_ptr<dp::OffloadProvider> off;
+  std::atomic<const dp::HwMarkTable*> marks{nullptr};
+  dp::OffloadHost host;
+  std::atomic<bool> stop{false};
+  std::thread worker;
+  uint64_t max_in_flight_seen = 0;
+  uint64_t calls = 0;
+
+  Rig(const dp::OffloadConfig& oc, uint32_t capacity) {
+    auto cfg = dp::parse_config(kRules, "offload-bench");
+    ctrack::Config cc;
+    cc.capacity = capacity;
+    cc.event_ring = 1 << 16;
+    ct = std::move(ctrack::Tracker::create(cc).value());
+    pl = std::move(dp::Pipeline::build(cfg->rules, 1).value());
+    off = std::move(dp::make_offload_provider(oc, 1).value());
+    host.port_ids = {0, 1};
+    host.shards = {ct.get()};
+    host.marks = &marks;
+    if (!off->start(host)) abort();
+    off->poll(mono_ns());
+    off->on_pipeline(*pl);
+    dp::EmuNic* nic = off->nic();
+    worker = std::thread([this, nic] {
+      while (!stop.load(std::memory_order_relaxed)) nic->service(0, mono_ns());
+    });
+    while (stat("in_flight") > 0) control();  // the shared rules are in
+  }
+  ~Rig() {
+    stop = true;
+    worker.join();
+    (void)off->flush();
+  }
+  void control() {
+    ctrack::Event ev[512];
+    uint32_t n;
+    uint64_t now = mono_ns();
+    while ((n = ct->poll_events(ev, 512)) > 0) off->on_ct_events(0, ev, n, now);
+    off->poll(now);
+    if (++calls % 64 == 0) max_in_flight_seen = std::max(max_in_flight_seen, off->stats().get("in_flight"));
+  }
+  uint64_t stat(const char* k) const { return off->stats().get(k); }
+};
+
+// The handshake of connection x through the tracker.
+void open_conn(ctrack::Tracker& t, uint32_t x) {
+  ctrack::Packet p{};
+  p.key.family = 4;
+  p.key.proto = IPPROTO_TCP;
+  p.key.src[0] = 10;
+  p.key.src[1] = static_cast<uint8_t>(x >> 16);
+  p.key.src[2] = static_cast<uint8_t>(x >> 8);
+  p.key.src[3] = static_cast<uint8_t>(x);
+  p.key.dst[0] = 172;
+  p.key.dst[1] = 16;
+  p.key.sport = static_cast<uint16_t>(1024 + (x >> 24));
+  p.key.dport = 80;
+  p.l3_len = 40;
+  p.win = 8192;
+  p.in_port = 0;
+  ctrack::Packet syn = p, synack = p, ack = p;
+  syn.tcp_flags = ctrack::kSyn;
+  syn.seq = 100;
+  synack.key = p.key.reversed();
+  synack.in_port = 1;
+  synack.tcp_flags = ctrack::kSyn | ctrack::kAck;
+  synack.seq = 500;
+  synack.ack = 101;
+  ack.tcp_flags = ctrack::kAck;
+  ack.seq = 101;
+  ack.ack = 501;
+  ctrack::CtResult r;
+  uint64_t now = mono_ns();
+  for (const ctrack::Packet* q : {&syn, &synack, &ack}) t.process(&q, 1, now, true, &r);
+}
+
+bool g_json = false;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  uint32_t conns = 200000, churn = 1000000;
+  dp::OffloadConfig oc;
+  oc.provider = "emulated";
+  oc.max_in_flight = 4096;
+  oc.insert_rate = 1000000;
+  oc.latency_us = 50;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    auto num = [&](uint32_t* v) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "offload-bench: %s needs a number\n", a.c_str());
+        exit(2);
+      }
+      char* end;
+      unsigned long x = strtoul(argv[++i], &end, 10);
+      if (*end || x == 0) {
+        fprintf(stderr, "offload-bench: %s: '%s' is not a positive number\n", a.c_str(), argv[i]);
+        exit(2);
+      }
+      *v = static_cast<uint32_t>(x);
+    };
+    if (a == "--json") g_json = true;
+    else if (a == "--conns") num(&conns);
+    else if (a == "--churn") num(&churn);
+    else if (a == "--in-flight") num(&oc.max_in_flight);
+    else if (a == "--insert-rate") num(&oc.insert_rate);
+    else if (a == "--latency-us") num(&oc.latency_us);
+    else {
+      fprintf(stderr,
+              "usage: offload-bench [--json] [--conns N] [--churn N] [--in-flight N] [--insert-rate OPS] "
+              "[--latency-us US]\n");
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  std::string prefix = "offload-bench-" + std::to_string(getpid());
+  const char* eal[] = {"offload-bench", "--no-huge", "-m", "256", "--no-pci", "--no-shconf", "--no-telemetry",
+                       "-l", "0", "--log-level", "*:error", "--file-prefix", prefix.c_str()};
+  if (rte_eal_init(sizeof eal / sizeof eal[0], const_cast<char**>(eal)) < 0) {
+    fprintf(stderr, "offload-bench: rte_eal_init failed\n");
+    return 1;
+  }
+
+  {  // rate
+    oc.table_size = 2 * conns;
+    Rig r(oc, 2 * conns);
+    auto t0 = Clock::now();
+    for (uint32_t x = 0; x < conns; x++) {
+      open_conn(*r.ct, x);
+      if (x % 256 == 0) r.control();
+    }
+    while (r.stat("offloads") < conns && Clock::now() - t0 < std::chrono::seconds(120)) r.control();
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    uint64_t done = r.stat("offloads");
+    double rate = done / s, ceiling = oc.insert_rate / 4.0;
+    if (g_json)
+      printf("{\"bench\": \"offload_rate\", \"conns\": %u, \"offloaded\": %llu, \"offloads_per_s\": %.0f, "
+             "\"nic_ceiling_per_s\": %.0f, \"ratio_to_ceiling\": %.3f, \"max_in_flight\": %u, "
+             "\"max_in_flight_seen\": %llu}\n",
+             conns, (unsigned long long)done, rate, ceiling, rate / ceiling, oc.max_in_flight,
+             (unsigned long long)r.max_in_flight_seen);
+    else
+      printf("offload rate: %llu of %u connections in %.2f s = %.0f offloads/s (NIC ceiling %.0f/s, ratio %.3f); "
+             "in flight at most %llu (bound %u)\n",
+             (unsigned long long)done, conns, s, rate, ceiling, rate / ceiling,
+             (unsigned long long)r.max_in_flight_seen, oc.max_in_flight);
+  }
+
+  {  // churn
+    const uint32_t kBatch = 10000;
+    oc.table_size = 4 * kBatch;
+    Rig r(oc, 4 * kBatch);
+    uint64_t base_rules = r.off->nic()->rules_in_use();
+    auto t0 = Clock::now();
+    for (uint32_t done = 0; done < churn; done += kBatch) {
+      for (uint32_t x = 0; x < kBatch; x++) {
+        open_conn(*r.ct, done + x);
+        if (x % 256 == 0) r.control();
+      }
+      while (r.stat("pending") + r.stat("in_flight") > 0) r.control();
+      r.ct->flush();
+      while (r.stat("jobs_in_use") > 0) r.control();
+    }
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    dp::EmuNic* nic = r.off->nic();
+    unsigned long long leaked_jobs = r.stat("jobs_in_use"), leaked_exact = nic->exact_in_use(),
+                       leaked_ct = nic->ct_in_use(), leaked_rules = nic->rules_in_use() - base_rules,
+                       leaked_flag = r.ct->stats().offloaded, offloads = r.stat("offloads"),
+                       removed = r.stat("removed");
+    if (g_json)
+      printf("{\"bench\": \"offload_churn\", \"conns\": %u, \"offloads\": %llu, \"removed\": %llu, "
+             "\"cycles_per_s\": %.0f, \"leaked_jobs\": %llu, \"leaked_nic_entries\": %llu, \"leaked_ct_contexts\": "
+             "%llu, \"leaked_shared_rules\": %llu, \"leaked_offloaded_flags\": %llu}\n",
+             churn, offloads, removed, offloads / s, leaked_jobs, leaked_exact, leaked_ct, leaked_rules, leaked_flag);
+    else
+      printf("churn: %u connections, %llu offloaded and %llu removed in %.1f s (%.0f/s); left behind: jobs %llu, "
+             "NIC entries %llu, ct contexts %llu, shared rules %+lld, offloaded flags %llu\n",
+             churn, offloads, removed, s, offloads / s, leaked_jobs, leaked_exact, leaked_ct,
+             static_cast<long long>(leaked_rules), leaked_flag);
+  }
+  rte_eal_cleanup();
+  return 0;
+}
