@@ -10,17 +10,26 @@
 #include "daemon.h"
 #include "dataplane/config.h"
 
+namespace dp {
+int hw_check(const std::string& pci, bool no_huge);  // hwcheck.cc
+}
+
 namespace {
 
 void usage() {
   printf(
       "usage: dataplane --config FILE [--check] [--no-huge] [--file-prefix NAME]\n"
+      "       dataplane --hw-check PCI[,devargs] [--no-huge]\n"
       "\n"
       "  --config FILE       the YAML config (configs/dataplane/*.yaml)\n"
       "  --check             validate FILE and exit: 0 if good, 2 with file:line: key 'x': reason if not\n"
       "  --no-huge           run DPDK without hugepages (overrides eal.no_huge)\n"
       "  --file-prefix NAME  DPDK runtime prefix (overrides eal.file_prefix; the telemetry socket\n"
       "                      is /var/run/dpdk/NAME/dpdk_telemetry.v2)\n"
+      "\n"
+      "Offload (offload.provider): none | emulated (a software model of the NIC, first stage of each\n"
+      "worker) | rte_flow (mlx5 with dv_flow_en=2) | auto (rte_flow if the ports can, else none).\n"
+      "`dataplane-ctl offload testpmd` prints the hardware rules as testpmd commands.\n"
       "\n"
       "Control: dataplane-ctl talks to the root-only socket control.socket\n"
       "(default /run/dataplane/PREFIX.sock); SIGHUP reloads the tables from FILE.\n"
@@ -31,12 +40,13 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string file, prefix;
+  std::string file, prefix, hw;
   bool check = false, no_huge = false;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--config" && i + 1 < argc) file = argv[++i];
     else if (a == "--check") check = true;
+    else if (a == "--hw-check" && i + 1 < argc) hw = argv[++i];
     else if (a == "--no-huge") no_huge = true;
     else if (a == "--file-prefix" && i + 1 < argc) prefix = argv[++i];
     else if (a == "--help" || a == "-h") {
@@ -47,6 +57,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!hw.empty()) return dp::hw_check(hw, no_huge);
   if (file.empty()) {
     fprintf(stderr, "dataplane: --config FILE is required (see --help)\n");
     return 2;

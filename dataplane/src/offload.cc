@@ -56,9 +56,12 @@ Status FlowOffload::start(OffloadHost& host) {
   jobs_.assign(pool, Job{});
   free_jobs_.clear();
   for (size_t i = pool; i-- > 0;) free_jobs_.push_back(static_cast<uint32_t>(i));
-  if (!transfer() && host_.marks) {
+  // Rule marks mean something once a table is published; port marks only
+  // without transfer (with it, the NIC forwards those packets itself).
+  if (host_.marks && !host_.marks->load()) {
     auto* t = new HwMarkTable();
-    for (size_t p = 0; p < host_.port_ids.size(); p++) t->out_port.push_back(static_cast<int16_t>(p));
+    if (!transfer())
+      for (size_t p = 0; p < host_.port_ids.size(); p++) t->out_port.push_back(static_cast<int16_t>(p));
     host_.marks->store(t);
   }
   return {};

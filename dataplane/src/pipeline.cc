@@ -189,6 +189,11 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
     pl->max_table_ = std::max<int>(pl->max_table_, R[i].table);
   }
   pl->tables_.resize(static_cast<size_t>(pl->max_table_ + 1));
+  for (size_t i = 0; i < R.size(); i++) {
+    if (R[i].table != 0 || R[i].id >= (1u << 20)) continue;
+    if (R[i].id >= pl->table0_by_id_.size()) pl->table0_by_id_.resize(R[i].id + 1, -1);
+    pl->table0_by_id_[R[i].id] = static_cast<int32_t>(i);
+  }
   uint64_t gen = g_acl_gen.fetch_add(1);
   for (int t = 0; t <= pl->max_table_; t++) {
     std::vector<uint32_t> in;
@@ -372,6 +377,7 @@ struct PktState {
   uint8_t ct_state;
   uint16_t other_type;  // ethertype for the "other" list (kEthNd for ND)
   uint32_t rule;        // matched rule index
+  int32_t pre;          // table-0 rule the NIC matched (mark), or -1
   uint8_t resume;       // action index to resume at after ct
 };
 
@@ -393,9 +399,14 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
     PktState& p = s[i];
     p.table = -1;
     p.ct_state = 0;
+    p.pre = -1;
     if (in[i].has_mark && hw && (in[i].mark & HwMarkTable::kTag)) {
       uint32_t idx = in[i].mark & ~HwMarkTable::kTag;
-      if (idx < hw->out_port.size() && hw->out_port[idx] >= 0) {
+      if (idx & HwMarkTable::kRule) {
+        idx &= ~HwMarkTable::kRule;
+        if (idx < pl.table0_by_id_.size()) p.pre = pl.table0_by_id_[idx];
+        if (p.pre >= 0) st.hw_marked++;
+      } else if (idx < hw->out_port.size() && hw->out_port[idx] >= 0) {
         out[i].out_port = hw->out_port[idx];
         out[i].mark = in[i].mark;
         st.hw_marked++;
@@ -436,6 +447,11 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
       if (s[i].table != t) continue;
       here[nhere++] = i;
       s[i].rule = 0;
+      if (s[i].pre >= 0) {  // the NIC did this table's lookup
+        s[i].rule = static_cast<uint32_t>(s[i].pre) + 1;
+        s[i].pre = -1;
+        continue;
+      }
       if (!tbl) continue;
       if (s[i].kind == 4 && tbl->v4) {
         d4[n4] = reinterpret_cast<const uint8_t*>(&s[i].k4);

@@ -50,8 +50,10 @@ struct Rig {
   OffloadHost host;
   uint64_t now = 1'000'000'000'000ull;
 
-  explicit Rig(OffloadConfig oc = {}) {
-    auto cfg = parse_config(firewall_yaml(), "firewall.yaml");
+  explicit Rig(OffloadConfig oc = {}, const std::string& table0_extra = "") {
+    std::string y = firewall_yaml();
+    if (!table0_extra.empty()) y.insert(y.find("  0:\n") + 5, table0_extra);
+    auto cfg = parse_config(y, "firewall.yaml");
     EXPECT_TRUE(cfg.ok()) << cfg.message();
     ctrack::Config cc;
     cc.capacity = 1 << 16;
@@ -59,6 +61,7 @@ struct Rig {
     ct = std::move(ctrack::Tracker::create(cc).value());
     pl = std::move(Pipeline::build(cfg->rules, 1).value());
     dp = std::make_unique<Datapath>(0, ct.get(), &st);
+    dp->set_hw_marks(&marks);
     oc.provider = "emulated";
     off = std::move(make_offload_provider(oc, 1).value());
     host.port_ids = {0, 1};
@@ -268,6 +271,32 @@ TEST(EmulatedOffload, FullTableFallsBackToSoftwareWithTheReason) {
   Sent s = r.send(kIn, build_frame(tcp(true, kAck | kPsh, 101, 501, 10, 40001)));
   EXPECT_FALSE(s.by_nic);
   EXPECT_EQ(s.out, kOut);
+}
+
+TEST(EmulatedOffload, MarkTierRuleSkipsTheSoftwareLookup) {
+  // set_mark is software metadata, so the NIC can only classify this rule:
+  // it marks the packet, and software runs the rule's actions directly.
+  Rig r({}, "    - {priority: 200, match: \"ip_proto=udp,tp_dst=5353\", actions: \"set_mark:7,ct(table=1)\"}\n");
+  EXPECT_EQ(r.stat("rules_mark"), 1u);
+  FrameSpec q;
+  q.proto = IPPROTO_UDP;
+  q.sport = 1000;
+  q.dport = 5353;
+  auto f = build_frame(q);
+  r.nic().service(0, r.now);
+  PacketIn in{f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), kIn, false, 0};
+  ASSERT_EQ(r.nic().rx(0, in, r.now), kNicMiss);
+  EXPECT_TRUE(in.has_mark);
+  Verdict v;
+  r.dp->run(*r.pl, &in, 1, r.now, &v);
+  EXPECT_EQ(v.out_port, kOut);
+  EXPECT_EQ(v.mark, 7u);
+  EXPECT_EQ(r.st.hw_marked, 1u);
+  // A mark naming a rule that is not in table 0 is ignored: full lookup.
+  in.mark = HwMarkTable::kTag | HwMarkTable::kRule | 999;
+  r.dp->run(*r.pl, &in, 1, r.now, &v);
+  EXPECT_EQ(v.out_port, kOut);
+  EXPECT_EQ(r.st.hw_marked, 1u);
 }
 
 TEST(EmulatedOffload, RuleChangeRevokesConnectionsItNoLongerAllows) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "ctrack/tracker.h"
+#include "dataplane/pipeline.h"
 #include "dataplane/rules.h"
 
 namespace dp::hw {
@@ -46,7 +47,7 @@ struct Layout {
 };
 
 // Marks without transfer: kTag | config port index to forward to.
-inline constexpr uint32_t kMarkTag = 0x80000000u;
+inline constexpr uint32_t kMarkTag = HwMarkTable::kTag;
 
 // One rte_flow rule. Owns everything its arrays point at; move-only so the
 // pointers stay valid.
@@ -139,7 +140,7 @@ struct RuleFlows {
 // (otherwise the NIC would take packets software must see first). Marks:
 // kMarkTag | 0x40000000 | rule id.
 std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>& rules);
-inline constexpr uint32_t kRuleMarkTag = kMarkTag | 0x40000000u;
+inline constexpr uint32_t kRuleMarkTag = HwMarkTable::kTag | HwMarkTable::kRule;
 
 // Group N's catch-all and the verdict groups (created once at start).
 std::vector<Flow> base_flows(const Layout& l);

@@ -73,12 +73,17 @@ class Pipeline {
   int max_table_ = -1;
   unsigned workers_ = 1;
   std::vector<RuleCounters> counters_;  // [worker * rules + rule]
+  std::vector<int32_t> table0_by_id_;   // rule id -> index, table-0 rules only; -1 none
 };
 
 // Marks the NIC puts on packets it has classified, and what they mean. The
 // offload provider publishes one; workers only read it.
+// Marks: kTag | port = forward to that port (the NIC checked the connection);
+// kTag | kRule | id = the NIC matched table-0 rule `id`: run its actions
+// without the table-0 lookup.
 struct HwMarkTable {
   static constexpr uint32_t kTag = 0x80000000u;  // marks we set carry this bit
+  static constexpr uint32_t kRule = 0x40000000u;
   std::vector<int16_t> out_port;  // index = mark & ~kTag; -1 = unknown
 };
 
