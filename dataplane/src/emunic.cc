@@ -65,7 +65,6 @@ struct CtCtx {
 };
 
 inline bool after(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0; }
-inline bool before(uint32_t a, uint32_t b) { return after(b, a); }
 
 int port_index(const hw::Layout& l, uint16_t port_id) {
   for (size_t i = 0; i < l.port_ids.size(); i++)
