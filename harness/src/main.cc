@@ -26,13 +26,15 @@ const char* kHelp = R"(usage: harness COMMAND [options]
 
   run [--instances 4,16,32] [--sizes 64,512,1024,1460,4096,8192] [--proto tcp,udp]
       [--duration S] [--repeat N] [--warmup S] [--dut dataplane,ovs-dpdk,kernel-ct,testpmd-io]
-      [--background-conns K] [--no-sockperf] [--mtu N] [--dataplane-config FILE]
+      [--background-conns K] [--no-sockperf] [--no-interleave] [--mtu N] [--dataplane-config FILE]
       [--config configs/harness/FILE.yaml] [--out DIR] [--resume DIR] [--ci]
         Sweep every DUT over proto x instances x size with iperf3 (one flow per
         instance, one server port each, fixed --cport, all started behind a
         barrier) and sockperf under load, plus idle sockperf ping-pong per size.
         Each DUT gets a fresh namespace testbed: client c0 10.0.0.1 -- d0 [DUT] d1
-        -- s0 10.0.0.2 server. Flags override the YAML config.
+        -- s0 10.0.0.2 server. Repetitions run in rounds: each round runs every
+        DUT once, so DUTs are compared minutes apart (--no-interleave: all
+        repetitions of one DUT, then the next). Flags override the YAML config.
         Rows go to DIR/results.csv one at a time (flushed); raw tool output to
         DIR/raw/; machine info to DIR/machine.txt; then DIR/report.{md,html}.
         A failed instance or DUT is an error row, never a zero.
@@ -251,6 +253,7 @@ int main(int argc, char** argv) {
     else if (a == "--warmup") cfg.warmup_s = num(0, 600);
     else if (a == "--background-conns") cfg.background_conns = num(0, 2000000);
     else if (a == "--no-sockperf") cfg.sockperf = false;
+    else if (a == "--no-interleave") cfg.interleave = false;
     else if (a == "--mtu") cfg.mtu = num(576, 9000);
     else if (a == "--dataplane-config") cfg.dataplane_config = val();
     else if (a == "--out") cfg.out_dir = val();

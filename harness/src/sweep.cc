@@ -44,7 +44,7 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
   if (!n.IsMap()) return Status::error(path + ":1: expected a mapping");
   static const std::set<std::string> known = {"instances", "sizes", "protos", "duts", "duration_s", "repeat",
                                               "warmup_s", "sockperf", "background_conns", "mtu", "dataplane_config",
-                                              "out_dir"};
+                                              "out_dir", "interleave"};
   for (auto it = n.begin(); it != n.end(); ++it) {
     std::string k = it->first.as<std::string>();
     if (!known.count(k)) return err(it->first, k, "unknown key");
@@ -98,10 +98,12 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
   if (Status s = one("warmup_s", &c->warmup_s, 0, 600); !s) return s;
   if (Status s = one("background_conns", &c->background_conns, 0, 2000000); !s) return s;
   if (Status s = one("mtu", &c->mtu, 576, 9000); !s) return s;
-  if (YAML::Node v = n["sockperf"]) {
-    std::string s = v.Scalar();
-    if (s != "true" && s != "false") return err(v, "sockperf", "expected true or false");
-    c->sockperf = s == "true";
+  for (auto [key, out] : {std::pair<const char*, bool*>{"sockperf", &c->sockperf}, {"interleave", &c->interleave}}) {
+    if (YAML::Node v = n[key]) {
+      std::string s = v.Scalar();
+      if (s != "true" && s != "false") return err(v, key, "expected true or false");
+      *out = s == "true";
+    }
   }
   if (YAML::Node v = n["dataplane_config"]) c->dataplane_config = v.Scalar();
   if (YAML::Node v = n["out_dir"]) c->out_dir = v.Scalar();
@@ -392,8 +394,14 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
                                                    (cfg.sockperf ? cfg.sizes.size() : 0)) *
                                 cfg.repeat);
   int errors = 0;
-  for (const std::string& dname : cfg.duts) {
-    if (stop) break;
+  // Repetitions done so far per cell (prior rows when resuming), across rounds.
+  std::map<std::string, std::vector<Row>> cell_reps;
+  for (auto& [k, rows] : prior) {
+    cell_reps[k] = rows;
+    std::erase_if(cell_reps[k], [](Row& r) { return r["repeat"] == "summary"; });
+  }
+  // One DUT on a fresh testbed, repetitions rep_lo..rep_hi of every cell.
+  auto run_dut = [&](const std::string& dname, int rep_lo, int rep_hi) -> Status {
     std::string ddir = raw + "/" + dname;
     mkdir(ddir.c_str(), 0755);
     std::string version = "unknown", dut_error;
@@ -498,10 +506,9 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
           run_traffic(*tr, proto, inst, 1460, cfg.warmup_s, ddir + "/warmup", false);
         for (int size : cfg.sizes) {
           Row base = base_row("throughput", proto, inst, size);
-          std::vector<Row> reps = prior[cell_key(base)];
-          std::erase_if(reps, [](Row& r) { return r["repeat"] == "summary"; });
+          std::vector<Row>& reps = cell_reps[cell_key(base)];
           bool all_done = true;
-          for (int rep = 1; rep <= cfg.repeat; rep++) {
+          for (int rep = rep_lo; rep <= rep_hi; rep++) {
             if (stop) break;
             std::string what = dname + " " + proto + " x" + std::to_string(inst) + " " + std::to_string(size) + "B rep " +
                                std::to_string(rep);
@@ -557,7 +564,8 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
           }
           for (int rep = 1; rep <= cfg.repeat; rep++)
             if (!done.count(cell_key(base) + "|" + std::to_string(rep)) && stop) all_done = false;
-          if (all_done && !done.count(cell_key(base) + "|summary")) finish_cell(base, reps);
+          if (rep_hi == cfg.repeat && all_done && !done.count(cell_key(base) + "|summary"))
+            finish_cell(base, reps);
         }
       }
     }
@@ -565,9 +573,8 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     if (cfg.sockperf) {
       for (int size : cfg.sizes) {
         Row base = base_row("latency", "udp", 0, size);
-        std::vector<Row> reps = prior[cell_key(base)];
-        std::erase_if(reps, [](Row& r) { return r["repeat"] == "summary"; });
-        for (int rep = 1; rep <= cfg.repeat && !stop; rep++) {
+        std::vector<Row>& reps = cell_reps[cell_key(base)];
+        for (int rep = rep_lo; rep <= rep_hi && !stop; rep++) {
           std::string what = dname + " latency " + std::to_string(size) + "B rep " + std::to_string(rep);
           if (done.count(cell_key(base) + "|" + std::to_string(rep))) {
             prog.step(what + " (resumed)");
@@ -595,7 +602,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
           reps.push_back(r);
           prog.step(what);
         }
-        if (!stop && !done.count(cell_key(base) + "|summary")) finish_cell(base, reps);
+        if (rep_hi == cfg.repeat && !stop && !done.count(cell_key(base) + "|summary")) finish_cell(base, reps);
       }
     }
     bg.reset();
@@ -603,6 +610,21 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     if (dut) dut->stop();
     tr.reset();
     bed.reset();
+    return Status{};
+  };
+  if (cfg.interleave) {
+    // Round k runs every DUT once, so the DUTs of one cell are measured
+    // minutes apart rather than a whole sweep apart (this host drifts).
+    for (int round = 1; round <= cfg.repeat && !stop; round++)
+      for (const std::string& dname : cfg.duts) {
+        if (stop) break;
+        if (Status s = run_dut(dname, round, round); !s) return s;
+      }
+  } else {
+    for (const std::string& dname : cfg.duts) {
+      if (stop) break;
+      if (Status s = run_dut(dname, 1, cfg.repeat); !s) return s;
+    }
   }
   prog.end();
   fprintf(stderr, "harness: results in %s\n", csv.c_str());

@@ -23,6 +23,9 @@ struct SweepConfig {
   std::vector<std::string> duts{"dataplane", "ovs-dpdk", "kernel-ct", "testpmd-io"};
   int duration_s = 2;
   int repeat = 3;
+  // Repetitions in rounds (each round runs every DUT once, on a fresh
+  // testbed) rather than all repetitions of one DUT before the next.
+  bool interleave = true;
   int warmup_s = 1;
   bool sockperf = true;
   int background_conns = 0;
