@@ -209,6 +209,48 @@ sdn::Status write_report(const std::string& dir) {
   }
   md << "\n";
 
+  // Paired ratios: repetition k of a DUT against repetition k of testpmd-io.
+  // With interleaved rounds both ran in the same round, minutes apart, so the
+  // ratio cancels most of the host's drift; the median over rounds is the figure.
+  if (std::find(duts.begin(), duts.end(), "testpmd-io") != duts.end()) {
+    std::map<std::string, std::map<std::string, std::map<std::string, const Row*>>> reps;  // key -> dut -> rep
+    for (const auto& r : *rows)
+      if (r.at("repeat") != "summary" && r.at("status") == "ok") reps[key(r)][r.at("dut")][r.at("repeat")] = &r;
+    md << "## Paired against testpmd-io, round by round\n\n"
+          "Per cell, DUT / testpmd-io in each repetition (round), then the median [min..max] over rounds. "
+          "Throughput: higher is better; latency p50: lower is better.\n\n"
+          "| cell | DUT | throughput ratio | latency p50 ratio (throughput cells: under that load) | rounds |\n|---|---|---|---|---|\n";
+    for (auto& [k, by_dut] : reps) {
+      auto base = by_dut.find("testpmd-io");
+      if (base == by_dut.end()) continue;
+      auto p = split(k);
+      std::string cell = p[0] == "latency" ? "latency " + p[3] + " B" : p[1] + " x" + p[2] + " " + p[3] + " B";
+      for (const auto& d : duts) {
+        if (d == "testpmd-io" || !by_dut.count(d)) continue;
+        std::vector<double> tr, lr;
+        for (auto& [rep, row] : by_dut[d]) {
+          auto b = base->second.find(rep);
+          if (b == base->second.end()) continue;
+          double x = to_num(row->at("throughput_gbps")), y = to_num(b->second->at("throughput_gbps"));
+          if (x > 0 && y > 0) tr.push_back(x / y);
+          x = to_num(row->at("latency_p50_us"));
+          y = to_num(b->second->at("latency_p50_us"));
+          if (x > 0 && y > 0) lr.push_back(x / y);
+        }
+        auto show = [](std::vector<double> v) -> std::string {
+          if (v.empty()) return "–";
+          Spread s = spread(v);
+          char b[64];
+          snprintf(b, sizeof b, "%.3f [%.2f..%.2f]", s.median, s.min, s.max);
+          return b;
+        };
+        md << "| " << cell << " | " << d << " | " << show(tr) << " | " << show(lr) << " | "
+           << std::max(tr.size(), lr.size()) << " |\n";
+      }
+    }
+    md << "\n";
+  }
+
   // Relative, in the blog's terms: ours against each peer.
   if (std::find(duts.begin(), duts.end(), "dataplane") != duts.end()) {
     md << "## dataplane against its peers\n\nGeometric mean of dataplane / peer over the cells both have "
