@@ -33,16 +33,13 @@
 #include "dataplane/emunic.h"
 #include "dataplane/offload.h"
 #include "dataplane/pipeline.h"
+#include "sdn/clock.h"
 
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+using sdn::mono_ns;
 
 const char* kRules = R"Y(
 ports:

@@ -1,6 +1,7 @@
 #include "daemon.h"
 
 #include "dataplane/emunic.h"
+#include "sdn/clock.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -32,6 +33,8 @@ namespace dp {
 
 namespace {
 
+using sdn::mono_ns;
+
 volatile sig_atomic_t g_signal_stop = 0;
 volatile sig_atomic_t g_signal_reload = 0;
 Daemon* g_daemon = nullptr;
@@ -39,12 +42,6 @@ Daemon* g_daemon = nullptr;
 void on_signal(int sig) {
   if (sig == SIGHUP) g_signal_reload = 1;
   else g_signal_stop = 1;
-}
-
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 void log(const std::string& s) { fprintf(stderr, "dataplane: %s\n", s.c_str()); }

@@ -19,16 +19,13 @@
 #include "dataplane/config.h"
 #include "dataplane/offload.h"
 #include "dataplane/pipeline.h"
+#include "sdn/clock.h"
 
 namespace dp {
 
 namespace {
 
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+using sdn::mono_ns;
 
 int fail(const std::string& m) {
   fprintf(stderr, "hw-check: FAIL: %s\n", m.c_str());

@@ -517,15 +517,6 @@ std::string ip6(const uint8_t* a) {
   return b;
 }
 
-template <typename T>
-const T& spec(const rte_flow_item& i) {
-  return *static_cast<const T*>(i.spec);
-}
-template <typename T>
-const T& mask(const rte_flow_item& i) {
-  return *static_cast<const T*>(i.mask);
-}
-
 }  // namespace
 
 std::string testpmd_flow(const Flow& f, int indirect_id) {
@@ -535,24 +526,24 @@ std::string testpmd_flow(const Flow& f, int indirect_id) {
   for (const auto& it : f.pattern) {
     switch (it.type) {
       case RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT:
-        o << " represented_port ethdev_port_id is " << spec<rte_flow_item_ethdev>(it).port_id << " /";
+        o << " represented_port ethdev_port_id is " << spec_of<rte_flow_item_ethdev>(it).port_id << " /";
         break;
       case RTE_FLOW_ITEM_TYPE_ETH:
         o << " eth";
-        if (it.spec && mask<rte_flow_item_eth>(it).hdr.ether_type)
-          o << " type is 0x" << std::hex << ntohs(spec<rte_flow_item_eth>(it).hdr.ether_type) << std::dec;
-        if (it.spec && mask<rte_flow_item_eth>(it).has_vlan) o << " has_vlan is 1";
+        if (it.spec && mask_of<rte_flow_item_eth>(it).hdr.ether_type)
+          o << " type is 0x" << std::hex << ntohs(spec_of<rte_flow_item_eth>(it).hdr.ether_type) << std::dec;
+        if (it.spec && mask_of<rte_flow_item_eth>(it).has_vlan) o << " has_vlan is 1";
         o << " /";
         break;
       case RTE_FLOW_ITEM_TYPE_VLAN:
-        o << " vlan vid is " << (ntohs(spec<rte_flow_item_vlan>(it).hdr.vlan_tci) & 0xFFF);
-        if (mask<rte_flow_item_vlan>(it).hdr.eth_proto)
-          o << " inner_type is 0x" << std::hex << ntohs(spec<rte_flow_item_vlan>(it).hdr.eth_proto) << std::dec;
+        o << " vlan vid is " << (ntohs(spec_of<rte_flow_item_vlan>(it).hdr.vlan_tci) & 0xFFF);
+        if (mask_of<rte_flow_item_vlan>(it).hdr.eth_proto)
+          o << " inner_type is 0x" << std::hex << ntohs(spec_of<rte_flow_item_vlan>(it).hdr.eth_proto) << std::dec;
         o << " /";
         break;
       case RTE_FLOW_ITEM_TYPE_IPV4: {
-        const auto& s = spec<rte_flow_item_ipv4>(it).hdr;
-        const auto& m = mask<rte_flow_item_ipv4>(it).hdr;
+        const auto& s = spec_of<rte_flow_item_ipv4>(it).hdr;
+        const auto& m = mask_of<rte_flow_item_ipv4>(it).hdr;
         o << " ipv4";
         if (m.src_addr) o << " src spec " << ip4(s.src_addr) << " src mask " << ip4(m.src_addr);
         if (m.dst_addr) o << " dst spec " << ip4(s.dst_addr) << " dst mask " << ip4(m.dst_addr);
@@ -561,8 +552,8 @@ std::string testpmd_flow(const Flow& f, int indirect_id) {
         break;
       }
       case RTE_FLOW_ITEM_TYPE_IPV6: {
-        const auto& s = spec<rte_flow_item_ipv6>(it).hdr;
-        const auto& m = mask<rte_flow_item_ipv6>(it).hdr;
+        const auto& s = spec_of<rte_flow_item_ipv6>(it).hdr;
+        const auto& m = mask_of<rte_flow_item_ipv6>(it).hdr;
         static const uint8_t zero[16] = {};
         o << " ipv6";
         if (memcmp(m.src_addr, zero, 16)) o << " src spec " << ip6(s.src_addr) << " src mask " << ip6(m.src_addr);
@@ -572,8 +563,8 @@ std::string testpmd_flow(const Flow& f, int indirect_id) {
         break;
       }
       case RTE_FLOW_ITEM_TYPE_TCP: {
-        const auto& s = spec<rte_flow_item_tcp>(it).hdr;
-        const auto& m = mask<rte_flow_item_tcp>(it).hdr;
+        const auto& s = spec_of<rte_flow_item_tcp>(it).hdr;
+        const auto& m = mask_of<rte_flow_item_tcp>(it).hdr;
         o << " tcp";
         if (m.src_port) o << " src is " << ntohs(s.src_port);
         if (m.dst_port) o << " dst is " << ntohs(s.dst_port);
@@ -583,8 +574,8 @@ std::string testpmd_flow(const Flow& f, int indirect_id) {
         break;
       }
       case RTE_FLOW_ITEM_TYPE_UDP: {
-        const auto& s = spec<rte_flow_item_udp>(it).hdr;
-        const auto& m = mask<rte_flow_item_udp>(it).hdr;
+        const auto& s = spec_of<rte_flow_item_udp>(it).hdr;
+        const auto& m = mask_of<rte_flow_item_udp>(it).hdr;
         o << " udp";
         if (m.src_port) o << " src is " << ntohs(s.src_port);
         if (m.dst_port) o << " dst is " << ntohs(s.dst_port);
@@ -592,7 +583,7 @@ std::string testpmd_flow(const Flow& f, int indirect_id) {
         break;
       }
       case RTE_FLOW_ITEM_TYPE_CONNTRACK:
-        o << " conntrack is " << spec<rte_flow_item_conntrack>(it).flags << " /";
+        o << " conntrack is " << spec_of<rte_flow_item_conntrack>(it).flags << " /";
         break;
       case RTE_FLOW_ITEM_TYPE_END:
         o << " end";

@@ -10,16 +10,13 @@
 
 #include "dataplane/emunic.h"
 #include "offload_impl.h"
+#include "sdn/clock.h"
 
 namespace dp {
 
 namespace {
 
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+using sdn::mono_ns;
 
 // Everything stays in software.
 class NoneProvider final : public OffloadProvider {
@@ -569,15 +566,7 @@ class EmulatedProvider final : public FlowOffload {
 
   void hw_stats(OffloadStats& s) const override {
     EmuNic::QueueStats t;
-    for (unsigned q = 0; q < workers_; q++) {
-      EmuNic::QueueStats x = nic_->stats(q);
-      t.rx += x.rx;
-      t.forwarded += x.forwarded;
-      t.dropped += x.dropped;
-      t.to_software += x.to_software;
-      t.ct_invalid += x.ct_invalid;
-      t.ct_changed += x.ct_changed;
-    }
+    for (unsigned q = 0; q < workers_; q++) t += nic_->stats(q);
     s.counters.insert(s.counters.end(), {{"nic_rx", t.rx},
                                          {"nic_forwarded", t.forwarded},
                                          {"nic_dropped", t.dropped},

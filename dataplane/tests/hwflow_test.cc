@@ -36,18 +36,6 @@ Layout layout(bool transfer) {
   return l;
 }
 
-template <typename T>
-const T& spec(const rte_flow_item& i) {
-  return *static_cast<const T*>(i.spec);
-}
-template <typename T>
-const T& mask(const rte_flow_item& i) {
-  return *static_cast<const T*>(i.mask);
-}
-template <typename T>
-const T& conf(const rte_flow_action& a) {
-  return *static_cast<const T*>(a.conf);
-}
 
 std::vector<rte_flow_item_type> item_types(const Flow& f) {
   std::vector<rte_flow_item_type> v;
@@ -144,11 +132,11 @@ TEST(ConnFlow, TcpTransferOriginalDirection) {
   ASSERT_EQ(item_types(f), (std::vector<rte_flow_item_type>{RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT, RTE_FLOW_ITEM_TYPE_ETH,
                                                             RTE_FLOW_ITEM_TYPE_IPV4, RTE_FLOW_ITEM_TYPE_TCP,
                                                             RTE_FLOW_ITEM_TYPE_END}));
-  EXPECT_EQ(spec<rte_flow_item_ethdev>(f.pattern[0]).port_id, 3);
-  EXPECT_EQ(mask<rte_flow_item_ethdev>(f.pattern[0]).port_id, 0xFFFF);
+  EXPECT_EQ(spec_of<rte_flow_item_ethdev>(f.pattern[0]).port_id, 3);
+  EXPECT_EQ(mask_of<rte_flow_item_ethdev>(f.pattern[0]).port_id, 0xFFFF);
   EXPECT_EQ(f.pattern[1].spec, nullptr);
-  const auto& ip = spec<rte_flow_item_ipv4>(f.pattern[2]).hdr;
-  const auto& ipm = mask<rte_flow_item_ipv4>(f.pattern[2]).hdr;
+  const auto& ip = spec_of<rte_flow_item_ipv4>(f.pattern[2]).hdr;
+  const auto& ipm = mask_of<rte_flow_item_ipv4>(f.pattern[2]).hdr;
   EXPECT_EQ(ip.src_addr, inet_addr("10.0.0.1"));  // network byte order
   EXPECT_EQ(ip.dst_addr, inet_addr("10.0.0.2"));
   EXPECT_EQ(ip.next_proto_id, IPPROTO_TCP);
@@ -157,8 +145,8 @@ TEST(ConnFlow, TcpTransferOriginalDirection) {
   EXPECT_EQ(ipm.next_proto_id, 0xFF);
   EXPECT_EQ(ipm.type_of_service, 0);
   EXPECT_EQ(ipm.time_to_live, 0);
-  const auto& tcp = spec<rte_flow_item_tcp>(f.pattern[3]).hdr;
-  const auto& tcpm = mask<rte_flow_item_tcp>(f.pattern[3]).hdr;
+  const auto& tcp = spec_of<rte_flow_item_tcp>(f.pattern[3]).hdr;
+  const auto& tcpm = mask_of<rte_flow_item_tcp>(f.pattern[3]).hdr;
   EXPECT_EQ(tcp.src_port, htons(40000));
   EXPECT_EQ(tcp.dst_port, htons(80));
   EXPECT_EQ(tcpm.src_port, 0xFFFF);
@@ -168,22 +156,22 @@ TEST(ConnFlow, TcpTransferOriginalDirection) {
             (std::vector<rte_flow_action_type>{RTE_FLOW_ACTION_TYPE_COUNT, RTE_FLOW_ACTION_TYPE_AGE,
                                                RTE_FLOW_ACTION_TYPE_INDIRECT, RTE_FLOW_ACTION_TYPE_JUMP,
                                                RTE_FLOW_ACTION_TYPE_END}));
-  EXPECT_EQ(conf<rte_flow_action_age>(f.actions[1]).timeout, 30u);
-  EXPECT_EQ(conf<rte_flow_action_age>(f.actions[1]).context, &ctx);
+  EXPECT_EQ(conf_of<rte_flow_action_age>(f.actions[1]).timeout, 30u);
+  EXPECT_EQ(conf_of<rte_flow_action_age>(f.actions[1]).context, &ctx);
   EXPECT_EQ(f.actions[2].conf, handle);
   // Verdict group of (in 0, out 1) with two ports: N + 1 + 0*2 + 1.
-  EXPECT_EQ(conf<rte_flow_action_jump>(f.actions[3]).group, 3u);
+  EXPECT_EQ(conf_of<rte_flow_action_jump>(f.actions[3]).group, 3u);
 }
 
 TEST(ConnFlow, TcpReplyDirectionIsReversedFromItsOwnPort) {
   Layout l = layout(true);
   Conn c{key4("10.0.0.1", "10.0.0.2", 40000, 80, IPPROTO_TCP), {0, 1}, {1, 0}};
   Flow f = conn_flow(l, c, 1, nullptr, nullptr);
-  EXPECT_EQ(spec<rte_flow_item_ethdev>(f.pattern[0]).port_id, 7);
-  EXPECT_EQ(spec<rte_flow_item_ipv4>(f.pattern[2]).hdr.src_addr, inet_addr("10.0.0.2"));
-  EXPECT_EQ(spec<rte_flow_item_tcp>(f.pattern[3]).hdr.src_port, htons(80));
-  EXPECT_EQ(spec<rte_flow_item_tcp>(f.pattern[3]).hdr.dst_port, htons(40000));
-  EXPECT_EQ(conf<rte_flow_action_jump>(f.actions[3]).group, 1u + 1 + 1 * 2 + 0);
+  EXPECT_EQ(spec_of<rte_flow_item_ethdev>(f.pattern[0]).port_id, 7);
+  EXPECT_EQ(spec_of<rte_flow_item_ipv4>(f.pattern[2]).hdr.src_addr, inet_addr("10.0.0.2"));
+  EXPECT_EQ(spec_of<rte_flow_item_tcp>(f.pattern[3]).hdr.src_port, htons(80));
+  EXPECT_EQ(spec_of<rte_flow_item_tcp>(f.pattern[3]).hdr.dst_port, htons(40000));
+  EXPECT_EQ(conf_of<rte_flow_action_jump>(f.actions[3]).group, 1u + 1 + 1 * 2 + 0);
 }
 
 TEST(ConnFlow, UdpOutputsDirectlyWithoutConntrack) {
@@ -191,11 +179,11 @@ TEST(ConnFlow, UdpOutputsDirectlyWithoutConntrack) {
   ctrack::Key k = key4("10.0.0.1", "10.0.0.2", 5353, 53, IPPROTO_UDP);
   Flow f = conn_flow(l, Conn{k, {0, 1}, {1, 0}}, 0, nullptr, nullptr);
   EXPECT_EQ(f.pattern[3].type, RTE_FLOW_ITEM_TYPE_UDP);
-  EXPECT_EQ(spec<rte_flow_item_udp>(f.pattern[3]).hdr.dst_port, htons(53));
+  EXPECT_EQ(spec_of<rte_flow_item_udp>(f.pattern[3]).hdr.dst_port, htons(53));
   ASSERT_EQ(action_types(f), (std::vector<rte_flow_action_type>{
                                  RTE_FLOW_ACTION_TYPE_COUNT, RTE_FLOW_ACTION_TYPE_AGE,
                                  RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, RTE_FLOW_ACTION_TYPE_END}));
-  EXPECT_EQ(conf<rte_flow_action_ethdev>(f.actions[2]).port_id, 7);
+  EXPECT_EQ(conf_of<rte_flow_action_ethdev>(f.actions[2]).port_id, 7);
   EXPECT_EQ(f.find_action(RTE_FLOW_ACTION_TYPE_INDIRECT), nullptr);
 }
 
@@ -210,8 +198,8 @@ TEST(ConnFlow, Ipv6MasksAllSixteenBytes) {
   k.family = 6;
   Flow f = conn_flow(l, Conn{k, {0, 1}, {1, 0}}, 0, nullptr, nullptr);
   ASSERT_EQ(f.pattern[2].type, RTE_FLOW_ITEM_TYPE_IPV6);
-  const auto& s = spec<rte_flow_item_ipv6>(f.pattern[2]).hdr;
-  const auto& m = mask<rte_flow_item_ipv6>(f.pattern[2]).hdr;
+  const auto& s = spec_of<rte_flow_item_ipv6>(f.pattern[2]).hdr;
+  const auto& m = mask_of<rte_flow_item_ipv6>(f.pattern[2]).hdr;
   EXPECT_EQ(memcmp(s.src_addr, k.src, 16), 0);
   for (int i = 0; i < 16; i++) EXPECT_EQ(m.src_addr[i], 0xFF);
   EXPECT_EQ(m.proto, 0xFF);
@@ -228,10 +216,10 @@ TEST(ConnFlow, WithoutTransferOutputIsMarkPlusRss) {
   EXPECT_EQ(f.pattern[0].type, RTE_FLOW_ITEM_TYPE_ETH);
   const auto* mk = f.find_action(RTE_FLOW_ACTION_TYPE_MARK);
   ASSERT_NE(mk, nullptr);
-  EXPECT_EQ(conf<rte_flow_action_mark>(*mk).id, kMarkTag | 1u);
+  EXPECT_EQ(conf_of<rte_flow_action_mark>(*mk).id, kMarkTag | 1u);
   const auto* rss = f.find_action(RTE_FLOW_ACTION_TYPE_RSS);
   ASSERT_NE(rss, nullptr);
-  const auto& r = conf<rte_flow_action_rss>(*rss);
+  const auto& r = conf_of<rte_flow_action_rss>(*rss);
   EXPECT_EQ(r.queue_num, 2u);
   EXPECT_EQ(r.queue[1], 1);
   EXPECT_EQ(r.key_len, 40u);
@@ -245,7 +233,7 @@ TEST(BaseFlows, MissToSoftwareAndVerdictGroups) {
   ASSERT_EQ(v.size(), 2u + 2 * 4);  // a miss rule per port, two rules per (in, out)
   EXPECT_EQ(v[0].attr.group, 1u);
   EXPECT_EQ(v[0].attr.priority, 1u);  // below the connection rules
-  EXPECT_EQ(conf<rte_flow_action_ethdev>(v[0].actions[0]).port_id, 3);
+  EXPECT_EQ(conf_of<rte_flow_action_ethdev>(v[0].actions[0]).port_id, 3);
   EXPECT_EQ(v[0].actions[0].type, RTE_FLOW_ACTION_TYPE_PORT_REPRESENTOR);
   // in 0 -> out 1: group 3.
   const Flow& ok = v[2 + 2 * 1];
@@ -253,17 +241,17 @@ TEST(BaseFlows, MissToSoftwareAndVerdictGroups) {
   EXPECT_EQ(ok.attr.group, 3u);
   const rte_flow_item* ct = ok.find_item(RTE_FLOW_ITEM_TYPE_CONNTRACK);
   ASSERT_NE(ct, nullptr);
-  EXPECT_EQ(spec<rte_flow_item_conntrack>(*ct).flags, static_cast<uint32_t>(RTE_FLOW_CONNTRACK_PKT_STATE_VALID));
+  EXPECT_EQ(spec_of<rte_flow_item_conntrack>(*ct).flags, static_cast<uint32_t>(RTE_FLOW_CONNTRACK_PKT_STATE_VALID));
   // Every state bit is in the mask, so VALID|CHANGED (a FIN) does not match.
-  EXPECT_EQ(mask<rte_flow_item_conntrack>(*ct).flags, 0x1Fu);
+  EXPECT_EQ(mask_of<rte_flow_item_conntrack>(*ct).flags, 0x1Fu);
   EXPECT_EQ(action_types(ok), (std::vector<rte_flow_action_type>{RTE_FLOW_ACTION_TYPE_COUNT,
                                                                  RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT,
                                                                  RTE_FLOW_ACTION_TYPE_END}));
-  EXPECT_EQ(conf<rte_flow_action_ethdev>(ok.actions[1]).port_id, 7);
+  EXPECT_EQ(conf_of<rte_flow_action_ethdev>(ok.actions[1]).port_id, 7);
   EXPECT_EQ(sw.attr.group, 3u);
   EXPECT_EQ(sw.attr.priority, 1u);
   EXPECT_EQ(sw.actions[0].type, RTE_FLOW_ACTION_TYPE_PORT_REPRESENTOR);
-  EXPECT_EQ(conf<rte_flow_action_ethdev>(sw.actions[0]).port_id, 3);  // back to software on the ingress port
+  EXPECT_EQ(conf_of<rte_flow_action_ethdev>(sw.actions[0]).port_id, 3);  // back to software on the ingress port
 }
 
 std::vector<Rule> rules_of(const std::string& tables) {
@@ -288,13 +276,13 @@ TEST(TranslateRules, ShippedFirewall) {
   const Flow& arp = rf[0].flows[0];
   EXPECT_EQ(arp.attr.group, 0u);
   EXPECT_EQ(arp.attr.priority, 0u);
-  EXPECT_EQ(spec<rte_flow_item_ethdev>(arp.pattern[0]).port_id, 3);
-  EXPECT_EQ(spec<rte_flow_item_eth>(arp.pattern[1]).hdr.ether_type, htons(0x0806));
-  EXPECT_EQ(mask<rte_flow_item_eth>(arp.pattern[1]).hdr.ether_type, 0xFFFF);
+  EXPECT_EQ(spec_of<rte_flow_item_ethdev>(arp.pattern[0]).port_id, 3);
+  EXPECT_EQ(spec_of<rte_flow_item_eth>(arp.pattern[1]).hdr.ether_type, htons(0x0806));
+  EXPECT_EQ(mask_of<rte_flow_item_eth>(arp.pattern[1]).hdr.ether_type, 0xFFFF);
   EXPECT_EQ(action_types(arp), (std::vector<rte_flow_action_type>{RTE_FLOW_ACTION_TYPE_COUNT,
                                                                   RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT,
                                                                   RTE_FLOW_ACTION_TYPE_END}));
-  EXPECT_EQ(conf<rte_flow_action_ethdev>(arp.actions[1]).port_id, 7);
+  EXPECT_EQ(conf_of<rte_flow_action_ethdev>(arp.actions[1]).port_id, 7);
   EXPECT_EQ(rf[1].tier, Tier::kFull);
   // ND is five ICMPv6 types: software.
   EXPECT_EQ(rf[2].tier, Tier::kSoftware);
@@ -304,7 +292,7 @@ TEST(TranslateRules, ShippedFirewall) {
   // once per ingress port.
   EXPECT_EQ(rf[4].tier, Tier::kJumpCt);
   ASSERT_EQ(rf[4].flows.size(), 2u);
-  EXPECT_EQ(conf<rte_flow_action_jump>(*rf[4].flows[1].find_action(RTE_FLOW_ACTION_TYPE_JUMP)).group, 1u);
+  EXPECT_EQ(conf_of<rte_flow_action_jump>(*rf[4].flows[1].find_action(RTE_FLOW_ACTION_TYPE_JUMP)).group, 1u);
   EXPECT_EQ(rf[4].flows[0].attr.priority, 4u);
   // IPv6 could catch ND packets, which stay in software: it must too.
   EXPECT_EQ(rf[5].tier, Tier::kSoftware);
@@ -342,33 +330,33 @@ TEST(TranslateRules, ExpressibleMatchesAndTiers) {
   const Flow& d = rf[0].flows[0];
   const auto* ip = d.find_item(RTE_FLOW_ITEM_TYPE_IPV4);
   ASSERT_NE(ip, nullptr);
-  EXPECT_EQ(spec<rte_flow_item_ipv4>(*ip).hdr.src_addr, inet_addr("10.1.0.0"));
-  EXPECT_EQ(mask<rte_flow_item_ipv4>(*ip).hdr.src_addr, inet_addr("255.255.0.0"));
-  EXPECT_EQ(mask<rte_flow_item_ipv4>(*ip).hdr.dst_addr, 0u);
+  EXPECT_EQ(spec_of<rte_flow_item_ipv4>(*ip).hdr.src_addr, inet_addr("10.1.0.0"));
+  EXPECT_EQ(mask_of<rte_flow_item_ipv4>(*ip).hdr.src_addr, inet_addr("255.255.0.0"));
+  EXPECT_EQ(mask_of<rte_flow_item_ipv4>(*ip).hdr.dst_addr, 0u);
   const auto* tcp = d.find_item(RTE_FLOW_ITEM_TYPE_TCP);
   ASSERT_NE(tcp, nullptr);
-  EXPECT_EQ(spec<rte_flow_item_tcp>(*tcp).hdr.dst_port, htons(22));
-  EXPECT_EQ(mask<rte_flow_item_tcp>(*tcp).hdr.src_port, 0);
-  EXPECT_EQ(spec<rte_flow_item_tcp>(*tcp).hdr.tcp_flags, 0x02);
-  EXPECT_EQ(mask<rte_flow_item_tcp>(*tcp).hdr.tcp_flags, 0x12);
+  EXPECT_EQ(spec_of<rte_flow_item_tcp>(*tcp).hdr.dst_port, htons(22));
+  EXPECT_EQ(mask_of<rte_flow_item_tcp>(*tcp).hdr.src_port, 0);
+  EXPECT_EQ(spec_of<rte_flow_item_tcp>(*tcp).hdr.tcp_flags, 0x02);
+  EXPECT_EQ(mask_of<rte_flow_item_tcp>(*tcp).hdr.tcp_flags, 0x12);
   EXPECT_NE(d.find_action(RTE_FLOW_ACTION_TYPE_DROP), nullptr);
   // 2: set_mark is for software: mark tier, IPv6 /32 mask, per port.
   EXPECT_EQ(rf[1].tier, Tier::kMark);
   ASSERT_EQ(rf[1].flows.size(), 2u);
   const auto* ip6 = rf[1].flows[0].find_item(RTE_FLOW_ITEM_TYPE_IPV6);
   ASSERT_NE(ip6, nullptr);
-  const auto& m6 = mask<rte_flow_item_ipv6>(*ip6).hdr;
+  const auto& m6 = mask_of<rte_flow_item_ipv6>(*ip6).hdr;
   EXPECT_EQ(m6.dst_addr[3], 0xFF);
   EXPECT_EQ(m6.dst_addr[4], 0x00);
-  EXPECT_EQ(conf<rte_flow_action_mark>(*rf[1].flows[0].find_action(RTE_FLOW_ACTION_TYPE_MARK)).id,
+  EXPECT_EQ(conf_of<rte_flow_action_mark>(*rf[1].flows[0].find_action(RTE_FLOW_ACTION_TYPE_MARK)).id,
             kRuleMarkTag | rf[1].rule_id);
   // 3: VLAN with the ethertype in the VLAN item.
   EXPECT_EQ(rf[2].tier, Tier::kMark);
   const auto* vl = rf[2].flows[0].find_item(RTE_FLOW_ITEM_TYPE_VLAN);
   ASSERT_NE(vl, nullptr);
-  EXPECT_EQ(spec<rte_flow_item_vlan>(*vl).hdr.vlan_tci, htons(10));
-  EXPECT_EQ(mask<rte_flow_item_vlan>(*vl).hdr.vlan_tci, htons(0x0FFF));
-  EXPECT_EQ(spec<rte_flow_item_vlan>(*vl).hdr.eth_proto, htons(0x0800));
+  EXPECT_EQ(spec_of<rte_flow_item_vlan>(*vl).hdr.vlan_tci, htons(10));
+  EXPECT_EQ(mask_of<rte_flow_item_vlan>(*vl).hdr.vlan_tci, htons(0x0FFF));
+  EXPECT_EQ(spec_of<rte_flow_item_vlan>(*vl).hdr.eth_proto, htons(0x0800));
   // 4: no family given: IPv4 and IPv6 flows on both ports.
   EXPECT_EQ(rf[3].tier, Tier::kFull);
   EXPECT_EQ(rf[3].flows.size(), 4u);

@@ -15,6 +15,7 @@
 #include "dataplane/emunic.h"
 #include "dataplane/offload.h"
 #include "dataplane/pipeline.h"
+#include "test_main.h"
 
 namespace dp {
 namespace {
@@ -384,16 +385,4 @@ TEST(EmulatedOffload, ChurnLeavesNothingBehind) {
 }  // namespace
 }  // namespace dp
 
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  std::string prefix = "dp-offload-" + std::to_string(getpid());
-  const char* eal[] = {"dataplane-offload-test", "--no-huge", "-m", "512", "--no-pci", "--no-shconf", "--no-telemetry",
-                       "-l", "0", "--log-level", "*:error", "--file-prefix", prefix.c_str()};
-  if (rte_eal_init(sizeof eal / sizeof eal[0], const_cast<char**>(eal)) < 0) {
-    fprintf(stderr, "rte_eal_init failed\n");
-    return 1;
-  }
-  int rc = RUN_ALL_TESTS();
-  rte_eal_cleanup();
-  return rc;
-}
+int main(int argc, char** argv) { return run_tests_with_eal(argc, argv, "dp-offload"); }

@@ -98,6 +98,15 @@ class EmuNic {
   };
   struct QueueStats {
     uint64_t rx = 0, forwarded = 0, dropped = 0, to_software = 0, ct_invalid = 0, ct_changed = 0;
+    QueueStats& operator+=(const QueueStats& o) {
+      rx += o.rx;
+      forwarded += o.forwarded;
+      dropped += o.dropped;
+      to_software += o.to_software;
+      ct_invalid += o.ct_invalid;
+      ct_changed += o.ct_changed;
+      return *this;
+    }
   };
 
   EmuNic(const EmuNicConfig& cfg, hw::Layout layout);

@@ -102,6 +102,20 @@ class Flow {
   size_t used_ = 0;
 };
 
+// Typed views of an item's spec/mask and an action's conf.
+template <typename T>
+const T& spec_of(const rte_flow_item& i) {
+  return *static_cast<const T*>(i.spec);
+}
+template <typename T>
+const T& mask_of(const rte_flow_item& i) {
+  return *static_cast<const T*>(i.mask);
+}
+template <typename T>
+const T& conf_of(const rte_flow_action& a) {
+  return *static_cast<const T*>(a.conf);
+}
+
 // A connection as the provider offloads it.
 struct Conn {
   ctrack::Key orig;      // original-direction tuple
