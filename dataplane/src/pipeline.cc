@@ -155,13 +155,23 @@ struct OtherRule {
   const Match* m;
 };
 
+// IP rules are classified per protocol class: a TCP packet only walks the
+// trie of rules that can match TCP (those naming TCP or no protocol), so a
+// rule set's UDP rules cost TCP traffic nothing. Rules without a protocol
+// are in all three.
+enum ProtoClass { kPcTcp, kPcUdp, kPcOther, kPcNum };
+inline int proto_class(uint8_t proto) { return proto == IPPROTO_TCP ? kPcTcp : proto == IPPROTO_UDP ? kPcUdp : kPcOther; }
+bool rule_in_class(const Match& m, int c) { return !m.has(kMProto) || proto_class(m.proto) == c; }
+
 struct Pipeline::Table {
-  rte_acl_ctx* v4 = nullptr;
-  rte_acl_ctx* v6 = nullptr;
+  rte_acl_ctx* v4[kPcNum] = {};
+  rte_acl_ctx* v6[kPcNum] = {};
   std::vector<OtherRule> other;
   ~Table() {
-    if (v4) rte_acl_free(v4);
-    if (v6) rte_acl_free(v6);
+    for (int c = 0; c < kPcNum; c++) {
+      if (v4[c]) rte_acl_free(v4[c]);
+      if (v6[c]) rte_acl_free(v6[c]);
+    }
   }
 };
 
@@ -203,8 +213,8 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
     // Highest priority first; ties go to the rule written first.
     std::stable_sort(in.begin(), in.end(), [&](uint32_t a, uint32_t b) { return R[a].priority > R[b].priority; });
     auto tbl = std::make_unique<Table>();
-    std::vector<Acl4Rule> r4;
-    std::vector<Acl6Rule> r6;
+    std::vector<Acl4Rule> r4[kPcNum];
+    std::vector<Acl6Rule> r6[kPcNum];
     for (size_t k = 0; k < in.size(); k++) {
       const Rule& rule = R[in[k]];
       const Match& m = rule.match;
@@ -219,7 +229,8 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
         a.field[F4_SRC].mask_range.u32 = m.has(kMSrc) ? m.src_len : 0;
         a.field[F4_DST].value.u32 = m.has(kMDst) ? word(m.dst, 0) : 0;
         a.field[F4_DST].mask_range.u32 = m.has(kMDst) ? m.dst_len : 0;
-        r4.push_back(a);
+        for (int c = 0; c < kPcNum; c++)
+          if (rule_in_class(m, c)) r4[c].push_back(a);
       }
       if (m.applies_v6()) {
         Acl6Rule a{};
@@ -233,11 +244,12 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
           a.field[F6_DST0 + i].value.u32 = m.has(kMDst) ? word(m.dst, i) : 0;
           a.field[F6_DST0 + i].mask_range.u32 = m.has(kMDst) ? word_len(m.dst_len, i) : 0;
         }
-        r6.push_back(a);
+        for (int c = 0; c < kPcNum; c++)
+          if (rule_in_class(m, c)) r6[c].push_back(a);
       }
       if (m.applies_other()) tbl->other.push_back({in[k], &m});
     }
-    auto make = [&](auto& rs, uint32_t rule_size, void (*defs)(rte_acl_config*), const char* fam,
+    auto make = [&](auto& rs, uint32_t rule_size, void (*defs)(rte_acl_config*), const std::string& fam,
                     rte_acl_ctx** out) -> Status {
       if (rs.empty()) return {};
       std::string name = "dp" + std::to_string(gen) + "t" + std::to_string(t) + fam;
@@ -260,8 +272,12 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
         return Status::error("rte_acl_build table " + std::to_string(t) + ": " + strerror(-rc));
       return {};
     };
-    if (Status s = make(r4, RTE_ACL_RULE_SZ(F4_NUM), defs4, "v4", &tbl->v4); !s) return s;
-    if (Status s = make(r6, RTE_ACL_RULE_SZ(F6_NUM), defs6, "v6", &tbl->v6); !s) return s;
+    for (int c = 0; c < kPcNum; c++) {
+      if (Status s = make(r4[c], RTE_ACL_RULE_SZ(F4_NUM), defs4, "v4c" + std::to_string(c), &tbl->v4[c]); !s)
+        return s;
+      if (Status s = make(r6[c], RTE_ACL_RULE_SZ(F6_NUM), defs6, "v6c" + std::to_string(c), &tbl->v6[c]); !s)
+        return s;
+    }
     pl->tables_[static_cast<size_t>(t)] = std::move(tbl);
   }
   return pl;
@@ -298,7 +314,7 @@ Pipeline::Trace Pipeline::trace_established(const ctrack::Key& k, uint16_t in_po
       }
     uint32_t res = 0;
     const uint8_t* d = k.family == 4 ? reinterpret_cast<const uint8_t*>(&k4) : reinterpret_cast<const uint8_t*>(&k6);
-    rte_acl_ctx* ctx = k.family == 4 ? tbl->v4 : tbl->v6;
+    rte_acl_ctx* ctx = k.family == 4 ? tbl->v4[proto_class(k.proto)] : tbl->v6[proto_class(k.proto)];
     if (!ctx || rte_acl_classify(ctx, &d, &res, 1, 1) != 0 || res == 0) return tr;
     const Rule& r = rules_[res - 1];
     if (!r.offload) {
@@ -442,10 +458,9 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
   // Tables in order; every jump goes forward, so one pass ends it.
   for (int t = 0; t <= pl.max_table_ && active; t++) {
     const Pipeline::Table* tbl = pl.tables_[static_cast<size_t>(t)].get();
-    uint32_t i4[kMaxBurst], i6[kMaxBurst], n4 = 0, n6 = 0;
-    const uint8_t* d4[kMaxBurst];
-    const uint8_t* d6[kMaxBurst];
-    uint32_t r4[kMaxBurst], r6[kMaxBurst];
+    // Per (family, protocol class): the keys, their packets, the results.
+    const uint8_t* dk[2 * kPcNum][kMaxBurst];
+    uint32_t ik[2 * kPcNum][kMaxBurst], rk[2 * kPcNum][kMaxBurst], nk[2 * kPcNum] = {};
     uint32_t here[kMaxBurst], nhere = 0;
     for (uint32_t i = 0; i < n; i++) {
       if (s[i].table != t) continue;
@@ -457,13 +472,17 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
         continue;
       }
       if (!tbl) continue;
-      if (s[i].kind == 4 && tbl->v4) {
-        d4[n4] = reinterpret_cast<const uint8_t*>(&s[i].k4);
-        i4[n4++] = i;
-      } else if (s[i].kind == 6 && tbl->v6) {
-        d6[n6] = reinterpret_cast<const uint8_t*>(&s[i].k6);
-        i6[n6++] = i;
-      } else if (s[i].kind == 0) {
+      if (s[i].kind == 4) {
+        int c = proto_class(s[i].k4.proto);
+        if (!tbl->v4[c]) continue;
+        dk[c][nk[c]] = reinterpret_cast<const uint8_t*>(&s[i].k4);
+        ik[c][nk[c]++] = i;
+      } else if (s[i].kind == 6) {
+        int c = kPcNum + proto_class(s[i].k6.proto);
+        if (!tbl->v6[c - kPcNum]) continue;
+        dk[c][nk[c]] = reinterpret_cast<const uint8_t*>(&s[i].k6);
+        ik[c][nk[c]++] = i;
+      } else {
         for (const OtherRule& o : tbl->other) {
           const Match& m = *o.m;
           if (m.has(kMInPort) && m.in_port != in[i].port) continue;
@@ -474,10 +493,12 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
         }
       }
     }
-    if (n4) rte_acl_classify(tbl->v4, d4, r4, n4, 1);
-    if (n6) rte_acl_classify(tbl->v6, d6, r6, n6, 1);
-    for (uint32_t k = 0; k < n4; k++) s[i4[k]].rule = r4[k];
-    for (uint32_t k = 0; k < n6; k++) s[i6[k]].rule = r6[k];
+    for (int c = 0; c < 2 * kPcNum; c++) {
+      if (!nk[c]) continue;
+      rte_acl_ctx* ctx = c < kPcNum ? tbl->v4[c] : tbl->v6[c - kPcNum];
+      rte_acl_classify(ctx, dk[c], rk[c], nk[c], 1);
+      for (uint32_t k = 0; k < nk[c]; k++) s[ik[c][k]].rule = rk[c][k];
+    }
 
     // Actions up to a ct(); ct runs once for the whole table's packets.
     uint32_t ctq[kMaxBurst], nct = 0;

@@ -243,6 +243,45 @@ TEST(Classifier, PrioritiesPrefixesRangesFlagsAndTables) {
   EXPECT_EQ(f.pl->counters(0).packets, 1u);
 }
 
+// Rules are classified per protocol class (TCP, UDP, other): priorities
+// must still hold across rules with and without a protocol.
+TEST(Classifier, ProtocolClassesKeepPriorities) {
+  Fixture f(R"Y(
+ports:
+  - {name: a, devargs: x}
+  - {name: b, devargs: y}
+  - {name: c, devargs: z}
+tables:
+  0:
+    - {priority: 300, match: "ip_proto=udp,tp_dst=53", actions: "output:c"}
+    - {priority: 200, match: "ip_dst=10.9.0.0/16", actions: "output:b"}
+    - {priority: 100, match: "ip_proto=tcp", actions: "output:c"}
+    - {priority: 100, match: "ip_proto=icmp", actions: "output:c"}
+    - {priority: 50, match: "eth_type=ipv4", actions: "output:a"}
+)Y");
+  FrameSpec t;
+  t.proto = IPPROTO_TCP;
+  t.dst = "10.9.1.1";
+  EXPECT_EQ(f.send(0, build_frame(t)).out_port, 1);  // the protocol-less rule above the TCP one wins
+  t.dst = "10.8.1.1";
+  EXPECT_EQ(f.send(0, build_frame(t)).out_port, 2);
+  FrameSpec u;
+  u.proto = IPPROTO_UDP;
+  u.dst = "10.9.1.1";
+  u.dport = 53;
+  EXPECT_EQ(f.send(0, build_frame(u)).out_port, 2);  // the UDP rule above the protocol-less one wins
+  u.dport = 54;
+  EXPECT_EQ(f.send(0, build_frame(u)).out_port, 1);
+  u.dst = "10.8.1.1";
+  EXPECT_EQ(f.send(0, build_frame(u)).out_port, 0);  // no UDP-only rule: the catch-all
+  FrameSpec i;
+  i.proto = IPPROTO_ICMP;
+  i.dst = "10.8.1.1";
+  EXPECT_EQ(f.send(0, build_frame(i)).out_port, 2);
+  i.dst = "10.9.1.1";
+  EXPECT_EQ(f.send(0, build_frame(i)).out_port, 1);
+}
+
 TEST(Classifier, ThousandsOfRules) {
   std::string y = "ports:\n  - {name: a, devargs: x}\n  - {name: b, devargs: y}\ntables:\n  0:\n";
   for (int i = 0; i < 2000; i++)
