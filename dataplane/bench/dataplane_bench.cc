@@ -140,23 +140,27 @@ int main(int argc, char** argv) {
   int fillers = 1000;
   uint32_t conns = 100000;
   uint64_t packets = 20'000'000;
+  std::string simd = "512";
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--json") g_json = true;
     else if (a == "--rules" && i + 1 < argc) fillers = atoi(argv[++i]);
     else if (a == "--conns" && i + 1 < argc) conns = static_cast<uint32_t>(atoi(argv[++i]));
     else if (a == "--packets" && i + 1 < argc) packets = strtoull(argv[++i], nullptr, 10);
+    else if (a == "--simd-bits" && i + 1 < argc) simd = argv[++i];
     else {
-      printf("usage: dataplane-bench [--json] [--rules N] [--conns N] [--packets N]\n"
+      printf("usage: dataplane-bench [--json] [--rules N] [--conns N] [--packets N] [--simd-bits 512|256]\n"
              "  --rules N    filler rules on top of the firewall's (default 1000)\n"
              "  --conns N    live TCP connections (default 100000)\n"
-             "  --packets N  measured packets per repetition (default 20M)\n");
+             "  --packets N  measured packets per repetition (default 20M)\n"
+             "  --simd-bits  widest vectors DPDK may use (default 512, as the daemon; 256 = rte_acl's AVX2 classifier)\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
   std::string prefix = "dpbench" + std::to_string(getpid());
+  std::string simd_arg = "--force-max-simd-bitwidth=" + simd;
   const char* eal[] = {"dataplane-bench", "--no-huge", "-m", "1024", "--no-pci", "--no-shconf", "--no-telemetry",
-                       "-l", "0", "--log-level", "*:error", "--file-prefix", prefix.c_str(), "--force-max-simd-bitwidth=512"};
+                       "-l", "0", "--log-level", "*:error", "--file-prefix", prefix.c_str(), simd_arg.c_str()};
   if (rte_eal_init(sizeof eal / sizeof eal[0], const_cast<char**>(eal)) < 0) {
     fprintf(stderr, "dataplane-bench: EAL init failed\n");
     return 1;

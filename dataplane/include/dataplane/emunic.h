@@ -60,11 +60,6 @@ class SpscRing {
   bool full() const {
     return head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_acquire) == v_.size();
   }
-  const T* front() const {
-    uint32_t t = tail_.load(std::memory_order_relaxed);
-    if (t == head_.load(std::memory_order_acquire)) return nullptr;
-    return &v_[t & mask_];
-  }
   void pop() { tail_.store(tail_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
 
  private:
