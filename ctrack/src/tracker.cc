@@ -181,6 +181,20 @@ struct Tracker::Impl {
     return ring.empty() ? 0 : static_cast<uint32_t>(ring.size()) - (ring_head.load(std::memory_order_relaxed) -
                                                                      ring_tail.load(std::memory_order_acquire));
   }
+  // What an event or snapshot says about a connection's TCP state.
+  static void fill_state(const Conn& c, Event& e) {
+    e.in_port[0] = c.in_port[0];
+    e.in_port[1] = c.in_port[1];
+    e.last_index = c.last_index & 7;
+    for (int d = 0; d < 2; d++) {
+      int r = !d;
+      e.tcp[d] = TcpDirState{c.td_end[d], c.td_maxend[d], c.td_maxwin[d], c.td_scale[d], c.td_flags[d], 0};
+      // See TcpDirState::maxack.
+      uint32_t lower = c.td_maxend[r] - c.td_maxwin[d];
+      e.tcp[d].maxack = !(c.td_flags[r] & kTcpDataUnacked) || after(lower, c.td_end[r]) ? c.td_end[r] : lower;
+    }
+  }
+
   bool push_event(EventType t, uint32_t idx, const Conn& c, const Packet* p, uint8_t dir, uint8_t why) {
     if (ring.empty()) return false;
     if (ring_space() == 0) {
@@ -195,10 +209,7 @@ struct Tracker::Impl {
     e.reason = why;
     e.conn = idx;
     e.orig = orig_key(c);
-    e.in_port[0] = c.in_port[0];
-    e.in_port[1] = c.in_port[1];
-    for (int d = 0; d < 2; d++)
-      e.tcp[d] = TcpDirState{c.td_end[d], c.td_maxend[d], c.td_maxwin[d], c.td_scale[d], c.td_flags[d]};
+    fill_state(c, e);
     if (p) {
       e.last_seq = p->seq;
       e.last_ack = p->ack;
@@ -457,7 +468,7 @@ struct Tracker::Impl {
         break;
     }
 
-    bool liberal = cfg.tcp_liberal || ((c.td_flags[0] | c.td_flags[1]) & kTcpBeLiberal);
+    bool liberal = cfg.tcp_liberal || ((c.td_flags[0] | c.td_flags[1]) & (kTcpBeLiberal | kTcpHwLiberal));
     bool rst_exact = p.seq == c.td_end[dir];
     Invalid w = tcp_in_window(c, dir, p, old, liberal);
     if (w != Invalid::kNone) return {Verdict::kInvalid, idx == kIdxRst ? Invalid::kTcpRstWindow : w, false};
@@ -570,7 +581,7 @@ struct Tracker::Impl {
       case IPPROTO_TCP:
         if (c.state == sES && (p.tcp_flags & (kSyn | kFin | kRst | kAck)) == kAck &&
             (c.flags & detail::kAssured) && c.td_maxwin[0] && c.td_maxwin[1] && !cfg.tcp_liberal &&
-            !((c.td_flags[0] | c.td_flags[1]) & kTcpBeLiberal))
+            !((c.td_flags[0] | c.td_flags[1]) & (kTcpBeLiberal | kTcpHwLiberal)))
           o = tcp_established(c, dir, p, now);
         else
           o = tcp_packet(c, dir, p, now);
@@ -614,6 +625,13 @@ struct Tracker::Impl {
         if (c.key.proto == IPPROTO_UDP && !(c.flags & detail::kNoOffload)) raise_established(idx, c, &p, 1);
       }
       if (c.key.proto == IPPROTO_TCP && o.changed) tcp_events(idx, c, p, dir);
+      // An ACK or data segment of an offloaded connection reached software:
+      // the NIC judged it out of its window, so its context is behind (see
+      // EventType::kResync). SYN, FIN and RST come here by design.
+      if (c.key.proto == IPPROTO_TCP && (c.flags & detail::kOffloaded) &&
+          !(p.tcp_flags & (kSyn | kFin | kRst)) && !(c.td_flags[0] & kTcpResyncAsked) &&
+          push_event(EventType::kResync, idx, c, &p, static_cast<uint8_t>(dir), 0))
+        c.td_flags[0] |= kTcpResyncAsked;
     } else if (o.v == Verdict::kIgnore) {
       c.packets[dir]++;
       c.bytes[dir] += p.l3_len;
@@ -927,10 +945,12 @@ void Tracker::for_each(uint64_t now_ns, const std::function<void(const ConnInfo&
       ci.seen_reply = c.flags & detail::kSeenReply;
       ci.assured = c.flags & detail::kAssured;
       ci.offloaded = c.flags & detail::kOffloaded;
+      Event ev{};
+      Impl::fill_state(c, ev);
       for (int d = 0; d < 2; d++) {
         ci.packets[d] = c.packets[d];
         ci.bytes[d] = c.bytes[d];
-        ci.tcp[d] = TcpDirState{c.td_end[d], c.td_maxend[d], c.td_maxwin[d], c.td_scale[d], c.td_flags[d]};
+        ci.tcp[d] = ev.tcp[d];
       }
       ci.age_ms = static_cast<uint32_t>(now - c.created);
       ci.timeout_ms = static_cast<int32_t>(c.expires - now);
@@ -1002,16 +1022,61 @@ bool Tracker::set_offloaded(uint32_t handle, const Key& orig, bool on) {
   bool ok = same_conn(c, orig);
   if (ok && on != ((c.flags & detail::kOffloaded) != 0)) {
     c.flags = static_cast<uint8_t>(on ? (c.flags | detail::kOffloaded) : (c.flags & ~detail::kOffloaded));
-    // The NIC advances SEQ/ACK/window from here on without telling us, so the
-    // packets it hands back (FIN, RST, out-of-window) are checked liberally,
-    // as Linux does for connections leaving its flowtable.
-    if (on && c.key.proto == IPPROTO_TCP) {
-      c.td_flags[0] |= kTcpBeLiberal;
-      c.td_flags[1] |= kTcpBeLiberal;
+    if (c.key.proto == IPPROTO_TCP) {
+      if (on) {
+        // The NIC advances SEQ/ACK/window from here on without telling us,
+        // so the packets it hands back (FIN, RST, refused segments) are
+        // checked liberally.
+        c.td_flags[0] |= kTcpHwLiberal;
+        c.td_flags[1] |= kTcpHwLiberal;
+        c.td_flags[0] &= static_cast<uint8_t>(~kTcpResyncAsked);
+      } else {
+        // Back in software with a window the NIC moved on: forget it and
+        // learn it again from the next packets, as Linux does for a
+        // connection leaving its flowtable (flow_offload_fixup_tcp).
+        for (int d = 0; d < 2; d++) {
+          c.td_flags[d] &= static_cast<uint8_t>(~(kTcpHwLiberal | kTcpResyncAsked));
+          c.td_maxwin[d] = 0;
+        }
+      }
     }
     if (on) m.st.offloaded++;
     else m.st.offloaded--;
   }
+  m.release();
+  return ok;
+}
+
+bool Tracker::snapshot(uint32_t handle, const Key& orig, Event* out) {
+  Impl& m = *impl_;
+  if (handle >= m.cap) return false;
+  m.acquire();
+  const Conn& c = m.conns[handle];
+  bool ok = same_conn(c, orig);
+  if (ok) {
+    *out = Event{};
+    out->type = EventType::kEstablished;
+    out->l4_state = c.state;
+    out->conn = handle;
+    out->orig = orig;
+    Impl::fill_state(c, *out);
+    out->last_dir = (c.last_index >> 3) & 1;
+    out->last_end = c.last_end;
+    out->last_seq = c.last_end;
+    out->last_ack = out->tcp[out->last_dir].maxack;
+    out->last_win = c.last_win;
+  }
+  m.release();
+  return ok;
+}
+
+bool Tracker::resync_done(uint32_t handle, const Key& orig) {
+  Impl& m = *impl_;
+  if (handle >= m.cap) return false;
+  m.acquire();
+  Conn& c = m.conns[handle];
+  bool ok = same_conn(c, orig);
+  if (ok) c.td_flags[0] &= static_cast<uint8_t>(~kTcpResyncAsked);
   m.release();
   return ok;
 }

@@ -300,6 +300,94 @@ TEST(Events, ClosingRaisedForOffloadedTcp) {
   EXPECT_EQ(ev[0].type, EventType::kClosing);
 }
 
+// The offload provider takes the state at submission, not at the event: the
+// window may have moved in between (packets software forwarded meanwhile).
+TEST(Events, SnapshotIsTheStateNowNotAtTheEvent) {
+  Harness h;
+  Key k = make_key("10.0.0.1", 1, "10.0.0.2", 2, IPPROTO_TCP);
+  h.run(tcp(k, kSyn, 100, 0));
+  h.run(tcp(k.reversed(), kSyn | kAck, 500, 101));
+  h.run(tcp(k, kAck, 101, 501));
+  Event ev[4];
+  ASSERT_EQ(h.tracker->poll_events(ev, 4), 1u);
+  EXPECT_EQ(ev[0].tcp[0].end, 101u);
+  h.run(tcp(k, kAck, 101, 501, 65535, 1000));  // 1000 bytes of data after the event
+  Event snap;
+  ASSERT_TRUE(h.tracker->snapshot(ev[0].conn, ev[0].orig, &snap));
+  EXPECT_EQ(snap.tcp[0].end, 1101u);
+  EXPECT_EQ(snap.last_dir, 0);
+  EXPECT_EQ(snap.last_end, 1101u);
+  EXPECT_EQ(snap.last_index, 3);  // ACK
+  EXPECT_FALSE(h.tracker->snapshot(ev[0].conn + 1, ev[0].orig, &snap));
+}
+
+// max_ack is the largest ACK a direction sent: exact when the peer has
+// nothing unacknowledged, else a lower bound, never above the peer's end.
+TEST(Events, MaxAckIsTheLargestAckSent) {
+  Harness h;
+  Key k = make_key("10.0.0.1", 1, "10.0.0.2", 2, IPPROTO_TCP);
+  h.run(tcp(k, kSyn, 100, 0));
+  h.run(tcp(k.reversed(), kSyn | kAck, 500, 101));
+  h.run(tcp(k, kAck, 101, 501));
+  Event ev[4];
+  ASSERT_EQ(h.tracker->poll_events(ev, 4), 1u);
+  Event snap;
+  ASSERT_TRUE(h.tracker->snapshot(ev[0].conn, ev[0].orig, &snap));
+  EXPECT_EQ(snap.tcp[0].maxack, 501u);  // original acked the SYN-ACK: exact
+  EXPECT_EQ(snap.tcp[1].maxack, 101u);
+  h.run(tcp(k, kAck, 101, 501, 65535, 1000));  // 1000 unacknowledged bytes from the original side
+  ASSERT_TRUE(h.tracker->snapshot(ev[0].conn, ev[0].orig, &snap));
+  EXPECT_EQ(snap.tcp[0].maxack, 501u);
+  EXPECT_LE(snap.tcp[1].maxack, 101u + 0u);  // the reply side has acked 101, not the new data
+  h.run(tcp(k.reversed(), kAck, 501, 1101));
+  ASSERT_TRUE(h.tracker->snapshot(ev[0].conn, ev[0].orig, &snap));
+  EXPECT_EQ(snap.tcp[1].maxack, 1101u);
+}
+
+// A segment of an offloaded connection that reaches software was refused by
+// the NIC: one kResync until the provider says it is done.
+TEST(Events, ResyncRaisedOnceForSegmentsTheNicRefused) {
+  Harness h;
+  Key k = make_key("10.0.0.1", 1, "10.0.0.2", 2, IPPROTO_TCP);
+  h.run(tcp(k, kSyn, 100, 0));
+  h.run(tcp(k.reversed(), kSyn | kAck, 500, 101));
+  h.run(tcp(k, kAck, 101, 501));
+  Event ev[4];
+  ASSERT_EQ(h.tracker->poll_events(ev, 4), 1u);
+  Event est = ev[0];
+  h.run(tcp(k, kAck, 101, 501, 65535, 10));  // not offloaded yet: nothing
+  EXPECT_EQ(h.tracker->poll_events(ev, 4), 0u);
+  ASSERT_TRUE(h.tracker->set_offloaded(est.conn, est.orig, true));
+  h.run(tcp(k, kAck, 111, 501, 65535, 10));
+  h.run(tcp(k, kAck, 121, 501, 65535, 10));
+  ASSERT_EQ(h.tracker->poll_events(ev, 4), 1u);
+  EXPECT_EQ(ev[0].type, EventType::kResync);
+  ASSERT_TRUE(h.tracker->resync_done(est.conn, est.orig));
+  h.run(tcp(k, kAck, 131, 501, 65535, 10));
+  ASSERT_EQ(h.tracker->poll_events(ev, 4), 1u);
+  EXPECT_EQ(ev[0].type, EventType::kResync);
+}
+
+// Leaving the NIC, the window is learnt again from the next packets (the
+// NIC moved it on): a segment far beyond what software last saw is accepted
+// and the connection is checked strictly again afterwards.
+TEST(Events, BackFromTheNicTheWindowIsLearntAgain) {
+  Harness h;
+  Key k = make_key("10.0.0.1", 1, "10.0.0.2", 2, IPPROTO_TCP);
+  h.run(tcp(k, kSyn, 100, 0));
+  h.run(tcp(k.reversed(), kSyn | kAck, 500, 101));
+  h.run(tcp(k, kAck, 101, 501));
+  Event ev[4];
+  ASSERT_EQ(h.tracker->poll_events(ev, 4), 1u);
+  ASSERT_TRUE(h.tracker->set_offloaded(ev[0].conn, ev[0].orig, true));
+  ASSERT_TRUE(h.tracker->set_offloaded(ev[0].conn, ev[0].orig, false));
+  // 10 MB later (the NIC forwarded them): accepted, the window re-learnt.
+  EXPECT_FALSE(h.run(tcp(k, kAck, 10'000'101, 501, 65535, 100)).state & kCtInv);
+  EXPECT_FALSE(h.run(tcp(k.reversed(), kAck, 501, 10'000'201)).state & kCtInv);
+  // Strict again: an ACK for data never sent is invalid.
+  EXPECT_TRUE(h.run(tcp(k.reversed(), kAck, 501, 30'000'000)).state & kCtInv);
+}
+
 TEST(Control, ListAndFlushWhileAnotherThreadProcesses) {
   Config cfg;
   cfg.capacity = 1 << 14;

@@ -1,6 +1,6 @@
 #include "daemon.h"
 
-#include "dataplane/emunic.h"
+#include "dataplane/nic_model.h"
 #include "sdn/clock.h"
 
 #include <arpa/inet.h>
@@ -135,7 +135,7 @@ void Daemon::worker_loop(Worker* w) {
   rte_mbuf* mb[kMaxBurst];
   PacketIn in[kMaxBurst];
   Verdict v[kMaxBurst];
-  EmuNic* nic = offload_->nic();
+  Mlx5Model* nic = offload_->nic();
 
   auto flush = [&](size_t p) {
     TxBuf& b = tx[p];
@@ -166,7 +166,7 @@ void Daemon::worker_loop(Worker* w) {
                          (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0, m->hash.fdir.hi};
       }
       if (nic) {
-        // The emulated NIC's steering runs first; what it handles never
+        // The NIC model's steering runs first; what it handles never
         // reaches the software pipeline.
         uint16_t ns = 0;
         for (uint16_t i = 0; i < n; i++) {
@@ -230,11 +230,7 @@ Daemon::~Daemon() {
 
 Status Daemon::setup_port(size_t i) {
   const PortConfig& pc = cfg_.ports[i];
-  uint16_t pid;
-  std::string name = dpdk_port_name(pc);
-  if (rte_eth_dev_get_port_by_name(name.c_str(), &pid) != 0)
-    return Status::error("port '" + pc.name + "': no DPDK port named '" + name + "' (devargs '" + pc.devargs +
-                         "'); for representors set dpdk_name");
+  uint16_t pid = port_ids_[i];
   rte_eth_dev_info info;
   if (int rc = rte_eth_dev_info_get(pid, &info); rc != 0)
     return Status::error("port '" + pc.name + "': dev_info: " + strerror(-rc));
@@ -279,10 +275,13 @@ Status Daemon::setup_port(size_t i) {
       return Status::error("port '" + pc.name + "': tx queue " + std::to_string(q) + ": " + strerror(-rc));
   }
   if (Status s = offload_->configure_port(pid); !s) return Status::error("port '" + pc.name + "': offload: " + s.message());
-  if (int rc = rte_eth_dev_start(pid); rc != 0)
+  // In config order: on an E-Switch the first port is the transfer proxy,
+  // which mlx5 wants started before its representors.
+  const FlowApi& api = offload_->api();
+  if (int rc = api.dev_start(api.self, pid); rc != 0)
     return Status::error("port '" + pc.name + "': start: " + strerror(-rc));
+  started_ports_++;
   if (pc.promisc && rte_eth_promiscuous_enable(pid) != 0) log("port '" + pc.name + "': promiscuous mode not supported");
-  port_ids_.push_back(pid);
   return {};
 }
 
@@ -321,6 +320,15 @@ Status Daemon::start() {
   qsbr_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("dp_qsbr", sz, RTE_CACHE_LINE_SIZE));
   if (!qsbr_ || rte_rcu_qsbr_init(qsbr_, nw) != 0) return Status::error("RCU: cannot allocate");
 
+  for (const auto& pc : cfg_.ports) {
+    uint16_t pid;
+    std::string name = dpdk_port_name(pc);
+    if (rte_eth_dev_get_port_by_name(name.c_str(), &pid) != 0)
+      return Status::error("port '" + pc.name + "': no DPDK port named '" + name + "' (devargs '" + pc.devargs +
+                           "'); for representors set dpdk_name");
+    port_ids_.push_back(pid);
+  }
+  if (Status s = offload_->prepare(port_ids_); !s) return Status::error("offload: " + s.message());
   for (size_t i = 0; i < cfg_.ports.size(); i++)
     if (Status s = setup_port(i); !s) return s;
 
@@ -574,10 +582,13 @@ void Daemon::shutdown() {
   stop_.store(true);
   rte_eal_mp_wait_lcore();
   if (Status s = offload_->flush(); !s) log("offload flush: " + s.message());
-  for (size_t i = 0; i < port_ids_.size(); i++) {
-    rte_eth_dev_stop(port_ids_[i]);
-    rte_eth_dev_close(port_ids_[i]);
+  // Representors before the transfer proxy (mlx5_trigger.c:1391-1420).
+  const FlowApi& api = offload_->api();
+  for (size_t i = started_ports_; i-- > 0;) {
+    if (int rc = api.dev_stop(api.self, port_ids_[i]); rc != 0)
+      log("port '" + cfg_.ports[i].name + "': stop: " + strerror(-rc));
   }
+  for (uint16_t pid : port_ids_) rte_eth_dev_close(pid);
   if (pool_) {
     unsigned in_use = rte_mempool_in_use_count(pool_);
     log("stopped; mbufs in use: " + std::to_string(in_use) + " of " + std::to_string(pool_->size));

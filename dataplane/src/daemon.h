@@ -50,6 +50,7 @@ class Daemon {
   Config cfg_;
   rte_mempool* pool_ = nullptr;
   std::vector<uint16_t> port_ids_;
+  size_t started_ports_ = 0;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::unique_ptr<ctrack::Tracker>> shards_;
   rte_rcu_qsbr* qsbr_ = nullptr;

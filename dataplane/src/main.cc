@@ -19,7 +19,7 @@ namespace {
 void usage() {
   printf(
       "usage: dataplane --config FILE [--check] [--no-huge] [--file-prefix NAME]\n"
-      "       dataplane --hw-check PCI[,devargs] [--no-huge]\n"
+      "       dataplane --hw-check PCI[,devargs]|model [--no-huge]\n"
       "\n"
       "  --config FILE       the YAML config (configs/dataplane/*.yaml)\n"
       "  --check             validate FILE and exit: 0 if good, 2 with file:line: key 'x': reason if not\n"

@@ -56,9 +56,10 @@ ctrack::Event established_event() {
   e.in_port[1] = 1;
   e.last_dir = 0;
   e.tcp[0] = ctrack::TcpDirState{1001, 1001 + 64240, 64240, 7,
-                                 ctrack::kTcpWindowScale | ctrack::kTcpSackPerm};
+                                 ctrack::kTcpWindowScale | ctrack::kTcpSackPerm, 4901};
   e.tcp[1] = ctrack::TcpDirState{5001, 5001 + 65160, 65160, 9,
-                                 ctrack::kTcpWindowScale | ctrack::kTcpSackPerm | ctrack::kTcpDataUnacked};
+                                 ctrack::kTcpWindowScale | ctrack::kTcpSackPerm | ctrack::kTcpDataUnacked, 1001};
+  e.last_index = 3;  // ACK
   e.last_seq = 1001;
   e.last_ack = 5001;
   e.last_end = 1001;
@@ -77,12 +78,12 @@ TEST(CtProfile, FromCtrackState) {
   EXPECT_EQ(ct.liberal_mode, 0u);
   EXPECT_EQ(ct.state, RTE_FLOW_CONNTRACK_STATE_ESTABLISHED);
   EXPECT_EQ(ct.max_ack_window, 7);
-  EXPECT_EQ(ct.retransmission_limit, 5);
+  EXPECT_EQ(ct.retransmission_limit, 3);  // Linux nf_conntrack_tcp_max_retrans
   EXPECT_EQ(ct.original_dir.scale, 7u);
   EXPECT_EQ(ct.original_dir.sent_end, 1001u);
   EXPECT_EQ(ct.original_dir.reply_end, 1001u + 64240);
   EXPECT_EQ(ct.original_dir.max_win, 64240u);
-  EXPECT_EQ(ct.original_dir.max_ack, 5001u);  // bounded by what the peer sent
+  EXPECT_EQ(ct.original_dir.max_ack, 4901u);  // the largest ACK the original side sent (ctrack's)
   EXPECT_EQ(ct.original_dir.data_unacked, 0u);
   EXPECT_EQ(ct.original_dir.last_ack_seen, 1u);
   EXPECT_EQ(ct.reply_dir.scale, 9u);
@@ -227,17 +228,15 @@ TEST(ConnFlow, WithoutTransferOutputIsMarkPlusRss) {
   EXPECT_EQ(r.key[1], 0x5a);  // symmetric: both directions to one queue
 }
 
-TEST(BaseFlows, MissToSoftwareAndVerdictGroups) {
+TEST(BaseFlows, TransferVerdictGroupsOnlyMissesGoToSoftwareByThemselves) {
   Layout l = layout(true);
   std::vector<Flow> v = base_flows(l);
-  ASSERT_EQ(v.size(), 2u + 2 * 4);  // a miss rule per port, two rules per (in, out)
-  EXPECT_EQ(v[0].attr.group, 1u);
-  EXPECT_EQ(v[0].attr.priority, 1u);  // below the connection rules
-  EXPECT_EQ(conf_of<rte_flow_action_ethdev>(v[0].actions[0]).port_id, 3);
-  EXPECT_EQ(v[0].actions[0].type, RTE_FLOW_ACTION_TYPE_PORT_REPRESENTOR);
-  // in 0 -> out 1: group 3.
-  const Flow& ok = v[2 + 2 * 1];
-  const Flow& sw = v[2 + 2 * 1 + 1];
+  // PORT_REPRESENTOR is not in the 22.11 template API: no miss rules; an FDB
+  // miss reaches software on its own.
+  ASSERT_EQ(v.size(), 4u);
+  for (const Flow& f : v)
+    for (const auto& a : f.actions) EXPECT_NE(a.type, RTE_FLOW_ACTION_TYPE_PORT_REPRESENTOR);
+  const Flow& ok = v[1];  // in 0 -> out 1: group 3
   EXPECT_EQ(ok.attr.group, 3u);
   const rte_flow_item* ct = ok.find_item(RTE_FLOW_ITEM_TYPE_CONNTRACK);
   ASSERT_NE(ct, nullptr);
@@ -248,10 +247,25 @@ TEST(BaseFlows, MissToSoftwareAndVerdictGroups) {
                                                                  RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT,
                                                                  RTE_FLOW_ACTION_TYPE_END}));
   EXPECT_EQ(conf_of<rte_flow_action_ethdev>(ok.actions[1]).port_id, 7);
-  EXPECT_EQ(sw.attr.group, 3u);
+}
+
+TEST(BaseFlows, NicRxMissRulesAndMarkFirst) {
+  Layout l = layout(false);
+  std::vector<Flow> v = base_flows(l);
+  // A non-root NIC Rx table drops what it misses: each group ends in a
+  // catch-all to software.
+  ASSERT_EQ(v.size(), 2u + 2 * 4);
+  EXPECT_EQ(v[0].attr.group, 1u);
+  EXPECT_EQ(v[0].attr.priority, 1u);
+  EXPECT_EQ(v[0].actions[0].type, RTE_FLOW_ACTION_TYPE_RSS);
+  const Flow& ok = v[2 + 2 * 1];
+  const Flow& sw = v[2 + 2 * 1 + 1];
+  // The NIC Rx order wants the tag first (hws/mlx5dr_action.c:18-37).
+  EXPECT_EQ(action_types(ok),
+            (std::vector<rte_flow_action_type>{RTE_FLOW_ACTION_TYPE_MARK, RTE_FLOW_ACTION_TYPE_COUNT,
+                                               RTE_FLOW_ACTION_TYPE_RSS, RTE_FLOW_ACTION_TYPE_END}));
   EXPECT_EQ(sw.attr.priority, 1u);
-  EXPECT_EQ(sw.actions[0].type, RTE_FLOW_ACTION_TYPE_PORT_REPRESENTOR);
-  EXPECT_EQ(conf_of<rte_flow_action_ethdev>(sw.actions[0]).port_id, 3);  // back to software on the ingress port
+  EXPECT_EQ(sw.actions[0].type, RTE_FLOW_ACTION_TYPE_RSS);
 }
 
 std::vector<Rule> rules_of(const std::string& tables) {
@@ -314,8 +328,32 @@ TEST(TranslateRules, RefusalsNameTheField) {
   EXPECT_NE(rf[2].why.find("ct_zone"), std::string::npos) << rf[2].why;
 }
 
+const char* kTierRules = R"(  0:
+    - {priority: 90, match: "in_port=inside,ip_src=10.1.0.0/16,ip_proto=tcp,tp_dst=22,tcp_flags=+syn-ack", actions: "drop"}
+    - {priority: 80, match: "ipv6_dst=2001:db8::/32,ip_proto=udp", actions: "count,set_mark:7,output:outside"}
+    - {priority: 70, match: "vlan=10,eth_type=ipv4", actions: "goto_table:1"}
+    - {priority: 60, match: "ip_proto=udp,tp_src=53", actions: "output:inside"}
+  1:
+    - {priority: 0, match: "", actions: "drop"}
+)";
+
+// In the FDB (transfer) there is no TAG action, so rules that need a mark
+// for software stay there, and with them what they may shadow.
+TEST(TranslateRules, TransferHasNoMarkTier) {
+  auto rf = translate_rules(layout(true), rules_of(kTierRules));
+  ASSERT_EQ(rf.size(), 4u);
+  EXPECT_EQ(rf[0].tier, Tier::kFull);
+  EXPECT_EQ(rf[1].tier, Tier::kSoftware);
+  EXPECT_NE(rf[1].why.find("no TAG action"), std::string::npos) << rf[1].why;
+  EXPECT_EQ(rf[2].tier, Tier::kSoftware);
+  EXPECT_EQ(rf[3].tier, Tier::kSoftware);  // may match packets of rule 2
+  // transfer group 0 is HWS table 1: COUNT is allowed there.
+  EXPECT_NE(rf[0].flows[0].find_action(RTE_FLOW_ACTION_TYPE_COUNT), nullptr);
+}
+
 TEST(TranslateRules, ExpressibleMatchesAndTiers) {
-  auto rf = translate_rules(layout(true), rules_of(R"(  0:
+  // Without transfer: the NIC Rx root table, where marks exist and COUNT does not.
+  auto rf = translate_rules(layout(false), rules_of(R"(  0:
     - {priority: 90, match: "in_port=inside,ip_src=10.1.0.0/16,ip_proto=tcp,tp_dst=22,tcp_flags=+syn-ack", actions: "drop"}
     - {priority: 80, match: "ipv6_dst=2001:db8::/32,ip_proto=udp", actions: "count,set_mark:7,output:outside"}
     - {priority: 70, match: "vlan=10,eth_type=ipv4", actions: "goto_table:1"}
@@ -340,6 +378,7 @@ TEST(TranslateRules, ExpressibleMatchesAndTiers) {
   EXPECT_EQ(spec_of<rte_flow_item_tcp>(*tcp).hdr.tcp_flags, 0x02);
   EXPECT_EQ(mask_of<rte_flow_item_tcp>(*tcp).hdr.tcp_flags, 0x12);
   EXPECT_NE(d.find_action(RTE_FLOW_ACTION_TYPE_DROP), nullptr);
+  EXPECT_EQ(d.find_action(RTE_FLOW_ACTION_TYPE_COUNT), nullptr);  // root table (mlx5_flow_hw.c:1606-1617)
   // 2: set_mark is for software: mark tier, IPv6 /32 mask, per port.
   EXPECT_EQ(rf[1].tier, Tier::kMark);
   ASSERT_EQ(rf[1].flows.size(), 2u);
@@ -357,8 +396,9 @@ TEST(TranslateRules, ExpressibleMatchesAndTiers) {
   EXPECT_EQ(spec_of<rte_flow_item_vlan>(*vl).hdr.vlan_tci, htons(10));
   EXPECT_EQ(mask_of<rte_flow_item_vlan>(*vl).hdr.vlan_tci, htons(0x0FFF));
   EXPECT_EQ(spec_of<rte_flow_item_vlan>(*vl).hdr.eth_proto, htons(0x0800));
-  // 4: no family given: IPv4 and IPv6 flows on both ports.
-  EXPECT_EQ(rf[3].tier, Tier::kFull);
+  // 4: no family given: IPv4 and IPv6 flows on both ports; output needs a
+  // mark without transfer.
+  EXPECT_EQ(rf[3].tier, Tier::kMark);
   EXPECT_EQ(rf[3].flows.size(), 4u);
 }
 
@@ -390,19 +430,26 @@ TEST(Overlap, Basics) {
 TEST(Testpmd, ConnectionCommandsAreExact) {
   Layout l = layout(true);
   Conn c{key4("10.0.0.1", "10.0.0.2", 40000, 80, IPPROTO_TCP), {0, 1}, {1, 0}};
-  EXPECT_EQ(testpmd_flow(conn_flow(l, c, 0, nullptr, nullptr), 5),
-            "flow create 3 group 1 priority 0 transfer pattern represented_port ethdev_port_id is 3 / eth / ipv4 "
-            "src spec 10.0.0.1 src mask 255.255.255.255 dst spec 10.0.0.2 dst mask 255.255.255.255 proto is 6 / "
-            "tcp src is 40000 dst is 80 / end actions count / age timeout 30 / indirect 5 / jump group 3 / end");
-  std::string ct = testpmd_ct(3, 5, ct_profile(established_event(), 7), true);
-  EXPECT_EQ(ct,
+  Flow f = conn_flow(l, c, 0, nullptr, nullptr);
+  EXPECT_EQ(testpmd_templates(f, 2, 1024, 5),
+            "flow pattern_template 3 create pattern_template_id 2 relaxed no transfer template represented_port "
+            "ethdev_port_id mask 65535 / eth / ipv4 src mask 255.255.255.255 dst mask 255.255.255.255 proto mask 0xff "
+            "/ tcp src mask 0xffff dst mask 0xffff / end\n"
+            "flow actions_template 3 create actions_template_id 2 transfer template count / age timeout 30 / "
+            "indirect 5 / jump group 3 / end mask count / age timeout 0 / conntrack / jump group 0 / end\n"
+            "flow template_table 3 create table_id 2 group 1 priority 0 transfer rules_number 1024 "
+            "pattern_template 2 actions_template 2\n");
+  EXPECT_EQ(testpmd_queue_create(f, 2, 5),
+            "flow queue 3 create 0 template_table 2 pattern_template 0 actions_template 0 postpone no pattern "
+            "represented_port ethdev_port_id spec 3 / eth / ipv4 src spec 10.0.0.1 dst spec 10.0.0.2 proto spec 6 / "
+            "tcp src spec 40000 dst spec 80 / end actions count / age timeout 30 / indirect 5 / jump group 3 / end");
+  EXPECT_EQ(testpmd_ct(ct_profile(established_event(), 7)),
             "set conntrack com peer 7 is_orig 1 enable 1 live 1 sack 1 cack 0 last_dir 1 liberal 0 state 1 "
-            "max_ack_win 7 r_lim 5 last_win 502 last_seq 1001 last_ack 5001 last_end 1001 last_index 0x8\n"
+            "max_ack_win 7 r_lim 3 last_win 502 last_seq 1001 last_ack 5001 last_end 1001 last_index 0x8\n"
             "set conntrack orig scale 7 fin 0 acked 1 unack_data 0 sent_end 1001 reply_end 65241 max_win 64240 "
-            "max_ack 5001\n"
+            "max_ack 4901\n"
             "set conntrack rply scale 9 fin 0 acked 1 unack_data 1 sent_end 5001 reply_end 70161 max_win 65160 "
-            "max_ack 1001\n"
-            "flow indirect_action 3 create action_id 5 transfer action conntrack / end\n");
+            "max_ack 1001\n");
 }
 
 }  // namespace

@@ -494,7 +494,7 @@ TEST_F(Offload, IperfTcpFlowIsHandledByTheNic) {
   EXPECT_EQ(wait_off("installed", 0), 0);
   EXPECT_GE(off("closing"), 1);
   EXPECT_GE(off("removed") - removed0, 2);
-  EXPECT_EQ(off("nic_exact_in_use"), 0);
+  EXPECT_EQ(off("nic_rules_in_use"), off("shared_rules"));  // no connection rule left
   EXPECT_EQ(off("nic_ct_in_use"), 0);
 }
 
@@ -559,7 +559,7 @@ TEST_F(Offload, FullTableFallsBackToSoftwareWithTheReasonCounted) {
   int ls = listen_in(server, "10.0.0.2", 7105);
   ASSERT_GE(ls, 0);
   auto sa = addr("10.0.0.2", 7105);
-  long long full = std::max(0LL, off("failed_table_full"));
+  long long full = std::max(0LL, off("failed_table_or_queue_full"));
   std::vector<int> fds;
   for (int i = 0; i < 3; i++) {
     int cs = sock_in(client, SOCK_STREAM);
@@ -573,7 +573,7 @@ TEST_F(Offload, FullTableFallsBackToSoftwareWithTheReasonCounted) {
     fds.push_back(as);
     std::this_thread::sleep_for(200ms);
   }
-  EXPECT_EQ(wait_off("failed_table_full", full + 1), full + 1);
+  EXPECT_EQ(wait_off("failed_table_or_queue_full", full + 1), full + 1);
   EXPECT_EQ(off("installed"), 2);
   ASSERT_EQ(send(fds[4], "still", 5, 0), 5);
   std::string got;
@@ -605,9 +605,9 @@ TEST_F(Offload, ChurnLeavesNothingInTheNic) {
   EXPECT_EQ(wait_off("installed", 0), 0);
   EXPECT_EQ(wait_off("jobs_in_use", 0), 0);
   EXPECT_EQ(off("in_flight"), 0);
-  EXPECT_EQ(off("nic_exact_in_use"), 0);
+  EXPECT_EQ(off("nic_rules_in_use"), off("shared_rules"));  // no connection rule left
   EXPECT_EQ(off("nic_ct_in_use"), 0);
-  EXPECT_NE(ctl("offload testpmd").find("flow create"), std::string::npos);
+  EXPECT_NE(ctl("offload testpmd").find("flow queue"), std::string::npos);
 }
 
 }  // namespace

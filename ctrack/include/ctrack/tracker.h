@@ -89,11 +89,19 @@ enum class EventType : uint8_t {
   kEstablished,  // seen both ways (TCP: ESTABLISHED after SYN and SYN-ACK)
   kClosing,      // FIN or RST seen on an offloaded connection
   kDestroyed,    // entry gone (expired, closed, flushed, evicted)
+  kResync,       // software saw an ACK/data segment of an offloaded TCP connection: the NIC refused it, so its
+                 // context is behind; raised once until resync_done()
 };
 
 struct TcpDirState {
   uint32_t end = 0, maxend = 0, maxwin = 0;
   uint8_t scale = 0, flags = 0;
+  // The largest ACK this direction sent. Exact when the peer has nothing
+  // unacknowledged (Linux clears DATA_UNACKNOWLEDGED exactly when an ACK
+  // reaches td_end); otherwise a lower bound (peer's maxend minus this
+  // side's largest window: the ACK that set maxend was at least that).
+  // Keeping it exactly would cost 8 bytes per connection.
+  uint32_t maxack = 0;
 };
 
 enum TcpDirFlag : uint8_t {
@@ -102,6 +110,8 @@ enum TcpDirFlag : uint8_t {
   kTcpCloseInit = 0x04,
   kTcpBeLiberal = 0x08,
   kTcpDataUnacked = 0x10,
+  kTcpHwLiberal = 0x20,  // offloaded: the NIC moves the window, so packets handed back are checked liberally
+  kTcpResyncAsked = 0x40,  // (direction 0 only) a kResync event is out
 };
 
 struct Event {
@@ -109,6 +119,7 @@ struct Event {
   uint8_t l4_state;
   uint8_t last_dir;  // direction of the packet that raised the event
   uint8_t reason;    // kDestroyed: 0 expired, 1 closed, 2 flushed, 3 evicted, 4 reopened
+  uint8_t last_index;  // TCP flag class of the last packet: 0 SYN, 1 SYN-ACK, 2 FIN, 3 ACK, 4 RST, 5 none
   uint8_t in_port[2];  // Packet::in_port last seen in each direction
   uint32_t conn;
   Key orig;          // original-direction tuple
@@ -164,6 +175,15 @@ class Tracker {
                         uint64_t last_seen_ns);
   // Excludes a connection from offload (set by a rule).
   bool set_no_offload(uint32_t handle, const Key& orig);
+  // The connection's current state as an event (type kEstablished), taken
+  // under the shard lock: what the offload provider hands the NIC at the
+  // moment it submits, not what it was when the event was raised. The last
+  // packet's SEQ and ACK are not kept: last_seq = last_end, last_ack = that
+  // direction's maxack. False if the handle no longer names the connection.
+  bool snapshot(uint32_t handle, const Key& orig, Event* out);
+  // The provider has brought the NIC's context up to date: the next packet
+  // software sees for the connection may raise kResync again.
+  bool resync_done(uint32_t handle, const Key& orig);
 
   // Checks the table's invariants (every live entry findable under its key,
   // counts consistent, free list sound). For tests and the fuzzer.

@@ -1,21 +1,27 @@
 // Translation of rules and connections into rte_flow rules (attr, pattern,
-// actions), shared by the rte_flow provider, which hands them to the NIC, and
-// the emulated NIC, which interprets them. Pure functions: the golden tests
-// check them field by field without a device.
+// actions) for the rte_flow provider, which hands them to the NIC (or to the
+// mlx5 model behind the same seam). Pure functions: the golden tests check
+// them field by field without a device.
 //
-// Hardware layout (transfer mode, the BlueField / switchdev eSwitch):
-//   group 0        the table-0 rules that can be expressed, in priority order;
-//                  a rule whose action is ct() becomes JUMP group N
+// Hardware layout (transfer, the BlueField / switchdev eSwitch; user group N
+// is HWS table N+1, so group 0 is not the root table):
+//   group 0        the table-0 rules that can be expressed, in priority order:
+//                  COUNT + output or DROP (full), COUNT + JUMP group N for a
+//                  ct() rule; rules that would need a mark for software stay
+//                  in software (the FDB has no TAG action)
 //   group N        one rule per connection direction: exact 5-tuple from its
 //                  ingress port -> COUNT + AGE + (TCP) INDIRECT(conntrack)
 //                  + JUMP to the verdict group of its (in, out) port pair;
-//                  (UDP) output directly. Lowest priority: to software.
-//   group V(i,o)   CONNTRACK item VALID -> COUNT + output to o;
-//                  anything else (INVALID, CHANGED, BAD, DISABLED) -> software,
-//                  so ctrack still sees SYN, FIN, RST and rejected segments.
-// Without transfer (one NIC port, no eSwitch) "output" is MARK + RSS to the
-// software queues: the NIC classifies and checks the connection, software
-// forwards by mark without its own lookup (HwMarkTable).
+//                  (UDP) output directly
+//   group V(i,o)   CONNTRACK item VALID -> COUNT + output to o
+// A miss anywhere in the FDB goes to software on the port the packet came
+// in on (the E-Switch manager's default miss); that is how INVALID, CHANGED
+// (SYN, FIN, RST), BAD and DISABLED packets reach ctrack.
+// Without transfer (NIC Rx on each port; group 0 is the root table, no
+// COUNT/AGE/indirect there) "output" is MARK(port) + RSS to the software
+// queues, the tag first; non-root groups end in a catch-all to software
+// (a NIC Rx miss drops); TCP is offloaded only when both directions use one
+// port, since a CONNTRACK object serves only its own port's rules.
 #pragma once
 
 #include <rte_flow.h>
@@ -48,6 +54,10 @@ struct Layout {
 
 // Marks without transfer: kTag | config port index to forward to.
 inline constexpr uint32_t kMarkTag = HwMarkTable::kTag;
+// The largest MARK id mlx5 takes (MLX5_FLOW_MARK_MAX): the CQE's flow tag.
+inline constexpr uint32_t kMarkMax = 0xfffff0;
+// Rule ids a mark can carry: kRuleMarkTag | id stays below kMarkMax.
+inline constexpr uint32_t kMaxMarkedRule = kMarkMax - (HwMarkTable::kTag | HwMarkTable::kRule);
 
 // One rte_flow rule. Owns everything its arrays point at; move-only so the
 // pointers stay valid.
@@ -92,7 +102,7 @@ class Flow {
     return new (store_.back().get() + at) T(v);
   }
 
-  // Lookups for tests and the emulated NIC.
+  // Lookups for tests.
   const rte_flow_item* find_item(rte_flow_item_type t) const;
   const rte_flow_action* find_action(rte_flow_action_type t) const;
 
@@ -128,6 +138,9 @@ struct Conn {
 rte_flow_action_conntrack ct_profile(const ctrack::Event& e, uint16_t peer_port);
 // The update that turns the context to the reply direction.
 rte_flow_modify_conntrack ct_reply_update(const rte_flow_action_conntrack& orig);
+// A context that accepts whatever either side accepts: the NIC's (queried)
+// and software's windows, each field at its furthest; the rest from software.
+rte_flow_action_conntrack ct_merge(const rte_flow_action_conntrack& nic, const rte_flow_action_conntrack& sw);
 
 // The group-N rule for one direction. `ct` is the indirect conntrack handle
 // (TCP; ignored for UDP); `age_ctx` comes back from the NIC's aged-flow list.
@@ -152,18 +165,27 @@ struct RuleFlows {
 // Table-0 rules in priority order. A rule is only offloaded when no
 // higher-priority rule that stays in software could match the same packets
 // (otherwise the NIC would take packets software must see first). Marks:
-// kMarkTag | 0x40000000 | rule id.
+// kMarkTag | kRule | rule id.
 std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>& rules);
 inline constexpr uint32_t kRuleMarkTag = HwMarkTable::kTag | HwMarkTable::kRule;
+static_assert(kRuleMarkTag < kMarkMax && kMaxMarkedRule < HwMarkTable::kRule);
 
 // Group N's catch-all and the verdict groups (created once at start).
 std::vector<Flow> base_flows(const Layout& l);
 
-// The rule as dpdk-testpmd commands (`flow create ...`). `indirect_id` names
-// the conntrack indirect action it uses, if any.
-std::string testpmd_flow(const Flow& f, int indirect_id = -1);
-// `set conntrack ...` + `flow indirect_action ... create` for a context.
-std::string testpmd_ct(uint16_t port_id, int indirect_id, const rte_flow_action_conntrack& ct, bool transfer);
+// dpdk-testpmd commands for hardware steering (dv_flow_en=2): the template
+// and queue forms the provider's calls correspond to. A rule's items with
+// their values (`spec`) or, in a pattern template, their masks.
+std::string testpmd_pattern(const Flow& f, bool tmpl);
+// Actions with their values; `mask`: the actions template's mask list (the
+// indirect action by its real type, every value left to the rule).
+std::string testpmd_actions(const Flow& f, int indirect_id, bool mask);
+// Pattern template, actions template and template table `id` for f's shape.
+std::string testpmd_templates(const Flow& f, int id, uint32_t rules, int indirect_id);
+// `flow queue ... create` of f in table `table_id`.
+std::string testpmd_queue_create(const Flow& f, int table_id, int indirect_id);
+// `set conntrack com|orig|rply ...` for a context.
+std::string testpmd_ct(const rte_flow_action_conntrack& ct);
 
 // Two patterns may match one packet (false only when provably disjoint).
 bool may_overlap(const Match& a, const Match& b);

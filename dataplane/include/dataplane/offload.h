@@ -1,11 +1,12 @@
 // The hardware-offload seam. Providers run on the control path only: they
 // get the rule set and the tracker's events and program the NIC; never
-// called per packet. (The emulated provider's NIC model is the exception by
-// design: it is the NIC, and runs in the workers' rx path.)
+// called per packet.
 //
-// Providers: `none`; `emulated` (EmuNic, a software model of the NIC, for
-// machines without one); `rte_flow` (mlx5, DPDK 22.11 template/async API).
-// `auto` probes the ports and takes rte_flow when they can do it, else none.
+// Providers: `none`; `rte_flow` (mlx5 with hardware steering, DPDK 22.11
+// template/async API); `emulated`: the same rte_flow provider, with its
+// rte_flow calls going to the mlx5 22.11 model (nic_model.h) instead of
+// DPDK. `auto` probes the ports and takes rte_flow when they can do it, else
+// none. There is one code path to a NIC: RteFlowProvider.
 #pragma once
 
 #include <atomic>
@@ -17,11 +18,12 @@
 
 #include "ctrack/tracker.h"
 #include "dataplane/config.h"
+#include "dataplane/flow_api.h"
 #include "dataplane/pipeline.h"
 
 namespace dp {
 
-class EmuNic;
+class Mlx5Model;
 
 // What the daemon lets a provider touch.
 struct OffloadHost {
@@ -43,6 +45,11 @@ class OffloadProvider {
  public:
   virtual ~OffloadProvider() = default;
   virtual const char* name() const = 0;
+  // The ports, in config order (the first is the transfer proxy), before
+  // any of them is configured.
+  virtual Status prepare(const std::vector<uint16_t>& /*port_ids*/) { return {}; }
+  // Port start/stop go through here: the NIC orders them.
+  virtual const FlowApi& api() const { return FlowApi::dpdk(); }
   // Between rte_eth_dev_configure and rte_eth_dev_start of each port.
   virtual Status configure_port(uint16_t /*port_id*/) { return {}; }
   // After all ports started.
@@ -58,16 +65,17 @@ class OffloadProvider {
   virtual OffloadStats stats() const { return {}; }
   // The hardware rules as testpmd commands (for reproducing by hand).
   virtual std::string testpmd_commands() const { return ""; }
-  // The emulated NIC the workers run as their first stage, if any.
-  virtual EmuNic* nic() { return nullptr; }
+  // The NIC model the workers run as their first stage (`emulated` only).
+  virtual Mlx5Model* nic() { return nullptr; }
 };
 
 // `none`, or the provider the config names. `workers` = rx queues per port.
 Result<std::unique_ptr<OffloadProvider>> make_offload_provider(const OffloadConfig& cfg, unsigned workers);
 
-// What a port's rte_flow can do, from rte_flow_info_get and rte_flow_validate
-// (needs a started EAL and a configured port). Empty `missing` = everything
-// the rte_flow provider needs.
+// What a port's rte_flow can do, from rte_flow_info_get (needs a started
+// EAL and a configured port). Empty `missing` = everything the provider
+// needs. mlx5 in 22.11 reports no conntrack objects (max_nb_conn_tracks
+// stays 0, mlx5_flow_hw.c:5024-5046) yet has them: they are not required.
 struct HwCaps {
   bool info_ok = false;
   uint32_t max_nb_counters = 0, max_nb_aging_objects = 0, max_nb_conn_tracks = 0, max_nb_queues = 0;
@@ -75,6 +83,21 @@ struct HwCaps {
   std::vector<std::string> missing;
   std::string str() const;
 };
-HwCaps probe_rte_flow(uint16_t port_id);
+HwCaps probe_rte_flow(const FlowApi& api, uint16_t port_id, bool transfer);
+
+}  // namespace dp
+
+struct rte_mempool;
+
+namespace dp {
+
+// For tools and tests that need ports with the offload but not the daemon
+// (hw-check, offload-bench, the offload tests, the fuzzer): configures each
+// port with one rx/tx queue on `pool`, runs the provider's configure_port
+// (between configure and start), and starts them in order through the
+// provider's seam (the first is the transfer proxy). stop_ports undoes it in
+// the reverse order.
+Status start_ports(OffloadProvider& off, const std::vector<uint16_t>& ports, rte_mempool* pool);
+void stop_ports(OffloadProvider& off, const std::vector<uint16_t>& ports);
 
 }  // namespace dp

@@ -81,9 +81,12 @@ class Pipeline {
 // Marks: kTag | port = forward to that port (the NIC checked the connection);
 // kTag | kRule | id = the NIC matched table-0 rule `id`: run its actions
 // without the table-0 lookup.
+// Marks fit the 24 bits the NIC reports (mlx5: MARK ids below
+// MLX5_FLOW_MARK_MAX, 0xfffff0; the CQE's flow tag is 24 bits), so rule ids
+// in marks stay below kRule.
 struct HwMarkTable {
-  static constexpr uint32_t kTag = 0x80000000u;  // marks we set carry this bit
-  static constexpr uint32_t kRule = 0x40000000u;
+  static constexpr uint32_t kTag = 0x800000u;  // marks we set carry this bit
+  static constexpr uint32_t kRule = 0x400000u;
   std::vector<int16_t> out_port;  // index = mark & ~kTag; -1 = unknown
 };
 

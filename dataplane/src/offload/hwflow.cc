@@ -29,19 +29,11 @@ void prefix_mask6(uint8_t len, uint8_t* out) {
   }
 }
 
-void output(Flow& f, const Layout& l, size_t out) {
-  if (l.transfer) {
-    f.action(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, rte_flow_action_ethdev{l.port_ids[out]});
-  } else {
-    f.action(RTE_FLOW_ACTION_TYPE_MARK, rte_flow_action_mark{kMarkTag | static_cast<uint32_t>(out)});
-  }
-}
-
-void to_software(Flow& f, const Layout& l, size_t in) {
-  if (l.transfer) {
-    f.action(RTE_FLOW_ACTION_TYPE_PORT_REPRESENTOR, rte_flow_action_ethdev{l.port_ids[in]});
-    return;
-  }
+// NIC Rx only: RSS over the software queues with the symmetric key. (In
+// the FDB nothing is needed: a miss goes to the E-Switch manager, which
+// hands the packet to the representor it came from, hws/mlx5dr_table.c:17-52;
+// PORT_REPRESENTOR is not in the 22.11 template API, mlx5_flow_hw.c:4103-4107.)
+void to_software(Flow& f, const Layout& l) {
   std::array<uint16_t, 64> q{};
   for (uint16_t i = 0; i < l.nb_queues && i < q.size(); i++) q[i] = i;
   rte_flow_action_rss rss{};
@@ -52,6 +44,20 @@ void to_software(Flow& f, const Layout& l, size_t in) {
   rss.queue_num = std::min<uint32_t>(l.nb_queues, q.size());
   rss.queue = f.keep(q)->data();
   f.action(RTE_FLOW_ACTION_TYPE_RSS, rss);
+}
+
+// NIC Rx: the port a packet is to leave by, as a mark (the TAG action runs
+// first in the NIC Rx order, hws/mlx5dr_action.c:18-37). Nothing in the FDB,
+// which has no TAG (hws/mlx5dr_action.c:55-73).
+void mark_out(Flow& f, const Layout& l, size_t out) {
+  if (!l.transfer) f.action(RTE_FLOW_ACTION_TYPE_MARK, rte_flow_action_mark{kMarkTag | static_cast<uint32_t>(out)});
+}
+
+// The fate that sends a packet on: FDB: the port itself; NIC Rx: software's
+// queues (it carries the mark software forwards by).
+void fate_out(Flow& f, const Layout& l, size_t out) {
+  if (l.transfer) f.action(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, rte_flow_action_ethdev{l.port_ids[out]});
+  else to_software(f, l);
 }
 
 void attr(Flow& f, const Layout& l, uint32_t group, uint32_t prio, size_t in) {
@@ -88,11 +94,16 @@ rte_flow_action_conntrack ct_profile(const ctrack::Event& e, uint16_t peer_port)
   ct.live_connection = 1;
   ct.selective_ack = (e.tcp[0].flags & ctrack::kTcpSackPerm) && (e.tcp[1].flags & ctrack::kTcpSackPerm);
   ct.challenge_ack_passed = 0;
+  // rte_flow.h: 1 = the last packet came from the original direction. The
+  // driver copies the bit into the context unchanged (mlx5_flow_aso.c:1266
+  // and back at 1619), so the header's meaning is the hardware's. (testpmd's
+  // example uses last_dir 0 for what looks like an original-direction ACK,
+  // but its max_ack values are not a consistent state either.)
   ct.last_direction = e.last_dir == 0;
   ct.liberal_mode = ((e.tcp[0].flags | e.tcp[1].flags) & ctrack::kTcpBeLiberal) != 0;
   ct.state = RTE_FLOW_CONNTRACK_STATE_ESTABLISHED;
   ct.max_ack_window = 7;        // mlx5's and Linux's MAXACKWINDOW scale
-  ct.retransmission_limit = 5;  // tcp_max_retrans
+  ct.retransmission_limit = 3;  // Linux nf_conntrack_tcp_max_retrans (3)
   for (int d = 0; d < 2; d++) {
     const ctrack::TcpDirState& s = e.tcp[d];
     rte_flow_tcp_dir_param p{};
@@ -103,17 +114,32 @@ rte_flow_action_conntrack ct_profile(const ctrack::Event& e, uint16_t peer_port)
     p.sent_end = s.end;
     p.reply_end = s.maxend;
     p.max_win = s.maxwin;
-    // ctrack keeps no td_maxack; everything the peer sent up to its td_end
-    // may have been acknowledged, which is the bound the check needs.
-    p.max_ack = e.tcp[1 - d].end;
+    p.max_ack = s.maxack;  // the largest ACK this direction sent (see TcpDirState::maxack)
     (d == 0 ? ct.original_dir : ct.reply_dir) = p;
   }
   ct.last_window = e.last_win;
-  ct.last_index = RTE_FLOW_CONNTRACK_FLAG_ACK;
+  static constexpr rte_flow_conntrack_tcp_last_index kIndex[] = {
+      RTE_FLOW_CONNTRACK_FLAG_SYN, RTE_FLOW_CONNTRACK_FLAG_SYNACK, RTE_FLOW_CONNTRACK_FLAG_FIN,
+      RTE_FLOW_CONNTRACK_FLAG_ACK, RTE_FLOW_CONNTRACK_FLAG_RST,    RTE_FLOW_CONNTRACK_FLAG_NONE};
+  ct.last_index = e.last_index < 6 ? kIndex[e.last_index] : RTE_FLOW_CONNTRACK_FLAG_NONE;
   ct.last_seq = e.last_seq;
   ct.last_ack = e.last_ack;
   ct.last_end = e.last_end;
   return ct;
+}
+
+rte_flow_action_conntrack ct_merge(const rte_flow_action_conntrack& nic, const rte_flow_action_conntrack& sw) {
+  auto later = [](uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0 ? a : b; };
+  rte_flow_action_conntrack m = sw;
+  const rte_flow_tcp_dir_param* n[2] = {&nic.original_dir, &nic.reply_dir};
+  rte_flow_tcp_dir_param* o[2] = {&m.original_dir, &m.reply_dir};
+  for (int d = 0; d < 2; d++) {
+    o[d]->sent_end = later(n[d]->sent_end, o[d]->sent_end);
+    o[d]->reply_end = later(n[d]->reply_end, o[d]->reply_end);
+    o[d]->max_ack = later(n[d]->max_ack, o[d]->max_ack);
+    o[d]->max_win = std::max(n[d]->max_win, o[d]->max_win);
+  }
+  return m;
 }
 
 rte_flow_modify_conntrack ct_reply_update(const rte_flow_action_conntrack& orig) {
@@ -165,6 +191,7 @@ Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* 
     m.hdr.src_port = m.hdr.dst_port = 0xFFFF;
     f.item(RTE_FLOW_ITEM_TYPE_UDP, s, m);
   }
+  if (!tcp) mark_out(f, l, out);
   f.action(RTE_FLOW_ACTION_TYPE_COUNT, rte_flow_action_count{});
   rte_flow_action_age age{};
   age.timeout = l.age_s & 0xFFFFFF;
@@ -174,8 +201,7 @@ Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* 
     f.actions.push_back(rte_flow_action{RTE_FLOW_ACTION_TYPE_INDIRECT, ct});
     f.action(RTE_FLOW_ACTION_TYPE_JUMP, rte_flow_action_jump{l.verdict_group(in, out)});
   } else {
-    output(f, l, out);
-    if (!l.transfer) to_software(f, l, in);
+    fate_out(f, l, out);
   }
   f.finish();
   return f;
@@ -183,13 +209,20 @@ Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* 
 
 std::vector<Flow> base_flows(const Layout& l) {
   std::vector<Flow> v;
-  for (size_t in = 0; in < l.nports(); in++) {
-    Flow f;
-    f.what = "group " + std::to_string(l.ct_group) + " miss from port " + std::to_string(in) + ": software";
-    attr(f, l, l.ct_group, 1, in);
-    to_software(f, l, in);
-    f.finish();
-    v.push_back(std::move(f));
+  // NIC Rx tables other than the root have no miss target: what matches no
+  // rule is dropped (hws/mlx5dr_table.c:100-120), so group N and each
+  // verdict group end in a catch-all to software. The FDB misses to
+  // software by itself.
+  if (!l.transfer) {
+    for (size_t in = 0; in < l.nports(); in++) {
+      Flow f;
+      f.what = "group " + std::to_string(l.ct_group) + " miss from port " + std::to_string(in) + ": software";
+      attr(f, l, l.ct_group, 1, in);
+      f.item(RTE_FLOW_ITEM_TYPE_ETH);
+      to_software(f, l);
+      f.finish();
+      v.push_back(std::move(f));
+    }
   }
   for (size_t in = 0; in < l.nports(); in++) {
     for (size_t out = 0; out < l.nports(); out++) {
@@ -203,15 +236,17 @@ std::vector<Flow> base_flows(const Layout& l) {
                            RTE_FLOW_CONNTRACK_PKT_STATE_BAD;
       ok.item(RTE_FLOW_ITEM_TYPE_CONNTRACK, rte_flow_item_conntrack{RTE_FLOW_CONNTRACK_PKT_STATE_VALID},
               rte_flow_item_conntrack{all});
+      mark_out(ok, l, out);
       ok.action(RTE_FLOW_ACTION_TYPE_COUNT, rte_flow_action_count{});
-      output(ok, l, out);
-      if (!l.transfer) to_software(ok, l, in);
+      fate_out(ok, l, out);
       ok.finish();
       v.push_back(std::move(ok));
+      if (l.transfer) continue;  // INVALID, CHANGED, BAD, DISABLED miss to software
       Flow sw;
       sw.what = "group " + std::to_string(g) + ": invalid/changed/bad: software";
       attr(sw, l, g, 1, in);
-      to_software(sw, l, in);
+      sw.item(RTE_FLOW_ITEM_TYPE_ETH);
+      to_software(sw, l);
       sw.finish();
       v.push_back(std::move(sw));
     }
@@ -378,6 +413,8 @@ std::string refuse_match(const Match& m) {
     return "tp_src range: mlx5 matches exact ports only";
   if (m.has(kMTpDst) && m.tp_dst_lo != m.tp_dst_hi && !(m.tp_dst_lo == 0 && m.tp_dst_hi == 0xFFFF))
     return "tp_dst range: mlx5 matches exact ports only";
+  if (m.has(kMSrc) && m.has(kMDst) && m.family == 6 && (m.has(kMTpSrc) || m.has(kMTpDst)))
+    return "IPv6 addresses and ports: no IPv6 5-tuple definer in mlx5 HWS 22.11 (mlx5.rst:163)";
   return "";
 }
 
@@ -442,6 +479,10 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
     else if (term->type == ActType::kCt) tier = side ? Tier::kMark : Tier::kJumpCt;
     else if (term->type == ActType::kGotoTable) tier = Tier::kMark;
     else if (term->type == ActType::kOutput && (side || !l.transfer)) tier = Tier::kMark;
+    if (why.empty() && tier == Tier::kMark && l.transfer)
+      why = "needs a mark for software: the FDB has no TAG action (hws/mlx5dr_action.c:55-73)";
+    if (why.empty() && tier == Tier::kMark && r.id >= kMaxMarkedRule)
+      why = "rule id too large for a 24-bit mark";
     if (why.empty()) {
       for (uint32_t s : soft) {
         if (may_overlap(rules[s].match, m)) {
@@ -469,19 +510,21 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
             why = std::string(field_name(left & (~left + 1))) + ": not expressible in this pattern";
             break;
           }
-          f.action(RTE_FLOW_ACTION_TYPE_COUNT, rte_flow_action_count{});
+          // Group 0 is the root table in the NIC Rx domain, where COUNT is
+          // refused (mlx5_flow_hw.c:1606-1617); transfer group 0 is table 1.
+          if (tier == Tier::kMark) f.action(RTE_FLOW_ACTION_TYPE_MARK, rte_flow_action_mark{kRuleMarkTag | r.id});
+          if (l.transfer) f.action(RTE_FLOW_ACTION_TYPE_COUNT, rte_flow_action_count{});
           switch (tier) {
             case Tier::kFull:
               if (term->type == ActType::kDrop) f.action(RTE_FLOW_ACTION_TYPE_DROP);
-              else output(f, l, term->port);
+              else fate_out(f, l, term->port);
               break;
             case Tier::kJumpCt:
               f.action(RTE_FLOW_ACTION_TYPE_JUMP, rte_flow_action_jump{l.ct_group});
               break;
             case Tier::kMark:
             case Tier::kSoftware:
-              f.action(RTE_FLOW_ACTION_TYPE_MARK, rte_flow_action_mark{kRuleMarkTag | r.id});
-              to_software(f, l, in);
+              to_software(f, l);
               break;
           }
           f.finish();
@@ -516,74 +559,90 @@ std::string ip6(const uint8_t* a) {
   inet_ntop(AF_INET6, a, b, sizeof b);
   return b;
 }
+std::string hex(uint32_t v) {
+  char b[16];
+  snprintf(b, sizeof b, "0x%x", v);
+  return b;
+}
+
+// A field: in a pattern template its mask, in a rule its value.
+void field(std::ostringstream& o, bool tmpl, const char* name, const std::string& spec, const std::string& mask) {
+  o << " " << name << (tmpl ? " mask " : " spec ") << (tmpl ? mask : spec);
+}
 
 }  // namespace
 
-std::string testpmd_flow(const Flow& f, int indirect_id) {
+std::string testpmd_pattern(const Flow& f, bool tmpl) {
   std::ostringstream o;
-  o << "flow create " << f.port_id << " group " << f.attr.group << " priority " << f.attr.priority
-    << (f.attr.transfer ? " transfer" : " ingress") << " pattern";
   for (const auto& it : f.pattern) {
     switch (it.type) {
       case RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT:
-        o << " represented_port ethdev_port_id is " << spec_of<rte_flow_item_ethdev>(it).port_id << " /";
+        o << " represented_port";
+        field(o, tmpl, "ethdev_port_id", std::to_string(spec_of<rte_flow_item_ethdev>(it).port_id),
+              std::to_string(mask_of<rte_flow_item_ethdev>(it).port_id));
+        o << " /";
         break;
       case RTE_FLOW_ITEM_TYPE_ETH:
         o << " eth";
-        if (it.spec && mask_of<rte_flow_item_eth>(it).hdr.ether_type)
-          o << " type is 0x" << std::hex << ntohs(spec_of<rte_flow_item_eth>(it).hdr.ether_type) << std::dec;
-        if (it.spec && mask_of<rte_flow_item_eth>(it).has_vlan) o << " has_vlan is 1";
+        if (it.mask && mask_of<rte_flow_item_eth>(it).hdr.ether_type)
+          field(o, tmpl, "type", hex(ntohs(spec_of<rte_flow_item_eth>(it).hdr.ether_type)),
+                hex(ntohs(mask_of<rte_flow_item_eth>(it).hdr.ether_type)));
+        if (it.mask && mask_of<rte_flow_item_eth>(it).has_vlan)
+          field(o, tmpl, "has_vlan", std::to_string(spec_of<rte_flow_item_eth>(it).has_vlan), "1");
         o << " /";
         break;
-      case RTE_FLOW_ITEM_TYPE_VLAN:
-        o << " vlan vid is " << (ntohs(spec_of<rte_flow_item_vlan>(it).hdr.vlan_tci) & 0xFFF);
-        if (mask_of<rte_flow_item_vlan>(it).hdr.eth_proto)
-          o << " inner_type is 0x" << std::hex << ntohs(spec_of<rte_flow_item_vlan>(it).hdr.eth_proto) << std::dec;
+      case RTE_FLOW_ITEM_TYPE_VLAN: {
+        const auto& sp = spec_of<rte_flow_item_vlan>(it).hdr;
+        const auto& mk = mask_of<rte_flow_item_vlan>(it).hdr;
+        o << " vlan";
+        if (mk.vlan_tci) field(o, tmpl, "vid", std::to_string(ntohs(sp.vlan_tci) & 0xFFF), hex(ntohs(mk.vlan_tci)));
+        if (mk.eth_proto) field(o, tmpl, "inner_type", hex(ntohs(sp.eth_proto)), hex(ntohs(mk.eth_proto)));
         o << " /";
         break;
+      }
       case RTE_FLOW_ITEM_TYPE_IPV4: {
-        const auto& s = spec_of<rte_flow_item_ipv4>(it).hdr;
-        const auto& m = mask_of<rte_flow_item_ipv4>(it).hdr;
+        const auto& sp = spec_of<rte_flow_item_ipv4>(it).hdr;
+        const auto& mk = mask_of<rte_flow_item_ipv4>(it).hdr;
         o << " ipv4";
-        if (m.src_addr) o << " src spec " << ip4(s.src_addr) << " src mask " << ip4(m.src_addr);
-        if (m.dst_addr) o << " dst spec " << ip4(s.dst_addr) << " dst mask " << ip4(m.dst_addr);
-        if (m.next_proto_id) o << " proto is " << int(s.next_proto_id);
+        if (mk.src_addr) field(o, tmpl, "src", ip4(sp.src_addr), ip4(mk.src_addr));
+        if (mk.dst_addr) field(o, tmpl, "dst", ip4(sp.dst_addr), ip4(mk.dst_addr));
+        if (mk.next_proto_id) field(o, tmpl, "proto", std::to_string(sp.next_proto_id), hex(mk.next_proto_id));
         o << " /";
         break;
       }
       case RTE_FLOW_ITEM_TYPE_IPV6: {
-        const auto& s = spec_of<rte_flow_item_ipv6>(it).hdr;
-        const auto& m = mask_of<rte_flow_item_ipv6>(it).hdr;
+        const auto& sp = spec_of<rte_flow_item_ipv6>(it).hdr;
+        const auto& mk = mask_of<rte_flow_item_ipv6>(it).hdr;
         static const uint8_t zero[16] = {};
         o << " ipv6";
-        if (memcmp(m.src_addr, zero, 16)) o << " src spec " << ip6(s.src_addr) << " src mask " << ip6(m.src_addr);
-        if (memcmp(m.dst_addr, zero, 16)) o << " dst spec " << ip6(s.dst_addr) << " dst mask " << ip6(m.dst_addr);
-        if (m.proto) o << " proto is " << int(s.proto);
+        if (memcmp(mk.src_addr, zero, 16)) field(o, tmpl, "src", ip6(sp.src_addr), ip6(mk.src_addr));
+        if (memcmp(mk.dst_addr, zero, 16)) field(o, tmpl, "dst", ip6(sp.dst_addr), ip6(mk.dst_addr));
+        if (mk.proto) field(o, tmpl, "proto", std::to_string(sp.proto), hex(mk.proto));
         o << " /";
         break;
       }
       case RTE_FLOW_ITEM_TYPE_TCP: {
-        const auto& s = spec_of<rte_flow_item_tcp>(it).hdr;
-        const auto& m = mask_of<rte_flow_item_tcp>(it).hdr;
+        const auto& sp = spec_of<rte_flow_item_tcp>(it).hdr;
+        const auto& mk = mask_of<rte_flow_item_tcp>(it).hdr;
         o << " tcp";
-        if (m.src_port) o << " src is " << ntohs(s.src_port);
-        if (m.dst_port) o << " dst is " << ntohs(s.dst_port);
-        if (m.tcp_flags)
-          o << " flags spec 0x" << std::hex << int(s.tcp_flags) << " flags mask 0x" << int(m.tcp_flags) << std::dec;
+        if (mk.src_port) field(o, tmpl, "src", std::to_string(ntohs(sp.src_port)), hex(ntohs(mk.src_port)));
+        if (mk.dst_port) field(o, tmpl, "dst", std::to_string(ntohs(sp.dst_port)), hex(ntohs(mk.dst_port)));
+        if (mk.tcp_flags) field(o, tmpl, "flags", hex(sp.tcp_flags), hex(mk.tcp_flags));
         o << " /";
         break;
       }
       case RTE_FLOW_ITEM_TYPE_UDP: {
-        const auto& s = spec_of<rte_flow_item_udp>(it).hdr;
-        const auto& m = mask_of<rte_flow_item_udp>(it).hdr;
+        const auto& sp = spec_of<rte_flow_item_udp>(it).hdr;
+        const auto& mk = mask_of<rte_flow_item_udp>(it).hdr;
         o << " udp";
-        if (m.src_port) o << " src is " << ntohs(s.src_port);
-        if (m.dst_port) o << " dst is " << ntohs(s.dst_port);
+        if (mk.src_port) field(o, tmpl, "src", std::to_string(ntohs(sp.src_port)), hex(ntohs(mk.src_port)));
+        if (mk.dst_port) field(o, tmpl, "dst", std::to_string(ntohs(sp.dst_port)), hex(ntohs(mk.dst_port)));
         o << " /";
         break;
       }
       case RTE_FLOW_ITEM_TYPE_CONNTRACK:
-        o << " conntrack is " << spec_of<rte_flow_item_conntrack>(it).flags << " /";
+        o << " conntrack" << (tmpl ? " mask " : " spec ")
+          << (tmpl ? mask_of<rte_flow_item_conntrack>(it).flags : spec_of<rte_flow_item_conntrack>(it).flags) << " /";
         break;
       case RTE_FLOW_ITEM_TYPE_END:
         o << " end";
@@ -592,36 +651,40 @@ std::string testpmd_flow(const Flow& f, int indirect_id) {
         o << " ?item" << it.type << " /";
     }
   }
-  o << " actions";
+  return o.str();
+}
+
+std::string testpmd_actions(const Flow& f, int indirect_id, bool mask) {
+  std::ostringstream o;
   for (const auto& a : f.actions) {
     switch (a.type) {
       case RTE_FLOW_ACTION_TYPE_COUNT: o << " count /"; break;
       case RTE_FLOW_ACTION_TYPE_DROP: o << " drop /"; break;
       case RTE_FLOW_ACTION_TYPE_AGE:
-        o << " age timeout " << static_cast<const rte_flow_action_age*>(a.conf)->timeout << " /";
+        o << " age timeout " << (mask ? 0u : static_cast<unsigned>(conf_of<rte_flow_action_age>(a).timeout)) << " /";
         break;
-      case RTE_FLOW_ACTION_TYPE_INDIRECT: o << " indirect " << indirect_id << " /"; break;
+      case RTE_FLOW_ACTION_TYPE_INDIRECT:
+        // In an actions template's mask the indirect action names its real type.
+        if (mask) o << " conntrack /";
+        else o << " indirect " << indirect_id << " /";
+        break;
       case RTE_FLOW_ACTION_TYPE_JUMP:
-        o << " jump group " << static_cast<const rte_flow_action_jump*>(a.conf)->group << " /";
+        o << " jump group " << (mask ? 0u : conf_of<rte_flow_action_jump>(a).group) << " /";
         break;
       case RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT:
-        o << " represented_port ethdev_port_id " << static_cast<const rte_flow_action_ethdev*>(a.conf)->port_id
-          << " /";
-        break;
-      case RTE_FLOW_ACTION_TYPE_PORT_REPRESENTOR:
-        o << " port_representor port_id " << static_cast<const rte_flow_action_ethdev*>(a.conf)->port_id << " /";
+        o << " represented_port ethdev_port_id " << (mask ? 0u : conf_of<rte_flow_action_ethdev>(a).port_id) << " /";
         break;
       case RTE_FLOW_ACTION_TYPE_MARK:
-        o << " mark id " << static_cast<const rte_flow_action_mark*>(a.conf)->id << " /";
+        o << " mark id " << (mask ? 0u : conf_of<rte_flow_action_mark>(a).id) << " /";
         break;
       case RTE_FLOW_ACTION_TYPE_RSS: {
-        const auto* r = static_cast<const rte_flow_action_rss*>(a.conf);
+        const auto& r = conf_of<rte_flow_action_rss>(a);
         o << " rss queues";
-        for (uint32_t q = 0; q < r->queue_num; q++) o << " " << r->queue[q];
+        for (uint32_t q = 0; q < r.queue_num; q++) o << " " << r.queue[q];
         o << " end types ip tcp udp end key ";
-        for (uint32_t k = 0; k < r->key_len; k++) {
+        for (uint32_t k = 0; k < r.key_len; k++) {
           char h[3];
-          snprintf(h, sizeof h, "%02x", r->key[k]);
+          snprintf(h, sizeof h, "%02x", r.key[k]);
           o << h;
         }
         o << " /";
@@ -634,7 +697,28 @@ std::string testpmd_flow(const Flow& f, int indirect_id) {
   return o.str();
 }
 
-std::string testpmd_ct(uint16_t port_id, int indirect_id, const rte_flow_action_conntrack& ct, bool transfer) {
+std::string testpmd_templates(const Flow& f, int id, uint32_t rules, int indirect_id) {
+  std::ostringstream o;
+  const char* dir = f.attr.transfer ? " transfer" : " ingress";
+  o << "flow pattern_template " << f.port_id << " create pattern_template_id " << id << " relaxed no" << dir
+    << " template" << testpmd_pattern(f, true) << "\n";
+  o << "flow actions_template " << f.port_id << " create actions_template_id " << id << dir << " template"
+    << testpmd_actions(f, indirect_id, false) << " mask" << testpmd_actions(f, indirect_id, true) << "\n";
+  o << "flow template_table " << f.port_id << " create table_id " << id << " group " << f.attr.group << " priority "
+    << f.attr.priority << dir << " rules_number " << rules << " pattern_template " << id << " actions_template " << id
+    << "\n";
+  return o.str();
+}
+
+std::string testpmd_queue_create(const Flow& f, int table_id, int indirect_id) {
+  std::ostringstream o;
+  o << "flow queue " << f.port_id << " create 0 template_table " << table_id
+    << " pattern_template 0 actions_template 0 postpone no pattern" << testpmd_pattern(f, false) << " actions"
+    << testpmd_actions(f, indirect_id, false);
+  return o.str();
+}
+
+std::string testpmd_ct(const rte_flow_action_conntrack& ct) {
   std::ostringstream o;
   o << "set conntrack com peer " << ct.peer_port << " is_orig " << ct.is_original_dir << " enable " << ct.enable
     << " live " << ct.live_connection << " sack " << ct.selective_ack << " cack " << ct.challenge_ack_passed
@@ -648,8 +732,6 @@ std::string testpmd_ct(uint16_t port_id, int indirect_id, const rte_flow_action_
       << " acked " << p.last_ack_seen << " unack_data " << p.data_unacked << " sent_end " << p.sent_end
       << " reply_end " << p.reply_end << " max_win " << p.max_win << " max_ack " << p.max_ack << "\n";
   }
-  o << "flow indirect_action " << port_id << " create action_id " << indirect_id
-    << (transfer ? " transfer" : " ingress") << " action conntrack / end\n";
   return o.str();
 }
 

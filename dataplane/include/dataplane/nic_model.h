@@ -1,0 +1,114 @@
+// A model of a ConnectX-6 Dx / BlueField-2 under the DPDK 22.11 mlx5 PMD
+// with hardware steering (dv_flow_en=2), behind the rte_flow call seam
+// (flow_api.h). It is what `offload.provider: emulated` runs on, on machines
+// without the NIC: the same rte_flow provider, the same calls.
+//
+// Control side: the driver's rules, call by call. Each rule is a named check
+// that cites the driver file and line it comes from (the sources are in
+// ../shared/reference/dpdk-v22.11.11/); what the model does not know to be
+// accepted is refused, with the errno and message the driver gives where it
+// gives one. The rule names and their citations are listed by rules().
+//
+// Data side: the steering the accepted rules describe, run as the first
+// stage of each worker's rx path (a replica of the tables per rx queue,
+// updated by that worker from a ring, so the worker never takes a lock):
+// groups and priorities, exact-match connection tables, COUNT and AGE, the
+// conntrack ASO context checking TCP windows with Linux's tcp_in_window
+// rules (SYN/FIN/RST are CHANGED, out-of-window INVALID), misses to software
+// the way the hardware misses (FDB: to the eSwitch manager, which hands the
+// packet to the representor it came from; NIC Rx root: the port's queues;
+// NIC Rx non-root: dropped).
+//
+// Not modelled (refused if asked for): items and actions other than those
+// the provider uses, meters, encapsulation, hash collisions, hardware
+// insertion failures. A connection's context state lives in the replica of
+// the rx queue that sees its packets: the daemon requires both directions
+// to reach one queue (symmetric RSS) anyway.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataplane/flow_api.h"
+#include "dataplane/pipeline.h"
+
+namespace dp {
+
+inline constexpr int16_t kNicMiss = -2;  // rx(): the packet goes to software
+
+struct Mlx5ModelConfig {
+  bool esw = true;            // dv_esw_en=1, switchdev: the first port is the eSwitch manager (transfer proxy)
+  bool repr_matching = true;  // devarg repr_matching_en (default 1)
+  bool fdb_def_rule = true;   // devarg fdb_def_rule_en (default 1)
+  unsigned rx_queues = 1;     // software rx queues: one table replica each
+  uint32_t max_counters = 1u << 22;  // what the device reports (hws_max_nb_counters)
+  uint32_t max_flows = 1u << 18;     // rule slots the model preallocates, over all template tables
+  uint32_t max_masked = 8192;        // rules that are not exact 5-tuple matches, per replica
+  uint32_t latency_us = 50;          // completion latency of every operation
+  uint32_t insert_rate = 1000000;    // operations per second the NIC takes
+  uint32_t ring = 16384;             // operations in flight per replica (power of two >= all flow queue sizes)
+  bool self_service = false;         // no workers: pull() applies queued operations itself
+};
+
+struct NicStats {
+  uint64_t rx = 0, forwarded = 0, dropped = 0, to_software = 0, ct_invalid = 0, ct_changed = 0, no_rx_flows = 0,
+           miss_dropped = 0;
+  NicStats& operator+=(const NicStats& o);
+};
+
+class Mlx5Model {
+ public:
+  // ports: DPDK port ids in config order. With esw, ports[0] is the transfer
+  // proxy and the rest its representors; without, independent NIC ports.
+  Mlx5Model(const Mlx5ModelConfig& cfg, std::vector<uint16_t> ports);
+  ~Mlx5Model();
+  Mlx5Model(const Mlx5Model&) = delete;
+  Mlx5Model& operator=(const Mlx5Model&) = delete;
+
+  // The seam table bound to this model.
+  const FlowApi& api() const { return api_; }
+  void set_clock(uint64_t (*fn)(void*), void* ctx) {
+    clock_ = fn;
+    clock_ctx_ = ctx;
+  }
+
+  // --- the worker of rx queue q
+  // Applies the queued operations that are due. Returns how many.
+  uint32_t service(unsigned q, uint64_t now_ns);
+  // Steers one packet that arrived on config port p.port. Returns the config
+  // port to send it to, -1 (dropped) or kNicMiss; MARK sets p.has_mark/p.mark.
+  int16_t rx(unsigned q, PacketIn& p, uint64_t now_ns);
+
+  // With the workers stopped: every queued operation is applied and
+  // completes at the next pull, whatever the clock says.
+  void drain();
+
+  // --- introspection (tests, stats, leak checks)
+  NicStats stats(unsigned q) const;
+  uint64_t flows_in_use() const;     // rules the control side holds (created, not yet destroyed)
+  uint64_t ct_in_use() const;        // conntrack objects allocated
+  uint64_t templates_in_use() const;  // pattern + actions templates + tables
+  uint64_t refusals() const { return refusals_; }
+  const std::string& last_error() const { return last_error_; }  // "rule-name: message [driver file:line]"
+  // The model's rules: name and the driver source they encode.
+  static const std::vector<std::pair<const char*, const char*>>& rules();
+
+  struct Impl;
+
+ private:
+  uint64_t now() const;
+  uint32_t service_replica(void* replica, uint64_t now_ns);
+  Mlx5ModelConfig cfg_;
+  FlowApi api_;
+  std::unique_ptr<Impl> impl_;
+  uint64_t (*clock_)(void*) = nullptr;
+  void* clock_ctx_ = nullptr;
+  uint64_t refusals_ = 0;
+  std::string last_error_;
+  friend struct ModelCalls;
+};
+
+}  // namespace dp
