@@ -422,6 +422,7 @@ struct Mlx5Model::Impl {
   uint32_t masked_count = 0;
   std::vector<uint64_t> flow_created_ns;  // for AGE queries
   std::vector<uint32_t> qslots;           // free conntrack query slots
+  uint64_t flows_used = 0;
 };
 
 // ------------------------------------------------------------------ helpers
@@ -1066,6 +1067,7 @@ struct ModelCalls {
         f.t->free.push_back(pd.id);
         if (f.ct >= 0) s.cts[static_cast<size_t>(f.ct)].refs--;
         f = Impl::FlowRec{};
+        s.flows_used--;
       }
       if (pd.kind == Impl::Pending::kCtQuery) {
         // The context as the NIC has it: every replica's copy, each field at
@@ -1327,6 +1329,7 @@ struct ModelCalls {
     o.rule.id = id;
     o.rule.order = s.order++;
     s.flows[id] = Impl::FlowRec{Impl::FlowRec::kLive, t, ct, exact, o.rule.age ? o.rule.age_s : 0};
+    s.flows_used++;
     if (ct >= 0) s.cts[static_cast<size_t>(ct)].refs++;
     Counter& c = s.counters[id];
     c.packets.store(0);
@@ -1601,17 +1604,9 @@ Mlx5Model::~Mlx5Model() = default;
 
 uint64_t Mlx5Model::now() const { return clock_ ? clock_(clock_ctx_) : mono_ns(); }
 
-uint64_t Mlx5Model::flows_in_use() const {
-  uint64_t n = 0;
-  for (const auto& f : impl_->flows) n += f.st != Impl::FlowRec::kFree;
-  return n;
-}
+uint64_t Mlx5Model::flows_in_use() const { return impl_->flows_used; }
 
-uint64_t Mlx5Model::ct_in_use() const {
-  uint64_t n = 0;
-  for (const auto& c : impl_->cts) n += c.used;
-  return n;
-}
+uint64_t Mlx5Model::ct_in_use() const { return impl_->cts.size() - impl_->ct_free.size(); }
 
 uint64_t Mlx5Model::templates_in_use() const {
   return impl_->pts.size() + impl_->ats.size() + impl_->tables.size();

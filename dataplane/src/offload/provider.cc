@@ -81,23 +81,23 @@ size_t item_size(rte_flow_item_type t) {
 }
 
 // The template a flow belongs to: port, attributes, item types and masks,
-// action types.
+// action types (raw bytes: it is computed for every rule).
 std::string shape(const hw::Flow& f) {
-  std::ostringstream o;
-  o << f.port_id << "/" << f.attr.group << "/" << f.attr.priority << "/" << f.attr.transfer << ":";
+  std::string k;
+  k.reserve(256);
+  auto put = [&](const void* p, size_t n) { k.append(static_cast<const char*>(p), n); };
+  put(&f.port_id, sizeof f.port_id);
+  put(&f.attr.group, sizeof f.attr.group);
+  put(&f.attr.priority, sizeof f.attr.priority);
+  uint8_t dir = static_cast<uint8_t>(f.attr.ingress | f.attr.egress << 1 | f.attr.transfer << 2);
+  put(&dir, 1);
   for (const auto& i : f.pattern) {
-    o << i.type;
-    if (i.mask) {
-      const auto* b = static_cast<const uint8_t*>(i.mask);
-      o << "[";
-      for (size_t k = 0; k < item_size(i.type); k++) o << std::hex << int(b[k]) << ".";
-      o << std::dec << "]";
-    }
-    o << ",";
+    put(&i.type, sizeof i.type);
+    if (i.mask) put(i.mask, item_size(i.type));
   }
-  o << ":";
-  for (const auto& a : f.actions) o << a.type << ",";
-  return o.str();
+  k.push_back('|');
+  for (const auto& a : f.actions) put(&a.type, sizeof a.type);
+  return k;
 }
 
 class NoneProvider final : public OffloadProvider {
