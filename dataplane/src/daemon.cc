@@ -540,8 +540,11 @@ int Daemon::run() {
   uint64_t loops = 0;
   while (!g_signal_stop) {
     pollfd pfd{ctl_fd_, POLLIN, 0};
-    // With offload the loop also carries ct events to the NIC: poll often.
-    if (poll(&pfd, 1, offload_active ? 2 : 20) > 0) {
+    // With offload the loop also carries ct events to the NIC: poll often,
+    // and without sleeping while operations are out (a NIC completes them
+    // in microseconds; a connection waiting for its rules runs in software).
+    int wait_ms = offload_active ? (offload_->busy() ? 0 : 1) : 20;
+    if (poll(&pfd, 1, wait_ms) > 0) {
       int c = accept4(ctl_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (c >= 0) {
         char buf[65536];

@@ -81,7 +81,7 @@ TEST(CtProfile, FromCtrackState) {
   EXPECT_EQ(ct.retransmission_limit, 3);  // Linux nf_conntrack_tcp_max_retrans
   EXPECT_EQ(ct.original_dir.scale, 7u);
   EXPECT_EQ(ct.original_dir.sent_end, 1001u);
-  EXPECT_EQ(ct.original_dir.reply_end, 1001u + 64240);
+  EXPECT_EQ(ct.original_dir.reply_end, 1001u + 65160);  // a whole window of the peer beyond what it sent
   EXPECT_EQ(ct.original_dir.max_win, 64240u);
   EXPECT_EQ(ct.original_dir.max_ack, 4901u);  // the largest ACK the original side sent (ctrack's)
   EXPECT_EQ(ct.original_dir.data_unacked, 0u);
@@ -435,7 +435,7 @@ TEST(Testpmd, ConnectionCommandsAreExact) {
             "flow pattern_template 3 create pattern_template_id 2 relaxed no transfer template represented_port "
             "ethdev_port_id mask 65535 / eth / ipv4 src mask 255.255.255.255 dst mask 255.255.255.255 proto mask 0xff "
             "/ tcp src mask 0xffff dst mask 0xffff / end\n"
-            "flow actions_template 3 create actions_template_id 2 transfer template count / age timeout 30 / "
+            "flow actions_template 3 create transfer actions_template_id 2 template count / age timeout 30 / "
             "indirect 5 / jump group 3 / end mask count / age timeout 0 / conntrack / jump group 0 / end\n"
             "flow template_table 3 create table_id 2 group 1 priority 0 transfer rules_number 1024 "
             "pattern_template 2 actions_template 2\n");
@@ -446,7 +446,7 @@ TEST(Testpmd, ConnectionCommandsAreExact) {
   EXPECT_EQ(testpmd_ct(ct_profile(established_event(), 7)),
             "set conntrack com peer 7 is_orig 1 enable 1 live 1 sack 1 cack 0 last_dir 1 liberal 0 state 1 "
             "max_ack_win 7 r_lim 3 last_win 502 last_seq 1001 last_ack 5001 last_end 1001 last_index 0x8\n"
-            "set conntrack orig scale 7 fin 0 acked 1 unack_data 0 sent_end 1001 reply_end 65241 max_win 64240 "
+            "set conntrack orig scale 7 fin 0 acked 1 unack_data 0 sent_end 1001 reply_end 66161 max_win 64240 "
             "max_ack 4901\n"
             "set conntrack rply scale 9 fin 0 acked 1 unack_data 1 sent_end 5001 reply_end 70161 max_win 65160 "
             "max_ack 1001\n");

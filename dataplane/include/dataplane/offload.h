@@ -60,6 +60,8 @@ class OffloadProvider {
   virtual void on_ct_events(unsigned /*worker*/, const ctrack::Event* /*ev*/, uint32_t /*n*/, uint64_t /*now_ns*/) {}
   // Completions, aging, counter folding. Called from the control loop.
   virtual void poll(uint64_t /*now_ns*/) {}
+  // Operations are out or queued: the control loop should come back soon.
+  virtual bool busy() const { return false; }
   // Removes every hardware rule; called on shutdown after the workers stop.
   virtual Status flush() { return {}; }
   virtual OffloadStats stats() const { return {}; }
@@ -70,7 +72,12 @@ class OffloadProvider {
 };
 
 // `none`, or the provider the config names. `workers` = rx queues per port.
-Result<std::unique_ptr<OffloadProvider>> make_offload_provider(const OffloadConfig& cfg, unsigned workers);
+// `api`/`nic`: an rte_flow seam and the model behind it, made by the caller
+// (tests that put something between the provider and the model); the
+// provider then runs on them instead of DPDK or a model of its own.
+Result<std::unique_ptr<OffloadProvider>> make_offload_provider(const OffloadConfig& cfg, unsigned workers,
+                                                               const FlowApi* api = nullptr,
+                                                               Mlx5Model* nic = nullptr);
 
 // What a port's rte_flow can do, from rte_flow_info_get (needs a started
 // EAL and a configured port). Empty `missing` = everything the provider

@@ -19,6 +19,7 @@
 #include <ctime>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "ctrack/frame.h"
@@ -48,7 +49,9 @@ int hw_check_run(const std::string& target, bool model);
 int hw_check(const std::string& target, bool no_huge) {
   const bool model = target == "model";
   bool vdev = !model && target.rfind("net_", 0) == 0;  // a vdev: only to see the probe refuse it
-  std::vector<std::string> args = {"dataplane-hw-check", "-l", "0", "--file-prefix", "hwcheck"};
+  // A prefix of its own: two checks (or a daemon) may run at once.
+  std::vector<std::string> args = {"dataplane-hw-check", "-l", "0", "--file-prefix",
+                                   "hwcheck-" + std::to_string(getpid())};
   if (model) {
     args.insert(args.end(), {"--vdev", "net_null0", "--vdev", "net_null1", "--no-pci"});
   } else if (vdev) {

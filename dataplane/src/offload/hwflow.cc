@@ -112,7 +112,17 @@ rte_flow_action_conntrack ct_profile(const ctrack::Event& e, uint16_t peer_port)
     p.last_ack_seen = 1;
     p.data_unacked = (s.flags & ctrack::kTcpDataUnacked) != 0;
     p.sent_end = s.end;
-    p.reply_end = s.maxend;
+    // The right edge this side may send up to: the peer's last ack + window
+    // as software saw it, or, if further, one whole window of the peer (the
+    // largest it has advertised) beyond what this side sent. The context
+    // starts from a snapshot, and the sender may have used window the peer
+    // granted since; with too tight an edge its next segments are refused,
+    // and as the context then never sees them, neither the peer's ACKs for
+    // them: both directions stall until software resyncs the context.
+    // Linux's own tracking never has a right edge beyond end + maxwin either.
+    const ctrack::TcpDirState& peer = e.tcp[1 - d];
+    uint32_t edge = s.end + peer.maxwin;
+    p.reply_end = static_cast<int32_t>(edge - s.maxend) > 0 ? edge : s.maxend;
     p.max_win = s.maxwin;
     p.max_ack = s.maxack;  // the largest ACK this direction sent (see TcpDirState::maxack)
     (d == 0 ? ct.original_dir : ct.reply_dir) = p;
@@ -139,6 +149,8 @@ rte_flow_action_conntrack ct_merge(const rte_flow_action_conntrack& nic, const r
     o[d]->max_ack = later(n[d]->max_ack, o[d]->max_ack);
     o[d]->max_win = std::max(n[d]->max_win, o[d]->max_win);
   }
+  for (int d = 0; d < 2; d++)  // the right edge again, from the merged values (see ct_profile)
+    o[d]->reply_end = later(o[d]->reply_end, o[d]->sent_end + o[1 - d]->max_win);
   return m;
 }
 
@@ -702,7 +714,8 @@ std::string testpmd_templates(const Flow& f, int id, uint32_t rules, int indirec
   const char* dir = f.attr.transfer ? " transfer" : " ingress";
   o << "flow pattern_template " << f.port_id << " create pattern_template_id " << id << " relaxed no" << dir
     << " template" << testpmd_pattern(f, true) << "\n";
-  o << "flow actions_template " << f.port_id << " create actions_template_id " << id << dir << " template"
+  // testpmd 22.11 takes the direction only before actions_template_id.
+  o << "flow actions_template " << f.port_id << " create" << dir << " actions_template_id " << id << " template"
     << testpmd_actions(f, indirect_id, false) << " mask" << testpmd_actions(f, indirect_id, true) << "\n";
   o << "flow template_table " << f.port_id << " create table_id " << id << " group " << f.attr.group << " priority "
     << f.attr.priority << dir << " rules_number " << rules << " pattern_template " << id << " actions_template " << id

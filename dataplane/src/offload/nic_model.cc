@@ -40,7 +40,6 @@ const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
       {"pt-represented-port", "mlx5_flow_hw.c:4786-4795: no REPRESENTED_PORT item with ingress (repr_matching)"},
       {"pt-item-type", "mlx5_flow_hw.c:4738-4853: supported pattern items"},
       {"pt-item-mask", "hws/mlx5dr_definer.c:420,497,549-553,766: reserved/length/checksum masks are ENOTSUP"},
-      {"pt-implicit-port", "mlx5_flow_hw.c:4930-4937: ingress templates on an E-Switch match their own port"},
       {"at-transfer-proxy", "mlx5_flow_hw.c:3956-3962: transfer actions only on the proxy port"},
       {"at-mask-type", "mlx5_flow_hw.c:3968-3973: mask type must equal action type (INDIRECT excepted)"},
       {"at-indirect-mask", "mlx5_flow_hw.c:3675-3741: the INDIRECT mask carries the real action type"},
@@ -906,6 +905,10 @@ struct ModelCalls {
       return refuse_null<R>(m, e, EINVAL, "rule-port", "templates of another port");
     if ((a->flow_attr.ingress && !pt->attr.ingress) || (a->flow_attr.transfer && !pt->attr.transfer))
       return refuse_null<R>(m, e, EINVAL, "table-attr", "pattern template and template table attribute mismatch");
+    // On an E-Switch the model steers the FDB only (what misses it reaches
+    // software); NIC Rx rules of its ports would never be looked at.
+    if (m.cfg_.esw && !fdb)
+      return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "NIC Rx tables on an E-Switch port");
     // IPv6 5-tuple: both addresses and L4 ports in one definer do not fit.
     {
       bool v6src = false, v6dst = false, ports = false;

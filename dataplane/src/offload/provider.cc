@@ -12,13 +12,19 @@
 //   software), expiry, flush, a rule change, aging: the rules first, the
 //   CONNTRACK object only once their destruction completed (the driver frees
 //   its slot at once, mlx5_flow_hw.c:7653-7676).
-// Resync: the context starts from software's state at submission; packets
-// software forwarded before the rules took effect, or any the NIC refused
-// later, mean the NIC's window is behind. Then the provider queries the
-// context, merges it with software's (each field at its furthest) and
-// writes it back. Without this a connection whose gap exceeds the window
-// headroom deadlocks: each direction's packets are refused because the
-// context never saw the other's.
+// Resync: the context starts from software's state at submission, with a
+// right edge one peer window past what each side sent (hwflow.h
+// ct_profile). A segment that still reaches software (the NIC refused it:
+// ctrack raises kResync) means the NIC's window may be behind. The provider
+// queries the context, merges it with software's (each field at its
+// furthest) and writes it back. The write lands one asynchronous round trip
+// after the query, and the connection keeps moving meanwhile, so it can
+// land stale: if the NIC refuses again within a second, the context is
+// written liberal (no window check; SYN, FIN and RST still come to
+// software), the same checking software applies to offloaded connections.
+// Without any of this a connection whose gap exceeds the window headroom
+// stays in software whole: each direction's packets are refused because
+// the context never saw the other's.
 #include <netinet/in.h>
 #include <rte_ethdev.h>
 
@@ -114,12 +120,19 @@ class RteFlowProvider final : public OffloadProvider {
     if (disabled_) return "none (auto: no rte_flow port)";
     return emulated_ ? "emulated" : "rte_flow";
   }
-  const FlowApi& api() const override { return model_ ? model_->api() : FlowApi::dpdk(); }
-  Mlx5Model* nic() override { return model_.get(); }
+  const FlowApi& api() const override {
+    if (given_api_) return *given_api_;
+    return model_ ? model_->api() : FlowApi::dpdk();
+  }
+  Mlx5Model* nic() override { return given_nic_ ? given_nic_ : model_.get(); }
+  void use(const FlowApi* api, Mlx5Model* nic) {
+    given_api_ = api;
+    given_nic_ = nic;
+  }
 
   Status prepare(const std::vector<uint16_t>& ports) override {
     ports_ = ports;
-    if (!emulated_) return {};
+    if (!emulated_ || given_api_) return {};
     Mlx5ModelConfig mc;
     mc.esw = cfg_.transfer;
     mc.rx_queues = workers_;
@@ -294,6 +307,8 @@ class RteFlowProvider final : public OffloadProvider {
     }
   }
 
+  bool busy() const override { return in_flight_ || !pending_.empty() || !removals_.empty(); }
+
   Status flush() override {
     if (disabled_ || !started_) return {};
     uint64_t now = clock();
@@ -304,7 +319,7 @@ class RteFlowProvider final : public OffloadProvider {
     replace_shared(true);
     for (int round = 0; round < 5000 && (in_flight_ > 0 || !removals_.empty()); round++) {
       pump(clock());
-      if (model_) model_->drain();  // the workers have stopped
+      if (Mlx5Model* model = given_nic_ ? given_nic_ : model_.get()) model->drain();  // the workers have stopped
       struct timespec ts{0, 200'000};
       nanosleep(&ts, nullptr);
       pull_all(clock());
@@ -339,6 +354,7 @@ class RteFlowProvider final : public OffloadProvider {
                   {"closing", closed_},
                   {"revoked", revoked_},
                   {"resyncs", resyncs_},
+                  {"resyncs_liberal", resyncs_liberal_},
                   {"in_flight", in_flight_},
                   {"pending", pending_.size() + removals_.size()},
                   {"jobs_in_use", used},
@@ -357,9 +373,9 @@ class RteFlowProvider final : public OffloadProvider {
         if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
       s.counters.emplace_back(n, v);
     }
-    if (model_) {
+    if (Mlx5Model* model = given_nic_ ? given_nic_ : model_.get()) {
       NicStats t;
-      for (unsigned q = 0; q < workers_; q++) t += model_->stats(q);
+      for (unsigned q = 0; q < workers_; q++) t += model->stats(q);
       s.counters.insert(s.counters.end(), {{"nic_rx", t.rx},
                                            {"nic_forwarded", t.forwarded},
                                            {"nic_dropped", t.dropped},
@@ -368,9 +384,9 @@ class RteFlowProvider final : public OffloadProvider {
                                            {"nic_ct_changed", t.ct_changed},
                                            {"nic_no_rx_flows", t.no_rx_flows},
                                            {"nic_miss_dropped", t.miss_dropped},
-                                           {"nic_rules_in_use", model_->flows_in_use()},
-                                           {"nic_ct_in_use", model_->ct_in_use()},
-                                           {"nic_refusals", model_->refusals()}});
+                                           {"nic_rules_in_use", model->flows_in_use()},
+                                           {"nic_ct_in_use", model->ct_in_use()},
+                                           {"nic_refusals", model->refusals()}});
     }
     return s;
   }
@@ -396,6 +412,8 @@ class RteFlowProvider final : public OffloadProvider {
     int err = 0;          // first failure of the current batch
     bool doomed = false;  // remove once the operations out complete
     bool resyncing = false;
+    bool liberal = false;         // the context was written liberal (see the resync note above)
+    uint64_t last_resync_ns = 0;  // when the last resync was written
     const char* why_removed = "";
     uint64_t folded_pk[2] = {}, folded_by[2] = {};
     uint64_t installed_ns = 0;
@@ -724,11 +742,18 @@ class RteFlowProvider final : public OffloadProvider {
     m.new_ct = hw::ct_merge(j.qbuf, sw);
     m.new_ct.is_original_dir = 0;
     m.state = 1;  // the direction (set for the reply rule) stays
+    uint64_t now = clock();
+    if (j.last_resync_ns && now - j.last_resync_ns < 1'000'000'000ull && !j.liberal) {
+      j.liberal = true;  // the last strict write did not hold
+      resyncs_liberal_++;
+    }
+    m.new_ct.liberal_mode = j.liberal || m.new_ct.liberal_mode;
+    j.last_resync_ns = now;
     j.prof = m.new_ct;
-    rte_flow_op_attr now{};
+    rte_flow_op_attr op{};
     rte_flow_error err{};
     op_out(j);
-    if (a.async_action_handle_update(a.self, ct_port(j), 0, &now, j.ct, &m, cookie(id, kOpResync), &err) != 0)
+    if (a.async_action_handle_update(a.self, ct_port(j), 0, &op, j.ct, &m, cookie(id, kOpResync), &err) != 0)
       sync_fail(cookie(id, kOpResync), rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
   }
 
@@ -904,9 +929,6 @@ class RteFlowProvider final : public OffloadProvider {
       active_.push_back(id);
       installed_++;
       offloads_++;
-      // Packets software forwarded while the rules went in moved the window
-      // past the context's start: bring the context up to date now.
-      if (j.tcp && moved_since(j)) start_resync(id);
       return;
     }
     if (j.state == Job::kInstalled) {  // a resync finished
@@ -931,13 +953,6 @@ class RteFlowProvider final : public OffloadProvider {
       return;
     }
     finish_remove(id);
-  }
-
-  bool moved_since(const Job& j) {
-    ctrack::Event snap;
-    if (!host_.shards[j.worker]->snapshot(j.handle, j.orig, &snap)) return false;
-    return snap.tcp[0].end != j.prof.original_dir.sent_end || snap.tcp[1].end != j.prof.reply_dir.sent_end ||
-           snap.tcp[0].maxend != j.prof.original_dir.reply_end || snap.tcp[1].maxend != j.prof.reply_dir.reply_end;
   }
 
   void fold(Job& j, uint64_t now_ns, uint64_t* last_hit) {
@@ -978,6 +993,8 @@ class RteFlowProvider final : public OffloadProvider {
   bool emulated_, auto_;
   bool disabled_ = false, started_ = false;
   std::unique_ptr<Mlx5Model> model_;
+  const FlowApi* given_api_ = nullptr;
+  Mlx5Model* given_nic_ = nullptr;
   std::vector<uint16_t> ports_;
   std::set<uint16_t> configured_;
   HwCaps caps_;
@@ -1002,7 +1019,7 @@ class RteFlowProvider final : public OffloadProvider {
   std::map<std::string, uint64_t> failed_, refused_;
   std::map<std::string, uint64_t> last_log_ns_;
   uint64_t installed_ = 0, offloads_ = 0, removed_ = 0, aged_ = 0, closed_ = 0, revoked_ = 0, resyncs_ = 0,
-           backlog_drop_ = 0;
+           resyncs_liberal_ = 0, backlog_drop_ = 0;
 };
 
 std::string RteFlowProvider::testpmd_commands() const {
@@ -1116,10 +1133,14 @@ std::string HwCaps::str() const {
   return o.str();
 }
 
-Result<std::unique_ptr<OffloadProvider>> make_offload_provider(const OffloadConfig& cfg, unsigned workers) {
+Result<std::unique_ptr<OffloadProvider>> make_offload_provider(const OffloadConfig& cfg, unsigned workers,
+                                                               const FlowApi* api, Mlx5Model* nic) {
   if (cfg.provider == "none") return std::unique_ptr<OffloadProvider>(new NoneProvider());
-  if (cfg.provider == "emulated")
-    return std::unique_ptr<OffloadProvider>(new RteFlowProvider(cfg, workers, true, false));
+  if (cfg.provider == "emulated") {
+    auto* p = new RteFlowProvider(cfg, workers, true, false);
+    p->use(api, nic);
+    return std::unique_ptr<OffloadProvider>(p);
+  }
   if (cfg.provider == "rte_flow" || cfg.provider == "auto")
     return std::unique_ptr<OffloadProvider>(new RteFlowProvider(cfg, workers, false, cfg.provider == "auto"));
   return Status::error("offload provider '" + cfg.provider + "': expected none, emulated, rte_flow or auto");
