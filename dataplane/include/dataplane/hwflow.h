@@ -134,7 +134,8 @@ struct Conn {
 };
 
 // The conntrack context for ctrack's view of an established TCP connection,
-// original direction. peer_port: the DPDK port of the reply direction.
+// original direction. peer_port: the DPDK port the reply direction's rule is
+// made on (the transfer proxy on an E-Switch).
 rte_flow_action_conntrack ct_profile(const ctrack::Event& e, uint16_t peer_port);
 // The update that turns the context to the reply direction.
 rte_flow_modify_conntrack ct_reply_update(const rte_flow_action_conntrack& orig);
