@@ -106,8 +106,8 @@ bool parse_inner(const uint8_t* p, uint32_t n, bool v6, Key* k) {
 }  // namespace
 
 const char* drop_name(Drop d) {
-  static const char* const n[] = {"none",   "trunc_eth", "trunc_vlan", "trunc_ip", "ip_version", "ip_ihl",
-                                  "ip_len", "ip6_ext",   "trunc_l4",   "tcp_off",  "udp_len",    "icmp_inner"};
+  static const char* const n[] = {"none",    "trunc_eth", "trunc_vlan", "vlan_depth", "trunc_ip", "ip_version", "ip_ihl",
+                                  "ip_len",  "ip6_ext",   "trunc_l4",   "tcp_off",    "udp_len",  "icmp_inner"};
   static_assert(sizeof(n) / sizeof(n[0]) == static_cast<size_t>(Drop::kCount));
   return n[static_cast<int>(d)];
 }
@@ -122,7 +122,8 @@ Drop parse_packet(const uint8_t* d, uint32_t len, uint16_t zone, Parsed* out) {
   uint32_t off = 12;
   uint16_t et = rd16(d + off);
   for (int tags = 0; et == kEthVlan || et == kEthQinQ; tags++) {
-    if (tags == 2 || off + 6 > len) return Drop::kTruncVlan;
+    if (tags == 2) return Drop::kVlanDepth;
+    if (off + 6 > len) return Drop::kTruncVlan;
     if (tags == 0) r.vlan = rd16(d + off + 2) & 0x0FFF;
     off += 4;
     et = rd16(d + off);

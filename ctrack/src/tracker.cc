@@ -168,6 +168,16 @@ struct Tracker::Impl {
   uint32_t t_tcp[kTcpStateCount];
   uint32_t t_tcp_unacked, t_udp[kUdpStateCount], t_udp_stream, t_icmp, t_other;
 
+  void set_timeouts(const Timeouts& T) {
+    cfg.timeouts = T;
+    for (int s = 0; s < kTcpStateCount; s++) t_tcp[s] = T.tcp[s] * 1000;
+    t_tcp_unacked = T.tcp_unacked * 1000;
+    for (int s = 0; s < kUdpStateCount; s++) t_udp[s] = T.udp[s] * 1000;
+    t_udp_stream = T.udp_stream_after * 1000;
+    t_icmp = T.icmp * 1000;
+    t_other = T.other * 1000;
+  }
+
   void acquire() {
     while (lock.exchange(true, std::memory_order_acquire))
       while (lock.load(std::memory_order_relaxed)) std::this_thread::yield();
@@ -618,8 +628,10 @@ struct Tracker::Impl {
     }
     if (o.v == Verdict::kAccept || o.v == Verdict::kKill) {
       c.in_port[dir] = p.in_port;
-      c.packets[dir]++;
-      c.bytes[dir] += p.l3_len;
+      if (!(p.meta & kMetaCounted)) {
+        c.packets[dir]++;
+        c.bytes[dir] += p.l3_len;
+      }
       if (dir == 1 && !(c.flags & detail::kSeenReply)) {
         c.flags |= detail::kSeenReply;
         if (c.key.proto == IPPROTO_UDP && !(c.flags & detail::kNoOffload)) raise_established(idx, c, &p, 1);
@@ -632,7 +644,7 @@ struct Tracker::Impl {
           !(p.tcp_flags & (kSyn | kFin | kRst)) && !(c.td_flags[0] & kTcpResyncAsked) &&
           push_event(EventType::kResync, idx, c, &p, static_cast<uint8_t>(dir), 0))
         c.td_flags[0] |= kTcpResyncAsked;
-    } else if (o.v == Verdict::kIgnore) {
+    } else if (o.v == Verdict::kIgnore && !(p.meta & kMetaCounted)) {
       c.packets[dir]++;
       c.bytes[dir] += p.l3_len;
     }
@@ -892,13 +904,7 @@ sdn::Result<std::unique_ptr<Tracker>> Tracker::create(const Config& cfg) {
     m.ring.resize(cfg.event_ring);
     m.ring_mask = cfg.event_ring - 1;
   }
-  const Timeouts& T = cfg.timeouts;
-  for (int s = 0; s < kTcpStateCount; s++) m.t_tcp[s] = T.tcp[s] * 1000;
-  m.t_tcp_unacked = T.tcp_unacked * 1000;
-  for (int s = 0; s < kUdpStateCount; s++) m.t_udp[s] = T.udp[s] * 1000;
-  m.t_udp_stream = T.udp_stream_after * 1000;
-  m.t_icmp = T.icmp * 1000;
-  m.t_other = T.other * 1000;
+  m.set_timeouts(cfg.timeouts);
   return t;
 }
 
@@ -923,15 +929,21 @@ uint32_t Tracker::expire(uint64_t now_ns, uint32_t budget) {
 }
 
 void Tracker::for_each(uint64_t now_ns, const std::function<void(const ConnInfo&)>& fn, int zone) {
+  for (uint32_t at = 0; at < impl_->cap;) at = for_each_from(now_ns, at, 1024, fn, zone);
+}
+
+uint32_t Tracker::for_each_from(uint64_t now_ns, uint32_t start, uint32_t slots,
+                                const std::function<void(const ConnInfo&)>& fn, int zone) {
   Impl& m = *impl_;
   uint32_t now = now_ms(now_ns);
   constexpr uint32_t kHold = 1024;
   std::vector<ConnInfo> batch;
-  batch.reserve(kHold);
-  for (uint32_t base = 0; base < m.cap; base += kHold) {
+  batch.reserve(std::min(kHold, slots));
+  uint32_t stop = start + std::min(slots, m.cap - std::min(start, m.cap));
+  for (uint32_t base = start; base < stop; base += kHold) {
     batch.clear();
     m.acquire();
-    uint32_t end = std::min(m.cap, base + kHold);
+    uint32_t end = std::min(stop, base + kHold);
     for (uint32_t i = base; i < end; i++) {
       const Conn& c = m.conns[i];
       if (!(c.flags & detail::kAlive) || (zone >= 0 && c.key.zone != zone)) continue;
@@ -959,6 +971,7 @@ void Tracker::for_each(uint64_t now_ns, const std::function<void(const ConnInfo&
     m.release();
     for (const auto& ci : batch) fn(ci);
   }
+  return std::max(stop, start);
 }
 
 uint64_t Tracker::flush(int zone) {
@@ -984,6 +997,22 @@ Stats Tracker::stats() const {
   Stats s = m.st;
   m.release();
   return s;
+}
+
+void Tracker::set_timeouts(const Timeouts& t) {
+  Impl& m = *impl_;
+  m.acquire();
+  m.set_timeouts(t);
+  m.release();
+  cfg_.timeouts = t;
+}
+
+size_t Tracker::memory_needed(const Config& cfg) {
+  size_t cap = cfg.capacity;
+  size_t b = cap * sizeof(Conn) + std::max<size_t>(2, (cap + 8) / 9) * sizeof(detail::Bucket) + (cap + 63) / 64 * 8;
+  if (cfg.default_zone_limit || !cfg.zone_limits.empty()) b += 2 * 65536 * sizeof(uint32_t);
+  b += static_cast<size_t>(cfg.event_ring) * sizeof(Event);
+  return b;
 }
 
 size_t Tracker::memory_bytes() const {

@@ -247,7 +247,7 @@ TEST(Parse, MalformedPacketsGetTheirReason) {
   std::vector<Bad> cases = {
       {"empty", {}, Drop::kTruncEth},
       {"13 bytes", Bytes(13, 0), Drop::kTruncEth},
-      {"three VLAN tags", eth(0x0800, {1, 2, 3}), Drop::kTruncVlan},
+      {"three VLAN tags", eth(0x0800, {1, 2, 3}), Drop::kVlanDepth},
       {"VLAN tag cut", Bytes{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x81, 0x00, 0}, Drop::kTruncVlan},
       {"IPv4 header cut", Bytes(good.begin(), good.begin() + 30), Drop::kTruncIp},
       {"IPv6 header cut", Bytes(v6trunc.begin(), v6trunc.begin() + 40), Drop::kTruncIp},

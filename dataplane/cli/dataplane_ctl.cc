@@ -21,12 +21,13 @@ int main(int argc, char** argv) {
           "  rule add '{table: 1, priority: 200, match: \"ip_proto=tcp,tp_dst=22\", actions: drop}'\n"
           "  rule del ID\n"
           "  rules                 list rules with hit counters\n"
-          "  ct list [ZONE]        connections\n"
+          "  ct list [ZONE]        connections (all of them, streamed), then a total line\n"
           "  ct flush [ZONE]       remove connections\n"
-          "  reload                re-read the config file's tables\n"
-          "  stats                 per-worker counters\n"
+          "  reload                re-read the config file: tables and conntrack timeouts; other\n"
+          "                        changes are refused with the reason (README: Reload)\n"
+          "  stats                 workers, drops by reason, conntrack, offload counters\n"
           "  offload testpmd       hardware rules as testpmd flow commands\n"
-          "Exit status 0 when the daemon answers ok, 1 otherwise.\n");
+          "Exit status 0 when the daemon answers ok, 1 otherwise (an error, or a reply cut short).\n");
       return 0;
     } else break;
   }
@@ -47,14 +48,36 @@ int main(int argc, char** argv) {
     fprintf(stderr, "dataplane-ctl: send: %s\n", strerror(errno));
     return 1;
   }
-  static char buf[1 << 17];
-  ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+  // The reply: messages until the one-byte end marker (EOT). A connection
+  // closed before it is a reply cut short, never a complete answer.
+  timeval tv{60, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  static char buf[1 << 16];
+  bool first = true, ok = false, nl = true, ended = false;
+  for (;;) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) errno = ETIMEDOUT;
+      break;
+    }
+    if (n == 1 && buf[0] == '\x04') {
+      ended = true;
+      break;
+    }
+    if (first) ok = n >= 2 && strncmp(buf, "ok", 2) == 0;
+    first = false;
+    fwrite(buf, 1, static_cast<size_t>(n), stdout);
+    nl = buf[n - 1] == '\n';
+  }
+  int e = errno;
   close(fd);
-  if (n <= 0) {
-    fprintf(stderr, "dataplane-ctl: no reply from %s\n", sock.c_str());
+  if (!nl) fputc('\n', stdout);
+  fflush(stdout);
+  if (!ended) {
+    fprintf(stderr, "dataplane-ctl: %s from %s%s\n", first ? "no reply" : "reply cut short", sock.c_str(),
+            e ? (std::string(": ") + strerror(e)).c_str() : "");
     return 1;
   }
-  fwrite(buf, 1, static_cast<size_t>(n), stdout);
-  if (buf[n - 1] != '\n') fputc('\n', stdout);
-  return strncmp(buf, "ok", 2) == 0 ? 0 : 1;
+  return ok ? 0 : 1;
 }

@@ -1,8 +1,12 @@
 #include "dataplane/config.h"
 
+#include <sched.h>
+#include <sys/un.h>
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -77,6 +81,42 @@ Status get_str(const Ctx& c, const YAML::Node& map, const std::string& key, cons
   return {};
 }
 
+// yaml-cpp keeps both entries of a repeated key and answers lookups with
+// the first: a second `0:` table or `capacity:` would vanish silently.
+Status check_duplicates(const Ctx& c, const YAML::Node& n, const std::string& path) {
+  if (n.IsMap()) {
+    std::map<std::string, int> seen;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      std::string k = it->first.IsScalar() ? it->first.Scalar() : "?";
+      std::string full = path.empty() ? k : path + "." + k;
+      int line = it->first.Mark().line + 1;
+      if (auto [at, fresh] = seen.emplace(k, line); !fresh)
+        return c.err(it->first, full, "duplicate key (first at line " + std::to_string(at->second) + ")");
+      if (Status s = check_duplicates(c, it->second, full); !s) return s;
+    }
+  } else if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); i++)
+      if (Status s = check_duplicates(c, n[i], path + "[" + std::to_string(i) + "]"); !s) return s;
+  }
+  return {};
+}
+
+// What a port's devargs attach to, for spotting two ports on one device:
+// af_packet's iface=, else the device (PCI address or vdev name).
+std::string port_device(const std::string& devargs) {
+  std::string dev = devargs.substr(0, devargs.find(','));
+  if (devargs.rfind("net_af_packet", 0) == 0 || devargs.rfind("net_af_xdp", 0) == 0) {
+    std::string key = "iface=";
+    for (size_t p = devargs.find(','); p != std::string::npos; p = devargs.find(',', p + 1)) {
+      if (devargs.compare(p + 1, key.size(), key) == 0) {
+        size_t e = devargs.find(',', p + 1);
+        return "interface " + devargs.substr(p + 1 + key.size(), e == std::string::npos ? e : e - p - 1 - key.size());
+      }
+    }
+  }
+  return "device " + dev;
+}
+
 #define TRY(expr)                  \
   do {                             \
     if (Status _s = (expr); !_s) \
@@ -92,15 +132,15 @@ Status parse_eal(const Ctx& c, const YAML::Node& n, EalConfig* e) {
     if (!x.IsSequence()) return c.err(x, "eal.extra_args", "expected a list of strings");
     for (const auto& a : x) e->extra.push_back(a.as<std::string>());
   }
-  for (char ch : e->file_prefix)
-    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_')
-      return c.err(n["file_prefix"], "eal.file_prefix", "use letters, digits, '-' and '_' only");
+  if (Status s = check_file_prefix(e->file_prefix); !s) return c.err(n["file_prefix"], "eal.file_prefix", s.message());
   return {};
 }
 
 Status parse_ports(const Ctx& c, const YAML::Node& n, std::vector<PortConfig>* ports) {
   if (!n || !n.IsSequence() || n.size() == 0) return c.err(n, "ports", "expected a non-empty list of ports");
   std::set<std::string> names;
+  std::map<std::string, std::string> devices;  // what it attaches to -> port name
+  std::set<std::string> dpdk_names;
   for (size_t i = 0; i < n.size(); i++) {
     const YAML::Node& p = n[i];
     std::string path = "ports[" + std::to_string(i) + "]";
@@ -118,6 +158,14 @@ Status parse_ports(const Ctx& c, const YAML::Node& n, std::vector<PortConfig>* p
       if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
         return c.err(p["name"], path + ".name", "use letters, digits and '_' only (it names telemetry keys)");
     if (!names.insert(pc.name).second) return c.err(p["name"], path + ".name", "duplicate port name '" + pc.name + "'");
+    std::string dev = port_device(pc.devargs);
+    if (auto [at, fresh] = devices.emplace(dev, pc.name); !fresh && pc.dpdk_name.empty())
+      return c.err(p["devargs"], path + ".devargs",
+                   "port '" + at->second + "' is already on " + dev + " (for representors of one device set dpdk_name)");
+    std::string ethdev = pc.dpdk_name.empty() ? pc.devargs.substr(0, pc.devargs.find(',')) : pc.dpdk_name;
+    if (!dpdk_names.insert(ethdev).second)
+      return c.err(p[pc.dpdk_name.empty() ? "devargs" : "dpdk_name"], path + (pc.dpdk_name.empty() ? ".devargs" : ".dpdk_name"),
+                   "another port already uses the DPDK port '" + ethdev + "'");
     ports->push_back(pc);
   }
   if (ports->size() > 64) return c.err(n, "ports", "at most 64 ports");
@@ -127,12 +175,14 @@ Status parse_ports(const Ctx& c, const YAML::Node& n, std::vector<PortConfig>* p
 Status parse_workers(const Ctx& c, const YAML::Node& n, WorkerConfig* w) {
   TRY(check_keys(c, n, "workers", {"main_lcore", "lcores", "burst", "mbufs", "mbuf_cache"}));
   TRY(get_uint(c, n, "main_lcore", "workers", &w->main_lcore, 0, 1023));
+  if (n["main_lcore"]) w->main_line = n["main_lcore"].Mark().line + 1;
   TRY(get_uint(c, n, "burst", "workers", &w->burst, 1, 32));
   TRY(get_uint(c, n, "mbufs", "workers", &w->mbufs, 1023, 1u << 24));
   TRY(get_uint(c, n, "mbuf_cache", "workers", &w->mbuf_cache, 0, 512));
   if (YAML::Node l = n["lcores"]) {
     if (!l.IsSequence() || l.size() == 0) return c.err(l, "workers.lcores", "expected a non-empty list of lcore ids");
     w->lcores.clear();
+    w->lcore_lines.clear();
     std::set<unsigned> seen;
     for (size_t i = 0; i < l.size(); i++) {
       unsigned v;
@@ -145,6 +195,7 @@ Status parse_workers(const Ctx& c, const YAML::Node& n, WorkerConfig* w) {
       }
       if (v > 1023 || !seen.insert(v).second) return c.err(l[i], p, "lcore ids must be unique and 0..1023");
       w->lcores.push_back(v);
+      w->lcore_lines.push_back(l[i].Mark().line + 1);
     }
   }
   for (unsigned l : w->lcores)
@@ -234,7 +285,7 @@ Status parse_one_rule(const Ctx& c, const YAML::Node& r, const std::string& path
   Rule rule;
   rule.table = table;
   TRY(get_uint(c, r, "table", path, &rule.table, 0, kMaxTables - 1));
-  TRY(get_uint(c, r, "id", path, &rule.id, 1, 0x7FFFFFFF));
+  TRY(get_uint(c, r, "id", path, &rule.id, 1, kMaxRuleId));
   uint32_t prio = 0;
   TRY(get_uint(c, r, "priority", path, &prio, 0, 65535));
   rule.priority = static_cast<int32_t>(prio);
@@ -267,6 +318,7 @@ Status parse_tables(const Ctx& c, const YAML::Node& n, const PortNames& ports, s
       Rule r;
       std::string path = tpath + "[" + std::to_string(i) + "]";
       TRY(parse_one_rule(c, it->second[i], path, ports, table, &r));
+      r.line = it->second[i].Mark().line + 1;
       if (r.table != table) return c.err(it->second[i], path + ".table", "differs from the table it is listed under");
       if (r.id && !ids.insert(r.id).second)
         return c.err(it->second[i]["id"], path + ".id", "duplicate rule id " + std::to_string(r.id));
@@ -279,6 +331,12 @@ Status parse_tables(const Ctx& c, const YAML::Node& n, const PortNames& ports, s
     while (ids.count(next)) next++;
     r.id = next;
     ids.insert(next);
+  }
+  size_t bad = 0;
+  if (Status s = check_rule_set(*rules, &bad); !s) {
+    const Rule& r = (*rules)[bad];
+    return Status::error(c.file + ":" + std::to_string(r.line) + ": key 'tables." + std::to_string(r.table) +
+                         ".actions': " + s.message());
   }
   return {};
 }
@@ -300,6 +358,7 @@ Result<Config> parse_config(const std::string& text, const std::string& name) {
     return Status::error(name + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax: " + e.msg);
   }
   if (!root.IsMap()) return Status::error(name + ":1: expected a mapping at the top level");
+  if (Status s = check_duplicates(c, root, ""); !s) return s;
   Config cfg;
   cfg.file = name;
   try {
@@ -309,21 +368,33 @@ Result<Config> parse_config(const std::string& text, const std::string& name) {
     if (root["workers"]) TRY(parse_workers(c, root["workers"], &cfg.workers));
     if (root["conntrack"]) TRY(parse_conntrack(c, root["conntrack"], &cfg.ct));
     if (root["offload"]) TRY(parse_offload(c, root["offload"], &cfg.offload));
+    if (root["conntrack"] && root["conntrack"]["capacity"])
+      cfg.capacity_line = root["conntrack"]["capacity"].Mark().line + 1;
     if (YAML::Node ctl = root["control"]) {
       TRY(check_keys(c, ctl, "control", {"socket"}));
       TRY(get_str(c, ctl, "socket", "control", &cfg.control_socket));
+      if (ctl["socket"]) {
+        cfg.control_line = ctl["socket"].Mark().line + 1;
+        if (Status s = check_socket_path(cfg.control_socket); !s) return c.err(ctl["socket"], "control.socket", s.message());
+      }
     }
     if (!root["tables"]) return c.err(root, "tables", "is required (the pipeline's rules)");
     TRY(parse_tables(c, root["tables"], cfg.port_names(), &cfg.rules));
   } catch (const YAML::Exception& e) {
     return Status::error(name + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
-  if (cfg.control_socket.empty()) cfg.control_socket = "/run/dataplane/" + cfg.eal.file_prefix + ".sock";
+  if (cfg.control_socket.empty()) {
+    cfg.control_socket = "/run/dataplane/" + cfg.eal.file_prefix + ".sock";
+    if (Status s = check_socket_path(cfg.control_socket); !s)
+      return c.err(root["eal"]["file_prefix"], "eal.file_prefix", "the control socket it names: " + s.message());
+  }
   cfg.ct.event_ring = 16384;
   return cfg;
 }
 
 Result<Config> load_config(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return Status::error(path + ": is a directory, not a YAML config file");
   std::ifstream in(path);
   if (!in) return Status::error(path + ": cannot open: " + strerror(errno));
   std::stringstream ss;
@@ -334,14 +405,139 @@ Result<Config> load_config(const std::string& path) {
 Result<Rule> parse_rule_yaml(const std::string& text, const PortNames& ports) {
   std::string name = "rule";
   Ctx c{name};
+  // Exactly one flow mapping: yaml-cpp stops at the end of the first node
+  // and would drop whatever follows (a second rule, a typo) silently.
+  size_t b = text.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos || text[b] != '{') return Status::error("rule: expected one rule as a YAML flow mapping {...}");
+  int depth = 0;
+  char quote = 0;
+  size_t end = std::string::npos;
+  for (size_t i = b; i < text.size() && end == std::string::npos; i++) {
+    char ch = text[i];
+    if (quote) {
+      if (ch == '\\' && quote == '"') i++;
+      else if (ch == quote) quote = 0;
+    } else if (ch == '"' || ch == '\'') {
+      quote = ch;
+    } else if (ch == '{' || ch == '[') {
+      depth++;
+    } else if ((ch == '}' || ch == ']') && --depth == 0) {
+      end = i;
+    }
+  }
+  if (end == std::string::npos) return Status::error("rule: unterminated {...}");
+  size_t after = text.find_first_not_of(" \t\r\n", end + 1);
+  if (after != std::string::npos)
+    return Status::error("rule: expected one rule, found more after it: '" + text.substr(after, 40) + "'");
   try {
     YAML::Node n = YAML::Load(text);
+    if (Status s = check_duplicates(c, n, "rule"); !s) return s;
     Rule r;
     TRY(parse_one_rule(c, n, "rule", ports, 0, &r));
     return r;
   } catch (const YAML::Exception& e) {
     return Status::error("rule: YAML syntax: " + e.msg);
   }
+}
+
+}  // namespace dp
+
+namespace dp {
+
+Status check_file_prefix(const std::string& p) {
+  if (p.empty() || p.size() > 64) return Status::error("'" + p + "': use 1 to 64 characters");
+  for (char ch : p)
+    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_')
+      return Status::error("'" + p + "': use letters, digits, '-' and '_' only (it names a directory)");
+  return {};
+}
+
+Status check_socket_path(const std::string& p) {
+  constexpr size_t kMax = sizeof(sockaddr_un::sun_path) - 1;
+  if (p.empty() || p[0] != '/') return Status::error("'" + p + "' is not an absolute path");
+  if (p.size() > kMax)
+    return Status::error("'" + p + "' is " + std::to_string(p.size()) + " bytes; a unix socket path holds at most " +
+                         std::to_string(kMax));
+  if (p.back() == '/') return Status::error("'" + p + "' names a directory, not a socket");
+  return {};
+}
+
+Status Config::apply_cli() {
+  if (!cli.file_prefix.empty()) {
+    if (Status s = check_file_prefix(cli.file_prefix); !s) return Status::error("--file-prefix " + s.message());
+    eal.file_prefix = cli.file_prefix;
+    control_socket = "/run/dataplane/" + cli.file_prefix + ".sock";
+    control_line = 0;
+    if (Status s = check_socket_path(control_socket); !s) return Status::error("--file-prefix: control socket " + s.message());
+  }
+  if (cli.no_huge) eal.no_huge = true;
+  return {};
+}
+
+namespace {
+
+std::string cpu_list(const cpu_set_t& set) {
+  std::string out;
+  for (int c = 0; c < CPU_SETSIZE; c++) {
+    if (!CPU_ISSET(c, &set)) continue;
+    int e = c;
+    while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set)) e++;
+    out += (out.empty() ? "" : ",") + std::to_string(c) + (e > c ? "-" + std::to_string(e) : "");
+    c = e;
+  }
+  return out;
+}
+
+uint64_t mem_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string k;
+  uint64_t v;
+  std::string unit;
+  while (in >> k >> v) {
+    std::getline(in, unit);
+    if (k == "MemAvailable:") return v * 1024;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Status check_host(const Config& cfg) {
+  auto at = [&](int line, const std::string& key, const std::string& msg) {
+    return Status::error(cfg.file + ":" + std::to_string(line) + ": key '" + key + "': " + msg);
+  };
+  // EAL maps lcore N to CPU N; a CPU outside this process's affinity makes
+  // rte_eal_init print its usage and fail.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    if (!CPU_ISSET(cfg.workers.main_lcore, &set))
+      return at(cfg.workers.main_line, "workers.main_lcore",
+                "lcore " + std::to_string(cfg.workers.main_lcore) + " is not a CPU this process may run on (CPUs " +
+                    cpu_list(set) + ")");
+    for (size_t i = 0; i < cfg.workers.lcores.size(); i++) {
+      unsigned l = cfg.workers.lcores[i];
+      if (!CPU_ISSET(l, &set))
+        return at(i < cfg.workers.lcore_lines.size() ? cfg.workers.lcore_lines[i] : 0,
+                  "workers.lcores[" + std::to_string(i) + "]",
+                  "lcore " + std::to_string(l) + " is not a CPU this process may run on (CPUs " + cpu_list(set) + ")");
+    }
+  }
+  // Every worker's shard is allocated and pre-faulted at start.
+  ctrack::Config cc = cfg.ct;
+  if (cc.event_ring == 0 && cfg.offload.provider != "none") cc.event_ring = 16384;
+  if (cfg.offload.provider == "none") cc.event_ring = 0;
+  uint64_t need = static_cast<uint64_t>(ctrack::Tracker::memory_needed(cc)) * cfg.workers.lcores.size();
+  if (cfg.eal.no_huge) need += static_cast<uint64_t>(cfg.eal.memory_mb) << 20;  // EAL's heap comes from the same RAM
+  uint64_t avail = mem_available_bytes();
+  // Leave a quarter for everything else (DPDK's own memory, the kernel).
+  if (avail && need > avail / 4 * 3)
+    return at(cfg.capacity_line, "conntrack.capacity",
+              std::to_string(cfg.ct.capacity) + " connections x " + std::to_string(cfg.workers.lcores.size()) +
+                  " workers need " + std::to_string(need >> 20) + " MiB" +
+                  (cfg.eal.no_huge ? " (with eal.memory_mb under no_huge)" : "") + "; this host has " +
+                  std::to_string(avail >> 20) + " MiB available (at most 3/4 of it may go to conntrack)");
+  return {};
 }
 
 }  // namespace dp

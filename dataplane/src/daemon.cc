@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/if_packet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <rte_cycles.h>
@@ -27,6 +28,9 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
 #include <sstream>
 
 namespace dp {
@@ -150,6 +154,7 @@ void Daemon::worker_loop(Worker* w) {
   };
 
   uint64_t last_expire = 0;
+  const uint32_t expire_slice = std::max<uint32_t>(64, cfg_.ct.capacity / 1000 + 1);
   while (!stop_.load(std::memory_order_relaxed)) {
     Pipeline* pl = pipeline_.load(std::memory_order_acquire);
     uint64_t now = mono_ns();
@@ -198,16 +203,16 @@ void Daemon::worker_loop(Worker* w) {
       for (size_t o = 0; o < nports; o++) flush(o);
       st.busy_cycles += rte_rdtsc() - t0;
     }
-    if (busy) {
-      st.busy_polls++;
-    } else {
-      st.idle_polls++;
-      // Expiry on idle polls, paced: a scan per poll would stream the whole
-      // table through the cache while waiting for packets.
-      if (now - last_expire > 1'000'000) {
-        ct->expire(now, 1024);
-        last_expire = now;
-      }
+    if (busy) st.busy_polls++;
+    else st.idle_polls++;
+    // Expiry paced by time, busy or not: a slice each millisecond that
+    // sweeps the whole shard once a second (entries go within timeout + 1 s).
+    if (now - last_expire >= 1'000'000) {
+      uint64_t t0 = rte_rdtsc();
+      st.expired += ct->expire(now, expire_slice);
+      st.expire_cycles += rte_rdtsc() - t0;
+      st.expire_runs++;
+      last_expire = now;
     }
     rte_rcu_qsbr_quiescent(qsbr_, w->id);
   }
@@ -218,14 +223,15 @@ void Daemon::worker_loop(Worker* w) {
 
 // ------------------------------------------------------------------ setup
 
-Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {}
+Daemon::Daemon(Config cfg, std::unique_ptr<ControlServer> ctl) : cfg_(std::move(cfg)), ctl_(std::move(ctl)) {
+  for (const Rule& r : cfg_.rules) next_rule_id_ = std::max(next_rule_id_, r.id + 1);
+}
 
 Daemon::~Daemon() {
   shutdown();
   delete pipeline_.load();
   delete marks_.load();
   if (qsbr_) rte_free(qsbr_);
-  if (ctl_fd_ >= 0) close(ctl_fd_);
 }
 
 Status Daemon::setup_port(size_t i) {
@@ -281,7 +287,10 @@ Status Daemon::setup_port(size_t i) {
   if (int rc = api.dev_start(api.self, pid); rc != 0)
     return Status::error("port '" + pc.name + "': start: " + strerror(-rc));
   started_ports_++;
-  if (pc.promisc && rte_eth_promiscuous_enable(pid) != 0) log("port '" + pc.name + "': promiscuous mode not supported");
+  if (pc.promisc && rte_eth_promiscuous_get(pid) != 1) {
+    if (rte_eth_promiscuous_enable(pid) == 0) promisc_on_[i] = true;
+    else log("port '" + pc.name + "': promiscuous mode not supported");
+  }
   return {};
 }
 
@@ -306,6 +315,7 @@ Status Daemon::start() {
     w->d = this;
     w->dp = std::make_unique<Datapath>(i, shards_.back().get(), &w->stats);
     w->dp->set_hw_marks(&marks_);
+    for (size_t p = 0; p < cfg_.ports.size(); p++) w->dp->set_mtu(static_cast<uint16_t>(p), cfg_.ports[p].mtu);
     workers_.push_back(std::move(w));
   }
 
@@ -327,7 +337,14 @@ Status Daemon::start() {
       return Status::error("port '" + pc.name + "': no DPDK port named '" + name + "' (devargs '" + pc.devargs +
                            "'); for representors set dpdk_name");
     port_ids_.push_back(pid);
+    rte_eth_dev_info info{};
+    ifindex_.push_back(is_vdev(pc) && pc.devargs.rfind("net_af_packet", 0) == 0 &&
+                               rte_eth_dev_info_get(pid, &info) == 0
+                           ? static_cast<int>(info.if_index)
+                           : 0);
   }
+  promisc_on_.assign(port_ids_.size(), false);
+  ring_drops_.assign(port_ids_.size(), 0);
   if (Status s = offload_->prepare(port_ids_); !s) return Status::error("offload: " + s.message());
   for (size_t i = 0; i < cfg_.ports.size(); i++)
     if (Status s = setup_port(i); !s) return s;
@@ -349,22 +366,11 @@ Status Daemon::start() {
                              "Connections. Parameters: zone=N,proto=tcp|udp|icmp,limit=N (<=100),offset=N");
   rte_telemetry_register_cmd("/dataplane/rules", tel_rules, "Rules with their hit counters");
 
-  // Control socket: root only.
-  std::string dir = cfg_.control_socket.substr(0, cfg_.control_socket.rfind('/'));
-  mkdir(dir.c_str(), 0700);
-  unlink(cfg_.control_socket.c_str());
-  ctl_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  if (cfg_.control_socket.size() >= sizeof sa.sun_path) return Status::error("control.socket path too long");
-  strcpy(sa.sun_path, cfg_.control_socket.c_str());
-  if (ctl_fd_ < 0 || bind(ctl_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || listen(ctl_fd_, 8) != 0)
-    return Status::error("control socket " + cfg_.control_socket + ": " + strerror(errno));
-  chmod(cfg_.control_socket.c_str(), 0600);
-
-  for (auto& w : workers_)
+  for (auto& w : workers_) {
     if (rte_eal_remote_launch(lcore_entry, w.get(), w->lcore) != 0)
       return Status::error("cannot launch worker on lcore " + std::to_string(w->lcore));
+    launched_ = true;
+  }
   started_ = true;
   return {};
 }
@@ -379,33 +385,123 @@ Status Daemon::install(std::vector<Rule> rules) {
   // Free the old tables only after every worker has passed a quiescent state.
   rte_rcu_qsbr_synchronize(qsbr_, RTE_QSBR_THRID_INVALID);
   for (size_t i = 0; i < old->rules().size(); i++) {
+    const Rule& r = old->rules()[i];
     RuleCounters c = old->counters(i);
-    RuleCounters& r = retired_[old->rules()[i].id];
-    r.packets += c.packets;
-    r.bytes += c.bytes;
+    Retired& ret = retired_[r.id];
+    std::string fp = rule_fingerprint(r);
+    if (ret.fingerprint != fp) ret = Retired{std::move(fp), {}};
+    ret.c.packets += c.packets;
+    ret.c.bytes += c.bytes;
   }
   delete old;
+  // A rule that is gone takes its counters along: an id used again later
+  // starts from zero.
+  std::set<uint32_t> live;
+  for (const Rule& r : rules) live.insert(r.id);
+  std::erase_if(retired_, [&](const auto& kv) { return !live.count(kv.first); });
+  for (const Rule& r : rules) next_rule_id_ = std::max(next_rule_id_, r.id + 1);
   rules_ = std::move(rules);
   offload_->on_pipeline(*pipeline_.load());
   return {};
 }
 
+namespace {
+
+std::string port_diff(const PortConfig& a, const PortConfig& b) {
+  std::string d;
+  auto add = [&](const char* k, const std::string& x, const std::string& y) {
+    if (x != y) d += std::string(d.empty() ? "" : ", ") + k + " '" + x + "' -> '" + y + "'";
+  };
+  add("devargs", a.devargs, b.devargs);
+  add("dpdk_name", a.dpdk_name, b.dpdk_name);
+  add("mtu", std::to_string(a.mtu), std::to_string(b.mtu));
+  add("promisc", a.promisc ? "true" : "false", b.promisc ? "true" : "false");
+  add("rx_desc", std::to_string(a.rx_desc), std::to_string(b.rx_desc));
+  add("tx_desc", std::to_string(a.tx_desc), std::to_string(b.tx_desc));
+  return d;
+}
+
+bool same_ct_except_timeouts(const ctrack::Config& a, const ctrack::Config& b) {
+  return a.capacity == b.capacity && a.full_policy == b.full_policy && a.tcp_liberal == b.tcp_liberal &&
+         a.tcp_midstream == b.tcp_midstream && a.sweep_per_call == b.sweep_per_call &&
+         a.early_drop_scan == b.early_drop_scan && a.default_zone_limit == b.default_zone_limit &&
+         a.zone_limits == b.zone_limits;
+}
+
+bool same_timeouts(const ctrack::Timeouts& a, const ctrack::Timeouts& b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+}  // namespace
+
+// A reload applies what can change under traffic (the tables, conntrack
+// timeouts) and refuses everything else with its reason, keeping the
+// running state whole. Ports are bound by name: the file's port order does
+// not matter.
 Status Daemon::reload() {
-  auto c = load_config(cfg_.file);
-  if (!c) return c.status();
-  if (c->ports.size() != cfg_.ports.size() || c->workers.lcores != cfg_.workers.lcores)
-    log("reload: port and worker changes need a restart; applying the tables only");
-  if (Status s = install(c->rules); !s) return s;
-  log("reloaded " + cfg_.file + ": " + std::to_string(c->rules.size()) + " rules");
+  auto next = load_config(cfg_.file);
+  if (!next) return next.status();
+  Config& c = next.value();
+  c.cli = cfg_.cli;
+  if (Status s = c.apply_cli(); !s) return s;
+
+  std::vector<std::string> refused;
+  const EalConfig &ea = cfg_.eal, &eb = c.eal;
+  if (ea.file_prefix != eb.file_prefix || ea.no_huge != eb.no_huge || ea.memory_mb != eb.memory_mb ||
+      ea.extra != eb.extra)
+    refused.push_back("eal: changed (needs a restart)");
+  std::vector<int> map(c.ports.size(), -1);  // file's port index -> running port index
+  for (size_t i = 0; i < c.ports.size(); i++) {
+    for (size_t k = 0; k < cfg_.ports.size(); k++)
+      if (cfg_.ports[k].name == c.ports[i].name) map[i] = static_cast<int>(k);
+    if (map[i] < 0) {
+      refused.push_back("ports: '" + c.ports[i].name + "' added (ports need a restart)");
+      continue;
+    }
+    std::string d = port_diff(cfg_.ports[static_cast<size_t>(map[i])], c.ports[i]);
+    if (!d.empty()) refused.push_back("ports: '" + c.ports[i].name + "' " + d + " (ports need a restart)");
+  }
+  for (const PortConfig& p : cfg_.ports) {
+    bool kept = false;
+    for (const PortConfig& q : c.ports) kept |= q.name == p.name;
+    if (!kept) refused.push_back("ports: '" + p.name + "' removed (ports need a restart)");
+  }
+  const WorkerConfig &wa = cfg_.workers, &wb = c.workers;
+  if (wa.main_lcore != wb.main_lcore || wa.lcores != wb.lcores || wa.burst != wb.burst || wa.mbufs != wb.mbufs ||
+      wa.mbuf_cache != wb.mbuf_cache)
+    refused.push_back("workers: changed (needs a restart)");
+  if (!same_ct_except_timeouts(cfg_.ct, c.ct))
+    refused.push_back("conntrack: only timeouts change on reload (capacity, policy and zones need a restart)");
+  const OffloadConfig &oa = cfg_.offload, &ob = c.offload;
+  if (oa.provider != ob.provider || oa.max_in_flight != ob.max_in_flight || oa.table_size != ob.table_size ||
+      oa.insert_rate != ob.insert_rate || oa.latency_us != ob.latency_us || oa.age_s != ob.age_s ||
+      oa.transfer != ob.transfer)
+    refused.push_back("offload: changed (its queues, tables and templates are sized at start; needs a restart)");
+  if (cfg_.control_socket != c.control_socket) refused.push_back("control.socket: changed (needs a restart)");
+  if (!refused.empty()) {
+    std::string m = "reload refused, running config kept: ";
+    for (size_t i = 0; i < refused.size(); i++) m += (i ? "; " : "") + refused[i];
+    return Status::error(m);
+  }
+
+  remap_ports(c.rules, map);
+  if (Status s = install(c.rules); !s) return s;
+  bool timeouts = !same_timeouts(cfg_.ct.timeouts, c.ct.timeouts);
+  if (timeouts) {
+    for (auto& sh : shards_) sh->set_timeouts(c.ct.timeouts);
+    cfg_.ct.timeouts = c.ct.timeouts;
+  }
+  cfg_.rules = rules_;
+  log("reloaded " + cfg_.file + ": " + std::to_string(rules_.size()) + " rules" +
+      (timeouts ? ", new conntrack timeouts" : ""));
   return {};
 }
 
 RuleCounters Daemon::rule_counters(const Pipeline& pl, size_t i) const {
   RuleCounters c = pl.counters(i);
-  auto it = retired_.find(pl.rules()[i].id);
-  if (it != retired_.end()) {
-    c.packets += it->second.packets;
-    c.bytes += it->second.bytes;
+  const Rule& r = pl.rules()[i];
+  auto it = retired_.find(r.id);
+  if (it != retired_.end() && it->second.fingerprint == rule_fingerprint(r)) {
+    c.packets += it->second.c.packets;
+    c.bytes += it->second.c.bytes;
   }
   return c;
 }
@@ -423,7 +519,100 @@ std::string Daemon::rules_text() {
   return o.str();
 }
 
-std::string Daemon::handle(const std::string& req) {
+std::string Daemon::rule_add(const std::string& yaml) {
+  auto r = parse_rule_yaml(yaml, cfg_.port_names());
+  if (!r) return "error: " + r.message();
+  std::vector<Rule> next;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    next = rules_;
+  }
+  uint32_t id = r->id;
+  if (id) {
+    for (const auto& x : next)
+      if (x.id == id) return "error: rule id " + std::to_string(id) + " exists";
+  } else {
+    if (next_rule_id_ > kMaxRuleId)
+      return "error: rule ids exhausted (" + std::to_string(kMaxRuleId) +
+             " assigned in this daemon's life); give an explicit id: N or restart";
+    id = r->id = next_rule_id_;
+  }
+  next.push_back(*r);
+  if (Status s = install(std::move(next)); !s) return "error: " + s.message();
+  return "ok id=" + std::to_string(id);
+}
+
+ControlServer::Reply Daemon::ct_list(int zone) {
+  // Streamed a slice of slots at a time: 10^6 entries never sit in one
+  // string, and the control loop (offload events) runs between slices.
+  struct Cursor {
+    size_t shard = 0;
+    uint32_t at = 0;
+    uint64_t n = 0;
+  };
+  auto cur = std::make_shared<Cursor>();
+  ControlServer::Reply r;
+  r.text = "ok\n";
+  r.more = [this, cur, zone](std::string* out) {
+    if (cur->shard >= shards_.size()) return false;
+    ctrack::Tracker& t = *shards_[cur->shard];
+    std::ostringstream o;
+    cur->at = t.for_each_from(
+        mono_ns(), cur->at, 4096,
+        [&](const ctrack::ConnInfo& c) {
+          o << c.orig.str() << " " << c.state << (c.offloaded ? " offloaded" : "") << " pkts=" << c.packets[0] << "/"
+            << c.packets[1] << " bytes=" << c.bytes[0] << "/" << c.bytes[1] << " age=" << c.age_ms / 1000
+            << "s timeout=" << c.timeout_ms / 1000 << "s\n";
+          cur->n++;
+        },
+        zone);
+    if (cur->at >= t.capacity()) {
+      cur->shard++;
+      cur->at = 0;
+      if (cur->shard == shards_.size()) o << "total " << cur->n << "\n";
+    }
+    *out += o.str();
+    return true;
+  };
+  return r;
+}
+
+std::string Daemon::stats_text() {
+  std::ostringstream o;
+  o << "ok\n";
+  WorkerStats sum;
+  for (auto& w : workers_) {
+    WorkerStats s = w->stats.snapshot();
+    o << "worker " << w->id << " lcore " << w->lcore << ": rx " << s.rx_packets << " tx " << s.tx_packets
+      << " busy_polls " << s.busy_polls << " idle_polls " << s.idle_polls << " cycles/pkt "
+      << (s.rx_packets ? s.busy_cycles / s.rx_packets : 0) << " hw_marked " << s.hw_marked << " expire_runs "
+      << s.expire_runs << " expire_cycles/run " << (s.expire_runs ? s.expire_cycles / s.expire_runs : 0)
+      << " expired " << s.expired << "\n";
+    for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) sum.parse_drop[i] += s.parse_drop[i];
+    for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) sum.drop[i] += s.drop[i];
+  }
+  o << "drops:";
+  for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++)
+    o << " " << drop_why_name(static_cast<DropWhy>(i)) << "=" << sum.drop[i];
+  for (int i = 1; i < static_cast<int>(ctrack::Drop::kCount); i++)
+    o << " parse_" << ctrack::drop_name(static_cast<ctrack::Drop>(i)) << "=" << sum.parse_drop[i];
+  o << "\n";
+  uint64_t active = 0, untracked = 0, full = 0;
+  for (auto& sh : shards_) {
+    ctrack::Stats x = sh->stats();
+    active += x.active;
+    untracked += x.untracked;
+    full += x.table_full + x.zone_limited;
+  }
+  o << "ct: active=" << active << " untracked=" << untracked << " table_full=" << full << "\n";
+  o << "offload " << offload_->name() << ":";
+  for (const auto& [k, v] : offload_->stats().counters) o << " " << k << "=" << v;
+  o << "\n";
+  return o.str();
+}
+
+ControlServer::Reply Daemon::handle(const std::string& req) {
+  auto text = [](std::string s) { return ControlServer::Reply{std::move(s), nullptr}; };
   std::istringstream in(req);
   std::string cmd, sub;
   in >> cmd;
@@ -431,30 +620,13 @@ std::string Daemon::handle(const std::string& req) {
     in >> sub;
     if (sub == "add") {
       std::string rest;
-      std::getline(in, rest);
-      auto r = parse_rule_yaml(rest, cfg_.port_names());
-      if (!r) return "error: " + r.message();
-      std::vector<Rule> next;
-      {
-        std::lock_guard<std::mutex> lk(mu_);
-        next = rules_;
-      }
-      uint32_t id = r->id;
-      for (const auto& x : next) {
-        if (id && x.id == id) return "error: rule id " + std::to_string(id) + " exists";
-      }
-      if (!id) {
-        id = 1;
-        for (const auto& x : next) id = std::max(id, x.id + 1);
-        r->id = id;
-      }
-      next.push_back(*r);
-      if (Status s = install(std::move(next)); !s) return "error: " + s.message();
-      return "ok id=" + std::to_string(id);
+      std::getline(in, rest, '\0');
+      return text(rule_add(rest));
     }
     if (sub == "del") {
       uint32_t id = 0;
-      if (!(in >> id)) return "error: usage: rule del ID";
+      std::string extra;
+      if (!(in >> id) || (in >> extra)) return text("error: usage: rule del ID");
       std::vector<Rule> next;
       {
         std::lock_guard<std::mutex> lk(mu_);
@@ -462,13 +634,13 @@ std::string Daemon::handle(const std::string& req) {
       }
       auto before = next.size();
       std::erase_if(next, [&](const Rule& x) { return x.id == id; });
-      if (next.size() == before) return "error: no rule with id " + std::to_string(id);
-      if (Status s = install(std::move(next)); !s) return "error: " + s.message();
-      return "ok";
+      if (next.size() == before) return text("error: no rule with id " + std::to_string(id));
+      if (Status s = install(std::move(next)); !s) return text("error: " + s.message());
+      return text("ok");
     }
-    return "error: usage: rule add {yaml} | rule del ID";
+    return text("error: usage: rule add {yaml} | rule del ID");
   }
-  if (cmd == "rules") return "ok\n" + rules_text();
+  if (cmd == "rules") return text("ok\n" + rules_text());
   if (cmd == "ct") {
     in >> sub;
     int zone = -1;
@@ -476,55 +648,64 @@ std::string Daemon::handle(const std::string& req) {
     if (in >> z) {
       char* end;
       long v = strtol(z.c_str(), &end, 10);
-      if (*end || v < 0 || v > 65535) return "error: zone '" + z + "' is not 0..65535";
+      if (*end || z.empty() || v < 0 || v > 65535) return text("error: zone '" + z + "' is not 0..65535");
       zone = static_cast<int>(v);
     }
     if (sub == "flush") {
       uint64_t n = 0;
-      for (auto& s : shards_) n += s->flush(zone);
-      return "ok flushed " + std::to_string(n);
+      for (auto& sh : shards_) n += sh->flush(zone);
+      return text("ok flushed " + std::to_string(n));
     }
-    if (sub == "list") {
-      std::ostringstream o;
-      o << "ok\n";
-      uint64_t now = mono_ns();
-      for (auto& s : shards_)
-        s->for_each(
-            now,
-            [&](const ctrack::ConnInfo& c) {
-              o << c.orig.str() << " " << c.state << (c.offloaded ? " offloaded" : "") << " pkts=" << c.packets[0]
-                << "/" << c.packets[1] << " bytes=" << c.bytes[0] << "/" << c.bytes[1] << " age=" << c.age_ms / 1000
-                << "s timeout=" << c.timeout_ms / 1000 << "s\n";
-            },
-            zone);
-      return o.str();
-    }
-    return "error: usage: ct flush [ZONE] | ct list [ZONE]";
+    if (sub == "list") return ct_list(zone);
+    return text("error: usage: ct flush [ZONE] | ct list [ZONE]");
   }
   if (cmd == "reload") {
-    if (Status s = reload(); !s) return "error: " + s.message();
-    return "ok";
+    if (Status s = reload(); !s) return text("error: " + s.message());
+    return text("ok");
   }
-  if (cmd == "stats") {
-    std::ostringstream o;
-    o << "ok\n";
-    for (auto& w : workers_) {
-      WorkerStats s = w->stats.snapshot();
-      o << "worker " << w->id << " lcore " << w->lcore << ": rx " << s.rx_packets << " tx " << s.tx_packets
-        << " busy_polls " << s.busy_polls << " idle_polls " << s.idle_polls << " cycles/pkt "
-        << (s.rx_packets ? s.busy_cycles / s.rx_packets : 0) << " hw_marked " << s.hw_marked << "\n";
-    }
-    o << "offload " << offload_->name() << ":";
-    for (const auto& [k, v] : offload_->stats().counters) o << " " << k << "=" << v;
-    o << "\n";
-    return o.str();
-  }
+  if (cmd == "stats") return text(stats_text());
   if (cmd == "offload") {
     in >> sub;
-    if (sub == "testpmd") return "ok\n" + offload_->testpmd_commands();
-    return "error: usage: offload testpmd";
+    if (sub == "testpmd") return text("ok\n" + offload_->testpmd_commands());
+    return text("error: usage: offload testpmd");
   }
-  return "error: unknown command '" + cmd + "' (rule add|rule del|rules|ct flush|ct list|reload|stats|offload testpmd)";
+  return text("error: unknown command '" + cmd +
+              "' (rule add|rule del|rules|ct flush|ct list|reload|stats|offload testpmd)");
+}
+
+// af_packet keeps its ring's drops in the kernel (PACKET_STATISTICS, reset
+// on read) and its PMD reports none; the daemon reads them off the PMD's
+// sockets. Fragments the kernel could not reassemble (the PMD's fanout
+// defragments) show in the netns' IP ReasmFails.
+void Daemon::sample_port_drops() {
+  bool any = false;
+  for (int ix : ifindex_) any |= ix != 0;
+  if (!any) return;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = atoi(e.path().filename().c_str());
+    int domain = 0;
+    socklen_t l = sizeof domain;
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) != 0 || domain != AF_PACKET) continue;
+    sockaddr_ll ll{};
+    socklen_t al = sizeof ll;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&ll), &al) != 0) continue;
+    tpacket_stats st{};
+    socklen_t sl = sizeof st;
+    if (getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) != 0) continue;
+    for (size_t p = 0; p < ifindex_.size(); p++)
+      if (ifindex_[p] && ifindex_[p] == ll.sll_ifindex) ring_drops_[p] += st.tp_drops;
+  }
+  std::ifstream snmp("/proc/net/snmp");
+  std::string head, vals;
+  while (std::getline(snmp, head) && std::getline(snmp, vals)) {
+    if (head.rfind("Ip:", 0) != 0) continue;
+    std::istringstream h(head), v(vals);
+    std::string k, x;
+    while (h >> k && v >> x)
+      if (k == "ReasmFails") reasm_fails_ = strtoull(x.c_str(), nullptr, 10);
+    break;
+  }
 }
 
 int Daemon::run() {
@@ -534,31 +715,17 @@ int Daemon::run() {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
   log("running: " + std::to_string(port_ids_.size()) + " ports, " + std::to_string(workers_.size()) + " workers, " +
-      std::to_string(rules_.size()) + " rules, offload " + offload_->name() + ", control " + cfg_.control_socket);
+      std::to_string(rules_.size()) + " rules, offload " + offload_->name() + ", control " + ctl_->path());
   std::vector<ctrack::Event> ev(256);
   const bool offload_active = cfg_.offload.provider != "none";
-  uint64_t loops = 0;
+  const ControlServer::Handler handler = [this](const std::string& r) { return handle(r); };
+  uint64_t loops = 0, last_sample = 0;
   while (!g_signal_stop) {
-    pollfd pfd{ctl_fd_, POLLIN, 0};
     // With offload the loop also carries ct events to the NIC: poll often,
     // and without sleeping while operations are out (a NIC completes them
     // in microseconds; a connection waiting for its rules runs in software).
     int wait_ms = offload_active ? (offload_->busy() ? 0 : 1) : 20;
-    if (poll(&pfd, 1, wait_ms) > 0) {
-      int c = accept4(ctl_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c >= 0) {
-        char buf[65536];
-        timeval tv{2, 0};
-        setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        ssize_t n = recv(c, buf, sizeof buf - 1, 0);
-        if (n > 0) {
-          std::string reply = handle(std::string(buf, static_cast<size_t>(n)));
-          if (reply.size() > sizeof buf) reply = reply.substr(0, sizeof buf - 32) + "\n...truncated\n";
-          send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
-        }
-        close(c);
-      }
-    }
+    ctl_->poll(wait_ms, mono_ns(), handler);
     if (g_signal_reload) {
       g_signal_reload = 0;
       if (Status s = reload(); !s) log("reload failed, keeping the running rules: " + s.message());
@@ -568,11 +735,17 @@ int Daemon::run() {
       while ((n = shards_[w]->poll_events(ev.data(), static_cast<uint32_t>(ev.size()))) > 0)
         offload_->on_ct_events(w, ev.data(), n, mono_ns());
     }
-    offload_->poll(mono_ns());
+    uint64_t now = mono_ns();
+    offload_->poll(now);
     if (++loops % 16 == 0) {  // the telemetry thread reads this copy, never the provider
       OffloadStats os = offload_->stats();
       std::lock_guard<std::mutex> lk(off_mu_);
       off_snap_ = std::move(os);
+    }
+    if (now - last_sample >= 1'000'000'000) {
+      std::lock_guard<std::mutex> lk(off_mu_);
+      sample_port_drops();
+      last_sample = now;
     }
   }
   log("stopping");
@@ -580,14 +753,21 @@ int Daemon::run() {
 }
 
 void Daemon::shutdown() {
-  if (!started_) return;
+  if (shut_) return;
+  shut_ = true;
   started_ = false;
-  stop_.store(true);
-  rte_eal_mp_wait_lcore();
-  if (Status s = offload_->flush(); !s) log("offload flush: " + s.message());
+  if (launched_) {
+    stop_.store(true);
+    rte_eal_mp_wait_lcore();
+  }
+  if (offload_)
+    if (Status s = offload_->flush(); !s) log("offload flush: " + s.message());
   // Representors before the transfer proxy (mlx5_trigger.c:1391-1420).
-  const FlowApi& api = offload_->api();
+  // Only what start() got to; the interfaces as they were found.
   for (size_t i = started_ports_; i-- > 0;) {
+    if (promisc_on_[i] && rte_eth_promiscuous_disable(port_ids_[i]) != 0)
+      log("port '" + cfg_.ports[i].name + "': could not turn promiscuous mode off");
+    const FlowApi& api = offload_->api();
     if (int rc = api.dev_stop(api.self, port_ids_[i]); rc != 0)
       log("port '" + cfg_.ports[i].name + "': stop: " + strerror(-rc));
   }
@@ -596,7 +776,6 @@ void Daemon::shutdown() {
     unsigned in_use = rte_mempool_in_use_count(pool_);
     log("stopped; mbufs in use: " + std::to_string(in_use) + " of " + std::to_string(pool_->size));
   }
-  unlink(cfg_.control_socket.c_str());
 }
 
 // ------------------------------------------------------------------ telemetry
@@ -619,6 +798,16 @@ void Daemon::telemetry_stats(rte_tel_data* d) {
     rte_tel_data_add_dict_u64(ports, (n + "_rx_errors").c_str(), s.ierrors);
     rte_tel_data_add_dict_u64(ports, (n + "_tx_errors").c_str(), s.oerrors);
     rte_tel_data_add_dict_u64(ports, (n + "_link_up").c_str(), link.link_status);
+    if (ifindex_[i]) {
+      std::lock_guard<std::mutex> lk(off_mu_);
+      rte_tel_data_add_dict_u64(ports, (n + "_rx_ring_drops").c_str(), ring_drops_[i]);
+    }
+  }
+  bool af_packet = false;
+  for (int ix : ifindex_) af_packet |= ix != 0;
+  if (af_packet) {
+    std::lock_guard<std::mutex> lk(off_mu_);
+    rte_tel_data_add_dict_u64(ports, "kernel_ip_reasm_fails", reasm_fails_);
   }
   rte_tel_data_add_dict_container(d, "ports", ports, 0);
 
@@ -636,6 +825,10 @@ void Daemon::telemetry_stats(rte_tel_data* d) {
     rte_tel_data_add_dict_u64(workers, (p + "cycles_per_packet").c_str(),
                               s.rx_packets ? s.busy_cycles / s.rx_packets : 0);
     rte_tel_data_add_dict_u64(workers, (p + "hw_marked").c_str(), s.hw_marked);
+    rte_tel_data_add_dict_u64(workers, (p + "expire_runs").c_str(), s.expire_runs);
+    rte_tel_data_add_dict_u64(workers, (p + "expire_cycles").c_str(), s.expire_cycles);
+    rte_tel_data_add_dict_u64(workers, (p + "busy_cycles").c_str(), s.busy_cycles);
+    rte_tel_data_add_dict_u64(workers, (p + "expired").c_str(), s.expired);
     for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) sum.parse_drop[i] += s.parse_drop[i];
     for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) sum.drop[i] += s.drop[i];
   }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "control.h"
 #include "dataplane/config.h"
 #include "dataplane/offload.h"
 #include "dataplane/pipeline.h"
@@ -24,13 +25,13 @@ std::vector<std::string> eal_args(const Config& cfg, bool force_no_huge);
 
 class Daemon {
  public:
-  explicit Daemon(Config cfg);
+  Daemon(Config cfg, std::unique_ptr<ControlServer> ctl);
   ~Daemon();
   Status start();  // after rte_eal_init
   int run();       // control loop until SIGINT/SIGTERM; returns the exit code
 
-  // Control requests (socket and telemetry share these).
-  std::string handle(const std::string& request);
+  // A control request (the socket's; telemetry has its own below).
+  ControlServer::Reply handle(const std::string& request);
   void telemetry_stats(rte_tel_data* d);
   void telemetry_ct_list(const char* params, rte_tel_data* d);
   void telemetry_rules(rte_tel_data* d);
@@ -43,6 +44,10 @@ class Daemon {
   Status setup_port(size_t i);
   Status install(std::vector<Rule> rules);
   Status reload();
+  std::string rule_add(const std::string& yaml);
+  ControlServer::Reply ct_list(int zone);
+  std::string stats_text();
+  void sample_port_drops();  // af_packet ring drops, kernel reassembly failures
   void shutdown();
   std::string rules_text();
   RuleCounters rule_counters(const Pipeline& pl, size_t i) const;  // with counters from before swaps; hold mu_
@@ -51,6 +56,11 @@ class Daemon {
   rte_mempool* pool_ = nullptr;
   std::vector<uint16_t> port_ids_;
   size_t started_ports_ = 0;
+  std::vector<bool> promisc_on_;  // we turned it on: turn it off on stop
+  std::vector<int> ifindex_;      // af_packet ports' interfaces (0 otherwise)
+  std::vector<uint64_t> ring_drops_;  // af_packet PACKET_STATISTICS tp_drops, summed
+  uint64_t reasm_fails_ = 0;          // the netns' IP ReasmFails (af_packet ports only)
+  bool launched_ = false;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::unique_ptr<ctrack::Tracker>> shards_;
   rte_rcu_qsbr* qsbr_ = nullptr;
@@ -62,11 +72,18 @@ class Daemon {
 
   std::mutex mu_;  // rules_, retired_, pipeline swaps (control and telemetry threads)
   std::vector<Rule> rules_;
-  std::map<uint32_t, RuleCounters> retired_;  // counters of rules from swapped-out pipelines
+  // Counters of rules from swapped-out pipelines, by id, for the rule they
+  // belonged to: they carry over only to an identical rule (fingerprint).
+  struct Retired {
+    std::string fingerprint;
+    RuleCounters c;
+  };
+  std::map<uint32_t, Retired> retired_;
+  uint32_t next_rule_id_ = 1;  // auto ids: never reused in this daemon's life
   std::mutex off_mu_;  // off_snap_: the control loop writes, telemetry reads
   OffloadStats off_snap_;
-  int ctl_fd_ = -1;
-  bool started_ = false;
+  std::unique_ptr<ControlServer> ctl_;
+  bool started_ = false, shut_ = false;
 };
 
 }  // namespace dp

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "control.h"
 #include "daemon.h"
 #include "dataplane/config.h"
 
@@ -35,9 +36,13 @@ void usage() {
       "as dpdk-testpmd commands (template/queue form, dv_flow_en=2).\n"
       "\n"
       "Control: dataplane-ctl talks to the root-only socket control.socket\n"
-      "(default /run/dataplane/PREFIX.sock); SIGHUP reloads the tables from FILE.\n"
+      "(default /run/dataplane/PREFIX.sock; PATH.lock keeps a second daemon off it).\n"
+      "SIGHUP or `dataplane-ctl reload` re-reads FILE and applies the tables and conntrack\n"
+      "timeouts; a change to ports, workers, eal, other conntrack or offload settings is\n"
+      "refused whole and the running config kept (README: Reload). Ports are bound by name.\n"
       "Telemetry (dpdk-telemetry.py -f PREFIX): /dataplane/stats, /dataplane/ct/list, /dataplane/rules.\n"
-      "Exit status: 0 clean stop, 1 runtime error, 2 config error (no port touched), 3 mbufs leaked.\n");
+      "Exit status: 0 clean stop, 1 runtime error, 2 config error (nothing started: checked before EAL,\n"
+      "including lcores against this host's CPUs, conntrack memory, the control socket and its lock).\n");
 }
 
 }  // namespace
@@ -65,14 +70,21 @@ int main(int argc, char** argv) {
     fprintf(stderr, "dataplane: --config FILE is required (see --help)\n");
     return 2;
   }
+  // Everything that can be refused is refused here, before EAL touches a port.
   auto cfg = dp::load_config(file);
   if (!cfg) {
     fprintf(stderr, "dataplane: %s\n", cfg.message().c_str());
     return 2;
   }
-  if (!prefix.empty()) {
-    cfg->eal.file_prefix = prefix;
-    cfg->control_socket = "/run/dataplane/" + prefix + ".sock";
+  cfg->cli.file_prefix = prefix;
+  cfg->cli.no_huge = no_huge;
+  if (dp::Status s = cfg->apply_cli(); !s) {
+    fprintf(stderr, "dataplane: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (dp::Status s = dp::check_host(*cfg); !s) {
+    fprintf(stderr, "dataplane: %s\n", s.message().c_str());
+    return 2;
   }
   if (check) {
     int tables = 0;
@@ -80,6 +92,12 @@ int main(int argc, char** argv) {
     printf("%s: ok: %zu ports, %zu workers, %zu rules in %d tables, offload %s\n", file.c_str(), cfg->ports.size(),
            cfg->workers.lcores.size(), cfg->rules.size(), tables, cfg->offload.provider.c_str());
     return 0;
+  }
+  // The socket before EAL: a second daemon on the same path stops here.
+  auto ctl = dp::ControlServer::open(cfg->control_socket);
+  if (!ctl) {
+    fprintf(stderr, "dataplane: %s\n", ctl.message().c_str());
+    return 2;
   }
   std::vector<std::string> args = dp::eal_args(*cfg, no_huge);
   std::vector<char*> av;
@@ -90,7 +108,7 @@ int main(int argc, char** argv) {
   }
   int rc;
   {
-    dp::Daemon d(std::move(cfg.value()));
+    dp::Daemon d(std::move(cfg.value()), std::move(ctl.value()));
     if (dp::Status s = d.start(); !s) {
       fprintf(stderr, "dataplane: %s\n", s.message().c_str());
       rc = 1;

@@ -129,7 +129,8 @@ std::atomic<uint64_t> g_acl_gen{0};
 }  // namespace
 
 const char* drop_why_name(DropWhy d) {
-  static const char* const n[] = {"no_match", "rule_drop", "tx_full"};
+  static const char* const n[] = {"no_match", "rule_drop", "tx_full", "tx_mtu", "rx_oversize", "ct_full"};
+  static_assert(sizeof(n) / sizeof(n[0]) == static_cast<size_t>(DropWhy::kCount));
   return n[static_cast<int>(d)];
 }
 
@@ -145,6 +146,9 @@ WorkerStats WorkerStats::snapshot() const {
   s.busy_polls = ld(busy_polls);
   s.idle_polls = ld(idle_polls);
   s.busy_cycles = ld(busy_cycles);
+  s.expire_runs = ld(expire_runs);
+  s.expire_cycles = ld(expire_cycles);
+  s.expired = ld(expired);
   return s;
 }
 
@@ -198,6 +202,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
     if (Status s = check_rule(R[i]); !s) return Status::error("rule " + std::to_string(R[i].id) + ": " + s.message());
     pl->max_table_ = std::max<int>(pl->max_table_, R[i].table);
   }
+  if (Status s = check_rule_set(R); !s) return s;
   pl->tables_.resize(static_cast<size_t>(pl->max_table_ + 1));
   for (size_t i = 0; i < R.size(); i++) {
     if (R[i].table != 0 || R[i].id >= (1u << 20)) continue;
@@ -394,8 +399,31 @@ struct PktState {
   uint16_t other_type;  // ethertype for the "other" list (kEthNd for ND)
   uint32_t rule;        // matched rule index
   int32_t pre;          // table-0 rule the NIC matched (mark), or -1
+  int32_t ct_zone;      // zone a ct() found this packet's connection in, or -1
   uint8_t resume;       // action index to resume at after ct
 };
+
+inline uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+
+// Bytes after the Ethernet header and up to two VLAN tags (what the MTU
+// bounds), for frames the parser did not see (the NIC classified them).
+inline uint32_t l3_bytes(const uint8_t* d, uint32_t len, uint32_t pkt_len) {
+  uint32_t off = 14;
+  for (int t = 0; t < 2 && off <= len; t++) {
+    uint16_t et = rd16(d + off - 2);
+    if (et != 0x8100 && et != 0x88A8) break;
+    off += 4;
+  }
+  return pkt_len > off ? pkt_len - off : 0;
+}
+
+// The length an IP header claims for its packet (parse gave kIpLen).
+inline uint32_t ip_claimed(const uint8_t* d, uint32_t len, const ctrack::Parsed& pp) {
+  const uint8_t* ip = d + pp.l3_off;
+  if (pp.ethertype == 0x0800 && pp.l3_off + 4u <= len) return rd16(ip + 2);
+  if (pp.ethertype == 0x86DD && pp.l3_off + 6u <= len) return 40u + rd16(ip + 4);
+  return 0;
+}
 
 }  // namespace
 
@@ -411,6 +439,7 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
   // stored once: a per-packet increment of one memory word is a dependency
   // chain through store forwarding.)
   uint64_t rx_bytes = 0;
+  uint32_t l3len[kMaxBurst];
   st.rx_packets += n;
   for (uint32_t i = 0; i < n; i++) {
     out[i] = Verdict{-1, 0, 0};
@@ -419,6 +448,7 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
     p.table = -1;
     p.ct_state = 0;
     p.pre = -1;
+    p.ct_zone = -1;
     if (in[i].has_mark && hw && (in[i].mark & HwMarkTable::kTag)) {
       uint32_t idx = in[i].mark & ~HwMarkTable::kTag;
       if (idx & HwMarkTable::kRule) {
@@ -428,13 +458,29 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
       } else if (idx < hw->out_port.size() && hw->out_port[idx] >= 0) {
         out[i].out_port = hw->out_port[idx];
         out[i].mark = in[i].mark;
+        l3len[i] = l3_bytes(in[i].data, in[i].len, in[i].pkt_len);
         st.hw_marked++;
         continue;
       }
     }
     ctrack::Drop d = ctrack::parse_packet(in[i].data, in[i].len, 0, &p.parsed);
+    const uint16_t mtu = mtu_[in[i].port];
     if (d != ctrack::Drop::kNone) {
-      st.parse_drop[static_cast<int>(d)]++;
+      // A frame as long as the port takes (the MTU, less up to two VLAN
+      // tags the port's frame limit may count) whose IP length goes past
+      // it and past the MTU: the port cut an oversize packet short
+      // (af_packet truncates to its ring's frame size), not a malformed
+      // header. A short frame claiming more is malformed.
+      if (d == ctrack::Drop::kIpLen && in[i].pkt_len - p.parsed.l3_off + 8u >= mtu &&
+          ip_claimed(in[i].data, in[i].len, p.parsed) > mtu)
+        st.drop[static_cast<int>(DropWhy::kRxOversize)]++;
+      else
+        st.parse_drop[static_cast<int>(d)]++;
+      continue;
+    }
+    l3len[i] = in[i].pkt_len - p.parsed.l3_off;
+    if (l3len[i] > mtu) {
+      st.drop[static_cast<int>(DropWhy::kRxOversize)]++;
       continue;
     }
     p.parsed.ct.in_port = static_cast<uint8_t>(in[i].port);
@@ -579,6 +625,10 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
         PktState& p = s[ctq[b]];
         if (p.kind == 0) continue;
         p.parsed.ct.key.zone = x.zone;
+        // A second ct() in the zone of the first finds the same connection:
+        // its counters take the packet once.
+        if (p.ct_zone == x.zone) p.parsed.ct.meta |= ctrack::kMetaCounted;
+        else p.parsed.ct.meta &= static_cast<uint8_t>(~ctrack::kMetaCounted);
         cpk[ng] = &p.parsed.ct;
         grp[ng++] = ctq[b];
       }
@@ -586,6 +636,9 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
       for (uint32_t g = 0; g < ng; g++) {
         PktState& p = s[grp[g]];
         p.ct_state = res[g].state;
+        if (res[g].conn != ctrack::kNoConn) p.ct_zone = lead.zone;
+        if (lead.commit && (res[g].reason == ctrack::Invalid::kTableFull || res[g].reason == ctrack::Invalid::kZoneLimit))
+          p.ct_zone = -2;  // commit failed under full_policy: drop
         if (p.kind == 4) {
           p.k4.ct_state = res[g].state;
           p.k4.zone = htons(lead.zone);
@@ -599,6 +652,12 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
       uint32_t i = ctq[a];
       PktState& p = s[i];
       out[i].ct_state = p.ct_state;
+      if (p.ct_zone == -2) {
+        st.drop[static_cast<int>(DropWhy::kCtFull)]++;
+        p.table = -1;
+        active--;
+        continue;
+      }
       const Action& act = rules[p.rule].actions[p.resume];
       if (act.table >= 0) p.table = static_cast<int8_t>(act.table);
       else exec(i, p.resume + 1u);
@@ -609,6 +668,10 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
     if (s[i].table > pl.max_table_) {
       st.drop[static_cast<int>(DropWhy::kNoMatch)]++;
       s[i].table = -1;
+    }
+    if (out[i].out_port >= 0 && l3len[i] > mtu_[out[i].out_port]) {
+      st.drop[static_cast<int>(DropWhy::kTxMtu)]++;
+      out[i].out_port = -1;
     }
   }
 }

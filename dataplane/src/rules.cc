@@ -292,6 +292,34 @@ Status check_rule(const Rule& r) {
   return {};
 }
 
+Status check_rule_set(const std::vector<Rule>& rules, size_t* bad) {
+  std::vector<bool> used(kMaxTables, false);
+  for (const Rule& r : rules) used[r.table] = true;
+  for (size_t i = 0; i < rules.size(); i++)
+    for (const Action& a : rules[i].actions) {
+      bool jumps = a.type == ActType::kGotoTable || (a.type == ActType::kCt && a.table >= 0);
+      if (jumps && (a.table < 0 || a.table >= static_cast<int>(kMaxTables) || !used[static_cast<size_t>(a.table)])) {
+        if (bad) *bad = i;
+        return Status::error("rule " + std::to_string(rules[i].id) + " goes to table " + std::to_string(a.table) +
+                             ", which has no rules (every packet sent there would be dropped as no_match)");
+      }
+    }
+  return {};
+}
+
+std::string rule_fingerprint(const Rule& r) {
+  return std::to_string(r.table) + "\x1f" + std::to_string(r.priority) + "\x1f" + r.match_text + "\x1f" +
+         r.actions_text + "\x1f" + (r.offload ? "1" : "0");
+}
+
+void remap_ports(std::vector<Rule>& rules, const std::vector<int>& map) {
+  for (Rule& r : rules) {
+    if (r.match.has(kMInPort)) r.match.in_port = static_cast<uint16_t>(map[r.match.in_port]);
+    for (Action& a : r.actions)
+      if (a.type == ActType::kOutput) a.port = static_cast<uint16_t>(map[a.port]);
+  }
+}
+
 std::string ct_state_str(uint8_t b) {
   std::string s;
   if (b & ctrack::kCtTrk) s += "+trk";

@@ -37,11 +37,13 @@ struct Fixture {
   std::unique_ptr<Datapath> dp;
   uint64_t now = 1'000'000'000'000ull;
 
-  explicit Fixture(const std::string& yaml = firewall_yaml()) {
+  explicit Fixture(const std::string& yaml = firewall_yaml(), uint32_t capacity = 4096,
+                   ctrack::FullPolicy policy = ctrack::FullPolicy::kDrop) {
     auto cfg = parse_config(yaml, "test.yaml");
     EXPECT_TRUE(cfg.ok()) << cfg.message();
     ctrack::Config cc;
-    cc.capacity = 4096;
+    cc.capacity = capacity;
+    cc.full_policy = policy;
     ct = std::move(ctrack::Tracker::create(cc).value());
     auto p = Pipeline::build(cfg->rules, 1);
     EXPECT_TRUE(p.ok()) << p.message();
@@ -174,6 +176,107 @@ TEST(Firewall, MalformedFramesAreCountedByReason) {
   EXPECT_EQ(f.st.parse_drop[static_cast<int>(ctrack::Drop::kTruncEth)], 1u);
   EXPECT_EQ(f.st.parse_drop[static_cast<int>(ctrack::Drop::kIpIhl)], 1u);
   EXPECT_EQ(f.st.rx_packets, 2u);
+}
+
+// Fills the table with established connections, then opens one more.
+Verdict one_past_full(Fixture& f, uint32_t cap) {
+  for (uint16_t i = 0; i < cap; i++) {
+    FrameSpec syn = tcp(true, ctrack::kSyn, 100, 0), sa = tcp(false, ctrack::kSyn | ctrack::kAck, 500, 101),
+              ack = tcp(true, ctrack::kAck, 101, 501);
+    syn.sport = sa.dport = ack.sport = static_cast<uint16_t>(20000 + i);
+    EXPECT_EQ(f.send(kIn, build_frame(syn)).out_port, kOut);
+    EXPECT_EQ(f.send(kOut, build_frame(sa)).out_port, kIn);
+    EXPECT_EQ(f.send(kIn, build_frame(ack)).out_port, kOut);
+  }
+  FrameSpec extra = tcp(true, ctrack::kSyn, 100, 0);
+  extra.sport = 30000;
+  return f.send(kIn, build_frame(extra));
+}
+
+TEST(Firewall, FullTableDropPolicyDropsTheNewConnection) {
+  Fixture f(firewall_yaml(), 16, ctrack::FullPolicy::kDrop);
+  Verdict v = one_past_full(f, 16);
+  EXPECT_EQ(v.out_port, kDrop);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kCtFull)], 1u);
+  EXPECT_EQ(f.ct->stats().table_full, 1u);
+}
+
+TEST(Firewall, FullTablePassPolicyPassesUntrackedAndCountsIt) {
+  Fixture f(firewall_yaml(), 16, ctrack::FullPolicy::kPassUntracked);
+  Verdict v = one_past_full(f, 16);
+  EXPECT_EQ(v.out_port, kOut);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kCtFull)], 0u);
+  EXPECT_EQ(f.ct->stats().untracked, 1u);
+}
+
+TEST(Firewall, TwoCtPassesCountAPacketOnce) {
+  // firewall.yaml runs ct(table=1), then ct(commit) for new connections:
+  // both find the same entry for every datagram after the first.
+  Fixture f;
+  FrameSpec u = tcp(true, 0, 0, 0);
+  u.proto = IPPROTO_UDP;
+  u.dport = 53;
+  u.payload = 10;
+  for (int i = 0; i < 3; i++) EXPECT_EQ(f.send(kIn, build_frame(u)).out_port, kOut);
+  FrameSpec r = u;
+  std::swap(r.src, r.dst);
+  std::swap(r.sport, r.dport);
+  EXPECT_EQ(f.send(kOut, build_frame(r)).out_port, kIn);
+  int seen = 0;
+  f.ct->for_each(f.now, [&](const ctrack::ConnInfo& c) {
+    seen++;
+    EXPECT_EQ(c.packets[0], 3u);
+    EXPECT_EQ(c.packets[1], 1u);
+    EXPECT_EQ(c.bytes[0], 3u * (20 + 8 + 10));
+  });
+  EXPECT_EQ(seen, 1);
+}
+
+TEST(Firewall, OversizeFramesAreDroppedByTheirReason) {
+  Fixture f;
+  f.dp->set_mtu(kIn, 1500);
+  f.dp->set_mtu(kOut, 1400);
+  FrameSpec u = tcp(true, ctrack::kSyn, 1, 0);
+  u.payload = 1500 - 40;  // a full 1500-byte IP packet
+  EXPECT_EQ(f.send(kIn, build_frame(u)).out_port, kDrop) << "sent out of a 1400-byte MTU port";
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kTxMtu)], 1u);
+  u.payload = 1400 - 40;
+  u.sport = 1001;
+  EXPECT_EQ(f.send(kIn, build_frame(u)).out_port, kOut);
+
+  u.payload = 1501 - 40;  // one byte over the ingress MTU
+  EXPECT_EQ(f.send(kIn, build_frame(u)).out_port, kDrop);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kRxOversize)], 1u);
+
+  // What af_packet hands over for a 3000-byte reassembled datagram: the
+  // frame cut at the ring's frame size, the IP header still saying 3000.
+  u.payload = 3000 - 40;
+  auto big = build_frame(u);
+  big.resize(1514);
+  EXPECT_EQ(f.send(kIn, big).out_port, kDrop);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kRxOversize)], 2u);
+  EXPECT_EQ(f.st.parse_drop[static_cast<int>(ctrack::Drop::kIpLen)], 0u);
+
+  // A header that lies within the MTU is a malformed packet, not an oversize one.
+  u.payload = 100;
+  auto liar = build_frame(u);
+  liar[14 + 2] = 0x01;  // total length 0x01xx: past the 154-byte frame, below the MTU
+  EXPECT_EQ(f.send(kIn, liar).out_port, kDrop);
+  EXPECT_EQ(f.st.parse_drop[static_cast<int>(ctrack::Drop::kIpLen)], 1u);
+  liar[14 + 2] = 0x7f;  // 32 KB claimed by a short frame: malformed too, nothing cut it
+  EXPECT_EQ(f.send(kIn, liar).out_port, kDrop);
+  EXPECT_EQ(f.st.parse_drop[static_cast<int>(ctrack::Drop::kIpLen)], 2u);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kRxOversize)], 2u);
+}
+
+TEST(Firewall, ThreeVlanTagsAreCountedAsVlanDepth) {
+  Fixture f;
+  auto fr = build_frame(tcp(true, ctrack::kSyn, 1, 0));
+  const uint8_t tag[4] = {0x81, 0x00, 0x00, 0x05};
+  for (int i = 0; i < 3; i++) fr.insert(fr.begin() + 12, tag, tag + 4);
+  EXPECT_EQ(f.send(kIn, fr).out_port, kDrop);
+  EXPECT_EQ(f.st.parse_drop[static_cast<int>(ctrack::Drop::kVlanDepth)], 1u);
+  EXPECT_EQ(f.st.parse_drop[static_cast<int>(ctrack::Drop::kTruncVlan)], 0u);
 }
 
 TEST(Firewall, Ipv6ConnectionFromInside) {

@@ -1,5 +1,7 @@
 // Rule grammar and config loading: what parses, and the errors for what doesn't.
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
 #include <netinet/in.h>
 
 #include "dataplane/config.h"
@@ -163,6 +165,21 @@ TEST(Config, ErrorsNameFileLineAndKey) {
       {replace(kGood, "tables:", "tablez:"), "bad.yaml:12: key 'tablez': unknown key"},
       {replace(kGood, "workers: {", "workers: {{"), "bad.yaml:6: YAML syntax"},
       {replace(kGood, "\"ct(table=1)\"", "\"goto_table:0\""), "tables only go forward"},
+      // Repeated keys: yaml-cpp would keep the first silently.
+      {replace(kGood, "capacity: 1000", "capacity: 1000\n  capacity: 5"),
+       "bad.yaml:9: key 'conntrack.capacity': duplicate key (first at line 8)"},
+      {replace(kGood, "  1:\n", "  0:\n    - {priority: 1, match: \"\", actions: drop}\n  1:\n"),
+       "bad.yaml:16: key 'tables.0': duplicate key (first at line 13)"},
+      // Jumps into tables that have no rules.
+      {replace(kGood, "\"ct(table=1)\"", "\"ct(table=7)\""),
+       "bad.yaml:15: key 'tables.0.actions': rule 42 goes to table 7, which has no rules"},
+      {replace(kGood, "\"ct(table=1)\"", "\"goto_table:9\""), "goes to table 9, which has no rules"},
+      {replace(kGood, "iface=b", "iface=a"), "bad.yaml:5: key 'ports[1].devargs': port 'inside' is already on interface a"},
+      {replace(kGood, "net_af_packet1,iface=b", "net_af_packet0,iface=c"), "another port already uses the DPDK port 'net_af_packet0'"},
+      {replace(kGood, "tables:", "control: {socket: 5}\ntables:"), "bad.yaml:12: key 'control.socket': '5' is not an absolute path"},
+      {replace(kGood, "tables:", "control: {socket: /run/" + std::string(110, 'x') + "}\ntables:"),
+       "key 'control.socket': '/run/xxx"},
+      {replace(kGood, "file_prefix: t1", "file_prefix: ../x"), "bad.yaml:2: key 'eal.file_prefix': '../x': use letters"},
   };
   for (const auto& c : cases) {
     auto r = parse_config(c.text, "bad.yaml");
@@ -170,6 +187,8 @@ TEST(Config, ErrorsNameFileLineAndKey) {
     EXPECT_NE(r.message().find(c.want), std::string::npos) << "got: " << r.message() << "\nwant: " << c.want;
   }
   auto missing = load_config("/nonexistent/dataplane.yaml");
+  auto dir = load_config("/tmp");
+  EXPECT_NE(dir.message().find("/tmp: is a directory"), std::string::npos) << dir.message();
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.message().find("/nonexistent/dataplane.yaml: cannot open"), std::string::npos);
 }
@@ -180,6 +199,68 @@ TEST(Config, RuleFromCliYaml) {
   EXPECT_EQ(r->table, 1);
   EXPECT_EQ(r->priority, 300);
   EXPECT_FALSE(parse_rule_yaml("{table: 1, priority: 300, actions: flood}", two_ports()).ok());
+  // One rule, and nothing after it.
+  auto garbage = parse_rule_yaml("{table: 1, priority: 3, actions: drop} garbage", two_ports());
+  EXPECT_FALSE(garbage.ok());
+  auto two = parse_rule_yaml("{table: 1, priority: 3, actions: drop}, {table: 1, priority: 4, actions: drop}", two_ports());
+  EXPECT_FALSE(two.ok());
+  EXPECT_NE(two.message().find("one rule"), std::string::npos) << two.message();
+  auto docs = parse_rule_yaml("{table: 1, priority: 3, actions: drop}\n---\n{table: 1, priority: 4, actions: drop}", two_ports());
+  EXPECT_FALSE(docs.ok());
+}
+
+TEST(Config, CommandLinePrefixIsCheckedLikeTheFile) {
+  auto c = parse_config(kGood, "good.yaml");
+  ASSERT_TRUE(c.ok());
+  c->cli.file_prefix = "../x";
+  EXPECT_NE(c->apply_cli().message().find("--file-prefix '../x'"), std::string::npos);
+  c->cli.file_prefix = "p2";
+  ASSERT_TRUE(c->apply_cli().ok());
+  EXPECT_EQ(c->control_socket, "/run/dataplane/p2.sock");
+  EXPECT_EQ(c->eal.file_prefix, "p2");
+}
+
+TEST(Config, HostCheckRefusesCpusAndMemoryThisHostLacks) {
+  // check_host runs before EAL, which pins this test's thread to one CPU:
+  // give it the whole machine back meanwhile.
+  cpu_set_t pinned, all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof pinned, &pinned), 0);
+  CPU_ZERO(&all);
+  for (long i = 0; i < sysconf(_SC_NPROCESSORS_ONLN); i++) CPU_SET(i, &all);
+  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+  struct Restore {
+    cpu_set_t* s;
+    ~Restore() { sched_setaffinity(0, sizeof *s, s); }
+  } restore{&pinned};
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs 2 CPUs (lcores: [1])";
+  auto c = parse_config(kGood, "good.yaml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(check_host(*c).ok()) << check_host(*c).message();
+  auto far = parse_config(replace(kGood, "lcores: [1]", "lcores: [1000]"), "far.yaml");
+  ASSERT_TRUE(far.ok());
+  EXPECT_NE(check_host(*far).message().find("far.yaml:6: key 'workers.lcores[0]': lcore 1000 is not a CPU"),
+            std::string::npos)
+      << check_host(*far).message();
+  auto huge = parse_config(replace(kGood, "capacity: 1000", "capacity: 1073741824"), "huge.yaml");
+  ASSERT_TRUE(huge.ok());
+  EXPECT_NE(check_host(*huge).message().find("huge.yaml:8: key 'conntrack.capacity': 1073741824 connections x 1 workers need"),
+            std::string::npos)
+      << check_host(*huge).message();
+}
+
+TEST(Rules, FingerprintRemapAndTableTargets) {
+  auto c = parse_config(kGood, "good.yaml");
+  ASSERT_TRUE(c.ok());
+  std::vector<Rule> r = c->rules;
+  EXPECT_EQ(rule_fingerprint(r[2]), rule_fingerprint(c->rules[2]));
+  EXPECT_NE(rule_fingerprint(r[0]), rule_fingerprint(r[1]));
+  remap_ports(r, {1, 0});
+  EXPECT_EQ(r[2].actions[0].port, 0);  // output:outside, with the ports swapped
+  EXPECT_TRUE(check_rule_set(r).ok());
+  r.pop_back();  // table 1 empty: rule 42's ct(table=1) goes nowhere
+  size_t bad = 99;
+  EXPECT_FALSE(check_rule_set(r, &bad).ok());
+  EXPECT_EQ(bad, 1u);
 }
 
 }  // namespace

@@ -45,7 +45,8 @@ const char* kHelp = R"(usage: harness COMMAND [options]
                                 list cells that regressed by more than PCT (default 5);
                                 exit 1 if any did
   testbed up|down|status        up: build the testbed and hold it until Ctrl-C;
-                                down: remove testbeds of dead runs; status: list them
+                                down: remove testbeds of dead runs (namespaces, links, and
+                                their DUTs' DPDK hugepage files and runtime dirs); status: list them
   check                         prerequisites, each missing one with its Debian package
 
 Exit status: 0 ok, 1 failures (error rows, regressions), 2 bad usage or config.

@@ -28,6 +28,7 @@ enum PacketMeta : uint8_t {
   kMetaSackPerm = 0x08,   // TCP SACK-permitted option present
   kMetaSack = 0x10,       // TCP SACK blocks present (sack = highest right edge)
   kMetaIcmpEcho = 0x20,   // ICMP/ICMPv6 echo request or reply
+  kMetaCounted = 0x40,    // an earlier ct() of the same packet counted it: do not count it again
 };
 
 struct alignas(64) Packet {

@@ -24,7 +24,8 @@ enum class L3Kind : uint8_t {
 enum class Drop : uint8_t {
   kNone = 0,
   kTruncEth,      // shorter than an Ethernet header
-  kTruncVlan,     // VLAN tag cut short, or more than two tags
+  kTruncVlan,     // VLAN tag cut short
+  kVlanDepth,     // more than two VLAN tags
   kTruncIp,       // IP header cut short
   kIpVersion,     // version field does not match the ethertype
   kIpIhl,         // IPv4 IHL < 5 or past the packet

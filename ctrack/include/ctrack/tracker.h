@@ -151,16 +151,28 @@ class Tracker {
   // connections get an entry; without, they are only reported as +new.
   void process(const Packet* const* pkts, uint32_t n, uint64_t now_ns, bool commit, CtResult* out);
 
-  // Expires up to `budget` entries; for idle polls. Returns entries freed.
+  // Checks up to `budget` entries for expiry (a cursor walks the table).
+  // Returns entries freed.
   uint32_t expire(uint64_t now_ns, uint32_t budget);
 
   // --- control plane (takes the shard lock, bounded work per hold) ---
   // Calls fn for each connection matching zone (-1 = any).
   void for_each(uint64_t now_ns, const std::function<void(const ConnInfo&)>& fn, int zone = -1);
+  // The same over entry slots [start, start + slots): a cursor for callers
+  // that page (the control socket streams `ct list`). Returns where the next
+  // page starts; capacity when done.
+  uint32_t for_each_from(uint64_t now_ns, uint32_t start, uint32_t slots,
+                         const std::function<void(const ConnInfo&)>& fn, int zone = -1);
+  uint32_t capacity() const { return cfg_.capacity; }
   uint64_t flush(int zone = -1);  // returns how many were removed
+  // New timeouts; each connection takes them at its next packet (as a
+  // nf_conntrack sysctl change does).
+  void set_timeouts(const Timeouts& t);
   Stats stats() const;
   const Config& config() const { return cfg_; }
   size_t memory_bytes() const;
+  // What create(cfg) will allocate (and pre-fault), without allocating it.
+  static size_t memory_needed(const Config& cfg);
   size_t bytes_per_conn() const { return memory_bytes() / cfg_.capacity; }
 
   // --- offload hooks ---

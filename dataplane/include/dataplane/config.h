@@ -22,6 +22,8 @@ struct PortConfig {
 
 struct WorkerConfig {
   unsigned main_lcore = 0;
+  int main_line = 0;               // where main_lcore / lcores[i] are written, 0 if defaulted
+  std::vector<int> lcore_lines;
   std::vector<unsigned> lcores{1};
   uint16_t burst = 32;
   uint32_t mbufs = 16383;
@@ -53,9 +55,30 @@ struct Config {
   ctrack::Config ct;
   OffloadConfig offload;
   std::string control_socket;  // default /run/dataplane/<file_prefix>.sock
+  int control_line = 0;
+  int capacity_line = 0;
   std::vector<Rule> rules;
   PortNames port_names() const;
+
+  // Command-line settings that override the file (kept for reloads).
+  struct Cli {
+    std::string file_prefix;
+    bool no_huge = false;
+  } cli;
+  // Applies `cli`; checks the prefix as eal.file_prefix is checked.
+  Status apply_cli();
 };
+
+// A DPDK file prefix: letters, digits, '-' and '_' (it names a directory).
+Status check_file_prefix(const std::string& p);
+// A control socket path: absolute, and fits sockaddr_un (107 bytes).
+Status check_socket_path(const std::string& p);
+
+// What the config asks of this host, checked before EAL init so that a
+// config EAL or the allocator would refuse late (or the OOM killer would
+// answer) fails with file:line: key instead: lcores this process may run
+// on, conntrack memory against MemAvailable.
+Status check_host(const Config& cfg);
 
 Result<Config> load_config(const std::string& path);
 // Same, from text (for tests); `name` is used in messages.

@@ -6,6 +6,7 @@
 // the control thread and freed after the workers pass a quiescent state.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -21,9 +22,17 @@ namespace dp {
 
 inline constexpr uint32_t kMaxBurst = 32;
 inline constexpr unsigned kMaxWorkers = 16;
+inline constexpr unsigned kMaxPorts = 64;
 
 // Why the pipeline dropped a packet (parse reasons are counted separately).
-enum class DropWhy : uint8_t { kNoMatch, kRule, kTxFull, kCount };
+//   rx_oversize: the IP packet is longer than the ingress port's MTU (or its
+//                IP length claims so and the port cut the frame short);
+//   tx_mtu:      longer than the egress port's MTU (never sent: the port
+//                would drop it or the peer's kernel would);
+//   ct_full:     ct(commit) found no free entry (table full or zone limit,
+//                full_policy: drop). With `pass` it goes on untracked and
+//                ct counts it as `untracked`.
+enum class DropWhy : uint8_t { kNoMatch, kRule, kTxFull, kTxMtu, kRxOversize, kCtFull, kCount };
 const char* drop_why_name(DropWhy d);
 
 // One worker's counters. Written only by that worker; read by others with
@@ -34,6 +43,7 @@ struct alignas(64) WorkerStats {
   uint64_t drop[static_cast<int>(DropWhy::kCount)] = {};
   uint64_t hw_marked = 0;  // handled by the NIC's classification (mark), tables skipped
   uint64_t busy_polls = 0, idle_polls = 0, busy_cycles = 0;
+  uint64_t expire_runs = 0, expire_cycles = 0, expired = 0;  // the paced expiry slice, its cost in TSC cycles
   WorkerStats snapshot() const;
 };
 
@@ -109,8 +119,13 @@ struct Verdict {
 class Datapath {
  public:
   Datapath(unsigned worker, ctrack::Tracker* tracker, WorkerStats* stats)
-      : worker_(worker), ct_(tracker), st_(stats) {}
+      : worker_(worker), ct_(tracker), st_(stats) {
+    std::fill(std::begin(mtu_), std::end(mtu_), uint16_t{0xFFFF});
+  }
   void set_hw_marks(const std::atomic<const HwMarkTable*>* marks) { marks_ = marks; }
+  // The ports' MTUs (largest IP packet in or out), index = port. Unset
+  // ports take anything.
+  void set_mtu(uint16_t port, uint16_t mtu) { mtu_[port] = mtu; }
   // Runs up to kMaxBurst packets through pipeline `pl`.
   void run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns, Verdict* out);
 
@@ -119,6 +134,8 @@ class Datapath {
   ctrack::Tracker* ct_;
   WorkerStats* st_;
   const std::atomic<const HwMarkTable*>* marks_ = nullptr;
+  uint16_t mtu_[kMaxPorts];
+
 };
 
 }  // namespace dp

@@ -30,6 +30,7 @@ using sdn::Status;
 inline constexpr uint16_t kEthArp = 0x0806, kEthIpv4 = 0x0800, kEthIpv6 = 0x86DD;
 inline constexpr uint16_t kEthNd = 0xFFFE;  // pseudo ethertype: IPv6 ND/MLD
 inline constexpr int kMaxTables = 16;
+inline constexpr uint32_t kMaxRuleId = 0x7FFFFFFF;
 
 enum MatchBit : uint32_t {
   kMInPort = 1u << 0,
@@ -85,6 +86,7 @@ struct Rule {
   std::vector<Action> actions;
   std::string match_text, actions_text;  // as written, for listings
   bool offload = true;                   // `offload: false` keeps its connections in software
+  int line = 0;                          // in the config file; 0 when added at runtime
 };
 
 // Resolves port names to indices (the order of `ports:` in the config).
@@ -97,6 +99,18 @@ Result<Match> parse_match(std::string_view text, const PortNames& ports);
 Result<std::vector<Action>> parse_actions(std::string_view text, const PortNames& ports);
 // Checks one rule in its table: terminal action last, forward-only tables.
 Status check_rule(const Rule& r);
+
+// Checks a whole rule set: every goto_table / ct(table=N) reaches a table
+// that has rules. On error *bad is the offending rule's index.
+Status check_rule_set(const std::vector<Rule>& rules, size_t* bad = nullptr);
+
+// What makes a rule the same rule across swaps (its counters carry over
+// only to an identical rule with the same id): table, priority, match,
+// actions, offload, as written.
+std::string rule_fingerprint(const Rule& r);
+
+// Rewrites port indices (in_port, output) through map[old] = new.
+void remap_ports(std::vector<Rule>& rules, const std::vector<int>& map);
 
 std::string ct_state_str(uint8_t bits);  // "+trk+est+rpl"
 

@@ -14,6 +14,7 @@
 #include <linux/veth.h>
 #include <net/if_arp.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -26,6 +27,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "rtnl.h"
@@ -585,7 +588,84 @@ Result<int> Testbed::sweep_stale() {
     }
     closedir(d);
   }
+  auto dpdk = sweep_dpdk_leftovers({"harness-"});
+  if (dpdk) removed += *dpdk;
+  else errors += dpdk.message() + "; ";
   if (!errors.empty()) return Status::error("sweep: " + errors);
+  return removed;
+}
+
+namespace {
+
+// The pid at the end of a prefix "...-<pid>", or -1.
+pid_t prefix_pid(const std::string& prefix) {
+  size_t d = prefix.rfind('-');
+  if (d == std::string::npos || d + 1 == prefix.size()) return -1;
+  for (size_t i = d + 1; i < prefix.size(); i++)
+    if (!isdigit(static_cast<unsigned char>(prefix[i]))) return -1;
+  return static_cast<pid_t>(std::stol(prefix.substr(d + 1)));
+}
+
+bool pid_dead(pid_t p) { return p > 0 && kill(p, 0) != 0 && errno == ESRCH; }
+
+// A DPDK primary holds a write lock on its runtime dir's `config` for life.
+bool runtime_dir_in_use(const std::string& dir) {
+  int fd = ::open((dir + "/config").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct flock fl{};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  bool used = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+  ::close(fd);
+  return used;
+}
+
+bool in_family(const std::string& name, const std::vector<std::string>& families) {
+  for (const auto& f : families)
+    if (name.rfind(f, 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+Result<int> Testbed::sweep_dpdk_leftovers(const std::vector<std::string>& families) {
+  int removed = 0;
+  std::string errors;
+  std::vector<std::string> mounts;
+  {
+    std::ifstream m("/proc/mounts");
+    std::string dev, dir, type, rest;
+    while (m >> dev >> dir >> type && std::getline(m, rest))
+      if (type == "hugetlbfs") mounts.push_back(dir);
+  }
+  for (const auto& dir : mounts) {
+    DIR* d = opendir(dir.c_str());
+    if (!d) continue;
+    while (dirent* e = readdir(d)) {
+      std::string f = e->d_name;
+      size_t m = f.find("map_");
+      if (m == std::string::npos || !in_family(f, families) || !pid_dead(prefix_pid(f.substr(0, m)))) continue;
+      std::string path = dir + "/" + f;
+      int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+      if (fd < 0) continue;
+      if (flock(fd, LOCK_EX | LOCK_NB) == 0) {  // nobody maps it
+        if (unlink(path.c_str()) == 0) removed++;
+        else errors += errno_str("remove " + path) + "; ";
+      }
+      ::close(fd);
+    }
+    closedir(d);
+  }
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/var/run/dpdk", ec)) {
+    std::string f = e.path().filename();
+    if (!in_family(f, families) || !pid_dead(prefix_pid(f)) || runtime_dir_in_use(e.path())) continue;
+    std::error_code rc;
+    std::filesystem::remove_all(e.path(), rc);
+    if (rc) errors += "remove " + e.path().string() + ": " + rc.message() + "; ";
+    else removed++;
+  }
+  if (!errors.empty()) return Status::error("sweep DPDK leftovers: " + errors);
   return removed;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -250,6 +251,59 @@ TEST(Testbed, SweepLeavesLiveRunsAlone) {
   ASSERT_TRUE(swept.ok());
   auto nsl = list_netns();
   EXPECT_NE(std::find(nsl.begin(), nsl.end(), p.a->full_name()), nsl.end());
+}
+
+// A DPDK process killed with -9 leaves its hugepage files and runtime
+// directory behind; `testbed down` (sweep_stale) removes those of dead
+// harness runs, and never a file a live process still maps.
+TEST(Testbed, DeadRunsDpdkHugepageFilesAreSwept) {
+  std::string hp;
+  {
+    std::ifstream m("/proc/mounts");
+    std::string dev, dir, type, rest;
+    while (m >> dev >> dir >> type && std::getline(m, rest))
+      if (type == "hugetlbfs" && hp.empty()) hp = dir;
+  }
+  std::ifstream nr("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
+  long free_pages = 0;
+  nr >> free_pages;
+  if (hp.empty() || free_pages < 32) GTEST_SKIP() << "needs a hugetlbfs mount and 32 free 2 MiB hugepages";
+  if (system("command -v dpdk-testpmd >/dev/null") != 0) GTEST_SKIP() << "needs dpdk-testpmd";
+  auto gone = Process::spawn({"true"});
+  ASSERT_TRUE(gone.ok());
+  pid_t dead = gone->pid();
+  gone->wait(5s);
+  std::string prefix = "harness-tp-" + std::to_string(dead);  // as the harness names a run's testpmd
+  SpawnOptions o;
+  o.stdout_path = "/dev/null";
+  o.stderr_path = "=stdout";
+  auto tp = Process::spawn({"dpdk-testpmd", "-l", "0,1", "--no-pci", "--vdev", "net_null0", "--file-prefix", prefix,
+                            "-m", "32", "--", "--stats-period", "60"},
+                           o);
+  ASSERT_TRUE(tp.ok()) << tp.message();
+  auto files = [&] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(hp))
+      if (e.path().filename().string().rfind(prefix + "map_", 0) == 0) n++;
+    return n;
+  };
+  for (int i = 0; i < 200 && files() == 0; i++) std::this_thread::sleep_for(50ms);
+  ASSERT_GT(files(), 0) << "testpmd made no hugepage files";
+  // While it runs the files are its: the sweep keeps them.
+  auto live = Testbed::sweep_dpdk_leftovers({"harness-"});
+  ASSERT_TRUE(live.ok()) << live.message();
+  EXPECT_GT(files(), 0) << "swept the hugepages of a live process";
+  EXPECT_TRUE(std::filesystem::exists("/var/run/dpdk/" + prefix)) << "swept the runtime dir of a live process";
+  tp->signal(SIGKILL);
+  tp->wait(10s);
+  int left = files();
+  ASSERT_GT(left, 0) << "kill -9 left nothing to sweep";
+  EXPECT_TRUE(std::filesystem::exists("/var/run/dpdk/" + prefix));
+  auto swept = Testbed::sweep_stale();
+  ASSERT_TRUE(swept.ok()) << swept.message();
+  EXPECT_GE(*swept, left + 1);
+  EXPECT_EQ(files(), 0);
+  EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/" + prefix));
 }
 
 TEST(Testbed, BadInputGetsClearErrors) {

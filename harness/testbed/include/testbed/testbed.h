@@ -117,7 +117,14 @@ class Testbed {
   Status tear_down();
 
   // Sweeps objects of dead runs. Returns how many objects were removed.
+  // Besides namespaces and links: the DPDK leftovers of harness processes
+  // that died (see sweep_dpdk_leftovers).
   static Result<int> sweep_stale();
+  // DPDK hugepage files (<hugetlbfs>/<prefix>map_N) and runtime dirs
+  // (/var/run/dpdk/<prefix>) of file prefixes `<kind>-<pid>` that start
+  // with one of `families` and whose pid is gone. A hugepage file a live
+  // DPDK process still maps is locked shared by it, and is left alone.
+  static Result<int> sweep_dpdk_leftovers(const std::vector<std::string>& families);
 
  private:
   Testbed(std::string run_id, int lock_fd);

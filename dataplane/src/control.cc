@@ -1,0 +1,195 @@
+#include "control.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace dp {
+
+using sdn::Result;
+using sdn::Status;
+
+namespace {
+
+std::string errstr(int e) { return strerror(e); }
+
+}  // namespace
+
+Result<std::unique_ptr<ControlServer>> ControlServer::open(const std::string& path) {
+  sockaddr_un sa{};
+  if (path.empty() || path[0] != '/' || path.size() >= sizeof sa.sun_path)
+    return Status::error("control socket '" + path + "': needs an absolute path of at most " +
+                         std::to_string(sizeof sa.sun_path - 1) + " bytes");
+  std::unique_ptr<ControlServer> s(new ControlServer());
+  s->path_ = path;
+  std::string dir = path.substr(0, path.rfind('/'));
+  if (dir.empty()) dir = "/";
+  struct stat st{};
+  if (stat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT || mkdir(dir.c_str(), 0700) != 0)
+      return Status::error("control socket directory " + dir + ": " + errstr(errno));
+  } else if (!S_ISDIR(st.st_mode)) {
+    return Status::error("control socket directory " + dir + " is not a directory");
+  }
+
+  std::string lock = path + ".lock";
+  s->lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (s->lock_fd_ < 0) return Status::error("control socket lock " + lock + ": " + errstr(errno));
+  if (flock(s->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    char pid[32] = {};
+    ssize_t n = pread(s->lock_fd_, pid, sizeof pid - 1, 0);
+    std::string who = n > 0 ? std::string(pid, static_cast<size_t>(n)) : "?";
+    while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
+    if (e == EWOULDBLOCK)
+      return Status::error("control socket " + path + " is in use by another dataplane (pid " + who + ", lock " +
+                           lock + "); give this one its own --file-prefix or control.socket");
+    return Status::error("control socket lock " + lock + ": " + errstr(e));
+  }
+  std::string me = std::to_string(getpid()) + "\n";
+  if (ftruncate(s->lock_fd_, 0) != 0 || pwrite(s->lock_fd_, me.data(), me.size(), 0) < 0) {
+    // The lock holds without the pid; it only makes the message above better.
+  }
+
+  // Holding the lock, whatever socket is at `path` is a dead daemon's.
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode))
+      return Status::error("control socket " + path + " exists and is not a socket; not removing it");
+    if (unlink(path.c_str()) != 0) return Status::error("control socket " + path + ": remove stale: " + errstr(errno));
+  }
+  s->fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (s->fd_ < 0) return Status::error("control socket: " + errstr(errno));
+  sa.sun_family = AF_UNIX;
+  memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+  mode_t old = umask(0077);  // root only from the start, not after a chmod
+  int rc = bind(s->fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  int e = errno;
+  umask(old);
+  if (rc != 0) return Status::error("control socket " + path + ": bind: " + errstr(e));
+  if (listen(s->fd_, SOMAXCONN) != 0) return Status::error("control socket " + path + ": listen: " + errstr(errno));
+  return s;
+}
+
+ControlServer::~ControlServer() {
+  for (Client& c : clients_) close(c.fd);
+  if (fd_ >= 0) {
+    close(fd_);
+    unlink(path_.c_str());
+  }
+  // The lock file stays: removing it would let two daemons each lock a
+  // different inode of the same name.
+  if (lock_fd_ >= 0) close(lock_fd_);
+}
+
+void ControlServer::poll(int timeout_ms, uint64_t now_ns, const Handler& handler) {
+  std::vector<pollfd> p;
+  p.reserve(clients_.size() + 1);
+  p.push_back({fd_, POLLIN, 0});
+  for (const Client& c : clients_) {
+    short ev = c.answered ? POLLOUT : POLLIN;
+    p.push_back({c.fd, ev, 0});
+  }
+  if (::poll(p.data(), p.size(), timeout_ms) <= 0) {
+    // Nothing ready; still close clients that have been silent too long.
+    std::erase_if(clients_, [&](Client& c) {
+      if (c.answered || now_ns - c.since < kIdleNs) return false;
+      close(c.fd);
+      return true;
+    });
+    return;
+  }
+  std::vector<bool> drop(clients_.size(), false);
+  for (size_t i = 0; i < clients_.size(); i++) {
+    Client& c = clients_[i];
+    short re = p[i + 1].revents;
+    if (!re) {
+      if (!c.answered && now_ns - c.since >= kIdleNs) drop[i] = true;
+      continue;
+    }
+    if (!c.answered) {
+      if (re & (POLLIN | POLLHUP | POLLERR)) serve_read(c, handler);
+      if (c.fd < 0) drop[i] = true;
+    }
+    if (c.answered && !serve_write(c)) drop[i] = true;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < clients_.size(); i++) {
+    if (drop[i]) {
+      if (clients_[i].fd >= 0) close(clients_[i].fd);
+    } else {
+      clients_[k++] = std::move(clients_[i]);
+    }
+  }
+  clients_.resize(k);
+  if (p[0].revents & POLLIN) {
+    for (;;) {
+      int fd = accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) break;
+      if (clients_.size() >= kMaxClients) {
+        static const char busy[] = "error: too many control clients";
+        send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        send(fd, kEnd, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        close(fd);
+        continue;
+      }
+      Client c;
+      c.fd = fd;
+      c.since = now_ns;
+      clients_.push_back(std::move(c));
+    }
+  }
+}
+
+void ControlServer::serve_read(Client& c, const Handler& handler) {
+  static char buf[kMaxRequest];
+  iovec iov{buf, sizeof buf};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  ssize_t n = recvmsg(c.fd, &m, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n <= 0) {  // gone without asking
+    close(c.fd);
+    c.fd = -1;
+    return;
+  }
+  Reply r;
+  if (m.msg_flags & MSG_TRUNC) r.text = "error: request larger than " + std::to_string(kMaxRequest) + " bytes";
+  else r = handler(std::string(buf, static_cast<size_t>(n)));
+  c.answered = true;
+  c.out = std::move(r.text);
+  c.more = std::move(r.more);
+}
+
+bool ControlServer::serve_write(Client& c) {
+  for (;;) {
+    if (c.sent == c.out.size()) {
+      c.out.clear();
+      c.sent = 0;
+      for (int calls = 0; c.more && c.out.size() < 4 * kChunk; calls++) {
+        if (calls == 64 && c.out.empty()) return true;  // a long stretch of nothing: let others go first
+        if (!c.more(&c.out)) c.more = nullptr;
+      }
+      if (c.out.empty()) {
+        if (c.end_sent) return false;
+        ssize_t n = send(c.fd, kEnd, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) return errno == EAGAIN;
+        c.end_sent = true;
+        return false;  // done: close
+      }
+    }
+    size_t len = std::min(kChunk, c.out.size() - c.sent);
+    ssize_t n = send(c.fd, c.out.data() + c.sent, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) return errno == EAGAIN;  // full: wait for POLLOUT; else the client went away
+    c.sent += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace dp
