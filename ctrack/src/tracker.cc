@@ -153,6 +153,7 @@ struct Tracker::Impl {
   uint32_t reserved[kChunkMax];
   uint32_t n_reserved = 0, next_reserved = 0;
   uint32_t sweep_cursor = 0;
+  uint32_t inserts = 0;  // entries put in the index so far: a miss seen at an earlier count is still one
   Stats st;
   std::atomic<bool> lock{false};
 
@@ -669,6 +670,7 @@ struct Tracker::Impl {
   void create(const Packet& p, const Key& ck, bool canon, uint32_t h, uint32_t now, CtResult& r) {
     Invalid why = Invalid::kNone;
     uint32_t idx = alloc(ck, now, &why);
+    if (idx != kEmpty) inserts++;
     if (idx != kEmpty && !table.insert(h, idx)) {
       // Cuckoo walk failed: give the entry back.
       push_free(idx);
@@ -826,6 +828,21 @@ struct Tracker::Impl {
     return c;
   }
 
+  // Stage 3 for a packet known to have no entry (looked up, and nothing
+  // inserted since).
+  [[gnu::always_inline]] void stage3_miss(const Packet& p, uint32_t h, bool canon, uint32_t now, bool commit,
+                                          CtResult& r) {
+    r = CtResult{};
+    st.lookups++;
+    if (p.meta & kMetaFragment) {
+      st.invalid[static_cast<int>(Invalid::kFragment)]++;
+      r.state = kCtTrk | kCtInv;
+      r.reason = Invalid::kFragment;
+      return;
+    }
+    miss(p, canon, h, now, commit, r);
+  }
+
   // Stage 3: verify the candidate, then run the state machines.
   [[gnu::always_inline]] void stage3(const Packet& p, uint32_t c, uint32_t h, bool canon, uint32_t now, bool commit,
                                      CtResult& r) {
@@ -884,7 +901,7 @@ sdn::Result<std::unique_ptr<Tracker>> Tracker::create(const Config& cfg) {
   if (cfg.event_ring && (cfg.event_ring & (cfg.event_ring - 1)))
     return sdn::Status::error("conntrack event_ring must be a power of two");
   if (cfg.sweep_per_call > 4096 || cfg.early_drop_scan == 0 || cfg.early_drop_scan > 4096)
-    return sdn::Status::error("conntrack sweep_per_call and early_drop_scan must be 1..4096");
+    return sdn::Status::error("conntrack sweep_per_call must be 0..4096 and early_drop_scan 1..4096");
   std::unique_ptr<Tracker> t(new Tracker(cfg));
   Impl& m = *t->impl_;
   m.cfg = cfg;
@@ -916,7 +933,60 @@ void Tracker::process(const Packet* const* pkts, uint32_t n, uint64_t now_ns, bo
     uint32_t k = std::min(Impl::kChunk, n - off);
     m.process_burst(pkts + off, k, now, commit, out + off);
   }
-  m.sweep(now, m.cfg.sweep_per_call);
+  if (m.cfg.sweep_per_call) m.sweep(now, m.cfg.sweep_per_call);
+  m.release();
+}
+
+void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
+  Impl& m = *impl_;
+  m.acquire();
+  for (uint32_t off = 0; off < n; off += Impl::kChunk) {
+    uint32_t k = std::min(Impl::kChunk, n - off);
+    uint32_t b1[Impl::kChunk], b2[Impl::kChunk], cand[Impl::kChunk];
+    Found* f = out + off;
+    // Staged as process() is: all bucket loads, then all entry loads.
+    for (uint32_t i = 0; i < k; i++) m.stage1(*pkts[off + i], f[i].hash, b1[i], b2[i], f[i].canon);
+    for (uint32_t i = 0; i < k; i++) cand[i] = m.stage2(f[i].hash, b1[i], b2[i]);
+    for (uint32_t i = 0; i < k; i++) {
+      const Packet& p = *pkts[off + i];
+      uint32_t c = cand[i];
+      // No signature in either bucket: not there. A signature of another
+      // key: the full probe.
+      if (c != kEmpty && (!(m.conns[c].flags & detail::kAlive) ||
+                          !(f[i].canon ? keys_equal(m.conns[c].key, p.key) : keys_equal_reversed(m.conns[c].key, p.key)))) {
+        Key ck;
+        canonicalize(p.key, &ck);
+        c = m.table.find(ck, f[i].hash);
+      }
+      f[i].dir = 0;
+      f[i].epoch = m.inserts;
+      if (c == kEmpty || (p.meta & kMetaFragment)) {
+        f[i].conn = kNoConn;
+        continue;
+      }
+      f[i].conn = c;
+      f[i].dir = f[i].canon == ((m.conns[c].flags & detail::kOrigCanon) != 0) ? 0 : 1;
+    }
+  }
+  m.release();
+}
+
+void Tracker::process_found(const Packet* const* pkts, const Found* const* found, uint32_t n, uint64_t now_ns,
+                            bool commit, CtResult* out) {
+  Impl& m = *impl_;
+  uint32_t now = now_ms(now_ns);
+  m.acquire();
+  for (uint32_t i = 0; i < n; i++) {
+    if (const Found* f = found[i]) {
+      if (f->conn == kNoConn && f->epoch == m.inserts) m.stage3_miss(*pkts[i], f->hash, f->canon, now, commit, out[i]);
+      else m.stage3(*pkts[i], f->conn == kNoConn ? kEmpty : f->conn, f->hash, f->canon, now, commit, out[i]);
+    } else {
+      bool canon;
+      uint32_t h = hash_canonical(pkts[i]->key, &canon);
+      m.stage3(*pkts[i], kEmpty, h, canon, now, commit, out[i]);
+    }
+  }
+  if (m.cfg.sweep_per_call) m.sweep(now, m.cfg.sweep_per_call);
   m.release();
 }
 

@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
   uint32_t conns = 100000;
   uint64_t packets = 20'000'000;
   std::string simd = "512";
+  std::string only;  // "established" or "new": one part, for profiling
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--json") g_json = true;
@@ -148,12 +149,14 @@ int main(int argc, char** argv) {
     else if (a == "--conns" && i + 1 < argc) conns = static_cast<uint32_t>(atoi(argv[++i]));
     else if (a == "--packets" && i + 1 < argc) packets = strtoull(argv[++i], nullptr, 10);
     else if (a == "--simd-bits" && i + 1 < argc) simd = argv[++i];
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else {
       printf("usage: dataplane-bench [--json] [--rules N] [--conns N] [--packets N] [--simd-bits 512|256]\n"
              "  --rules N    filler rules on top of the firewall's (default 1000)\n"
              "  --conns N    live TCP connections (default 100000)\n"
              "  --packets N  measured packets per repetition (default 20M)\n"
-             "  --simd-bits  widest vectors DPDK may use (default 512, as the daemon; 256 = rte_acl's AVX2 classifier)\n");
+             "  --simd-bits  widest vectors DPDK may use (default 512, as the daemon; 256 = rte_acl's AVX2 classifier)\n"
+             "  --only established|cached|new  run one part (for perf record; cached: established, cache on)\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
@@ -172,42 +175,50 @@ int main(int argc, char** argv) {
   }
   int nrules = static_cast<int>(cfg->rules.size());
   const uint32_t kPool = 262144;  // distinct measured frames (random connections)
-  Env e;
-  e.pool = rte_pktmbuf_pool_create("bench", 3 * 65536 + 4096, 0, 0, 256 + RTE_PKTMBUF_HEADROOM, 0);
-  if (!e.pool) {
+  rte_mempool* pool = rte_pktmbuf_pool_create("bench", 3 * 65536 + 4096, 0, 0, 256 + RTE_PKTMBUF_HEADROOM, 0);
+  if (!pool) {
     fprintf(stderr, "dataplane-bench: mbuf pool\n");
     return 1;
   }
-  ctrack::Config cc;
-  cc.capacity = conns * 2;
-  e.ct = std::move(ctrack::Tracker::create(cc).value());
-  auto pl = dp::Pipeline::build(cfg->rules, 1);
-  if (!pl) {
-    fprintf(stderr, "dataplane-bench: %s\n", pl.message().c_str());
-    return 1;
-  }
-  e.pl = std::move(pl.value());
-  e.dp = std::make_unique<dp::Datapath>(0, e.ct.get(), &e.st);
+  // Two pipelines over the same rules and the same connections, with the
+  // flow cache and without: measured in the same run, alternately.
+  auto make_env = [&](bool cache, uint32_t capacity) {
+    auto e = std::make_unique<Env>();
+    e->pool = pool;
+    ctrack::Config cc;
+    cc.capacity = capacity;
+    e->ct = std::move(ctrack::Tracker::create(cc).value());
+    e->pl = std::move(dp::Pipeline::build(cfg->rules, 1).value());
+    e->dp = std::make_unique<dp::Datapath>(0, e->ct.get(), &e->st);
+    e->dp->set_flow_cache(cache);
+    return e;
+  };
+  std::unique_ptr<Env> envs[2] = {make_env(true, conns * 2), make_env(false, conns * 2)};
 
   // Connections, set up through the pipeline: SYN, SYN-ACK, ACK, in chunks.
   uint64_t dropped = 0;
-  for (uint32_t base = 0; base < conns; base += 65536) {
-    uint32_t n = std::min<uint32_t>(65536, conns - base);
-    std::vector<rte_mbuf*> hs;
-    for (uint32_t b = 0; b < n; b += 32) {
-      uint32_t m = std::min<uint32_t>(32, n - b);
-      for (uint32_t i = 0; i < m; i++) hs.push_back(make_mbuf(e.pool, build_frame(conn_frame(base + b + i, false, ctrack::kSyn, 100, 0)), 0));
-      for (uint32_t i = 0; i < m; i++)
-        hs.push_back(make_mbuf(e.pool, build_frame(conn_frame(base + b + i, true, ctrack::kSyn | ctrack::kAck, 900, 101)), 1));
-      for (uint32_t i = 0; i < m; i++) hs.push_back(make_mbuf(e.pool, build_frame(conn_frame(base + b + i, false, ctrack::kAck, 101, 901)), 0));
+  for (auto& ep : envs) {
+    Env& e = *ep;
+    for (uint32_t base = 0; base < conns; base += 65536) {
+      uint32_t n = std::min<uint32_t>(65536, conns - base);
+      std::vector<rte_mbuf*> hs;
+      for (uint32_t b = 0; b < n; b += 32) {
+        uint32_t m = std::min<uint32_t>(32, n - b);
+        for (uint32_t i = 0; i < m; i++)
+          hs.push_back(make_mbuf(pool, build_frame(conn_frame(base + b + i, false, ctrack::kSyn, 100, 0)), 0));
+        for (uint32_t i = 0; i < m; i++)
+          hs.push_back(make_mbuf(pool, build_frame(conn_frame(base + b + i, true, ctrack::kSyn | ctrack::kAck, 900, 101)), 1));
+        for (uint32_t i = 0; i < m; i++)
+          hs.push_back(make_mbuf(pool, build_frame(conn_frame(base + b + i, false, ctrack::kAck, 101, 901)), 0));
+      }
+      run_mbufs(e, hs.data(), hs.size(), &dropped);
+      rte_pktmbuf_free_bulk(hs.data(), static_cast<unsigned>(hs.size()));
     }
-    run_mbufs(e, hs.data(), hs.size(), &dropped);
-    rte_pktmbuf_free_bulk(hs.data(), static_cast<unsigned>(hs.size()));
-  }
-  if (dropped || e.ct->stats().active != conns) {
-    fprintf(stderr, "dataplane-bench: setup dropped %llu, %llu connections live\n", (unsigned long long)dropped,
-            (unsigned long long)e.ct->stats().active);
-    return 1;
+    if (dropped || e.ct->stats().active != conns) {
+      fprintf(stderr, "dataplane-bench: setup dropped %llu, %llu connections live\n", (unsigned long long)dropped,
+              (unsigned long long)e.ct->stats().active);
+      return 1;
+    }
   }
 
   // Measured traffic: random established segments, both directions. Frames
@@ -226,17 +237,18 @@ int main(int argc, char** argv) {
   }
   const uint32_t kRing = 2048;
   std::vector<rte_mbuf*> ring(kRing);
-  for (auto& m : ring) m = make_mbuf(e.pool, frames[0], 0);
-  auto timed = [&](uint64_t count, double* pipe_s, double* parse_s) {
+  for (auto& m : ring) m = make_mbuf(pool, frames[0], 0);
+  auto timed = [&](Env& e, const std::vector<std::vector<uint8_t>>& fr, const std::vector<uint16_t>& pt,
+                   uint64_t count, double* pipe_s, double* parse_s, uint64_t* drops) {
     uint64_t next = 0;
     ctrack::Parsed pz;
     uint64_t sink = 0;
     for (uint64_t done = 0; done < count; done += kRing) {
       for (uint32_t i = 0; i < kRing; i++) {
-        const auto& f = frames[(next + i) % kPool];
+        const auto& f = fr[(next + i) % fr.size()];
         rte_pktmbuf_reset(ring[i]);
         memcpy(rte_pktmbuf_append(ring[i], static_cast<uint16_t>(f.size())), f.data(), f.size());
-        ring[i]->port = ports[(next + i) % kPool];
+        ring[i]->port = pt[(next + i) % pt.size()];
       }
       next += kRing;
       // Baseline from the same data: parse alone.
@@ -245,33 +257,88 @@ int main(int argc, char** argv) {
         sink += static_cast<uint64_t>(ctrack::parse_packet(rte_pktmbuf_mtod(ring[i], const uint8_t*), ring[i]->data_len, 0, &pz));
       *parse_s += std::chrono::duration<double>(Clock::now() - t0).count();
       t0 = Clock::now();
-      run_mbufs(e, ring.data(), kRing, &dropped);
+      run_mbufs(e, ring.data(), kRing, drops);
       *pipe_s += std::chrono::duration<double>(Clock::now() - t0).count();
     }
     if (sink) fprintf(stderr, "dataplane-bench: parse errors in the measured frames\n");
   };
-  std::vector<double> pipe, parse;
-  dropped = 0;
-  double w1 = 0, w2 = 0;
-  timed(kPool, &w1, &w2);  // warm
-  uint64_t per_rep = std::max<uint64_t>(kRing, packets / kRing * kRing);
-  for (int rep = 0; rep < 5; rep++) {
-    double a = 0, b = 0;
-    timed(per_rep, &a, &b);
-    pipe.push_back(a);
-    parse.push_back(b);
+  const char* names[2] = {"pipeline", "pipeline_uncached"};
+  std::vector<double> pipe[2], parse[2];
+  for (auto& ep : envs) {
+    double w1 = 0, w2 = 0;
+    timed(*ep, frames, ports, kPool, &w1, &w2, &dropped);  // warm (and, cached, fill the cache)
   }
+  dropped = 0;
+  uint64_t per_rep = std::max<uint64_t>(kRing, packets / kRing * kRing);
+  for (int rep = 0; rep < 9 && only != "new"; rep++)
+    for (int v = 0; v < (only == "cached" ? 1 : 2); v++) {
+      double a = 0, b = 0;
+      timed(*envs[v], frames, ports, per_rep, &a, &b, &dropped);
+      pipe[v].push_back(a);
+      parse[v].push_back(b);
+    }
   if (dropped) fprintf(stderr, "dataplane-bench: %llu measured packets dropped (should be 0)\n", (unsigned long long)dropped);
   double total = static_cast<double>(per_rep);
-  std::sort(pipe.begin(), pipe.end());
-  std::sort(parse.begin(), parse.end());
-  char extra[96];
-  snprintf(extra, sizeof extra, g_json ? ", \"parse_only_mpps\": %.2f" : "  (parse alone: %.2f Mpps)",
-           total / parse[parse.size() / 2] / 1e6);
-  emit("pipeline", nrules, conns, total, pipe, extra);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  // The median of per-repetition ratios a[i]/b[i] (the two variants run
+  // back to back in each repetition, so host drift cancels).
+  auto paired = [&](const std::vector<double>& a, const std::vector<double>& b) {
+    std::vector<double> r;
+    for (size_t i = 0; i < a.size() && i < b.size(); i++) r.push_back(a[i] / b[i]);
+    return median(r);
+  };
+  double ratio = only == "new" || only == "cached" ? 0 : paired(pipe[1], pipe[0]);
+  for (int v = 0; v < (only == "cached" ? 1 : 2) && only != "new"; v++) {
+    char extra[160];
+    if (v == 0)
+      snprintf(extra, sizeof extra,
+               g_json ? ", \"parse_only_mpps\": %.2f, \"vs_uncached\": %.3f, \"cache_hits\": %llu"
+                      : "  (parse alone: %.2f Mpps; %.3fx the uncached pipeline; %llu cache hits)",
+               total / median(parse[v]) / 1e6, ratio, (unsigned long long)envs[0]->st.cache_hits);
+    else
+      snprintf(extra, sizeof extra, g_json ? ", \"parse_only_mpps\": %.2f" : "  (parse alone: %.2f Mpps)",
+               total / median(parse[v]) / 1e6);
+    emit(names[v], nrules, conns, total, pipe[v], extra);
+  }
+
+  // New connections: SYNs of connections never seen, each creating an
+  // entry (tables, two ct() passes, a commit). The flow cache's lookup must
+  // cost this path little.
+  if (only != "established" && only != "cached") {
+    const uint32_t kSyns = 131072;
+    std::vector<std::vector<uint8_t>> syn(kSyns);
+    std::vector<uint16_t> sp(kSyns, 0);
+    for (uint32_t i = 0; i < kSyns; i++) syn[i] = build_frame(conn_frame(200000 + i, false, ctrack::kSyn, 100, 0));
+    std::unique_ptr<Env> se[2] = {make_env(true, kSyns + 1024), make_env(false, kSyns + 1024)};
+    std::vector<double> sy[2], sparse[2];
+    for (int rep = 0; rep < 16; rep++)
+      for (int v = 0; v < 2; v++) {
+        se[v]->ct->flush();
+        double a = 0, b = 0;
+        uint64_t d = 0;
+        timed(*se[v], syn, sp, kSyns, &a, &b, &d);
+        if (d) fprintf(stderr, "dataplane-bench: %llu SYNs dropped (should be 0)\n", (unsigned long long)d);
+        if (rep) {  // the first is warm-up
+          sy[v].push_back(a);
+          sparse[v].push_back(b);
+        }
+      }
+    double sratio = paired(sy[1], sy[0]);
+    for (int v = 0; v < 2; v++) {
+      char extra[160];
+      snprintf(extra, sizeof extra,
+               g_json ? ", \"parse_only_mpps\": %.2f, \"vs_uncached\": %.3f" : "  (parse alone: %.2f Mpps; %.3fx uncached)",
+               kSyns / median(sparse[v]) / 1e6, v == 0 ? sratio : 1.0);
+      emit(v == 0 ? "new_conns" : "new_conns_uncached", nrules, 0, kSyns, sy[v], extra);
+    }
+    for (auto& e : se) e->pl.reset();
+  }
   rte_pktmbuf_free_bulk(ring.data(), static_cast<unsigned>(ring.size()));
-  e.pl.reset();  // rte_acl contexts go before the EAL does
-  rte_mempool_free(e.pool);
+  for (auto& e : envs) e->pl.reset();  // rte_acl contexts go before the EAL does
+  rte_mempool_free(pool);
   rte_eal_cleanup();
   return 0;
 }

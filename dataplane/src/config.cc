@@ -212,7 +212,7 @@ Status parse_conntrack(const Ctx& c, const YAML::Node& n, ctrack::Config* ct) {
   TRY(get_uint(c, n, "capacity", "conntrack", &ct->capacity, 16, 1u << 30));
   TRY(get_bool(c, n, "tcp_liberal", "conntrack", &ct->tcp_liberal));
   TRY(get_bool(c, n, "tcp_midstream", "conntrack", &ct->tcp_midstream));
-  TRY(get_uint(c, n, "sweep_per_call", "conntrack", &ct->sweep_per_call, 1, 4096));
+  TRY(get_uint(c, n, "sweep_per_call", "conntrack", &ct->sweep_per_call, 0, 4096));
   TRY(get_uint(c, n, "early_drop_scan", "conntrack", &ct->early_drop_scan, 1, 4096));
   if (YAML::Node p = n["full_policy"]) {
     std::string s = p.IsScalar() ? p.Scalar() : "";
@@ -361,6 +361,10 @@ Result<Config> parse_config(const std::string& text, const std::string& name) {
   if (Status s = check_duplicates(c, root, ""); !s) return s;
   Config cfg;
   cfg.file = name;
+  // The workers expire entries by time (every millisecond, busy or not);
+  // conntrack's sweep inside each lookup call would only add work, and make
+  // the flow cache's ct calls change when entries go.
+  cfg.ct.sweep_per_call = 0;
   try {
     TRY(check_keys(c, root, "", {"eal", "ports", "workers", "conntrack", "offload", "control", "tables"}));
     if (root["eal"]) TRY(parse_eal(c, root["eal"], &cfg.eal));

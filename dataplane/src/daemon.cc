@@ -585,7 +585,8 @@ std::string Daemon::stats_text() {
     WorkerStats s = w->stats.snapshot();
     o << "worker " << w->id << " lcore " << w->lcore << ": rx " << s.rx_packets << " tx " << s.tx_packets
       << " busy_polls " << s.busy_polls << " idle_polls " << s.idle_polls << " cycles/pkt "
-      << (s.rx_packets ? s.busy_cycles / s.rx_packets : 0) << " hw_marked " << s.hw_marked << " expire_runs "
+      << (s.rx_packets ? s.busy_cycles / s.rx_packets : 0) << " hw_marked " << s.hw_marked << " cache_hits "
+      << s.cache_hits << " expire_runs "
       << s.expire_runs << " expire_cycles/run " << (s.expire_runs ? s.expire_cycles / s.expire_runs : 0)
       << " expired " << s.expired << "\n";
     for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) sum.parse_drop[i] += s.parse_drop[i];
@@ -825,6 +826,7 @@ void Daemon::telemetry_stats(rte_tel_data* d) {
     rte_tel_data_add_dict_u64(workers, (p + "cycles_per_packet").c_str(),
                               s.rx_packets ? s.busy_cycles / s.rx_packets : 0);
     rte_tel_data_add_dict_u64(workers, (p + "hw_marked").c_str(), s.hw_marked);
+    rte_tel_data_add_dict_u64(workers, (p + "cache_hits").c_str(), s.cache_hits);
     rte_tel_data_add_dict_u64(workers, (p + "expire_runs").c_str(), s.expire_runs);
     rte_tel_data_add_dict_u64(workers, (p + "expire_cycles").c_str(), s.expire_cycles);
     rte_tel_data_add_dict_u64(workers, (p + "busy_cycles").c_str(), s.busy_cycles);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <set>
 
 namespace dp {
 
@@ -143,6 +144,7 @@ WorkerStats WorkerStats::snapshot() const {
   for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) s.parse_drop[i] = ld(parse_drop[i]);
   for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) s.drop[i] = ld(drop[i]);
   s.hw_marked = ld(hw_marked);
+  s.cache_hits = ld(cache_hits);
   s.busy_polls = ld(busy_polls);
   s.idle_polls = ld(idle_polls);
   s.busy_cycles = ld(busy_cycles);
@@ -156,7 +158,7 @@ WorkerStats WorkerStats::snapshot() const {
 // matched by a short linear scan in priority order.
 struct OtherRule {
   uint32_t rule;  // index into rules_
-  const Match* m;
+  Match m;
 };
 
 // IP rules are classified per protocol class: a TCP packet only walks the
@@ -210,6 +212,23 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
     pl->table0_by_id_[R[i].id] = static_cast<int32_t>(i);
   }
   uint64_t gen = g_acl_gen.fetch_add(1);
+  pl->gen_ = static_cast<uint32_t>(gen + 1);  // never 0: a zeroed cache entry matches no pipeline
+  // The fast path's view of the rules: actions in one dense array.
+  std::set<uint16_t> zones;
+  for (size_t i = 0; i < R.size(); i++) {
+    CompiledRule c;
+    c.first = static_cast<uint32_t>(pl->acts_.size());
+    c.count = static_cast<uint16_t>(R[i].actions.size());
+    c.table = static_cast<uint8_t>(R[i].table);
+    c.offload = R[i].offload;
+    pl->crules_.push_back(c);
+    for (const Action& a : R[i].actions) {
+      pl->acts_.push_back(a);
+      if (a.type == ActType::kCt) zones.insert(a.zone);
+    }
+    if (R[i].match.has(kMTcpFlags)) pl->tcp_flag_tables_ |= 1u << R[i].table;
+  }
+  pl->fast_zone_ = zones.size() == 1 ? *zones.begin() : -1;
   for (int t = 0; t <= pl->max_table_; t++) {
     std::vector<uint32_t> in;
     for (uint32_t i = 0; i < R.size(); i++)
@@ -252,7 +271,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
         for (int c = 0; c < kPcNum; c++)
           if (rule_in_class(m, c)) r6[c].push_back(a);
       }
-      if (m.applies_other()) tbl->other.push_back({in[k], &m});
+      if (m.applies_other()) tbl->other.push_back({in[k], m});
     }
     auto make = [&](auto& rs, uint32_t rule_size, void (*defs)(rte_acl_config*), const std::string& fam,
                     rte_acl_ctx** out) -> Status {
@@ -399,9 +418,22 @@ struct PktState {
   uint16_t other_type;  // ethertype for the "other" list (kEthNd for ND)
   uint32_t rule;        // matched rule index
   int32_t pre;          // table-0 rule the NIC matched (mark), or -1
-  int32_t ct_zone;      // zone a ct() found this packet's connection in, or -1
+  int32_t ct_zone;      // zone a ct() found this packet's connection in, -1 none, -2 commit failed
   uint8_t resume;       // action index to resume at after ct
+  // The path, for the flow cache.
+  bool cacheable;
+  bool have_ct;         // the flow cache ran this packet's first ct(): `first` is its result
+  bool have_found;      // the flow cache looked it up: `found` saves its first ct() the lookup
+  ctrack::Tracker::Found found;
+  bool rule_drop;       // ended by a drop action
+  uint8_t ncts, nhits;
+  ctrack::CtResult first;
+  bool first_commit;
+  uint32_t hits[kMaxTables];
 };
+
+constexpr uint8_t kEst = ctrack::kCtTrk | ctrack::kCtEst;
+constexpr uint8_t kEstRpl = ctrack::kCtTrk | ctrack::kCtEst | ctrack::kCtRpl;
 
 inline uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 
@@ -425,14 +457,57 @@ inline uint32_t ip_claimed(const uint8_t* d, uint32_t len, const ctrack::Parsed&
   return 0;
 }
 
+inline uint32_t path_hash(const FlowPath& p) {
+  uint32_t h = 2166136261u;
+  auto mix = [&](uint32_t v) { h = (h ^ v) * 16777619u; };
+  mix(p.in_port | static_cast<uint32_t>(p.vlan) << 16);
+  mix(p.state | static_cast<uint32_t>(p.nrules) << 8 | static_cast<uint32_t>(p.commit) << 16);
+  mix(static_cast<uint16_t>(p.out_port));
+  mix(p.mark);
+  for (uint32_t i = 0; i < p.nrules; i++) mix(p.rules[i]);
+  return h | 1;  // never 0 (empty)
+}
+
+inline bool same_path(const FlowPath& a, const FlowPath& b) {
+  if (a.in_port != b.in_port || a.vlan != b.vlan || a.state != b.state || a.nrules != b.nrules ||
+      a.commit != b.commit || a.out_port != b.out_port || a.mark != b.mark)
+    return false;
+  for (uint32_t i = 0; i < a.nrules; i++)
+    if (a.rules[i] != b.rules[i]) return false;
+  return true;
+}
+
 }  // namespace
+
+Datapath::Datapath(unsigned worker, ctrack::Tracker* tracker, WorkerStats* stats)
+    : worker_(worker), ct_(tracker), st_(stats), cache_(tracker->capacity()), paths_(kPaths) {
+  std::fill(std::begin(mtu_), std::end(mtu_), uint16_t{0xFFFF});
+}
+
+uint16_t Datapath::record_path(const FlowPath& p) {
+  uint32_t h = path_hash(p);
+  for (uint32_t k = 0; k < 8; k++) {
+    uint32_t slot = (h + k) & (kPaths - 1);
+    FlowPath& q = paths_[slot];
+    if (q.hash == 0) {
+      q = p;
+      q.hash = h;
+      return static_cast<uint16_t>(slot);
+    }
+    if (q.hash == h && same_path(q, p)) return static_cast<uint16_t>(slot);
+  }
+  return FlowCacheEntry::kNone;
+}
 
 void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns, Verdict* out) {
   PktState s[kMaxBurst];
   WorkerStats& st = *st_;
-  const std::vector<Rule>& rules = pl.rules_;
-  RuleCounters* counters = &pl.counters_[static_cast<size_t>(worker_) * rules.size()];
+  const CompiledRule* crules = pl.crules_.data();
+  const Action* acts = pl.acts_.data();
+  RuleCounters* counters = &pl.counters_[static_cast<size_t>(worker_) * pl.crules_.size()];
   const HwMarkTable* hw = marks_ ? marks_->load(std::memory_order_acquire) : nullptr;
+  const bool fast = cache_on_ && pl.fast_zone_ >= 0;
+  const uint16_t fast_zone = static_cast<uint16_t>(pl.fast_zone_);
   uint32_t active = 0;
 
   // Parse, and the hardware-mark skip. (Counters are summed in locals and
@@ -449,6 +524,11 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
     p.ct_state = 0;
     p.pre = -1;
     p.ct_zone = -1;
+    p.cacheable = fast;
+    p.have_ct = false;
+    p.have_found = false;
+    p.rule_drop = false;
+    p.ncts = p.nhits = 0;
     if (in[i].has_mark && hw && (in[i].mark & HwMarkTable::kTag)) {
       uint32_t idx = in[i].mark & ~HwMarkTable::kTag;
       if (idx & HwMarkTable::kRule) {
@@ -484,14 +564,8 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
       continue;
     }
     p.parsed.ct.in_port = static_cast<uint8_t>(in[i].port);
-    const ctrack::Packet& cp = p.parsed.ct;
-    uint16_t nport = htons(in[i].port), nvlan = htons(p.parsed.vlan);
-    if (p.parsed.kind == ctrack::L3Kind::kIp && cp.key.family == 4) {
-      p.kind = 4;
-      fill_acl_key(p.k4, cp, nport, nvlan);
-    } else if (p.parsed.kind == ctrack::L3Kind::kIp) {
-      p.kind = 6;
-      fill_acl_key(p.k6, cp, nport, nvlan);
+    if (p.parsed.kind == ctrack::L3Kind::kIp) {
+      p.kind = p.parsed.ct.key.family;
     } else {
       p.kind = 0;
       p.other_type = p.parsed.kind == ctrack::L3Kind::kNd ? kEthNd : p.parsed.ethertype;
@@ -501,9 +575,116 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
   }
   st.rx_bytes += rx_bytes;
 
+  // The flow cache: established packets whose direction has a path under
+  // this pipeline go from conntrack straight to that path's actions.
+  if (fast && active) {
+    if (paths_gen_ != pl.gen_) {  // the rules changed: every path is stale
+      for (FlowPath& fp : paths_) fp.hash = 0;
+      paths_gen_ = pl.gen_;
+    }
+    const ctrack::Packet* cpk[kMaxBurst];
+    ctrack::Tracker::Found found[kMaxBurst];
+    uint32_t idx[kMaxBurst], nc = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      if (s[i].table != 0 || s[i].pre >= 0 || s[i].kind == 0) continue;
+      s[i].parsed.ct.key.zone = fast_zone;
+      cpk[nc] = &s[i].parsed.ct;
+      idx[nc++] = i;
+    }
+    if (nc) ct_->lookup(cpk, nc, found);
+    // Hits, unless another packet of the burst that takes the full pipeline
+    // belongs to the same connection: conntrack sees a connection's packets
+    // in burst order either way.
+    uint32_t hit[kMaxBurst], nh = 0, busy[kMaxBurst], nb = 0;
+    const FlowPath* path[kMaxBurst];
+    for (uint32_t k = 0; k < nc; k++) {
+      uint32_t i = idx[k];
+      const FlowPath* fp = nullptr;
+      const uint32_t conn = found[k].conn;
+      if (conn != ctrack::kNoConn) {
+        const FlowCacheEntry& e = cache_[conn];
+        uint16_t slot = e.path[found[k].dir];
+        if (e.gen == pl.gen_ && slot != FlowCacheEntry::kNone) {
+          const FlowPath& c = paths_[slot];
+          if (c.in_port == in[i].port && c.vlan == s[i].parsed.vlan) fp = &c;
+        }
+      }
+      if (fp) {
+        path[nh] = fp;
+        hit[nh++] = k;
+      } else {
+        if (conn != ctrack::kNoConn) busy[nb++] = conn;
+        s[i].have_found = true;
+        s[i].found = found[k];
+      }
+    }
+    uint32_t keep = 0;
+    for (uint32_t h = 0; h < nh; h++) {
+      bool clash = false;
+      for (uint32_t b = 0; b < nb && !clash; b++) clash = busy[b] == found[hit[h]].conn;
+      if (!clash) {
+        path[keep] = path[h];
+        hit[keep++] = hit[h];
+      } else {
+        s[idx[hit[h]]].have_found = true;
+        s[idx[hit[h]]].found = found[hit[h]];
+      }
+    }
+    nh = keep;
+    // Conntrack for the hits, in burst order, grouped by the path's commit.
+    for (int commit = 0; commit < 2 && nh; commit++) {
+      const ctrack::Packet* hp[kMaxBurst];
+      const ctrack::Tracker::Found* hf[kMaxBurst];
+      uint32_t which[kMaxBurst], m = 0;
+      for (uint32_t h = 0; h < nh; h++) {
+        if (path[h]->commit != (commit == 1)) continue;
+        hp[m] = cpk[hit[h]];
+        hf[m] = &found[hit[h]];
+        which[m++] = h;
+      }
+      if (!m) continue;
+      ctrack::CtResult res[kMaxBurst];
+      ct_->process_found(hp, hf, m, now_ns, commit == 1, res);
+      for (uint32_t j = 0; j < m; j++) {
+        const FlowPath& fp = *path[which[j]];
+        uint32_t i = idx[hit[which[j]]];
+        PktState& p = s[i];
+        if (res[j].state != fp.state || res[j].conn != hf[j]->conn) {
+          // Not the state the path was taken in: the full pipeline goes on
+          // with this result as its first ct()'s.
+          p.have_ct = true;
+          p.first = res[j];
+          continue;
+        }
+        out[i].ct_state = res[j].state;
+        out[i].mark = fp.mark;
+        for (uint32_t r = 0; r < fp.nrules; r++) {
+          counters[fp.rules[r]].packets++;
+          counters[fp.rules[r]].bytes += in[i].pkt_len;
+        }
+        if (fp.out_port >= 0) out[i].out_port = fp.out_port;
+        else st.drop[static_cast<int>(DropWhy::kRule)]++;
+        p.table = -1;
+        p.cacheable = false;
+        active--;
+        st.cache_hits++;
+      }
+    }
+  }
+
+  // The classifier keys, for what the flow cache did not take.
+  for (uint32_t i = 0; i < n && active; i++) {
+    PktState& p = s[i];
+    if (p.table != 0 || p.kind == 0) continue;
+    uint16_t nport = htons(in[i].port), nvlan = htons(p.parsed.vlan);
+    if (p.kind == 4) fill_acl_key(p.k4, p.parsed.ct, nport, nvlan);
+    else fill_acl_key(p.k6, p.parsed.ct, nport, nvlan);
+  }
+
   // Tables in order; every jump goes forward, so one pass ends it.
   for (int t = 0; t <= pl.max_table_ && active; t++) {
     const Pipeline::Table* tbl = pl.tables_[static_cast<size_t>(t)].get();
+    const bool flags_table = (pl.tcp_flag_tables_ >> t) & 1;
     // Per (family, protocol class): the keys, their packets, the results.
     const uint8_t* dk[2 * kPcNum][kMaxBurst];
     uint32_t ik[2 * kPcNum][kMaxBurst], rk[2 * kPcNum][kMaxBurst], nk[2 * kPcNum] = {};
@@ -512,6 +693,7 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
       if (s[i].table != t) continue;
       here[nhere++] = i;
       s[i].rule = 0;
+      if (flags_table) s[i].cacheable = false;
       if (s[i].pre >= 0) {  // the NIC did this table's lookup
         s[i].rule = static_cast<uint32_t>(s[i].pre) + 1;
         s[i].pre = -1;
@@ -530,7 +712,7 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
         ik[c][nk[c]++] = i;
       } else {
         for (const OtherRule& o : tbl->other) {
-          const Match& m = *o.m;
+          const Match& m = o.m;
           if (m.has(kMInPort) && m.in_port != in[i].port) continue;
           if (m.has(kMEthType) && m.eth_type != s[i].other_type) continue;
           if (m.has(kMVlan) && m.vlan != s[i].parsed.vlan) continue;
@@ -550,9 +732,9 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
     uint32_t ctq[kMaxBurst], nct = 0;
     auto exec = [&](uint32_t i, uint32_t from) {
       PktState& p = s[i];
-      const Rule& r = rules[p.rule];
-      for (uint32_t a = from; a < r.actions.size(); a++) {
-        const Action& act = r.actions[a];
+      const CompiledRule& r = crules[p.rule];
+      for (uint32_t a = from; a < r.count; a++) {
+        const Action& act = acts[r.first + a];
         switch (act.type) {
           case ActType::kCount:
             break;  // every rule counts its hits; `count` documents intent in listings
@@ -570,6 +752,7 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
             return;
           case ActType::kDrop:
             st.drop[static_cast<int>(DropWhy::kRule)]++;
+            p.rule_drop = true;
             p.table = -1;
             active--;
             return;
@@ -586,6 +769,7 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
       if (s[i].rule == 0) {
         st.drop[static_cast<int>(DropWhy::kNoMatch)]++;
         s[i].table = -1;
+        s[i].cacheable = false;
         active--;
         continue;
       }
@@ -600,6 +784,8 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
       }
       lp++;
       lb += in[i].pkt_len;
+      if (s[i].nhits < kMaxTables) s[i].hits[s[i].nhits++] = r;
+      if (!crules[r].offload) s[i].cacheable = false;
       exec(i, 0);
     }
     if (last != UINT32_MAX) {
@@ -610,40 +796,63 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
 
     // Conntrack, grouped by (zone, commit). Non-IP packets stay untracked.
     const ctrack::Packet* cpk[kMaxBurst];
+    const ctrack::Tracker::Found* cfd[kMaxBurst];
     ctrack::CtResult res[kMaxBurst];
-    uint32_t grp[kMaxBurst];
     bool done[kMaxBurst] = {};
     for (uint32_t a = 0; a < nct; a++) {
       if (done[a]) continue;
-      const Action& lead = rules[s[ctq[a]].rule].actions[s[ctq[a]].resume];
-      uint32_t ng = 0;
+      const CompiledRule& lr = crules[s[ctq[a]].rule];
+      const Action& lead = acts[lr.first + s[ctq[a]].resume];
+      uint32_t ng = 0, nall = 0, all[kMaxBurst];
+      bool any_found = false;
       for (uint32_t b = a; b < nct; b++) {
         if (done[b]) continue;
-        const Action& x = rules[s[ctq[b]].rule].actions[s[ctq[b]].resume];
+        const Action& x = acts[crules[s[ctq[b]].rule].first + s[ctq[b]].resume];
         if (x.zone != lead.zone || x.commit != lead.commit) continue;
         done[b] = true;
         PktState& p = s[ctq[b]];
         if (p.kind == 0) continue;
+        all[nall++] = ctq[b];
+        if (p.have_ct) continue;  // the flow cache ran this ct() already
         p.parsed.ct.key.zone = x.zone;
         // A second ct() in the zone of the first finds the same connection:
         // its counters take the packet once.
         if (p.ct_zone == x.zone) p.parsed.ct.meta |= ctrack::kMetaCounted;
         else p.parsed.ct.meta &= static_cast<uint8_t>(~ctrack::kMetaCounted);
-        cpk[ng] = &p.parsed.ct;
-        grp[ng++] = ctq[b];
+        // The flow cache's lookup, for the first ct() (in its zone).
+        cfd[ng] = p.have_found && p.ncts == 0 && x.zone == fast_zone ? &p.found : nullptr;
+        any_found |= cfd[ng] != nullptr;
+        cpk[ng++] = &p.parsed.ct;
       }
-      if (ng) ct_->process(cpk, ng, now_ns, lead.commit, res);
-      for (uint32_t g = 0; g < ng; g++) {
-        PktState& p = s[grp[g]];
-        p.ct_state = res[g].state;
-        if (res[g].conn != ctrack::kNoConn) p.ct_zone = lead.zone;
-        if (lead.commit && (res[g].reason == ctrack::Invalid::kTableFull || res[g].reason == ctrack::Invalid::kZoneLimit))
+      if (ng && any_found) ct_->process_found(cpk, cfd, ng, now_ns, lead.commit, res);
+      else if (ng) ct_->process(cpk, ng, now_ns, lead.commit, res);
+      for (uint32_t g = 0, k = 0; g < nall; g++) {
+        PktState& p = s[all[g]];
+        ctrack::CtResult r;
+        if (p.have_ct) {
+          r = p.first;
+          p.have_ct = false;
+        } else {
+          r = res[k++];
+        }
+        p.ct_state = r.state;
+        if (++p.ncts == 1) {
+          p.first = r;
+          p.first_commit = lead.commit;
+          if (lead.zone != fast_zone) p.cacheable = false;
+        } else {
+          p.cacheable = false;
+        }
+        // A new entry (or one reused for a new connection) has no path yet.
+        if (r.conn != ctrack::kNoConn && (r.state & ctrack::kCtNew)) cache_[r.conn].gen = 0;
+        if (r.conn != ctrack::kNoConn) p.ct_zone = lead.zone;
+        if (lead.commit && (r.reason == ctrack::Invalid::kTableFull || r.reason == ctrack::Invalid::kZoneLimit))
           p.ct_zone = -2;  // commit failed under full_policy: drop
         if (p.kind == 4) {
-          p.k4.ct_state = res[g].state;
+          p.k4.ct_state = r.state;
           p.k4.zone = htons(lead.zone);
         } else {
-          p.k6.ct_state = res[g].state;
+          p.k6.ct_state = r.state;
           p.k6.zone = htons(lead.zone);
         }
       }
@@ -655,19 +864,41 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
       if (p.ct_zone == -2) {
         st.drop[static_cast<int>(DropWhy::kCtFull)]++;
         p.table = -1;
+        p.cacheable = false;
         active--;
         continue;
       }
-      const Action& act = rules[p.rule].actions[p.resume];
+      const Action& act = acts[crules[p.rule].first + p.resume];
       if (act.table >= 0) p.table = static_cast<int8_t>(act.table);
       else exec(i, p.resume + 1u);
     }
   }
-  // Anything still pointing at a table past the last one matched nothing.
   for (uint32_t i = 0; i < n; i++) {
-    if (s[i].table > pl.max_table_) {
+    PktState& p = s[i];
+    // Anything still pointing at a table past the last one matched nothing.
+    if (p.table > pl.max_table_) {
       st.drop[static_cast<int>(DropWhy::kNoMatch)]++;
-      s[i].table = -1;
+      p.table = -1;
+      p.cacheable = false;
+    }
+    // Record the path of an established packet that took the tables.
+    if (p.cacheable && p.ncts == 1 && p.first.conn != ctrack::kNoConn &&
+        (p.first.state == kEst || p.first.state == kEstRpl) && (out[i].out_port >= 0 || p.rule_drop)) {
+      FlowPath fp;
+      fp.in_port = in[i].port;
+      fp.vlan = p.parsed.vlan;
+      fp.state = p.first.state;
+      fp.commit = p.first_commit;
+      fp.out_port = out[i].out_port;
+      fp.mark = out[i].mark;
+      fp.nrules = p.nhits;
+      for (uint32_t r = 0; r < p.nhits; r++) fp.rules[r] = p.hits[r];
+      uint16_t slot = record_path(fp);
+      if (slot != FlowCacheEntry::kNone) {
+        FlowCacheEntry& e = cache_[p.first.conn];
+        if (e.gen != pl.gen_) e = FlowCacheEntry{pl.gen_, {FlowCacheEntry::kNone, FlowCacheEntry::kNone}};
+        e.path[p.first.dir] = slot;
+      }
     }
     if (out[i].out_port >= 0 && l3len[i] > mtu_[out[i].out_port]) {
       st.drop[static_cast<int>(DropWhy::kTxMtu)]++;

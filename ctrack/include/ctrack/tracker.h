@@ -72,7 +72,7 @@ struct Config {
   uint32_t default_zone_limit = 0;                 // 0 = unlimited
   std::vector<std::pair<uint16_t, uint32_t>> zone_limits;
   uint32_t event_ring = 0;        // offload events queued (power of two); 0 = off
-  uint32_t sweep_per_call = 8;    // entries checked for expiry per process()
+  uint32_t sweep_per_call = 8;    // entries checked for expiry per process(); 0: only expire() sweeps
   uint32_t early_drop_scan = 64;  // entries scanned for a victim when full
 };
 
@@ -150,6 +150,24 @@ class Tracker {
   // The per-packet path. For each pkts[i] fills out[i]. With commit, new
   // connections get an entry; without, they are only reported as +new.
   void process(const Packet* const* pkts, uint32_t n, uint64_t now_ns, bool commit, CtResult* out);
+
+  // For callers that pick, per packet, from the entry it belongs to, how to
+  // go on (the dataplane's established-flow cache): lookup() finds each
+  // packet's entry without changing anything; process_found() is process()
+  // for packets lookup() saw, starting from what it found. An entry that
+  // changed in between (another packet, the control thread) is looked up
+  // again, so the result is always process()'s. A null found[i]: the packet
+  // was not looked up; it is, there.
+  struct Found {
+    uint32_t conn;  // handle, or kNoConn
+    uint32_t hash;  // of the canonical key
+    uint32_t epoch;  // the shard's insert count then: a miss stays one until it moves
+    uint8_t dir;     // 0 original, 1 reply
+    bool canon;      // the packet's key is the canonical orientation
+  };
+  void lookup(const Packet* const* pkts, uint32_t n, Found* out);
+  void process_found(const Packet* const* pkts, const Found* const* found, uint32_t n, uint64_t now_ns, bool commit,
+                     CtResult* out);
 
   // Checks up to `budget` entries for expiry (a cursor walks the table).
   // Returns entries freed.

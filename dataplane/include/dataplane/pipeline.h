@@ -42,6 +42,7 @@ struct alignas(64) WorkerStats {
   uint64_t parse_drop[static_cast<int>(ctrack::Drop::kCount)] = {};
   uint64_t drop[static_cast<int>(DropWhy::kCount)] = {};
   uint64_t hw_marked = 0;  // handled by the NIC's classification (mark), tables skipped
+  uint64_t cache_hits = 0;  // established packets the flow cache took from conntrack straight to their actions
   uint64_t busy_polls = 0, idle_polls = 0, busy_cycles = 0;
   uint64_t expire_runs = 0, expire_cycles = 0, expired = 0;  // the paced expiry slice, its cost in TSC cycles
   WorkerStats snapshot() const;
@@ -50,6 +51,15 @@ struct alignas(64) WorkerStats {
 // Per-rule counters, per worker, inside a Pipeline.
 struct RuleCounters {
   uint64_t packets = 0, bytes = 0;
+};
+
+// A rule as the per-packet code reads it: its actions in the pipeline's
+// dense action array, nothing of the control-plane Rule.
+struct CompiledRule {
+  uint32_t first;  // index of its first action
+  uint16_t count;
+  uint8_t table;
+  bool offload;
 };
 
 class Pipeline {
@@ -84,6 +94,11 @@ class Pipeline {
   unsigned workers_ = 1;
   std::vector<RuleCounters> counters_;  // [worker * rules + rule]
   std::vector<int32_t> table0_by_id_;   // rule id -> index, table-0 rules only; -1 none
+  std::vector<CompiledRule> crules_;    // index = rule index
+  std::vector<Action> acts_;
+  uint32_t gen_ = 0;                 // distinct per build: the flow cache's validity
+  int32_t fast_zone_ = -1;           // the one zone every ct() uses, or -1 (no flow cache)
+  uint32_t tcp_flag_tables_ = 0;     // bit t: a rule in table t matches tcp_flags
 };
 
 // Marks the NIC puts on packets it has classified, and what they mean. The
@@ -115,27 +130,60 @@ struct Verdict {
   uint32_t mark;
 };
 
-// One worker's datapath: its tracker shard and its counters.
+// The established-flow cache (VPP's session fast path, OVS's exact-match
+// cache): the path an established packet took through the tables, kept per
+// connection and direction together with the pipeline generation it was
+// taken under. The next packet of that direction goes from conntrack
+// straight to the path's actions and output; a rule change invalidates by
+// generation. Paths are only recorded where they cannot depend on anything
+// outside the connection's key, ingress port and VLAN: one ct() (in the
+// pipeline's only zone), no table with tcp_flags rules, no `offload: false`
+// rule, an established state (with or without +rpl).
+struct FlowPath {
+  uint32_t hash = 0;  // 0: empty slot
+  uint16_t in_port = 0, vlan = 0;
+  uint8_t state = 0;  // ct_state the packet had after its ct()
+  uint8_t nrules = 0;
+  bool commit = false;
+  int16_t out_port = -1;  // -1: dropped by its last rule
+  uint32_t mark = 0;
+  uint32_t rules[kMaxTables] = {};  // rule indices hit, in order
+};
+
+struct FlowCacheEntry {
+  static constexpr uint16_t kNone = 0xFFFF;
+  uint32_t gen = 0;  // Pipeline generation; 0 matches none
+  uint16_t path[2] = {kNone, kNone};  // per direction, index into the worker's paths
+};
+
+// One worker's datapath: its tracker shard, its counters, its flow cache.
 class Datapath {
  public:
-  Datapath(unsigned worker, ctrack::Tracker* tracker, WorkerStats* stats)
-      : worker_(worker), ct_(tracker), st_(stats) {
-    std::fill(std::begin(mtu_), std::end(mtu_), uint16_t{0xFFFF});
-  }
+  static constexpr uint32_t kPaths = 1024;  // distinct cached paths per worker (a power of two)
+
+  Datapath(unsigned worker, ctrack::Tracker* tracker, WorkerStats* stats);
   void set_hw_marks(const std::atomic<const HwMarkTable*>* marks) { marks_ = marks; }
   // The ports' MTUs (largest IP packet in or out), index = port. Unset
   // ports take anything.
   void set_mtu(uint16_t port, uint16_t mtu) { mtu_[port] = mtu; }
+  // The flow cache is on unless turned off (the benchmark and the
+  // differential test compare both).
+  void set_flow_cache(bool on) { cache_on_ = on; }
   // Runs up to kMaxBurst packets through pipeline `pl`.
   void run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns, Verdict* out);
 
  private:
+  uint16_t record_path(const FlowPath& p);  // its index, or kNone when the table is full
+
   unsigned worker_;
   ctrack::Tracker* ct_;
   WorkerStats* st_;
   const std::atomic<const HwMarkTable*>* marks_ = nullptr;
   uint16_t mtu_[kMaxPorts];
-
+  bool cache_on_ = true;
+  uint32_t paths_gen_ = 0;
+  std::vector<FlowCacheEntry> cache_;  // index = connection handle of this shard
+  std::vector<FlowPath> paths_;
 };
 
 }  // namespace dp
