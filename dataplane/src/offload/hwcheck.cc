@@ -76,7 +76,7 @@ int hw_check_run(const std::string& target, bool model) {
   uint16_t p;
   RTE_ETH_FOREACH_DEV(p) ports.push_back(p);
   if (ports.empty()) return fail("no ethdev for " + target + " (is it bound to mlx5_core?)");
-  if (!model) ports.resize(1);  // the PF: a hairpin connection on one port is enough
+  if (!model) ports = {ports.front()};  // the PF: a hairpin connection on one port is enough
 
   OffloadConfig oc;
   oc.provider = model ? "emulated" : "rte_flow";
