@@ -136,6 +136,51 @@ std::string Key::str() const {
   return buf;
 }
 
+// ------------------------------------------------------------------ Stats
+
+namespace {
+
+// Stats' scalar counters and their names ("new" is `created`, as listings
+// have always called it).
+constexpr std::pair<const char*, uint64_t Stats::*> kStatFields[] = {
+    {"active", &Stats::active},
+    {"offloaded", &Stats::offloaded},
+    {"lookups", &Stats::lookups},
+    {"hits", &Stats::hits},
+    {"new", &Stats::created},
+    {"related", &Stats::related},
+    {"untracked", &Stats::untracked},
+    {"table_full", &Stats::table_full},
+    {"zone_limited", &Stats::zone_limited},
+    {"expired", &Stats::expired},
+    {"evicted", &Stats::evicted},
+    {"closed", &Stats::closed},
+    {"flushed", &Stats::flushed},
+    {"reopened", &Stats::reopened},
+    {"events", &Stats::events},
+    {"events_dropped", &Stats::events_dropped},
+    {"events_deferred", &Stats::events_deferred},
+    {"hw_folds", &Stats::hw_folds},
+};
+static_assert(sizeof(kStatFields) / sizeof(kStatFields[0]) * sizeof(uint64_t) +
+                      static_cast<size_t>(Invalid::kCount) * sizeof(uint64_t) ==
+                  sizeof(Stats),
+              "a Stats field without a name");
+
+}  // namespace
+
+Stats& Stats::operator+=(const Stats& o) {
+  for (const auto& [name, f] : kStatFields) this->*f += o.*f;
+  for (int i = 0; i < static_cast<int>(Invalid::kCount); i++) invalid[i] += o.invalid[i];
+  return *this;
+}
+
+void Stats::visit(const std::function<void(const std::string&, uint64_t)>& f) const {
+  for (const auto& [name, m] : kStatFields) f(name, this->*m);
+  for (int i = 1; i < static_cast<int>(Invalid::kCount); i++)
+    f(std::string("invalid_") + invalid_name(static_cast<Invalid>(i)), invalid[i]);
+}
+
 // ------------------------------------------------------------------- Impl
 
 struct Tracker::Impl {

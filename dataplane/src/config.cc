@@ -475,6 +475,12 @@ Status Config::apply_cli() {
     if (Status s = check_socket_path(control_socket); !s) return Status::error("--file-prefix: control socket " + s.message());
   }
   if (cli.no_huge) eal.no_huge = true;
+  if (!cli.log_level.empty()) {
+    static const char* const levels[] = {"emerg", "alert", "crit", "error", "warning", "notice", "info", "debug"};
+    bool ok = false;
+    for (const char* l : levels) ok |= cli.log_level == l;
+    if (!ok) return Status::error("--log-level '" + cli.log_level + "': use error, warning, notice, info or debug");
+  }
   return {};
 }
 

@@ -1,5 +1,6 @@
 #include "daemon.h"
 
+#include "dataplane/log.h"
 #include "dataplane/nic_model.h"
 #include "sdn/clock.h"
 
@@ -48,7 +49,15 @@ void on_signal(int sig) {
   else g_signal_stop = 1;
 }
 
-void log(const std::string& s) { fprintf(stderr, "dataplane: %s\n", s.c_str()); }
+void log(const std::string& s) { log_info(LogType::kControl, s); }
+void warn(const std::string& s) { log_warning(LogType::kControl, s); }
+
+void log_pipeline(const Pipeline& p) {
+  log_info(LogType::kPipeline, "pipeline " + std::to_string(p.generation()) + ": " + std::to_string(p.rules().size()) +
+                                   " rules; flow cache " +
+                                   (p.fast_zone() >= 0 ? "on (zone " + std::to_string(p.fast_zone()) + ")"
+                                                       : std::string("off (ct() in more than one zone)")));
+}
 
 // Symmetric Toeplitz key: the 0x6d5a pattern hashes (a,b) and (b,a) alike,
 // so both directions of a connection reach the same worker and shard.
@@ -90,6 +99,7 @@ std::vector<std::string> eal_args(const Config& cfg, bool force_no_huge) {
   // vector width at 256 bits by default): 12% more pipeline throughput in
   // dataplane-bench here (AVX512X32 vs AVX2, same run). A no-op elsewhere.
   a.push_back("--force-max-simd-bitwidth=512");
+  if (!cfg.cli.log_level.empty()) a.push_back("--log-level=dataplane.*:" + cfg.cli.log_level);
   bool pci = false;
   for (const auto& p : cfg.ports) {
     if (is_vdev(p)) {
@@ -172,7 +182,9 @@ void Daemon::worker_loop(Worker* w) {
       }
       if (nic) {
         // The NIC model's steering runs first; what it handles never
-        // reaches the software pipeline.
+        // reaches the software pipeline. (Its cycles are the NIC's, not
+        // the pipeline's: counted apart.)
+        st.nic_packets += n;
         uint16_t ns = 0;
         for (uint16_t i = 0; i < n; i++) {
           int16_t o = nic->rx(q, in[i], now);
@@ -188,6 +200,9 @@ void Daemon::worker_loop(Worker* w) {
           }
         }
         n = ns;
+        uint64_t t1 = rte_rdtsc();
+        st.nic_cycles += t1 - t0;
+        t0 = t1;
       }
       w->dp->run(*pl, in, n, now, v);
       for (uint16_t i = 0; i < n; i++) {
@@ -259,7 +274,7 @@ Status Daemon::setup_port(size_t i) {
           std::min<uint8_t>(info.hash_key_size ? info.hash_key_size : 40, sizeof kSymmetricRssKey);
       conf.rx_adv_conf.rss_conf.rss_hf = hf;
     } else {
-      log("port '" + pc.name + "' has no RSS: with several workers, both directions of a connection may reach "
+      warn("port '" + pc.name + "' has no RSS: with several workers, both directions of a connection may reach "
           "different shards (the kernel's af_packet fanout hash is used instead)");
     }
   }
@@ -289,7 +304,7 @@ Status Daemon::setup_port(size_t i) {
   started_ports_++;
   if (pc.promisc && rte_eth_promiscuous_get(pid) != 1) {
     if (rte_eth_promiscuous_enable(pid) == 0) promisc_on_[i] = true;
-    else log("port '" + pc.name + "': promiscuous mode not supported");
+    else warn("port '" + pc.name + "': promiscuous mode not supported");
   }
   return {};
 }
@@ -351,6 +366,7 @@ Status Daemon::start() {
 
   auto pl = Pipeline::build(cfg_.rules, nw);
   if (!pl) return pl.status();
+  log_pipeline(*pl.value());
   pipeline_.store(pl.value().release());
   rules_ = cfg_.rules;
 
@@ -380,6 +396,7 @@ Status Daemon::start() {
 Status Daemon::install(std::vector<Rule> rules) {
   auto pl = Pipeline::build(rules, static_cast<unsigned>(workers_.size()));
   if (!pl) return pl.status();
+  log_pipeline(*pl.value());
   std::lock_guard<std::mutex> lk(mu_);
   Pipeline* old = pipeline_.exchange(pl.value().release(), std::memory_order_acq_rel);
   // Free the old tables only after every worker has passed a quiescent state.
@@ -585,7 +602,8 @@ std::string Daemon::stats_text() {
     WorkerStats s = w->stats.snapshot();
     o << "worker " << w->id << " lcore " << w->lcore << ": rx " << s.rx_packets << " tx " << s.tx_packets
       << " busy_polls " << s.busy_polls << " idle_polls " << s.idle_polls << " cycles/pkt "
-      << (s.rx_packets ? s.busy_cycles / s.rx_packets : 0) << " hw_marked " << s.hw_marked << " cache_hits "
+      << (s.rx_packets ? s.busy_cycles / s.rx_packets : 0) << " nic_stage_cycles/pkt "
+      << (s.nic_packets ? s.nic_cycles / s.nic_packets : 0) << " hw_marked " << s.hw_marked << " cache_hits "
       << s.cache_hits << " expire_runs "
       << s.expire_runs << " expire_cycles/run " << (s.expire_runs ? s.expire_cycles / s.expire_runs : 0)
       << " expired " << s.expired << "\n";
@@ -598,14 +616,11 @@ std::string Daemon::stats_text() {
   for (int i = 1; i < static_cast<int>(ctrack::Drop::kCount); i++)
     o << " parse_" << ctrack::drop_name(static_cast<ctrack::Drop>(i)) << "=" << sum.parse_drop[i];
   o << "\n";
-  uint64_t active = 0, untracked = 0, full = 0;
-  for (auto& sh : shards_) {
-    ctrack::Stats x = sh->stats();
-    active += x.active;
-    untracked += x.untracked;
-    full += x.table_full + x.zone_limited;
-  }
-  o << "ct: active=" << active << " untracked=" << untracked << " table_full=" << full << "\n";
+  ctrack::Stats cs;
+  for (auto& sh : shards_) cs += sh->stats();
+  o << "ct:";
+  cs.visit([&](const std::string& k, uint64_t v) { o << " " << k << "=" << v; });
+  o << "\n";
   o << "offload " << offload_->name() << ":";
   for (const auto& [k, v] : offload_->stats().counters) o << " " << k << "=" << v;
   o << "\n";
@@ -729,7 +744,7 @@ int Daemon::run() {
     ctl_->poll(wait_ms, mono_ns(), handler);
     if (g_signal_reload) {
       g_signal_reload = 0;
-      if (Status s = reload(); !s) log("reload failed, keeping the running rules: " + s.message());
+      if (Status s = reload(); !s) warn("reload failed, keeping the running rules: " + s.message());
     }
     for (unsigned w = 0; w < shards_.size(); w++) {
       uint32_t n;
@@ -762,15 +777,15 @@ void Daemon::shutdown() {
     rte_eal_mp_wait_lcore();
   }
   if (offload_)
-    if (Status s = offload_->flush(); !s) log("offload flush: " + s.message());
+    if (Status s = offload_->flush(); !s) warn("offload flush: " + s.message());
   // Representors before the transfer proxy (mlx5_trigger.c:1391-1420).
   // Only what start() got to; the interfaces as they were found.
   for (size_t i = started_ports_; i-- > 0;) {
     if (promisc_on_[i] && rte_eth_promiscuous_disable(port_ids_[i]) != 0)
-      log("port '" + cfg_.ports[i].name + "': could not turn promiscuous mode off");
+      warn("port '" + cfg_.ports[i].name + "': could not turn promiscuous mode off");
     const FlowApi& api = offload_->api();
     if (int rc = api.dev_stop(api.self, port_ids_[i]); rc != 0)
-      log("port '" + cfg_.ports[i].name + "': stop: " + strerror(-rc));
+      warn("port '" + cfg_.ports[i].name + "': stop: " + strerror(-rc));
   }
   for (uint16_t pid : port_ids_) rte_eth_dev_close(pid);
   if (pool_) {
@@ -827,6 +842,9 @@ void Daemon::telemetry_stats(rte_tel_data* d) {
                               s.rx_packets ? s.busy_cycles / s.rx_packets : 0);
     rte_tel_data_add_dict_u64(workers, (p + "hw_marked").c_str(), s.hw_marked);
     rte_tel_data_add_dict_u64(workers, (p + "cache_hits").c_str(), s.cache_hits);
+    rte_tel_data_add_dict_u64(workers, (p + "nic_stage_packets").c_str(), s.nic_packets);
+    rte_tel_data_add_dict_u64(workers, (p + "nic_stage_cycles_per_packet").c_str(),
+                              s.nic_packets ? s.nic_cycles / s.nic_packets : 0);
     rte_tel_data_add_dict_u64(workers, (p + "expire_runs").c_str(), s.expire_runs);
     rte_tel_data_add_dict_u64(workers, (p + "expire_cycles").c_str(), s.expire_cycles);
     rte_tel_data_add_dict_u64(workers, (p + "busy_cycles").c_str(), s.busy_cycles);
@@ -857,39 +875,10 @@ void Daemon::telemetry_stats(rte_tel_data* d) {
   rte_tel_data_add_dict_container(d, "rule_hits", rules, 0);
 
   ctrack::Stats cs;
-  for (auto& s : shards_) {
-    ctrack::Stats x = s->stats();
-    cs.lookups += x.lookups;
-    cs.hits += x.hits;
-    cs.created += x.created;
-    cs.related += x.related;
-    cs.untracked += x.untracked;
-    for (int i = 0; i < static_cast<int>(ctrack::Invalid::kCount); i++) cs.invalid[i] += x.invalid[i];
-    cs.table_full += x.table_full;
-    cs.zone_limited += x.zone_limited;
-    cs.expired += x.expired;
-    cs.evicted += x.evicted;
-    cs.closed += x.closed;
-    cs.active += x.active;
-    cs.offloaded += x.offloaded;
-  }
+  for (auto& sh : shards_) cs += sh->stats();
   rte_tel_data* ct = rte_tel_data_alloc();
   rte_tel_data_start_dict(ct);
-  rte_tel_data_add_dict_u64(ct, "active", cs.active);
-  rte_tel_data_add_dict_u64(ct, "offloaded", cs.offloaded);
-  rte_tel_data_add_dict_u64(ct, "lookups", cs.lookups);
-  rte_tel_data_add_dict_u64(ct, "hits", cs.hits);
-  rte_tel_data_add_dict_u64(ct, "new", cs.created);
-  rte_tel_data_add_dict_u64(ct, "related", cs.related);
-  rte_tel_data_add_dict_u64(ct, "untracked", cs.untracked);
-  rte_tel_data_add_dict_u64(ct, "table_full", cs.table_full);
-  rte_tel_data_add_dict_u64(ct, "zone_limited", cs.zone_limited);
-  rte_tel_data_add_dict_u64(ct, "expired", cs.expired);
-  rte_tel_data_add_dict_u64(ct, "evicted", cs.evicted);
-  rte_tel_data_add_dict_u64(ct, "closed", cs.closed);
-  for (int i = 1; i < static_cast<int>(ctrack::Invalid::kCount); i++)
-    rte_tel_data_add_dict_u64(
-        ct, (std::string("invalid_") + ctrack::invalid_name(static_cast<ctrack::Invalid>(i))).c_str(), cs.invalid[i]);
+  cs.visit([&](const std::string& k, uint64_t v) { rte_tel_data_add_dict_u64(ct, k.c_str(), v); });
   rte_tel_data_add_dict_container(d, "ct", ct, 0);
 
   OffloadStats os;

@@ -20,6 +20,7 @@ namespace {
 void usage() {
   printf(
       "usage: dataplane --config FILE [--check [--no-host-checks]] [--no-huge] [--file-prefix NAME]\n"
+      "                 [--log-level LEVEL]\n"
       "       dataplane --hw-check PCI[,devargs]|model [--no-huge]\n"
       "\n"
       "  --config FILE       the YAML config (configs/dataplane/*.yaml)\n"
@@ -29,6 +30,8 @@ void usage() {
       "  --no-huge           run DPDK without hugepages (overrides eal.no_huge)\n"
       "  --file-prefix NAME  DPDK runtime prefix (overrides eal.file_prefix; the telemetry socket\n"
       "                      is /var/run/dpdk/NAME/dpdk_telemetry.v2)\n"
+      "  --log-level LEVEL   the daemon's rte_log types dataplane.control, .offload, .pipeline:\n"
+      "                      error, warning, notice, info (default) or debug\n"
       "\n"
       "Offload (offload.provider): none | rte_flow (mlx5 with dv_flow_en=2) | emulated (the same\n"
       "rte_flow provider on a model of the mlx5 22.11 driver, which also steers packets as the first\n"
@@ -50,7 +53,7 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string file, prefix, hw;
+  std::string file, prefix, hw, log_level;
   bool check = false, no_huge = false, host_checks = true;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
     else if (a == "--hw-check" && i + 1 < argc) hw = argv[++i];
     else if (a == "--no-huge") no_huge = true;
     else if (a == "--file-prefix" && i + 1 < argc) prefix = argv[++i];
+    else if (a == "--log-level" && i + 1 < argc) log_level = argv[++i];
     else if (a == "--help" || a == "-h") {
       usage();
       return 0;
@@ -80,6 +84,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   cfg->cli.file_prefix = prefix;
+  cfg->cli.log_level = log_level;
   cfg->cli.no_huge = no_huge;
   if (dp::Status s = cfg->apply_cli(); !s) {
     fprintf(stderr, "dataplane: %s\n", s.message().c_str());

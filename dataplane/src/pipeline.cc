@@ -145,6 +145,8 @@ WorkerStats WorkerStats::snapshot() const {
   for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) s.drop[i] = ld(drop[i]);
   s.hw_marked = ld(hw_marked);
   s.cache_hits = ld(cache_hits);
+  s.nic_packets = ld(nic_packets);
+  s.nic_cycles = ld(nic_cycles);
   s.busy_polls = ld(busy_polls);
   s.idle_polls = ld(idle_polls);
   s.busy_cycles = ld(busy_cycles);

@@ -82,6 +82,11 @@ struct Stats {
   uint64_t table_full = 0, zone_limited = 0, expired = 0, evicted = 0, closed = 0, flushed = 0;
   uint64_t reopened = 0, events = 0, events_dropped = 0, events_deferred = 0, hw_folds = 0;
   uint64_t active = 0, offloaded = 0;
+
+  Stats& operator+=(const Stats& o);
+  // Every counter with its name ("invalid_<reason>" for the invalid ones),
+  // in a fixed order: listings take them all from here.
+  void visit(const std::function<void(const std::string& name, uint64_t value)>& f) const;
 };
 
 // Offload hooks: what the tracker tells the offload provider.

@@ -64,6 +64,7 @@ struct Config {
   struct Cli {
     std::string file_prefix;
     bool no_huge = false;
+    std::string log_level;  // for the dataplane.* rte_log types; empty: info
   } cli;
   // Applies `cli`; checks the prefix as eal.file_prefix is checked.
   Status apply_cli();

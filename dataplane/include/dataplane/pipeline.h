@@ -43,7 +43,9 @@ struct alignas(64) WorkerStats {
   uint64_t drop[static_cast<int>(DropWhy::kCount)] = {};
   uint64_t hw_marked = 0;  // handled by the NIC's classification (mark), tables skipped
   uint64_t cache_hits = 0;  // established packets the flow cache took from conntrack straight to their actions
-  uint64_t busy_polls = 0, idle_polls = 0, busy_cycles = 0;
+  uint64_t busy_polls = 0, idle_polls = 0;
+  uint64_t busy_cycles = 0;  // the software pipeline and tx, for rx_packets
+  uint64_t nic_packets = 0, nic_cycles = 0;  // the NIC model's stage (emulated offload), for every packet received
   uint64_t expire_runs = 0, expire_cycles = 0, expired = 0;  // the paced expiry slice, its cost in TSC cycles
   WorkerStats snapshot() const;
 };
@@ -79,6 +81,11 @@ class Pipeline {
     const char* refuse = nullptr;  // why hardware may not do this alone; null if it may
   };
   Trace trace_established(const ctrack::Key& wire, uint16_t in_port, bool reply) const;
+
+  // The zone the flow cache looks connections up in; -1 when the rules use
+  // several (then no flow cache).
+  int fast_zone() const { return fast_zone_; }
+  uint32_t generation() const { return gen_; }
 
   // Sum over workers; only exact when no worker runs this pipeline.
   RuleCounters counters(size_t rule_index) const;

@@ -40,6 +40,7 @@
 
 #include "dataplane/hwflow.h"
 #include "dataplane/nic_model.h"
+#include "dataplane/log.h"
 #include "dataplane/offload.h"
 #include "sdn/clock.h"
 
@@ -159,7 +160,7 @@ class RteFlowProvider final : public OffloadProvider {
       // Not a hardware-steering port at all (so nothing to configure for it
       // to receive traffic).
       if (auto_) {
-        fprintf(stderr, "dataplane: offload auto: port %u: %s; staying in software\n", port, c.str().c_str());
+        log_warning(LogType::kOffload, "auto: port " + std::to_string(port) + ": " + c.str() + "; staying in software");
         disabled_ = true;
         return {};
       }
@@ -199,7 +200,8 @@ class RteFlowProvider final : public OffloadProvider {
       // Configured (so the port still receives traffic with hardware
       // steering), but it cannot take the offload.
       if (auto_) {
-        fprintf(stderr, "dataplane: offload auto: port %u cannot: %s; staying in software\n", port, c.str().c_str());
+        log_warning(LogType::kOffload,
+                    "auto: port " + std::to_string(port) + " cannot: " + c.str() + "; staying in software");
         disabled_ = true;
         return {};
       }
@@ -475,7 +477,7 @@ class RteFlowProvider final : public OffloadProvider {
     uint64_t& last = last_log_ns_[key];
     if (now - last >= 1'000'000'000ull) {  // at most one line per reason per second
       last = now;
-      fprintf(stderr, "dataplane: offload: %s\n", line.c_str());
+      log_warning(LogType::kOffload, line);
     }
   }
   void fail(const std::string& reason, const std::string& detail) {

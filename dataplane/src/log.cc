@@ -1,0 +1,30 @@
+#include "dataplane/log.h"
+
+#include <rte_log.h>
+
+static_assert(RTE_LOG_INFO == 7 && RTE_LOG_WARNING == 5 && RTE_LOG_ERR == 4, "log.h's level numbers");
+
+namespace dp {
+
+namespace {
+
+struct Types {
+  int id[3];
+  Types() {
+    const char* names[3] = {"dataplane.control", "dataplane.offload", "dataplane.pipeline"};
+    for (int i = 0; i < 3; i++) {
+      id[i] = rte_log_register_type_and_pick_level(names[i], RTE_LOG_INFO);
+      if (id[i] < 0) id[i] = RTE_LOGTYPE_USER1;  // before EAL: still printed
+    }
+  }
+};
+
+}  // namespace
+
+void log_line(LogType t, uint32_t level, const std::string& msg) {
+  static const Types types;  // registered on first use, after EAL (its --log-level patterns apply)
+  const char* part = t == LogType::kOffload ? "offload: " : "";
+  rte_log(level, static_cast<uint32_t>(types.id[static_cast<int>(t)]), "dataplane: %s%s\n", part, msg.c_str());
+}
+
+}  // namespace dp
