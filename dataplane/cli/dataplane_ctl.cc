@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
           "  reload                re-read the config file: tables and conntrack timeouts; other\n"
           "                        changes are refused with the reason (README: Reload)\n"
           "  stats                 workers, drops by reason, conntrack, offload counters\n"
+          "  trace PACKET          what the tables and conntrack would do with a packet (nothing changes):\n"
+          "                        in_port=inside,tcp,10.0.0.1:1234>10.0.0.2:80,flags=S\n"
+          "                        in_port=outside,udp,[fd00::2]:53>[fd00::1]:3333 | in_port=inside,icmp,10.0.0.1>10.0.0.2\n"
           "  offload testpmd       hardware rules as testpmd flow commands\n"
           "Exit status 0 when the daemon answers ok, 1 otherwise (an error, or a reply cut short).\n");
       return 0;

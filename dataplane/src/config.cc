@@ -173,7 +173,7 @@ Status parse_ports(const Ctx& c, const YAML::Node& n, std::vector<PortConfig>* p
 }
 
 Status parse_workers(const Ctx& c, const YAML::Node& n, WorkerConfig* w) {
-  TRY(check_keys(c, n, "workers", {"main_lcore", "lcores", "burst", "mbufs", "mbuf_cache"}));
+  TRY(check_keys(c, n, "workers", {"main_lcore", "lcores", "cpus", "burst", "mbufs", "mbuf_cache"}));
   TRY(get_uint(c, n, "main_lcore", "workers", &w->main_lcore, 0, 1023));
   if (n["main_lcore"]) w->main_line = n["main_lcore"].Mark().line + 1;
   TRY(get_uint(c, n, "burst", "workers", &w->burst, 1, 32));
@@ -196,6 +196,18 @@ Status parse_workers(const Ctx& c, const YAML::Node& n, WorkerConfig* w) {
       if (v > 1023 || !seen.insert(v).second) return c.err(l[i], p, "lcore ids must be unique and 0..1023");
       w->lcores.push_back(v);
       w->lcore_lines.push_back(l[i].Mark().line + 1);
+    }
+  }
+  if (YAML::Node cp = n["cpus"]) {
+    if (!cp.IsSequence() || cp.size() != w->lcores.size())
+      return c.err(cp, "workers.cpus", "expected a list of CPU ids, one per entry of workers.lcores");
+    w->cpus_line = cp.Mark().line + 1;
+    for (size_t i = 0; i < cp.size(); i++) {
+      unsigned v;
+      YAML::Node tmp;
+      tmp["v"] = cp[i];
+      TRY(get_uint(c, tmp, "v", "workers.cpus[" + std::to_string(i) + "]", &v, 0, 1023));
+      w->cpus.push_back(v);
     }
   }
   for (unsigned l : w->lcores)
@@ -525,12 +537,14 @@ Status check_host(const Config& cfg) {
       return at(cfg.workers.main_line, "workers.main_lcore",
                 "lcore " + std::to_string(cfg.workers.main_lcore) + " is not a CPU this process may run on (CPUs " +
                     cpu_list(set) + ")");
+    const bool mapped = !cfg.workers.cpus.empty();
     for (size_t i = 0; i < cfg.workers.lcores.size(); i++) {
-      unsigned l = cfg.workers.lcores[i];
+      unsigned l = mapped ? cfg.workers.cpus[i] : cfg.workers.lcores[i];
       if (!CPU_ISSET(l, &set))
-        return at(i < cfg.workers.lcore_lines.size() ? cfg.workers.lcore_lines[i] : 0,
-                  "workers.lcores[" + std::to_string(i) + "]",
-                  "lcore " + std::to_string(l) + " is not a CPU this process may run on (CPUs " + cpu_list(set) + ")");
+        return at(mapped ? cfg.workers.cpus_line : i < cfg.workers.lcore_lines.size() ? cfg.workers.lcore_lines[i] : 0,
+                  (mapped ? "workers.cpus[" : "workers.lcores[") + std::to_string(i) + "]",
+                  (mapped ? "CPU " : "lcore ") + std::to_string(l) + " is not a CPU this process may run on (CPUs " +
+                      cpu_list(set) + ")");
     }
   }
   // Every worker's shard is allocated and pre-faulted at start.

@@ -124,7 +124,10 @@ void ControlServer::poll(int timeout_ms, uint64_t now_ns, const Handler& handler
     if (drop[i]) {
       if (clients_[i].fd >= 0) close(clients_[i].fd);
     } else {
-      clients_[k++] = std::move(clients_[i]);
+      // Never onto itself: a self-move empties a std::string and a
+      // std::function, and the reply would go on from freed bytes.
+      if (k != i) clients_[k] = std::move(clients_[i]);
+      k++;
     }
   }
   clients_.resize(k);

@@ -2,6 +2,8 @@
 
 #include "dataplane/log.h"
 #include "dataplane/nic_model.h"
+#include "dataplane/packet_desc.h"
+#include "ctrack/frame.h"
 #include "sdn/clock.h"
 
 #include <arpa/inet.h>
@@ -18,6 +20,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
 #include <rte_telemetry.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -91,9 +94,16 @@ int tel_rules(const char*, const char*, rte_tel_data* d) {
 std::vector<std::string> eal_args(const Config& cfg, bool force_no_huge) {
   std::vector<std::string> a = {"dataplane"};
   std::string lcores = std::to_string(cfg.workers.main_lcore);
-  for (unsigned l : cfg.workers.lcores) lcores += "," + std::to_string(l);
-  a.insert(a.end(), {"-l", lcores, "--main-lcore", std::to_string(cfg.workers.main_lcore), "--file-prefix",
-                     cfg.eal.file_prefix});
+  if (cfg.workers.cpus.empty()) {
+    for (unsigned l : cfg.workers.lcores) lcores += "," + std::to_string(l);
+    a.insert(a.end(), {"-l", lcores});
+  } else {  // lcore@cpu: the main lcore on its own number, the workers where workers.cpus says
+    lcores += "@" + std::to_string(cfg.workers.main_lcore);
+    for (size_t i = 0; i < cfg.workers.lcores.size(); i++)
+      lcores += "," + std::to_string(cfg.workers.lcores[i]) + "@" + std::to_string(cfg.workers.cpus[i]);
+    a.insert(a.end(), {"--lcores", lcores});
+  }
+  a.insert(a.end(), {"--main-lcore", std::to_string(cfg.workers.main_lcore), "--file-prefix", cfg.eal.file_prefix});
   if (cfg.eal.no_huge || force_no_huge) a.insert(a.end(), {"--no-huge", "-m", std::to_string(cfg.eal.memory_mb)});
   // Lets rte_acl pick its AVX-512 classifier where the CPU has it (DPDK caps
   // vector width at 256 bits by default): 12% more pipeline throughput in
@@ -141,7 +151,9 @@ void Daemon::worker_loop(Worker* w) {
   const uint16_t q = static_cast<uint16_t>(w->id);
   const uint16_t burst = cfg_.workers.burst;
   const size_t nports = port_ids_.size();
+  const unsigned nw = static_cast<unsigned>(workers_.size());
   std::vector<TxBuf> tx(nports);
+  std::vector<TxBuf> ho(nw);  // packets for the workers that own their connections
   WorkerStats& st = w->stats;
   ctrack::Tracker* ct = shards_[w->id].get();
   rte_rcu_qsbr_thread_register(qsbr_, w->id);
@@ -162,6 +174,44 @@ void Daemon::worker_loop(Worker* w) {
     }
     b.n = 0;
   };
+  auto hand = [&](unsigned to) {
+    TxBuf& b = ho[to];
+    if (!b.n) return;
+    unsigned sent = rte_ring_sp_enqueue_burst(handoff_[w->id * nw + to], reinterpret_cast<void* const*>(b.m), b.n,
+                                              nullptr);
+    if (sent < b.n) {
+      st.drop[static_cast<int>(DropWhy::kHandoffFull)] += b.n - sent;
+      rte_pktmbuf_free_bulk(b.m + sent, b.n - sent);
+    }
+    b.n = 0;
+  };
+  auto to_tx = [&](rte_mbuf* m, int16_t o) {
+    TxBuf& b = tx[static_cast<size_t>(o)];
+    b.m[b.n++] = m;
+    if (b.n == 2 * kMaxBurst) flush(static_cast<size_t>(o));
+  };
+  auto packet_in = [&](uint16_t i, rte_mbuf* m) {
+    in[i] = PacketIn{rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, m->pkt_len, port_index_[m->port],
+                     (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0, m->hash.fdir.hi};
+  };
+  // The software pipeline over mb[0..n), then each packet out, away, or on
+  // to its owner.
+  auto judge = [&](Pipeline& pl, uint16_t n, uint64_t now) {
+    w->dp->run(pl, in, n, now, v);
+    for (uint16_t i = 0; i < n; i++) {
+      if (v[i].out_port >= 0) {
+        to_tx(mb[i], v[i].out_port);
+      } else if (v[i].handoff >= 0) {
+        TxBuf& b = ho[static_cast<unsigned>(v[i].handoff)];
+        b.m[b.n++] = mb[i];
+        if (b.n == 2 * kMaxBurst) hand(static_cast<unsigned>(v[i].handoff));
+      } else {
+        rte_pktmbuf_free(mb[i]);
+      }
+    }
+    for (size_t o = 0; o < nports; o++) flush(o);
+    for (unsigned t = 0; t < nw; t++) hand(t);
+  };
 
   uint64_t last_expire = 0;
   const uint32_t expire_slice = std::max<uint32_t>(64, cfg_.ct.capacity / 1000 + 1);
@@ -175,11 +225,7 @@ void Daemon::worker_loop(Worker* w) {
       if (!n) continue;
       busy = true;
       uint64_t t0 = rte_rdtsc();
-      for (uint16_t i = 0; i < n; i++) {
-        rte_mbuf* m = mb[i];
-        in[i] = PacketIn{rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, m->pkt_len, static_cast<uint16_t>(p),
-                         (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0, m->hash.fdir.hi};
-      }
+      for (uint16_t i = 0; i < n; i++) packet_in(i, mb[i]);
       if (nic) {
         // The NIC model's steering runs first; what it handles never
         // reaches the software pipeline. (Its cycles are the NIC's, not
@@ -189,9 +235,7 @@ void Daemon::worker_loop(Worker* w) {
         for (uint16_t i = 0; i < n; i++) {
           int16_t o = nic->rx(q, in[i], now);
           if (o >= 0) {
-            TxBuf& b = tx[static_cast<size_t>(o)];
-            b.m[b.n++] = mb[i];
-            if (b.n == 2 * kMaxBurst) flush(static_cast<size_t>(o));
+            to_tx(mb[i], o);
           } else if (o == -1) {
             rte_pktmbuf_free(mb[i]);
           } else {
@@ -204,18 +248,19 @@ void Daemon::worker_loop(Worker* w) {
         st.nic_cycles += t1 - t0;
         t0 = t1;
       }
-      w->dp->run(*pl, in, n, now, v);
-      for (uint16_t i = 0; i < n; i++) {
-        int16_t o = v[i].out_port;
-        if (o < 0) {
-          rte_pktmbuf_free(mb[i]);
-          continue;
-        }
-        TxBuf& b = tx[static_cast<size_t>(o)];
-        b.m[b.n++] = mb[i];
-        if (b.n == 2 * kMaxBurst) flush(static_cast<size_t>(o));
-      }
-      for (size_t o = 0; o < nports; o++) flush(o);
+      judge(*pl, n, now);
+      st.busy_cycles += rte_rdtsc() - t0;
+    }
+    // Packets other workers received for connections this one owns.
+    for (unsigned from = 0; from < nw && nw > 1; from++) {
+      if (from == w->id) continue;
+      unsigned n = rte_ring_sc_dequeue_burst(handoff_[from * nw + w->id], reinterpret_cast<void**>(mb), burst, nullptr);
+      if (!n) continue;
+      busy = true;
+      uint64_t t0 = rte_rdtsc();
+      st.handoff_in += n;
+      for (uint16_t i = 0; i < n; i++) packet_in(i, mb[i]);
+      judge(*pl, static_cast<uint16_t>(n), now);
       st.busy_cycles += rte_rdtsc() - t0;
     }
     if (busy) st.busy_polls++;
@@ -280,6 +325,18 @@ Status Daemon::setup_port(size_t i) {
   }
   if (int rc = rte_eth_dev_configure(pid, nq, nq, &conf); rc != 0)
     return Status::error("port '" + pc.name + "': configure: " + strerror(-rc));
+  if (conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS && info.reta_size) {
+    // The redirection table steer.h assumes: entry i -> queue i % workers.
+    std::vector<rte_eth_rss_reta_entry64> reta((info.reta_size + RTE_ETH_RETA_GROUP_SIZE - 1) /
+                                               RTE_ETH_RETA_GROUP_SIZE);
+    for (uint16_t e = 0; e < info.reta_size; e++) {
+      reta[e / RTE_ETH_RETA_GROUP_SIZE].mask |= 1ull << (e % RTE_ETH_RETA_GROUP_SIZE);
+      reta[e / RTE_ETH_RETA_GROUP_SIZE].reta[e % RTE_ETH_RETA_GROUP_SIZE] = static_cast<uint16_t>(e % nq);
+    }
+    if (int rc = rte_eth_dev_rss_reta_update(pid, reta.data(), info.reta_size); rc != 0)
+      warn("port '" + pc.name + "': RSS redirection table: " + strerror(-rc) +
+           "; packets its RSS steers elsewhere are handed to their owner");
+  }
   if (set_mtu_later) {
     if (int rc = rte_eth_dev_set_mtu(pid, pc.mtu); rc != 0)
       return Status::error("port '" + pc.name + "': MTU " + std::to_string(pc.mtu) + " (device max frame " +
@@ -360,6 +417,24 @@ Status Daemon::start() {
   }
   promisc_on_.assign(port_ids_.size(), false);
   ring_drops_.assign(port_ids_.size(), 0);
+  port_index_.assign(RTE_MAX_ETHPORTS, 0);
+  for (size_t i = 0; i < port_ids_.size(); i++) port_index_[port_ids_[i]] = static_cast<uint16_t>(i);
+  if (nw > 1) {
+    // Several workers, a conntrack shard each: a connection's packets are
+    // judged by the worker that owns it (steer.h); others hand them over.
+    steer_ = std::make_unique<Steering>(kSymmetricRssKey, sizeof kSymmetricRssKey, nw);
+    for (auto& w : workers_) w->dp->set_steering(steer_.get(), w->id);
+    for (unsigned from = 0; from < nw; from++)
+      for (unsigned to = 0; to < nw; to++) {
+        rte_ring* r = nullptr;
+        if (from != to) {
+          std::string name = "dp_ho_" + std::to_string(from) + "_" + std::to_string(to);
+          r = rte_ring_create(name.c_str(), 4096, static_cast<int>(rte_socket_id()), RING_F_SP_ENQ | RING_F_SC_DEQ);
+          if (!r) return Status::error("handoff ring " + name + ": " + rte_strerror(rte_errno));
+        }
+        handoff_.push_back(r);
+      }
+  }
   if (Status s = offload_->prepare(port_ids_); !s) return Status::error("offload: " + s.message());
   for (size_t i = 0; i < cfg_.ports.size(); i++)
     if (Status s = setup_port(i); !s) return s;
@@ -482,7 +557,8 @@ Status Daemon::reload() {
     if (!kept) refused.push_back("ports: '" + p.name + "' removed (ports need a restart)");
   }
   const WorkerConfig &wa = cfg_.workers, &wb = c.workers;
-  if (wa.main_lcore != wb.main_lcore || wa.lcores != wb.lcores || wa.burst != wb.burst || wa.mbufs != wb.mbufs ||
+  if (wa.main_lcore != wb.main_lcore || wa.lcores != wb.lcores || wa.cpus != wb.cpus || wa.burst != wb.burst ||
+      wa.mbufs != wb.mbufs ||
       wa.mbuf_cache != wb.mbuf_cache)
     refused.push_back("workers: changed (needs a restart)");
   if (!same_ct_except_timeouts(cfg_.ct, c.ct))
@@ -594,6 +670,53 @@ ControlServer::Reply Daemon::ct_list(int zone) {
   return r;
 }
 
+// What the running tables and conntrack would do with a described packet;
+// nothing changes (conntrack is only looked up).
+std::string Daemon::trace(const std::string& text) {
+  std::string desc = text.substr(std::min(text.size(), text.find_first_not_of(" \t")));
+  while (!desc.empty() && (desc.back() == '\n' || desc.back() == ' ')) desc.pop_back();
+  auto d = parse_packet_desc(desc, cfg_.port_names());
+  if (!d) return "error: trace: " + d.message();
+  std::vector<uint8_t> frame = ctrack::build_frame(d->spec);
+  ctrack::Parsed pp;
+  if (ctrack::Drop why = ctrack::parse_packet(frame.data(), static_cast<uint32_t>(frame.size()), 0, &pp);
+      why != ctrack::Drop::kNone)
+    return std::string("error: trace: the packet does not parse: ") + ctrack::drop_name(why);
+  pp.ct.in_port = static_cast<uint8_t>(d->in_port);
+  unsigned shard = steer_ ? steer_->owner(pp.ct.key) : 0;
+  uint64_t now = mono_ns();
+  auto peek = [&](const ctrack::Packet& p, uint16_t zone, bool commit, std::string* note) -> uint8_t {
+    ctrack::Packet q = p;
+    q.key.zone = zone;
+    const ctrack::Packet* qp = &q;
+    ctrack::Tracker::Found f;
+    ctrack::Tracker& t = *shards_[shard];
+    t.lookup(&qp, 1, &f);
+    std::string where = shards_.size() > 1 ? " (worker " + std::to_string(shard) + "'s shard)" : "";
+    if (f.conn == ctrack::kNoConn) {
+      bool tcp_no_syn = q.key.proto == IPPROTO_TCP && !(q.tcp_flags & ctrack::kSyn) && !t.config().tcp_midstream;
+      if (tcp_no_syn) {
+        *note = "no connection" + where + ", and a TCP segment without SYN starts none";
+        return ctrack::kCtTrk | ctrack::kCtInv;
+      }
+      *note = "no connection" + where + (commit ? "; this ct(commit) would create one" : "");
+      return ctrack::kCtTrk | ctrack::kCtNew;
+    }
+    t.for_each_from(now, f.conn, 1, [&](const ctrack::ConnInfo& c) {
+      *note = "connection " + c.orig.str() + " " + c.state + ", entry " + std::to_string(f.conn) + where +
+              " (the TCP window check is not run here)";
+    });
+    if (q.meta & ctrack::kMetaIcmpError) return ctrack::kCtTrk | ctrack::kCtRel;
+    return static_cast<uint8_t>(ctrack::kCtTrk | ctrack::kCtEst | (f.dir ? ctrack::kCtRpl : 0));
+  };
+  std::lock_guard<std::mutex> lk(mu_);  // the pipeline stays while we read it
+  Pipeline* pl = pipeline_.load();
+  std::string o = "ok\n";
+  o += "packet: " + desc + "\n";
+  for (const std::string& l : pl->explain(pp, d->in_port, cfg_.port_names(), peek)) o += l + "\n";
+  return o;
+}
+
 std::string Daemon::stats_text() {
   std::ostringstream o;
   o << "ok\n";
@@ -604,7 +727,7 @@ std::string Daemon::stats_text() {
       << " busy_polls " << s.busy_polls << " idle_polls " << s.idle_polls << " cycles/pkt "
       << (s.rx_packets ? s.busy_cycles / s.rx_packets : 0) << " nic_stage_cycles/pkt "
       << (s.nic_packets ? s.nic_cycles / s.nic_packets : 0) << " hw_marked " << s.hw_marked << " cache_hits "
-      << s.cache_hits << " expire_runs "
+      << s.cache_hits << " handoff_out " << s.handoff_out << " handoff_in " << s.handoff_in << " expire_runs "
       << s.expire_runs << " expire_cycles/run " << (s.expire_runs ? s.expire_cycles / s.expire_runs : 0)
       << " expired " << s.expired << "\n";
     for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) sum.parse_drop[i] += s.parse_drop[i];
@@ -680,13 +803,18 @@ ControlServer::Reply Daemon::handle(const std::string& req) {
     return text("ok");
   }
   if (cmd == "stats") return text(stats_text());
+  if (cmd == "trace") {
+    std::string rest;
+    std::getline(in, rest, '\0');
+    return text(trace(rest));
+  }
   if (cmd == "offload") {
     in >> sub;
     if (sub == "testpmd") return text("ok\n" + offload_->testpmd_commands());
     return text("error: usage: offload testpmd");
   }
   return text("error: unknown command '" + cmd +
-              "' (rule add|rule del|rules|ct flush|ct list|reload|stats|offload testpmd)");
+              "' (rule add|rule del|rules|ct flush|ct list|reload|stats|trace|offload testpmd)");
 }
 
 // af_packet keeps its ring's drops in the kernel (PACKET_STATISTICS, reset
@@ -776,6 +904,13 @@ void Daemon::shutdown() {
     stop_.store(true);
     rte_eal_mp_wait_lcore();
   }
+  for (rte_ring* r : handoff_) {
+    if (!r) continue;
+    void* m;
+    while (rte_ring_sc_dequeue(r, &m) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
+    rte_ring_free(r);
+  }
+  handoff_.clear();
   if (offload_)
     if (Status s = offload_->flush(); !s) warn("offload flush: " + s.message());
   // Representors before the transfer proxy (mlx5_trigger.c:1391-1420).
@@ -842,6 +977,8 @@ void Daemon::telemetry_stats(rte_tel_data* d) {
                               s.rx_packets ? s.busy_cycles / s.rx_packets : 0);
     rte_tel_data_add_dict_u64(workers, (p + "hw_marked").c_str(), s.hw_marked);
     rte_tel_data_add_dict_u64(workers, (p + "cache_hits").c_str(), s.cache_hits);
+    rte_tel_data_add_dict_u64(workers, (p + "handoff_out").c_str(), s.handoff_out);
+    rte_tel_data_add_dict_u64(workers, (p + "handoff_in").c_str(), s.handoff_in);
     rte_tel_data_add_dict_u64(workers, (p + "nic_stage_packets").c_str(), s.nic_packets);
     rte_tel_data_add_dict_u64(workers, (p + "nic_stage_cycles_per_packet").c_str(),
                               s.nic_packets ? s.nic_cycles / s.nic_packets : 0);

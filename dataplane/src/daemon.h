@@ -15,6 +15,7 @@
 #include "dataplane/pipeline.h"
 
 struct rte_mempool;
+struct rte_ring;
 struct rte_rcu_qsbr;
 struct rte_tel_data;
 
@@ -47,6 +48,7 @@ class Daemon {
   std::string rule_add(const std::string& yaml);
   ControlServer::Reply ct_list(int zone);
   std::string stats_text();
+  std::string trace(const std::string& packet_desc);
   void sample_port_drops();  // af_packet ring drops, kernel reassembly failures
   void shutdown();
   std::string rules_text();
@@ -55,6 +57,9 @@ class Daemon {
   Config cfg_;
   rte_mempool* pool_ = nullptr;
   std::vector<uint16_t> port_ids_;
+  std::vector<uint16_t> port_index_;   // DPDK port id -> index in the config's ports
+  std::unique_ptr<Steering> steer_;    // with several workers: who owns a connection
+  std::vector<rte_ring*> handoff_;     // [from * workers + to], single producer / single consumer
   size_t started_ports_ = 0;
   std::vector<bool> promisc_on_;  // we turned it on: turn it off on stop
   std::vector<int> ifindex_;      // af_packet ports' interfaces (0 otherwise)

@@ -2,6 +2,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -111,6 +112,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "dataplane: %s\n", ctl.message().c_str());
     return 2;
   }
+  // A peer that goes away (a telemetry or control client) is its problem:
+  // DPDK's telemetry thread write()s without MSG_NOSIGNAL.
+  signal(SIGPIPE, SIG_IGN);
   std::vector<std::string> args = dp::eal_args(*cfg, no_huge);
   std::vector<char*> av;
   for (auto& s : args) av.push_back(s.data());

@@ -130,7 +130,7 @@ std::atomic<uint64_t> g_acl_gen{0};
 }  // namespace
 
 const char* drop_why_name(DropWhy d) {
-  static const char* const n[] = {"no_match", "rule_drop", "tx_full", "tx_mtu", "rx_oversize", "ct_full"};
+  static const char* const n[] = {"no_match", "rule_drop", "tx_full", "tx_mtu", "rx_oversize", "ct_full", "handoff_full"};
   static_assert(sizeof(n) / sizeof(n[0]) == static_cast<size_t>(DropWhy::kCount));
   return n[static_cast<int>(d)];
 }
@@ -145,6 +145,8 @@ WorkerStats WorkerStats::snapshot() const {
   for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) s.drop[i] = ld(drop[i]);
   s.hw_marked = ld(hw_marked);
   s.cache_hits = ld(cache_hits);
+  s.handoff_out = ld(handoff_out);
+  s.handoff_in = ld(handoff_in);
   s.nic_packets = ld(nic_packets);
   s.nic_cycles = ld(nic_cycles);
   s.busy_polls = ld(busy_polls);
@@ -388,6 +390,98 @@ Pipeline::Trace Pipeline::trace_established(const ctrack::Key& k, uint16_t in_po
   return tr;
 }
 
+std::vector<std::string> Pipeline::explain(const ctrack::Parsed& pp, uint16_t in_port, const PortNames& ports,
+                                           const CtPeek& ct_peek) const {
+  std::vector<std::string> out;
+  auto port_name = [&](uint16_t p) { return p < ports.names.size() ? ports.names[p] : std::to_string(p); };
+  const ctrack::Packet& cp = pp.ct;
+  const bool ip = pp.kind == ctrack::L3Kind::kIp;
+  AclKey4 k4{};
+  AclKey6 k6{};
+  auto fill = [&](auto& a) {
+    a.proto = cp.key.proto;
+    memcpy(a.src, cp.key.src, sizeof a.src);
+    memcpy(a.dst, cp.key.dst, sizeof a.dst);
+    a.sport = htons(cp.key.sport);
+    a.dport = htons(cp.key.dport);
+    a.in_port = htons(in_port);
+    a.vlan = htons(pp.vlan);
+    a.tcp_flags = cp.key.proto == IPPROTO_TCP ? cp.tcp_flags : 0;
+  };
+  if (ip && cp.key.family == 4) fill(k4);
+  else if (ip) fill(k6);
+  uint16_t other_type = pp.kind == ctrack::L3Kind::kNd ? kEthNd : pp.ethertype;
+  uint32_t mark = 0;
+  int t = 0;
+  for (int hops = 0; hops < 64; hops++) {
+    if (t > max_table_ || !tables_[static_cast<size_t>(t)]) {
+      out.push_back("table " + std::to_string(t) + ": no rules: dropped (no_match)");
+      return out;
+    }
+    const Table* tbl = tables_[static_cast<size_t>(t)].get();
+    uint32_t res = 0;
+    if (ip) {
+      const uint8_t* d =
+          cp.key.family == 4 ? reinterpret_cast<const uint8_t*>(&k4) : reinterpret_cast<const uint8_t*>(&k6);
+      rte_acl_ctx* ctx = cp.key.family == 4 ? tbl->v4[proto_class(cp.key.proto)] : tbl->v6[proto_class(cp.key.proto)];
+      if (ctx && rte_acl_classify(ctx, &d, &res, 1, 1) != 0) res = 0;
+    } else {
+      for (const OtherRule& o : tbl->other) {
+        const Match& m = o.m;
+        if (m.has(kMInPort) && m.in_port != in_port) continue;
+        if (m.has(kMEthType) && m.eth_type != other_type) continue;
+        if (m.has(kMVlan) && m.vlan != pp.vlan) continue;
+        res = o.rule + 1;
+        break;
+      }
+    }
+    if (res == 0) {
+      out.push_back("table " + std::to_string(t) + ": no rule matches: dropped (no_match)");
+      return out;
+    }
+    const Rule& r = rules_[res - 1];
+    out.push_back("table " + std::to_string(t) + ": rule " + std::to_string(r.id) + " (priority " +
+                  std::to_string(r.priority) + ") match \"" + r.match_text + "\" actions \"" + r.actions_text + "\"");
+    int next = -1;
+    for (const Action& a : r.actions) {
+      switch (a.type) {
+        case ActType::kCount:
+          continue;
+        case ActType::kSetMark:
+          mark = a.mark;
+          continue;
+        case ActType::kCt: {
+          std::string note;
+          uint8_t st = ip ? ct_peek(cp, a.zone, a.commit, &note) : 0;
+          if (!ip) note = "not IP: stays untracked";
+          out.push_back("  ct(" + std::string(a.commit ? "commit," : "") + "zone=" + std::to_string(a.zone) +
+                        "): " + ct_state_str(st) + (note.empty() ? "" : ": " + note));
+          k4.ct_state = k6.ct_state = st;
+          k4.zone = k6.zone = htons(a.zone);
+          if (a.table >= 0) next = a.table;
+          break;
+        }
+        case ActType::kOutput:
+          out.push_back("result: output to " + port_name(a.port) + (mark ? ", mark " + std::to_string(mark) : ""));
+          return out;
+        case ActType::kDrop:
+          out.push_back("result: dropped by rule " + std::to_string(r.id) + " (rule_drop)");
+          return out;
+        case ActType::kGotoTable:
+          next = a.table;
+          break;
+      }
+      if (next >= 0) break;
+    }
+    if (next < 0) {
+      out.push_back("result: no terminal action: dropped");
+      return out;
+    }
+    t = next;
+  }
+  return out;
+}
+
 // ------------------------------------------------------------------ datapath
 
 namespace {
@@ -515,11 +609,10 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
   // Parse, and the hardware-mark skip. (Counters are summed in locals and
   // stored once: a per-packet increment of one memory word is a dependency
   // chain through store forwarding.)
-  uint64_t rx_bytes = 0;
+  uint64_t rx_bytes = 0, handed = 0, handed_bytes = 0;
   uint32_t l3len[kMaxBurst];
-  st.rx_packets += n;
   for (uint32_t i = 0; i < n; i++) {
-    out[i] = Verdict{-1, 0, 0};
+    out[i] = Verdict{-1, 0, -1, 0};
     rx_bytes += in[i].pkt_len;
     PktState& p = s[i];
     p.table = -1;
@@ -567,6 +660,15 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
     }
     p.parsed.ct.in_port = static_cast<uint8_t>(in[i].port);
     if (p.parsed.kind == ctrack::L3Kind::kIp) {
+      if (steer_) {
+        unsigned owner = steer_->owner(p.parsed.ct.key);
+        if (owner != self_) {
+          out[i].handoff = static_cast<int8_t>(owner);
+          handed++;
+          handed_bytes += in[i].pkt_len;
+          continue;
+        }
+      }
       p.kind = p.parsed.ct.key.family;
     } else {
       p.kind = 0;
@@ -575,7 +677,10 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
     p.table = 0;
     active++;
   }
-  st.rx_bytes += rx_bytes;
+  // Counted where they are judged (the owner), not where they came in.
+  st.rx_packets += n - handed;
+  st.rx_bytes += rx_bytes - handed_bytes;
+  st.handoff_out += handed;
 
   // The flow cache: established packets whose direction has a path under
   // this pipeline go from conntrack straight to that path's actions.

@@ -77,7 +77,8 @@ class Dut : public ::testing::Test {
 
     prefix = "dpsys" + std::to_string(getpid());
     cfg_path = "/tmp/" + prefix + ".yaml";
-    log_path = "/tmp/" + prefix + ".log";
+    // A log per fixture, kept: a daemon that died shows its last words.
+    log_path = "/tmp/" + prefix + "-" + ::testing::UnitTest::GetInstance()->current_test_suite()->name() + ".log";
     std::string cfg = read_file(g_srcdir + "/configs/dataplane/firewall.yaml");
     ASSERT_FALSE(cfg.empty()) << "configs/dataplane/firewall.yaml not found under " << g_srcdir;
     cfg = replace_all(cfg, "iface=veth-inside", "iface=d0");
@@ -110,6 +111,7 @@ class Dut : public ::testing::Test {
 
   // SIGTERM and the checks of a clean stop; returns the log.
   static std::string stop_daemon() {
+    EXPECT_TRUE(daemon.running()) << "the daemon died before its stop:\n" << read_file(log_path);
     daemon.signal(SIGTERM);
     auto rc = daemon.wait(20s);
     std::string log = read_file(log_path);

@@ -280,6 +280,37 @@ TEST_F(Faults, OversizeAndDeepVlanFramesAreCountedByTheirReason) {
   close(s);
 }
 
+// `dataplane-ctl trace`: each table's rule, the conntrack state a packet
+// would get (nothing changes), the result.
+TEST_F(Faults, TraceShowsEachTableAndTheConntrackState) {
+  std::string syn = ctl("trace in_port=inside,tcp,10.0.0.1:5555>10.0.0.2:7900,flags=S");
+  EXPECT_EQ(syn.rfind("ok\n", 0), 0u) << syn;
+  EXPECT_NE(syn.find("table 0: rule 5 (priority 50) match \"eth_type=ipv4\" actions \"ct(table=1)\""), std::string::npos)
+      << syn;
+  EXPECT_NE(syn.find("  ct(zone=0): +trk+new: no connection"), std::string::npos) << syn;
+  EXPECT_NE(syn.find("  ct(commit,zone=0): +trk+new: no connection; this ct(commit) would create one"), std::string::npos)
+      << syn;
+  EXPECT_NE(syn.find("result: output to outside"), std::string::npos) << syn;
+  std::string in = ctl("trace in_port=outside,tcp,10.0.0.2:7900>10.0.0.1:5555,flags=S");
+  EXPECT_NE(in.find("result: dropped by rule 14 (rule_drop)"), std::string::npos) << in;
+  EXPECT_EQ(ctl("ct list").find(":5555"), std::string::npos) << "trace created an entry";
+  // A live connection: its next segment is established.
+  int ls = listen_in(server, "10.0.0.2", 7901), cs = sock_in(client, SOCK_STREAM);
+  ASSERT_TRUE(connect_within(cs, addr("10.0.0.2", 7901), 5s));
+  sockaddr_in local{};
+  socklen_t ll = sizeof local;
+  getsockname(cs, reinterpret_cast<sockaddr*>(&local), &ll);
+  std::string est = ctl("trace in_port=outside,tcp,10.0.0.2:7901>10.0.0.1:" + std::to_string(ntohs(local.sin_port)) +
+                        ",flags=A");
+  EXPECT_NE(est.find("+trk+est+rpl: connection tcp 10.0.0.1:"), std::string::npos) << est;
+  EXPECT_NE(est.find("result: output to inside"), std::string::npos) << est;
+  EXPECT_EQ(ctl("trace in_port=mars,tcp,10.0.0.1:1>10.0.0.2:2").rfind("error: trace: in_port 'mars': no such port", 0),
+            0u);
+  EXPECT_EQ(ctl("trace in_port=inside,tcp,10.0.0.1>10.0.0.2").rfind("error: trace: '10.0.0.1>10.0.0.2': expected", 0), 0u);
+  close(cs);
+  close(ls);
+}
+
 // Item 10: `rule add` takes one rule and nothing else.
 TEST_F(Faults, RuleAddTakesExactlyOneRule) {
   std::string r1 = "{table: 1, priority: 5, match: \"ip_proto=udp,tp_dst=7300\", actions: drop}";
@@ -304,7 +335,8 @@ TEST_F(Faults, CtListStreamsEveryEntry) {
   std::this_thread::sleep_for(500ms);
   auto r = run_capture({g_bindir + "/dataplane-ctl", "--prefix", prefix, "ct", "list"});
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->status, 0);
+  EXPECT_EQ(r->status, 0) << r->output.substr(r->output.size() > 300 ? r->output.size() - 300 : 0);
+  ASSERT_TRUE(daemon.running()) << "the daemon died:\n" << read_file(log_path);
   size_t lines = 0, udp = 0;
   std::string last;
   std::istringstream in(r->output);
@@ -632,6 +664,85 @@ TEST(ConfigHost, RefusedBeforeEalWithFileLineKey) {
   EXPECT_EQ(pre->status, 2);
   EXPECT_NE(pre->output.find("--file-prefix '../x'"), std::string::npos) << pre->output;
   unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace dptest
+
+namespace dptest {
+namespace {
+
+// Two workers, a conntrack shard each, on net_af_packet with two queues per
+// port (the kernel's packet fanout spreads packets over them). A worker
+// that gets a packet of a connection the other owns hands it over; no
+// connection is judged by two shards.
+class TwoWorkers : public Dut {
+ protected:
+  static void SetUpTestSuite() {
+    edits = {{"lcores: [1]", "lcores: [1, 2]\n  cpus: [1, 0]"},
+             {"iface=d0\"", "iface=d0,qpairs=2\""},
+             {"iface=d1\"", "iface=d1,qpairs=2\""}};
+    Dut::SetUpTestSuite();
+  }
+};
+
+TEST_F(TwoWorkers, TwoHundredConnectionsEachJudgedByItsOwner) {
+  std::string s0 = stats();
+  int ls = listen_in(server, "10.0.0.2", 7800);
+  ASSERT_GE(ls, 0);
+  listen(ls, 512);
+  std::atomic<int> served{0};
+  std::thread echo([&] {
+    for (int k = 0; k < 200; k++) {
+      pollfd p{ls, POLLIN, 0};
+      if (poll(&p, 1, 10000) != 1) break;
+      int as = accept(ls, nullptr, nullptr);
+      if (as < 0) break;
+      std::string got;
+      if (recv_within(as, 5s, &got) && send(as, got.data(), got.size(), 0) == static_cast<ssize_t>(got.size()))
+        served++;
+      close(as);
+    }
+  });
+  int ok = 0;
+  for (int k = 0; k < 200; k++) {
+    int cs = sock_in(client, SOCK_STREAM);
+    if (connect_within(cs, addr("10.0.0.2", 7800), 5s)) {
+      std::string msg = "conn " + std::to_string(k), got;
+      if (send(cs, msg.data(), msg.size(), 0) == static_cast<ssize_t>(msg.size()) && recv_within(cs, 5s, &got) &&
+          got == msg)
+        ok++;
+    }
+    close(cs);
+  }
+  echo.join();
+  close(ls);
+  std::this_thread::sleep_for(300ms);
+  std::string s1 = stats();
+  long long rx0 = json_number(s1, "w0_rx_packets") - json_number(s0, "w0_rx_packets");
+  long long rx1 = json_number(s1, "w1_rx_packets") - json_number(s0, "w1_rx_packets");
+  long long ho = json_number(s1, "w0_handoff_out") + json_number(s1, "w1_handoff_out") -
+                 json_number(s0, "w0_handoff_out") - json_number(s0, "w1_handoff_out");
+  long long nosyn = json_number(s1, "invalid_tcp_no_syn") - json_number(s0, "invalid_tcp_no_syn");
+  long long created = json_number(s1, "new") - json_number(s0, "new");
+  printf("[ workers ] 200 connections: %d answered; worker 0 judged %lld packets, worker 1 %lld; %lld handed over "
+         "(%.0f%%); %lld entries created\n",
+         ok, rx0, rx1, ho, 100.0 * static_cast<double>(ho) / static_cast<double>(rx0 + rx1), created);
+  EXPECT_EQ(ok, 200);
+  EXPECT_EQ(served.load(), 200);
+  EXPECT_GT(rx0, 200) << s1;
+  EXPECT_GT(rx1, 200) << s1;
+  // A shard that saw only part of a connection would have made a second
+  // entry for it, or refused its packets as mid-stream.
+  EXPECT_EQ(nosyn, 0) << s1;
+  EXPECT_EQ(created, 200) << s1;
+  std::string list = ctl("ct list");
+  std::map<std::string, int> seen;
+  std::istringstream in(list);
+  for (std::string l; std::getline(in, l);)
+    if (l.find("-> 10.0.0.2:7800") != std::string::npos) seen[l.substr(0, l.find(" zone"))]++;
+  EXPECT_EQ(seen.size(), 200u);
+  for (const auto& [tuple, n] : seen) EXPECT_EQ(n, 1) << tuple << " is in both shards";
 }
 
 }  // namespace

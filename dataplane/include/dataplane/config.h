@@ -25,6 +25,10 @@ struct WorkerConfig {
   int main_line = 0;               // where main_lcore / lcores[i] are written, 0 if defaulted
   std::vector<int> lcore_lines;
   std::vector<unsigned> lcores{1};
+  // The CPU each worker lcore runs on, when not the lcore's own number
+  // (EAL --lcores lcore@cpu): more workers than CPUs, e.g. for tests.
+  std::vector<unsigned> cpus;
+  int cpus_line = 0;
   uint16_t burst = 32;
   uint32_t mbufs = 16383;
   uint32_t mbuf_cache = 256;

@@ -9,12 +9,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <memory>
 #include <vector>
 
 #include "ctrack/parse.h"
 #include "ctrack/tracker.h"
 #include "dataplane/rules.h"
+#include "dataplane/steer.h"
 
 struct rte_acl_ctx;
 
@@ -32,7 +35,8 @@ inline constexpr unsigned kMaxPorts = 64;
 //   ct_full:     ct(commit) found no free entry (table full or zone limit,
 //                full_policy: drop). With `pass` it goes on untracked and
 //                ct counts it as `untracked`.
-enum class DropWhy : uint8_t { kNoMatch, kRule, kTxFull, kTxMtu, kRxOversize, kCtFull, kCount };
+//   handoff_full: the ring to the worker that owns the connection was full.
+enum class DropWhy : uint8_t { kNoMatch, kRule, kTxFull, kTxMtu, kRxOversize, kCtFull, kHandoffFull, kCount };
 const char* drop_why_name(DropWhy d);
 
 // One worker's counters. Written only by that worker; read by others with
@@ -43,6 +47,7 @@ struct alignas(64) WorkerStats {
   uint64_t drop[static_cast<int>(DropWhy::kCount)] = {};
   uint64_t hw_marked = 0;  // handled by the NIC's classification (mark), tables skipped
   uint64_t cache_hits = 0;  // established packets the flow cache took from conntrack straight to their actions
+  uint64_t handoff_out = 0, handoff_in = 0;  // packets of connections another worker owns, passed on / taken in
   uint64_t busy_polls = 0, idle_polls = 0;
   uint64_t busy_cycles = 0;  // the software pipeline and tx, for rx_packets
   uint64_t nic_packets = 0, nic_cycles = 0;  // the NIC model's stage (emulated offload), for every packet received
@@ -81,6 +86,14 @@ class Pipeline {
     const char* refuse = nullptr;  // why hardware may not do this alone; null if it may
   };
   Trace trace_established(const ctrack::Key& wire, uint16_t in_port, bool reply) const;
+
+  // What the tables do with one packet, step by step, in words (the
+  // control path's `dataplane-ctl trace`, like OVS's ofproto/trace).
+  // `ct_peek` tells the conntrack state a ct() would give the packet,
+  // without changing anything, and a note on the entry it found.
+  using CtPeek = std::function<uint8_t(const ctrack::Packet& pkt, uint16_t zone, bool commit, std::string* note)>;
+  std::vector<std::string> explain(const ctrack::Parsed& pkt, uint16_t in_port, const PortNames& ports,
+                                   const CtPeek& ct_peek) const;
 
   // The zone the flow cache looks connections up in; -1 when the rules use
   // several (then no flow cache).
@@ -132,8 +145,9 @@ struct PacketIn {
 };
 
 struct Verdict {
-  int16_t out_port;  // -1: drop
+  int16_t out_port;  // -1: drop (or handed off)
   uint8_t ct_state;
+  int8_t handoff;    // >= 0: another worker owns the connection: hand the packet to it
   uint32_t mark;
 };
 
@@ -176,6 +190,12 @@ class Datapath {
   // The flow cache is on unless turned off (the benchmark and the
   // differential test compare both).
   void set_flow_cache(bool on) { cache_on_ = on; }
+  // With several workers: packets of connections `steer` gives another
+  // worker get Verdict::handoff instead of a judgment.
+  void set_steering(const Steering* steer, unsigned self) {
+    steer_ = steer;
+    self_ = self;
+  }
   // Runs up to kMaxBurst packets through pipeline `pl`.
   void run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns, Verdict* out);
 
@@ -188,6 +208,8 @@ class Datapath {
   const std::atomic<const HwMarkTable*>* marks_ = nullptr;
   uint16_t mtu_[kMaxPorts];
   bool cache_on_ = true;
+  const Steering* steer_ = nullptr;
+  unsigned self_ = 0;
   uint32_t paths_gen_ = 0;
   std::vector<FlowCacheEntry> cache_;  // index = connection handle of this shard
   std::vector<FlowPath> paths_;

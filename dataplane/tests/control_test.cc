@@ -1,0 +1,169 @@
+// The control socket server on its own: many clients, streamed replies to
+// slow readers, requests too large, a socket path it must not take.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "../src/control.h"
+
+namespace dp {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string sock_path(const char* what) { return "/tmp/dp-control-test-" + std::to_string(getpid()) + "-" + what + ".sock"; }
+
+int connect_to(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path.c_str());
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads a whole reply (up to the end marker); `slow` sleeps between reads
+// so that the server finds the socket full and must resume later.
+bool read_reply(int fd, std::string* out, bool slow) {
+  char buf[65536];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) != 1) return false;
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return false;
+    if (n == 1 && buf[0] == ControlServer::kEnd[0]) return true;
+    out->append(buf, static_cast<size_t>(n));
+    if (slow) std::this_thread::sleep_for(2ms);
+  }
+}
+
+std::string pattern(size_t n) {
+  std::string s;
+  s.reserve(n);
+  for (size_t i = 0; s.size() < n; i++) s += "line " + std::to_string(i) + "\n";
+  s.resize(n);
+  return s;
+}
+
+// A reply streamed in pieces to readers slower than the server, while other
+// clients come and go: every byte arrives, in order.
+TEST(ControlServer, StreamsLongRepliesWholeToSlowReaders) {
+  std::string path = sock_path("stream");
+  auto srv = ControlServer::open(path);
+  ASSERT_TRUE(srv.ok()) << srv.message();
+  const std::string want = pattern(3 << 20);
+  ControlServer::Handler h = [&](const std::string& req) {
+    ControlServer::Reply r;
+    if (req != "big") {
+      r.text = "ok small";
+      return r;
+    }
+    auto at = std::make_shared<size_t>(0);
+    r.text = "";
+    r.more = [&want, at](std::string* o) {
+      if (*at >= want.size()) return false;
+      size_t n = std::min<size_t>(70000, want.size() - *at);
+      o->append(want, *at, n);
+      *at += n;
+      return true;
+    };
+    return r;
+  };
+  std::atomic<int> done{0};
+  std::vector<std::thread> clients;
+  std::vector<std::string> got(3);
+  std::vector<bool> ok(3, false);
+  for (int c = 0; c < 3; c++)
+    clients.emplace_back([&, c] {
+      int fd = connect_to(path);
+      if (fd >= 0 && send(fd, "big", 3, 0) == 3) ok[static_cast<size_t>(c)] = read_reply(fd, &got[static_cast<size_t>(c)], c != 2);
+      if (fd >= 0) close(fd);
+      done++;
+    });
+  // Short requests from others in between, each answered.
+  std::atomic<int> small_ok{0};
+  std::thread smalls([&] {
+    for (int i = 0; i < 40; i++) {
+      int fd = connect_to(path);
+      std::string r;
+      if (fd >= 0 && send(fd, "hi", 2, 0) == 2 && read_reply(fd, &r, false) && r == "ok small") small_ok++;
+      if (fd >= 0) close(fd);
+      std::this_thread::sleep_for(5ms);
+    }
+    done++;
+  });
+  auto end = std::chrono::steady_clock::now() + 60s;
+  while (done < 4 && std::chrono::steady_clock::now() < end) srv.value()->poll(1, 0, h);
+  for (auto& t : clients) t.join();
+  smalls.join();
+  for (int c = 0; c < 3; c++) {
+    EXPECT_TRUE(ok[static_cast<size_t>(c)]) << "client " << c;
+    EXPECT_EQ(got[static_cast<size_t>(c)].size(), want.size()) << "client " << c;
+    EXPECT_TRUE(got[static_cast<size_t>(c)] == want) << "client " << c << ": the stream differs";
+  }
+  EXPECT_EQ(small_ok.load(), 40);
+}
+
+TEST(ControlServer, RefusesWhatIsNotASocketAndASecondOwner) {
+  std::string file = sock_path("file");
+  std::ofstream(file) << "keep";
+  auto a = ControlServer::open(file);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.message().find("exists and is not a socket; not removing it"), std::string::npos) << a.message();
+  std::ifstream in(file);
+  std::string k;
+  in >> k;
+  EXPECT_EQ(k, "keep");
+  unlink(file.c_str());
+  unlink((file + ".lock").c_str());
+
+  std::string path = sock_path("twice");
+  auto first = ControlServer::open(path);
+  ASSERT_TRUE(first.ok()) << first.message();
+  auto second = ControlServer::open(path);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.message().find("is in use by another dataplane (pid " + std::to_string(getpid())), std::string::npos)
+      << second.message();
+  EXPECT_FALSE(ControlServer::open("relative.sock").ok());
+  EXPECT_FALSE(ControlServer::open("/tmp/" + std::string(120, 'x')).ok());
+  first.value().reset();
+  unlink((path + ".lock").c_str());
+}
+
+TEST(ControlServer, ARequestTooLargeGetsAnError) {
+  std::string path = sock_path("large");
+  auto srv = ControlServer::open(path);
+  ASSERT_TRUE(srv.ok());
+  ControlServer::Handler h = [](const std::string&) { return ControlServer::Reply{"ok", nullptr}; };
+  std::string reply;
+  std::atomic<bool> finished{false};
+  std::thread c([&] {
+    int fd = connect_to(path);
+    int sz = 1 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
+    std::string big(200000, 'x');
+    if (send(fd, big.data(), big.size(), 0) == static_cast<ssize_t>(big.size())) read_reply(fd, &reply, false);
+    close(fd);
+    finished = true;
+  });
+  auto end = std::chrono::steady_clock::now() + 10s;
+  while (!finished && std::chrono::steady_clock::now() < end) srv.value()->poll(1, 0, h);
+  c.join();
+  EXPECT_EQ(reply.rfind("error: request larger than", 0), 0u) << reply;
+  srv.value().reset();
+  unlink((path + ".lock").c_str());
+}
+
+}  // namespace
+}  // namespace dp
