@@ -412,3 +412,50 @@ TEST(FlowCache, AReusedEntryStartsWithoutAPath) {
 
 }  // namespace
 }  // namespace dp
+
+#include <rte_thash.h>
+
+namespace dp {
+namespace {
+
+// The owner function is the NIC's RSS: the same Toeplitz hash as DPDK's
+// reference rte_softrss over (src, dst, sport, dport), and symmetric with
+// the daemon's key.
+TEST(Steering, IsRssToeplitzAndSymmetric) {
+  uint8_t key[52];
+  for (int i = 0; i < 52; i++) key[i] = i % 2 ? 0x5a : 0x6d;
+  uint8_t rnd[52];
+  std::mt19937 rng(7);
+  for (auto& b : rnd) b = static_cast<uint8_t>(rng());
+  Steering sym(key, sizeof key, 4), any(rnd, sizeof rnd, 4);
+  for (int n = 0; n < 2000; n++) {
+    ctrack::Key k{};
+    k.family = n % 2 ? 6 : 4;
+    int alen = k.family == 6 ? 16 : 4;
+    for (int i = 0; i < alen; i++) {
+      k.src[i] = static_cast<uint8_t>(rng());
+      k.dst[i] = static_cast<uint8_t>(rng());
+    }
+    k.sport = static_cast<uint16_t>(rng());
+    k.dport = static_cast<uint16_t>(rng());
+    // rte_softrss takes the tuple as host-order 32-bit words.
+    uint8_t bytes[36];
+    memcpy(bytes, k.src, static_cast<size_t>(alen));
+    memcpy(bytes + alen, k.dst, static_cast<size_t>(alen));
+    bytes[2 * alen] = static_cast<uint8_t>(k.sport >> 8);
+    bytes[2 * alen + 1] = static_cast<uint8_t>(k.sport);
+    bytes[2 * alen + 2] = static_cast<uint8_t>(k.dport >> 8);
+    bytes[2 * alen + 3] = static_cast<uint8_t>(k.dport);
+    uint32_t words[9];
+    int nw = (2 * alen + 4) / 4;
+    for (int w = 0; w < nw; w++)
+      words[w] = static_cast<uint32_t>(bytes[4 * w]) << 24 | static_cast<uint32_t>(bytes[4 * w + 1]) << 16 |
+                 static_cast<uint32_t>(bytes[4 * w + 2]) << 8 | bytes[4 * w + 3];
+    ASSERT_EQ(any.hash(k), rte_softrss(words, static_cast<uint32_t>(nw), rnd)) << "tuple " << n;
+    ASSERT_EQ(sym.hash(k), rte_softrss(words, static_cast<uint32_t>(nw), key)) << "tuple " << n;
+    ASSERT_EQ(sym.owner(k), sym.owner(k.reversed())) << "tuple " << n << ": directions differ";
+  }
+}
+
+}  // namespace
+}  // namespace dp
