@@ -12,7 +12,7 @@
 #include <fstream>
 #include <thread>
 
-#include "../src/control.h"
+#include "../src/control/socket.h"
 
 namespace dp {
 namespace {

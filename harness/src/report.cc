@@ -228,24 +228,35 @@ sdn::Status write_report(const std::string& dir) {
       for (const auto& d : duts) {
         if (d == "testpmd-io" || !by_dut.count(d)) continue;
         std::vector<double> tr, lr;
+        size_t paired = 0;
+        std::string why_missing;  // the first reason a round has no latency pair
         for (auto& [rep, row] : by_dut[d]) {
           auto b = base->second.find(rep);
           if (b == base->second.end()) continue;
+          paired++;
           double x = to_num(row->at("throughput_gbps")), y = to_num(b->second->at("throughput_gbps"));
           if (x > 0 && y > 0) tr.push_back(x / y);
           x = to_num(row->at("latency_p50_us"));
           y = to_num(b->second->at("latency_p50_us"));
           if (x > 0 && y > 0) lr.push_back(x / y);
+          else if (why_missing.empty())
+            why_missing = !(x > 0) ? d + ": " + row->at("error") : "testpmd-io: " + b->second->at("error");
         }
-        auto show = [](std::vector<double> v) -> std::string {
-          if (v.empty()) return "–";
-          Spread s = spread(v);
-          char b[64];
-          snprintf(b, sizeof b, "%.3f [%.2f..%.2f]", s.median, s.min, s.max);
-          return b;
+        // Every ratio with the rounds it stands on; a missing pair says why.
+        auto show = [&](std::vector<double> v, const std::string& why) -> std::string {
+          if (v.empty() && why.empty()) return "–";
+          std::string o;
+          if (!v.empty()) {
+            Spread s = spread(v);
+            char b[96];
+            snprintf(b, sizeof b, "%.3f [%.2f..%.2f], %zu of %zu rounds", s.median, s.min, s.max, v.size(), paired);
+            o = b;
+          }
+          if (v.size() < paired && !why.empty()) o += (o.empty() ? "" : "; ") + std::string("missing: ") + why;
+          return o;
         };
-        md << "| " << cell << " | " << d << " | " << show(tr) << " | " << show(lr) << " | "
-           << std::max(tr.size(), lr.size()) << " |\n";
+        md << "| " << cell << " | " << d << " | " << show(tr, "") << " | " << show(lr, why_missing) << " | " << paired
+           << " |\n";
       }
     }
     md << "\n";

@@ -553,7 +553,12 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
                 r["error"] = o.error.empty() ? "no iperf3 instance ran" : o.error;
                 errors++;
               }
-              if (o.have_lat && o.lat.ok) put_latency(r, o.lat);
+              // The latency columns are numbers or the error says why not.
+              if (o.have_lat && o.lat.ok) {
+                put_latency(r, o.lat);
+              } else if (o.have_lat && r["status"] == "ok") {
+                r["error"] = "latency under load: " + o.lat.error;
+              }
               long long ce = dut->ct_entries(), off = dut->offloaded();
               if (ce >= 0) r["ct_entries"] = std::to_string(ce);
               if (off >= 0) r["offloaded_entries"] = std::to_string(off);

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 namespace harness {
@@ -77,7 +78,7 @@ SockperfResult parse_sockperf(const std::string& text) {
   SockperfResult r;
   std::istringstream in(strip_ansi(text));
   std::string line;
-  bool have_p50 = false;
+  bool have_p50 = false, no_valid = false;
   while (std::getline(in, line)) {
     auto at = line.find("---> percentile ");
     if (at != std::string::npos) {
@@ -96,6 +97,35 @@ SockperfResult parse_sockperf(const std::string& text) {
       r.avg_us = strtod(line.c_str() + at + 12, nullptr);
     else if (line.find("No messages were received") != std::string::npos)
       r.error = "sockperf: no messages were received from the server";
+    else if ((at = line.find("[Total Run] RunTime=")) != std::string::npos) {
+      double secs = 0;
+      unsigned long long sent = 0, got = 0;
+      const char* t = line.c_str() + at;
+      if (sscanf(t, "[Total Run] RunTime=%lf sec;", &secs) == 1) {
+        const char* m = strstr(t, "ReceivedMessages=");
+        const char* snt = strstr(t, "SentMessages=");
+        if (m) got = strtoull(m + 17, nullptr, 10);
+        if (snt) sent = strtoull(snt + 13, nullptr, 10);
+        r.run_s = secs;
+        r.received = got;
+        r.sent = sent;
+      }
+    } else if (line.find("No valid observations found") != std::string::npos) {
+      no_valid = true;
+    }
+  }
+  // Ping-pong waits for each reply, so a run with too few for percentiles
+  // still says how slow the round trips were.
+  if (r.error.empty() && no_valid) {
+    char b[200];
+    if (r.received)
+      snprintf(b, sizeof b,
+               "sockperf: no valid observations: %llu round trips in %.1f s (%.0f us each on average), too few "
+               "for percentiles",
+               static_cast<unsigned long long>(r.received), r.run_s, r.run_s * 1e6 / static_cast<double>(r.received));
+    else
+      snprintf(b, sizeof b, "sockperf: no valid observations: no reply in %.1f s", r.run_s);
+    r.error = b;
   }
   if (r.error.empty() && !have_p50) r.error = "sockperf output has no percentiles";
   r.ok = r.error.empty();

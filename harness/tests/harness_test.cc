@@ -75,6 +75,18 @@ TEST(Sockperf, NoServerIsAnError) {
   EXPECT_EQ(strip_ansi("\x1b[2;35mhi\x1b[0m"), "hi");
 }
 
+// Through testpmd-io under iperf3 load: 263 replies in 10 s, too few for
+// sockperf's percentiles. The reason carries the round-trip time.
+TEST(Sockperf, TooFewRepliesSayHowSlowTheyWere) {
+  SockperfResult r = parse_sockperf(data("sockperf-no-valid.txt"));
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.received, 263u);
+  EXPECT_EQ(r.sent, 264u);
+  EXPECT_NEAR(r.run_s, 10.001, 1e-9);
+  EXPECT_NE(r.error.find("no valid observations: 263 round trips in 10.0 s (38027 us each on average)"), std::string::npos)
+      << r.error;
+}
+
 TEST(Csv, WritesFlushesAndReadsBack) {
   std::string p = tmp("w.csv");
   unlink(p.c_str());

@@ -25,6 +25,8 @@ struct SockperfResult {
   bool ok = false;
   std::string error;
   double avg_us = 0, p50_us = 0, p90_us = 0, p99_us = 0, p999_us = 0, max_us = 0;
+  double run_s = 0;                        // [Total Run]: seconds, messages sent and replies received
+  unsigned long long sent = 0, received = 0;
 };
 
 // Parses sockperf ping-pong output (ANSI colour codes stripped).

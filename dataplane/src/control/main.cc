@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "control.h"
+#include "socket.h"
 #include "daemon.h"
 #include "dataplane/config.h"
 

@@ -1,4 +1,4 @@
-#include "control.h"
+#include "socket.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "control.h"
+#include "socket.h"
 #include "dataplane/config.h"
 #include "dataplane/offload.h"
 #include "dataplane/pipeline.h"
@@ -40,8 +40,6 @@ class Daemon {
   struct Worker;
 
  private:
-  static int lcore_entry(void* worker);
-  void worker_loop(Worker* w);
   Status setup_port(size_t i);
   Status install(std::vector<Rule> rules);
   Status reload();

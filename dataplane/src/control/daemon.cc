@@ -1,5 +1,7 @@
 #include "daemon.h"
 
+#include "../datapath/worker.h"
+
 #include "dataplane/log.h"
 #include "dataplane/nic_model.h"
 #include "dataplane/packet_desc.h"
@@ -129,157 +131,10 @@ std::vector<std::string> eal_args(const Config& cfg, bool force_no_huge) {
 struct Daemon::Worker {
   unsigned id = 0;
   unsigned lcore = 0;
-  Daemon* d = nullptr;
   WorkerStats stats;
   std::unique_ptr<Datapath> dp;
+  WorkerEnv env;
 };
-
-namespace {
-struct TxBuf {
-  uint16_t n = 0;
-  rte_mbuf* m[2 * kMaxBurst];
-};
-}  // namespace
-
-int Daemon::lcore_entry(void* arg) {
-  auto* w = static_cast<Worker*>(arg);
-  w->d->worker_loop(w);
-  return 0;
-}
-
-void Daemon::worker_loop(Worker* w) {
-  const uint16_t q = static_cast<uint16_t>(w->id);
-  const uint16_t burst = cfg_.workers.burst;
-  const size_t nports = port_ids_.size();
-  const unsigned nw = static_cast<unsigned>(workers_.size());
-  std::vector<TxBuf> tx(nports);
-  std::vector<TxBuf> ho(nw);  // packets for the workers that own their connections
-  WorkerStats& st = w->stats;
-  ctrack::Tracker* ct = shards_[w->id].get();
-  rte_rcu_qsbr_thread_register(qsbr_, w->id);
-  rte_rcu_qsbr_thread_online(qsbr_, w->id);
-  rte_mbuf* mb[kMaxBurst];
-  PacketIn in[kMaxBurst];
-  Verdict v[kMaxBurst];
-  Mlx5Model* nic = offload_->nic();
-
-  auto flush = [&](size_t p) {
-    TxBuf& b = tx[p];
-    if (!b.n) return;
-    uint16_t sent = rte_eth_tx_burst(port_ids_[p], q, b.m, b.n);
-    st.tx_packets += sent;
-    if (sent < b.n) {
-      st.drop[static_cast<int>(DropWhy::kTxFull)] += b.n - sent;
-      rte_pktmbuf_free_bulk(b.m + sent, b.n - sent);
-    }
-    b.n = 0;
-  };
-  auto hand = [&](unsigned to) {
-    TxBuf& b = ho[to];
-    if (!b.n) return;
-    unsigned sent = rte_ring_sp_enqueue_burst(handoff_[w->id * nw + to], reinterpret_cast<void* const*>(b.m), b.n,
-                                              nullptr);
-    if (sent < b.n) {
-      st.drop[static_cast<int>(DropWhy::kHandoffFull)] += b.n - sent;
-      rte_pktmbuf_free_bulk(b.m + sent, b.n - sent);
-    }
-    b.n = 0;
-  };
-  auto to_tx = [&](rte_mbuf* m, int16_t o) {
-    TxBuf& b = tx[static_cast<size_t>(o)];
-    b.m[b.n++] = m;
-    if (b.n == 2 * kMaxBurst) flush(static_cast<size_t>(o));
-  };
-  auto packet_in = [&](uint16_t i, rte_mbuf* m) {
-    in[i] = PacketIn{rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, m->pkt_len, port_index_[m->port],
-                     (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0, m->hash.fdir.hi};
-  };
-  // The software pipeline over mb[0..n), then each packet out, away, or on
-  // to its owner.
-  auto judge = [&](Pipeline& pl, uint16_t n, uint64_t now) {
-    w->dp->run(pl, in, n, now, v);
-    for (uint16_t i = 0; i < n; i++) {
-      if (v[i].out_port >= 0) {
-        to_tx(mb[i], v[i].out_port);
-      } else if (v[i].handoff >= 0) {
-        TxBuf& b = ho[static_cast<unsigned>(v[i].handoff)];
-        b.m[b.n++] = mb[i];
-        if (b.n == 2 * kMaxBurst) hand(static_cast<unsigned>(v[i].handoff));
-      } else {
-        rte_pktmbuf_free(mb[i]);
-      }
-    }
-    for (size_t o = 0; o < nports; o++) flush(o);
-    for (unsigned t = 0; t < nw; t++) hand(t);
-  };
-
-  uint64_t last_expire = 0;
-  const uint32_t expire_slice = std::max<uint32_t>(64, cfg_.ct.capacity / 1000 + 1);
-  while (!stop_.load(std::memory_order_relaxed)) {
-    Pipeline* pl = pipeline_.load(std::memory_order_acquire);
-    uint64_t now = mono_ns();
-    bool busy = false;
-    if (nic) nic->service(q, now);
-    for (size_t p = 0; p < nports; p++) {
-      uint16_t n = rte_eth_rx_burst(port_ids_[p], q, mb, burst);
-      if (!n) continue;
-      busy = true;
-      uint64_t t0 = rte_rdtsc();
-      for (uint16_t i = 0; i < n; i++) packet_in(i, mb[i]);
-      if (nic) {
-        // The NIC model's steering runs first; what it handles never
-        // reaches the software pipeline. (Its cycles are the NIC's, not
-        // the pipeline's: counted apart.)
-        st.nic_packets += n;
-        uint16_t ns = 0;
-        for (uint16_t i = 0; i < n; i++) {
-          int16_t o = nic->rx(q, in[i], now);
-          if (o >= 0) {
-            to_tx(mb[i], o);
-          } else if (o == -1) {
-            rte_pktmbuf_free(mb[i]);
-          } else {
-            mb[ns] = mb[i];
-            in[ns++] = in[i];
-          }
-        }
-        n = ns;
-        uint64_t t1 = rte_rdtsc();
-        st.nic_cycles += t1 - t0;
-        t0 = t1;
-      }
-      judge(*pl, n, now);
-      st.busy_cycles += rte_rdtsc() - t0;
-    }
-    // Packets other workers received for connections this one owns.
-    for (unsigned from = 0; from < nw && nw > 1; from++) {
-      if (from == w->id) continue;
-      unsigned n = rte_ring_sc_dequeue_burst(handoff_[from * nw + w->id], reinterpret_cast<void**>(mb), burst, nullptr);
-      if (!n) continue;
-      busy = true;
-      uint64_t t0 = rte_rdtsc();
-      st.handoff_in += n;
-      for (uint16_t i = 0; i < n; i++) packet_in(i, mb[i]);
-      judge(*pl, static_cast<uint16_t>(n), now);
-      st.busy_cycles += rte_rdtsc() - t0;
-    }
-    if (busy) st.busy_polls++;
-    else st.idle_polls++;
-    // Expiry paced by time, busy or not: a slice each millisecond that
-    // sweeps the whole shard once a second (entries go within timeout + 1 s).
-    if (now - last_expire >= 1'000'000) {
-      uint64_t t0 = rte_rdtsc();
-      st.expired += ct->expire(now, expire_slice);
-      st.expire_cycles += rte_rdtsc() - t0;
-      st.expire_runs++;
-      last_expire = now;
-    }
-    rte_rcu_qsbr_quiescent(qsbr_, w->id);
-  }
-  for (size_t o = 0; o < nports; o++) flush(o);
-  rte_rcu_qsbr_thread_offline(qsbr_, w->id);
-  rte_rcu_qsbr_thread_unregister(qsbr_, w->id);
-}
 
 // ------------------------------------------------------------------ setup
 
@@ -384,7 +239,6 @@ Status Daemon::start() {
     auto w = std::make_unique<Worker>();
     w->id = i;
     w->lcore = cfg_.workers.lcores[i];
-    w->d = this;
     w->dp = std::make_unique<Datapath>(i, shards_.back().get(), &w->stats);
     w->dp->set_hw_marks(&marks_);
     for (size_t p = 0; p < cfg_.ports.size(); p++) w->dp->set_mtu(static_cast<uint16_t>(p), cfg_.ports[p].mtu);
@@ -458,7 +312,21 @@ Status Daemon::start() {
   rte_telemetry_register_cmd("/dataplane/rules", tel_rules, "Rules with their hit counters");
 
   for (auto& w : workers_) {
-    if (rte_eal_remote_launch(lcore_entry, w.get(), w->lcore) != 0)
+    w->env.id = w->id;
+    w->env.workers = nw;
+    w->env.burst = cfg_.workers.burst;
+    w->env.expire_slice = std::max<uint32_t>(64, cfg_.ct.capacity / 1000 + 1);
+    w->env.port_ids = port_ids_;
+    w->env.port_index = port_index_.data();
+    w->env.pipeline = &pipeline_;
+    w->env.stop = &stop_;
+    w->env.qsbr = qsbr_;
+    w->env.shard = shards_[w->id].get();
+    w->env.nic = offload_->nic();
+    w->env.dp = w->dp.get();
+    w->env.stats = &w->stats;
+    w->env.handoff = handoff_.data();
+    if (rte_eal_remote_launch(worker_lcore_entry, &w->env, w->lcore) != 0)
       return Status::error("cannot launch worker on lcore " + std::to_string(w->lcore));
     launched_ = true;
   }

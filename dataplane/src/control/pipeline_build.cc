@@ -1,0 +1,406 @@
+// Control path: compiling rules into the pipeline's classifiers (rte_acl per
+// table and protocol class), the offload's and `trace`'s walks through them.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <rte_acl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <set>
+
+#include "../datapath/acl.h"
+#include "dataplane/pipeline.h"
+
+namespace dp {
+
+namespace {
+
+enum F4 { F4_PROTO, F4_SRC, F4_DST, F4_SPORT, F4_DPORT, F4_INPORT, F4_VLAN, F4_TCPF, F4_CT, F4_ZONE, F4_NUM };
+enum F6 {
+  F6_PROTO,
+  F6_SRC0, F6_SRC1, F6_SRC2, F6_SRC3,
+  F6_DST0, F6_DST1, F6_DST2, F6_DST3,
+  F6_SPORT, F6_DPORT, F6_INPORT, F6_VLAN, F6_TCPF, F6_CT, F6_ZONE, F6_NUM
+};
+
+RTE_ACL_RULE_DEF(Acl4Rule, F4_NUM);
+RTE_ACL_RULE_DEF(Acl6Rule, F6_NUM);
+
+rte_acl_field_def fdef(uint8_t type, uint8_t size, uint8_t field, uint8_t input, uint32_t off) {
+  rte_acl_field_def d{};
+  d.type = type;
+  d.size = size;
+  d.field_index = field;
+  d.input_index = input;
+  d.offset = off;
+  return d;
+}
+
+void defs4(rte_acl_config* c) {
+  c->num_fields = F4_NUM;
+  c->defs[F4_PROTO] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F4_PROTO, 0, offsetof(AclKey4, proto));
+  c->defs[F4_SRC] = fdef(RTE_ACL_FIELD_TYPE_MASK, 4, F4_SRC, 1, offsetof(AclKey4, src));
+  c->defs[F4_DST] = fdef(RTE_ACL_FIELD_TYPE_MASK, 4, F4_DST, 2, offsetof(AclKey4, dst));
+  c->defs[F4_SPORT] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F4_SPORT, 3, offsetof(AclKey4, sport));
+  c->defs[F4_DPORT] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F4_DPORT, 3, offsetof(AclKey4, dport));
+  c->defs[F4_INPORT] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F4_INPORT, 4, offsetof(AclKey4, in_port));
+  c->defs[F4_VLAN] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F4_VLAN, 4, offsetof(AclKey4, vlan));
+  c->defs[F4_TCPF] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F4_TCPF, 5, offsetof(AclKey4, tcp_flags));
+  c->defs[F4_CT] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F4_CT, 5, offsetof(AclKey4, ct_state));
+  c->defs[F4_ZONE] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F4_ZONE, 5, offsetof(AclKey4, zone));
+}
+
+void defs6(rte_acl_config* c) {
+  c->num_fields = F6_NUM;
+  c->defs[F6_PROTO] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F6_PROTO, 0, offsetof(AclKey6, proto));
+  for (int i = 0; i < 4; i++) {
+    c->defs[F6_SRC0 + i] =
+        fdef(RTE_ACL_FIELD_TYPE_MASK, 4, static_cast<uint8_t>(F6_SRC0 + i), static_cast<uint8_t>(1 + i),
+             static_cast<uint32_t>(offsetof(AclKey6, src) + 4 * i));
+    c->defs[F6_DST0 + i] =
+        fdef(RTE_ACL_FIELD_TYPE_MASK, 4, static_cast<uint8_t>(F6_DST0 + i), static_cast<uint8_t>(5 + i),
+             static_cast<uint32_t>(offsetof(AclKey6, dst) + 4 * i));
+  }
+  c->defs[F6_SPORT] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F6_SPORT, 9, offsetof(AclKey6, sport));
+  c->defs[F6_DPORT] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F6_DPORT, 9, offsetof(AclKey6, dport));
+  c->defs[F6_INPORT] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F6_INPORT, 10, offsetof(AclKey6, in_port));
+  c->defs[F6_VLAN] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F6_VLAN, 10, offsetof(AclKey6, vlan));
+  c->defs[F6_TCPF] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F6_TCPF, 11, offsetof(AclKey6, tcp_flags));
+  c->defs[F6_CT] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F6_CT, 11, offsetof(AclKey6, ct_state));
+  c->defs[F6_ZONE] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F6_ZONE, 11, offsetof(AclKey6, zone));
+}
+
+void set_range16(rte_acl_field& f, bool has, uint16_t lo, uint16_t hi) {
+  f.value.u16 = has ? lo : 0;
+  f.mask_range.u16 = has ? hi : 0xFFFF;
+}
+
+template <typename R>
+void common_fields(R& r, const Match& m, int proto, int sport, int dport, int inport, int vlan, int tcpf, int ct,
+                   int zone) {
+  r.field[proto].value.u8 = m.has(kMProto) ? m.proto : 0;
+  r.field[proto].mask_range.u8 = m.has(kMProto) ? 0xFF : 0;
+  set_range16(r.field[sport], m.has(kMTpSrc), m.tp_src_lo, m.tp_src_hi);
+  set_range16(r.field[dport], m.has(kMTpDst), m.tp_dst_lo, m.tp_dst_hi);
+  set_range16(r.field[inport], m.has(kMInPort), m.in_port, m.in_port);
+  set_range16(r.field[vlan], m.has(kMVlan), m.vlan, m.vlan);
+  r.field[tcpf].value.u8 = m.tcp_flags;
+  r.field[tcpf].mask_range.u8 = m.tcp_flags_mask;
+  r.field[ct].value.u8 = m.ct_state;
+  r.field[ct].mask_range.u8 = m.ct_state_mask;
+  set_range16(r.field[zone], m.has(kMCtZone), m.ct_zone, m.ct_zone);
+}
+
+uint32_t word(const uint8_t* a, int i) {
+  return static_cast<uint32_t>(a[4 * i]) << 24 | static_cast<uint32_t>(a[4 * i + 1]) << 16 |
+         static_cast<uint32_t>(a[4 * i + 2]) << 8 | a[4 * i + 3];
+}
+
+uint32_t word_len(int len, int i) { return static_cast<uint32_t>(std::clamp(len - 32 * i, 0, 32)); }
+
+std::atomic<uint64_t> g_acl_gen{0};
+
+}  // namespace
+
+bool rule_in_class(const Match& m, int c) { return !m.has(kMProto) || proto_class(m.proto) == c; }
+
+Pipeline::~Pipeline() = default;
+
+RuleCounters Pipeline::counters(size_t r) const {
+  RuleCounters c;
+  for (unsigned w = 0; w < workers_; w++) {
+    const RuleCounters& x = counters_[w * rules_.size() + r];
+    c.packets += __atomic_load_n(&x.packets, __ATOMIC_RELAXED);
+    c.bytes += __atomic_load_n(&x.bytes, __ATOMIC_RELAXED);
+  }
+  return c;
+}
+
+Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsigned workers) {
+  if (workers == 0 || workers > kMaxWorkers) return Status::error("pipeline: bad worker count");
+  std::unique_ptr<Pipeline> pl(new Pipeline());
+  pl->rules_ = std::move(rules);
+  pl->workers_ = workers;
+  pl->counters_.assign(static_cast<size_t>(workers) * pl->rules_.size(), RuleCounters{});
+  const auto& R = pl->rules_;
+  for (size_t i = 0; i < R.size(); i++) {
+    if (Status s = check_rule(R[i]); !s) return Status::error("rule " + std::to_string(R[i].id) + ": " + s.message());
+    pl->max_table_ = std::max<int>(pl->max_table_, R[i].table);
+  }
+  if (Status s = check_rule_set(R); !s) return s;
+  pl->tables_.resize(static_cast<size_t>(pl->max_table_ + 1));
+  for (size_t i = 0; i < R.size(); i++) {
+    if (R[i].table != 0 || R[i].id >= (1u << 20)) continue;
+    if (R[i].id >= pl->table0_by_id_.size()) pl->table0_by_id_.resize(R[i].id + 1, -1);
+    pl->table0_by_id_[R[i].id] = static_cast<int32_t>(i);
+  }
+  uint64_t gen = g_acl_gen.fetch_add(1);
+  pl->gen_ = static_cast<uint32_t>(gen + 1);  // never 0: a zeroed cache entry matches no pipeline
+  // The fast path's view of the rules: actions in one dense array.
+  std::set<uint16_t> zones;
+  for (size_t i = 0; i < R.size(); i++) {
+    CompiledRule c;
+    c.first = static_cast<uint32_t>(pl->acts_.size());
+    c.count = static_cast<uint16_t>(R[i].actions.size());
+    c.table = static_cast<uint8_t>(R[i].table);
+    c.offload = R[i].offload;
+    pl->crules_.push_back(c);
+    for (const Action& a : R[i].actions) {
+      pl->acts_.push_back(a);
+      if (a.type == ActType::kCt) zones.insert(a.zone);
+    }
+    if (R[i].match.has(kMTcpFlags)) pl->tcp_flag_tables_ |= 1u << R[i].table;
+  }
+  pl->fast_zone_ = zones.size() == 1 ? *zones.begin() : -1;
+  for (int t = 0; t <= pl->max_table_; t++) {
+    std::vector<uint32_t> in;
+    for (uint32_t i = 0; i < R.size(); i++)
+      if (R[i].table == t) in.push_back(i);
+    if (in.empty()) continue;
+    // Highest priority first; ties go to the rule written first.
+    std::stable_sort(in.begin(), in.end(), [&](uint32_t a, uint32_t b) { return R[a].priority > R[b].priority; });
+    auto tbl = std::make_unique<Table>();
+    std::vector<Acl4Rule> r4[kPcNum];
+    std::vector<Acl6Rule> r6[kPcNum];
+    for (size_t k = 0; k < in.size(); k++) {
+      const Rule& rule = R[in[k]];
+      const Match& m = rule.match;
+      int32_t prio = 1 + rule.priority * 4096 + static_cast<int32_t>(4095 - std::min<size_t>(k, 4095));
+      if (m.applies_v4()) {
+        Acl4Rule a{};
+        a.data.category_mask = 1;
+        a.data.priority = prio;
+        a.data.userdata = in[k] + 1;
+        common_fields(a, m, F4_PROTO, F4_SPORT, F4_DPORT, F4_INPORT, F4_VLAN, F4_TCPF, F4_CT, F4_ZONE);
+        a.field[F4_SRC].value.u32 = m.has(kMSrc) ? word(m.src, 0) : 0;
+        a.field[F4_SRC].mask_range.u32 = m.has(kMSrc) ? m.src_len : 0;
+        a.field[F4_DST].value.u32 = m.has(kMDst) ? word(m.dst, 0) : 0;
+        a.field[F4_DST].mask_range.u32 = m.has(kMDst) ? m.dst_len : 0;
+        for (int c = 0; c < kPcNum; c++)
+          if (rule_in_class(m, c)) r4[c].push_back(a);
+      }
+      if (m.applies_v6()) {
+        Acl6Rule a{};
+        a.data.category_mask = 1;
+        a.data.priority = prio;
+        a.data.userdata = in[k] + 1;
+        common_fields(a, m, F6_PROTO, F6_SPORT, F6_DPORT, F6_INPORT, F6_VLAN, F6_TCPF, F6_CT, F6_ZONE);
+        for (int i = 0; i < 4; i++) {
+          a.field[F6_SRC0 + i].value.u32 = m.has(kMSrc) ? word(m.src, i) : 0;
+          a.field[F6_SRC0 + i].mask_range.u32 = m.has(kMSrc) ? word_len(m.src_len, i) : 0;
+          a.field[F6_DST0 + i].value.u32 = m.has(kMDst) ? word(m.dst, i) : 0;
+          a.field[F6_DST0 + i].mask_range.u32 = m.has(kMDst) ? word_len(m.dst_len, i) : 0;
+        }
+        for (int c = 0; c < kPcNum; c++)
+          if (rule_in_class(m, c)) r6[c].push_back(a);
+      }
+      if (m.applies_other()) tbl->other.push_back({in[k], m});
+    }
+    auto make = [&](auto& rs, uint32_t rule_size, void (*defs)(rte_acl_config*), const std::string& fam,
+                    rte_acl_ctx** out) -> Status {
+      if (rs.empty()) return {};
+      std::string name = "dp" + std::to_string(gen) + "t" + std::to_string(t) + fam;
+      rte_acl_param p{};
+      p.name = name.c_str();
+      p.socket_id = SOCKET_ID_ANY;
+      p.rule_size = rule_size;
+      p.max_rule_num = static_cast<uint32_t>(rs.size());
+      rte_acl_ctx* ctx = rte_acl_create(&p);
+      if (!ctx) return Status::error("rte_acl_create failed for table " + std::to_string(t) + " (EAL memory?)");
+      *out = ctx;
+      if (int rc = rte_acl_add_rules(ctx, reinterpret_cast<const rte_acl_rule*>(rs.data()),
+                                     static_cast<uint32_t>(rs.size()));
+          rc != 0)
+        return Status::error("rte_acl_add_rules: " + std::string(strerror(-rc)));
+      rte_acl_config cfg{};
+      cfg.num_categories = 1;
+      defs(&cfg);
+      if (int rc = rte_acl_build(ctx, &cfg); rc != 0)
+        return Status::error("rte_acl_build table " + std::to_string(t) + ": " + strerror(-rc));
+      return {};
+    };
+    for (int c = 0; c < kPcNum; c++) {
+      if (Status s = make(r4[c], RTE_ACL_RULE_SZ(F4_NUM), defs4, "v4c" + std::to_string(c), &tbl->v4[c]); !s)
+        return s;
+      if (Status s = make(r6[c], RTE_ACL_RULE_SZ(F6_NUM), defs6, "v6c" + std::to_string(c), &tbl->v6[c]); !s)
+        return s;
+    }
+    pl->tables_[static_cast<size_t>(t)] = std::move(tbl);
+  }
+  return pl;
+}
+
+// ------------------------------------------------------------------ trace
+
+Pipeline::Trace Pipeline::trace_established(const ctrack::Key& k, uint16_t in_port, bool reply) const {
+  Trace tr;
+  AclKey4 k4{};
+  AclKey6 k6{};
+  auto fill = [&](auto& a) {
+    a.proto = k.proto;
+    memcpy(a.src, k.src, sizeof a.src);
+    memcpy(a.dst, k.dst, sizeof a.dst);
+    a.sport = htons(k.sport);
+    a.dport = htons(k.dport);
+    a.in_port = htons(in_port);
+    a.tcp_flags = k.proto == IPPROTO_TCP ? ctrack::kAck : 0;  // a mid-stream segment
+  };
+  if (k.family == 4) fill(k4);
+  else fill(k6);
+  bool tracked = false;
+  int t = 0;
+  for (int hops = 0; hops < 64 && t <= max_table_; hops++) {
+    const Table* tbl = tables_[static_cast<size_t>(t)].get();
+    if (!tbl) return tr;  // no rule matches: dropped
+    // A rule on flags would see FIN/RST/SYN differently from the segments
+    // the NIC forwards; the NIC cannot run our tables per segment.
+    for (const Rule& r : rules_)
+      if (r.table == t && r.match.has(kMTcpFlags) && k.proto == IPPROTO_TCP) {
+        tr.refuse = "a rule in the path matches tcp_flags";
+        return tr;
+      }
+    uint32_t res = 0;
+    const uint8_t* d = k.family == 4 ? reinterpret_cast<const uint8_t*>(&k4) : reinterpret_cast<const uint8_t*>(&k6);
+    rte_acl_ctx* ctx = k.family == 4 ? tbl->v4[proto_class(k.proto)] : tbl->v6[proto_class(k.proto)];
+    if (!ctx || rte_acl_classify(ctx, &d, &res, 1, 1) != 0 || res == 0) return tr;
+    const Rule& r = rules_[res - 1];
+    if (!r.offload) {
+      tr.refuse = "rule has offload: false";
+      return tr;
+    }
+    int next = -1;
+    for (const Action& a : r.actions) {
+      switch (a.type) {
+        case ActType::kCount:
+        case ActType::kSetMark:
+          continue;
+        case ActType::kCt: {
+          if (tracked) {
+            tr.refuse = "the path runs ct twice";
+            return tr;
+          }
+          if (a.zone != k.zone) {
+            tr.refuse = "the path tracks in another zone";
+            return tr;
+          }
+          tracked = true;
+          uint8_t st = ctrack::kCtTrk | ctrack::kCtEst | (reply ? ctrack::kCtRpl : 0);
+          k4.ct_state = k6.ct_state = st;
+          k4.zone = k6.zone = htons(a.zone);
+          if (a.table >= 0) next = a.table;
+          break;
+        }
+        case ActType::kOutput:
+          if (!tracked) tr.refuse = "the path does not run ct";
+          tr.out_port = static_cast<int16_t>(a.port);
+          return tr;
+        case ActType::kDrop:
+          tr.refuse = "the path drops";
+          return tr;
+        case ActType::kGotoTable:
+          next = a.table;
+          break;
+      }
+      if (next >= 0) break;
+    }
+    if (next < 0) return tr;
+    t = next;
+  }
+  return tr;
+}
+
+std::vector<std::string> Pipeline::explain(const ctrack::Parsed& pp, uint16_t in_port, const PortNames& ports,
+                                           const CtPeek& ct_peek) const {
+  std::vector<std::string> out;
+  auto port_name = [&](uint16_t p) { return p < ports.names.size() ? ports.names[p] : std::to_string(p); };
+  const ctrack::Packet& cp = pp.ct;
+  const bool ip = pp.kind == ctrack::L3Kind::kIp;
+  AclKey4 k4{};
+  AclKey6 k6{};
+  auto fill = [&](auto& a) {
+    a.proto = cp.key.proto;
+    memcpy(a.src, cp.key.src, sizeof a.src);
+    memcpy(a.dst, cp.key.dst, sizeof a.dst);
+    a.sport = htons(cp.key.sport);
+    a.dport = htons(cp.key.dport);
+    a.in_port = htons(in_port);
+    a.vlan = htons(pp.vlan);
+    a.tcp_flags = cp.key.proto == IPPROTO_TCP ? cp.tcp_flags : 0;
+  };
+  if (ip && cp.key.family == 4) fill(k4);
+  else if (ip) fill(k6);
+  uint16_t other_type = pp.kind == ctrack::L3Kind::kNd ? kEthNd : pp.ethertype;
+  uint32_t mark = 0;
+  int t = 0;
+  for (int hops = 0; hops < 64; hops++) {
+    if (t > max_table_ || !tables_[static_cast<size_t>(t)]) {
+      out.push_back("table " + std::to_string(t) + ": no rules: dropped (no_match)");
+      return out;
+    }
+    const Table* tbl = tables_[static_cast<size_t>(t)].get();
+    uint32_t res = 0;
+    if (ip) {
+      const uint8_t* d =
+          cp.key.family == 4 ? reinterpret_cast<const uint8_t*>(&k4) : reinterpret_cast<const uint8_t*>(&k6);
+      rte_acl_ctx* ctx = cp.key.family == 4 ? tbl->v4[proto_class(cp.key.proto)] : tbl->v6[proto_class(cp.key.proto)];
+      if (ctx && rte_acl_classify(ctx, &d, &res, 1, 1) != 0) res = 0;
+    } else {
+      for (const OtherRule& o : tbl->other) {
+        const Match& m = o.m;
+        if (m.has(kMInPort) && m.in_port != in_port) continue;
+        if (m.has(kMEthType) && m.eth_type != other_type) continue;
+        if (m.has(kMVlan) && m.vlan != pp.vlan) continue;
+        res = o.rule + 1;
+        break;
+      }
+    }
+    if (res == 0) {
+      out.push_back("table " + std::to_string(t) + ": no rule matches: dropped (no_match)");
+      return out;
+    }
+    const Rule& r = rules_[res - 1];
+    out.push_back("table " + std::to_string(t) + ": rule " + std::to_string(r.id) + " (priority " +
+                  std::to_string(r.priority) + ") match \"" + r.match_text + "\" actions \"" + r.actions_text + "\"");
+    int next = -1;
+    for (const Action& a : r.actions) {
+      switch (a.type) {
+        case ActType::kCount:
+          continue;
+        case ActType::kSetMark:
+          mark = a.mark;
+          continue;
+        case ActType::kCt: {
+          std::string note;
+          uint8_t st = ip ? ct_peek(cp, a.zone, a.commit, &note) : 0;
+          if (!ip) note = "not IP: stays untracked";
+          out.push_back("  ct(" + std::string(a.commit ? "commit," : "") + "zone=" + std::to_string(a.zone) +
+                        "): " + ct_state_str(st) + (note.empty() ? "" : ": " + note));
+          k4.ct_state = k6.ct_state = st;
+          k4.zone = k6.zone = htons(a.zone);
+          if (a.table >= 0) next = a.table;
+          break;
+        }
+        case ActType::kOutput:
+          out.push_back("result: output to " + port_name(a.port) + (mark ? ", mark " + std::to_string(mark) : ""));
+          return out;
+        case ActType::kDrop:
+          out.push_back("result: dropped by rule " + std::to_string(r.id) + " (rule_drop)");
+          return out;
+        case ActType::kGotoTable:
+          next = a.table;
+          break;
+      }
+      if (next >= 0) break;
+    }
+    if (next < 0) {
+      out.push_back("result: no terminal action: dropped");
+      return out;
+    }
+    t = next;
+  }
+  return out;
+}
+
+
+}  // namespace dp

@@ -1,0 +1,70 @@
+// Internal to the dataplane library: what Pipeline::build (control) and
+// Datapath::run (per packet) share: the classifier's key layout, the
+// protocol classes, a table.
+#pragma once
+
+#include <netinet/in.h>
+#include <rte_acl.h>
+
+#include <type_traits>
+#include <vector>
+
+#include "dataplane/pipeline.h"
+
+namespace dp {
+
+// rte_acl input keys: the first field is one byte, the rest grouped in
+// 4-byte words; multi-byte fields in network byte order.
+struct AclKey4 {
+  uint8_t proto;
+  uint8_t pad[3];
+  uint8_t src[4];
+  uint8_t dst[4];
+  uint16_t sport, dport;
+  uint16_t in_port, vlan;
+  uint8_t tcp_flags, ct_state;
+  uint16_t zone;
+};
+static_assert(sizeof(AclKey4) == 24 && std::has_unique_object_representations_v<AclKey4>);
+
+struct AclKey6 {
+  uint8_t proto;
+  uint8_t pad[3];
+  uint8_t src[16];
+  uint8_t dst[16];
+  uint16_t sport, dport;
+  uint16_t in_port, vlan;
+  uint8_t tcp_flags, ct_state;
+  uint16_t zone;
+};
+static_assert(sizeof(AclKey6) == 48 && std::has_unique_object_representations_v<AclKey6>);
+
+
+
+// Rules of one table that are not IPv4/IPv6 (ARP, ND, other ethertypes),
+// matched by a short linear scan in priority order.
+struct OtherRule {
+  uint32_t rule;  // index into rules_
+  Match m;
+};
+
+// IP rules are classified per protocol class: a TCP packet only walks the
+// trie of rules that can match TCP (those naming TCP or no protocol), so a
+// rule set's UDP rules cost TCP traffic nothing. Rules without a protocol
+// are in all three.
+enum ProtoClass { kPcTcp, kPcUdp, kPcOther, kPcNum };
+inline int proto_class(uint8_t proto) { return proto == IPPROTO_TCP ? kPcTcp : proto == IPPROTO_UDP ? kPcUdp : kPcOther; }
+
+struct Pipeline::Table {
+  rte_acl_ctx* v4[kPcNum] = {};
+  rte_acl_ctx* v6[kPcNum] = {};
+  std::vector<OtherRule> other;
+  ~Table() {
+    for (int c = 0; c < kPcNum; c++) {
+      if (v4[c]) rte_acl_free(v4[c]);
+      if (v6[c]) rte_acl_free(v6[c]);
+    }
+  }
+};
+
+}  // namespace dp

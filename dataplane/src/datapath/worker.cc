@@ -1,0 +1,167 @@
+// Per packet: one worker's loop. rx on its queue of every port, the NIC
+// model's stage (emulated offload), the pipeline, tx; packets of
+// connections another worker owns go to it over a ring, and its own come
+// back the same way; expiry by time. It sees only its WorkerEnv.
+#include "worker.h"
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+
+#include <algorithm>
+
+#include "dataplane/nic_model.h"
+#include "sdn/clock.h"
+
+namespace dp {
+
+namespace {
+struct TxBuf {
+  uint16_t n = 0;
+  rte_mbuf* m[2 * kMaxBurst];
+};
+using sdn::mono_ns;
+}  // namespace
+
+void run_worker(const WorkerEnv& e) {
+  const uint16_t q = static_cast<uint16_t>(e.id);
+  const uint16_t burst = e.burst;
+  const size_t nports = e.port_ids.size();
+  const unsigned nw = e.workers;
+  std::vector<TxBuf> tx(nports);
+  std::vector<TxBuf> ho(nw);  // packets for the workers that own their connections
+  WorkerStats& st = *e.stats;
+  ctrack::Tracker* ct = e.shard;
+  rte_rcu_qsbr_thread_register(e.qsbr, e.id);
+  rte_rcu_qsbr_thread_online(e.qsbr, e.id);
+  rte_mbuf* mb[kMaxBurst];
+  PacketIn in[kMaxBurst];
+  Verdict v[kMaxBurst];
+  Mlx5Model* nic = e.nic;
+
+  auto flush = [&](size_t p) {
+    TxBuf& b = tx[p];
+    if (!b.n) return;
+    uint16_t sent = rte_eth_tx_burst(e.port_ids[p], q, b.m, b.n);
+    st.tx_packets += sent;
+    if (sent < b.n) {
+      st.drop[static_cast<int>(DropWhy::kTxFull)] += b.n - sent;
+      rte_pktmbuf_free_bulk(b.m + sent, b.n - sent);
+    }
+    b.n = 0;
+  };
+  auto hand = [&](unsigned to) {
+    TxBuf& b = ho[to];
+    if (!b.n) return;
+    unsigned sent = rte_ring_sp_enqueue_burst(e.handoff[e.id * nw + to], reinterpret_cast<void* const*>(b.m), b.n,
+                                              nullptr);
+    if (sent < b.n) {
+      st.drop[static_cast<int>(DropWhy::kHandoffFull)] += b.n - sent;
+      rte_pktmbuf_free_bulk(b.m + sent, b.n - sent);
+    }
+    b.n = 0;
+  };
+  auto to_tx = [&](rte_mbuf* m, int16_t o) {
+    TxBuf& b = tx[static_cast<size_t>(o)];
+    b.m[b.n++] = m;
+    if (b.n == 2 * kMaxBurst) flush(static_cast<size_t>(o));
+  };
+  auto packet_in = [&](uint16_t i, rte_mbuf* m) {
+    in[i] = PacketIn{rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, m->pkt_len, e.port_index[m->port],
+                     (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0, m->hash.fdir.hi};
+  };
+  // The software pipeline over mb[0..n), then each packet out, away, or on
+  // to its owner.
+  auto judge = [&](Pipeline& pl, uint16_t n, uint64_t now) {
+    e.dp->run(pl, in, n, now, v);
+    for (uint16_t i = 0; i < n; i++) {
+      if (v[i].out_port >= 0) {
+        to_tx(mb[i], v[i].out_port);
+      } else if (v[i].handoff >= 0) {
+        TxBuf& b = ho[static_cast<unsigned>(v[i].handoff)];
+        b.m[b.n++] = mb[i];
+        if (b.n == 2 * kMaxBurst) hand(static_cast<unsigned>(v[i].handoff));
+      } else {
+        rte_pktmbuf_free(mb[i]);
+      }
+    }
+    for (size_t o = 0; o < nports; o++) flush(o);
+    for (unsigned t = 0; t < nw; t++) hand(t);
+  };
+
+  uint64_t last_expire = 0;
+  const uint32_t expire_slice = e.expire_slice;
+  while (!e.stop->load(std::memory_order_relaxed)) {
+    Pipeline* pl = e.pipeline->load(std::memory_order_acquire);
+    uint64_t now = mono_ns();
+    bool busy = false;
+    if (nic) nic->service(q, now);
+    for (size_t p = 0; p < nports; p++) {
+      uint16_t n = rte_eth_rx_burst(e.port_ids[p], q, mb, burst);
+      if (!n) continue;
+      busy = true;
+      uint64_t t0 = rte_rdtsc();
+      for (uint16_t i = 0; i < n; i++) packet_in(i, mb[i]);
+      if (nic) {
+        // The NIC model's steering runs first; what it handles never
+        // reaches the software pipeline. (Its cycles are the NIC's, not
+        // the pipeline's: counted apart.)
+        st.nic_packets += n;
+        uint16_t ns = 0;
+        for (uint16_t i = 0; i < n; i++) {
+          int16_t o = nic->rx(q, in[i], now);
+          if (o >= 0) {
+            to_tx(mb[i], o);
+          } else if (o == -1) {
+            rte_pktmbuf_free(mb[i]);
+          } else {
+            mb[ns] = mb[i];
+            in[ns++] = in[i];
+          }
+        }
+        n = ns;
+        uint64_t t1 = rte_rdtsc();
+        st.nic_cycles += t1 - t0;
+        t0 = t1;
+      }
+      judge(*pl, n, now);
+      st.busy_cycles += rte_rdtsc() - t0;
+    }
+    // Packets other workers received for connections this one owns.
+    for (unsigned from = 0; from < nw && nw > 1; from++) {
+      if (from == e.id) continue;
+      unsigned n = rte_ring_sc_dequeue_burst(e.handoff[from * nw + e.id], reinterpret_cast<void**>(mb), burst, nullptr);
+      if (!n) continue;
+      busy = true;
+      uint64_t t0 = rte_rdtsc();
+      st.handoff_in += n;
+      for (uint16_t i = 0; i < n; i++) packet_in(i, mb[i]);
+      judge(*pl, static_cast<uint16_t>(n), now);
+      st.busy_cycles += rte_rdtsc() - t0;
+    }
+    if (busy) st.busy_polls++;
+    else st.idle_polls++;
+    // Expiry paced by time, busy or not: a slice each millisecond that
+    // sweeps the whole shard once a second (entries go within timeout + 1 s).
+    if (now - last_expire >= 1'000'000) {
+      uint64_t t0 = rte_rdtsc();
+      st.expired += ct->expire(now, expire_slice);
+      st.expire_cycles += rte_rdtsc() - t0;
+      st.expire_runs++;
+      last_expire = now;
+    }
+    rte_rcu_qsbr_quiescent(e.qsbr, e.id);
+  }
+  for (size_t o = 0; o < nports; o++) flush(o);
+  rte_rcu_qsbr_thread_offline(e.qsbr, e.id);
+  rte_rcu_qsbr_thread_unregister(e.qsbr, e.id);
+}
+
+int worker_lcore_entry(void* env) {
+  run_worker(*static_cast<const WorkerEnv*>(env));
+  return 0;
+}
+
+}  // namespace dp

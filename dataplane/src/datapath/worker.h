@@ -1,0 +1,38 @@
+// Internal: a worker's loop and everything it may touch.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "ctrack/tracker.h"
+#include "dataplane/pipeline.h"
+
+struct rte_rcu_qsbr;
+struct rte_ring;
+
+namespace dp {
+
+class Mlx5Model;
+
+struct WorkerEnv {
+  unsigned id = 0;         // also its rx/tx queue on every port
+  unsigned workers = 1;
+  uint16_t burst = 32;
+  uint32_t expire_slice = 64;  // conntrack entries checked for expiry each millisecond
+  std::vector<uint16_t> port_ids;     // config order
+  const uint16_t* port_index = nullptr;  // DPDK port id -> config index
+  const std::atomic<Pipeline*>* pipeline = nullptr;  // the published rules
+  const std::atomic<bool>* stop = nullptr;
+  rte_rcu_qsbr* qsbr = nullptr;       // reports quiescent states (pipelines are freed after them)
+  ctrack::Tracker* shard = nullptr;   // its own
+  Mlx5Model* nic = nullptr;           // emulated offload: the NIC model's stage; else null
+  Datapath* dp = nullptr;
+  WorkerStats* stats = nullptr;
+  rte_ring* const* handoff = nullptr;  // [from * workers + to]
+};
+
+void run_worker(const WorkerEnv& env);
+int worker_lcore_entry(void* env);  // for rte_eal_remote_launch
+
+}  // namespace dp
