@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
           "  trace PACKET          what the tables and conntrack would do with a packet (nothing changes):\n"
           "                        in_port=inside,tcp,10.0.0.1:1234>10.0.0.2:80,flags=S\n"
           "                        in_port=outside,udp,[fd00::2]:53>[fd00::1]:3333 | in_port=inside,icmp,10.0.0.1>10.0.0.2\n"
+          "  trace --live N [SECONDS]  the next N packets (1..256) as the workers handle them: rules hit,\n"
+          "                        ct state, flow cache or NIC stage, output or drop reason; waits up to\n"
+          "                        SECONDS (default 10) and says how many came\n"
           "  offload testpmd       hardware rules as testpmd flow commands\n"
           "Exit status 0 when the daemon answers ok, 1 otherwise (an error, or a reply cut short).\n");
       return 0;

@@ -311,6 +311,57 @@ TEST_F(Faults, TraceShowsEachTableAndTheConntrackState) {
   close(ls);
 }
 
+// `dataplane-ctl trace --live N`: the next real packets as the worker
+// handled them, while the control socket goes on answering.
+TEST_F(Faults, LiveTraceRecordsRealPacketsAsHandled) {
+  std::string live;
+  // The testbed's own chatter (ND, MLD, ARP) comes too: trace all there is
+  // for 3 s.
+  std::thread t([&] { live = ctl("trace --live 256 3"); });
+  std::this_thread::sleep_for(300ms);
+  auto t0 = std::chrono::steady_clock::now();
+  std::string st = ctl("stats");
+  EXPECT_EQ(st.rfind("ok\n", 0), 0u) << st;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << "the waiting trace held up the control socket";
+  std::string second = ctl("trace --live 3");
+  EXPECT_EQ(second.rfind("error: trace --live: another live trace is running", 0), 0u) << second;
+  int ls = listen_in(server, "10.0.0.2", 7902), cs = sock_in(client, SOCK_STREAM);
+  ASSERT_TRUE(connect_within(cs, addr("10.0.0.2", 7902), 5s));
+  int as = accept(ls, nullptr, nullptr);
+  for (int i = 0; i < 4; i++) {
+    ASSERT_EQ(send(cs, "ping", 4, 0), 4);
+    std::string got;
+    ASSERT_TRUE(recv_within(as, 2s, &got));
+  }
+  t.join();
+  EXPECT_EQ(live.rfind("ok\nlive trace: ", 0), 0u) << live;
+  EXPECT_NE(live.find(" of 256 packets (3 s passed first)\n"), std::string::npos) << live;
+  // The SYN: the tables' rules, a new connection, out to the server.
+  size_t syn = live.find(":7902 flags=S ");
+  ASSERT_NE(syn, std::string::npos) << live;
+  std::string next = live.substr(live.find('\n', syn) + 1, live.find('\n', live.find('\n', syn) + 1) - live.find('\n', syn) - 1);
+  EXPECT_NE(next.find("rules 5 "), std::string::npos) << live;
+  EXPECT_NE(next.find("ct +trk+new; output outside"), std::string::npos) << live;
+  // The SYN-ACK comes back as the reply direction of that connection.
+  size_t synack = live.find("10.0.0.2:7902 -> 10.0.0.1:");
+  ASSERT_NE(synack, std::string::npos) << live;
+  EXPECT_NE(live.find("ct +trk+est+rpl; output inside", synack), std::string::npos) << live;
+  EXPECT_NE(live.find("worker 0 in_port=inside tcp 10.0.0.1:"), std::string::npos) << live;
+  // Later segments of the connection took their path from the flow cache.
+  EXPECT_NE(live.find("    flow cache; rules 5 "), std::string::npos) << live;
+  if (getenv("SHOW_LIVE_TRACE")) std::cout << live;
+  // Nothing more to see: it says how many came before the time was up.
+  std::string idle = ctl("trace --live 256 1");
+  EXPECT_NE(idle.find(" of 256 packets (1 s passed first)"), std::string::npos) << idle;
+  EXPECT_EQ(ctl("trace --live 0").rfind("error: usage: trace --live N", 0), 0u);
+  EXPECT_EQ(ctl("trace --live 257").rfind("error: usage: trace --live N", 0), 0u);
+  EXPECT_EQ(ctl("trace --live 5 x").rfind("error: usage: trace --live N", 0), 0u);
+  EXPECT_EQ(ctl("trace --live 5 5 5").rfind("error: usage: trace --live N", 0), 0u);
+  close(as);
+  close(cs);
+  close(ls);
+}
+
 // Item 10: `rule add` takes one rule and nothing else.
 TEST_F(Faults, RuleAddTakesExactlyOneRule) {
   std::string r1 = "{table: 1, priority: 5, match: \"ip_proto=udp,tp_dst=7300\", actions: drop}";

@@ -80,7 +80,10 @@ class Mlx5Model {
   uint32_t service(unsigned q, uint64_t now_ns);
   // Steers one packet that arrived on config port p.port. Returns the config
   // port to send it to, -1 (dropped) or kNicMiss; MARK sets p.has_mark/p.mark.
-  int16_t rx(unsigned q, PacketIn& p, uint64_t now_ns);
+  // `parsed`/`drop` (optional) receive the parse the steering did, for
+  // the software pipeline to reuse on a kNicMiss (one parse per packet).
+  int16_t rx(unsigned q, PacketIn& p, uint64_t now_ns, ctrack::Parsed* parsed = nullptr,
+             ctrack::Drop* drop = nullptr);
 
   // With the workers stopped: every queued operation is applied and
   // completes at the next pull, whatever the clock says.

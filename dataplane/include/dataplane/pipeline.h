@@ -67,6 +67,7 @@ struct CompiledRule {
   uint16_t count;
   uint8_t table;
   bool offload;
+  uint32_t id;  // the rule's id (for live traces)
 };
 
 class Pipeline {
@@ -142,6 +143,10 @@ struct PacketIn {
   uint16_t port;      // index into the config's ports
   bool has_mark;
   uint32_t mark;
+  // The parse an earlier stage already did (the NIC model's steering), and
+  // its verdict; null: run parses.
+  const ctrack::Parsed* parsed = nullptr;
+  ctrack::Drop parse_drop = ctrack::Drop::kNone;
 };
 
 struct Verdict {
@@ -171,6 +176,17 @@ struct FlowPath {
   uint32_t rules[kMaxTables] = {};  // rule indices hit, in order
 };
 
+// What happened to one packet in Datapath::run, for a live trace (filled
+// only when asked for).
+struct PacketNote {
+  static constexpr uint8_t kParseDrop = 0x80;  // why = kParseDrop | ctrack::Drop
+  uint8_t why;       // 0: not dropped by the pipeline; 1 + DropWhy; kParseDrop | ctrack::Drop
+  bool cached;       // took its path from the flow cache
+  bool hw_marked;    // the NIC's mark chose its output or its table-0 rule
+  uint8_t nrules;
+  uint32_t rule_ids[kMaxTables];  // rules hit, in order
+};
+
 struct FlowCacheEntry {
   static constexpr uint16_t kNone = 0xFFFF;
   uint32_t gen = 0;  // Pipeline generation; 0 matches none
@@ -196,8 +212,10 @@ class Datapath {
     steer_ = steer;
     self_ = self;
   }
-  // Runs up to kMaxBurst packets through pipeline `pl`.
-  void run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns, Verdict* out);
+  // Runs up to kMaxBurst packets through pipeline `pl`; with `notes`, also
+  // says what happened to each (a live trace).
+  void run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns, Verdict* out,
+           PacketNote* notes = nullptr);
 
  private:
   uint16_t record_path(const FlowPath& p);  // its index, or kNone when the table is full

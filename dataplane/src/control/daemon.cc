@@ -134,6 +134,7 @@ struct Daemon::Worker {
   WorkerStats stats;
   std::unique_ptr<Datapath> dp;
   WorkerEnv env;
+  LiveTrace trace;
 };
 
 // ------------------------------------------------------------------ setup
@@ -143,6 +144,7 @@ Daemon::Daemon(Config cfg, std::unique_ptr<ControlServer> ctl) : cfg_(std::move(
 }
 
 Daemon::~Daemon() {
+  ctl_.reset();  // its clients' replies (a live trace's session) end while the workers are still here
   shutdown();
   delete pipeline_.load();
   delete marks_.load();
@@ -326,6 +328,7 @@ Status Daemon::start() {
     w->env.dp = w->dp.get();
     w->env.stats = &w->stats;
     w->env.handoff = handoff_.data();
+    w->env.trace = &w->trace;
     if (rte_eal_remote_launch(worker_lcore_entry, &w->env, w->lcore) != 0)
       return Status::error("cannot launch worker on lcore " + std::to_string(w->lcore));
     launched_ = true;
@@ -585,6 +588,141 @@ std::string Daemon::trace(const std::string& text) {
   return o;
 }
 
+namespace {
+
+// One line for a traced frame: its headers as captured, its length as
+// received (the captured bytes padded out to it, so that the parser's
+// length checks see the frame as it was).
+std::string describe_frame(const TraceRecord& r) {
+  std::vector<uint8_t> f(std::max<uint32_t>(r.pkt_len, r.cap), 0);
+  memcpy(f.data(), r.frame, r.cap);
+  ctrack::Parsed pp;
+  ctrack::Drop why = ctrack::parse_packet(f.data(), static_cast<uint32_t>(f.size()), 0, &pp);
+  std::string o;
+  if (why != ctrack::Drop::kNone) {
+    o = "(headers do not parse: " + std::string(ctrack::drop_name(why)) + ")";
+  } else if (pp.kind == ctrack::L3Kind::kIp) {
+    o = pp.ct.key.str();
+    if (size_t z = o.rfind(" zone "); z != std::string::npos) o.resize(z);
+    if (pp.ct.key.proto == IPPROTO_TCP) {
+      static const char letters[] = "FSRPAU";
+      std::string fl;
+      for (int b = 0; b < 6; b++)
+        if (pp.ct.tcp_flags & (1u << b)) fl += letters[b];
+      o += " flags=" + (fl.empty() ? std::string("none") : fl);
+    }
+  } else {
+    char t[32];
+    snprintf(t, sizeof t, "ethertype 0x%04x", pp.ethertype);
+    o = pp.kind == ctrack::L3Kind::kArp ? "arp" : pp.kind == ctrack::L3Kind::kNd ? "ipv6 nd" : t;
+  }
+  if (pp.vlan) o += " vlan=" + std::to_string(pp.vlan);
+  return o + " len=" + std::to_string(r.pkt_len);
+}
+
+}  // namespace
+
+// The next n packets the workers handle, as they were handled: recorded by
+// each worker into its LiveTrace, answered when n have arrived or after
+// `seconds`. The reply waits without holding up the control loop.
+ControlServer::Reply Daemon::live_trace(uint32_t n, uint32_t seconds) {
+  auto err = [](std::string m) { return ControlServer::Reply{"error: trace --live: " + m, nullptr, nullptr}; };
+  if (live_) return err("another live trace is running");
+  if (workers_.empty() || !launched_) return err("no workers are running");
+  live_ = true;
+  for (auto& w : workers_) {
+    w->trace.used.store(0, std::memory_order_relaxed);
+    w->trace.want.store(n, std::memory_order_release);
+  }
+  // Ends the trace however the reply ends (answered, or the client gone).
+  struct Session {
+    explicit Session(Daemon* x) : d(x) {}
+    Session(const Session&) = delete;
+    ~Session() { d->end_live_trace(); }
+    Daemon* d;
+  };
+  auto session = std::make_shared<Session>(this);
+  const uint64_t deadline = mono_ns() + uint64_t{seconds} * 1'000'000'000;
+  auto total = [this] {
+    uint32_t t = 0;
+    for (auto& w : workers_) t += w->trace.used.load(std::memory_order_acquire);
+    return t;
+  };
+  ControlServer::Reply r;
+  r.ready = [=] { return total() >= n || mono_ns() >= deadline; };
+  r.more = [this, n, seconds, session](std::string* out) {
+    for (auto& w : workers_) w->trace.want.store(0, std::memory_order_relaxed);
+    std::vector<const TraceRecord*> recs;
+    for (auto& w : workers_) {
+      uint32_t u = std::min(w->trace.used.load(std::memory_order_acquire), LiveTrace::kCap);
+      for (uint32_t i = 0; i < u; i++) recs.push_back(&w->trace.rec[i]);
+    }
+    std::stable_sort(recs.begin(), recs.end(), [](auto* a, auto* b) { return a->ns < b->ns; });
+    if (recs.size() > n) recs.resize(n);
+    const PortNames names = cfg_.port_names();
+    auto port = [&](int p) {
+      return p >= 0 && static_cast<size_t>(p) < names.names.size() ? names.names[static_cast<size_t>(p)]
+                                                                      : std::to_string(p);
+    };
+    std::ostringstream o;
+    o << "ok\n";
+    o << "live trace: " << recs.size() << " of " << n << " packets";
+    if (recs.size() < n) o << " (" << seconds << " s passed first)";
+    o << "\n";
+    uint64_t t0 = recs.empty() ? 0 : recs.front()->ns;
+    char ts[32];
+    for (size_t k = 0; k < recs.size(); k++) {
+      const TraceRecord& t = *recs[k];
+      snprintf(ts, sizeof ts, "+%.6fs", static_cast<double>(t.ns - t0) / 1e9);
+      o << "#" << k + 1 << " " << ts << " worker " << unsigned{t.worker} << " in_port=" << port(t.port) << " "
+        << describe_frame(t) << "\n";
+      o << "    ";
+      if (t.stage == TraceRecord::kNicStage) {
+        o << "NIC stage (emulated offload): "
+          << (t.out_port >= 0 ? "output " + port(t.out_port) + ", the connection's rules are in the NIC"
+                              : std::string("dropped by the NIC's rules"));
+        o << "\n";
+        continue;
+      }
+      if (t.handoff >= 0) {
+        o << "handed to worker " << int{t.handoff} << ", which owns the connection\n";
+        continue;
+      }
+      const PacketNote& nt = t.note;
+      if (nt.why & PacketNote::kParseDrop) {
+        o << "dropped: parse_" << ctrack::drop_name(static_cast<ctrack::Drop>(nt.why & ~PacketNote::kParseDrop))
+          << "\n";
+        continue;
+      }
+      if (nt.hw_marked) o << "NIC mark; ";
+      if (nt.cached) o << "flow cache; ";
+      if (nt.nrules) {
+        o << "rules";
+        for (uint32_t i = 0; i < nt.nrules; i++) o << " " << nt.rule_ids[i];
+        o << "; ";
+      }
+      if (t.ct_state) o << "ct " << ct_state_str(t.ct_state) << "; ";
+      if (t.mark) o << "mark " << t.mark << "; ";
+      if (t.out_port >= 0) o << "output " << port(t.out_port);
+      else if (nt.why) o << "dropped: " << drop_why_name(static_cast<DropWhy>(nt.why - 1));
+      else o << "dropped";
+      o << "\n";
+    }
+    *out += o.str();
+    return false;
+  };
+  return r;
+}
+
+void Daemon::end_live_trace() {
+  if (!live_) return;
+  for (auto& w : workers_) w->trace.want.store(0, std::memory_order_relaxed);
+  // A worker may be in a burst that read `want` before it went to 0; the
+  // rings are reused only after every worker has passed a quiescent state.
+  if (launched_ && !shut_) rte_rcu_qsbr_synchronize(qsbr_, RTE_QSBR_THRID_INVALID);
+  live_ = false;
+}
+
 std::string Daemon::stats_text() {
   std::ostringstream o;
   o << "ok\n";
@@ -619,7 +757,7 @@ std::string Daemon::stats_text() {
 }
 
 ControlServer::Reply Daemon::handle(const std::string& req) {
-  auto text = [](std::string s) { return ControlServer::Reply{std::move(s), nullptr}; };
+  auto text = [](std::string s) { return ControlServer::Reply{std::move(s), nullptr, nullptr}; };
   std::istringstream in(req);
   std::string cmd, sub;
   in >> cmd;
@@ -671,6 +809,25 @@ ControlServer::Reply Daemon::handle(const std::string& req) {
     return text("ok");
   }
   if (cmd == "stats") return text(stats_text());
+  if (cmd == "trace" && req.find("--live") != std::string::npos) {
+    std::string flag, extra;
+    uint32_t n = 0, secs = 10;
+    in >> flag;
+    auto num = [](const std::string& t, uint32_t lo, uint32_t hi, uint32_t* v) {
+      char* end;
+      long x = strtol(t.c_str(), &end, 10);
+      if (t.empty() || *end || x < lo || x > hi) return false;
+      *v = static_cast<uint32_t>(x);
+      return true;
+    };
+    std::string ns, ss;
+    const std::string usage = "error: usage: trace --live N [SECONDS] (N 1.." + std::to_string(LiveTrace::kCap) +
+                              ", SECONDS 1..50, default 10)";
+    if (flag != "--live" || !(in >> ns) || !num(ns, 1, LiveTrace::kCap, &n)) return text(usage);
+    if (in >> ss && !num(ss, 1, 50, &secs)) return text(usage);
+    if (in >> extra) return text(usage);
+    return live_trace(n, secs);
+  }
   if (cmd == "trace") {
     std::string rest;
     std::getline(in, rest, '\0');

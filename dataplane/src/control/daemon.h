@@ -47,6 +47,8 @@ class Daemon {
   ControlServer::Reply ct_list(int zone);
   std::string stats_text();
   std::string trace(const std::string& packet_desc);
+  ControlServer::Reply live_trace(uint32_t n, uint32_t seconds);
+  void end_live_trace();
   void sample_port_drops();  // af_packet ring drops, kernel reassembly failures
   void shutdown();
   std::string rules_text();
@@ -87,6 +89,7 @@ class Daemon {
   OffloadStats off_snap_;
   std::unique_ptr<ControlServer> ctl_;
   bool started_ = false, shut_ = false;
+  bool live_ = false;  // a live trace is running (one at a time)
 };
 
 }  // namespace dp

@@ -19,10 +19,19 @@ struct Types {
   }
 };
 
+const Types& types() {
+  static const Types t;  // registered on first use, after EAL (its --log-level patterns apply)
+  return t;
+}
+
 }  // namespace
 
+void log_set_level(uint32_t level) {
+  for (int id : types().id) rte_log_set_level(static_cast<uint32_t>(id), level);
+}
+
 void log_line(LogType t, uint32_t level, const std::string& msg) {
-  static const Types types;  // registered on first use, after EAL (its --log-level patterns apply)
+  const Types& types = dp::types();
   const char* part = t == LogType::kOffload ? "offload: " : "";
   rte_log(level, static_cast<uint32_t>(types.id[static_cast<int>(t)]), "dataplane: %s%s\n", part, msg.c_str());
 }

@@ -145,6 +145,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
     c.count = static_cast<uint16_t>(R[i].actions.size());
     c.table = static_cast<uint8_t>(R[i].table);
     c.offload = R[i].offload;
+    c.id = R[i].id;
     pl->crules_.push_back(c);
     for (const Action& a : R[i].actions) {
       pl->acts_.push_back(a);

@@ -93,7 +93,7 @@ void ControlServer::poll(int timeout_ms, uint64_t now_ns, const Handler& handler
   p.reserve(clients_.size() + 1);
   p.push_back({fd_, POLLIN, 0});
   for (const Client& c : clients_) {
-    short ev = c.answered ? POLLOUT : POLLIN;
+    short ev = !c.answered ? POLLIN : c.ready && !c.ready() ? 0 : POLLOUT;
     p.push_back({c.fd, ev, 0});
   }
   if (::poll(p.data(), p.size(), timeout_ms) <= 0) {
@@ -111,6 +111,10 @@ void ControlServer::poll(int timeout_ms, uint64_t now_ns, const Handler& handler
     short re = p[i + 1].revents;
     if (!re) {
       if (!c.answered && now_ns - c.since >= kIdleNs) drop[i] = true;
+      continue;
+    }
+    if (c.answered && c.ready && (re & (POLLHUP | POLLERR))) {  // gave up waiting
+      drop[i] = true;
       continue;
     }
     if (!c.answered) {
@@ -169,9 +173,14 @@ void ControlServer::serve_read(Client& c, const Handler& handler) {
   c.answered = true;
   c.out = std::move(r.text);
   c.more = std::move(r.more);
+  c.ready = std::move(r.ready);
 }
 
 bool ControlServer::serve_write(Client& c) {
+  if (c.ready) {
+    if (!c.ready()) return true;
+    c.ready = nullptr;
+  }
   for (;;) {
     if (c.sent == c.out.size()) {
       c.out.clear();

@@ -27,10 +27,13 @@ class ControlServer {
 
   // A reply: `text`, then whatever `more` appends each time the client has
   // drained what it got (more returns false when it has nothing left).
-  // Large listings stream this way without building them whole.
+  // Large listings stream this way without building them whole. With
+  // `ready`, nothing is sent until it returns true (a reply that waits for
+  // something, polled every loop; the client is not woken meanwhile).
   struct Reply {
     std::string text;
     std::function<bool(std::string* out)> more;
+    std::function<bool()> ready;
   };
   using Handler = std::function<Reply(const std::string& request)>;
 
@@ -58,6 +61,7 @@ class ControlServer {
     std::string out;  // reply bytes not yet sent
     size_t sent = 0;
     std::function<bool(std::string*)> more;
+    std::function<bool()> ready;
     bool end_sent = false;
   };
   void serve_read(Client& c, const Handler& handler);

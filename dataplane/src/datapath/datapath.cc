@@ -83,6 +83,8 @@ struct PktState {
   bool have_found;      // the flow cache looked it up: `found` saves its first ct() the lookup
   ctrack::Tracker::Found found;
   bool rule_drop;       // ended by a drop action
+  uint8_t why;          // PacketNote::why
+  const FlowPath* cached;  // the flow cache's path it took, or null
   uint8_t ncts, nhits;
   ctrack::CtResult first;
   bool first_commit;
@@ -156,7 +158,7 @@ uint16_t Datapath::record_path(const FlowPath& p) {
   return FlowCacheEntry::kNone;
 }
 
-void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns, Verdict* out) {
+void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns, Verdict* out, PacketNote* notes) {
   PktState s[kMaxBurst];
   WorkerStats& st = *st_;
   const CompiledRule* crules = pl.crules_.data();
@@ -184,22 +186,33 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
     p.have_ct = false;
     p.have_found = false;
     p.rule_drop = false;
+    p.why = 0;
+    p.cached = nullptr;
     p.ncts = p.nhits = 0;
+    if (notes) notes[i].hw_marked = false;
     if (in[i].has_mark && hw && (in[i].mark & HwMarkTable::kTag)) {
       uint32_t idx = in[i].mark & ~HwMarkTable::kTag;
       if (idx & HwMarkTable::kRule) {
         idx &= ~HwMarkTable::kRule;
         if (idx < pl.table0_by_id_.size()) p.pre = pl.table0_by_id_[idx];
         if (p.pre >= 0) st.hw_marked++;
+        if (notes) notes[i].hw_marked = p.pre >= 0;
       } else if (idx < hw->out_port.size() && hw->out_port[idx] >= 0) {
         out[i].out_port = hw->out_port[idx];
         out[i].mark = in[i].mark;
         l3len[i] = l3_bytes(in[i].data, in[i].len, in[i].pkt_len);
         st.hw_marked++;
+        if (notes) notes[i].hw_marked = true;
         continue;
       }
     }
-    ctrack::Drop d = ctrack::parse_packet(in[i].data, in[i].len, 0, &p.parsed);
+    ctrack::Drop d;
+    if (in[i].parsed) {  // the NIC stage's parse
+      p.parsed = *in[i].parsed;
+      d = in[i].parse_drop;
+    } else {
+      d = ctrack::parse_packet(in[i].data, in[i].len, 0, &p.parsed);
+    }
     const uint16_t mtu = mtu_[in[i].port];
     if (d != ctrack::Drop::kNone) {
       // A frame as long as the port takes (the MTU, less up to two VLAN
@@ -208,15 +221,19 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
       // (af_packet truncates to its ring's frame size), not a malformed
       // header. A short frame claiming more is malformed.
       if (d == ctrack::Drop::kIpLen && in[i].pkt_len - p.parsed.l3_off + 8u >= mtu &&
-          ip_claimed(in[i].data, in[i].len, p.parsed) > mtu)
+          ip_claimed(in[i].data, in[i].len, p.parsed) > mtu) {
         st.drop[static_cast<int>(DropWhy::kRxOversize)]++;
-      else
+        p.why = 1 + static_cast<uint8_t>(DropWhy::kRxOversize);
+      } else {
         st.parse_drop[static_cast<int>(d)]++;
+        p.why = static_cast<uint8_t>(PacketNote::kParseDrop | static_cast<uint8_t>(d));
+      }
       continue;
     }
     l3len[i] = in[i].pkt_len - p.parsed.l3_off;
     if (l3len[i] > mtu) {
       st.drop[static_cast<int>(DropWhy::kRxOversize)]++;
+      p.why = 1 + static_cast<uint8_t>(DropWhy::kRxOversize);
       continue;
     }
     p.parsed.ct.in_port = static_cast<uint8_t>(in[i].port);
@@ -330,8 +347,13 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
           counters[fp.rules[r]].packets++;
           counters[fp.rules[r]].bytes += in[i].pkt_len;
         }
-        if (fp.out_port >= 0) out[i].out_port = fp.out_port;
-        else st.drop[static_cast<int>(DropWhy::kRule)]++;
+        if (fp.out_port >= 0) {
+          out[i].out_port = fp.out_port;
+        } else {
+          st.drop[static_cast<int>(DropWhy::kRule)]++;
+          p.why = 1 + static_cast<uint8_t>(DropWhy::kRule);
+        }
+        p.cached = &fp;
         p.table = -1;
         p.cacheable = false;
         active--;
@@ -420,6 +442,7 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
             return;
           case ActType::kDrop:
             st.drop[static_cast<int>(DropWhy::kRule)]++;
+            p.why = 1 + static_cast<uint8_t>(DropWhy::kRule);
             p.rule_drop = true;
             p.table = -1;
             active--;
@@ -436,6 +459,7 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
       uint32_t i = here[k];
       if (s[i].rule == 0) {
         st.drop[static_cast<int>(DropWhy::kNoMatch)]++;
+        s[i].why = 1 + static_cast<uint8_t>(DropWhy::kNoMatch);
         s[i].table = -1;
         s[i].cacheable = false;
         active--;
@@ -531,6 +555,7 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
       out[i].ct_state = p.ct_state;
       if (p.ct_zone == -2) {
         st.drop[static_cast<int>(DropWhy::kCtFull)]++;
+        p.why = 1 + static_cast<uint8_t>(DropWhy::kCtFull);
         p.table = -1;
         p.cacheable = false;
         active--;
@@ -546,6 +571,7 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
     // Anything still pointing at a table past the last one matched nothing.
     if (p.table > pl.max_table_) {
       st.drop[static_cast<int>(DropWhy::kNoMatch)]++;
+      p.why = 1 + static_cast<uint8_t>(DropWhy::kNoMatch);
       p.table = -1;
       p.cacheable = false;
     }
@@ -570,7 +596,21 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
     }
     if (out[i].out_port >= 0 && l3len[i] > mtu_[out[i].out_port]) {
       st.drop[static_cast<int>(DropWhy::kTxMtu)]++;
+      p.why = 1 + static_cast<uint8_t>(DropWhy::kTxMtu);
       out[i].out_port = -1;
+    }
+  }
+  if (!notes) return;
+  for (uint32_t i = 0; i < n; i++) {
+    const PktState& p = s[i];
+    PacketNote& o = notes[i];
+    o.why = p.why;
+    o.cached = p.cached != nullptr;
+    o.nrules = 0;
+    if (p.cached) {
+      for (uint32_t r = 0; r < p.cached->nrules; r++) o.rule_ids[o.nrules++] = crules[p.cached->rules[r]].id;
+    } else {
+      for (uint32_t r = 0; r < p.nhits; r++) o.rule_ids[o.nrules++] = crules[p.hits[r]].id;
     }
   }
 }

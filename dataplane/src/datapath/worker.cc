@@ -11,6 +11,7 @@
 #include <rte_ring.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "dataplane/nic_model.h"
 #include "sdn/clock.h"
@@ -39,7 +40,12 @@ void run_worker(const WorkerEnv& e) {
   rte_mbuf* mb[kMaxBurst];
   PacketIn in[kMaxBurst];
   Verdict v[kMaxBurst];
+  ctrack::Parsed parsed[kMaxBurst];  // the NIC stage's parse, reused by the pipeline
+  ctrack::Drop parse_drop[kMaxBurst];
+  PacketNote note[kMaxBurst];
   Mlx5Model* nic = e.nic;
+  LiveTrace* lt = e.trace;
+  uint32_t trace_want = 0, trace_used = 0;  // this burst's share of a live trace
 
   auto flush = [&](size_t p) {
     TxBuf& b = tx[p];
@@ -74,8 +80,35 @@ void run_worker(const WorkerEnv& e) {
   };
   // The software pipeline over mb[0..n), then each packet out, away, or on
   // to its owner.
+  auto record = [&](const PacketIn& p, uint64_t now, uint8_t stage) -> TraceRecord* {
+    if (trace_want == 0 || trace_used >= LiveTrace::kCap) return nullptr;
+    TraceRecord& r = lt->rec[trace_used++];
+    trace_want--;
+    r.ns = now;
+    r.pkt_len = p.pkt_len;
+    r.port = p.port;
+    r.cap = static_cast<uint16_t>(std::min<uint32_t>(p.len, TraceRecord::kCapBytes));
+    memcpy(r.frame, p.data, r.cap);
+    r.stage = stage;
+    r.worker = static_cast<uint8_t>(e.id);
+    r.out_port = -1;
+    r.handoff = -1;
+    r.ct_state = 0;
+    r.mark = 0;
+    r.note = PacketNote{};
+    return &r;
+  };
   auto judge = [&](Pipeline& pl, uint16_t n, uint64_t now) {
-    e.dp->run(pl, in, n, now, v);
+    e.dp->run(pl, in, n, now, v, trace_want ? note : nullptr);
+    for (uint16_t i = 0; i < n && trace_want; i++) {
+      if (TraceRecord* r = record(in[i], now, TraceRecord::kSoftware)) {
+        r->out_port = v[i].out_port;
+        r->handoff = v[i].handoff;
+        r->ct_state = v[i].ct_state;
+        r->mark = v[i].mark;
+        r->note = note[i];
+      }
+    }
     for (uint16_t i = 0; i < n; i++) {
       if (v[i].out_port >= 0) {
         to_tx(mb[i], v[i].out_port);
@@ -97,6 +130,9 @@ void run_worker(const WorkerEnv& e) {
     Pipeline* pl = e.pipeline->load(std::memory_order_acquire);
     uint64_t now = mono_ns();
     bool busy = false;
+    trace_want = lt ? lt->want.load(std::memory_order_acquire) : 0;
+    if (trace_want) trace_used = lt->used.load(std::memory_order_relaxed);
+    const uint32_t traced_before = trace_used;
     if (nic) nic->service(q, now);
     for (size_t p = 0; p < nports; p++) {
       uint16_t n = rte_eth_rx_burst(e.port_ids[p], q, mb, burst);
@@ -111,14 +147,19 @@ void run_worker(const WorkerEnv& e) {
         st.nic_packets += n;
         uint16_t ns = 0;
         for (uint16_t i = 0; i < n; i++) {
-          int16_t o = nic->rx(q, in[i], now);
+          int16_t o = nic->rx(q, in[i], now, &parsed[i], &parse_drop[i]);
+          if (o >= -1 && trace_want) {
+            if (TraceRecord* r = record(in[i], now, TraceRecord::kNicStage)) r->out_port = o;
+          }
           if (o >= 0) {
             to_tx(mb[i], o);
           } else if (o == -1) {
             rte_pktmbuf_free(mb[i]);
-          } else {
+          } else {  // to software, with the NIC stage's parse
             mb[ns] = mb[i];
-            in[ns++] = in[i];
+            in[ns] = in[i];
+            in[ns].parsed = &parsed[i];
+            in[ns++].parse_drop = parse_drop[i];
           }
         }
         n = ns;
@@ -143,6 +184,12 @@ void run_worker(const WorkerEnv& e) {
     }
     if (busy) st.busy_polls++;
     else st.idle_polls++;
+    if (lt && trace_used != traced_before) {
+      lt->used.store(trace_used, std::memory_order_release);
+      uint32_t was = lt->want.load(std::memory_order_relaxed);
+      uint32_t left = was > trace_used - traced_before ? was - (trace_used - traced_before) : 0;
+      lt->want.compare_exchange_strong(was, left, std::memory_order_relaxed);
+    }
     // Expiry paced by time, busy or not: a slice each millisecond that
     // sweeps the whole shard once a second (entries go within timeout + 1 s).
     if (now - last_expire >= 1'000'000) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ctrack/tracker.h"
+#include "dataplane/live_trace.h"
 #include "dataplane/pipeline.h"
 
 struct rte_rcu_qsbr;
@@ -30,6 +31,7 @@ struct WorkerEnv {
   Datapath* dp = nullptr;
   WorkerStats* stats = nullptr;
   rte_ring* const* handoff = nullptr;  // [from * workers + to]
+  LiveTrace* trace = nullptr;          // its own
 };
 
 void run_worker(const WorkerEnv& env);

@@ -1735,7 +1735,7 @@ bool match(const MRule& r, const ctrack::Parsed& pp, int in_port, uint8_t ct_fla
 
 }  // namespace
 
-int16_t Mlx5Model::rx(unsigned qi, PacketIn& in, uint64_t now_ns) {
+int16_t Mlx5Model::rx(unsigned qi, PacketIn& in, uint64_t now_ns, ctrack::Parsed* parsed, ctrack::Drop* drop) {
   Impl& s = *impl_;
   Replica& q = *s.replicas[qi];
   q.st.rx++;
@@ -1745,8 +1745,11 @@ int16_t Mlx5Model::rx(unsigned qi, PacketIn& in, uint64_t now_ns) {
     q.st.no_rx_flows++;
     return -1;
   }
-  ctrack::Parsed pp;
-  if (ctrack::parse_packet(in.data, in.len, 0, &pp) != ctrack::Drop::kNone) {
+  ctrack::Parsed local;
+  ctrack::Parsed& pp = parsed ? *parsed : local;
+  ctrack::Drop d = ctrack::parse_packet(in.data, in.len, 0, &pp);
+  if (drop) *drop = d;
+  if (d != ctrack::Drop::kNone) {
     q.st.to_software++;  // software counts the reason
     return kNicMiss;
   }
