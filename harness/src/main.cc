@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -183,19 +184,41 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "compare") {
-    if (argc < 4) {
-      fprintf(stderr, "usage: harness compare OLD.csv NEW.csv [--max-regression PCT]\n");
+    const char* usage = "usage: harness compare OLD.csv NEW.csv [--max-regression PCT]\n";
+    std::vector<std::string> files;
+    double pct = 5;
+    for (int i = 2; i < argc; i++) {
+      std::string x = argv[i];
+      if (x == "--max-regression") {
+        if (i + 1 >= argc) {
+          fprintf(stderr, "harness: --max-regression needs a value\n%s", usage);
+          return 2;
+        }
+        std::string v = argv[++i];
+        char* end;
+        pct = strtod(v.c_str(), &end);
+        if (v.empty() || *end || !(pct >= 0 && pct <= 100)) {
+          fprintf(stderr, "harness: bad value '%s' for --max-regression: want a percentage in 0..100\n", v.c_str());
+          return 2;
+        }
+      } else if (x.rfind("-", 0) == 0) {
+        fprintf(stderr, "harness: compare: unknown flag '%s'\n%s", x.c_str(), usage);
+        return 2;
+      } else {
+        files.push_back(x);
+      }
+    }
+    if (files.size() != 2) {
+      fputs(usage, stderr);
       return 2;
     }
-    double pct = 5;
-    if (argc == 6 && !strcmp(argv[4], "--max-regression")) pct = atof(argv[5]);
-    auto r = compare(argv[2], argv[3], pct);
+    auto r = compare(files[0], files[1], pct);
     if (!r) {
       fprintf(stderr, "harness: %s\n", r.message().c_str());
       return 2;
     }
-    for (const auto& l : *r) printf("REGRESSION %s\n", l.c_str());
-    printf("%zu regression(s) over %.1f%%\n", r->size(), pct);
+    for (const auto& l : *r) printf("%s\n", l.c_str());
+    printf("%zu problem(s): regressions over %.1f%%, missing or failing cells\n", r->size(), pct);
     return r->empty() ? 0 : 1;
   }
   if (cmd != "run") {
@@ -239,23 +262,41 @@ int main(int argc, char** argv) {
       }
       return static_cast<int>(n);
     };
+    // The same limits as the YAML's (sweep.h).
+    auto ints = [&](Limit l, std::vector<int>* out) {
+      std::string v = val();
+      if (!parse_ints(v, out)) bad(v);
+      for (int x : *out)
+        if (x < l.lo || x > l.hi) {
+          fprintf(stderr, "harness: bad value '%s' for %s: %d is out of range %d..%d\n", v.c_str(), a.c_str(), x, l.lo,
+                  l.hi);
+          exit(2);
+        }
+    };
+    auto names = [&](const std::vector<std::string>& known, std::vector<std::string>* out) {
+      std::string v = val();
+      *out = split_list(v);
+      if (out->empty()) {
+        fprintf(stderr, "harness: %s '%s' names nothing (one or more of:", a.c_str(), v.c_str());
+        for (auto& k : known) fprintf(stderr, " %s", k.c_str());
+        fprintf(stderr, ")\n");
+        exit(2);
+      }
+      for (auto& x : *out)
+        if (std::find(known.begin(), known.end(), x) == known.end()) bad(x);
+    };
     if (a == "--config") val();
-    else if (a == "--instances") { std::string v = val(); if (!parse_ints(v, &cfg.instances)) bad(v); }
-    else if (a == "--sizes") { std::string v = val(); if (!parse_ints(v, &cfg.sizes)) bad(v); }
-    else if (a == "--proto") {
-      cfg.protos = split_list(val());
-      for (auto& p : cfg.protos) if (p != "tcp" && p != "udp") bad(p);
-    } else if (a == "--dut") {
-      cfg.duts = split_list(val());
-      for (auto& d : cfg.duts)
-        if (d != "dataplane" && d != "ovs-dpdk" && d != "kernel-ct" && d != "testpmd-io") bad(d);
-    } else if (a == "--duration") cfg.duration_s = num(1, 3600);
-    else if (a == "--repeat") cfg.repeat = num(1, 100);
-    else if (a == "--warmup") cfg.warmup_s = num(0, 600);
-    else if (a == "--background-conns") cfg.background_conns = num(0, 2000000);
+    else if (a == "--instances") ints(kInstancesLimit, &cfg.instances);
+    else if (a == "--sizes") ints(kSizesLimit, &cfg.sizes);
+    else if (a == "--proto") names(kProtoNames, &cfg.protos);
+    else if (a == "--dut") names(kDutNames, &cfg.duts);
+    else if (a == "--duration") cfg.duration_s = num(kDurationLimit.lo, kDurationLimit.hi);
+    else if (a == "--repeat") cfg.repeat = num(kRepeatLimit.lo, kRepeatLimit.hi);
+    else if (a == "--warmup") cfg.warmup_s = num(kWarmupLimit.lo, kWarmupLimit.hi);
+    else if (a == "--background-conns") cfg.background_conns = num(kBackgroundLimit.lo, kBackgroundLimit.hi);
     else if (a == "--no-sockperf") cfg.sockperf = false;
     else if (a == "--no-interleave") cfg.interleave = false;
-    else if (a == "--mtu") cfg.mtu = num(576, 9000);
+    else if (a == "--mtu") cfg.mtu = num(kMtuLimit.lo, kMtuLimit.hi);
     else if (a == "--dataplane-config") cfg.dataplane_config = val();
     else if (a == "--out") cfg.out_dir = val();
     else if (a == "--resume") cfg.resume_dir = val();

@@ -311,26 +311,63 @@ sdn::Result<std::vector<std::string>> compare(const std::string& old_csv, const 
   if (!a) return a.status();
   auto b = read_csv(new_csv);
   if (!b) return b.status();
-  std::map<std::string, Row> old;
-  for (auto& r : *a)
-    if (r["repeat"] == "summary" && r["status"] == "ok") old[cell_key(r)] = r;
+  auto name = [](Row& r) {
+    return r["dut"] + " " + r["kind"] + " " + r["proto"] + " x" + r["instances"] + " " + r["size_bytes"] + "B";
+  };
+  // A value that is there: a finite number.
+  auto value = [](const std::string& v, double* out) {
+    double x = to_num(v, std::nan(""));
+    if (!std::isfinite(x)) return false;
+    *out = x;
+    return true;
+  };
+  std::map<std::string, Row> fresh;
+  std::map<std::string, int> fresh_duts;
+  for (auto& r : *b)
+    if (r["repeat"] == "summary") {
+      fresh[cell_key(r)] = r;
+      fresh_duts[r["dut"]]++;
+    }
   std::vector<std::string> out;
-  for (auto& r : *b) {
-    if (r["repeat"] != "summary") continue;
-    auto it = old.find(cell_key(r));
-    if (it == old.end()) continue;
-    std::string cell = r["dut"] + " " + r["kind"] + " " + r["proto"] + " x" + r["instances"] + " " + r["size_bytes"] + "B";
-    if (r["status"] != "ok") {
-      out.push_back(cell + ": now failing: " + r["error"]);
+  if (fresh.empty()) return std::vector<std::string>{"MISSING " + new_csv + ": no summary rows (an empty or unfinished run)"};
+  std::map<std::string, int> gone;  // DUTs of OLD with no cell in NEW
+  for (auto& r : *a) {
+    if (r["repeat"] != "summary" || r["status"] != "ok") continue;
+    std::string cell = name(r);
+    if (!fresh_duts.count(r["dut"])) {
+      gone[r["dut"]]++;
       continue;
     }
-    double ot = to_num(it->second["throughput_gbps"]), nt = to_num(r["throughput_gbps"]);
-    if (ot > 0 && nt >= 0 && (ot - nt) / ot * 100 > max_pct)
-      out.push_back(cell + ": throughput " + f2(ot) + " -> " + f2(nt) + " Gbit/s (" + f2((ot - nt) / ot * 100) + "% lower)");
-    double ol = to_num(it->second["latency_p50_us"]), nl = to_num(r["latency_p50_us"]);
-    if (r["kind"] == "latency" && ol > 0 && nl > 0 && (nl - ol) / ol * 100 > max_pct)
-      out.push_back(cell + ": latency p50 " + f2(ol) + " -> " + f2(nl) + " us (" + f2((nl - ol) / ol * 100) + "% higher)");
+    auto it = fresh.find(cell_key(r));
+    if (it == fresh.end()) {
+      out.push_back("MISSING " + cell + ": not in NEW");
+      continue;
+    }
+    Row& n = it->second;
+    if (n["status"] != "ok") {
+      out.push_back("FAILING " + cell + ": " + n["status"] + ": " + n["error"]);
+      continue;
+    }
+    double ot, nt, ol, nl;
+    if (value(r["throughput_gbps"], &ot)) {
+      if (!value(n["throughput_gbps"], &nt)) {
+        out.push_back("MISSING " + cell + ": throughput_gbps is '" + n["throughput_gbps"] + "' in NEW");
+      } else if (ot > 0 && (ot - nt) / ot * 100 > max_pct) {
+        out.push_back("REGRESSION " + cell + ": throughput " + f2(ot) + " -> " + f2(nt) + " Gbit/s (" +
+                      f2((ot - nt) / ot * 100) + "% lower)");
+      }
+    }
+    if (r["kind"] == "latency" && value(r["latency_p50_us"], &ol)) {
+      if (!value(n["latency_p50_us"], &nl)) {
+        out.push_back("MISSING " + cell + ": latency_p50_us is '" + n["latency_p50_us"] + "' in NEW");
+      } else if (ol > 0 && (nl - ol) / ol * 100 > max_pct) {
+        out.push_back("REGRESSION " + cell + ": latency p50 " + f2(ol) + " -> " + f2(nl) + " us (" +
+                      f2((nl - ol) / ol * 100) + "% higher)");
+      }
+    }
   }
+  for (auto& [dut, cells] : gone)
+    out.push_back("MISSING dut " + dut + ": none of its " + std::to_string(cells) + " cells is in NEW");
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <filesystem>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -31,6 +32,8 @@ using testbed::SpawnOptions;
 
 Status load_sweep_config(const std::string& path, SweepConfig* c) {
   YAML::Node n;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return Status::error(path + ": is a directory, not a YAML file");
   try {
     n = YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {
@@ -89,15 +92,17 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
     if (*out < lo || *out > hi) return err(v, key, "out of range " + std::to_string(lo) + ".." + std::to_string(hi));
     return {};
   };
-  if (Status s = ints("instances", &c->instances, 1, 128); !s) return s;
-  if (Status s = ints("sizes", &c->sizes, 16, 65000); !s) return s;
-  if (Status s = strs("protos", &c->protos, {"tcp", "udp"}); !s) return s;
-  if (Status s = strs("duts", &c->duts, {"dataplane", "ovs-dpdk", "kernel-ct", "testpmd-io"}); !s) return s;
-  if (Status s = one("duration_s", &c->duration_s, 1, 3600); !s) return s;
-  if (Status s = one("repeat", &c->repeat, 1, 100); !s) return s;
-  if (Status s = one("warmup_s", &c->warmup_s, 0, 600); !s) return s;
-  if (Status s = one("background_conns", &c->background_conns, 0, 2000000); !s) return s;
-  if (Status s = one("mtu", &c->mtu, 576, 9000); !s) return s;
+  const std::set<std::string> protos(kProtoNames.begin(), kProtoNames.end());
+  const std::set<std::string> duts(kDutNames.begin(), kDutNames.end());
+  if (Status s = ints("instances", &c->instances, kInstancesLimit.lo, kInstancesLimit.hi); !s) return s;
+  if (Status s = ints("sizes", &c->sizes, kSizesLimit.lo, kSizesLimit.hi); !s) return s;
+  if (Status s = strs("protos", &c->protos, protos); !s) return s;
+  if (Status s = strs("duts", &c->duts, duts); !s) return s;
+  if (Status s = one("duration_s", &c->duration_s, kDurationLimit.lo, kDurationLimit.hi); !s) return s;
+  if (Status s = one("repeat", &c->repeat, kRepeatLimit.lo, kRepeatLimit.hi); !s) return s;
+  if (Status s = one("warmup_s", &c->warmup_s, kWarmupLimit.lo, kWarmupLimit.hi); !s) return s;
+  if (Status s = one("background_conns", &c->background_conns, kBackgroundLimit.lo, kBackgroundLimit.hi); !s) return s;
+  if (Status s = one("mtu", &c->mtu, kMtuLimit.lo, kMtuLimit.hi); !s) return s;
   for (auto [key, out] : {std::pair<const char*, bool*>{"sockperf", &c->sockperf}, {"interleave", &c->interleave}}) {
     if (YAML::Node v = n[key]) {
       std::string s = v.Scalar();
@@ -419,29 +424,55 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     if (dut_error.empty()) {
       if (Status s = dut->start(*bed); !s) dut_error = "start: " + s.message();
     }
-    std::vector<Process> servers;
+    std::vector<Process> servers(static_cast<size_t>(max_inst));  // iperf3 instance i's server
+    Process sockperf_server;
     std::unique_ptr<BackgroundConns> bg;
     std::unique_ptr<Transport> tr;
     if (bed) tr = std::make_unique<NetnsTransport>(*bed);
+    // iperf3 3.12 servers wait forever for a client that went away mid-test
+    // (and so would every later test on that port): a server whose instance
+    // failed is replaced before the next run. --rcv-timeout ends a test whose
+    // data stopped.
+    auto start_server = [&](int i) -> Status {
+      servers[static_cast<size_t>(i)] = Process();
+      SpawnOptions o;
+      o.stdout_path = "/dev/null";
+      o.stderr_path = "/dev/null";
+      auto p = tr->spawn(Side::kServer,
+                         {"iperf3", "-s", "-p", std::to_string(5201 + i), "--rcv-timeout",
+                          std::to_string((cfg.duration_s + 10) * 1000)},
+                         o);
+      if (!p) return Status::error("iperf3 server: " + p.message());
+      servers[static_cast<size_t>(i)] = std::move(p.value());
+      return {};
+    };
+    auto start_sockperf = [&]() {
+      sockperf_server = Process();
+      SpawnOptions o;
+      o.stdout_path = "/dev/null";
+      o.stderr_path = "/dev/null";
+      auto p = tr->spawn(Side::kServer, {"sockperf", "server", "-i", tr->server_address(), "-p", "11111"}, o);
+      if (p) sockperf_server = std::move(p.value());
+    };
+    // After a run: fresh servers for the instances that failed.
+    auto renew_servers = [&](const RunOut& o, int n) {
+      bool any = false;
+      for (int i = 0; i < n; i++) {
+        bool ok = static_cast<size_t>(i) < o.inst.size() && o.inst[static_cast<size_t>(i)].ok;
+        if (ok && servers[static_cast<size_t>(i)].running()) continue;
+        if (Status st = start_server(i); !st) dut_error = st.message();
+        any = true;
+      }
+      if (o.have_lat && !o.lat.ok && cfg.sockperf) {
+        start_sockperf();
+        any = true;
+      }
+      if (any) std::this_thread::sleep_for(300ms);
+    };
     if (dut_error.empty()) {
-      for (int i = 0; i < max_inst; i++) {
-        SpawnOptions o;
-        o.stdout_path = "/dev/null";
-        o.stderr_path = "/dev/null";
-        auto p = tr->spawn(Side::kServer, {"iperf3", "-s", "-p", std::to_string(5201 + i)}, o);
-        if (!p) {
-          dut_error = "iperf3 server: " + p.message();
-          break;
-        }
-        servers.push_back(std::move(p.value()));
-      }
-      if (cfg.sockperf && dut_error.empty()) {
-        SpawnOptions o;
-        o.stdout_path = "/dev/null";
-        o.stderr_path = "/dev/null";
-        auto p = tr->spawn(Side::kServer, {"sockperf", "server", "-i", tr->server_address(), "-p", "11111"}, o);
-        if (p) servers.push_back(std::move(p.value()));
-      }
+      for (int i = 0; i < max_inst && dut_error.empty(); i++)
+        if (Status st = start_server(i); !st) dut_error = st.message();
+      if (cfg.sockperf && dut_error.empty()) start_sockperf();
       std::this_thread::sleep_for(300ms);
       if (cfg.background_conns > 0 && dut_error.empty()) {
         auto bc = BackgroundConns::open(*bed, cfg.background_conns, 30000);
@@ -503,7 +534,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     for (const std::string& proto : cfg.protos) {
       for (int inst : cfg.instances) {
         if (dut_error.empty() && cfg.warmup_s > 0 && !stop)
-          run_traffic(*tr, proto, inst, 1460, cfg.warmup_s, ddir + "/warmup", false);
+          renew_servers(run_traffic(*tr, proto, inst, 1460, cfg.warmup_s, ddir + "/warmup", false), inst);
         for (int size : cfg.sizes) {
           Row base = base_row("throughput", proto, inst, size);
           std::vector<Row>& reps = cell_reps[cell_key(base)];
@@ -527,6 +558,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
               std::string rp = ddir + "/" + proto + "-x" + std::to_string(inst) + "-" + std::to_string(size) + "-r" +
                                std::to_string(rep);
               RunOut o = run_traffic(*tr, proto, inst, size, cfg.duration_s, rp, cfg.sockperf);
+              renew_servers(o, inst);
               double sum = 0, mn = 1e18, mx = 0, cpu = 0, rtt = 0, loss = 0;
               long long retr = 0;
               for (auto& x : o.inst) {
@@ -594,6 +626,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
           } else {
             RunOut o = run_traffic(*tr, "udp", 0, size, cfg.duration_s,
                                    ddir + "/latency-" + std::to_string(size) + "-r" + std::to_string(rep), true);
+            renew_servers(o, 0);
             if (o.have_lat && o.lat.ok) {
               put_latency(r, o.lat);
               r["status"] = "ok";

@@ -2,7 +2,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <atomic>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <thread>
 #include <string>
 
 #include "harness/results.h"
@@ -72,6 +78,50 @@ TEST(E2E, ADutThatFailsItsHealthCheckYieldsErrorRowsAndTheOthersRun) {
   EXPECT_GT(dp_err, 0);
   EXPECT_GT(tp_ok, 0);
   unlink(cfg.c_str());
+}
+
+// A stuck iperf3 server (here: stopped) fails the cell it is in, and only
+// that one: the harness replaces it before the next.
+TEST(E2E, AStuckServerFailsOneCellNotTheRest) {
+  std::string out = "/tmp/harness-e2e-stuck-" + std::to_string(getpid());
+  std::atomic<bool> done{false};
+  std::atomic<pid_t> stopped{-1};
+  std::thread hang([&] {
+    // iperf3 -s -p 5202: the second instance's server.
+    const std::string want = std::string("iperf3\0-s\0-p\0005202\0", 18);
+    while (!done && stopped < 0) {
+      for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+        std::ifstream in(e.path() / "cmdline");
+        std::string c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (c.rfind(want, 0) == 0) {
+          pid_t pid = static_cast<pid_t>(atoi(e.path().filename().c_str()));
+          kill(pid, SIGSTOP);
+          stopped = pid;
+          break;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  auto r = testbed::run_capture({g_harness, "run", "--instances", "2", "--sizes", "1024,1460", "--duration", "2",
+                                 "--repeat", "1", "--warmup", "0", "--no-sockperf", "--dut", "kernel-ct", "--out", out},
+                                nullptr, std::chrono::minutes(5));
+  done = true;
+  hang.join();
+  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_GT(stopped.load(), 0) << "never saw the iperf3 server to stop";
+  EXPECT_NE(kill(stopped, 0), 0) << "the stuck server was left running";
+  auto rows = harness::read_csv(out + "/results.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  std::map<std::string, std::string> status, error;
+  for (auto& row : *rows)
+    if (row["repeat"] == "1") {
+      status[row["size_bytes"]] = row["status"];
+      error[row["size_bytes"]] = row["error"];
+    }
+  EXPECT_EQ(status["1024"], "error");
+  EXPECT_NE(error["1024"].find("instance 1: "), std::string::npos) << error["1024"];
+  EXPECT_EQ(status["1460"], "ok") << error["1460"];
 }
 
 }  // namespace

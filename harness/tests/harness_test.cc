@@ -179,6 +179,97 @@ TEST(Compare, FindsRegressionsOverTheLimit) {
   unlink(b.c_str());
 }
 
+// A gate that passes on missing data is worse than none: an empty NEW, a
+// DUT gone, a cell gone, a blank or nan value are each a named failure.
+TEST(Compare, MissingCellsDutsAndValuesFail) {
+  std::string a = tmp("gate-old.csv"), b = tmp("gate-new.csv");
+  unlink(a.c_str());
+  unlink(b.c_str());
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(a).ok());
+    w.write(summary("dataplane", "throughput", 1460, 2.0, -1));
+    w.write(summary("dataplane", "throughput", 8192, 4.0, -1));
+    w.write(summary("dataplane", "latency", 64, -1, 20));
+    w.write(summary("ovs-dpdk", "throughput", 1460, 1.5, -1));
+    w.write(summary("ovs-dpdk", "throughput", 8192, 3.5, -1));
+  }
+  {
+    CsvWriter w;  // a header and nothing else
+    ASSERT_TRUE(w.open(b).ok());
+  }
+  auto r = compare(a, b, 5);
+  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_NE((*r)[0].find("no summary rows"), std::string::npos) << (*r)[0];
+  unlink(b.c_str());
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(b).ok());
+    Row nan = summary("dataplane", "throughput", 1460, 2.0, -1);
+    nan["throughput_gbps"] = "nan";
+    w.write(nan);
+    w.write(summary("dataplane", "latency", 64, -1, -1));  // blank p50
+  }
+  r = compare(a, b, 5);
+  ASSERT_TRUE(r.ok()) << r.message();
+  std::string all;
+  for (auto& l : *r) all += l + "\n";
+  EXPECT_EQ(r->size(), 4u) << all;
+  EXPECT_NE(all.find("MISSING dataplane throughput tcp x4 1460B: throughput_gbps is 'nan' in NEW"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("MISSING dataplane throughput tcp x4 8192B: not in NEW"), std::string::npos) << all;
+  EXPECT_NE(all.find("MISSING dataplane latency tcp x0 64B: latency_p50_us is '' in NEW"), std::string::npos) << all;
+  EXPECT_NE(all.find("MISSING dut ovs-dpdk: none of its 2 cells is in NEW"), std::string::npos) << all;
+  unlink(a.c_str());
+  unlink(b.c_str());
+}
+
+// The command line: problems exit 1, bad usage exits 2.
+TEST(Compare, CommandLineRefusesBadFlags) {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  ASSERT_GT(n, 0);
+  self[n] = 0;
+  std::string exe = std::string(self).substr(0, std::string(self).rfind('/')) + "/harness";
+  std::string a = tmp("cli-old.csv");
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(a).ok());
+    w.write(summary("dataplane", "throughput", 1460, 2.0, -1));
+  }
+  auto rc = [&](std::vector<std::string> args) {
+    std::string cmd = exe;
+    for (auto& x : args) cmd += " '" + x + "'";
+    int st = system((cmd + " >/dev/null 2>&1").c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  EXPECT_EQ(rc({"compare", a, a}), 0);
+  EXPECT_EQ(rc({"compare", a, a, "--max-regression", "10"}), 0);
+  EXPECT_EQ(rc({"compare", a, a, "--max-regression", "abc"}), 2);
+  EXPECT_EQ(rc({"compare", a, a, "--max-regression", "-1000"}), 2);
+  EXPECT_EQ(rc({"compare", a, a, "--max-regresion", "5"}), 2);
+  EXPECT_EQ(rc({"compare", a}), 2);
+  EXPECT_EQ(rc({"compare", a, "/nonexistent.csv"}), 2);
+  std::string empty = tmp("cli-empty.csv");
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(empty).ok());
+  }
+  EXPECT_EQ(rc({"compare", a, empty}), 1);
+  // `run` takes the YAML's limits on its flags, and bad input never starts a sweep.
+  EXPECT_EQ(rc({"run", "--instances", "100000"}), 2);
+  EXPECT_EQ(rc({"run", "--instances", "4,129"}), 2);
+  EXPECT_EQ(rc({"run", "--sizes", "8"}), 2);
+  EXPECT_EQ(rc({"run", "--dut", ""}), 2);
+  EXPECT_EQ(rc({"run", "--dut", ","}), 2);
+  EXPECT_EQ(rc({"run", "--dut", "vpp"}), 2);
+  EXPECT_EQ(rc({"run", "--config", "/tmp"}), 2);
+  EXPECT_EQ(rc({"run", "--duratoin", "5"}), 2);
+  unlink(a.c_str());
+  unlink(empty.c_str());
+}
+
 TEST(Report, WritesMarkdownAndSvg) {
   std::string d = tmp("run");
   mkdir(d.c_str(), 0755);

@@ -41,6 +41,16 @@ struct SweepConfig {
   std::string build_dir;    // where dataplane/dataplane is
 };
 
+// The limits a sweep's settings must keep, the same for the YAML and the
+// command line.
+struct Limit {
+  int lo, hi;
+};
+inline constexpr Limit kInstancesLimit{1, 128}, kSizesLimit{16, 65000}, kDurationLimit{1, 3600},
+    kRepeatLimit{1, 100}, kWarmupLimit{0, 600}, kBackgroundLimit{0, 2000000}, kMtuLimit{576, 9000};
+inline const std::vector<std::string> kDutNames{"dataplane", "ovs-dpdk", "kernel-ct", "testpmd-io"};
+inline const std::vector<std::string> kProtoNames{"tcp", "udp"};
+
 // Loads configs/harness/*.yaml over the defaults. Errors name file, line, key.
 sdn::Status load_sweep_config(const std::string& path, SweepConfig* c);
 
