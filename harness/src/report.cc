@@ -7,13 +7,14 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace harness {
 
 namespace {
 
 struct Cell {
-  double gbps = -1, gmin = -1, gmax = -1, p50 = -1, p99 = -1;
+  double gbps = -1, gmin = -1, gmax = -1, p50 = -1, p50min = -1, p50max = -1, p99 = -1;
   bool ok = false;
   std::string error;
 };
@@ -21,24 +22,33 @@ struct Cell {
 // (kind|proto|instances|size) -> dut -> summary cell
 using Table = std::map<std::string, std::map<std::string, Cell>>;
 
+// A column of a row; empty when the CSV has no such column (an older run).
+const std::string& col(const Row& r, const char* k) {
+  static const std::string none;
+  auto it = r.find(k);
+  return it == r.end() ? none : it->second;
+}
+
 std::string key(const Row& r) {
-  return r.at("kind") + "|" + r.at("proto") + "|" + r.at("instances") + "|" + r.at("size_bytes");
+  return col(r, "kind") + "|" + col(r, "proto") + "|" + col(r, "instances") + "|" + col(r, "size_bytes");
 }
 
 Table summarize(const std::vector<Row>& rows, std::vector<std::string>* duts) {
   Table t;
   for (const auto& r : rows) {
-    if (r.at("repeat") != "summary") continue;
-    if (std::find(duts->begin(), duts->end(), r.at("dut")) == duts->end()) duts->push_back(r.at("dut"));
+    if (col(r, "repeat") != "summary") continue;
+    if (std::find(duts->begin(), duts->end(), col(r, "dut")) == duts->end()) duts->push_back(col(r, "dut"));
     Cell c;
-    c.ok = r.at("status") == "ok";
-    c.error = r.at("error");
-    c.gbps = to_num(r.at("throughput_gbps"));
-    c.gmin = to_num(r.at("throughput_gbps_min"));
-    c.gmax = to_num(r.at("throughput_gbps_max"));
-    c.p50 = to_num(r.at("latency_p50_us"));
-    c.p99 = to_num(r.at("latency_p99_us"));
-    t[key(r)][r.at("dut")] = c;
+    c.ok = col(r, "status") == "ok";
+    c.error = col(r, "error");
+    c.gbps = to_num(col(r, "throughput_gbps"));
+    c.gmin = to_num(col(r, "throughput_gbps_min"));
+    c.gmax = to_num(col(r, "throughput_gbps_max"));
+    c.p50 = to_num(col(r, "latency_p50_us"));
+    c.p50min = to_num(col(r, "latency_p50_us_min"));
+    c.p50max = to_num(col(r, "latency_p50_us_max"));
+    c.p99 = to_num(col(r, "latency_p99_us"));
+    t[key(r)][col(r, "dut")] = c;
   }
   return t;
 }
@@ -58,44 +68,159 @@ std::string f2(double v) {
 
 const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
 
-// One SVG line chart: throughput (y) against size (x, log2), a line per DUT.
-std::string svg_chart(const std::string& title, const std::vector<int>& sizes, const std::vector<std::string>& duts,
-                      const std::map<std::string, std::map<int, double>>& series) {
-  const int W = 560, H = 300, L = 60, R = 150, T = 30, B = 40;
-  double ymax = 0.001;
+// Text for HTML (element content and quoted attribute values).
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+// Markdown table cells: a '|' would end the cell.
+std::string md_cell(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '|') o += "\\|";
+    else o += c == '\n' ? ' ' : c;
+  }
+  return o;
+}
+
+struct Point {
+  double v = 0, lo = -1, hi = -1;  // median and min..max over repetitions
+};
+using Series = std::map<std::string, std::map<int, Point>>;  // dut -> size -> point
+
+// One SVG chart: a value (y) against size (x, log2), a line per DUT with
+// min..max bars, and an optional dashed reference line (the ceiling).
+std::string svg_chart(const std::string& title, const std::string& unit, const std::vector<int>& sizes,
+                      const std::vector<std::string>& duts, const Series& series, double ref,
+                      const std::string& ref_label) {
+  const int W = 570, H = 320, L = 60, R = 150, T = 34, B = 40;
+  double ymax = std::max(0.001, ref);
   for (const auto& [d, pts] : series)
-    for (const auto& [s, v] : pts) ymax = std::max(ymax, v);
+    for (const auto& [sz, p] : pts) ymax = std::max({ymax, p.v, p.hi});
   ymax *= 1.1;
   double xmin = std::log2(sizes.front()), xmax = std::log2(sizes.back());
   if (xmax <= xmin) xmax = xmin + 1;
-  auto X = [&](int s) { return L + (std::log2(s) - xmin) / (xmax - xmin) * (W - L - R); };
+  auto X = [&](int sz) {
+    return sizes.size() == 1 ? (L + W - R) / 2.0 : L + (std::log2(sz) - xmin) / (xmax - xmin) * (W - L - R);
+  };
   auto Y = [&](double v) { return T + (1 - v / ymax) * (H - T - B); };
   std::ostringstream o;
-  o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H << "' font-family='sans-serif' font-size='11'>";
-  o << "<text x='" << W / 2 - 100 << "' y='18' font-size='13'>" << title << "</text>";
+  o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
+    << "' font-family='sans-serif' font-size='11' role='img'><title>" << esc(title) << "</title>";
+  o << "<text x='" << L << "' y='16' font-size='13' font-weight='bold'>" << esc(title) << "</text>";
   o << "<line x1='" << L << "' y1='" << H - B << "' x2='" << W - R << "' y2='" << H - B << "' stroke='black'/>";
   o << "<line x1='" << L << "' y1='" << T << "' x2='" << L << "' y2='" << H - B << "' stroke='black'/>";
   for (int i = 0; i <= 4; i++) {
     double v = ymax * i / 4;
-    o << "<text x='" << L - 50 << "' y='" << Y(v) + 4 << "'>" << f2(v) << "</text>";
+    o << "<text x='" << L - 6 << "' y='" << Y(v) + 4 << "' text-anchor='end'>" << f2(v) << "</text>";
     o << "<line x1='" << L << "' y1='" << Y(v) << "' x2='" << W - R << "' y2='" << Y(v) << "' stroke='#ddd'/>";
   }
-  for (int s : sizes) o << "<text x='" << X(s) - 12 << "' y='" << H - B + 15 << "'>" << s << "</text>";
-  o << "<text x='" << (W - R) / 2 << "' y='" << H - 5 << "'>size (bytes)</text>";
-  o << "<text x='5' y='" << T - 10 << "'>Gbit/s</text>";
+  for (int sz : sizes) o << "<text x='" << X(sz) << "' y='" << H - B + 15 << "' text-anchor='middle'>" << sz << "</text>";
+  o << "<text x='" << (L + W - R) / 2 << "' y='" << H - 5 << "' text-anchor='middle'>size (bytes)</text>";
+  o << "<text x='" << L << "' y='" << T - 6 << "' text-anchor='end'>" << esc(unit) << "</text>";
+  if (ref > 0) {
+    o << "<line class='ceiling' x1='" << L << "' y1='" << Y(ref) << "' x2='" << W - R << "' y2='" << Y(ref)
+      << "' stroke='#555' stroke-dasharray='6,4'/>";
+    o << "<text x='" << L + 4 << "' y='" << Y(ref) - 4 << "' fill='#555'>" << esc(ref_label) << "</text>";
+  }
   for (size_t i = 0; i < duts.size(); i++) {
     auto it = series.find(duts[i]);
     const char* col = kColors[i % 6];
-    o << "<text x='" << W - R + 10 << "' y='" << T + 15 * static_cast<int>(i) << "' fill='" << col << "'>" << duts[i] << "</text>";
+    o << "<text x='" << W - R + 10 << "' y='" << T + 15 * static_cast<int>(i) << "' fill='" << col << "'>"
+      << esc(duts[i]) << "</text>";
     if (it == series.end()) continue;
     std::string pts;
-    for (const auto& [s, v] : it->second) {
-      pts += std::to_string(X(s)) + "," + std::to_string(Y(v)) + " ";
-      o << "<circle cx='" << X(s) << "' cy='" << Y(v) << "' r='3' fill='" << col << "'/>";
+    // DUTs side by side around each size, so that their bars do not cover each other.
+    const double dx = (static_cast<double>(i) - (static_cast<double>(duts.size()) - 1) / 2) * 7;
+    for (const auto& [sz, p] : it->second) {
+      double x = X(sz) + dx;
+      pts += std::to_string(x) + "," + std::to_string(Y(p.v)) + " ";
+      if (p.lo >= 0 && p.hi >= p.lo)
+        o << "<line class='err' x1='" << x << "' y1='" << Y(p.lo) << "' x2='" << x << "' y2='" << Y(p.hi)
+          << "' stroke='" << col << "' stroke-width='1.5'/>";
+      o << "<circle cx='" << x << "' cy='" << Y(p.v) << "' r='3.5' fill='" << col << "'/>";
     }
     o << "<polyline fill='none' stroke='" << col << "' stroke-width='2' points='" << pts << "'/>";
   }
   o << "</svg>";
+  return o.str();
+}
+
+// The report as sections, written once as Markdown and once as HTML.
+struct Section {
+  int level = 2;
+  std::string title, text;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> svgs;  // HTML only
+  std::string pre;                 // preformatted (machine info)
+};
+
+std::string to_markdown(const std::string& title, const std::vector<Section>& secs) {
+  std::ostringstream o;
+  o << "# " << title << "\n\n";
+  for (const Section& s : secs) {
+    o << std::string(static_cast<size_t>(s.level), '#') << " " << s.title << "\n\n";
+    if (!s.text.empty()) o << s.text << "\n\n";
+    if (!s.pre.empty()) o << "```\n" << s.pre << (s.pre.back() == '\n' ? "" : "\n") << "```\n\n";
+    if (s.header.empty()) continue;
+    o << "|";
+    for (const auto& h : s.header) o << " " << md_cell(h) << " |";
+    o << "\n|";
+    for (size_t i = 0; i < s.header.size(); i++) o << "---|";
+    o << "\n";
+    for (const auto& r : s.rows) {
+      o << "|";
+      for (const auto& c : r) o << " " << md_cell(c) << " |";
+      o << "\n";
+    }
+    o << "\n";
+  }
+  return o.str();
+}
+
+std::string to_html(const std::string& title, const std::vector<Section>& secs) {
+  std::ostringstream o;
+  o << "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>" << esc(title) << "</title><style>"
+       "body{font-family:sans-serif;max-width:1200px;margin:auto;padding:0 12px;color:#222}"
+       "table{border-collapse:collapse;margin:8px 0 18px}th,td{border:1px solid #ccc;padding:3px 8px;"
+       "text-align:right;font-size:13px}th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}"
+       "td.error{color:#a00;text-align:left;max-width:420px}pre{background:#f4f4f4;padding:8px;overflow-x:auto}"
+       ".charts{display:flex;flex-wrap:wrap;gap:8px}</style></head><body>";
+  o << "<h1>" << esc(title) << "</h1>";
+  for (const Section& s : secs) {
+    o << "<h" << s.level << ">" << esc(s.title) << "</h" << s.level << ">";
+    if (!s.text.empty()) o << "<p>" << esc(s.text) << "</p>";
+    if (!s.pre.empty()) o << "<pre>" << esc(s.pre) << "</pre>";
+    if (!s.svgs.empty()) {
+      o << "<div class='charts'>";
+      for (const auto& g : s.svgs) o << g;
+      o << "</div>";
+    }
+    if (s.header.empty()) continue;
+    o << "<table><thead><tr>";
+    for (const auto& h : s.header) o << "<th>" << esc(h) << "</th>";
+    o << "</tr></thead><tbody>";
+    for (const auto& r : s.rows) {
+      o << "<tr>";
+      for (const auto& c : r) o << (c.rfind("error", 0) == 0 || c.rfind("missing", 0) == 0 ? "<td class='error'>" : "<td>")
+                                << esc(c) << "</td>";
+      o << "</tr>";
+    }
+    o << "</tbody></table>";
+  }
+  o << "</body></html>\n";
   return o.str();
 }
 
@@ -106,69 +231,145 @@ sdn::Status write_report(const std::string& dir) {
   if (!rows) return rows.status();
   std::vector<std::string> duts;
   Table t = summarize(*rows, &duts);
-  std::ostringstream md;
+  std::vector<Section> secs;
   std::ifstream mi(dir + "/machine.txt");
   std::stringstream machine;
   machine << mi.rdbuf();
-  md << "# Benchmark report\n\nRun: `" << dir << "`\n\n```\n" << machine.str() << "```\n\n";
-  md << "Figures are medians over repetitions, [min..max] beside them. Error cells name the failure.\n\n";
+  {
+    Section s;
+    s.title = "Run";
+    s.text = "Run directory: " + dir + ". Figures are medians over repetitions with [min..max] beside them (bars in the "
+             "charts). A cell without a figure names its failure.";
+    s.pre = machine.str().empty() ? "(no machine.txt)" : machine.str();
+    secs.push_back(s);
+  }
+  auto cell_size = [](const std::string& k) { return static_cast<int>(to_num(split(k)[3], 0)); };
+  auto by_size = [&](const std::string& a, const std::string& b) { return cell_size(a) < cell_size(b); };
 
-  // Throughput tables.
-  std::map<std::string, std::vector<std::string>> groups;  // proto|instances -> keys
+  // Throughput: groups (proto, instances) in numeric order of instances.
+  std::map<std::pair<std::string, int>, std::vector<std::string>> groups;
   std::set<int> sizes_set;
   for (const auto& [k, m] : t) {
     auto p = split(k);
     if (p[0] != "throughput") continue;
-    groups[p[1] + "|" + p[2]].push_back(k);
-    sizes_set.insert(static_cast<int>(to_num(p[3], 0)));
+    groups[{p[1], static_cast<int>(to_num(p[2], 0))}].push_back(k);
+    sizes_set.insert(cell_size(k));
   }
   std::vector<int> sizes(sizes_set.begin(), sizes_set.end());
-  std::string charts;
-  md << "## Throughput (Gbit/s, all instances together)\n\n";
+  if (sizes.empty()) sizes = {64};
+  const bool have_ceiling = std::find(duts.begin(), duts.end(), "testpmd-io") != duts.end();
+  Section charts;
+  charts.title = "Throughput against size";
+  charts.text = "All instances together, Gbit/s. One chart per instance count" +
+                std::string(have_ceiling ? "; the dashed line is the testpmd-io ceiling (its best cell), the "
+                                           "namespace testbed's stand-in for the line rate."
+                                         : ".");
+  std::vector<Section> tables;
   for (auto& [g, keys] : groups) {
-    auto gp = split(g);
-    std::sort(keys.begin(), keys.end(), [&](const std::string& a, const std::string& b) {
-      return to_num(split(a)[3], 0) < to_num(split(b)[3], 0);
-    });
-    md << "### " << gp[0] << ", " << gp[1] << " instances\n\n| size |";
-    for (const auto& d : duts) md << " " << d << " |";
-    md << "\n|---|";
-    for (size_t i = 0; i < duts.size(); i++) md << "---|";
-    md << "\n";
-    std::map<std::string, std::map<int, double>> series;
+    std::sort(keys.begin(), keys.end(), by_size);
+    Section s;
+    s.level = 3;
+    s.title = "Throughput, " + g.first + " x" + std::to_string(g.second) + " instances (Gbit/s)";
+    s.header = {"size (B)"};
+    for (const auto& d : duts) s.header.push_back(d);
+    Series series;
+    double ceiling = 0;
     for (const auto& k : keys) {
-      int size = static_cast<int>(to_num(split(k)[3], 0));
-      md << "| " << size << " |";
+      int size = cell_size(k);
+      std::vector<std::string> row = {std::to_string(size)};
       for (const auto& d : duts) {
         auto it = t[k].find(d);
-        if (it == t[k].end()) md << " – |";
-        else if (!it->second.ok) md << " error: " << it->second.error.substr(0, 60) << " |";
+        if (it == t[k].end()) row.push_back("not run");
+        else if (!it->second.ok) row.push_back("error: " + it->second.error);
         else {
-          md << " " << f2(it->second.gbps) << " [" << f2(it->second.gmin) << "..." << f2(it->second.gmax) << "] |";
-          series[d][size] = it->second.gbps;
+          const Cell& c = it->second;
+          row.push_back(f2(c.gbps) + " [" + f2(c.gmin) + ".." + f2(c.gmax) + "]");
+          series[d][size] = Point{c.gbps, c.gmin, c.gmax};
+          if (d == "testpmd-io") ceiling = std::max(ceiling, c.gbps);
         }
       }
-      md << "\n";
+      s.rows.push_back(row);
     }
-    md << "\n";
-    charts += "<h3>" + gp[0] + ", " + gp[1] + " instances</h3>" +
-              svg_chart("Throughput, " + gp[0] + " x" + gp[1], sizes.empty() ? std::vector<int>{64} : sizes, duts, series);
+    charts.svgs.push_back(svg_chart("Throughput, " + g.first + " x" + std::to_string(g.second), "Gbit/s", sizes, duts,
+                                    series, ceiling, "testpmd-io ceiling"));
+    tables.push_back(s);
   }
 
-  // 90% of the testpmd-io ceiling.
-  md << "## Smallest size reaching 90% of the testpmd-io ceiling\n\n";
-  bool have_ceiling = std::find(duts.begin(), duts.end(), "testpmd-io") != duts.end();
+  // Paired ratios: repetition k of a DUT against repetition k of testpmd-io.
+  // With interleaved rounds both ran in the same round, minutes apart, so the
+  // ratio cancels most of the host's drift; the median over rounds is the figure.
+  Section paired;
+  if (have_ceiling) {
+    std::map<std::string, std::map<std::string, std::map<std::string, const Row*>>> reps;  // key -> dut -> rep
+    for (const auto& r : *rows)
+      if (col(r, "repeat") != "summary" && col(r, "status") == "ok") reps[key(r)][col(r, "dut")][col(r, "repeat")] = &r;
+    paired.title = "Paired against testpmd-io, round by round";
+    paired.text = "Per cell, DUT / testpmd-io in each repetition (round), then the median [min..max] over rounds. "
+                  "Throughput: higher is better; latency p50: lower is better (throughput cells: under that load).";
+    paired.header = {"cell", "DUT", "throughput ratio", "latency p50 ratio", "rounds"};
+    std::vector<std::string> pkeys;
+    for (auto& [k, by_dut] : reps) pkeys.push_back(k);
+    std::sort(pkeys.begin(), pkeys.end(), [&](const std::string& a, const std::string& b) {
+      auto x = split(a), y = split(b);
+      return std::make_tuple(x[0], x[1], to_num(x[2], 0), to_num(x[3], 0)) <
+             std::make_tuple(y[0], y[1], to_num(y[2], 0), to_num(y[3], 0));
+    });
+    for (const auto& k : pkeys) {
+      auto& by_dut = reps[k];
+      auto base = by_dut.find("testpmd-io");
+      if (base == by_dut.end()) continue;
+      auto p = split(k);
+      std::string cell = p[0] == "latency" ? "latency " + p[3] + " B" : p[1] + " x" + p[2] + " " + p[3] + " B";
+      for (const auto& d : duts) {
+        if (d == "testpmd-io" || !by_dut.count(d)) continue;
+        std::vector<double> tr, lr;
+        size_t npaired = 0;
+        std::string why_missing;  // the first reason a round has no latency pair
+        for (auto& [rep, row] : by_dut[d]) {
+          auto b = base->second.find(rep);
+          if (b == base->second.end()) continue;
+          npaired++;
+          double x = to_num(col(*row, "throughput_gbps")), y = to_num(col(*b->second, "throughput_gbps"));
+          if (x > 0 && y > 0) tr.push_back(x / y);
+          x = to_num(col(*row, "latency_p50_us"));
+          y = to_num(col(*b->second, "latency_p50_us"));
+          if (x > 0 && y > 0) lr.push_back(x / y);
+          else if (why_missing.empty())
+          {
+            const std::string& e = !(x > 0) ? col(*row, "error") : col(*b->second, "error");
+            why_missing = (!(x > 0) ? d : std::string("testpmd-io")) + ": " +
+                          (e.empty() ? std::string("no latency figure, no reason recorded") : e);
+          }
+        }
+        // Every ratio with the rounds it stands on; a missing pair says why.
+        auto show = [&](std::vector<double> v, const std::string& why) -> std::string {
+          if (v.empty() && why.empty()) return "not measured";
+          std::string o;
+          if (!v.empty()) {
+            Spread sp = spread(v);
+            char b[96];
+            snprintf(b, sizeof b, "%.3f [%.2f..%.2f], %zu of %zu rounds", sp.median, sp.min, sp.max, v.size(), npaired);
+            o = b;
+          }
+          if (v.size() < npaired && !why.empty()) o += (o.empty() ? "" : "; ") + std::string("missing: ") + why;
+          return o;
+        };
+        paired.rows.push_back({cell, d, p[0] == "latency" ? "not measured (latency cell)" : show(tr, ""),
+                               show(lr, why_missing), std::to_string(npaired)});
+      }
+    }
+  }
+
+  // The smallest size that reaches 90% of the ceiling.
+  Section reach;
+  reach.title = "Smallest size reaching 90% of the testpmd-io ceiling";
   if (!have_ceiling) {
-    md << "No testpmd-io rows in this run.\n\n";
+    reach.text = "No testpmd-io rows in this run.";
   } else {
-    md << "| proto, instances |";
-    for (const auto& d : duts) md << " " << d << " |";
-    md << "\n|---|";
-    for (size_t i = 0; i < duts.size(); i++) md << "---|";
-    md << "\n";
+    reach.header = {"proto, instances"};
+    for (const auto& d : duts) reach.header.push_back(d);
     for (auto& [g, keys] : groups) {
-      auto gp = split(g);
-      md << "| " << gp[0] << " x" << gp[1] << " |";
+      std::vector<std::string> row = {g.first + " x" + std::to_string(g.second)};
       for (const auto& d : duts) {
         std::string found = "never";
         for (const auto& k : keys) {
@@ -179,94 +380,49 @@ sdn::Status write_report(const std::string& dir) {
             break;
           }
         }
-        md << " " << found << " |";
+        row.push_back(found);
       }
-      md << "\n";
+      reach.rows.push_back(row);
     }
-    md << "\n";
   }
 
-  // Latency.
-  md << "## Latency, sockperf ping-pong without load (µs, p50 / p99)\n\n| size |";
-  for (const auto& d : duts) md << " " << d << " |";
-  md << "\n|---|";
-  for (size_t i = 0; i < duts.size(); i++) md << "---|";
-  md << "\n";
-  std::vector<std::string> lat;
+  // Latency without load.
+  Section lat;
+  lat.title = "Latency, sockperf ping-pong without load (µs, p50 / p99)";
+  lat.header = {"size (B)"};
+  for (const auto& d : duts) lat.header.push_back(d);
+  std::vector<std::string> lkeys;
   for (const auto& [k, m] : t)
-    if (split(k)[0] == "latency") lat.push_back(k);
-  std::sort(lat.begin(), lat.end(),
-            [&](const std::string& a, const std::string& b) { return to_num(split(a)[3], 0) < to_num(split(b)[3], 0); });
-  for (const auto& k : lat) {
-    md << "| " << split(k)[3] << " |";
+    if (split(k)[0] == "latency") lkeys.push_back(k);
+  std::sort(lkeys.begin(), lkeys.end(), by_size);
+  Series lseries;
+  std::set<int> lsizes;
+  for (const auto& k : lkeys) {
+    std::vector<std::string> row = {split(k)[3]};
     for (const auto& d : duts) {
       auto it = t[k].find(d);
-      if (it == t[k].end()) md << " – |";
-      else if (!it->second.ok) md << " error |";
-      else md << " " << f2(it->second.p50) << " / " << f2(it->second.p99) << " |";
-    }
-    md << "\n";
-  }
-  md << "\n";
-
-  // Paired ratios: repetition k of a DUT against repetition k of testpmd-io.
-  // With interleaved rounds both ran in the same round, minutes apart, so the
-  // ratio cancels most of the host's drift; the median over rounds is the figure.
-  if (std::find(duts.begin(), duts.end(), "testpmd-io") != duts.end()) {
-    std::map<std::string, std::map<std::string, std::map<std::string, const Row*>>> reps;  // key -> dut -> rep
-    for (const auto& r : *rows)
-      if (r.at("repeat") != "summary" && r.at("status") == "ok") reps[key(r)][r.at("dut")][r.at("repeat")] = &r;
-    md << "## Paired against testpmd-io, round by round\n\n"
-          "Per cell, DUT / testpmd-io in each repetition (round), then the median [min..max] over rounds. "
-          "Throughput: higher is better; latency p50: lower is better.\n\n"
-          "| cell | DUT | throughput ratio | latency p50 ratio (throughput cells: under that load) | rounds |\n|---|---|---|---|---|\n";
-    for (auto& [k, by_dut] : reps) {
-      auto base = by_dut.find("testpmd-io");
-      if (base == by_dut.end()) continue;
-      auto p = split(k);
-      std::string cell = p[0] == "latency" ? "latency " + p[3] + " B" : p[1] + " x" + p[2] + " " + p[3] + " B";
-      for (const auto& d : duts) {
-        if (d == "testpmd-io" || !by_dut.count(d)) continue;
-        std::vector<double> tr, lr;
-        size_t paired = 0;
-        std::string why_missing;  // the first reason a round has no latency pair
-        for (auto& [rep, row] : by_dut[d]) {
-          auto b = base->second.find(rep);
-          if (b == base->second.end()) continue;
-          paired++;
-          double x = to_num(row->at("throughput_gbps")), y = to_num(b->second->at("throughput_gbps"));
-          if (x > 0 && y > 0) tr.push_back(x / y);
-          x = to_num(row->at("latency_p50_us"));
-          y = to_num(b->second->at("latency_p50_us"));
-          if (x > 0 && y > 0) lr.push_back(x / y);
-          else if (why_missing.empty())
-            why_missing = !(x > 0) ? d + ": " + row->at("error") : "testpmd-io: " + b->second->at("error");
-        }
-        // Every ratio with the rounds it stands on; a missing pair says why.
-        auto show = [&](std::vector<double> v, const std::string& why) -> std::string {
-          if (v.empty() && why.empty()) return "–";
-          std::string o;
-          if (!v.empty()) {
-            Spread s = spread(v);
-            char b[96];
-            snprintf(b, sizeof b, "%.3f [%.2f..%.2f], %zu of %zu rounds", s.median, s.min, s.max, v.size(), paired);
-            o = b;
-          }
-          if (v.size() < paired && !why.empty()) o += (o.empty() ? "" : "; ") + std::string("missing: ") + why;
-          return o;
-        };
-        md << "| " << cell << " | " << d << " | " << show(tr, "") << " | " << show(lr, why_missing) << " | " << paired
-           << " |\n";
+      if (it == t[k].end()) row.push_back("not run");
+      else if (!it->second.ok) row.push_back("error: " + it->second.error);
+      else {
+        const Cell& c = it->second;
+        row.push_back(f2(c.p50) + " / " + (c.p99 >= 0 ? f2(c.p99) : std::string("no p99")));
+        lseries[d][cell_size(k)] = Point{c.p50, c.p50min, c.p50max};
+        lsizes.insert(cell_size(k));
       }
     }
-    md << "\n";
+    lat.rows.push_back(row);
   }
+  if (!lsizes.empty())
+    lat.svgs.push_back(svg_chart("Latency p50 without load", "µs", std::vector<int>(lsizes.begin(), lsizes.end()), duts,
+                                 lseries, 0, ""));
 
   // Relative, in the blog's terms: ours against each peer.
+  Section rel;
   if (std::find(duts.begin(), duts.end(), "dataplane") != duts.end()) {
-    md << "## dataplane against its peers\n\nGeometric mean of dataplane / peer over the cells both have "
-          "(throughput: higher is better; latency: lower is better).\n\n"
-          "| peer | dataplane throughput | dataplane latency p50 |\n|---|---|---|\n";
+    rel.title = "dataplane against its peers";
+    rel.text = "Geometric mean of dataplane / peer over the cells both have (throughput: higher is better; latency: "
+               "lower is better).";
+    rel.header = {"peer", "dataplane throughput", "dataplane latency p50"};
     for (const auto& peer : duts) {
       if (peer == "dataplane") continue;
       double lt = 0, ll = 0;
@@ -283,26 +439,33 @@ sdn::Status write_report(const std::string& dir) {
         }
       }
       // "12.3% higher" / "4.5% lower": the word carries the sign.
-      auto rel = [](double pct, const char* up, const char* down) {
-        return f2(std::fabs(pct)) + "% " + (pct >= 0 ? up : down);
-      };
-      md << "| " << peer << " | "
-         << (nt ? rel((std::exp(lt / nt) - 1) * 100, "higher", "lower") : std::string("–")) << " | "
-         << (nl ? rel((std::exp(ll / nl) - 1) * 100, "higher", "lower") : std::string("–")) << " |\n";
+      auto pct = [](double v, const char* up, const char* down) { return f2(std::fabs(v)) + "% " + (v >= 0 ? up : down); };
+      rel.rows.push_back({peer, nt ? pct((std::exp(lt / nt) - 1) * 100, "higher", "lower") : "no common cell",
+                          nl ? pct((std::exp(ll / nl) - 1) * 100, "higher", "lower") : "no common cell"});
     }
-    md << "\n";
   }
   int errors = 0;
   for (const auto& r : *rows)
-    if (r.at("status") != "ok") errors++;
-  md << "Rows with errors: " << errors << " of " << rows->size() << ".\n";
+    if (col(r, "status") != "ok") errors++;
 
-  std::ofstream(dir + "/report.md") << md.str();
+  // The order the post reads in: charts, the ratios at a glance, tables.
+  if (!groups.empty()) secs.push_back(charts);
+  if (!paired.rows.empty()) secs.push_back(paired);
+  if (!rel.title.empty()) secs.push_back(rel);
+  for (auto& s : tables) secs.push_back(s);
+  secs.push_back(reach);
+  secs.push_back(lat);
+  Section end;
+  end.title = "Errors";
+  end.text = "Rows with errors: " + std::to_string(errors) + " of " + std::to_string(rows->size()) + ".";
+  secs.push_back(end);
+
+  const std::string title = "Benchmark report";
+  std::ofstream md(dir + "/report.md");
+  md << to_markdown(title, secs);
   std::ofstream html(dir + "/report.html");
-  html << "<!doctype html><html><head><meta charset='utf-8'><title>Benchmark report</title>"
-          "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}pre{background:#f4f4f4;padding:8px}</style>"
-          "</head><body><h1>Benchmark report</h1>"
-       << charts << "<h2>Tables</h2><pre>" << md.str() << "</pre></body></html>\n";
+  html << to_html(title, secs);
+  if (!md || !html) return sdn::Status::error(dir + ": cannot write the report");
   return {};
 }
 

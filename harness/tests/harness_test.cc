@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -147,6 +148,8 @@ Row summary(const std::string& dut, const std::string& kind, int size, double gb
           {"proto", "tcp"},     {"instances", kind == "latency" ? "0" : "4"},
           {"size_bytes", std::to_string(size)}, {"repeat", "summary"},
           {"throughput_gbps", gbps >= 0 ? std::to_string(gbps) : ""},
+          {"throughput_gbps_min", gbps >= 0 ? std::to_string(gbps * 0.95) : ""},
+          {"throughput_gbps_max", gbps >= 0 ? std::to_string(gbps * 1.05) : ""},
           {"latency_p50_us", p50 >= 0 ? std::to_string(p50) : ""},
           {"status", status},   {"error", status == "ok" ? "" : "boom"}};
 }
@@ -300,6 +303,103 @@ TEST(Report, WritesMarkdownAndSvg) {
   html << hin.rdbuf();
   EXPECT_NE(html.str().find("<svg"), std::string::npos);
   EXPECT_NE(html.str().find("<polyline"), std::string::npos);
+  // Tables are HTML tables, not Markdown in a <pre>.
+  EXPECT_NE(html.str().find("<table><thead><tr><th>size (B)</th><th>testpmd-io</th>"), std::string::npos) << html.str();
+  EXPECT_EQ(html.str().find("| 1460 |"), std::string::npos) << "Markdown table text in the page";
+  EXPECT_NE(html.str().find("class='err'"), std::string::npos) << "no min..max bars";
+  EXPECT_NE(html.str().find("class='ceiling'"), std::string::npos) << "no ceiling line";
+}
+
+// Instance counts read as numbers (4, 16, 32), names are escaped in the
+// page, and a cell without a figure says why.
+// The page as a browser shows it: Debian's chromium, headless, renders the
+// report; its DOM has the tables and charts, the console has no errors, and
+// the screenshot is written (REPORT_SCREENSHOT=path keeps it to look at).
+TEST(Report, RendersInHeadlessChromium) {
+  if (access("/usr/bin/chromium", X_OK) != 0) GTEST_SKIP() << "chromium is not installed (scripts/deps installs it)";
+  std::string d = tmp("render");
+  mkdir(d.c_str(), 0755);
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(d + "/results.csv").ok());
+    for (int inst : {4, 16, 32})
+      for (int size : {64, 512, 1460}) {
+        for (const char* dut : {"testpmd-io", "dataplane", "ovs-dpdk"}) {
+          Row r = summary(dut, "throughput", size, size / 1000.0 + inst / 40.0, -1);
+          r["instances"] = std::to_string(inst);
+          w.write(r);
+        }
+      }
+    w.write(summary("dataplane", "latency", 64, -1, 18));
+    w.write(summary("testpmd-io", "latency", 64, -1, 17));
+  }
+  ASSERT_TRUE(write_report(d).ok());
+  std::string profile = d + "/chromium-profile";
+  std::string shot = getenv("REPORT_SCREENSHOT") ? getenv("REPORT_SCREENSHOT") : d + "/shot.png";
+  auto chromium = [&](const std::string& what) {
+    std::string cmd = "HOME=" + d + " /usr/bin/chromium --headless --no-sandbox --disable-gpu --hide-scrollbars "
+                      "--window-size=1280,2600 --enable-logging=stderr --v=0 --user-data-dir=" + profile + " " + what +
+                      " file://" + d + "/report.html 2>" + d + "/chromium.err";
+    FILE* f = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while (f && (n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    if (f) pclose(f);
+    return out;
+  };
+  std::string dom = chromium("--dump-dom");
+  size_t tables = 0, svgs = 0;
+  for (size_t p = dom.find("<table"); p != std::string::npos; p = dom.find("<table", p + 1)) tables++;
+  for (size_t p = dom.find("<svg"); p != std::string::npos; p = dom.find("<svg", p + 1)) svgs++;
+  EXPECT_GE(tables, 5u) << dom.substr(0, 2000);
+  EXPECT_EQ(svgs, 4u) << "three throughput charts (x4, x16, x32) and the latency chart";
+  chromium("--screenshot=" + shot);
+  struct stat st{};
+  EXPECT_EQ(stat(shot.c_str(), &st), 0) << "no screenshot";
+  EXPECT_GT(st.st_size, 20000) << "a near-empty page";
+  std::ifstream ein(d + "/chromium.err");
+  std::stringstream err;
+  err << ein.rdbuf();
+  EXPECT_EQ(err.str().find("CONSOLE"), std::string::npos) << err.str();
+  EXPECT_EQ(err.str().find("Uncaught"), std::string::npos) << err.str();
+  std::filesystem::remove_all(d);
+}
+
+TEST(Report, OrdersInstancesNumericallyAndEscapesNames) {
+  std::string d = tmp("run2");
+  mkdir(d.c_str(), 0755);
+  std::string p = d + "/results.csv";
+  unlink(p.c_str());
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(p).ok());
+    for (int inst : {16, 32, 4}) {
+      Row r = summary("testpmd-io", "throughput", 1024, 1.0, -1);
+      r["instances"] = std::to_string(inst);
+      w.write(r);
+      r["dut"] = "<script>alert(1)</script>";
+      w.write(r);
+    }
+    Row e = summary("dataplane", "throughput", 1024, -1, -1, "error");
+    e["instances"] = "4";
+    w.write(e);
+  }
+  ASSERT_TRUE(write_report(d).ok());
+  std::ifstream hin(d + "/report.html");
+  std::stringstream ss;
+  ss << hin.rdbuf();
+  std::string html = ss.str();
+  EXPECT_EQ(html.find("<script>"), std::string::npos) << "an unescaped name";
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  size_t x4 = html.find("tcp x4 instances"), x16 = html.find("tcp x16 instances"), x32 = html.find("tcp x32 instances");
+  ASSERT_NE(x4, std::string::npos);
+  ASSERT_NE(x16, std::string::npos);
+  ASSERT_NE(x32, std::string::npos);
+  EXPECT_LT(x4, x16);
+  EXPECT_LT(x16, x32);
+  EXPECT_NE(html.find("<td class='error'>error: boom</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>not run</td>"), std::string::npos) << "a DUT without the cell must say so";
 }
 
 }  // namespace
