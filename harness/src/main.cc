@@ -26,7 +26,7 @@ void on_signal(int) { g_stop = true; }
 const char* kHelp = R"(usage: harness COMMAND [options]
 
   run [--instances 4,16,32] [--sizes 64,512,1024,1460,4096,8192] [--proto tcp,udp]
-      [--duration S] [--repeat N] [--warmup S] [--dut dataplane,ovs-dpdk,kernel-ct,testpmd-io]
+      [--duration S] [--omit S] [--repeat N] [--warmup S] [--dut dataplane,ovs-dpdk,kernel-ct,testpmd-io]
       [--background-conns K] [--no-sockperf] [--no-interleave] [--mtu N] [--dataplane-config FILE]
       [--config configs/harness/FILE.yaml] [--out DIR] [--resume DIR] [--ci]
         Sweep every DUT over proto x instances x size with iperf3 (one flow per
@@ -38,6 +38,9 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         repetitions of one DUT, then the next). Flags override the YAML config.
         Rows go to DIR/results.csv one at a time (flushed); raw tool output to
         DIR/raw/; machine info to DIR/machine.txt; then DIR/report.{md,html}.
+        --duration S is what each iperf3 run measures, after --omit S seconds
+        it leaves out (slow start; default 1); sockperf under load waits them
+        out too.
         A failed instance or DUT is an error row, never a zero.
         --resume DIR continues a killed run from its last row.
         --ci prints a compact table and exits 1 if any row failed.
@@ -293,6 +296,7 @@ int main(int argc, char** argv) {
     else if (a == "--duration") cfg.duration_s = num(kDurationLimit.lo, kDurationLimit.hi);
     else if (a == "--repeat") cfg.repeat = num(kRepeatLimit.lo, kRepeatLimit.hi);
     else if (a == "--warmup") cfg.warmup_s = num(kWarmupLimit.lo, kWarmupLimit.hi);
+    else if (a == "--omit") cfg.omit_s = num(kOmitLimit.lo, kOmitLimit.hi);
     else if (a == "--background-conns") cfg.background_conns = num(kBackgroundLimit.lo, kBackgroundLimit.hi);
     else if (a == "--no-sockperf") cfg.sockperf = false;
     else if (a == "--no-interleave") cfg.interleave = false;

@@ -47,7 +47,7 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
   if (!n.IsMap()) return Status::error(path + ":1: expected a mapping");
   static const std::set<std::string> known = {"instances", "sizes", "protos", "duts", "duration_s", "repeat",
                                               "warmup_s", "sockperf", "background_conns", "mtu", "dataplane_config",
-                                              "out_dir", "interleave"};
+                                              "out_dir", "interleave", "omit_s"};
   for (auto it = n.begin(); it != n.end(); ++it) {
     std::string k = it->first.as<std::string>();
     if (!known.count(k)) return err(it->first, k, "unknown key");
@@ -101,6 +101,7 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
   if (Status s = one("duration_s", &c->duration_s, kDurationLimit.lo, kDurationLimit.hi); !s) return s;
   if (Status s = one("repeat", &c->repeat, kRepeatLimit.lo, kRepeatLimit.hi); !s) return s;
   if (Status s = one("warmup_s", &c->warmup_s, kWarmupLimit.lo, kWarmupLimit.hi); !s) return s;
+  if (Status s = one("omit_s", &c->omit_s, kOmitLimit.lo, kOmitLimit.hi); !s) return s;
   if (Status s = one("background_conns", &c->background_conns, kBackgroundLimit.lo, kBackgroundLimit.hi); !s) return s;
   if (Status s = one("mtu", &c->mtu, kMtuLimit.lo, kMtuLimit.hi); !s) return s;
   for (auto [key, out] : {std::pair<const char*, bool*>{"sockperf", &c->sockperf}, {"interleave", &c->interleave}}) {
@@ -262,7 +263,7 @@ struct RunOut {
   std::string error;  // aggregated
 };
 
-RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int duration,
+RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int duration, int omit,
                    const std::string& raw_prefix, bool with_sockperf) {
   RunOut out;
   // Fixed client ports, in four blocks used in turn: a run never reuses the
@@ -282,6 +283,7 @@ RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int
     std::vector<std::string> argv = {"iperf3", "-c", server, "-p", std::to_string(5201 + i), "--cport",
                                      std::to_string(cport_base + i), "-t", std::to_string(duration), "-J", "-l",
                                      std::to_string(size)};
+    if (omit > 0) argv.insert(argv.end(), {"-O", std::to_string(omit)});
     if (proto == "udp") argv.insert(argv.end(), {"-u", "-b", "0"});
     else argv.insert(argv.end(), {"-M", std::to_string(mss)});
     SpawnOptions o;
@@ -305,10 +307,11 @@ RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int
     o.stderr_path = "=stdout";
     // One datagram per message: sizes past the MTU would be IP fragments,
     // which the DPDK DUTs here do not reassemble.
-    auto p = tr.spawn(Side::kClient,
-                      {"sockperf", "ping-pong", "-i", server, "-p", "11111", "-t", std::to_string(duration), "-m",
-                       std::to_string(std::min(size, tr.mtu() - 28))},
-                      o);
+    std::vector<std::string> argv = {"sockperf", "ping-pong", "-i", server, "-p", "11111", "-t",
+                                     std::to_string(duration), "-m", std::to_string(std::min(size, tr.mtu() - 28))};
+    // Under load: from when iperf3 starts counting.
+    if (n > 0 && omit > 0) argv.insert(argv.end(), {"--pre-warmup-wait", std::to_string(omit)});
+    auto p = tr.spawn(Side::kClient, argv, o);
     if (p) sp = std::move(p.value());
     out.have_lat = p.ok();
   }
@@ -317,7 +320,7 @@ RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int
   if (!go.empty() && write(pfd[1], go.data(), go.size()) < 0) out.error = "barrier write failed";
   close(pfd[0]);
   close(pfd[1]);
-  auto timeout = std::chrono::seconds(duration + 20);
+  auto timeout = std::chrono::seconds(duration + omit + 20);
   for (size_t i = 0; i < procs.size(); i++) {
     auto rc = procs[i].wait(timeout);
     std::ifstream in(files[i]);
@@ -534,7 +537,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     for (const std::string& proto : cfg.protos) {
       for (int inst : cfg.instances) {
         if (dut_error.empty() && cfg.warmup_s > 0 && !stop)
-          renew_servers(run_traffic(*tr, proto, inst, 1460, cfg.warmup_s, ddir + "/warmup", false), inst);
+          renew_servers(run_traffic(*tr, proto, inst, 1460, cfg.warmup_s, 0, ddir + "/warmup", false), inst);
         for (int size : cfg.sizes) {
           Row base = base_row("throughput", proto, inst, size);
           std::vector<Row>& reps = cell_reps[cell_key(base)];
@@ -557,7 +560,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
             } else {
               std::string rp = ddir + "/" + proto + "-x" + std::to_string(inst) + "-" + std::to_string(size) + "-r" +
                                std::to_string(rep);
-              RunOut o = run_traffic(*tr, proto, inst, size, cfg.duration_s, rp, cfg.sockperf);
+              RunOut o = run_traffic(*tr, proto, inst, size, cfg.duration_s, cfg.omit_s, rp, cfg.sockperf);
               renew_servers(o, inst);
               double sum = 0, mn = 1e18, mx = 0, cpu = 0, rtt = 0, loss = 0;
               long long retr = 0;
@@ -624,7 +627,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
             r["error"] = dut_error;
             errors++;
           } else {
-            RunOut o = run_traffic(*tr, "udp", 0, size, cfg.duration_s,
+            RunOut o = run_traffic(*tr, "udp", 0, size, cfg.duration_s, 0,
                                    ddir + "/latency-" + std::to_string(size) + "-r" + std::to_string(rep), true);
             renew_servers(o, 0);
             if (o.have_lat && o.lat.ok) {

@@ -40,3 +40,20 @@ reserve_hugepages() {
   fi
   log "WARNING: could not reserve hugepages; DPDK programs run with --no-huge (slower, fine for tests)"
 }
+
+# link_commands: harness, dataplane and dataplane-ctl on PATH (links in
+# /usr/local/bin to the release build, or to the debug build when there is
+# no release build yet). Each link is reported.
+link_commands() {
+  local bin=/usr/local/bin name target
+  mkdir -p "$bin"
+  for name in harness/harness dataplane/dataplane dataplane/dataplane-ctl; do
+    target=""
+    for dir in build/release build/debug; do
+      if [[ -x "$TOP/$dir/$name" ]]; then target="$TOP/$dir/$name"; break; fi
+    done
+    [[ -n $target ]] || continue
+    ln -sfn "$target" "$bin/$(basename "$name")"
+    log "on PATH: $bin/$(basename "$name") -> $target"
+  done
+}

@@ -27,6 +27,9 @@ struct SweepConfig {
   // testbed) rather than all repetitions of one DUT before the next.
   bool interleave = true;
   int warmup_s = 1;
+  // Seconds at the start of each iperf3 run left out of its figures (iperf3
+  // --omit: TCP slow start), and waited out by sockperf under load.
+  int omit_s = 1;
   bool sockperf = true;
   int background_conns = 0;
   // Link MTU of the testbed. 1500 by default: DPDK 22.11's net_af_packet caps
@@ -47,7 +50,7 @@ struct Limit {
   int lo, hi;
 };
 inline constexpr Limit kInstancesLimit{1, 128}, kSizesLimit{16, 65000}, kDurationLimit{1, 3600},
-    kRepeatLimit{1, 100}, kWarmupLimit{0, 600}, kBackgroundLimit{0, 2000000}, kMtuLimit{576, 9000};
+    kRepeatLimit{1, 100}, kWarmupLimit{0, 600}, kOmitLimit{0, 60}, kBackgroundLimit{0, 2000000}, kMtuLimit{576, 9000};
 inline const std::vector<std::string> kDutNames{"dataplane", "ovs-dpdk", "kernel-ct", "testpmd-io"};
 inline const std::vector<std::string> kProtoNames{"tcp", "udp"};
 
