@@ -26,6 +26,7 @@ using namespace std::chrono_literals;
 using sdn::Result;
 using sdn::Status;
 using testbed::Process;
+using harness::Job;
 using testbed::SpawnOptions;
 
 // ------------------------------------------------------------------ config
@@ -118,7 +119,101 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
 
 // ------------------------------------------------------------------ testbed
 
-Result<std::unique_ptr<Bed>> Bed::build(int mtu) {
+namespace {
+constexpr const char* kMgmtClient = "192.168.250.2";  // the client namespace's sshd
+constexpr const char* kMgmtServer = "192.168.250.6";  // the server namespace's sshd
+}  // namespace
+
+Bed::~Bed() {
+  sshd.clear();
+  if (!ssh_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(ssh_dir, ec);
+  }
+}
+
+std::vector<SshHost> Bed::ssh_hosts() const {
+  std::vector<SshHost> v;
+  for (auto [name, addr] : {std::pair<const char*, const char*>{"client", kMgmtClient}, {"server", kMgmtServer}}) {
+    SshHost h;
+    h.name = name;
+    h.destination = addr;
+    h.key = ssh_dir + "/id_ed25519";
+    h.known_hosts = ssh_dir + "/known_hosts";
+    h.connect_timeout_s = 5;
+    v.push_back(h);
+  }
+  return v;
+}
+
+namespace {
+
+// sshd in `ns` on addr:22 with the bed's host key, accepting the bed's key
+// for root; waits until it accepts connections.
+Status start_sshd(Bed& b, testbed::Netns* ns, const std::string& addr, const std::string& tag) {
+  std::string cfg = b.ssh_dir + "/sshd-" + tag + ".conf";
+  std::ofstream(cfg) << "ListenAddress " << addr << "\nPort 22\nHostKey " << b.ssh_dir
+                     << "/host_ed25519\nPidFile none\nAuthorizedKeysFile " << b.ssh_dir
+                     << "/authorized_keys\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+                        "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nMaxStartups 100:30:200\n"
+                        "MaxSessions 200\n";
+  testbed::SpawnOptions o;
+  o.ns = ns;
+  o.stdout_path = b.ssh_dir + "/sshd-" + tag + ".log";
+  o.stderr_path = "=stdout";
+  auto p = testbed::Process::spawn({"/usr/sbin/sshd", "-D", "-e", "-f", cfg}, o);
+  if (!p) return Status::error("sshd: " + p.message());
+  b.sshd.push_back(std::move(p.value()));
+  for (int i = 0; i < 100; i++) {
+    bool up = false;
+    testbed::run_in(b.mgmt, [&] {
+      int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(22);
+      inet_pton(AF_INET, addr.c_str(), &a.sin_addr);
+      up = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+      close(fd);
+    });
+    if (up) return {};
+    if (!b.sshd.back().running()) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  std::ifstream in(o.stdout_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return Status::error("sshd on " + addr + " did not come up: " + ss.str().substr(0, 400));
+}
+
+Status add_ssh(Bed& b) {
+  auto m = b.tb->add_netns("mgmt");
+  if (!m) return Status::error("testbed: cannot create the management namespace");
+  b.mgmt = *m;
+  for (Status st : {b.tb->add_veth({b.mgmt, "mc"}, {b.client, "m0"}), b.tb->add_veth({b.mgmt, "ms"}, {b.server, "m0"}),
+                    b.tb->add_address(b.mgmt, "mc", "192.168.250.1/30"),
+                    b.tb->add_address(b.client, "m0", std::string(kMgmtClient) + "/30"),
+                    b.tb->add_address(b.mgmt, "ms", "192.168.250.5/30"),
+                    b.tb->add_address(b.server, "m0", std::string(kMgmtServer) + "/30")})
+    if (!st) return Status::error("testbed: " + st.message());
+  char tmpl[] = "/tmp/harness-sshbed-XXXXXX";
+  if (!mkdtemp(tmpl)) return Status::error(std::string("mkdtemp: ") + strerror(errno));
+  b.ssh_dir = tmpl;
+  std::error_code ec;
+  std::filesystem::create_directories("/run/sshd", ec);  // sshd's privilege separation directory
+  for (const char* k : {"host_ed25519", "id_ed25519"}) {
+    auto r = testbed::run_capture({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "harness-testbed", "-f",
+                                   b.ssh_dir + "/" + k});
+    if (!r || r->status != 0) return Status::error(std::string("ssh-keygen: ") + (r ? r->output : r.message()));
+  }
+  std::filesystem::copy_file(b.ssh_dir + "/id_ed25519.pub", b.ssh_dir + "/authorized_keys", ec);
+  if (ec) return Status::error("authorized_keys: " + ec.message());
+  if (Status s = start_sshd(b, b.client, kMgmtClient, "client"); !s) return s;
+  return start_sshd(b, b.server, kMgmtServer, "server");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh) {
   auto b = std::make_unique<Bed>();
   auto t = testbed::Testbed::create();
   if (!t) return t.status();
@@ -153,6 +248,8 @@ Result<std::unique_ptr<Bed>> Bed::build(int mtu) {
     });
     if (!ws) return ws;
   }
+  if (ssh)
+    if (Status st = add_ssh(*b); !st) return st;
   return b;
 }
 
@@ -275,7 +372,7 @@ RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int
     out.error = "pipe failed";
     return out;
   }
-  std::vector<Process> procs;
+  std::vector<Job> procs;
   std::vector<std::string> files;
   int mss = std::max(88, std::min(size, tr.mtu() - 52));
   const std::string server = tr.server_address();
@@ -299,7 +396,7 @@ RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int
     files.push_back(o.stdout_path);
   }
   std::string lat_file = raw_prefix + "-sockperf.txt";
-  Process sp;
+  Job sp;
   if (with_sockperf && out.error.empty()) {
     SpawnOptions o;
     o.barrier_fd = pfd[0];
@@ -354,14 +451,12 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
   }
   std::string raw = out + "/raw";
   {
-    std::string acc;  // mkdir -p
-    std::istringstream in(raw);
-    for (std::string part; std::getline(in, part, '/');) {
-      acc += part + "/";
-      if (part.empty()) continue;
-      if (mkdir(acc.c_str(), 0755) != 0 && errno != EEXIST) return Status::error("mkdir " + acc + ": " + strerror(errno));
-    }
+    std::error_code ec;
+    std::filesystem::create_directories(raw, ec);
+    if (ec) return Status::error("cannot make " + raw + ": " + ec.message());
   }
+  // Names this run's processes on remote hosts (SSH transport).
+  const std::string run_id = "r" + std::to_string(getpid()) + "-" + std::to_string(time(nullptr));
   std::string csv = out + "/results.csv";
   std::set<std::string> done;
   std::map<std::string, std::vector<Row>> prior;  // rows already written, by cell
@@ -411,11 +506,12 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
   // One DUT on a fresh testbed, repetitions rep_lo..rep_hi of every cell.
   auto run_dut = [&](const std::string& dname, int rep_lo, int rep_hi) -> Status {
     std::string ddir = raw + "/" + dname;
-    mkdir(ddir.c_str(), 0755);
+    std::error_code mk;
+    std::filesystem::create_directories(ddir, mk);
     std::string version = "unknown", dut_error;
     std::unique_ptr<Bed> bed;
     std::unique_ptr<Dut> dut;
-    auto b = Bed::build(mtu);
+    auto b = Bed::build(mtu, cfg.lab == "testbed-ssh");
     if (!b) dut_error = b.message();
     else bed = std::move(b.value());
     if (dut_error.empty()) {
@@ -427,17 +523,26 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     if (dut_error.empty()) {
       if (Status s = dut->start(*bed); !s) dut_error = "start: " + s.message();
     }
-    std::vector<Process> servers(static_cast<size_t>(max_inst));  // iperf3 instance i's server
-    Process sockperf_server;
-    std::unique_ptr<BackgroundConns> bg;
+    std::unique_ptr<SshSession> ssh;
     std::unique_ptr<Transport> tr;
-    if (bed) tr = std::make_unique<NetnsTransport>(*bed);
+    if (bed && cfg.lab == "testbed-ssh") {
+      ssh = std::make_unique<SshSession>(bed->ssh_hosts(), run_id, bed->mgmt);
+      std::string report;
+      if (Status s = ssh->open(&report); !s) dut_error = "ssh: " + s.message();
+      if (!report.empty()) fprintf(stderr, "harness: %s", report.c_str());
+      tr = std::make_unique<SshTransport>(*ssh, Bed::kServerIp, mtu);
+    } else if (bed) {
+      tr = std::make_unique<NetnsTransport>(*bed);
+    }
+    std::vector<Job> servers(static_cast<size_t>(max_inst));  // iperf3 instance i's server
+    Job sockperf_server;
+    std::unique_ptr<BackgroundConns> bg;
     // iperf3 3.12 servers wait forever for a client that went away mid-test
     // (and so would every later test on that port): a server whose instance
     // failed is replaced before the next run. --rcv-timeout ends a test whose
     // data stopped.
     auto start_server = [&](int i) -> Status {
-      servers[static_cast<size_t>(i)] = Process();
+      servers[static_cast<size_t>(i)] = Job();
       SpawnOptions o;
       o.stdout_path = "/dev/null";
       o.stderr_path = "/dev/null";
@@ -450,7 +555,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
       return {};
     };
     auto start_sockperf = [&]() {
-      sockperf_server = Process();
+      sockperf_server = Job();
       SpawnOptions o;
       o.stdout_path = "/dev/null";
       o.stderr_path = "/dev/null";
@@ -648,8 +753,10 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     }
     bg.reset();
     servers.clear();
+    sockperf_server = Job();
     if (dut) dut->stop();
     tr.reset();
+    ssh.reset();
     bed.reset();
     return Status{};
   };

@@ -1,5 +1,7 @@
 #include "harness/tools.h"
 
+#include <nlohmann/json.hpp>
+
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
@@ -22,54 +24,78 @@ std::string strip_ansi(const std::string& s) {
   return out;
 }
 
-IperfResult parse_iperf3(const std::string& json) {
+IperfResult parse_iperf3(const std::string& text) {
   IperfResult r;
-  std::string s = json;
-  for (char& c : s)
-    if (c == '\t') c = ' ';  // JSON allows tab indentation, YAML does not
-  YAML::Node n;
-  try {
-    n = YAML::Load(s);
-  } catch (const YAML::Exception& e) {
-    r.error = "unparsable iperf3 output (" + std::string(e.what()) + ")";
+  using nlohmann::json;
+  json n = json::parse(text, nullptr, false);
+  if (n.is_discarded()) {
+    r.error = text.empty() ? "no iperf3 output" : "unparsable iperf3 output (not JSON, or cut short)";
     return r;
   }
-  if (!n.IsMap()) {
-    r.error = json.empty() ? "no iperf3 output" : "iperf3 output is not a JSON object";
+  if (!n.is_object()) {
+    r.error = "iperf3 output is not a JSON object";
     return r;
   }
-  if (n["error"]) {
-    r.error = n["error"].as<std::string>();
+  // iperf3 -J exits 0 with an "error" key on failures.
+  if (n.contains("error")) {
+    r.error = n["error"].is_string() ? n["error"].get<std::string>() : n["error"].dump();
     return r;
   }
-  try {
-    YAML::Node end = n["end"];
-    if (!end || !end.IsMap()) {
-      r.error = "iperf3 output has no \"end\" section";
+  const json* end = n.contains("end") && n["end"].is_object() ? &n["end"] : nullptr;
+  if (!end) {
+    r.error = "iperf3 output has no \"end\" section";
+    return r;
+  }
+  // A number at a path, or the error naming what is missing.
+  auto num = [&](const json& at, std::initializer_list<const char*> path, double* out) {
+    const json* p = &at;
+    std::string where = "end";
+    for (const char* k : path) {
+      where += std::string(".") + k;
+      if (!p->is_object() || !p->contains(k)) {
+        r.error = "iperf3 output lacks " + where;
+        return false;
+      }
+      p = &(*p)[k];
+    }
+    if (!p->is_number()) {
+      r.error = "iperf3 output: " + where + " is not a number";
+      return false;
+    }
+    *out = p->get<double>();
+    return true;
+  };
+  std::string protocol = "TCP";
+  if (n.contains("start") && n["start"].contains("test_start") && n["start"]["test_start"].contains("protocol") &&
+      n["start"]["test_start"]["protocol"].is_string())
+    protocol = n["start"]["test_start"]["protocol"].get<std::string>();
+  double bps = 0, v = 0;
+  if (protocol == "UDP") {
+    // The receiver's view when the server reported it.
+    if (end->contains("sum_received")) {
+      if (!num(*end, {"sum_received", "bits_per_second"}, &bps)) return r;
+    } else if (!num(*end, {"sum", "bits_per_second"}, &bps)) {
       return r;
     }
-    bool udp = n["start"]["test_start"]["protocol"].as<std::string>("TCP") == "UDP";
-    if (udp) {
-      YAML::Node sum = end["sum"];
-      r.gbps = sum["bits_per_second"].as<double>() / 1e9;
-      r.lost_percent = sum["lost_percent"].as<double>(0);
-      // The receiver's view when the server reported it.
-      if (end["sum_received"]) r.gbps = end["sum_received"]["bits_per_second"].as<double>() / 1e9;
-    } else {
-      r.gbps = end["sum_received"]["bits_per_second"].as<double>() / 1e9;
-      r.retransmits = end["sum_sent"]["retransmits"].as<long long>(0);
-      YAML::Node streams = end["streams"];
-      if (streams && streams.IsSequence() && streams.size() > 0 && streams[0]["sender"]["mean_rtt"])
-        r.rtt_us = streams[0]["sender"]["mean_rtt"].as<double>();
-    }
-    if (YAML::Node cpu = end["cpu_utilization_percent"]) {
-      r.cpu_host = cpu["host_total"].as<double>(0);
-      r.cpu_remote = cpu["remote_total"].as<double>(0);
-    }
-  } catch (const YAML::Exception& e) {
-    r.error = "iperf3 output lacks a field (" + std::string(e.what()) + ")";
-    return r;
+    if (end->contains("sum") && (*end)["sum"].contains("lost_percent") && num(*end, {"sum", "lost_percent"}, &v))
+      r.lost_percent = v;
+  } else {
+    if (!num(*end, {"sum_received", "bits_per_second"}, &bps)) return r;
+    if ((*end).contains("sum_sent") && (*end)["sum_sent"].contains("retransmits") &&
+        num(*end, {"sum_sent", "retransmits"}, &v))
+      r.retransmits = static_cast<long long>(v);
+    const json& streams = end->contains("streams") ? (*end)["streams"] : json();
+    if (streams.is_array() && !streams.empty() && streams[0].contains("sender") &&
+        streams[0]["sender"].contains("mean_rtt") && streams[0]["sender"]["mean_rtt"].is_number())
+      r.rtt_us = streams[0]["sender"]["mean_rtt"].get<double>();
   }
+  r.gbps = bps / 1e9;
+  if (end->contains("cpu_utilization_percent")) {
+    const json& cpu = (*end)["cpu_utilization_percent"];
+    if (cpu.contains("host_total") && cpu["host_total"].is_number()) r.cpu_host = cpu["host_total"].get<double>();
+    if (cpu.contains("remote_total") && cpu["remote_total"].is_number()) r.cpu_remote = cpu["remote_total"].get<double>();
+  }
+  r.error.clear();
   r.ok = true;
   return r;
 }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <thread>
+#include <vector>
 #include <string>
 
 #include "harness/results.h"
@@ -122,6 +123,92 @@ TEST(E2E, AStuckServerFailsOneCellNotTheRest) {
   EXPECT_EQ(status["1024"], "error");
   EXPECT_NE(error["1024"].find("instance 1: "), std::string::npos) << error["1024"];
   EXPECT_EQ(status["1460"], "ok") << error["1460"];
+}
+
+// The SSH transport end to end: sshd in the testbed's namespaces, the same
+// small sweep through ssh and through the namespaces directly: rows of the
+// same schema, all ok, nothing left on the hosts.
+TEST(E2E, SshTransportGivesTheSameRowsAndLeavesNothing) {
+  std::string base = "/tmp/harness-e2e-ssh-" + std::to_string(getpid());
+  std::vector<std::string> common = {"--instances", "1,2", "--sizes", "1024", "--duration", "2", "--repeat", "1",
+                                     "--warmup", "0", "--dut", "kernel-ct,dataplane"};
+  std::map<std::string, std::vector<harness::Row>> got;
+  for (std::string how : {"netns", "ssh"}) {
+    std::vector<std::string> argv = {g_harness, "run", "--out", base + "-" + how};
+    argv.insert(argv.end(), common.begin(), common.end());
+    if (how == "ssh") argv.insert(argv.end(), {"--lab", "testbed-ssh"});
+    auto r = testbed::run_capture(argv, nullptr, std::chrono::minutes(5));
+    ASSERT_TRUE(r.ok()) << r.message();
+    EXPECT_EQ(r->status, 0) << how << ":\n" << r->output;
+    auto rows = harness::read_csv(base + "-" + how + "/results.csv");
+    ASSERT_TRUE(rows.ok()) << rows.message();
+    got[how] = *rows;
+  }
+  ASSERT_EQ(got["ssh"].size(), got["netns"].size());
+  for (size_t i = 0; i < got["ssh"].size(); i++) {
+    auto& a = got["ssh"][i];
+    auto& b = got["netns"][i];
+    EXPECT_EQ(a.size(), b.size());
+    for (auto& [k, v] : b) EXPECT_TRUE(a.count(k)) << "column " << k;
+    EXPECT_EQ(a["status"], "ok") << a["dut"] << " " << a["kind"] << ": " << a["error"];
+    EXPECT_EQ(harness::cell_key(a), harness::cell_key(b));
+    if (a["kind"] == "throughput") {
+      EXPECT_GT(harness::to_num(a["throughput_gbps"], 0), 0);
+    }
+  }
+  // Nothing of the run on the hosts: no pid files, no tools, no sshd.
+  std::error_code ec;
+  size_t left = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/tmp/harness-runs", ec)) left += e.is_directory();
+  EXPECT_EQ(left, 0u);
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream in(e.path() / "comm");
+    std::string comm;
+    std::getline(in, comm);
+    EXPECT_TRUE(comm != "iperf3" && comm != "sockperf" && comm != "sshd") << comm << " " << e.path();
+  }
+}
+
+// kill -9 of a harness driving hosts over SSH: the next run's start kills
+// what it left there.
+TEST(E2E, KilledSshRunIsCleanedUpByTheNext) {
+  std::string out = "/tmp/harness-e2e-kill-" + std::to_string(getpid());
+  testbed::SpawnOptions o;
+  o.stdout_path = out + ".log";
+  o.stderr_path = "=stdout";
+  auto p = testbed::Process::spawn({g_harness, "run", "--lab", "testbed-ssh", "--instances", "2", "--sizes", "1024",
+                                    "--duration", "20", "--repeat", "1", "--warmup", "0", "--dut", "kernel-ct", "--out",
+                                    out},
+                                   o);
+  ASSERT_TRUE(p.ok()) << p.message();
+  // The remote programs' pid files appear once the servers run.
+  std::vector<pid_t> remote;
+  for (int i = 0; i < 300 && remote.size() < 3; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    remote.clear();
+    std::error_code ec;
+    for (const auto& d : std::filesystem::directory_iterator("/tmp/harness-runs", ec))
+      for (const auto& f : std::filesystem::directory_iterator(d.path(), ec)) {
+        std::ifstream in(f.path());
+        pid_t pid = 0;
+        if (in >> pid && pid > 0) remote.push_back(pid);
+      }
+  }
+  ASSERT_GE(remote.size(), 3u) << "the run never started its remote programs";
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  p->signal(SIGKILL);
+  p->wait(std::chrono::seconds(10));
+  size_t alive = 0;
+  for (pid_t r : remote) alive += kill(r, 0) == 0;
+  EXPECT_GT(alive, 0u) << "kill -9 left nothing behind by itself: this test shows nothing";
+  auto r = testbed::run_capture({g_harness, "run", "--lab", "testbed-ssh", "--instances", "1", "--sizes", "1024",
+                                 "--duration", "1", "--repeat", "1", "--warmup", "0", "--no-sockperf", "--dut",
+                                 "kernel-ct", "--out", out + "-next"},
+                                nullptr, std::chrono::minutes(3));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 0) << r->output;
+  EXPECT_NE(r->output.find("earlier runs left"), std::string::npos) << r->output;
+  for (pid_t rp : remote) EXPECT_NE(kill(rp, 0), 0) << "remote program " << rp << " of the killed run still runs";
 }
 
 }  // namespace

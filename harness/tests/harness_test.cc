@@ -11,6 +11,7 @@
 
 #include "harness/report.h"
 #include "harness/results.h"
+#include "harness/ssh.h"
 #include "harness/sweep.h"
 #include "harness/tools.h"
 
@@ -271,6 +272,47 @@ TEST(Compare, CommandLineRefusesBadFlags) {
   EXPECT_EQ(rc({"run", "--duratoin", "5"}), 2);
   unlink(a.c_str());
   unlink(empty.c_str());
+}
+
+// What ssh hands the remote shell: every argument must come back exactly.
+TEST(Ssh, QuotingRoundTripsThroughARealShell) {
+  std::vector<std::string> args = {"plain", "", "two words", "it's", "\"dq\"", "$HOME", "`id`", "$(id)", "a\\b",
+                                   "semi;colon", "pipe|x", "glob*?[a]", "new\nline", "tab\tx", "-n", "~root", "!bang",
+                                   "\xc3\xbcnicode", "'", "''", "a'b'c", "x=1", "%s", "&&", "#hash", " lead", "trail "};
+  std::string cmd = "printf '%s\\0' " + shell_join(args);
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  ASSERT_EQ(pclose(f), 0) << cmd;
+  std::vector<std::string> back;
+  for (size_t p = 0, q; (q = out.find('\0', p)) != std::string::npos; p = q + 1) back.push_back(out.substr(p, q - p));
+  EXPECT_EQ(back, args) << cmd;
+  EXPECT_EQ(shell_quote("iperf3"), "iperf3");
+  EXPECT_EQ(shell_quote("10.0.0.2"), "10.0.0.2");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+}
+
+TEST(Ssh, ArgvHasBatchModeMultiplexingAndTimeouts) {
+  SshHost h;
+  h.name = "client";
+  h.destination = "client.lab";
+  h.user = "bench";
+  h.port = 2222;
+  h.key = "/keys/lab";
+  h.jump = "bastion.lab";
+  h.connect_timeout_s = 7;
+  auto a = ssh_argv(h, "/tmp/ctl", "iperf3 -s");
+  std::string all;
+  for (auto& x : a) all += x + "\n";
+  for (const char* want : {"BatchMode=yes\n", "ControlPath=/tmp/ctl/%C\n", "ConnectTimeout=7\n", "ServerAliveInterval=5\n",
+                           "-p\n2222\n", "-l\nbench\n", "-i\n/keys/lab\n", "-J\nbastion.lab\n"})
+    EXPECT_NE(all.find(want), std::string::npos) << want << " not in\n" << all;
+  ASSERT_GE(a.size(), 2u);
+  EXPECT_EQ(a[a.size() - 2], "client.lab");
+  EXPECT_EQ(a.back(), "iperf3 -s");
 }
 
 TEST(Report, WritesMarkdownAndSvg) {

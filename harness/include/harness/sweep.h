@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness/results.h"
+#include "harness/ssh.h"
 #include "sdn/status.h"
 #include "testbed/process.h"
 #include "testbed/testbed.h"
@@ -39,6 +40,10 @@ struct SweepConfig {
   std::string dataplane_config = "configs/dataplane/firewall.yaml";
   std::string out_dir;      // default results/runs/<timestamp>
   std::string resume_dir;
+  // Where the traffic tools run: "" the namespace testbed's namespaces;
+  // "testbed-ssh" the same namespaces reached over SSH (sshd in each, a key
+  // made for the run): the SSH transport end to end on one machine.
+  std::string lab;
   bool ci = false;
   std::string source_dir;   // repository root
   std::string build_dir;    // where dataplane/dataplane is
@@ -58,11 +63,19 @@ inline const std::vector<std::string> kProtoNames{"tcp", "udp"};
 sdn::Status load_sweep_config(const std::string& path, SweepConfig* c);
 
 // The namespace testbed every DUT gets: client -- [dut] -- server.
+// With `ssh`: a management namespace linked to the client and the server
+// namespaces, where Debian's sshd runs (a host key and a login key made for
+// this bed); the ssh client runs in the management namespace.
 struct Bed {
   std::unique_ptr<testbed::Testbed> tb;
   testbed::Netns *client = nullptr, *dut = nullptr, *server = nullptr;
+  testbed::Netns* mgmt = nullptr;
   int mtu = 1500;
-  static sdn::Result<std::unique_ptr<Bed>> build(int mtu);
+  std::string ssh_dir;  // keys, sshd configs, known_hosts
+  std::vector<testbed::Process> sshd;
+  static sdn::Result<std::unique_ptr<Bed>> build(int mtu, bool ssh = false);
+  std::vector<SshHost> ssh_hosts() const;  // client and server, over the management links
+  ~Bed();
   static constexpr const char* kClientIp = "10.0.0.1";
   static constexpr const char* kServerIp = "10.0.0.2";
 };
@@ -78,8 +91,7 @@ class Transport {
   virtual ~Transport() = default;
   virtual std::string server_address() const = 0;
   virtual int mtu() const = 0;
-  virtual sdn::Result<testbed::Process> spawn(Side side, const std::vector<std::string>& argv,
-                                              testbed::SpawnOptions opts) = 0;
+  virtual sdn::Result<Job> spawn(Side side, const std::vector<std::string>& argv, testbed::SpawnOptions opts) = 0;
 };
 
 class NetnsTransport final : public Transport {
@@ -87,14 +99,33 @@ class NetnsTransport final : public Transport {
   explicit NetnsTransport(Bed& bed) : bed_(bed) {}
   std::string server_address() const override { return Bed::kServerIp; }
   int mtu() const override { return bed_.mtu; }
-  sdn::Result<testbed::Process> spawn(Side side, const std::vector<std::string>& argv,
-                                      testbed::SpawnOptions opts) override {
+  sdn::Result<Job> spawn(Side side, const std::vector<std::string>& argv, testbed::SpawnOptions opts) override {
     opts.ns = side == Side::kClient ? bed_.client : bed_.server;
-    return testbed::Process::spawn(argv, opts);
+    auto p = testbed::Process::spawn(argv, opts);
+    if (!p) return p.status();
+    return Job(std::move(p.value()));
   }
 
  private:
   Bed& bed_;
+};
+
+// The client and the server are hosts "client" and "server" of an SSH
+// session; raw output comes back over ssh's stdout and stderr.
+class SshTransport final : public Transport {
+ public:
+  SshTransport(SshSession& s, std::string server_address, int mtu)
+      : s_(s), server_(std::move(server_address)), mtu_(mtu) {}
+  std::string server_address() const override { return server_; }
+  int mtu() const override { return mtu_; }
+  sdn::Result<Job> spawn(Side side, const std::vector<std::string>& argv, testbed::SpawnOptions opts) override {
+    return s_.spawn(side == Side::kClient ? "client" : "server", argv, std::move(opts));
+  }
+
+ private:
+  SshSession& s_;
+  std::string server_;
+  int mtu_;
 };
 
 class Dut {

@@ -4,6 +4,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -35,14 +37,30 @@ sdn::Result<std::string> telemetry_query(const std::string& prefix, const std::s
   return std::string(buf.data(), static_cast<size_t>(n));
 }
 
+namespace {
+
+// Depth first, in document order.
+const nlohmann::ordered_json* find_key(const nlohmann::ordered_json& j, const std::string& key) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.key() == key && it->is_number()) return &*it;
+      if (const auto* f = find_key(*it, key)) return f;
+    }
+  } else if (j.is_array()) {
+    for (const auto& e : j)
+      if (const auto* f = find_key(e, key)) return f;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 long long json_number(const std::string& json, const std::string& key) {
-  std::string pat = "\"" + key + "\":";
-  auto p = json.find(pat);
-  if (p == std::string::npos) return -1;
-  const char* v = json.c_str() + p + pat.size();
-  while (*v == ' ') v++;
-  if (*v < '0' || *v > '9') return -1;
-  return strtoll(v, nullptr, 10);
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(json, nullptr, false);
+  if (j.is_discarded()) return -1;
+  const nlohmann::ordered_json* v = find_key(j, key);
+  if (!v) return -1;
+  return v->is_number_float() ? static_cast<long long>(v->get<double>()) : v->get<long long>();
 }
 
 }  // namespace testbed

@@ -13,8 +13,8 @@ namespace testbed {
 // file prefix and returns the raw JSON reply.
 sdn::Result<std::string> telemetry_query(const std::string& file_prefix, const std::string& command);
 
-// The unsigned integer value of the first "key" in a JSON text, or -1. Enough
-// for reading counters out of telemetry replies without a JSON library.
+// The number under the first "key" (depth first, in document order) of a
+// JSON text, or -1 when there is none or the text is not JSON.
 long long json_number(const std::string& json, const std::string& key);
 
 }  // namespace testbed

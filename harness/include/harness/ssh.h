@@ -1,0 +1,115 @@
+// Remote hosts through the system OpenSSH client: one multiplexed master
+// connection per host (ControlMaster/ControlPersist), BatchMode (no prompt
+// ever blocks), connect and keep-alive timeouts, and commands built from
+// argv vectors by one quoting function, never by pasting strings.
+//
+// Every remote program runs under the run's id: its shell writes its pid
+// (its process group: sshd starts a session per command) to
+// /tmp/harness-runs/<run id>/<n>.pid and execs the program. Ending a job
+// kills that group; closing the transport kills every group of the run; a
+// new transport first kills what earlier runs left (a harness that was
+// killed, or a connection that dropped).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sdn/status.h"
+#include "testbed/process.h"
+
+namespace harness {
+
+// One argument for a POSIX shell: sh reads the result back as exactly
+// `arg`. Plain words stay as they are; the rest go in single quotes.
+std::string shell_quote(const std::string& arg);
+// argv as one command line for the remote shell, every argument quoted.
+std::string shell_join(const std::vector<std::string>& argv);
+
+struct SshHost {
+  std::string name;         // the inventory's name for it (client, server, dut)
+  std::string destination;  // host name or address
+  std::string user = "root";
+  int port = 22;
+  std::string key;          // identity file; empty: ssh's own defaults
+  std::string jump;         // ProxyJump destination; empty: none
+  int connect_timeout_s = 10;
+  std::string known_hosts;  // UserKnownHostsFile; empty: ssh's default
+};
+
+// The local argv that runs `remote` (a command line for the remote shell)
+// on `h`, multiplexed over the master at control_dir.
+std::vector<std::string> ssh_argv(const SshHost& h, const std::string& control_dir, const std::string& remote);
+
+// A program started through a Transport: a local process (the program
+// itself, or the ssh that carries it) and, for a remote one, how to kill it
+// on its host. Ending the job (destructor, or a new value assigned) stops
+// both.
+class Job {
+ public:
+  Job() = default;
+  explicit Job(testbed::Process p, std::function<void()> kill_remote = {})
+      : p_(std::move(p)), kill_remote_(std::move(kill_remote)) {}
+  Job(Job&& o) noexcept = default;
+  Job& operator=(Job&& o) noexcept {
+    if (this != &o) {
+      end();
+      p_ = std::move(o.p_);
+      kill_remote_ = std::move(o.kill_remote_);
+      exited_ = o.exited_;
+    }
+    return *this;
+  }
+  ~Job() { end(); }
+  // Exit status (for ssh: the remote program's, or 255 when ssh failed).
+  sdn::Result<int> wait(std::chrono::milliseconds timeout) {
+    auto r = p_.wait(timeout);
+    if (r && *r != 255) exited_ = true;  // the remote side ended by itself
+    return r;
+  }
+  bool running() { return p_.running(); }
+  pid_t pid() const { return p_.pid(); }
+
+ private:
+  void end() {
+    if (p_.pid() > 0) p_.stop(std::chrono::milliseconds(500));
+    if (kill_remote_ && !exited_) kill_remote_();
+    kill_remote_ = nullptr;
+  }
+  testbed::Process p_;
+  std::function<void()> kill_remote_;
+  bool exited_ = false;
+};
+
+// Runs commands on a set of hosts for one run.
+class SshSession {
+ public:
+  // `ns`: the namespace the ssh client runs in (null: this one).
+  SshSession(std::vector<SshHost> hosts, std::string run_id, const testbed::Netns* ns);
+  ~SshSession();  // kills every program of this run on every host, closes the masters
+  SshSession(const SshSession&) = delete;
+  SshSession& operator=(const SshSession&) = delete;
+
+  // Opens each host's master connection and kills what earlier runs left
+  // there. Errors name the host.
+  sdn::Status open(std::string* report);
+  // Starts argv on host `h` under this run's id.
+  sdn::Result<Job> spawn(const std::string& host, const std::vector<std::string>& argv, testbed::SpawnOptions opts);
+  // Runs argv on `host` to completion; its output in *out.
+  sdn::Status run(const std::string& host, const std::vector<std::string>& argv, std::string* out = nullptr,
+                  std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  const SshHost* host(const std::string& name) const;
+  const std::string& run_dir() const { return run_dir_; }  // on the hosts
+
+ private:
+  sdn::Status run_script(const SshHost& h, const std::string& script, std::string* out,
+                         std::chrono::milliseconds timeout);
+  std::vector<SshHost> hosts_;
+  std::vector<testbed::Process> masters_;  // one per host, children of this process
+  std::string run_id_, run_dir_, control_dir_;
+  const testbed::Netns* ns_;
+  int seq_ = 0;
+};
+
+}  // namespace harness

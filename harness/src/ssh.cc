@@ -1,0 +1,195 @@
+#include "harness/ssh.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+namespace harness {
+
+using sdn::Result;
+using sdn::Status;
+
+std::string shell_quote(const std::string& arg) {
+  static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-";
+  if (!arg.empty() && arg.find_first_not_of(plain) == std::string::npos) return arg;
+  std::string o = "'";
+  for (char c : arg) {
+    if (c == '\'') o += "'\\''";  // close, an escaped quote, reopen
+    else o += c;
+  }
+  return o + "'";
+}
+
+std::string shell_join(const std::vector<std::string>& argv) {
+  std::string o;
+  for (const auto& a : argv) o += (o.empty() ? "" : " ") + shell_quote(a);
+  return o;
+}
+
+namespace {
+
+std::vector<std::string> ssh_options(const SshHost& h, const std::string& control_dir) {
+  std::vector<std::string> a = {"ssh", "-o", "BatchMode=yes", "-o", "ControlMaster=no", "-o",
+                                "ControlPath=" + control_dir + "/%C", "-o",
+                                "ConnectTimeout=" + std::to_string(h.connect_timeout_s), "-o", "ServerAliveInterval=5",
+                                "-o", "ServerAliveCountMax=2", "-o", "StrictHostKeyChecking=accept-new", "-o",
+                                "LogLevel=ERROR", "-p", std::to_string(h.port), "-l", h.user};
+  if (!h.known_hosts.empty()) a.insert(a.end(), {"-o", "UserKnownHostsFile=" + h.known_hosts});
+  if (!h.key.empty()) a.insert(a.end(), {"-i", h.key, "-o", "IdentitiesOnly=yes"});
+  if (!h.jump.empty()) a.insert(a.end(), {"-J", h.jump});
+  return a;
+}
+
+// Kills every process group whose pid file lies in dir $1 (a run's
+// directory) and removes the directory; prints how many it killed.
+const char* kKillRunDir =
+    "n=0; for f in \"$1\"/*.pid; do [ -e \"$f\" ] || continue; "
+    "kill -KILL -\"$(cat \"$f\")\" 2>/dev/null && n=$((n+1)); done; rm -rf \"$1\"; echo \"$n\"";
+
+// The same for every run directory under $1 but $2.
+const char* kKillStaleRuns =
+    "n=0; for d in \"$1\"/*; do [ -d \"$d\" ] || continue; [ \"$d\" = \"$2\" ] && continue; "
+    "for f in \"$d\"/*.pid; do [ -e \"$f\" ] || continue; "
+    "kill -KILL -\"$(cat \"$f\")\" 2>/dev/null && n=$((n+1)); done; rm -rf \"$d\"; done; echo \"$n\"";
+
+constexpr const char* kRunsRoot = "/tmp/harness-runs";
+
+}  // namespace
+
+std::vector<std::string> ssh_argv(const SshHost& h, const std::string& control_dir, const std::string& remote) {
+  auto a = ssh_options(h, control_dir);
+  a.push_back(h.destination);
+  a.push_back(remote);
+  return a;
+}
+
+SshSession::SshSession(std::vector<SshHost> hosts, std::string run_id, const testbed::Netns* ns)
+    : hosts_(std::move(hosts)), run_id_(std::move(run_id)), ns_(ns) {
+  run_dir_ = std::string(kRunsRoot) + "/" + run_id_;
+  control_dir_ = "/tmp/harness-ssh-" + std::to_string(getpid()) + "-" + run_id_;
+}
+
+const SshHost* SshSession::host(const std::string& name) const {
+  for (const auto& h : hosts_)
+    if (h.name == name) return &h;
+  return nullptr;
+}
+
+Status SshSession::run_script(const SshHost& h, const std::string& script, std::string* out,
+                              std::chrono::milliseconds timeout) {
+  auto r = testbed::run_capture(ssh_argv(h, control_dir_, script), ns_, timeout);
+  if (!r) return Status::error("host " + h.name + " (" + h.destination + "): " + r.message());
+  if (out) *out = r->output;
+  if (r->status == 255)
+    return Status::error("host " + h.name + " (" + h.destination + "): ssh failed: " + r->output.substr(0, 300));
+  if (r->status != 0)
+    return Status::error("host " + h.name + " (" + h.destination + "): exit status " + std::to_string(r->status) +
+                         ": " + r->output.substr(0, 300));
+  return {};
+}
+
+Status SshSession::open(std::string* report) {
+  std::error_code ec;
+  // Control directories of harness runs that are gone (their masters died
+  // with them: each master is a child that dies with its parent).
+  for (const auto& e : std::filesystem::directory_iterator("/tmp", ec)) {
+    std::string n = e.path().filename();
+    if (n.rfind("harness-ssh-", 0) != 0) continue;
+    pid_t pid = static_cast<pid_t>(atoi(n.c_str() + 12));
+    if (pid > 0 && pid != getpid() && kill(pid, 0) != 0) std::filesystem::remove_all(e.path(), ec);
+  }
+  std::filesystem::create_directories(control_dir_, ec);
+  if (ec) return Status::error("ssh control directory " + control_dir_ + ": " + ec.message());
+  for (const auto& h : hosts_) {
+    if (h.destination.empty() || h.destination[0] == '-')
+      return Status::error("host " + h.name + ": bad ssh destination '" + h.destination + "'");
+    // The master: one connection every later command of the run goes over.
+    auto m = ssh_options(h, control_dir_);
+    m[4] = "ControlMaster=yes";
+    m.insert(m.end(), {"-N", h.destination});
+    testbed::SpawnOptions o;
+    o.ns = ns_;
+    o.stdout_path = "/dev/null";
+    o.stderr_path = control_dir_ + "/" + h.name + ".err";
+    auto p = testbed::Process::spawn(m, o);
+    if (!p) return Status::error("host " + h.name + ": " + p.message());
+    masters_.push_back(std::move(p.value()));
+    auto check = ssh_options(h, control_dir_);
+    check.insert(check.end(), {"-O", "check", h.destination});
+    bool up = false;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(h.connect_timeout_s + 2);
+    while (!up && std::chrono::steady_clock::now() < deadline && masters_.back().running()) {
+      auto r = testbed::run_capture(check, ns_, std::chrono::seconds(5));
+      up = r && r->status == 0;
+      if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (!up) {
+      std::error_code e2;
+      std::string why;
+      if (auto sz = std::filesystem::file_size(o.stderr_path, e2); !e2 && sz > 0) {
+        FILE* f = fopen(o.stderr_path.c_str(), "r");
+        char buf[512] = {};
+        if (f) {
+          size_t n = fread(buf, 1, sizeof buf - 1, f);
+          buf[n] = 0;
+          fclose(f);
+        }
+        why = buf;
+        while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();
+      }
+      return Status::error("host " + h.name + " (" + h.user + "@" + h.destination + ":" + std::to_string(h.port) +
+                           "): cannot connect" + (why.empty() ? "" : ": " + why));
+    }
+    std::string out;
+    if (Status s = run_script(h, shell_join({"sh", "-c", kKillStaleRuns, "sh", kRunsRoot, run_dir_}), &out,
+                              std::chrono::seconds(30));
+        !s)
+      return s;
+    int killed = atoi(out.c_str());
+    if (report && killed > 0)
+      *report += "host " + h.name + ": killed " + std::to_string(killed) + " process group(s) earlier runs left\n";
+  }
+  return {};
+}
+
+SshSession::~SshSession() {
+  for (const auto& h : hosts_) {
+    if (masters_.empty()) break;
+    run_script(h, shell_join({"sh", "-c", kKillRunDir, "sh", run_dir_}), nullptr, std::chrono::seconds(10));
+  }
+  masters_.clear();  // each master is stopped (TERM, then KILL)
+  std::error_code ec;
+  std::filesystem::remove_all(control_dir_, ec);
+}
+
+Result<Job> SshSession::spawn(const std::string& name, const std::vector<std::string>& argv,
+                              testbed::SpawnOptions opts) {
+  const SshHost* h = host(name);
+  if (!h) return Status::error("no host '" + name + "' in the inventory");
+  for (const auto& a : argv)
+    if (a.find('\0') != std::string::npos) return Status::error("an argument holds a NUL byte");
+  std::string pidfile = run_dir_ + "/" + std::to_string(++seq_) + ".pid";
+  // The remote shell (a session leader: its pid is the group's) notes its
+  // pid and becomes the program.
+  std::string remote = "mkdir -p " + shell_quote(run_dir_) + " && echo $$ > " + shell_quote(pidfile) + " && exec " +
+                       shell_join(argv);
+  opts.ns = ns_;
+  auto p = testbed::Process::spawn(ssh_argv(*h, control_dir_, remote), opts);
+  if (!p) return Status::error("host " + name + ": " + p.message());
+  std::vector<std::string> kill_argv = ssh_argv(
+      *h, control_dir_,
+      shell_join({"sh", "-c", "kill -KILL -\"$(cat \"$1\" 2>/dev/null)\" 2>/dev/null; rm -f \"$1\"", "sh", pidfile}));
+  const testbed::Netns* ns = ns_;
+  return Job(std::move(p.value()), [kill_argv, ns] { testbed::run_capture(kill_argv, ns, std::chrono::seconds(10)); });
+}
+
+Status SshSession::run(const std::string& name, const std::vector<std::string>& argv, std::string* out,
+                       std::chrono::milliseconds timeout) {
+  const SshHost* h = host(name);
+  if (!h) return Status::error("no host '" + name + "' in the inventory");
+  return run_script(*h, shell_join(argv), out, timeout);
+}
+
+}  // namespace harness
