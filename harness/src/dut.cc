@@ -11,6 +11,9 @@
 #include <thread>
 
 #include "harness/sweep.h"
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 #include "testbed/telemetry.h"
 
 namespace harness {
@@ -86,16 +89,25 @@ class DataplaneDut final : public Dut {
   std::string name() const override { return "dataplane"; }
   std::string version() const override { return "dataplane " + first_line({"git", "-C", cfg_.source_dir, "rev-parse", "--short", "HEAD"}); }
   Status start(Bed& bed) override {
-    std::string text = slurp(cfg_.dataplane_config);
-    if (text.empty()) return Status::error("cannot read " + cfg_.dataplane_config);
-    auto sub = [&](const std::string& a, const std::string& b) {
-      for (size_t p = text.find(a); p != std::string::npos; p = text.find(a, p + b.size())) text.replace(p, a.size(), b);
-    };
-    sub("net_af_packet0,iface=veth-inside", afp(0, "d0", bed.mtu));
-    sub("net_af_packet1,iface=veth-outside", afp(1, "d1", bed.mtu));
-    sub("mtu: 1500", "mtu: " + std::to_string(bed.mtu));
+    // The config's two ports become the testbed's interfaces (its first
+    // port faces the client).
+    YAML::Node n;
+    try {
+      n = YAML::LoadFile(cfg_.dataplane_config);
+    } catch (const YAML::Exception& e) {
+      return Status::error(cfg_.dataplane_config + ": " + e.what());
+    }
+    YAML::Node ports = n["ports"];
+    if (!ports || !ports.IsSequence() || ports.size() != 2)
+      return Status::error(cfg_.dataplane_config + ": the harness needs exactly two ports (client side, server side)");
+    for (size_t i = 0; i < 2; i++) {
+      ports[i]["devargs"] = afp(static_cast<int>(i), i == 0 ? "d0" : "d1", bed.mtu);
+      ports[i]["mtu"] = bed.mtu;
+    }
     std::string cfgp = dir_ + "/dataplane.yaml";
-    std::ofstream(cfgp) << text;
+    YAML::Emitter out;
+    out << n;
+    std::ofstream(cfgp) << out.c_str() << "\n";
     prefix_ = "harness-dp-" + std::to_string(getpid());
     log_ = dir_ + "/dataplane.log";
     SpawnOptions o;
@@ -125,6 +137,23 @@ class DataplaneDut final : public Dut {
     auto r = testbed::telemetry_query(prefix_, "/dataplane/stats");
     return r ? testbed::json_number(*r, "offloaded") : -1;
   }
+  Result<std::map<std::string, long long>> drops() override {
+    auto r = testbed::telemetry_query(prefix_, "/dataplane/stats");
+    if (!r) return r.status();
+    auto j = nlohmann::json::parse(*r, nullptr, false);
+    if (j.is_discarded() || !j.contains("/dataplane/stats")) return Status::error("telemetry: not the stats reply");
+    const auto& st = j["/dataplane/stats"];
+    std::map<std::string, long long> m;
+    if (st.contains("drops"))
+      for (auto& [k, v] : st["drops"].items())
+        if (v.is_number()) m[(k == "rule_drop" || k == "no_match" ? "policy:" : "") + k] = v.get<long long>();
+    if (st.contains("ports"))
+      for (auto& [k, v] : st["ports"].items())
+        if (v.is_number() && (k.ends_with("_rx_missed") || k.ends_with("_rx_errors") || k.ends_with("_tx_errors") ||
+                              k.ends_with("_rx_ring_drops") || k == "kernel_ip_reasm_fails"))
+          m[k] = v.get<long long>();
+    return m;
+  }
 
  private:
   SweepConfig cfg_;
@@ -137,8 +166,25 @@ class TestpmdDut final : public Dut {
   explicit TestpmdDut(std::string dir) : dir_(std::move(dir)) {}
   std::string name() const override { return "testpmd-io"; }
   std::string version() const override { return "dpdk-testpmd " + first_line({"pkg-config", "--modversion", "libdpdk"}); }
+  std::string no_tracker() const override { return "n/a: io forwarding tracks no connections"; }
+  std::string drops_blind_spot() const override {
+    return "af_packet ring drops are not in testpmd's ethdev stats (the kernel counts them per socket)";
+  }
+  Result<std::map<std::string, long long>> drops() override {
+    std::map<std::string, long long> m;
+    for (int port : {0, 1}) {
+      auto r = testbed::telemetry_query(prefix_, "/ethdev/stats," + std::to_string(port));
+      if (!r) return r.status();
+      auto j = nlohmann::json::parse(*r, nullptr, false);
+      if (j.is_discarded() || !j.contains("/ethdev/stats")) return Status::error("telemetry: no /ethdev/stats reply");
+      for (const char* k : {"imissed", "ierrors", "oerrors", "rx_nombuf"})
+        if (j["/ethdev/stats"].contains(k)) m["p" + std::to_string(port) + "_" + k] = j["/ethdev/stats"][k].get<long long>();
+    }
+    return m;
+  }
   Status start(Bed& bed) override {
-    std::string prefix = "harness-tp-" + std::to_string(getpid());
+    prefix_ = "harness-tp-" + std::to_string(getpid());
+    const std::string& prefix = prefix_;
     log_ = dir_ + "/testpmd.log";
     std::vector<std::string> argv = {"dpdk-testpmd", "-l", "0,1", "--no-pci", "--file-prefix", prefix,
                                      "--vdev", afp(0, "d0", bed.mtu), "--vdev", afp(1, "d1", bed.mtu)};
@@ -164,7 +210,7 @@ class TestpmdDut final : public Dut {
   }
 
  private:
-  std::string dir_, log_;
+  std::string dir_, log_, prefix_;
   Process proc_;
 };
 
@@ -177,7 +223,34 @@ class KernelCtDut final : public Dut {
   std::string version() const override {
     return "linux " + first_line({"uname", "-r"}) + ", " + first_line({"nft", "--version"});
   }
+  long long ct_entries() override {
+    long long n = -1;
+    if (bed_)
+      testbed::run_in(bed_->dut, [&] {
+        std::ifstream f("/proc/sys/net/netfilter/nf_conntrack_count");
+        if (!(f >> n)) n = -1;
+      });
+    return n;
+  }
+  Result<std::map<std::string, long long>> drops() override {
+    if (!bed_) return Status::error("not started");
+    auto r = run_capture({"ip", "-s", "-j", "link", "show"}, bed_->dut, 10s);
+    if (!r || r->status != 0) return Status::error("ip -s -j link: " + (r ? r->output : r.message()));
+    auto j = nlohmann::json::parse(r->output, nullptr, false);
+    if (!j.is_array()) return Status::error("ip -s -j link: not a JSON array");
+    std::map<std::string, long long> m;
+    for (auto& l : j) {
+      std::string ifn = l.value("ifname", "");
+      if ((ifn != "d0" && ifn != "d1") || !l.contains("stats64")) continue;
+      for (const char* dir : {"rx", "tx"})
+        for (const char* k : {"dropped", "errors", "missed"})
+          if (l["stats64"].contains(dir) && l["stats64"][dir].contains(k))
+            m[ifn + "_" + dir + "_" + k] = l["stats64"][dir][k].get<long long>();
+    }
+    return m;
+  }
   Status start(Bed& bed) override {
+    bed_ = &bed;
     auto& tb = *bed.tb;
     Status st;
     auto sysctl = [&](const std::string& path, const char* v) {
@@ -210,10 +283,11 @@ class KernelCtDut final : public Dut {
     if (r->status != 0) return Status::error("nft: " + r->output);
     return ping_across(bed, 10s);
   }
-  void stop() override {}  // the namespace goes with the testbed
+  void stop() override { bed_ = nullptr; }  // the namespace goes with the testbed
 
  private:
   std::string dir_;
+  Bed* bed_ = nullptr;
 };
 
 // Open vSwitch with DPDK (the dpdk build of ovs-vswitchd), netdev bridge,
@@ -227,6 +301,7 @@ class OvsDpdkDut final : public Dut {
     const char* vswitchd = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk";
     if (access(vswitchd, X_OK) != 0)
       return Status::error(std::string(vswitchd) + " missing (Debian package openvswitch-switch-dpdk)");
+    bed_ = &bed;
     run_ = dir_ + "/ovs";
     mkdir(run_.c_str(), 0755);
     env_ = {"OVS_RUNDIR=" + run_, "OVS_DBDIR=" + run_, "OVS_LOGDIR=" + run_, "OVS_SYSCONFDIR=" + run_};
@@ -290,6 +365,41 @@ class OvsDpdkDut final : public Dut {
   void stop() override {
     if (vs_.pid() > 0) vs_.stop(5000ms);
     if (db_.pid() > 0) db_.stop(2000ms);
+    bed_ = nullptr;
+  }
+  long long ct_entries() override {
+    if (!bed_) return -1;
+    auto r = run_capture({"ovs-appctl", "-t", run_ + "/vswitchd.ctl", "dpctl/ct-get-nconns"}, bed_->dut, 10s);
+    if (!r || r->status != 0) return -1;
+    char* end;
+    long long n = strtoll(r->output.c_str(), &end, 10);
+    return end == r->output.c_str() ? -1 : n;
+  }
+  // dpctl/show's "lost" (upcalls dropped) and each port's statistics.
+  Result<std::map<std::string, long long>> drops() override {
+    if (!bed_) return Status::error("not started");
+    std::map<std::string, long long> m;
+    auto r = run_capture({"ovs-appctl", "-t", run_ + "/vswitchd.ctl", "dpctl/show"}, bed_->dut, 10s);
+    if (!r || r->status != 0) return Status::error("dpctl/show: " + (r ? r->output : r.message()));
+    if (size_t p = r->output.find("lost:"); p != std::string::npos) m["dp_lost"] = atoll(r->output.c_str() + p + 5);
+    for (const char* port : {"p0", "p1"}) {
+      auto s = run_capture({"ovs-vsctl", "--db=unix:" + run_ + "/db.sock", "get", "Interface", port, "statistics"},
+                           bed_->dut, 10s);
+      if (!s || s->status != 0) return Status::error(std::string("statistics of ") + port);
+      // {k=v, k=v, ...}
+      std::string t = s->output;
+      for (char& c : t)
+        if (c == '{' || c == '}' || c == ',') c = ' ';
+      std::istringstream in(t);
+      for (std::string kv; in >> kv;) {
+        size_t eq = kv.find('=');
+        if (eq == std::string::npos) continue;
+        std::string k = kv.substr(0, eq);
+        if (k.find("drop") != std::string::npos || k.find("error") != std::string::npos || k.find("missed") != std::string::npos)
+          m[std::string(port) + "_" + k] = atoll(kv.c_str() + eq + 1);
+      }
+    }
+    return m;
   }
 
  private:
@@ -312,6 +422,7 @@ class OvsDpdkDut final : public Dut {
   std::string dir_, run_;
   std::vector<std::string> env_;
   Process db_, vs_;
+  Bed* bed_ = nullptr;
 };
 
 }  // namespace

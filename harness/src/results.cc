@@ -16,7 +16,8 @@ const std::vector<std::string>& csv_columns() {
       "throughput_gbps", "throughput_gbps_min", "throughput_gbps_max", "throughput_min_instance_gbps",
       "throughput_max_instance_gbps", "retransmits", "cpu_host_pct", "rtt_us", "lost_percent", "latency_p50_us",
       "latency_p50_us_min", "latency_p50_us_max", "latency_p90_us", "latency_p99_us", "latency_p99_us_min",
-      "latency_p99_us_max", "latency_p999_us", "latency_max_us", "ct_entries", "offloaded_entries",
+      "latency_p99_us_max", "latency_p999_us", "latency_max_us", "latency_dropped", "ct_entries", "offloaded_entries", "dut_drops",
+      "dut_drops_detail",
       "background_conns", "status", "error"};
   return c;
 }

@@ -333,6 +333,7 @@ void put_latency(Row& r, const SockperfResult& l) {
   r["latency_p99_us"] = fmt(l.p99_us);
   r["latency_p999_us"] = fmt(l.p999_us);
   r["latency_max_us"] = fmt(l.max_us);
+  r["latency_dropped"] = l.dropped >= 0 ? std::to_string(l.dropped) : std::string("not reported by sockperf");
 }
 
 struct Progress {
@@ -359,6 +360,8 @@ struct RunOut {
   bool have_lat = false;
   std::string error;  // aggregated
 };
+
+constexpr int kLoadedMps = 1000;  // sockperf messages per second under load
 
 RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int duration, int omit,
                    const std::string& raw_prefix, bool with_sockperf) {
@@ -404,9 +407,14 @@ RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int
     o.stderr_path = "=stdout";
     // One datagram per message: sizes past the MTU would be IP fragments,
     // which the DPDK DUTs here do not reassemble.
-    std::vector<std::string> argv = {"sockperf", "ping-pong", "-i", server, "-p", "11111", "-t",
+    // Idle: ping-pong, one message in flight. Under load: under-load mode at
+    // a fixed light rate, every message answered, so that a datagram the
+    // load crowds out counts as dropped instead of stalling ping-pong (which
+    // waits for that reply for the rest of the run), starting when iperf3
+    // starts counting.
+    std::vector<std::string> argv = {"sockperf", n > 0 ? "under-load" : "ping-pong", "-i", server, "-p", "11111", "-t",
                                      std::to_string(duration), "-m", std::to_string(std::min(size, tr.mtu() - 28))};
-    // Under load: from when iperf3 starts counting.
+    if (n > 0) argv.insert(argv.end(), {"--mps", std::to_string(kLoadedMps), "--reply-every", "1"});
     if (n > 0 && omit > 0) argv.insert(argv.end(), {"--pre-warmup-wait", std::to_string(omit)});
     auto p = tr.spawn(Side::kClient, argv, o);
     if (p) sp = std::move(p.value());
@@ -601,6 +609,32 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
       r["background_conns"] = std::to_string(bg ? bg->established() : 0);
       return r;
     };
+    // The DUT's own view of a run: its tracker's entries, and what its drop
+    // counters added (a number, or why there is none).
+    auto dut_view = [&](Row& r, const Result<std::map<std::string, long long>>& before) {
+      long long ce = dut->ct_entries(), off = dut->offloaded();
+      r["ct_entries"] = ce >= 0 ? std::to_string(ce)
+                                : !dut->no_tracker().empty() ? dut->no_tracker()
+                                                             : std::string("unavailable: the DUT did not report it");
+      r["offloaded_entries"] = off >= 0 ? std::to_string(off) : std::string("n/a: no offload counters");
+      auto after = dut->drops();
+      if (!before || !after) {
+        r["dut_drops"] = "unavailable: " + (before ? after.message() : before.message());
+        return;
+      }
+      long long total = 0;
+      std::string detail;
+      for (auto& [k, v] : *after) {
+        auto was = before->find(k);
+        long long d = v - (was == before->end() ? 0 : was->second);
+        if (d == 0) continue;
+        if (k.rfind("policy:", 0) != 0) total += d;
+        detail += (detail.empty() ? "" : " ") + k + "=" + std::to_string(d);
+      }
+      r["dut_drops"] = std::to_string(total);
+      r["dut_drops_detail"] = detail.empty() ? "none" : detail;
+      if (!dut->drops_blind_spot().empty()) r["dut_drops_detail"] += "; not seen: " + dut->drops_blind_spot();
+    };
     auto finish_cell = [&](Row base, std::vector<Row> reps) {
       std::vector<double> tp, p50, p99;
       std::string first_err;
@@ -632,6 +666,19 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
         base["latency_p99_us_min"] = fmt(s.min);
         base["latency_p99_us_max"] = fmt(s.max);
       }
+      // The DUT's view over the repetitions: drops summed, the tracker's
+      // largest count (or the reason there is none).
+      long long drops = 0, ct = -1;
+      std::string drops_why, ct_why;
+      for (auto& r : reps) {
+        double d = to_num(r["dut_drops"], -1), c = to_num(r["ct_entries"], -1);
+        if (d >= 0) drops += static_cast<long long>(d);
+        else if (drops_why.empty()) drops_why = r["dut_drops"].empty() ? "not measured" : r["dut_drops"];
+        if (c >= 0) ct = std::max(ct, static_cast<long long>(c));
+        else if (ct_why.empty()) ct_why = r["ct_entries"].empty() ? "not measured" : r["ct_entries"];
+      }
+      base["dut_drops"] = drops_why.empty() ? std::to_string(drops) : drops_why;
+      base["ct_entries"] = ct >= 0 ? std::to_string(ct) : ct_why;
       bool any_ok = !tp.empty() || !p50.empty();
       base["status"] = any_ok ? "ok" : "error";
       if (!any_ok) base["error"] = first_err.empty() ? "no repetition succeeded" : first_err;
@@ -665,6 +712,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
             } else {
               std::string rp = ddir + "/" + proto + "-x" + std::to_string(inst) + "-" + std::to_string(size) + "-r" +
                                std::to_string(rep);
+              auto drops_before = dut->drops();
               RunOut o = run_traffic(*tr, proto, inst, size, cfg.duration_s, cfg.omit_s, rp, cfg.sockperf);
               renew_servers(o, inst);
               double sum = 0, mn = 1e18, mx = 0, cpu = 0, rtt = 0, loss = 0;
@@ -699,9 +747,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
               } else if (o.have_lat && r["status"] == "ok") {
                 r["error"] = "latency under load: " + o.lat.error;
               }
-              long long ce = dut->ct_entries(), off = dut->offloaded();
-              if (ce >= 0) r["ct_entries"] = std::to_string(ce);
-              if (off >= 0) r["offloaded_entries"] = std::to_string(off);
+              dut_view(r, drops_before);
             }
             if (Status s = w.write(r); !s) return s;
             reps.push_back(r);
@@ -732,6 +778,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
             r["error"] = dut_error;
             errors++;
           } else {
+            auto drops_before = dut->drops();
             RunOut o = run_traffic(*tr, "udp", 0, size, cfg.duration_s, 0,
                                    ddir + "/latency-" + std::to_string(size) + "-r" + std::to_string(rep), true);
             renew_servers(o, 0);
@@ -743,6 +790,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
               r["error"] = o.have_lat ? o.lat.error : "sockperf did not start";
               errors++;
             }
+            dut_view(r, drops_before);
           }
           if (Status s = w.write(r); !s) return s;
           reps.push_back(r);

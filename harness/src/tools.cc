@@ -121,6 +121,8 @@ SockperfResult parse_sockperf(const std::string& text) {
       r.max_us = strtod(line.c_str() + at + 25, nullptr);
     else if ((at = line.find("avg-latency=")) != std::string::npos)
       r.avg_us = strtod(line.c_str() + at + 12, nullptr);
+    else if ((at = line.find("# dropped messages = ")) != std::string::npos)
+      r.dropped = strtoll(line.c_str() + at + 21, nullptr, 10);
     else if (line.find("No messages were received") != std::string::npos)
       r.error = "sockperf: no messages were received from the server";
     else if ((at = line.find("[Total Run] RunTime=")) != std::string::npos) {

@@ -70,6 +70,19 @@ TEST(Sockperf, ParsesPercentilesThroughAnsiCodes) {
   EXPECT_DOUBLE_EQ(r.avg_us, 16.491);
 }
 
+// Under load: percentiles of what came back, and how many did not.
+TEST(Sockperf, UnderLoadCountsDroppedMessages) {
+  auto r = parse_sockperf(data("sockperf-under-load.txt"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.dropped, 0);
+  EXPECT_NEAR(r.p50_us, 7.686, 1e-3);
+  r = parse_sockperf(data("sockperf-under-load-drops.txt"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.dropped, 90895);
+  EXPECT_NEAR(r.p50_us, 24.516, 1e-3);
+  EXPECT_EQ(parse_sockperf(data("sockperf-pp.txt")).dropped, 0);
+}
+
 TEST(Sockperf, NoServerIsAnError) {
   SockperfResult r = parse_sockperf(data("sockperf-error.txt"));
   EXPECT_FALSE(r.ok);

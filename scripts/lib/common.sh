@@ -41,13 +41,14 @@ reserve_hugepages() {
   log "WARNING: could not reserve hugepages; DPDK programs run with --no-huge (slower, fine for tests)"
 }
 
-# link_commands: harness, dataplane and dataplane-ctl on PATH (links in
+# link_commands: harness, dataplane, dataplane-ctl and the benchmarks on PATH (links in
 # /usr/local/bin to the release build, or to the debug build when there is
 # no release build yet). Each link is reported.
 link_commands() {
   local bin=/usr/local/bin name target
   mkdir -p "$bin"
-  for name in harness/harness dataplane/dataplane dataplane/dataplane-ctl; do
+  for name in harness/harness dataplane/dataplane dataplane/dataplane-ctl dataplane/dataplane-bench \
+      dataplane/offload-bench ctrack/bench/ctrack-bench; do
     target=""
     for dir in build/release build/debug; do
       if [[ -x "$TOP/$dir/$name" ]]; then target="$TOP/$dir/$name"; break; fi

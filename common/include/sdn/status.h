@@ -33,7 +33,9 @@ class Result {
   T&& value() && { return std::get<0>(std::move(v_)); }
   const T& value() const& { return std::get<0>(v_); }
   T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
   T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
   const std::string& message() const { return std::get<1>(v_).message(); }
   Status status() const { return ok() ? Status() : std::get<1>(v_); }
 

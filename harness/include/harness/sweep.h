@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -135,8 +136,19 @@ class Dut {
   virtual std::string version() const = 0;
   virtual sdn::Status start(Bed& bed) = 0;
   virtual void stop() = 0;
+  // The tracker's entries now; -1 when it cannot be read (or there is none).
   virtual long long ct_entries() { return -1; }
   virtual long long offloaded() { return -1; }
+  // Why ct_entries() has no figure when the DUT has no tracker at all.
+  virtual std::string no_tracker() const { return ""; }
+  // The DUT's own drop counters, cumulative, by name (the sweep reports what
+  // each run added). Policy drops (its rules dropping, as a firewall does)
+  // are named "policy:...".
+  virtual sdn::Result<std::map<std::string, long long>> drops() {
+    return sdn::Status::error("this DUT reports no drop counters");
+  }
+  // What its drop counters cannot see, said next to them.
+  virtual std::string drops_blind_spot() const { return ""; }
 };
 
 sdn::Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const SweepConfig& cfg, const std::string& run_dir);

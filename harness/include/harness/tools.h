@@ -27,9 +27,10 @@ struct SockperfResult {
   double avg_us = 0, p50_us = 0, p90_us = 0, p99_us = 0, p999_us = 0, max_us = 0;
   double run_s = 0;                        // [Total Run]: seconds, messages sent and replies received
   unsigned long long sent = 0, received = 0;
+  long long dropped = -1;  // messages without a reply (-1: the output did not say)
 };
 
-// Parses sockperf ping-pong output (ANSI colour codes stripped).
+// Parses sockperf ping-pong or under-load output (ANSI colour codes stripped).
 SockperfResult parse_sockperf(const std::string& text);
 
 std::string strip_ansi(const std::string& s);
