@@ -277,6 +277,10 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
       idx[nc++] = i;
     }
     if (nc) ct_->lookup(cpk, nc, found);
+    // Each connection's cache entry is a likely cache miss: ask for them all
+    // before the first is read.
+    for (uint32_t k = 0; k < nc; k++)
+      if (found[k].conn != ctrack::kNoConn) __builtin_prefetch(&cache_[found[k].conn]);
     // Hits, unless another packet of the burst that takes the full pipeline
     // belongs to the same connection: conntrack sees a connection's packets
     // in burst order either way.
