@@ -53,6 +53,20 @@ Table summarize(const std::vector<Row>& rows, std::vector<std::string>* duts) {
   return t;
 }
 
+// The cell of `dut`, or null and the words that stand in its place.
+const Cell* find_cell(const std::map<std::string, Cell>& m, const std::string& dut, std::string* instead) {
+  auto it = m.find(dut);
+  if (it == m.end()) {
+    *instead = "not run";
+    return nullptr;
+  }
+  if (!it->second.ok) {
+    *instead = "error: " + it->second.error;
+    return nullptr;
+  }
+  return &it->second;
+}
+
 std::vector<std::string> split(const std::string& k) {
   std::vector<std::string> v;
   std::istringstream in(k);
@@ -278,11 +292,11 @@ sdn::Status write_report(const std::string& dir) {
       int size = cell_size(k);
       std::vector<std::string> row = {std::to_string(size)};
       for (const auto& d : duts) {
-        auto it = t[k].find(d);
-        if (it == t[k].end()) row.push_back("not run");
-        else if (!it->second.ok) row.push_back("error: " + it->second.error);
-        else {
-          const Cell& c = it->second;
+        std::string instead;
+        if (const Cell* found = find_cell(t[k], d, &instead); !found) {
+          row.push_back(instead);
+        } else {
+          const Cell& c = *found;
           row.push_back(f2(c.gbps) + " [" + f2(c.gmin) + ".." + f2(c.gmax) + "]");
           series[d][size] = Point{c.gbps, c.gmin, c.gmax};
           if (d == "testpmd-io") ceiling = std::max(ceiling, c.gbps);
@@ -400,11 +414,11 @@ sdn::Status write_report(const std::string& dir) {
   for (const auto& k : lkeys) {
     std::vector<std::string> row = {split(k)[3]};
     for (const auto& d : duts) {
-      auto it = t[k].find(d);
-      if (it == t[k].end()) row.push_back("not run");
-      else if (!it->second.ok) row.push_back("error: " + it->second.error);
-      else {
-        const Cell& c = it->second;
+      std::string instead;
+      if (const Cell* found = find_cell(t[k], d, &instead); !found) {
+        row.push_back(instead);
+      } else {
+        const Cell& c = *found;
         row.push_back(f2(c.p50) + " / " + (c.p99 >= 0 ? f2(c.p99) : std::string("no p99")));
         lseries[d][cell_size(k)] = Point{c.p50, c.p50min, c.p50max};
         lsizes.insert(cell_size(k));
