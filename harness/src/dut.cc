@@ -375,6 +375,9 @@ class OvsDpdkDut final : public Dut {
     long long n = strtoll(r->output.c_str(), &end, 10);
     return end == r->output.c_str() ? -1 : n;
   }
+  std::string drops_blind_spot() const override {
+    return "af_packet ring drops are not in OVS's port statistics (the kernel counts them per socket)";
+  }
   // dpctl/show's "lost" (upcalls dropped) and each port's statistics.
   Result<std::map<std::string, long long>> drops() override {
     if (!bed_) return Status::error("not started");
