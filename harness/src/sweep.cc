@@ -1,6 +1,7 @@
 #include "harness/sweep.h"
 
 #include <arpa/inet.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
@@ -195,10 +196,17 @@ Status add_ssh(Bed& b) {
                     b.tb->add_address(b.mgmt, "ms", "192.168.250.5/30"),
                     b.tb->add_address(b.server, "m0", std::string(kMgmtServer) + "/30")})
     if (!st) return Status::error("testbed: " + st.message());
-  char tmpl[] = "/tmp/harness-sshbed-XXXXXX";
-  if (!mkdtemp(tmpl)) return Status::error(std::string("mkdtemp: ") + strerror(errno));
-  b.ssh_dir = tmpl;
   std::error_code ec;
+  // Key directories of runs that were killed (named by their harness's pid).
+  for (const auto& e : std::filesystem::directory_iterator("/tmp", ec)) {
+    std::string n = e.path().filename();
+    if (n.rfind("harness-sshbed-", 0) != 0) continue;
+    pid_t owner = static_cast<pid_t>(atoi(n.c_str() + 15));
+    if (owner <= 0 || (owner != getpid() && kill(owner, 0) != 0)) std::filesystem::remove_all(e.path(), ec);
+  }
+  std::string tmpl = "/tmp/harness-sshbed-" + std::to_string(getpid()) + "-XXXXXX";
+  if (!mkdtemp(tmpl.data())) return Status::error(std::string("mkdtemp: ") + strerror(errno));
+  b.ssh_dir = tmpl;
   std::filesystem::create_directories("/run/sshd", ec);  // sshd's privilege separation directory
   for (const char* k : {"host_ed25519", "id_ed25519"}) {
     auto r = testbed::run_capture({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "harness-testbed", "-f",

@@ -196,6 +196,7 @@ TEST(E2E, KilledSshRunIsCleanedUpByTheNext) {
   }
   ASSERT_GE(remote.size(), 3u) << "the run never started its remote programs";
   std::this_thread::sleep_for(std::chrono::seconds(1));
+  const pid_t killed = p->pid();
   p->signal(SIGKILL);
   p->wait(std::chrono::seconds(10));
   size_t alive = 0;
@@ -209,6 +210,11 @@ TEST(E2E, KilledSshRunIsCleanedUpByTheNext) {
   EXPECT_EQ(r->status, 0) << r->output;
   EXPECT_NE(r->output.find("earlier runs left"), std::string::npos) << r->output;
   for (pid_t rp : remote) EXPECT_NE(kill(rp, 0), 0) << "remote program " << rp << " of the killed run still runs";
+  // Nor the killed run's key directory.
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/tmp", ec))
+    EXPECT_NE(e.path().filename().string().rfind("harness-sshbed-" + std::to_string(killed) + "-", 0), 0u)
+        << e.path() << " left by the killed run";
 }
 
 }  // namespace
