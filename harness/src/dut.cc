@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/preconditions.h"
 #include "harness/sweep.h"
 
 #include <nlohmann/json.hpp>
@@ -48,6 +49,9 @@ std::string tail(const std::string& s) {
     if (c == '\n') c = ' ';
   return t;
 }
+
+// Tracker entries beyond --background-conns: the sweep's own connections.
+constexpr long long kRoomHeadroom = 16384;
 
 bool huge_ok() {
   const char* e = getenv("DPDK_HUGE");
@@ -104,6 +108,17 @@ class DataplaneDut final : public Dut {
       ports[i]["devargs"] = afp(static_cast<int>(i), i == 0 ? "d0" : "d1", bed.mtu);
       ports[i]["mtu"] = bed.mtu;
     }
+    // The tracker is preallocated at start: room for the background
+    // connections (each worker's shard could get all of them) goes in now.
+    room_ = "conntrack.capacity " + (n["conntrack"]["capacity"] ? n["conntrack"]["capacity"].as<std::string>() : "default");
+    if (cfg_.background_conns > 0) {
+      long long want = cfg_.background_conns + kRoomHeadroom;
+      long long have = n["conntrack"]["capacity"] ? n["conntrack"]["capacity"].as<long long>() : 0;
+      if (have < want) {
+        n["conntrack"]["capacity"] = want;
+        room_ = "conntrack.capacity " + std::to_string(have) + " -> " + std::to_string(want) + " (config rewritten)";
+      }
+    }
     std::string cfgp = dir_ + "/dataplane.yaml";
     YAML::Emitter out;
     out << n;
@@ -133,6 +148,7 @@ class DataplaneDut final : public Dut {
     auto r = testbed::telemetry_query(prefix_, "/dataplane/stats");
     return r ? testbed::json_number(*r, "active") : -1;
   }
+  Result<std::string> make_room(long long) override { return room_; }
   long long offloaded() override {
     auto r = testbed::telemetry_query(prefix_, "/dataplane/stats");
     return r ? testbed::json_number(*r, "offloaded") : -1;
@@ -157,7 +173,7 @@ class DataplaneDut final : public Dut {
 
  private:
   SweepConfig cfg_;
-  std::string dir_, prefix_, log_;
+  std::string dir_, prefix_, log_, room_;
   Process proc_;
 };
 
@@ -232,6 +248,22 @@ class KernelCtDut final : public Dut {
       });
     return n;
   }
+  // nf_conntrack_max is one value for the whole kernel (read-only inside a
+  // namespace): raised on the host when it is short, and put back at stop().
+  Result<std::string> make_room(long long conns) override {
+    const char* path = "/proc/sys/net/netfilter/nf_conntrack_max";
+    long long have = -1;
+    std::ifstream(path) >> have;
+    if (have < 0) return Status::error(std::string("cannot read ") + path);
+    long long want = conns + kRoomHeadroom;
+    if (have >= want) return "nf_conntrack_max " + std::to_string(have);
+    std::ofstream f(path);
+    f << want;
+    f.close();
+    if (!f) return Status::error(std::string("cannot raise ") + path + " to " + std::to_string(want));
+    restore_max_ = have;
+    return "nf_conntrack_max " + std::to_string(have) + " -> " + std::to_string(want) + " (host-wide, restored at the end)";
+  }
   Result<std::map<std::string, long long>> drops() override {
     if (!bed_) return Status::error("not started");
     auto r = run_capture({"ip", "-s", "-j", "link", "show"}, bed_->dut, 10s);
@@ -283,11 +315,17 @@ class KernelCtDut final : public Dut {
     if (r->status != 0) return Status::error("nft: " + r->output);
     return ping_across(bed, 10s);
   }
-  void stop() override { bed_ = nullptr; }  // the namespace goes with the testbed
+  void stop() override {  // the namespace goes with the testbed
+    bed_ = nullptr;
+    if (restore_max_ >= 0) std::ofstream("/proc/sys/net/netfilter/nf_conntrack_max") << restore_max_;
+    restore_max_ = -1;
+  }
+  ~KernelCtDut() override { stop(); }
 
  private:
   std::string dir_;
   Bed* bed_ = nullptr;
+  long long restore_max_ = -1;
 };
 
 // Open vSwitch with DPDK (the dpdk build of ovs-vswitchd), netdev bridge,
@@ -375,6 +413,18 @@ class OvsDpdkDut final : public Dut {
     long long n = strtoll(r->output.c_str(), &end, 10);
     return end == r->output.c_str() ? -1 : n;
   }
+  Result<std::string> make_room(long long conns) override {
+    if (!bed_) return Status::error("not started");
+    auto r = run_capture({"ovs-appctl", "-t", run_ + "/vswitchd.ctl", "dpctl/ct-get-maxconns"}, bed_->dut, 10s);
+    if (!r || r->status != 0) return Status::error("dpctl/ct-get-maxconns: " + (r ? r->output : r.message()));
+    long long have = atoll(r->output.c_str()), want = conns + kRoomHeadroom;
+    if (have >= want) return "dpctl/ct-get-maxconns " + std::to_string(have);
+    if (Status s = cmd({"ovs-appctl", "-t", run_ + "/vswitchd.ctl", "dpctl/ct-set-maxconns", std::to_string(want)},
+                       bed_->dut);
+        !s)
+      return s;
+    return "dpctl/ct-set-maxconns " + std::to_string(have) + " -> " + std::to_string(want);
+  }
   std::string drops_blind_spot() const override {
     return "af_packet ring drops are not in OVS's port statistics (the kernel counts them per socket)";
   }
@@ -428,6 +478,45 @@ class OvsDpdkDut final : public Dut {
   Bed* bed_ = nullptr;
 };
 
+// The seed's hardware profiles (OVS-DPDK with rte_flow conntrack offload;
+// kernel OVS with TC flower and conntrack offload). Both need a ConnectX in
+// switchdev mode on the DUT host: their preconditions are checked on the DUT
+// host before any traffic, and a failed one is the start error (so every row
+// names what is missing, never a number).
+class HardwareProfileDut final : public Dut {
+ public:
+  explicit HardwareProfileDut(std::string profile) : profile_(std::move(profile)) {}
+  std::string name() const override { return profile_; }
+  std::string version() const override {
+    return profile_ == "ovs-kernel-tc" ? "linux " + first_line({"uname", "-r"}) + ", " + first_line({"ovs-vswitchd", "--version"})
+                                       : first_line({"ovs-vswitchd", "--version"});
+  }
+  std::string no_tracker() const override { return "n/a: not started (preconditions)"; }
+  Status start(Bed& bed) override {
+    HostRunner run = [&](const std::vector<std::string>& argv) -> Result<std::string> {
+      auto r = run_capture(argv, bed.dut, 10s);
+      if (!r) return r.status();
+      if (r->status != 0) return Status::error(r->output.empty() ? "exit status " + std::to_string(r->status) : r->output);
+      return r->output;
+    };
+    HostFacts f = gather_host_facts(run, {"d0", "d1"});
+    // What the profile itself sets in OVS before its first flow.
+    std::map<std::string, std::string> ovs = {{"hw-offload", "true"}, {"tc-policy", "none"}};
+    auto miss = missing_for(profile_, f, ovs);
+    if (!miss.empty()) {
+      std::string m;
+      for (auto& x : miss) m += (m.empty() ? "" : "; ") + x;
+      return Status::error("preconditions not met on the DUT host: " + m);
+    }
+    return Status::error("preconditions met, but this profile runs only on a lab DUT host driven over SSH "
+                         "(--lab FILE), which is not built yet");
+  }
+  void stop() override {}
+
+ private:
+  std::string profile_;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const SweepConfig& cfg, const std::string& run_dir) {
@@ -435,7 +524,9 @@ Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const SweepConfig
   if (name == "testpmd-io") return std::unique_ptr<Dut>(new TestpmdDut(run_dir));
   if (name == "kernel-ct") return std::unique_ptr<Dut>(new KernelCtDut(run_dir));
   if (name == "ovs-dpdk") return std::unique_ptr<Dut>(new OvsDpdkDut(run_dir));
-  return Status::error("unknown DUT '" + name + "' (known: dataplane, ovs-dpdk, kernel-ct, testpmd-io)");
+  if (name == "ovs-dpdk-offload" || name == "ovs-kernel-tc") return std::unique_ptr<Dut>(new HardwareProfileDut(name));
+  return Status::error("unknown DUT '" + name +
+                       "' (known: dataplane, ovs-dpdk, kernel-ct, testpmd-io, ovs-dpdk-offload, ovs-kernel-tc)");
 }
 
 }  // namespace harness

@@ -18,7 +18,7 @@ const std::vector<std::string>& csv_columns() {
       "latency_p50_us_min", "latency_p50_us_max", "latency_p90_us", "latency_p99_us", "latency_p99_us_min",
       "latency_p99_us_max", "latency_p999_us", "latency_max_us", "latency_dropped", "ct_entries", "offloaded_entries", "dut_drops",
       "dut_drops_detail",
-      "background_conns", "status", "error"};
+      "background_conns", "background_setup_per_s", "status", "error"};
   return c;
 }
 

@@ -90,6 +90,45 @@ Status SshSession::run_script(const SshHost& h, const std::string& script, std::
   return {};
 }
 
+Status SshSession::start_master(size_t i) {
+  const SshHost& h = hosts_[i];
+  auto m = ssh_options(h, control_dir_);
+  m[4] = "ControlMaster=yes";
+  m.insert(m.end(), {"-N", h.destination});
+  testbed::SpawnOptions o;
+  o.ns = ns_;
+  o.stdout_path = "/dev/null";
+  o.stderr_path = control_dir_ + "/" + h.name + ".err";
+  auto p = testbed::Process::spawn(m, o);
+  if (!p) return Status::error("host " + h.name + ": " + p.message());
+  masters_[i] = std::move(p.value());
+  auto check = ssh_options(h, control_dir_);
+  check.insert(check.end(), {"-O", "check", h.destination});
+  bool up = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(h.connect_timeout_s + 2);
+  while (!up && std::chrono::steady_clock::now() < deadline && masters_[i].running()) {
+    auto r = testbed::run_capture(check, ns_, std::chrono::seconds(5));
+    up = r && r->status == 0;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (up) return {};
+  std::error_code e2;
+  std::string why;
+  if (auto sz = std::filesystem::file_size(o.stderr_path, e2); !e2 && sz > 0) {
+    FILE* f = fopen(o.stderr_path.c_str(), "r");
+    char buf[512] = {};
+    if (f) {
+      size_t n = fread(buf, 1, sizeof buf - 1, f);
+      buf[n] = 0;
+      fclose(f);
+    }
+    why = buf;
+    while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();
+  }
+  return Status::error("host " + h.name + " (" + h.user + "@" + h.destination + ":" + std::to_string(h.port) +
+                       "): cannot connect" + (why.empty() ? "" : ": " + why));
+}
+
 Status SshSession::open(std::string* report) {
   std::error_code ec;
   // Control directories of harness runs that are gone (their masters died
@@ -102,46 +141,12 @@ Status SshSession::open(std::string* report) {
   }
   std::filesystem::create_directories(control_dir_, ec);
   if (ec) return Status::error("ssh control directory " + control_dir_ + ": " + ec.message());
-  for (const auto& h : hosts_) {
+  masters_.resize(hosts_.size());
+  for (size_t i = 0; i < hosts_.size(); i++) {
+    const SshHost& h = hosts_[i];
     if (h.destination.empty() || h.destination[0] == '-')
       return Status::error("host " + h.name + ": bad ssh destination '" + h.destination + "'");
-    // The master: one connection every later command of the run goes over.
-    auto m = ssh_options(h, control_dir_);
-    m[4] = "ControlMaster=yes";
-    m.insert(m.end(), {"-N", h.destination});
-    testbed::SpawnOptions o;
-    o.ns = ns_;
-    o.stdout_path = "/dev/null";
-    o.stderr_path = control_dir_ + "/" + h.name + ".err";
-    auto p = testbed::Process::spawn(m, o);
-    if (!p) return Status::error("host " + h.name + ": " + p.message());
-    masters_.push_back(std::move(p.value()));
-    auto check = ssh_options(h, control_dir_);
-    check.insert(check.end(), {"-O", "check", h.destination});
-    bool up = false;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(h.connect_timeout_s + 2);
-    while (!up && std::chrono::steady_clock::now() < deadline && masters_.back().running()) {
-      auto r = testbed::run_capture(check, ns_, std::chrono::seconds(5));
-      up = r && r->status == 0;
-      if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    if (!up) {
-      std::error_code e2;
-      std::string why;
-      if (auto sz = std::filesystem::file_size(o.stderr_path, e2); !e2 && sz > 0) {
-        FILE* f = fopen(o.stderr_path.c_str(), "r");
-        char buf[512] = {};
-        if (f) {
-          size_t n = fread(buf, 1, sizeof buf - 1, f);
-          buf[n] = 0;
-          fclose(f);
-        }
-        why = buf;
-        while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();
-      }
-      return Status::error("host " + h.name + " (" + h.user + "@" + h.destination + ":" + std::to_string(h.port) +
-                           "): cannot connect" + (why.empty() ? "" : ": " + why));
-    }
+    if (Status s = start_master(i); !s) return s;
     std::string out;
     if (Status s = run_script(h, shell_join({"sh", "-c", kKillStaleRuns, "sh", kRunsRoot, run_dir_}), &out,
                               std::chrono::seconds(30));
@@ -168,6 +173,11 @@ Result<Job> SshSession::spawn(const std::string& name, const std::vector<std::st
                               testbed::SpawnOptions opts) {
   const SshHost* h = host(name);
   if (!h) return Status::error("no host '" + name + "' in the inventory");
+  if (size_t i = static_cast<size_t>(h - hosts_.data()); i < masters_.size() && !masters_[i].running()) {
+    // The connection dropped (the master died with it): a new one.
+    fprintf(stderr, "harness: host %s: the ssh master connection is gone; connecting again\n", name.c_str());
+    if (Status s = start_master(i); !s) return s;
+  }
   for (const auto& a : argv)
     if (a.find('\0') != std::string::npos) return Status::error("an argument holds a NUL byte");
   std::string pidfile = run_dir_ + "/" + std::to_string(++seq_) + ".pid";
@@ -182,7 +192,8 @@ Result<Job> SshSession::spawn(const std::string& name, const std::vector<std::st
       *h, control_dir_,
       shell_join({"sh", "-c", "kill -KILL -\"$(cat \"$1\" 2>/dev/null)\" 2>/dev/null; rm -f \"$1\"", "sh", pidfile}));
   const testbed::Netns* ns = ns_;
-  return Job(std::move(p.value()), [kill_argv, ns] { testbed::run_capture(kill_argv, ns, std::chrono::seconds(10)); });
+  return Job(std::move(p.value()), [kill_argv, ns] { testbed::run_capture(kill_argv, ns, std::chrono::seconds(10)); },
+             "host " + name + " (" + h->user + "@" + h->destination + ")");
 }
 
 Status SshSession::run(const std::string& name, const std::vector<std::string>& argv, std::string* out,

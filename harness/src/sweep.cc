@@ -19,7 +19,10 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/preconditions.h"
 #include "harness/tools.h"
+
+#include <nlohmann/json.hpp>
 
 namespace harness {
 
@@ -263,52 +266,84 @@ Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh) {
 
 // ------------------------------------------------------------------ background connections
 
-Result<std::unique_ptr<BackgroundConns>> BackgroundConns::open(Bed& bed, int count, uint16_t port) {
-  rlimit rl{static_cast<rlim_t>(2 * count + 4096), static_cast<rlim_t>(2 * count + 4096)};
-  setrlimit(RLIMIT_NOFILE, &rl);
-  auto bc = std::unique_ptr<BackgroundConns>(new BackgroundConns());
-  const int per_port = 50000;  // client ports per listening port
-  int nports = (count + per_port - 1) / per_port;
-  std::vector<int> listeners;
-  for (int i = 0; i < nports; i++) {
-    int fd = -1;
-    testbed::run_in(bed.server, [&] { fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0); });
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port + i));
-    inet_pton(AF_INET, Bed::kServerIp, &a.sin_addr);
-    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 65535) != 0)
-      return Status::error("background conns: listen: " + std::string(strerror(errno)));
-    listeners.push_back(fd);
-  }
-  int made = 0;
-  for (int i = 0; i < count; i++) {
-    int fd = -1;
-    testbed::run_in(bed.client, [&] { fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); });
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port + i / per_port));
-    inet_pton(AF_INET, Bed::kServerIp, &a.sin_addr);
-    if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      if (fd >= 0) close(fd);
-      break;
-    }
-    bc->fds_.push_back(fd);
-    int as = accept4(listeners[static_cast<size_t>(i / per_port)], nullptr, nullptr, SOCK_CLOEXEC);
-    if (as >= 0) bc->fds_.push_back(as);
-    made++;
-  }
-  for (int fd : listeners) close(fd);
-  bc->made_ = made;
-  if (made < count)
-    return Status::error("background conns: " + std::to_string(made) + " of " + std::to_string(count) + " established");
-  return bc;
+namespace {
+
+constexpr int kBackgroundPort = 30000;  // the first of the background connections' server ports
+
+// The last complete JSON line a generator wrote, or a discarded value.
+nlohmann::json last_json_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty() && line.back() == '}') last = line;
+  return nlohmann::json::parse(last, nullptr, false);
 }
 
-BackgroundConns::~BackgroundConns() {
-  for (int fd : fds_) close(fd);
+}  // namespace
+
+Result<std::unique_ptr<BackgroundConns>> BackgroundConns::open(Transport& tr, const std::string& program, int count,
+                                                              int first_port, const std::string& raw_prefix,
+                                                              const std::atomic<bool>& stop) {
+  auto bc = std::unique_ptr<BackgroundConns>(new BackgroundConns());
+  const std::string ports =
+      std::to_string(first_port) + "-" + std::to_string(first_port + ports_for(count) - 1);
+  const std::string sout = raw_prefix + ".server.jsonl", cout = raw_prefix + ".client.jsonl";
+  SpawnOptions o;
+  o.stdout_path = sout;
+  o.stderr_path = "=stdout";
+  auto s = tr.spawn(Side::kServer, {program, "serve", "--address", tr.server_address(), "--ports", ports, "--count", std::to_string(count)}, o);
+  if (!s) return Status::error("background conns: server side: " + s.message());
+  bc->server_ = std::move(s.value());
+  for (int i = 0; i < 100; i++) {
+    auto j = last_json_line(sout);
+    if (!j.is_discarded() && (j.value("phase", "") == "ready" || j.value("phase", "") == "serving")) break;
+    if (!bc->server_.running() || (!j.is_discarded() && j.value("phase", "") == "failed"))
+      return Status::error("background conns: server side: " + (j.is_discarded() ? "exited; see " + sout
+                                                                                  : j.value("error", "failed")));
+    if (i == 99) return Status::error("background conns: server side not listening after 10 s; see " + sout);
+    std::this_thread::sleep_for(100ms);
+  }
+  // --timeout: a set-up rate under 500/s is a DUT that cannot take them.
+  const int timeout_s = 30 + count / 500;
+  o.stdout_path = cout;
+  auto c = tr.spawn(Side::kClient,
+                    {program, "connect", "--to", tr.server_address(), "--ports", ports, "--count",
+                     std::to_string(count), "--timeout", std::to_string(timeout_s)},
+                    o);
+  if (!c) return Status::error("background conns: client side: " + c.message());
+  bc->client_ = std::move(c.value());
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s + 15);;) {
+    auto j = last_json_line(cout);
+    std::string phase = j.is_discarded() ? "" : j.value("phase", "");
+    if (phase == "done") {
+      Setup& st = bc->setup_;
+      st.established = j.value("established", 0LL);
+      st.failed = j.value("failed", 0LL);
+      st.secs = j.value("secs", 0.0);
+      st.per_s = j.value("per_s", 0.0);
+      for (auto& [k, v] : j.value("errors", nlohmann::json::object()).items())
+        st.errors += (st.errors.empty() ? "" : " ") + k + "=" + std::to_string(v.get<long long>());
+      if (st.errors.empty()) st.errors = "none";
+      return bc;
+    }
+    if (phase == "failed")
+      return Status::error("background conns: " + j.value("error", std::string("failed")) + " (" +
+                           std::to_string(j.value("established", 0LL)) + " of " + std::to_string(count) +
+                           " established, " + std::to_string(j.value("failed", 0LL)) + " connects failed)");
+    if (!bc->client_.running())
+      return Status::error("background conns: client side exited without a result; see " + cout);
+    if (stop) return Status::error("background conns: interrupted");
+    if (std::chrono::steady_clock::now() > deadline)
+      return Status::error("background conns: no result from the client side after " +
+                           std::to_string(timeout_s + 15) + " s; see " + cout);
+    std::this_thread::sleep_for(200ms);
+  }
+}
+
+Status BackgroundConns::alive() {
+  if (!server_.running()) return Status::error("the background connections' server side exited");
+  if (!client_.running()) return Status::error("the background connections' client side exited");
+  return {};
 }
 
 // ------------------------------------------------------------------ sweep
@@ -441,7 +476,8 @@ RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int
     ss << in.rdbuf();
     IperfResult r = parse_iperf3(ss.str());
     if (!rc) r = IperfResult{false, "timed out after " + std::to_string(timeout.count()) + " s"};
-    else if (r.ok && *rc != 0) r = IperfResult{false, "exit status " + std::to_string(*rc)};
+    else if (*rc == 255 && !procs[i].host().empty()) r = IperfResult{false, procs[i].explain(*rc)};
+    else if (r.ok && *rc != 0) r = IperfResult{false, procs[i].explain(*rc)};
     if (!r.ok) out.error += (out.error.empty() ? "" : "; ") + ("instance " + std::to_string(i) + ": " + r.error);
     out.inst.push_back(r);
   }
@@ -450,7 +486,9 @@ RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int
     std::ifstream in(lat_file);
     std::stringstream ss;
     ss << in.rdbuf();
-    out.lat = rc ? parse_sockperf(ss.str()) : SockperfResult{false, "sockperf timed out"};
+    out.lat = !rc                                    ? SockperfResult{false, "sockperf timed out"}
+              : *rc == 255 && !sp.host().empty() ? SockperfResult{false, "sockperf: " + sp.explain(*rc)}
+                                                 : parse_sockperf(ss.str());
   }
   return out;
 }
@@ -519,6 +557,33 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     cell_reps[k] = rows;
     std::erase_if(cell_reps[k], [](Row& r) { return r["repeat"] == "summary"; });
   }
+  // --background-conns: room in the tracker, the connections set up through
+  // the transport, then the tracker's count checked. Returns why not, or "".
+  auto open_background = [&](Dut& dut, Transport& tr, const std::string& ddir,
+                              std::unique_ptr<BackgroundConns>& bg) -> std::string {
+    const int k = cfg.background_conns;
+    auto room = dut.make_room(k);
+    if (!room) return "background conns: making room in the tracker: " + room.message();
+    auto bc = BackgroundConns::open(tr, cfg.build_dir + "/harness/harness-conns", k, kBackgroundPort,
+                                    ddir + "/background", stop);
+    if (!bc) return bc.message();
+    bg = std::move(bc.value());
+    const auto& su = bg->setup();
+    long long ce = dut.ct_entries();
+    std::string held = ce >= 0 ? std::to_string(ce) : dut.no_tracker().empty() ? "unreadable" : dut.no_tracker();
+    char line[512];
+    snprintf(line, sizeof line,
+             "%s: %lld background connections in %.1f s (%.0f/s), %lld connects failed (%s); tracker: %s; limit: %s\n",
+             dut.name().c_str(), su.established, su.secs, su.per_s, su.failed, su.errors.c_str(), held.c_str(),
+             room->c_str());
+    fprintf(stderr, "harness: %s", line);
+    std::ofstream(out + "/machine.txt", std::ios::app) << "background " << line;
+    if (ce >= 0 && ce < k)
+      return "the tracker holds " + std::to_string(ce) + " entries after " + std::to_string(su.established) +
+             " background connections were established: it cannot hold " + std::to_string(k);
+    if (ce < 0 && dut.no_tracker().empty()) return "background conns: the DUT's tracker count cannot be read";
+    return "";
+  };
   // One DUT on a fresh testbed, repetitions rep_lo..rep_hi of every cell.
   auto run_dut = [&](const std::string& dname, int rep_lo, int rep_hi) -> Status {
     std::string ddir = raw + "/" + dname;
@@ -536,6 +601,17 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
       else dut = std::move(d.value());
     }
     if (dut) version = dut->version();
+    if (bed) {
+      // The DUT host as it is, before any traffic: in the machine info.
+      HostRunner on_dut = [&](const std::vector<std::string>& argv) -> Result<std::string> {
+        auto r = testbed::run_capture(argv, bed->dut, 10s);
+        if (!r) return r.status();
+        if (r->status != 0) return Status::error(r->output.empty() ? "exit status " + std::to_string(r->status) : r->output);
+        return r->output;
+      };
+      std::ofstream(out + "/machine.txt", std::ios::app)
+          << "dut host of " << dname << " (round " << rep_lo << "):\n" << gather_host_facts(on_dut, {"d0", "d1"}).describe();
+    }
     if (dut_error.empty()) {
       if (Status s = dut->start(*bed); !s) dut_error = "start: " + s.message();
     }
@@ -599,9 +675,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
       if (cfg.sockperf && dut_error.empty()) start_sockperf();
       std::this_thread::sleep_for(300ms);
       if (cfg.background_conns > 0 && dut_error.empty()) {
-        auto bc = BackgroundConns::open(*bed, cfg.background_conns, 30000);
-        if (!bc) dut_error = bc.message();
-        else bg = std::move(bc.value());
+        dut_error = open_background(*dut, *tr, ddir, bg);
       }
     }
     auto base_row = [&](const std::string& kind, const std::string& proto, int inst, int size) {
@@ -614,13 +688,26 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
       r["proto"] = proto;
       r["instances"] = std::to_string(inst);
       r["size_bytes"] = std::to_string(size);
-      r["background_conns"] = std::to_string(bg ? bg->established() : 0);
+      r["background_conns"] = std::to_string(bg ? bg->setup().established : 0);
+      r["background_setup_per_s"] = bg ? fmt(bg->setup().per_s, 0) : std::string("n/a: none asked for");
       return r;
     };
     // The DUT's own view of a run: its tracker's entries, and what its drop
     // counters added (a number, or why there is none).
     auto dut_view = [&](Row& r, const Result<std::map<std::string, long long>>& before) {
       long long ce = dut->ct_entries(), off = dut->offloaded();
+      // The background connections must still be there: generators alive,
+      // the tracker still holding them.
+      if (bg && r["status"] == "ok") {
+        Status a = bg->alive();
+        if (!a || (ce >= 0 && ce < cfg.background_conns)) {
+          r["status"] = "error";
+          r["error"] = !a ? a.message()
+                          : "the tracker holds " + std::to_string(ce) + " entries, fewer than the " +
+                                std::to_string(cfg.background_conns) + " background connections";
+          errors++;
+        }
+      }
       r["ct_entries"] = ce >= 0 ? std::to_string(ce)
                                 : !dut->no_tracker().empty() ? dut->no_tracker()
                                                              : std::string("unavailable: the DUT did not report it");

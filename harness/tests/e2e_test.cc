@@ -169,6 +169,100 @@ TEST(E2E, SshTransportGivesTheSameRowsAndLeavesNothing) {
   }
 }
 
+// --background-conns through the SSH transport: more connections than one
+// process may have descriptors here (RLIMIT_NOFILE 20,000, and no
+// CAP_SYS_RESOURCE to raise it), held through the cells, counted by each
+// tracker, and gone afterwards.
+TEST(E2E, BackgroundConnectionsOverSshAreHeldAndCounted) {
+  std::string out = "/tmp/harness-e2e-bg-" + std::to_string(getpid());
+  const int k = 30000;
+  auto r = testbed::run_capture({g_harness, "run", "--lab", "testbed-ssh", "--instances", "1", "--sizes", "1024",
+                                 "--duration", "1", "--repeat", "1", "--warmup", "0", "--no-sockperf", "--dut",
+                                 "kernel-ct,dataplane", "--background-conns", std::to_string(k), "--out", out},
+                                nullptr, std::chrono::minutes(5));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 0) << r->output;
+  auto rows = harness::read_csv(out + "/results.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  ASSERT_EQ(rows->size(), 4u);
+  for (auto& row : *rows) {
+    EXPECT_EQ(row["status"], "ok") << row["dut"] << ": " << row["error"];
+    EXPECT_EQ(row["background_conns"], std::to_string(k)) << row["dut"];
+    EXPECT_GE(harness::to_num(row["ct_entries"], 0), k) << row["dut"];
+    EXPECT_GT(harness::to_num(row["background_setup_per_s"], 0), 0) << row["dut"];
+  }
+  std::ifstream in(out + "/machine.txt");
+  std::string machine((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(machine.find("background kernel-ct: " + std::to_string(k) + " background connections"), std::string::npos)
+      << machine;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream c(e.path() / "comm");
+    std::string comm;
+    std::getline(c, comm);
+    EXPECT_NE(comm, "harness-conns") << e.path();
+  }
+}
+
+// The SSH connection to the client host drops in the middle of a cell (its
+// master connection is killed): that cell is an error row naming the host,
+// nothing of it stays running, and the sweep goes on with the next cell
+// over a new connection.
+TEST(E2E, SshConnectionCutMidCellIsAnErrorRowAndTheSweepGoesOn) {
+  std::string out = "/tmp/harness-e2e-cut-" + std::to_string(getpid());
+  testbed::SpawnOptions o;
+  o.stdout_path = out + ".log";
+  o.stderr_path = "=stdout";
+  auto p = testbed::Process::spawn({g_harness, "run", "--lab", "testbed-ssh", "--instances", "2", "--sizes", "1024,1460",
+                                    "--duration", "8", "--repeat", "1", "--warmup", "0", "--dut", "kernel-ct", "--out",
+                                    out},
+                                   o);
+  ASSERT_TRUE(p.ok()) << p.message();
+  // The client's master: `ssh ... ControlMaster=yes ... -N 192.168.250.2`.
+  auto master = [&]() -> pid_t {
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream in(e.path() / "cmdline");
+      std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (cmd.find("ControlMaster=yes") != std::string::npos && cmd.find("192.168.250.2") != std::string::npos)
+        return static_cast<pid_t>(atoi(e.path().filename().c_str()));
+    }
+    return 0;
+  };
+  // Cut once the first cell's iperf3 clients run.
+  pid_t m = 0;
+  for (int i = 0; i < 600; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    size_t clients = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream in(e.path() / "cmdline");
+      std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      clients += cmd.rfind(std::string("iperf3\0-c", 9), 0) == 0;
+    }
+    if (clients >= 2 && (m = master()) > 0) break;
+  }
+  ASSERT_GT(m, 0) << "the first cell never started";
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_EQ(kill(m, SIGKILL), 0);
+  auto rc = p->wait(std::chrono::minutes(3));
+  ASSERT_TRUE(rc.ok()) << rc.message();
+  auto rows = harness::read_csv(out + "/results.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  std::map<std::string, harness::Row> cell;
+  for (auto& r : *rows)
+    if (r["repeat"] == "1") cell[r["kind"] + " " + r["size_bytes"]] = r;
+  ASSERT_TRUE(cell.count("throughput 1024") && cell.count("throughput 1460")) << "rows missing";
+  EXPECT_EQ(cell["throughput 1024"]["status"], "error");
+  EXPECT_NE(cell["throughput 1024"]["error"].find("host client"), std::string::npos) << cell["throughput 1024"]["error"];
+  EXPECT_EQ(cell["throughput 1460"]["status"], "ok") << cell["throughput 1460"]["error"];
+  EXPECT_EQ(cell["latency 1460"]["status"], "ok") << cell["latency 1460"]["error"];
+  // No tool of the run left on any host.
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream in(e.path() / "comm");
+    std::string comm;
+    std::getline(in, comm);
+    EXPECT_TRUE(comm != "iperf3" && comm != "sockperf" && comm != "sshd") << comm << " " << e.path();
+  }
+}
+
 // kill -9 of a harness driving hosts over SSH: the next run's start kills
 // what it left there.
 TEST(E2E, KilledSshRunIsCleanedUpByTheNext) {

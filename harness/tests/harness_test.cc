@@ -5,15 +5,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "harness/preconditions.h"
 #include "harness/report.h"
 #include "harness/results.h"
 #include "harness/ssh.h"
 #include "harness/sweep.h"
 #include "harness/tools.h"
+#include "testbed/process.h"
 
 using namespace harness;
 
@@ -288,6 +295,214 @@ TEST(Compare, CommandLineRefusesBadFlags) {
 }
 
 // What ssh hands the remote shell: every argument must come back exactly.
+// harness-conns, the --background-conns generator, on loopback. With a
+// descriptor limit far below the count (as on a host where RLIMIT_NOFILE
+// cannot be raised), each side splits its ports over worker processes.
+// harness-conns processes that are `pid` or its children.
+std::vector<pid_t> conns_family(pid_t pid) {
+  std::vector<pid_t> v;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    size_t rp = stat.rfind(')');
+    if (rp == std::string::npos || stat.find("(harness-conns)") == std::string::npos) continue;
+    pid_t self = atoi(stat.c_str()), ppid = 0;
+    char st;
+    sscanf(stat.c_str() + rp + 1, " %c %d", &st, &ppid);
+    if (self == pid || ppid == pid) v.push_back(self);
+  }
+  return v;
+}
+
+nlohmann::json last_line(const std::string& path, const std::string& phase, std::chrono::seconds within) {
+  auto deadline = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(path);
+    for (std::string l; std::getline(in, l);) {
+      auto j = nlohmann::json::parse(l, nullptr, false);
+      if (!j.is_discarded() && (j.value("phase", "") == phase || j.value("phase", "") == "failed")) return j;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return nlohmann::json();
+}
+
+TEST(BackgroundConns, HoldsMoreConnectionsThanOneProcessMayOpenFiles) {
+  const std::string sout = tmp("conns-server.jsonl"), cout = tmp("conns-client.jsonl");
+  testbed::SpawnOptions o;
+  o.stdout_path = sout;
+  o.stderr_path = "=stdout";
+  auto srv = testbed::Process::spawn({"prlimit", "--nofile=1000:1000", HARNESS_CONNS, "serve", "--address", "127.0.0.1",
+                                      "--ports", "31000-31002", "--count", "2400"},
+                                     o);
+  ASSERT_TRUE(srv.ok()) << srv.message();
+  auto ready = last_line(sout, "ready", std::chrono::seconds(10));
+  ASSERT_EQ(ready.value("phase", ""), "ready") << ready.dump();
+  EXPECT_EQ(ready.value("workers", 0), 3);  // 800 a port, under 1,000 descriptors each
+  o.stdout_path = cout;
+  auto cli = testbed::Process::spawn({"prlimit", "--nofile=1000:1000", HARNESS_CONNS, "connect", "--to", "127.0.0.1",
+                                      "--ports", "31000-31002", "--count", "2400", "--concurrency", "64"},
+                                     o);
+  ASSERT_TRUE(cli.ok()) << cli.message();
+  auto done = last_line(cout, "done", std::chrono::seconds(60));
+  ASSERT_EQ(done.value("phase", ""), "done") << done.dump();
+  EXPECT_EQ(done.value("established", 0), 2400);
+  EXPECT_EQ(done.value("workers", 0), 3);
+  EXPECT_GT(done.value("per_s", 0.0), 0.0);
+  // Held: the server side counts every one accepted (it reports each second).
+  long long accepted = 0;
+  for (int i = 0; i < 50 && accepted != 2400; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream in(sout);
+    for (std::string l; std::getline(in, l);) {
+      auto j = nlohmann::json::parse(l, nullptr, false);
+      if (!j.is_discarded() && j.contains("accepted")) accepted = j["accepted"].get<long long>();
+    }
+  }
+  EXPECT_EQ(accepted, 2400);
+  auto cf = conns_family(cli->pid()), sf = conns_family(srv->pid());
+  EXPECT_EQ(cf.size(), 1u + 3u);  // the parent and three workers
+  EXPECT_EQ(sf.size(), 1u + 3u);
+  // SIGTERM to a parent ends its workers; so does SIGKILL (they die with it).
+  cli->signal(SIGKILL);
+  srv->signal(SIGTERM);
+  EXPECT_TRUE(cli->wait(std::chrono::seconds(10)).ok());
+  EXPECT_TRUE(srv->wait(std::chrono::seconds(10)).ok());
+  cf.insert(cf.end(), sf.begin(), sf.end());
+  auto alive = [&] {
+    size_t n = 0;
+    for (pid_t p : cf) {
+      std::ifstream in("/proc/" + std::to_string(p) + "/stat");
+      std::string st;
+      std::getline(in, st);
+      n += !st.empty() && st.find(") Z") == std::string::npos;  // not reaped yet counts as gone
+    }
+    return n;
+  };
+  for (int i = 0; i < 50 && alive() > 0; i++) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(alive(), 0u);
+}
+
+TEST(BackgroundConns, RefusesWhatCannotFitAndBadArguments) {
+  // 3,000 connections on one server port cannot fit under 1,000 descriptors.
+  auto r = testbed::run_capture({"prlimit", "--nofile=1000:1000", HARNESS_CONNS, "connect", "--to", "127.0.0.1",
+                                 "--ports", "31010", "--count", "3000"},
+                                nullptr, std::chrono::seconds(10));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 1);
+  EXPECT_NE(r->output.find("give more server ports"), std::string::npos) << r->output;
+  for (std::vector<std::string> bad : {std::vector<std::string>{"connect", "--to", "x", "--ports", "1", "--count", "1"},
+                                       {"connect", "--to", "127.0.0.1", "--ports", "9-1", "--count", "1"},
+                                       {"serve", "--address", "127.0.0.1", "--ports", "1"},
+                                       {"connect", "--to", "127.0.0.1", "--ports", "1", "--count", "0"},
+                                       {"listen"}}) {
+    bad.insert(bad.begin(), HARNESS_CONNS);
+    auto b = testbed::run_capture(bad, nullptr, std::chrono::seconds(10));
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(b->status, 2) << b->output;
+  }
+}
+
+// DUT host facts and the hardware profiles' preconditions. The veth outputs
+// were captured on this machine (the testbed's DUT ports); the ConnectX ones
+// follow the formats of ethtool 6.1 and iproute2's devlink (`devlink dev
+// eswitch show` in the kernel's devlink-eswitch-attr.rst, `dev info` in
+// devlink-info.rst and mlx5.rst): there is no ConnectX here to capture from.
+HostFacts facts_from(const std::string& ethtool_i, const std::string& ethtool_k, const std::string& eswitch,
+                     const std::string& info, const std::string& kernel = "6.1.0-18-amd64") {
+  HostRunner run = [&](const std::vector<std::string>& a) -> sdn::Result<std::string> {
+    if (a[0] == "uname") return kernel + "\n";
+    if (a[0] == "nproc") return std::string("8\n");
+    if (a[0] == "cat") return std::string("performance\n");
+    if (a[0] == "modprobe") return std::string();
+    if (a[0] == "ethtool" && a[1] == "-i") return data(ethtool_i);
+    if (a[0] == "ethtool" && a[1] == "-k") return data(ethtool_k);
+    if (a[0] == "ip") return std::string("[{\"ifname\":\"p0\",\"mtu\":9000}]");
+    if (a[0] == "devlink" && a[3] == "eswitch") {
+      if (eswitch.empty()) return sdn::Status::error("Failed to connect to devlink Netlink");
+      return data(eswitch);
+    }
+    if (a[0] == "devlink" && a[3] == "info") return data(info);
+    return sdn::Status::error("unexpected command " + a[0]);
+  };
+  return gather_host_facts(run, {"p0"});
+}
+
+TEST(Preconditions, ParsesTheCommandsOutputs) {
+  NicFacts n;
+  parse_ethtool_i(data("ethtool-i-mlx5.txt"), &n);
+  EXPECT_EQ(n.driver, "mlx5_core");
+  EXPECT_EQ(n.firmware, "22.36.1010 (MT_0000000359)");
+  EXPECT_EQ(n.bus, "0000:08:00.0");
+  NicFacts v;
+  parse_ethtool_i(data("ethtool-i-veth.txt"), &v);
+  EXPECT_EQ(v.driver, "veth");
+  EXPECT_EQ(v.bus, "");
+  auto k = parse_ethtool_k(data("ethtool-k-veth.txt"));
+  EXPECT_EQ(k["hw-tc-offload"], "off [fixed]");
+  EXPECT_EQ(k["tx-checksum-ip-generic"], "on");  // indented sub-features too
+  EXPECT_EQ(parse_ethtool_k(data("ethtool-k-mlx5-excerpt.txt"))["hw-tc-offload"], "on");
+  EXPECT_EQ(parse_eswitch_json(data("devlink-eswitch-switchdev.json")), "switchdev");
+  EXPECT_EQ(parse_eswitch_json(data("devlink-eswitch-legacy.json")), "legacy");
+  EXPECT_EQ(parse_eswitch_json("garbage").rfind("n/a:", 0), 0u);
+  EXPECT_EQ(parse_devlink_info_json(data("devlink-info-mlx5.json")), "mlx5_core MT_0000000359 fw 22.36.1010");
+  EXPECT_EQ(kernel_version("6.1.0-18-amd64"), std::make_pair(6, 1));
+  EXPECT_EQ(kernel_version("5.4.0-150-generic"), std::make_pair(5, 4));
+  EXPECT_EQ(kernel_version("n/a: uname -r: failed"), std::make_pair(-1, -1));
+}
+
+TEST(Preconditions, AConnectXInSwitchdevModeMeetsBothProfiles) {
+  HostFacts f = facts_from("ethtool-i-mlx5.txt", "ethtool-k-mlx5-excerpt.txt", "devlink-eswitch-switchdev.json",
+                           "devlink-info-mlx5.json");
+  std::map<std::string, std::string> ovs = {{"hw-offload", "true"}, {"tc-policy", "none"}};
+  EXPECT_TRUE(missing_for("ovs-dpdk-offload", f, ovs).empty());
+  EXPECT_TRUE(missing_for("ovs-kernel-tc", f, ovs).empty());
+  std::string d = f.describe();
+  EXPECT_NE(d.find("kernel: 6.1.0-18-amd64"), std::string::npos) << d;
+  EXPECT_NE(d.find("model mlx5_core MT_0000000359 fw 22.36.1010"), std::string::npos) << d;
+  EXPECT_NE(d.find("eswitch switchdev"), std::string::npos) << d;
+  EXPECT_NE(d.find("mtu 9000"), std::string::npos) << d;
+  EXPECT_NE(d.find("hw-tc-offload=on"), std::string::npos) << d;
+  EXPECT_NE(d.find("cpu governor: performance"), std::string::npos) << d;
+}
+
+TEST(Preconditions, EachMissingPieceIsNamed) {
+  auto has = [](const std::vector<std::string>& v, const std::string& s) {
+    for (auto& x : v)
+      if (x.find(s) != std::string::npos) return true;
+    return false;
+  };
+  std::map<std::string, std::string> ovs = {{"hw-offload", "true"}, {"tc-policy", "none"}};
+  // Legacy eswitch mode.
+  HostFacts legacy = facts_from("ethtool-i-mlx5.txt", "ethtool-k-mlx5-excerpt.txt", "devlink-eswitch-legacy.json",
+                                "devlink-info-mlx5.json");
+  auto m = missing_for("ovs-kernel-tc", legacy, ovs);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_TRUE(has(m, "eswitch mode legacy, not switchdev")) << m[0];
+  // An old kernel.
+  HostFacts old = facts_from("ethtool-i-mlx5.txt", "ethtool-k-mlx5-excerpt.txt", "devlink-eswitch-switchdev.json",
+                             "devlink-info-mlx5.json", "5.4.0-150-generic");
+  m = missing_for("ovs-kernel-tc", old, ovs);
+  EXPECT_TRUE(has(m, "kernel 5.4.0-150-generic is older than 5.6")) << m.size();
+  EXPECT_TRUE(missing_for("ovs-dpdk-offload", old, ovs).empty());  // OVS-DPDK offload does not need the kernel's TC
+  // OVS not set for offload.
+  m = missing_for("ovs-kernel-tc", legacy, {});
+  EXPECT_TRUE(has(m, "hw-offload is not true"));
+  EXPECT_TRUE(has(m, "tc-policy is not set"));
+  // The testbed's veth: no ConnectX, no devlink device, no hw-tc-offload.
+  HostFacts veth = facts_from("ethtool-i-veth.txt", "ethtool-k-veth.txt", "", "devlink-info-mlx5.json");
+  m = missing_for("ovs-kernel-tc", veth, ovs);
+  EXPECT_TRUE(has(m, "p0: driver veth, not mlx5_core"));
+  EXPECT_TRUE(has(m, "p0: eswitch mode n/a: not a PCI device"));
+  EXPECT_TRUE(has(m, "p0: hw-tc-offload is not on"));
+  // A module missing.
+  veth.modules["act_ct"] = false;
+  EXPECT_TRUE(has(missing_for("ovs-kernel-tc", veth, ovs), "kernel module act_ct is not available"));
+  // Profiles without hardware needs have none.
+  EXPECT_TRUE(missing_for("kernel-ct", veth, {}).empty());
+}
+
 TEST(Ssh, QuotingRoundTripsThroughARealShell) {
   std::vector<std::string> args = {"plain", "", "two words", "it's", "\"dq\"", "$HOME", "`id`", "$(id)", "a\\b",
                                    "semi;colon", "pipe|x", "glob*?[a]", "new\nline", "tab\tx", "-n", "~root", "!bang",

@@ -47,7 +47,7 @@ reserve_hugepages() {
 link_commands() {
   local bin=/usr/local/bin name target
   mkdir -p "$bin"
-  for name in harness/harness dataplane/dataplane dataplane/dataplane-ctl dataplane/dataplane-bench \
+  for name in harness/harness harness/harness-conns dataplane/dataplane dataplane/dataplane-ctl dataplane/dataplane-bench \
       dataplane/offload-bench ctrack/bench/ctrack-bench; do
     target=""
     for dir in build/release build/debug; do

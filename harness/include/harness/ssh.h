@@ -49,14 +49,15 @@ std::vector<std::string> ssh_argv(const SshHost& h, const std::string& control_d
 class Job {
  public:
   Job() = default;
-  explicit Job(testbed::Process p, std::function<void()> kill_remote = {})
-      : p_(std::move(p)), kill_remote_(std::move(kill_remote)) {}
+  explicit Job(testbed::Process p, std::function<void()> kill_remote = {}, std::string host = {})
+      : p_(std::move(p)), kill_remote_(std::move(kill_remote)), host_(std::move(host)) {}
   Job(Job&& o) noexcept = default;
   Job& operator=(Job&& o) noexcept {
     if (this != &o) {
       end();
       p_ = std::move(o.p_);
       kill_remote_ = std::move(o.kill_remote_);
+      host_ = std::move(o.host_);
       exited_ = o.exited_;
     }
     return *this;
@@ -70,6 +71,13 @@ class Job {
   }
   bool running() { return p_.running(); }
   pid_t pid() const { return p_.pid(); }
+  // For a remote job: "host NAME (user@address)", for errors; empty when local.
+  const std::string& host() const { return host_; }
+  // What a status from wait() means when it is ssh's own failure (255).
+  std::string explain(int status) const {
+    if (host_.empty() || status != 255) return "exit status " + std::to_string(status);
+    return "ssh to " + host_ + " failed or the connection was lost (exit 255)";
+  }
 
  private:
   void end() {
@@ -79,6 +87,7 @@ class Job {
   }
   testbed::Process p_;
   std::function<void()> kill_remote_;
+  std::string host_;
   bool exited_ = false;
 };
 
@@ -105,6 +114,9 @@ class SshSession {
  private:
   sdn::Status run_script(const SshHost& h, const std::string& script, std::string* out,
                          std::chrono::milliseconds timeout);
+  // Starts host i's master connection and waits until it answers; a master
+  // that died (a dropped connection) is started again by spawn().
+  sdn::Status start_master(size_t i);
   std::vector<SshHost> hosts_;
   std::vector<testbed::Process> masters_;  // one per host, children of this process
   std::string run_id_, run_dir_, control_dir_;

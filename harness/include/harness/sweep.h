@@ -57,7 +57,8 @@ struct Limit {
 };
 inline constexpr Limit kInstancesLimit{1, 128}, kSizesLimit{16, 65000}, kDurationLimit{1, 3600},
     kRepeatLimit{1, 100}, kWarmupLimit{0, 600}, kOmitLimit{0, 60}, kBackgroundLimit{0, 2000000}, kMtuLimit{576, 9000};
-inline const std::vector<std::string> kDutNames{"dataplane", "ovs-dpdk", "kernel-ct", "testpmd-io"};
+inline const std::vector<std::string> kDutNames{"dataplane",  "ovs-dpdk",         "kernel-ct",
+                                                "testpmd-io", "ovs-dpdk-offload", "ovs-kernel-tc"};
 inline const std::vector<std::string> kProtoNames{"tcp", "udp"};
 
 // Loads configs/harness/*.yaml over the defaults. Errors name file, line, key.
@@ -139,6 +140,10 @@ class Dut {
   // The tracker's entries now; -1 when it cannot be read (or there is none).
   virtual long long ct_entries() { return -1; }
   virtual long long offloaded() { return -1; }
+  // Makes room in the tracker for `conns` connections beyond the sweep's own
+  // (--background-conns) and says what it set; called after start(). A DUT
+  // whose limit is fixed at start does it there.
+  virtual sdn::Result<std::string> make_room(long long /*conns*/) { return std::string("no tracker to size"); }
   // Why ct_entries() has no figure when the DUT has no tracker at all.
   virtual std::string no_tracker() const { return ""; }
   // The DUT's own drop counters, cumulative, by name (the sweep reports what
@@ -162,17 +167,34 @@ struct SweepOutcome {
 // between steps (SIGINT).
 sdn::Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& stop);
 
-// Opens `count` TCP connections from client to server through the DUT and
-// keeps them established (a generator for --background-conns).
+// --background-conns: harness-conns on the server side (listening) and the
+// client side (connecting), started through the transport like the traffic
+// tools, holding `count` idle TCP connections through the DUT until it is
+// destroyed.
 class BackgroundConns {
  public:
-  static sdn::Result<std::unique_ptr<BackgroundConns>> open(Bed& bed, int count, uint16_t port);
-  ~BackgroundConns();
-  int established() const { return made_; }
+  struct Setup {
+    long long established = 0, failed = 0;
+    double secs = 0, per_s = 0;
+    std::string errors;  // connect errors by reason, "none" when there were none
+  };
+  // Blocks until all are established (or fails naming how many were).
+  // `program`: harness-conns's path on the hosts; raw output goes to
+  // raw_prefix.{server,client}.jsonl.
+  static sdn::Result<std::unique_ptr<BackgroundConns>> open(Transport& tr, const std::string& program, int count,
+                                                            int first_port, const std::string& raw_prefix,
+                                                            const std::atomic<bool>& stop);
+  const Setup& setup() const { return setup_; }
+  // The generators still run (their connections are held).
+  sdn::Status alive();
+  // Server ports used for `count` connections: each takes at most
+  // kPerPort (a testbed namespace's local port range is 11,000 wide).
+  static constexpr int kPerPort = 8000;
+  static int ports_for(int count) { return (count + kPerPort - 1) / kPerPort; }
 
  private:
-  std::vector<int> fds_;
-  int made_ = 0;
+  Job server_, client_;
+  Setup setup_;
 };
 
 }  // namespace harness
