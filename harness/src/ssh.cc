@@ -30,9 +30,13 @@ std::string shell_join(const std::vector<std::string>& argv) {
 
 namespace {
 
+// Each host's master socket is named after the host (the inventory's name),
+// so that a dead master's socket can be removed before a new one starts.
+std::string control_path(const SshHost& h, const std::string& control_dir) { return control_dir + "/" + h.name + ".sock"; }
+
 std::vector<std::string> ssh_options(const SshHost& h, const std::string& control_dir) {
   std::vector<std::string> a = {"ssh", "-o", "BatchMode=yes", "-o", "ControlMaster=no", "-o",
-                                "ControlPath=" + control_dir + "/%C", "-o",
+                                "ControlPath=" + control_path(h, control_dir), "-o",
                                 "ConnectTimeout=" + std::to_string(h.connect_timeout_s), "-o", "ServerAliveInterval=5",
                                 "-o", "ServerAliveCountMax=2", "-o", "StrictHostKeyChecking=accept-new", "-o",
                                 "LogLevel=ERROR", "-p", std::to_string(h.port), "-l", h.user};
@@ -92,6 +96,7 @@ Status SshSession::run_script(const SshHost& h, const std::string& script, std::
 
 Status SshSession::start_master(size_t i) {
   const SshHost& h = hosts_[i];
+  unlink(control_path(h, control_dir_).c_str());  // a dead master's
   auto m = ssh_options(h, control_dir_);
   m[4] = "ControlMaster=yes";
   m.insert(m.end(), {"-N", h.destination});
@@ -146,6 +151,9 @@ Status SshSession::open(std::string* report) {
     const SshHost& h = hosts_[i];
     if (h.destination.empty() || h.destination[0] == '-')
       return Status::error("host " + h.name + ": bad ssh destination '" + h.destination + "'");
+    if (h.name.empty() || h.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+                              std::string::npos)
+      return Status::error("host name '" + h.name + "': use letters, digits, '_' and '-'");
     if (Status s = start_master(i); !s) return s;
     std::string out;
     if (Status s = run_script(h, shell_join({"sh", "-c", kKillStaleRuns, "sh", kRunsRoot, run_dir_}), &out,

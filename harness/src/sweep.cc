@@ -321,7 +321,8 @@ Result<std::unique_ptr<BackgroundConns>> BackgroundConns::open(Transport& tr, co
       st.failed = j.value("failed", 0LL);
       st.secs = j.value("secs", 0.0);
       st.per_s = j.value("per_s", 0.0);
-      for (auto& [k, v] : j.value("errors", nlohmann::json::object()).items())
+      const nlohmann::json errs = j.value("errors", nlohmann::json::object());
+      for (auto& [k, v] : errs.items())
         st.errors += (st.errors.empty() ? "" : " ") + k + "=" + std::to_string(v.get<long long>());
       if (st.errors.empty()) st.errors = "none";
       return bc;

@@ -535,7 +535,7 @@ TEST(Ssh, ArgvHasBatchModeMultiplexingAndTimeouts) {
   auto a = ssh_argv(h, "/tmp/ctl", "iperf3 -s");
   std::string all;
   for (auto& x : a) all += x + "\n";
-  for (const char* want : {"BatchMode=yes\n", "ControlPath=/tmp/ctl/%C\n", "ConnectTimeout=7\n", "ServerAliveInterval=5\n",
+  for (const char* want : {"BatchMode=yes\n", "ControlPath=/tmp/ctl/client.sock\n", "ConnectTimeout=7\n", "ServerAliveInterval=5\n",
                            "-p\n2222\n", "-l\nbench\n", "-i\n/keys/lab\n", "-J\nbastion.lab\n"})
     EXPECT_NE(all.find(want), std::string::npos) << want << " not in\n" << all;
   ASSERT_GE(a.size(), 2u);
