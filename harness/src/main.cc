@@ -28,7 +28,7 @@ const char* kHelp = R"(usage: harness COMMAND [options]
   run [--instances 4,16,32] [--sizes 64,512,1024,1460,4096,8192] [--proto tcp,udp]
       [--duration S] [--omit S] [--repeat N] [--warmup S] [--dut dataplane,ovs-dpdk,kernel-ct,testpmd-io]
       [--background-conns K] [--no-sockperf] [--no-interleave] [--mtu N] [--dataplane-config FILE]
-      [--config configs/harness/FILE.yaml] [--out DIR] [--resume DIR] [--ci] [--lab testbed-ssh]
+      [--config configs/harness/FILE.yaml] [--out DIR] [--resume DIR] [--ci] [--lab testbed-ssh|FILE]
         Sweep every DUT over proto x instances x size with iperf3 (one flow per
         instance, one server port each, fixed --cport, all started behind a
         barrier) and sockperf under load, plus idle sockperf ping-pong per size.
@@ -49,11 +49,19 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         namespaces, each running sshd with a key made for the run: the SSH
         transport end to end. Remote programs run under the run's id and are
         killed at exit; a new run first kills what killed runs left.
+        --lab FILE drives the hosts of a lab inventory over SSH
+        (configs/harness/lab.example.yaml): iperf3, sockperf and harness-conns
+        on the client and server hosts (pinned with taskset to the CPUs the
+        inventory lists), the DUT profile on the DUT host, its preconditions
+        checked and recorded in machine.txt first. No testbed is built.
   report DIR                    write DIR/report.md and DIR/report.html
   compare OLD.csv NEW.csv [--max-regression PCT]
                                 list cells that regressed by more than PCT (default 5);
                                 exit 1 if any did
-  testbed up|down|status        up: build the testbed and hold it until Ctrl-C;
+  testbed up [--inventory FILE] | down | status
+                                up: build the testbed and hold it until Ctrl-C; with
+                                --inventory, as a lab (sshd in the client, server and DUT
+                                namespaces) described in FILE for `run --lab FILE`;
                                 down: remove testbeds of dead runs (namespaces, links, and
                                 their DUTs' DPDK hugepage files and runtime dirs); status: list them
   check                         prerequisites, each missing one with its Debian package
@@ -126,7 +134,8 @@ int cmd_check(const std::string& build_dir) {
   return missing || !priv ? 1 : 0;
 }
 
-int cmd_testbed(const std::string& sub) {
+int cmd_testbed(const std::string& sub, const std::string& inventory, const std::string& source_dir,
+                const std::string& build_dir) {
   if (sub == "status") {
     int n = 0;
     for (const auto& ns : testbed::list_netns())
@@ -146,6 +155,30 @@ int cmd_testbed(const std::string& sub) {
     printf("removed %d object(s) of dead runs\n", *r);
     return 0;
   }
+  if (sub == "up" && !inventory.empty()) {
+    SweepConfig cfg;
+    cfg.source_dir = source_dir;
+    cfg.build_dir = build_dir;
+    cfg.dataplane_config = source_dir + "/" + cfg.dataplane_config;
+    Inventory inv;
+    auto b = Bed::build_lab(cfg, &inv);
+    if (!b) {
+      fprintf(stderr, "harness: %s\n", b.message().c_str());
+      return 1;
+    }
+    if (auto s = write_inventory(inv, inventory); !s) {
+      fprintf(stderr, "harness: %s\n", s.message().c_str());
+      return 1;
+    }
+    printf("testbed up as a lab: client %s, server %s, DUT %s over SSH; inventory %s\n"
+           "(harness run --lab %s ...). Ctrl-C tears it down.\n",
+           inv.client.ssh.destination.c_str(), inv.server.ssh.destination.c_str(), inv.dut.ssh.destination.c_str(),
+           inventory.c_str(), inventory.c_str());
+    fflush(stdout);
+    while (!g_stop) pause();
+    unlink(inventory.c_str());
+    return 0;
+  }
   if (sub == "up") {
     auto b = Bed::build(1500);
     if (!b) {
@@ -160,7 +193,7 @@ int cmd_testbed(const std::string& sub) {
     while (!g_stop) pause();
     return 0;
   }
-  fprintf(stderr, "harness: testbed up|down|status\n");
+  fprintf(stderr, "harness: testbed up [--inventory FILE]|down|status\n");
   return 2;
 }
 
@@ -178,7 +211,12 @@ int main(int argc, char** argv) {
   std::string cmd = argv[1];
   std::string build_dir = exe_dir() + "/..";
   if (cmd == "check") return cmd_check(build_dir);
-  if (cmd == "testbed") return cmd_testbed(argc > 2 ? argv[2] : "");
+  if (cmd == "testbed") {
+    std::string sub = argc > 2 ? argv[2] : "", inventory;
+    if (argc == 5 && std::string(argv[3]) == "--inventory") inventory = argv[4];
+    else if (argc != 3) sub = "";
+    return cmd_testbed(sub, inventory, exe_dir() + "/../../..", build_dir);
+  }
   if (cmd == "report") {
     if (argc != 3) {
       fprintf(stderr, "usage: harness report DIR\n");
@@ -311,21 +349,30 @@ int main(int argc, char** argv) {
     else if (a == "--resume") cfg.resume_dir = val();
     else if (a == "--ci") cfg.ci = true;
     else if (a == "--lab") {
-      std::string v = val();
-      if (v != "testbed-ssh") {
-        fprintf(stderr,
-                "harness: --lab '%s': only the built-in 'testbed-ssh' runs so far (the client and server tools over SSH "
-                "into the testbed's namespaces); a lab inventory file needs the DUT host driven over SSH too, which "
-                "is not built yet\n",
-                v.c_str());
-        return 2;
+      cfg.lab = val();
+      if (cfg.lab != "testbed-ssh") {
+        auto inv = load_inventory(cfg.lab);
+        if (!inv) {
+          fprintf(stderr, "harness: --lab: %s\n", inv.message().c_str());
+          return 2;
+        }
+        cfg.inventory = std::make_shared<const Inventory>(inv.value());
       }
-      cfg.lab = v;
     }
     else {
       fprintf(stderr, "harness: unknown option '%s' (see --help)\n", a.c_str());
       return 2;
     }
+  }
+  if (cfg.inventory) {
+    cfg.mtu = cfg.inventory->mtu;
+    for (const auto& d : cfg.duts)
+      if (std::find(cfg.inventory->dut.profiles.begin(), cfg.inventory->dut.profiles.end(), d) ==
+          cfg.inventory->dut.profiles.end()) {
+        fprintf(stderr, "harness: --dut %s: the inventory %s does not list it under hosts.dut.profiles\n", d.c_str(),
+                cfg.lab.c_str());
+        return 2;
+      }
   }
   if (!cfg.dataplane_config.empty() && cfg.dataplane_config[0] != '/' && access(cfg.dataplane_config.c_str(), R_OK) != 0)
     cfg.dataplane_config = cfg.source_dir + "/" + cfg.dataplane_config;

@@ -189,6 +189,8 @@ Status start_sshd(Bed& b, testbed::Netns* ns, const std::string& addr, const std
   return Status::error("sshd on " + addr + " did not come up: " + ss.str().substr(0, 400));
 }
 
+Status make_ssh_keys(Bed& b);
+
 Status add_ssh(Bed& b) {
   auto m = b.tb->add_netns("mgmt");
   if (!m) return Status::error("testbed: cannot create the management namespace");
@@ -199,6 +201,14 @@ Status add_ssh(Bed& b) {
                     b.tb->add_address(b.mgmt, "ms", "192.168.250.5/30"),
                     b.tb->add_address(b.server, "m0", std::string(kMgmtServer) + "/30")})
     if (!st) return Status::error("testbed: " + st.message());
+  if (Status s = make_ssh_keys(b); !s) return s;
+  if (Status s = start_sshd(b, b.client, kMgmtClient, "client"); !s) return s;
+  return start_sshd(b, b.server, kMgmtServer, "server");
+}
+
+// A directory for the bed's host key, login key and sshd configs (named by
+// this harness's pid, so that a run that was killed can be told apart).
+Status make_ssh_keys(Bed& b) {
   std::error_code ec;
   // Key directories of runs that were killed (named by their harness's pid).
   for (const auto& e : std::filesystem::directory_iterator("/tmp", ec)) {
@@ -218,11 +228,98 @@ Status add_ssh(Bed& b) {
   }
   std::filesystem::copy_file(b.ssh_dir + "/id_ed25519.pub", b.ssh_dir + "/authorized_keys", ec);
   if (ec) return Status::error("authorized_keys: " + ec.message());
-  if (Status s = start_sshd(b, b.client, kMgmtClient, "client"); !s) return s;
-  return start_sshd(b, b.server, kMgmtServer, "server");
+  return {};
 }
 
 }  // namespace
+
+Result<std::unique_ptr<Bed>> Bed::build_lab(const SweepConfig& cfg, Inventory* inv) {
+  auto bb = build(cfg.mtu, false);
+  if (!bb) return bb.status();
+  std::unique_ptr<Bed> b = std::move(bb.value());
+  Bed& r = *b;
+  // Management links from this namespace, and the bed's keys.
+  struct Mgmt {
+    testbed::Netns* ns;
+    const char* root_if;
+    const char* root_ip;
+    const char* ip;
+    const char* name;
+  };
+  const Mgmt mg[] = {{r.client, "mc", "192.168.251.1/30", "192.168.251.2", "client"},
+                     {r.server, "ms", "192.168.251.5/30", "192.168.251.6", "server"},
+                     {r.dut, "md", "192.168.251.9/30", "192.168.251.10", "dut"}};
+  for (const Mgmt& m : mg)
+    for (Status st : {r.tb->add_veth({nullptr, m.root_if}, {m.ns, "m0"}), r.tb->add_address(nullptr, m.root_if, m.root_ip),
+                      r.tb->add_address(m.ns, "m0", std::string(m.ip) + "/30")})
+      if (!st) return Status::error("testbed: " + st.message());
+  if (Status s = make_ssh_keys(r); !s) return s;
+  for (const Mgmt& m : mg)
+    if (Status s = start_sshd(r, m.ns, m.ip, m.name); !s) return s;
+  // The DUT namespace as a router (kernel-ct): addresses, routes and proxy
+  // ARP, with forwarding off so that only the DUT running forwards.
+  Status st;
+  testbed::run_in(r.dut, [&] {
+    auto put = [&](const std::string& path, const char* v) {
+      std::ofstream f("/proc/sys/" + path);
+      f << v;
+      if (!f) st = Status::error("cannot set " + path);
+    };
+    put("net/ipv4/ip_forward", "0");
+    for (const char* i : {"d0", "d1", "all", "default"}) put(std::string("net/ipv4/conf/") + i + "/rp_filter", "0");
+    put("net/ipv4/conf/d0/proxy_arp", "1");
+    put("net/ipv4/conf/d1/proxy_arp", "1");
+  });
+  if (!st) return st;
+  for (Status s2 : {r.tb->add_address(r.dut, "d0", "192.0.2.1/32"), r.tb->add_address(r.dut, "d1", "192.0.2.2/32"),
+                    r.tb->add_route(r.dut, std::string(kClientIp) + "/32", "", "d0"),
+                    r.tb->add_route(r.dut, std::string(kServerIp) + "/32", "", "d1")})
+    if (!s2) return Status::error("testbed: " + s2.message());
+  // The dataplane's config for the DUT namespace's ports.
+  YAML::Node n;
+  try {
+    n = YAML::LoadFile(cfg.dataplane_config);
+  } catch (const YAML::Exception& e) {
+    return Status::error(cfg.dataplane_config + ": " + e.what());
+  }
+  if (!n["ports"] || !n["ports"].IsSequence() || n["ports"].size() != 2)
+    return Status::error(cfg.dataplane_config + ": the testbed needs exactly two ports (client side, server side)");
+  for (size_t i = 0; i < 2; i++) {
+    n["ports"][i]["devargs"] = "net_af_packet" + std::to_string(i) + ",iface=" + (i == 0 ? "d0" : "d1");
+    n["ports"][i]["mtu"] = cfg.mtu;
+  }
+  n["eal"]["file_prefix"] = "harness-lab-" + r.tb->run_id();
+  YAML::Emitter e;
+  e << n;
+  std::ofstream(r.ssh_dir + "/dataplane.yaml") << e.c_str() << "\n";
+
+  Inventory& v = *inv;
+  v = Inventory{};
+  v.mtu = cfg.mtu;
+  v.harness_conns = cfg.build_dir + "/harness/harness-conns";
+  auto host = [&](const Mgmt& m) {
+    SshHost h;
+    h.name = m.name;
+    h.destination = m.ip;
+    h.key = r.ssh_dir + "/id_ed25519";
+    h.known_hosts = r.ssh_dir + "/known_hosts";
+    h.connect_timeout_s = 5;
+    return h;
+  };
+  v.client.ssh = host(mg[0]);
+  v.client.interface = "c0";
+  v.client.address = kClientIp;
+  v.server.ssh = host(mg[1]);
+  v.server.interface = "s0";
+  v.server.address = kServerIp;
+  v.dut.ssh = host(mg[2]);
+  v.dut.interfaces = {"d0", "d1"};
+  v.dut.profiles = {"dataplane", "kernel-ct", "ovs-dpdk-offload", "ovs-kernel-tc"};
+  v.dut.dataplane_config = r.ssh_dir + "/dataplane.yaml";
+  v.dut.dataplane_program = cfg.build_dir + "/dataplane/dataplane";
+  v.dut.dataplane_ctl = cfg.build_dir + "/dataplane/dataplane-ctl";
+  return b;
+}
 
 Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh) {
   auto b = std::make_unique<Bed>();
@@ -565,7 +662,8 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     const int k = cfg.background_conns;
     auto room = dut.make_room(k);
     if (!room) return "background conns: making room in the tracker: " + room.message();
-    auto bc = BackgroundConns::open(tr, cfg.build_dir + "/harness/harness-conns", k, kBackgroundPort,
+    auto bc = BackgroundConns::open(tr, cfg.inventory ? cfg.inventory->harness_conns : cfg.build_dir + "/harness/harness-conns",
+                                    k, kBackgroundPort,
                                     ddir + "/background", stop);
     if (!bc) return bc.message();
     bg = std::move(bc.value());
@@ -591,18 +689,39 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     std::error_code mk;
     std::filesystem::create_directories(ddir, mk);
     std::string version = "unknown", dut_error;
+    // (The DUT is declared last so that it goes first: a lab DUT stops
+    // itself through the session.)
+    std::unique_ptr<SshSession> ssh;
+    std::unique_ptr<Transport> tr;
     std::unique_ptr<Bed> bed;
     std::unique_ptr<Dut> dut;
-    auto b = Bed::build(mtu, cfg.lab == "testbed-ssh");
-    if (!b) dut_error = b.message();
-    else bed = std::move(b.value());
-    if (dut_error.empty()) {
-      auto d = make_dut(dname, cfg, ddir);
-      if (!d) dut_error = d.message();
-      else dut = std::move(d.value());
+    if (cfg.inventory) {
+      // A lab: every host over SSH, nothing built here (the Bed stays empty).
+      const Inventory& inv = *cfg.inventory;
+      bed = std::make_unique<Bed>();
+      bed->mtu = inv.mtu;
+      ssh = std::make_unique<SshSession>(inv.ssh_hosts(), run_id, nullptr);
+      std::string report;
+      if (Status s = ssh->open(&report); !s) dut_error = "ssh: " + s.message();
+      if (!report.empty()) fprintf(stderr, "harness: %s", report.c_str());
+      tr = std::make_unique<SshTransport>(*ssh, inv.server.address, inv.mtu, &inv);
+      if (dut_error.empty()) {
+        auto d = make_lab_dut(dname, inv, *ssh, ddir, out + "/machine.txt");
+        if (!d) dut_error = d.message();
+        else dut = std::move(d.value());
+      }
+    } else {
+      auto b = Bed::build(mtu, cfg.lab == "testbed-ssh");
+      if (!b) dut_error = b.message();
+      else bed = std::move(b.value());
+      if (dut_error.empty()) {
+        auto d = make_dut(dname, cfg, ddir);
+        if (!d) dut_error = d.message();
+        else dut = std::move(d.value());
+      }
     }
     if (dut) version = dut->version();
-    if (bed) {
+    if (bed && bed->dut) {
       // The DUT host as it is, before any traffic: in the machine info.
       HostRunner on_dut = [&](const std::vector<std::string>& argv) -> Result<std::string> {
         auto r = testbed::run_capture(argv, bed->dut, 10s);
@@ -616,9 +735,9 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     if (dut_error.empty()) {
       if (Status s = dut->start(*bed); !s) dut_error = "start: " + s.message();
     }
-    std::unique_ptr<SshSession> ssh;
-    std::unique_ptr<Transport> tr;
-    if (bed && cfg.lab == "testbed-ssh") {
+    if (cfg.inventory) {
+      // the session and transport are up already
+    } else if (bed && cfg.lab == "testbed-ssh") {
       ssh = std::make_unique<SshSession>(bed->ssh_hosts(), run_id, bed->mgmt);
       std::string report;
       if (Status s = ssh->open(&report); !s) dut_error = "ssh: " + s.message();

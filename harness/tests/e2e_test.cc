@@ -276,6 +276,64 @@ TEST(E2E, SshConnectionCutMidCellIsAnErrorRowAndTheSweepGoesOn) {
   }
 }
 
+// The lab path end to end: `testbed up --inventory` makes the namespace
+// testbed a lab (sshd on the client, server and DUT hosts), and `run --lab`
+// drives it as it would real hosts: the DUT profiles started on the DUT host
+// over SSH, its facts recorded, a hardware profile refused by its named
+// preconditions.
+TEST(E2E, LabInventoryDrivesEveryHostOverSsh) {
+  std::string inv = "/tmp/harness-e2e-lab-" + std::to_string(getpid()) + ".yaml";
+  std::string out = "/tmp/harness-e2e-lab-" + std::to_string(getpid());
+  testbed::SpawnOptions o;
+  o.stdout_path = out + "-up.log";
+  o.stderr_path = "=stdout";
+  auto up = testbed::Process::spawn({g_harness, "testbed", "up", "--inventory", inv}, o);
+  ASSERT_TRUE(up.ok()) << up.message();
+  for (int i = 0; i < 300 && access(inv.c_str(), F_OK) != 0 && up->running(); i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(access(inv.c_str(), F_OK), 0) << read_proc(out + "-up.log");
+  auto r = testbed::run_capture({g_harness, "run", "--lab", inv, "--dut", "dataplane,kernel-ct,ovs-kernel-tc",
+                                 "--instances", "2", "--sizes", "1024", "--duration", "2", "--repeat", "1", "--warmup",
+                                 "0", "--out", out},
+                                nullptr, std::chrono::minutes(5));
+  ASSERT_TRUE(r.ok()) << r.message();
+  auto rows = harness::read_csv(out + "/results.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message() << "\n" << r->output;
+  int ok = 0, refused = 0;
+  for (auto& row : *rows) {
+    if (row["dut"] == "ovs-kernel-tc") {
+      EXPECT_EQ(row["status"], "error");
+      EXPECT_NE(row["error"].find("preconditions not met on the DUT host"), std::string::npos) << row["error"];
+      EXPECT_NE(row["error"].find("d0: driver veth, not mlx5_core"), std::string::npos) << row["error"];
+      refused++;
+      continue;
+    }
+    EXPECT_EQ(row["status"], "ok") << row["dut"] << " " << row["kind"] << ": " << row["error"];
+    if (row["kind"] == "throughput") {
+      EXPECT_GT(harness::to_num(row["throughput_gbps"], 0), 0) << row["dut"];
+    }
+    EXPECT_GE(harness::to_num(row["ct_entries"], -1), 0) << row["dut"] << ": " << row["ct_entries"];
+    ok++;
+  }
+  EXPECT_EQ(ok, 2 * 4);       // dataplane, kernel-ct: throughput and latency, repetition and summary
+  EXPECT_EQ(refused, 4);
+  std::string machine = read_proc(out + "/machine.txt");
+  EXPECT_NE(machine.find("dut host 192.168.251.10 for dataplane:\nkernel: "), std::string::npos) << machine;
+  EXPECT_NE(machine.find("d0: driver veth"), std::string::npos) << machine;
+  // Nothing of the run left on the hosts; the testbed goes with Ctrl-C.
+  std::error_code ec;
+  size_t runs = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/tmp/harness-runs", ec)) runs += e.is_directory();
+  EXPECT_EQ(runs, 0u);
+  up->signal(SIGINT);
+  EXPECT_TRUE(up->wait(std::chrono::seconds(30)).ok());
+  EXPECT_NE(access(inv.c_str(), F_OK), 0) << "the inventory of a torn-down testbed is removed";
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string comm = read_proc(e.path() / "comm");
+    EXPECT_TRUE(comm != "dataplane\n" && comm != "sshd\n" && comm != "iperf3\n") << comm << e.path();
+  }
+}
+
 // kill -9 of a harness driving hosts over SSH: the next run's start kills
 // what it left there.
 TEST(E2E, KilledSshRunIsCleanedUpByTheNext) {

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/lab.h"
 #include "harness/preconditions.h"
 #include "harness/report.h"
 #include "harness/results.h"
@@ -501,6 +502,82 @@ TEST(Preconditions, EachMissingPieceIsNamed) {
   EXPECT_TRUE(has(missing_for("ovs-kernel-tc", veth, ovs), "kernel module act_ct is not available"));
   // Profiles without hardware needs have none.
   EXPECT_TRUE(missing_for("kernel-ct", veth, {}).empty());
+}
+
+TEST(Lab, TheExampleInventoryLoads) {
+  auto inv = load_inventory(std::string(TEST_DATA) + "/../../../configs/harness/lab.example.yaml");
+  ASSERT_TRUE(inv.ok()) << inv.message();
+  EXPECT_EQ(inv->client.ssh.destination, "client.lab.example");
+  EXPECT_EQ(inv->client.ssh.jump, "bastion.lab.example");
+  EXPECT_EQ(inv->client.cpus.at("iperf3"), "2-17");
+  EXPECT_EQ(inv->server.address, "192.168.100.2");
+  EXPECT_EQ(inv->dut.interfaces, (std::vector<std::string>{"p0", "p1"}));
+  EXPECT_EQ(inv->dut.profiles.size(), 4u);
+  EXPECT_EQ(inv->dut.hw_check, "0000:03:00.0");
+  EXPECT_EQ(inv->link_gbps, 100);
+  EXPECT_EQ(inv->ssh_hosts().size(), 3u);
+  EXPECT_EQ(inv->ssh_hosts()[2].name, "dut");
+  // Written and read back: the same.
+  std::string p = tmp("lab-roundtrip.yaml");
+  ASSERT_TRUE(write_inventory(*inv, p).ok());
+  auto back = load_inventory(p);
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_EQ(back->server.ssh.key, inv->server.ssh.key);
+  EXPECT_EQ(back->client.cpus, inv->client.cpus);
+  EXPECT_EQ(back->dut.dataplane_config, inv->dut.dataplane_config);
+}
+
+TEST(Lab, BadInventoriesNameFileLineAndKey) {
+  const std::string good_client =
+      "hosts:\n"
+      "  client:\n"
+      "    ssh: {destination: c.lab}\n"
+      "    interface: e0\n"
+      "    address: 10.1.0.1\n";
+  const std::string rest =
+      "  server:\n"
+      "    ssh: {destination: s.lab}\n"
+      "    interface: e0\n"
+      "    address: 10.1.0.2\n"
+      "  dut:\n"
+      "    ssh: {destination: d.lab}\n"
+      "    interfaces: [p0, p1]\n"
+      "    profiles: [kernel-ct]\n";
+  auto load = [&](const std::string& text) {
+    std::string p = tmp("lab-bad.yaml");
+    std::ofstream(p) << text;
+    auto r = load_inventory(p);
+    return r.ok() ? std::string("ok") : r.message();
+  };
+  EXPECT_EQ(load(good_client + rest), "ok");
+  struct Case {
+    std::string text, want;
+  };
+  const Case cases[] = {
+      {good_client, ":2: key 'hosts.server': missing"},
+      {"hosts:\n  client:\n    ssh: {destination: c.lab}\n    interface: e0\n    address: 10.1.0.300\n" + rest,
+       ":5: key 'hosts.client.address': not an IPv4 address"},
+      {good_client + "    colour: blue\n" + rest, ":6: key 'hosts.client.colour': unknown key"},
+      {good_client + "    cpus: {iperf3: \"2-9; rm -rf /\"}\n" + rest, "key 'hosts.client.cpus.iperf3': '2-9; rm -rf /' is not a CPU list"},
+      {"hosts:\n  client:\n    ssh: {destination: -oProxyCommand=x}\n    interface: e0\n    address: 10.1.0.1\n" + rest,
+       "key 'hosts.client.ssh.destination': not a host name or address"},
+      {good_client + rest + "    dataplane: {program: /x}\n", "key 'hosts.dut.dataplane.config': missing"},
+      {good_client + rest.substr(0, rest.find("    profiles")) + "    profiles: [kernel-ct, openflow-magic]\n",
+       "key 'hosts.dut.profiles': unknown DUT profile 'openflow-magic'"},
+      {good_client + rest.substr(0, rest.find("    profiles")) + "    profiles: [dataplane]\n",
+       "key 'hosts.dut.dataplane': missing (the dataplane profile needs its config)"},
+      {good_client + rest.substr(0, rest.find("    interfaces")) + "    interfaces: [p0]\n    profiles: [kernel-ct]\n",
+       "key 'hosts.dut.interfaces': expected two interfaces"},
+      {"mtu: 100000\n" + good_client + rest, ":1: key 'mtu': out of range"},
+      {good_client + rest + "ssh_options: -v\n", "key 'ssh_options': unknown key"},
+  };
+  for (const auto& c : cases) {
+    std::string got = load(c.text);
+    EXPECT_NE(got.find(c.want), std::string::npos) << "want '" << c.want << "', got '" << got << "'";
+    EXPECT_EQ(got.rfind(tmp("lab-bad.yaml"), 0), 0u) << got;  // the file's name first
+  }
+  EXPECT_NE(load_inventory("/tmp").message().find("is a directory"), std::string::npos);
+  EXPECT_NE(load_inventory("/nonexistent/lab.yaml").message().find("cannot open"), std::string::npos);
 }
 
 TEST(Ssh, QuotingRoundTripsThroughARealShell) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/lab.h"
 #include "harness/results.h"
 #include "harness/ssh.h"
 #include "sdn/status.h"
@@ -45,6 +46,8 @@ struct SweepConfig {
   // "testbed-ssh" the same namespaces reached over SSH (sshd in each, a key
   // made for the run): the SSH transport end to end on one machine.
   std::string lab;
+  // --lab FILE: the inventory it names (lab.empty() or "testbed-ssh": none).
+  std::shared_ptr<const Inventory> inventory;
   bool ci = false;
   std::string source_dir;   // repository root
   std::string build_dir;    // where dataplane/dataplane is
@@ -76,6 +79,12 @@ struct Bed {
   std::string ssh_dir;  // keys, sshd configs, known_hosts
   std::vector<testbed::Process> sshd;
   static sdn::Result<std::unique_ptr<Bed>> build(int mtu, bool ssh = false);
+  // The testbed as a lab (`harness testbed up --inventory FILE`): sshd in the
+  // client, server and DUT namespaces, reached from this namespace over
+  // management links (192.168.251.0/24), the DUT namespace set up as a
+  // router for kernel-ct (forwarding off until that profile turns it on),
+  // and a dataplane config for its ports. *inv describes it.
+  static sdn::Result<std::unique_ptr<Bed>> build_lab(const SweepConfig& cfg, Inventory* inv);
   std::vector<SshHost> ssh_hosts() const;  // client and server, over the management links
   ~Bed();
   static constexpr const char* kClientIp = "10.0.0.1";
@@ -114,20 +123,29 @@ class NetnsTransport final : public Transport {
 
 // The client and the server are hosts "client" and "server" of an SSH
 // session; raw output comes back over ssh's stdout and stderr.
+// With an inventory, each tool runs under `taskset -c` on the CPUs it lists
+// for that host.
 class SshTransport final : public Transport {
  public:
-  SshTransport(SshSession& s, std::string server_address, int mtu)
-      : s_(s), server_(std::move(server_address)), mtu_(mtu) {}
+  SshTransport(SshSession& s, std::string server_address, int mtu, const Inventory* inv = nullptr)
+      : s_(s), server_(std::move(server_address)), mtu_(mtu), inv_(inv) {}
   std::string server_address() const override { return server_; }
   int mtu() const override { return mtu_; }
   sdn::Result<Job> spawn(Side side, const std::vector<std::string>& argv, testbed::SpawnOptions opts) override {
-    return s_.spawn(side == Side::kClient ? "client" : "server", argv, std::move(opts));
+    std::vector<std::string> a = argv;
+    if (inv_ && !argv.empty()) {
+      const auto& cpus = side == Side::kClient ? inv_->client.cpus : inv_->server.cpus;
+      std::string tool = argv[0].substr(argv[0].rfind('/') + 1);
+      if (auto it = cpus.find(tool); it != cpus.end()) a.insert(a.begin(), {"taskset", "-c", it->second});
+    }
+    return s_.spawn(side == Side::kClient ? "client" : "server", a, std::move(opts));
   }
 
  private:
   SshSession& s_;
   std::string server_;
   int mtu_;
+  const Inventory* inv_;
 };
 
 class Dut {
@@ -157,6 +175,10 @@ class Dut {
 };
 
 sdn::Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const SweepConfig& cfg, const std::string& run_dir);
+// A profile on the inventory's DUT host, over `ssh` (hosts client, server, dut).
+// Its host facts are appended to machine_txt.
+sdn::Result<std::unique_ptr<Dut>> make_lab_dut(const std::string& name, const Inventory& inv, SshSession& ssh,
+                                               const std::string& run_dir, const std::string& machine_txt);
 
 struct SweepOutcome {
   int error_rows = 0;

@@ -1,0 +1,224 @@
+// DUT profiles on a lab's DUT host, driven over SSH (`harness run --lab
+// FILE`): preconditions first (recorded, and named in the rows when one
+// fails), then the profile started, health-checked from the client host, and
+// read (tracker entries, drops) through the same session.
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/lab.h"
+#include "harness/preconditions.h"
+#include "harness/sweep.h"
+
+namespace harness {
+
+using namespace std::chrono_literals;
+using sdn::Result;
+using sdn::Status;
+
+namespace {
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string one_line(std::string s) {
+  if (s.size() > 300) s = s.substr(s.size() - 300);
+  for (char& c : s)
+    if (c == '\n') c = ' ';
+  return s;
+}
+
+// "k=v k=v" pairs after `label:` on the line that starts with it.
+std::map<std::string, long long> pairs_on_line(const std::string& text, const std::string& label) {
+  std::map<std::string, long long> m;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    if (l.rfind(label + ":", 0) != 0) continue;
+    std::istringstream w(l.substr(label.size() + 1));
+    for (std::string kv; w >> kv;) {
+      size_t eq = kv.find('=');
+      if (eq != std::string::npos) m[kv.substr(0, eq)] = atoll(kv.c_str() + eq + 1);
+    }
+  }
+  return m;
+}
+
+class LabDut final : public Dut {
+ public:
+  LabDut(std::string profile, const Inventory& inv, SshSession& ssh, std::string dir, std::string machine_txt)
+      : profile_(std::move(profile)), inv_(inv), ssh_(ssh), dir_(std::move(dir)), machine_txt_(std::move(machine_txt)) {}
+  std::string name() const override { return profile_; }
+  std::string version() const override {
+    std::string out;
+    if (profile_ == "dataplane") {
+      if (ssh_.run("dut", {inv_.dut.dataplane_program, "--version"}, &out, 20s)) return one_line(out);
+      return "dataplane (version unavailable on the DUT host)";
+    }
+    if (ssh_.run("dut", {"uname", "-r"}, &out, 20s)) return "linux " + one_line(out);
+    return "unknown";
+  }
+  std::string no_tracker() const override { return started_ ? "" : "n/a: not started"; }
+
+  Status start(Bed&) override {
+    HostRunner run = [&](const std::vector<std::string>& argv) -> Result<std::string> {
+      std::string out;
+      if (Status s = ssh_.run("dut", argv, &out, 30s); !s) return s;
+      return out;
+    };
+    facts_ = gather_host_facts(run, inv_.dut.interfaces);
+    std::ofstream(machine_txt_, std::ios::app) << "dut host " << inv_.dut.ssh.destination << " for " << profile_
+                                               << ":\n" << facts_.describe();
+    bool listed = false;
+    for (const auto& p : inv_.dut.profiles) listed = listed || p == profile_;
+    if (!listed) return Status::error("the inventory's DUT host does not list profile " + profile_);
+    std::map<std::string, std::string> ovs = {{"hw-offload", "true"}, {"tc-policy", "none"}};
+    auto miss = missing_for(profile_, facts_, ovs);
+    if (!miss.empty()) {
+      std::string m;
+      for (auto& x : miss) m += (m.empty() ? "" : "; ") + x;
+      return Status::error("preconditions not met on the DUT host: " + m);
+    }
+    if (profile_ == "dataplane") return start_dataplane();
+    if (profile_ == "kernel-ct") return start_kernel_ct();
+    return Status::error("profile " + profile_ + " is not driven on a lab DUT host yet (its preconditions hold)");
+  }
+  void stop() override {
+    daemon_ = Job();
+    if (profile_ == "kernel-ct" && started_) {
+      ssh_.run("dut", {"nft", "delete", "table", "inet", "harness"}, nullptr, 20s);
+      ssh_.run("dut", {"sysctl", "-q", "-w", "net.ipv4.ip_forward=0"}, nullptr, 20s);
+    }
+    started_ = false;
+  }
+  ~LabDut() override { stop(); }
+
+  long long ct_entries() override {
+    std::string out;
+    if (profile_ == "dataplane") {
+      if (!ssh_.run("dut", {inv_.dut.dataplane_ctl, "--prefix", prefix_, "stats"}, &out, 20s)) return -1;
+      auto ct = pairs_on_line(out, "ct");
+      return ct.count("active") ? ct["active"] : -1;
+    }
+    if (!ssh_.run("dut", {"cat", "/proc/sys/net/netfilter/nf_conntrack_count"}, &out, 20s)) return -1;
+    return atoll(out.c_str());
+  }
+  Result<std::string> make_room(long long conns) override {
+    if (profile_ == "dataplane") return std::string("conntrack.capacity as configured on the DUT host (checked per row)");
+    std::string out;
+    if (Status s = ssh_.run("dut", {"cat", "/proc/sys/net/netfilter/nf_conntrack_max"}, &out, 20s); !s) return s;
+    long long have = atoll(out.c_str()), want = conns + 16384;
+    if (have >= want) return "nf_conntrack_max " + std::to_string(have);
+    if (Status s = ssh_.run("dut", {"sysctl", "-q", "-w", "net.netfilter.nf_conntrack_max=" + std::to_string(want)},
+                            nullptr, 20s);
+        !s)
+      return s;
+    return "nf_conntrack_max " + std::to_string(have) + " -> " + std::to_string(want) + " (left so on the DUT host)";
+  }
+  Result<std::map<std::string, long long>> drops() override {
+    std::string out;
+    if (profile_ == "dataplane") {
+      if (Status s = ssh_.run("dut", {inv_.dut.dataplane_ctl, "--prefix", prefix_, "stats"}, &out, 20s); !s) return s;
+      std::map<std::string, long long> m;
+      for (auto& [k, v] : pairs_on_line(out, "drops"))
+        m[(k == "rule_drop" || k == "no_match" ? "policy:" : "") + k] = v;
+      return m;
+    }
+    std::map<std::string, long long> m;
+    for (const auto& ifc : inv_.dut.interfaces) {
+      if (Status s = ssh_.run("dut", {"ip", "-s", "-j", "link", "show", "dev", ifc}, &out, 20s); !s) return s;
+      auto j = nlohmann::json::parse(out, nullptr, false);
+      if (!j.is_array() || j.empty() || !j[0].contains("stats64")) return Status::error("ip -s -j link: no statistics");
+      for (const char* dir : {"rx", "tx"})
+        for (const char* k : {"dropped", "errors", "missed"})
+          if (j[0]["stats64"].contains(dir) && j[0]["stats64"][dir].contains(k))
+            m[ifc + "_" + dir + "_" + k] = j[0]["stats64"][dir][k].get<long long>();
+    }
+    return m;
+  }
+
+ private:
+  Status health() {
+    // The endpoints may hold the neighbour entries of the DUT run before
+    // (a bump in the wire passes the hosts' own MACs; a router answers for
+    // them): each DUT starts from empty neighbour tables.
+    for (const LabHost* h : {&inv_.client, &inv_.server})
+      if (Status s = ssh_.run(h->ssh.name, {"ip", "neigh", "flush", "dev", h->interface}, nullptr, 20s); !s)
+        return Status::error("flushing the neighbour table: " + s.message());
+    std::string last;
+    for (int i = 0; i < 10; i++) {
+      Status s = ssh_.run("client", {"ping", "-c", "1", "-W", "1", inv_.server.address}, &last, 10s);
+      if (s) return {};
+      std::this_thread::sleep_for(500ms);
+    }
+    return Status::error("health check: no ping from the client host to " + inv_.server.address + " across the DUT: " +
+                         one_line(last));
+  }
+  Status start_dataplane() {
+    std::string out;
+    if (Status s = ssh_.run("dut", {inv_.dut.dataplane_program, "--check", "--config", inv_.dut.dataplane_config}, &out, 60s);
+        !s)
+      return Status::error("dataplane --check on the DUT host: " + s.message());
+    if (!inv_.dut.hw_check.empty()) {
+      if (Status s = ssh_.run("dut", {inv_.dut.dataplane_program, "--hw-check", inv_.dut.hw_check}, &out, 120s); !s)
+        return Status::error("dataplane --hw-check " + inv_.dut.hw_check + " on the DUT host: " + s.message());
+      std::ofstream(dir_ + "/hw-check.txt") << out;
+    }
+    prefix_ = "harness-lab-dp-" + std::to_string(getpid());
+    log_ = dir_ + "/dataplane.log";
+    testbed::SpawnOptions o;
+    o.stdout_path = log_;
+    o.stderr_path = "=stdout";
+    auto j = ssh_.spawn("dut", {inv_.dut.dataplane_program, "--config", inv_.dut.dataplane_config, "--file-prefix", prefix_},
+                        o);
+    if (!j) return j.status();
+    daemon_ = std::move(j.value());
+    for (auto deadline = std::chrono::steady_clock::now() + 60s;;) {
+      if (slurp(log_).find("dataplane: running") != std::string::npos) break;
+      if (!daemon_.running()) return Status::error("the dataplane exited during start: " + one_line(slurp(log_)));
+      if (std::chrono::steady_clock::now() > deadline)
+        return Status::error("the dataplane is not running after 60 s: " + one_line(slurp(log_)));
+      std::this_thread::sleep_for(200ms);
+    }
+    started_ = true;
+    return health();
+  }
+  Status start_kernel_ct() {
+    const std::string& in0 = inv_.dut.interfaces[0];
+    const std::vector<std::vector<std::string>> cmds = {
+        {"nft", "add", "table", "inet", "harness"},
+        {"nft", "add", "chain", "inet", "harness", "forward", "{ type filter hook forward priority 0; policy drop; }"},
+        {"nft", "add", "rule", "inet", "harness", "forward", "ct", "state", "established,related", "accept"},
+        {"nft", "add", "rule", "inet", "harness", "forward", "ct", "state", "invalid", "drop"},
+        {"nft", "add", "rule", "inet", "harness", "forward", "iifname", in0, "ct", "state", "new", "accept"},
+        {"sysctl", "-q", "-w", "net.ipv4.ip_forward=1"}};
+    ssh_.run("dut", {"nft", "delete", "table", "inet", "harness"}, nullptr, 20s);  // a killed run's
+    started_ = true;
+    for (const auto& c : cmds)
+      if (Status s = ssh_.run("dut", c, nullptr, 20s); !s) return Status::error("kernel-ct on the DUT host: " + s.message());
+    return health();
+  }
+
+  std::string profile_;
+  const Inventory& inv_;
+  SshSession& ssh_;
+  std::string dir_, machine_txt_, prefix_, log_;
+  HostFacts facts_;
+  Job daemon_;
+  bool started_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Dut>> make_lab_dut(const std::string& name, const Inventory& inv, SshSession& ssh,
+                                          const std::string& run_dir, const std::string& machine_txt) {
+  return std::unique_ptr<Dut>(new LabDut(name, inv, ssh, run_dir, machine_txt));
+}
+
+}  // namespace harness
