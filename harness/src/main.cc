@@ -49,6 +49,9 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         namespaces, each running sshd with a key made for the run: the SSH
         transport end to end. Remote programs run under the run's id and are
         killed at exit; a new run first kills what killed runs left.
+        --dut also takes ovs-dpdk-offload and ovs-kernel-tc, the hardware
+        profiles: their preconditions (a ConnectX in switchdev mode, ...) are
+        checked on the DUT host and each missing one is named in error rows.
         --lab FILE drives the hosts of a lab inventory over SSH
         (configs/harness/lab.example.yaml): iperf3, sockperf and harness-conns
         on the client and server hosts (pinned with taskset to the CPUs the
