@@ -854,7 +854,7 @@ struct Tracker::Impl {
   }
 
   // Stage 2: signature match; prefetch the candidate connection.
-  [[gnu::always_inline]] uint32_t stage2(uint32_t h, uint32_t b1, uint32_t b2) {
+  [[gnu::always_inline]] uint32_t stage2(uint32_t h, uint32_t b1, uint32_t b2, bool key_only = false) {
     uint16_t s = detail::Table::sig(h);
     uint32_t c = kEmpty;
     for (uint32_t b : {b1, b2}) {
@@ -867,10 +867,22 @@ struct Tracker::Impl {
       uintptr_t first = reinterpret_cast<uintptr_t>(&conns[c]) & ~uintptr_t{63};
       uintptr_t last = (reinterpret_cast<uintptr_t>(&conns[c]) + sizeof(Conn) - 1) & ~uintptr_t{63};
       __builtin_prefetch(reinterpret_cast<const void*>(first));
-      __builtin_prefetch(reinterpret_cast<const void*>(first + 64));
-      if (last > first + 64) __builtin_prefetch(reinterpret_cast<const void*>(last));
+      if (key_only) {
+        // The key and flags (the first 50 bytes) only: the rest is asked for
+        // once the key matched (prefetch_rest).
+        uintptr_t kl = (reinterpret_cast<uintptr_t>(&conns[c]) + 49) & ~uintptr_t{63};
+        if (kl != first) __builtin_prefetch(reinterpret_cast<const void*>(kl));
+      } else {
+        __builtin_prefetch(reinterpret_cast<const void*>(first + 64));
+        if (last > first + 64) __builtin_prefetch(reinterpret_cast<const void*>(last));
+      }
     }
     return c;
+  }
+  [[gnu::always_inline]] void prefetch_rest(uint32_t c) {
+    uintptr_t kl = (reinterpret_cast<uintptr_t>(&conns[c]) + 49) & ~uintptr_t{63};
+    uintptr_t last = (reinterpret_cast<uintptr_t>(&conns[c]) + sizeof(Conn) - 1) & ~uintptr_t{63};
+    for (uintptr_t l = kl + 64; l <= last; l += 64) __builtin_prefetch(reinterpret_cast<const void*>(l), 1);
   }
 
   // Stage 3 for a packet known to have no entry (looked up, and nothing
@@ -991,7 +1003,7 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
     Found* f = out + off;
     // Staged as process() is: all bucket loads, then all entry loads.
     for (uint32_t i = 0; i < k; i++) m.stage1(*pkts[off + i], f[i].hash, b1[i], b2[i], f[i].canon);
-    for (uint32_t i = 0; i < k; i++) cand[i] = m.stage2(f[i].hash, b1[i], b2[i]);
+    for (uint32_t i = 0; i < k; i++) cand[i] = m.stage2(f[i].hash, b1[i], b2[i], true);
     for (uint32_t i = 0; i < k; i++) {
       const Packet& p = *pkts[off + i];
       uint32_t c = cand[i];
@@ -1011,6 +1023,7 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
       }
       f[i].conn = c;
       f[i].dir = f[i].canon == ((m.conns[c].flags & detail::kOrigCanon) != 0) ? 0 : 1;
+      m.prefetch_rest(c);
     }
   }
   m.release();

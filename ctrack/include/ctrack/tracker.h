@@ -170,6 +170,9 @@ class Tracker {
     uint8_t dir;     // 0 original, 1 reply
     bool canon;      // the packet's key is the canonical orientation
   };
+  // Of each entry it prefetches the key's lines first and the rest once the
+  // key matched, so that the caller's work between lookup() and
+  // process_found() overlaps the entries' remaining misses.
   void lookup(const Packet* const* pkts, uint32_t n, Found* out);
   void process_found(const Packet* const* pkts, const Found* const* found, uint32_t n, uint64_t now_ns, bool commit,
                      CtResult* out);

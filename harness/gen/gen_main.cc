@@ -1,0 +1,474 @@
+// harness-gen: a stateful DPDK traffic generator with two ports, the client
+// side and the server side of K TCP connections through a DUT.
+//
+//  1. Set-up: real three-way handshakes (SYN out of the client port, the
+//     SYN-ACK out of the server port once the SYN came through, the ACK),
+//     with valid sequence numbers and window scaling, so a strict tracker
+//     takes them; SYNs and SYN-ACKs are resent after 500 ms.
+//  2. Trials: data segments both ways, spread over the connections, each
+//     acknowledging what the other side has sent, at a set rate in bursts of
+//     32, for a set time; then a drain. Loss per direction; latency from a
+//     TSC stamp in every payload (p50, p99, p99.9, max).
+//  3. The search (RFC 2544): a trial at full rate (the generator's ceiling
+//     and the DUT's forwarding rate there), then a binary search for the
+//     highest rate with loss at or under --loss, then latency at 10/50/90 %
+//     of it. One JSON object on stdout.
+//
+// One lcore does all of it; no allocation after set-up. See --help.
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "frame.h"
+
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+constexpr uint16_t kBurst = 32;
+constexpr uint32_t kIsnClient = 0x10000000u, kIsnServer = 0x20000000u;
+
+struct Options {
+  std::string client_dev, server_dev;  // vdev devargs (net_memif...) or PCI addresses
+  uint32_t conns = 1000;
+  int frame = 64;
+  double trial_s = 2, loss = 0, max_mpps = 0, rate_mpps = 0;
+  int setup_s = 60;
+  bool search = true;
+};
+
+// Latency: log-linear buckets, 16 per power of two (~6 % wide), 48 bits.
+struct Histogram {
+  static constexpr int kSub = 16, kBuckets = 45 * kSub;
+  uint64_t b[kBuckets] = {};
+  uint64_t n = 0, max = 0;
+  void add(uint64_t v) {
+    n++;
+    if (v > max) max = v;
+    int i;
+    if (v < kSub) {
+      i = static_cast<int>(v);
+    } else {
+      int p = 63 - __builtin_clzll(v) - 4;
+      i = (p + 1) * kSub + static_cast<int>((v >> p) - kSub);
+    }
+    b[std::min(i, kBuckets - 1)]++;
+  }
+  // The upper edge of the bucket that holds quantile q.
+  uint64_t at(double q) const {
+    if (!n) return 0;
+    uint64_t want = static_cast<uint64_t>(std::ceil(q * static_cast<double>(n))), seen = 0;
+    for (int i = 0; i < kBuckets; i++) {
+      seen += b[i];
+      if (seen >= want) {
+        if (i < kSub) return static_cast<uint64_t>(i);
+        int p = i / kSub - 1;
+        uint64_t edge = ((static_cast<uint64_t>(kSub + i % kSub) + 1) << p) - 1;
+        return std::min(edge, max);
+      }
+    }
+    return max;
+  }
+};
+
+struct Port {
+  uint16_t id = 0;
+  rte_ether_addr mac{};
+};
+
+struct Gen {
+  Options o;
+  Port cp, sp;  // client side, server side
+  rte_mempool* pool = nullptr;
+  uint64_t hz = 0;
+  // Per connection: what each side has sent (its next SEQ), handshake state.
+  std::vector<uint32_t> cseq, sseq;
+  std::vector<uint8_t> state;  // 0 new, 1 SYN sent, 2 SYN-ACK sent, 3 established
+  std::vector<uint64_t> sent_at;
+  gen::Template syn, synack, ack, data_c, data_s;
+
+  rte_mbuf* frame(const gen::Template& t, uint32_t conn, uint32_t seq, uint32_t ackn, uint64_t ts) {
+    rte_mbuf* m = rte_pktmbuf_alloc(pool);
+    if (!m) return nullptr;
+    uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
+    gen::fill(t, p, gen::tuple_of(conn), seq, ackn, ts);
+    m->data_len = m->pkt_len = t.len;
+    return m;
+  }
+  void send(const Port& p, rte_mbuf** m, uint16_t n, uint64_t* dropped) {
+    uint16_t k = 0;
+    for (int tries = 0; k < n && tries < 1000; tries++) k += rte_eth_tx_burst(p.id, 0, m + k, n - k);
+    if (k < n) {
+      *dropped += n - k;
+      rte_pktmbuf_free_bulk(m + k, n - k);
+    }
+  }
+
+  // --- set-up -------------------------------------------------------------
+  struct SetupResult {
+    uint32_t established = 0, resent = 0;
+    double secs = 0;
+  };
+  SetupResult setup() {
+    SetupResult r;
+    const uint64_t t0 = rte_rdtsc(), resend = hz / 2, deadline = t0 + static_cast<uint64_t>(o.setup_s) * hz;
+    const uint32_t window = 2048;  // handshakes in flight
+    uint32_t next = 0, in_flight = 0, scan = 0;
+    uint64_t txdrop = 0;
+    rte_mbuf* rx[kBurst];
+    rte_mbuf* tx[kBurst];
+    while (r.established < o.conns && !g_stop && rte_rdtsc() < deadline) {
+      uint16_t n = 0;
+      while (in_flight < window && next < o.conns && n < kBurst) {
+        if (rte_mbuf* m = frame(syn, next, kIsnClient, 0, 0)) {
+          tx[n++] = m;
+          state[next] = 1;
+          sent_at[next] = rte_rdtsc();
+          next++;
+          in_flight++;
+        } else {
+          break;
+        }
+      }
+      if (n) send(cp, tx, n, &txdrop);
+      // Server side: SYN -> SYN-ACK; ACK -> established.
+      uint16_t got = rte_eth_rx_burst(sp.id, 0, rx, kBurst);
+      n = 0;
+      for (uint16_t i = 0; i < got; i++) {
+        gen::Seen s;
+        if (gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, o.conns, gen::Dir::kToServer, &s)) {
+          if ((s.flags & (gen::kSyn | gen::kAck)) == gen::kSyn && state[s.conn] >= 1 && state[s.conn] <= 2) {
+            if (rte_mbuf* m = frame(synack, s.conn, kIsnServer, kIsnClient + 1, 0)) tx[n++] = m;
+            state[s.conn] = 2;
+            sent_at[s.conn] = rte_rdtsc();
+          } else if ((s.flags & (gen::kSyn | gen::kAck)) == gen::kAck && state[s.conn] == 2) {
+            state[s.conn] = 3;
+            r.established++;
+            in_flight--;
+          }
+        }
+      }
+      rte_pktmbuf_free_bulk(rx, got);
+      if (n) send(sp, tx, n, &txdrop);
+      // Client side: SYN-ACK -> ACK.
+      got = rte_eth_rx_burst(cp.id, 0, rx, kBurst);
+      n = 0;
+      for (uint16_t i = 0; i < got; i++) {
+        gen::Seen s;
+        if (gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, o.conns, gen::Dir::kToClient, &s) &&
+            (s.flags & (gen::kSyn | gen::kAck)) == (gen::kSyn | gen::kAck))
+          if (rte_mbuf* m = frame(ack, s.conn, kIsnClient + 1, kIsnServer + 1, 0)) tx[n++] = m;
+      }
+      rte_pktmbuf_free_bulk(rx, got);
+      if (n) send(cp, tx, n, &txdrop);
+      // Resend what has waited too long (a slice of the table per pass).
+      const uint64_t now = rte_rdtsc();
+      uint16_t nc = 0, ns = 0;
+      rte_mbuf* txs[kBurst];
+      for (uint32_t k = 0; k < 256 && next > 0; k++, scan = (scan + 1) % next) {
+        if (state[scan] == 0 || state[scan] == 3 || now - sent_at[scan] < resend) continue;
+        if (state[scan] == 1 && nc < kBurst) {
+          if (rte_mbuf* m = frame(syn, scan, kIsnClient, 0, 0)) tx[nc++] = m;
+        } else if (state[scan] == 2 && ns < kBurst) {
+          if (rte_mbuf* m = frame(synack, scan, kIsnServer, kIsnClient + 1, 0)) txs[ns++] = m;
+        } else {
+          continue;
+        }
+        sent_at[scan] = now;
+        r.resent++;
+      }
+      if (nc) send(cp, tx, nc, &txdrop);
+      if (ns) send(sp, txs, ns, &txdrop);
+    }
+    r.secs = static_cast<double>(rte_rdtsc() - t0) / static_cast<double>(hz);
+    for (uint32_t i = 0; i < o.conns; i++) {
+      cseq[i] = kIsnClient + 1;
+      sseq[i] = kIsnServer + 1;
+    }
+    return r;
+  }
+
+  // --- trials -------------------------------------------------------------
+  struct Trial {
+    double offered_mpps = 0, target_mpps = 0;  // both directions together
+    uint64_t tx[2] = {}, rx[2] = {}, txfail = 0;  // [0] client->server, [1] server->client
+    Histogram lat;
+    double secs = 0;
+    double loss() const {
+      uint64_t t = tx[0] + tx[1], r = rx[0] + rx[1];
+      return t ? static_cast<double>(t > r ? t - r : 0) / static_cast<double>(t) : 0;
+    }
+    double fwd_mpps() const { return secs > 0 ? static_cast<double>(rx[0] + rx[1]) / secs / 1e6 : 0; }
+  };
+
+  void receive(const Port& p, gen::Dir as, Trial* t) {
+    rte_mbuf* rx[kBurst];
+    uint16_t got = rte_eth_rx_burst(p.id, 0, rx, kBurst);
+    const uint64_t now = rte_rdtsc();
+    for (uint16_t i = 0; i < got; i++) {
+      gen::Seen s;
+      if (gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, o.conns, as, &s) && s.payload > 0 &&
+          s.ts) {
+        t->rx[as == gen::Dir::kToServer ? 0 : 1]++;
+        t->lat.add(((now & 0xFFFFFFFFFFFFull) - s.ts) & 0xFFFFFFFFFFFFull);
+      }
+    }
+    rte_pktmbuf_free_bulk(rx, got);
+  }
+
+  // rate_mpps 0: as fast as the generator goes.
+  void trial(double rate_mpps, Trial* t) {
+    *t = Trial{};
+    t->target_mpps = rate_mpps;
+    const double per_dir_pps = rate_mpps * 1e6 / 2;
+    const uint64_t t0 = rte_rdtsc(), end = t0 + static_cast<uint64_t>(o.trial_s * static_cast<double>(hz));
+    uint32_t next[2] = {0, 0};
+    rte_mbuf* tx[kBurst];
+    for (uint64_t now = t0; now < end && !g_stop; now = rte_rdtsc()) {
+      for (int d = 0; d < 2; d++) {
+        uint64_t due = rate_mpps > 0 ? static_cast<uint64_t>(static_cast<double>(now - t0) / static_cast<double>(hz) *
+                                                             per_dir_pps)
+                                     : t->tx[d] + kBurst;
+        if (due <= t->tx[d]) continue;
+        uint16_t n = static_cast<uint16_t>(std::min<uint64_t>(kBurst, due - t->tx[d]));
+        if (rte_pktmbuf_alloc_bulk(pool, tx, n) != 0) break;
+        const gen::Template& tp = d == 0 ? data_c : data_s;
+        const uint64_t ts = now & 0xFFFFFFFFFFFFull;
+        for (uint16_t i = 0; i < n; i++) {
+          uint32_t c = next[d];
+          next[d] = next[d] + 1 == o.conns ? 0 : next[d] + 1;
+          uint8_t* p = rte_pktmbuf_mtod(tx[i], uint8_t*);
+          if (d == 0) {
+            gen::fill(tp, p, gen::tuple_of(c), cseq[c], sseq[c], ts);
+            cseq[c] += tp.payload;
+          } else {
+            gen::fill(tp, p, gen::tuple_of(c), sseq[c], cseq[c], ts);
+            sseq[c] += tp.payload;
+          }
+          tx[i]->data_len = tx[i]->pkt_len = tp.len;
+        }
+        uint16_t k = rte_eth_tx_burst(d == 0 ? cp.id : sp.id, 0, tx, n);
+        if (k < n) {
+          // Not offered: take the SEQ back so the next frames follow on.
+          for (uint16_t i = k; i < n; i++) {
+            uint32_t c = (next[d] + o.conns - (n - i)) % o.conns;
+            (d == 0 ? cseq[c] : sseq[c]) -= tp.payload;
+          }
+          next[d] = (next[d] + o.conns - (n - k)) % o.conns;
+          rte_pktmbuf_free_bulk(tx + k, n - k);
+          t->txfail += n - k;
+        }
+        t->tx[d] += k;
+      }
+      receive(sp, gen::Dir::kToServer, t);
+      receive(cp, gen::Dir::kToClient, t);
+    }
+    t->secs = static_cast<double>(rte_rdtsc() - t0) / static_cast<double>(hz);
+    t->offered_mpps = static_cast<double>(t->tx[0] + t->tx[1]) / t->secs / 1e6;
+    // Drain: what is still in flight through the DUT.
+    for (uint64_t until = rte_rdtsc() + hz / 5, now = rte_rdtsc(); now < until; now = rte_rdtsc()) {
+      receive(sp, gen::Dir::kToServer, t);
+      receive(cp, gen::Dir::kToClient, t);
+    }
+  }
+
+  nlohmann::json trial_json(const Trial& t) const {
+    auto us = [&](uint64_t cyc) { return static_cast<double>(cyc) * 1e6 / static_cast<double>(hz); };
+    return {{"target_mpps", t.target_mpps},
+            {"offered_mpps", t.offered_mpps},
+            {"fwd_mpps", t.fwd_mpps()},
+            {"loss", t.loss()},
+            {"lost_to_server", t.tx[0] > t.rx[0] ? t.tx[0] - t.rx[0] : 0},
+            {"lost_to_client", t.tx[1] > t.rx[1] ? t.tx[1] - t.rx[1] : 0},
+            {"tx_full", t.txfail},
+            {"latency_us", {{"p50", us(t.lat.at(0.5))}, {"p99", us(t.lat.at(0.99))}, {"p999", us(t.lat.at(0.999))},
+                            {"max", us(t.lat.max)}, {"samples", t.lat.n}}}};
+  }
+};
+
+int port_init(uint16_t id, rte_mempool* pool) {
+  rte_eth_conf conf{};
+  if (int rc = rte_eth_dev_configure(id, 1, 1, &conf); rc < 0) return rc;
+  uint16_t nrx = 1024, ntx = 1024;
+  rte_eth_dev_adjust_nb_rx_tx_desc(id, &nrx, &ntx);
+  if (int rc = rte_eth_rx_queue_setup(id, 0, nrx, rte_eth_dev_socket_id(id), nullptr, pool); rc < 0) return rc;
+  if (int rc = rte_eth_tx_queue_setup(id, 0, ntx, rte_eth_dev_socket_id(id), nullptr); rc < 0) return rc;
+  rte_eth_promiscuous_enable(id);
+  return rte_eth_dev_start(id);
+}
+
+const char* kHelp =
+    "usage: harness-gen [EAL options] -- --client DEV --server DEV [--conns K] [--frame BYTES]\n"
+    "                   [--trial S] [--loss FRACTION] [--max-mpps R | --rate-mpps R] [--setup-timeout S]\n"
+    "  DEV              the port's devargs: a vdev (net_memif0,role=server,socket=/run/x.sock)\n"
+    "                   or a PCI address; the client side sends SYNs, the server side answers\n"
+    "  --conns K        TCP connections set up through the DUT first (default 1000, up to 10M)\n"
+    "  --frame BYTES    frame size with FCS, 64..1518 (default 64)\n"
+    "  --trial S        seconds per trial (default 2)\n"
+    "  --loss FRACTION  loss allowed at the zero-loss rate (default 0)\n"
+    "  --rate-mpps R    one trial at R Mpps (both directions together), no search\n"
+    "  --max-mpps R     the search's upper bound (default: the generator's own full rate)\n"
+    "Prints one JSON object: set-up (established, per second), the full-rate trial, the\n"
+    "search's trials, zero_loss_mpps/gbps and latency at 10/50/90 % of it.\n";
+
+bool num(const char* s, double lo, double hi, double* out) {
+  char* e = nullptr;
+  double v = strtod(s, &e);
+  if (!*s || *e || !(v >= lo && v <= hi)) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(kHelp, stdout);
+      return 0;
+    }
+  int eal = rte_eal_init(argc, argv);
+  if (eal < 0) {
+    fprintf(stderr, "harness-gen: EAL init failed: %s\n", rte_strerror(rte_errno));
+    return 2;
+  }
+  Gen g;
+  Options& o = g.o;
+  for (int i = eal + 1; i < argc; i++) {
+    std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    double x = 0;
+    auto bad = [&](const char* what) {
+      fprintf(stderr, "harness-gen: %s '%s': %s\n%s", a.c_str(), v ? v : "", what, kHelp);
+      exit(2);
+    };
+    if (!v) bad("needs a value");
+    i++;
+    if (a == "--client") o.client_dev = v;
+    else if (a == "--server") o.server_dev = v;
+    else if (a == "--conns") o.conns = num(v, 1, 10000000, &x) ? static_cast<uint32_t>(x) : (bad("want 1..10000000"), 0);
+    else if (a == "--frame") o.frame = num(v, gen::kMinFrame, gen::kMaxFrame, &x) ? static_cast<int>(x) : (bad("want 64..1518"), 0);
+    else if (a == "--trial") o.trial_s = num(v, 0.1, 600, &x) ? x : (bad("want 0.1..600 s"), 0);
+    else if (a == "--loss") o.loss = num(v, 0, 1, &x) ? x : (bad("want a fraction 0..1"), 0);
+    else if (a == "--max-mpps") o.max_mpps = num(v, 0.001, 1000, &x) ? x : (bad("want 0.001..1000"), 0);
+    else if (a == "--rate-mpps") {
+      o.rate_mpps = num(v, 0.001, 1000, &x) ? x : (bad("want 0.001..1000"), 0);
+      o.search = false;
+    } else if (a == "--setup-timeout") o.setup_s = num(v, 1, 3600, &x) ? static_cast<int>(x) : (bad("want 1..3600 s"), 0);
+    else bad("unknown option");
+  }
+  if (o.client_dev.empty() || o.server_dev.empty()) {
+    fprintf(stderr, "harness-gen: --client and --server are required\n%s", kHelp);
+    return 2;
+  }
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  auto fail = [](const std::string& why) {
+    printf("%s\n", nlohmann::json({{"error", why}}).dump().c_str());
+    rte_eal_cleanup();
+    return 1;
+  };
+  for (auto [dev, port] : {std::pair<const std::string*, Port*>{&o.client_dev, &g.cp}, {&o.server_dev, &g.sp}}) {
+    if (rte_dev_probe(dev->c_str()) != 0 && dev->rfind("net_", 0) == 0) return fail("cannot attach " + *dev);
+    std::string name = dev->substr(0, dev->find(','));
+    if (rte_eth_dev_get_port_by_name(name.c_str(), &port->id) != 0) return fail("no port named " + name);
+  }
+  g.pool = rte_pktmbuf_pool_create("gen", 16383, 512, 0, RTE_MBUF_DEFAULT_BUF_SIZE, static_cast<int>(rte_socket_id()));
+  if (!g.pool) return fail(std::string("mbuf pool: ") + rte_strerror(rte_errno));
+  for (Port* p : {&g.cp, &g.sp}) {
+    if (int rc = port_init(p->id, g.pool); rc < 0) return fail("port " + std::to_string(p->id) + ": " + rte_strerror(-rc));
+    rte_eth_macaddr_get(p->id, &p->mac);
+  }
+  // The DUT forwards between its ports unchanged (a bump in the wire): each
+  // side addresses the other side's port.
+  const uint8_t* cm = g.cp.mac.addr_bytes;
+  const uint8_t* sm = g.sp.mac.addr_bytes;
+  gen::make_template(&g.syn, gen::Dir::kToServer, gen::kSyn, 64, cm, sm);
+  gen::make_template(&g.synack, gen::Dir::kToClient, gen::kSyn | gen::kAck, 64, sm, cm);
+  gen::make_template(&g.ack, gen::Dir::kToServer, gen::kAck, 64, cm, sm);
+  gen::make_template(&g.data_c, gen::Dir::kToServer, gen::kAck | gen::kPsh, o.frame, cm, sm);
+  gen::make_template(&g.data_s, gen::Dir::kToClient, gen::kAck | gen::kPsh, o.frame, sm, cm);
+  g.hz = rte_get_tsc_hz();
+  g.cseq.assign(o.conns, 0);
+  g.sseq.assign(o.conns, 0);
+  g.state.assign(o.conns, 0);
+  g.sent_at.assign(o.conns, 0);
+  // Links up (memif connects when both sides are there).
+  for (int i = 0; i < 100; i++) {
+    rte_eth_link a{}, b{};
+    rte_eth_link_get_nowait(g.cp.id, &a);
+    rte_eth_link_get_nowait(g.sp.id, &b);
+    if (a.link_status && b.link_status) break;
+    if (i == 99) return fail("links not up after 10 s (is the DUT attached to both ports?)");
+    rte_delay_ms(100);
+  }
+  nlohmann::json out = {{"conns", o.conns}, {"frame_bytes", o.frame}, {"lcore", rte_lcore_id()}};
+  auto su = g.setup();
+  out["setup"] = {{"established", su.established},
+                  {"secs", su.secs},
+                  {"per_s", su.secs > 0 ? su.established / su.secs : 0},
+                  {"resent", su.resent}};
+  if (su.established < o.conns) {
+    out["error"] = "set-up: " + std::to_string(su.established) + " of " + std::to_string(o.conns) +
+                   " connections established in " + std::to_string(o.setup_s) + " s";
+    printf("%s\n", out.dump().c_str());
+    rte_eal_cleanup();
+    return 1;
+  }
+  const double bits_per_frame = (o.frame + 20) * 8.0;  // with preamble and inter-frame gap
+  Gen::Trial t;
+  if (!o.search) {
+    g.trial(o.rate_mpps, &t);
+    out["trial"] = g.trial_json(t);
+  } else {
+    g.trial(0, &t);  // full rate: the generator's ceiling through this DUT, and what the DUT forwards
+    out["full_rate"] = g.trial_json(t);
+    double hi = o.max_mpps > 0 ? std::min(o.max_mpps, t.offered_mpps) : t.offered_mpps, lo = 0, found = 0;
+    nlohmann::json trials = nlohmann::json::array();
+    if (t.loss() <= o.loss) {
+      found = t.offered_mpps;  // nothing lost at full rate: the generator is the limit
+      out["generator_limited"] = true;
+    } else {
+      out["generator_limited"] = false;
+      while (hi - lo > std::max(0.01, 0.01 * hi) && !g_stop) {
+        double mid = (lo + hi) / 2;
+        g.trial(mid, &t);
+        trials.push_back(g.trial_json(t));
+        if (t.loss() <= o.loss) {
+          lo = mid;
+          found = t.offered_mpps;
+        } else {
+          hi = mid;
+        }
+      }
+    }
+    out["search"] = trials;
+    out["zero_loss_mpps"] = found;
+    out["zero_loss_gbps"] = found * bits_per_frame / 1e3;
+    nlohmann::json lat = nlohmann::json::object();
+    for (int pct : {10, 50, 90}) {
+      if (found <= 0) break;
+      g.trial(found * pct / 100.0, &t);
+      lat[std::to_string(pct)] = g.trial_json(t);
+    }
+    out["latency_at"] = lat;
+  }
+  printf("%s\n", out.dump().c_str());
+  fflush(stdout);
+  for (Port* p : {&g.cp, &g.sp}) rte_eth_dev_stop(p->id);
+  rte_eal_cleanup();
+  return g_stop ? 130 : 0;
+}
