@@ -45,7 +45,9 @@ TEST(GenFrame, ChecksumsMatchAFullComputation) {
           const uint8_t* ip = buf + 14;
           ASSERT_EQ(gen::get16(ip + 10), full_ip_csum(ip)) << frame;
           ASSERT_EQ(gen::get16(ip + 20 + 16), full_tcp_csum(ip)) << frame << " flags " << int(flags);
-          if (!(flags & gen::kSyn)) ASSERT_EQ(t.len + 4, std::max(frame, 64));
+          if (!(flags & gen::kSyn)) {
+            ASSERT_EQ(t.len + 4, std::max(frame, 64));
+          }
           gen::Seen s;
           ASSERT_TRUE(gen::parse(buf, t.len, 3000000, d, &s));
           EXPECT_EQ(s.conn, conn);
@@ -109,29 +111,48 @@ TEST(GenFrame, AStrictTrackerTakesTheHandshakesAndTheData) {
       EXPECT_TRUE(st & ctrack::kCtEst) << c;
     }
     // Data as the generator sends it: round robin over the connections,
-    // each direction acking what the other side has sent, with bursts of
-    // one direction running ahead of the other.
+    // bursts of either direction, each packet acking what its side has
+    // received. The DUT is two queues (one per direction) that the tracker
+    // drains in bursts, in random order: a packet may reach the tracker
+    // before the data it follows on the other side, and must still be valid.
     std::mt19937 rng(frame);
     uint32_t next[2] = {0, 0};
+    std::vector<uint32_t> crcv(kConns, isn_s + 1), srcv(kConns, isn_c + 1);
+    struct Pkt {
+      uint32_t i, seq, ack;
+    };
+    std::vector<Pkt> q[2];
+    size_t head[2] = {0, 0};
+    auto deliver = [&](int d, size_t n) {
+      for (size_t k = 0; k < n && head[d] < q[d].size(); k++, head[d]++) {
+        const Pkt& p = q[d][head[d]];
+        uint8_t st = judge(d == 0 ? dc : ds, base + p.i, p.seq, p.ack);
+        ASSERT_TRUE(st & ctrack::kCtEst) << "frame " << frame << " conn " << p.i << " dir " << d << " state " << int(st);
+        ASSERT_FALSE(st & ctrack::kCtInv);
+        // It came through: the other side has received it.
+        uint32_t& got = d == 0 ? srcv[p.i] : crcv[p.i];
+        got = p.seq + (d == 0 ? dc.payload : ds.payload);
+      }
+    };
     for (int burst = 0; burst < 4000; burst++) {
       int d = static_cast<int>(rng() % 2);
       int n = 1 + static_cast<int>(rng() % 32);
       for (int k = 0; k < n; k++) {
         uint32_t i = next[d];
         next[d] = (next[d] + 1) % kConns;
-        uint32_t c = base + i;
-        uint8_t st;
         if (d == 0) {
-          st = judge(dc, c, cseq[i], sseq[i]);
+          q[0].push_back({i, cseq[i], crcv[i]});
           cseq[i] += dc.payload;
         } else {
-          st = judge(ds, c, sseq[i], cseq[i]);
+          q[1].push_back({i, sseq[i], srcv[i]});
           sseq[i] += ds.payload;
         }
-        ASSERT_TRUE(st & ctrack::kCtEst) << "frame " << frame << " conn " << c << " dir " << d << " state " << int(st);
-        ASSERT_FALSE(st & ctrack::kCtInv);
       }
+      if (rng() % 3 == 0) deliver(static_cast<int>(rng() % 2), 1 + rng() % 64);
+      if (HasFatalFailure()) return;
     }
+    deliver(0, q[0].size());
+    deliver(1, q[1].size());
   }
   auto s = ct.stats();
   for (int i = 1; i < static_cast<int>(ctrack::Invalid::kCount); i++) EXPECT_EQ(s.invalid[i], 0u) << i;
