@@ -48,6 +48,7 @@ struct Options {
   double trial_s = 2, loss = 0, max_mpps = 0, rate_mpps = 0;
   int setup_s = 60;
   bool search = true;
+  bool full_only = false;  // one trial at full rate (the generator's ceiling against a peer that drops)
 };
 
 // Latency: log-linear buckets, 16 per power of two (~6 % wide), 48 bits.
@@ -333,6 +334,8 @@ const char* kHelp =
     "  --loss FRACTION  loss allowed at the zero-loss rate (default 0)\n"
     "  --rate-mpps R    one trial at R Mpps (both directions together), no search\n"
     "  --max-mpps R     the search's upper bound (default: the generator's own full rate)\n"
+    "  --full-rate-only one trial at full rate, no search (the generator's ceiling against a\n"
+    "                   peer that drops everything)\n"
     "Prints one JSON object: set-up (established, per second), the full-rate trial, the\n"
     "search's trials, zero_loss_mpps/gbps and latency at 10/50/90 % of it.\n";
 
@@ -367,7 +370,7 @@ int main(int argc, char** argv) {
       fprintf(stderr, "harness-gen: %s '%s': %s\n%s", a.c_str(), v ? v : "", what, kHelp);
       exit(2);
     };
-    if (!v) bad("needs a value");
+    if (!v && a != "--full-rate-only") bad("needs a value");
     i++;
     if (a == "--client") o.client_dev = v;
     else if (a == "--server") o.server_dev = v;
@@ -379,6 +382,9 @@ int main(int argc, char** argv) {
     else if (a == "--rate-mpps") {
       o.rate_mpps = num(v, 0.001, 1000, &x) ? x : (bad("want 0.001..1000"), 0);
       o.search = false;
+    } else if (a == "--full-rate-only") {
+      o.full_only = true;
+      i--;  // takes no value
     } else if (a == "--setup-timeout") o.setup_s = num(v, 1, 3600, &x) ? static_cast<int>(x) : (bad("want 1..3600 s"), 0);
     else bad("unknown option");
   }
@@ -431,7 +437,17 @@ int main(int argc, char** argv) {
   }
   rte_delay_ms(500);  // a peer that just attached (memif) starts forwarding a moment after link up
   nlohmann::json out = {{"conns", o.conns}, {"frame_bytes", o.frame}, {"lcore", rte_lcore_id()}};
-  auto su = g.setup();
+  // The ceiling needs no connections (its peer forwards nothing back).
+  Gen::SetupResult su;
+  if (o.full_only) {
+    su.established = o.conns;
+    for (uint32_t i = 0; i < o.conns; i++) {
+      g.cseq[i] = g.srcv[i] = kIsnClient + 1;
+      g.sseq[i] = g.crcv[i] = kIsnServer + 1;
+    }
+  } else {
+    su = g.setup();
+  }
   out["setup"] = {{"established", su.established},
                   {"secs", su.secs},
                   {"per_s", su.secs > 0 ? su.established / su.secs : 0},
@@ -451,6 +467,12 @@ int main(int argc, char** argv) {
   } else {
     g.trial(0, &t);  // full rate: the generator's ceiling through this DUT, and what the DUT forwards
     out["full_rate"] = g.trial_json(t);
+    if (o.full_only) {
+      printf("%s\n", out.dump().c_str());
+      for (Port* p : {&g.cp, &g.sp}) rte_eth_dev_stop(p->id);
+      rte_eal_cleanup();
+      return 0;
+    }
     double hi = o.max_mpps > 0 ? std::min(o.max_mpps, t.offered_mpps) : t.offered_mpps, lo = 0, found = 0;
     nlohmann::json trials = nlohmann::json::array();
     if (t.loss() <= o.loss) {

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "harness/rfc2544.h"
 #include "harness/report.h"
 #include "harness/sweep.h"
 #include "testbed/testbed.h"
@@ -57,6 +58,15 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         on the client and server hosts (pinned with taskset to the CPUs the
         inventory lists), the DUT profile on the DUT host, its preconditions
         checked and recorded in machine.txt first. No testbed is built.
+  run --mode rfc2544 [--frame-sizes 64,512,1518] [--conns 1000,100000] [--dut dataplane,testpmd-io,ovs-dpdk]
+      [--trial S] [--loss FRACTION] [--repeat N] [--out DIR]
+        Each DUT at its own limit over net_memif: harness-gen (stateful, K TCP
+        connections set up with real handshakes first) runs an RFC 2544
+        zero-loss binary search per frame size, the full-rate forwarding
+        rate, and latency at 10/50/90 % of the zero-loss rate; the generator's
+        own ceiling (against testpmd rxonly) per frame size beside it. Rows in
+        DIR/rfc2544.csv. CPUs: generator lcore 1, the DUT's worker lcore 0.
+        ovs-dpdk and kernel-ct are error rows saying why (not yet; no DPDK port).
   report DIR                    write DIR/report.md and DIR/report.html
   compare OLD.csv NEW.csv [--max-regression PCT]
                                 list cells that regressed by more than PCT (default 5);
@@ -200,6 +210,91 @@ int cmd_testbed(const std::string& sub, const std::string& inventory, const std:
   return 2;
 }
 
+// harness run --mode rfc2544 [--frame-sizes ..] [--conns ..] [--dut ..] [--trial S] [--loss F] [--repeat N] [--out DIR]
+int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
+  Rfc2544Config c;
+  c.build_dir = build_dir;
+  std::string src = exe_dir() + "/../../..";
+  char real[4096];
+  c.source_dir = realpath(src.c_str(), real) ? real : src;
+  c.dataplane_config = c.source_dir + "/configs/dataplane/firewall.yaml";
+  auto list = [&](const std::string& flag, const std::string& v, int lo, int hi, std::vector<int>* out) {
+    out->clear();
+    std::stringstream ss(v);
+    for (std::string x; std::getline(ss, x, ',');) {
+      char* e = nullptr;
+      long n = strtol(x.c_str(), &e, 10);
+      if (x.empty() || *e || n < lo || n > hi) {
+        fprintf(stderr, "harness: %s '%s': want numbers %d..%d, comma-separated\n", flag.c_str(), v.c_str(), lo, hi);
+        exit(2);
+      }
+      out->push_back(static_cast<int>(n));
+    }
+    if (out->empty()) {
+      fprintf(stderr, "harness: %s: empty\n", flag.c_str());
+      exit(2);
+    }
+  };
+  for (int i = 2; i < argc; i++) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) {
+      fprintf(stderr, "harness: %s needs a value\n", a.c_str());
+      return 2;
+    }
+    std::string v = argv[++i];
+    char* e = nullptr;
+    if (a == "--mode") continue;
+    else if (a == "--frame-sizes") list(a, v, 64, 1518, &c.frames);
+    else if (a == "--conns") list(a, v, 1, 10000000, &c.conns);
+    else if (a == "--repeat") {
+      std::vector<int> r;
+      list(a, v, 1, 100, &r);
+      c.repeat = r[0];
+    } else if (a == "--trial") {
+      c.trial_s = strtod(v.c_str(), &e);
+      if (v.empty() || *e || c.trial_s < 0.1 || c.trial_s > 600) {
+        fprintf(stderr, "harness: --trial '%s': want 0.1..600 s\n", v.c_str());
+        return 2;
+      }
+    } else if (a == "--loss") {
+      c.loss = strtod(v.c_str(), &e);
+      if (v.empty() || *e || c.loss < 0 || c.loss > 1) {
+        fprintf(stderr, "harness: --loss '%s': want a fraction 0..1\n", v.c_str());
+        return 2;
+      }
+    } else if (a == "--dut") {
+      c.duts.clear();
+      std::stringstream ss(v);
+      for (std::string x; std::getline(ss, x, ',');) {
+        if (std::find(kDutNames.begin(), kDutNames.end(), x) == kDutNames.end()) {
+          fprintf(stderr, "harness: --dut: unknown DUT '%s'\n", x.c_str());
+          return 2;
+        }
+        c.duts.push_back(x);
+      }
+      if (c.duts.empty()) {
+        fprintf(stderr, "harness: --dut: empty\n");
+        return 2;
+      }
+    } else if (a == "--out") c.out_dir = v;
+    else if (a == "--dataplane-config") c.dataplane_config = v;
+    else {
+      fprintf(stderr, "harness: --mode rfc2544: unknown option '%s' (see --help)\n", a.c_str());
+      return 2;
+    }
+  }
+  if (!testbed::have_privileges()) {
+    fprintf(stderr, "harness: run as root (DPDK and memif sockets under /run)\n");
+    return 2;
+  }
+  auto r = run_rfc2544(c, g_stop);
+  if (!r) {
+    fprintf(stderr, "harness: %s\n", r.message().c_str());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -275,6 +370,15 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  for (int i = 2; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--mode")) {
+      std::string m = argv[i + 1];
+      if (m == "rfc2544") return cmd_rfc2544(argc, argv, build_dir);
+      if (m != "sweep") {
+        fprintf(stderr, "harness: --mode '%s': want sweep (the default) or rfc2544\n", m.c_str());
+        return 2;
+      }
+    }
   SweepConfig cfg;
   cfg.build_dir = build_dir;
   std::string src = exe_dir() + "/../../..";

@@ -334,6 +334,48 @@ TEST(E2E, LabInventoryDrivesEveryHostOverSsh) {
   }
 }
 
+// The DUTs at their own limit: harness-gen over memif, K real handshakes,
+// the zero-loss search; a DUT that cannot attach is an error row with why.
+TEST(E2E, Rfc2544ModeOverMemif) {
+  std::string out = "/tmp/harness-e2e-rfc-" + std::to_string(getpid());
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--frame-sizes", "63"}, {"--conns", "0"},
+                                       {"--trial", "x"}, {"--dut", "nope"}, {"--loss", "2"}, {"--instances", "4"}}) {
+    std::vector<std::string> argv = {g_harness, "run", "--mode", "rfc2544"};
+    argv.insert(argv.end(), bad.begin(), bad.end());
+    auto b = testbed::run_capture(argv, nullptr, std::chrono::seconds(20));
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(b->status, 2) << bad[0] << ": " << b->output;
+  }
+  auto r = testbed::run_capture({g_harness, "run", "--mode", "rfc2544", "--frame-sizes", "64", "--conns", "2000",
+                                 "--dut", "testpmd-io,dataplane,kernel-ct", "--trial", "0.5", "--out", out},
+                                nullptr, std::chrono::minutes(8));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 0) << r->output;
+  auto rows = harness::read_csv(out + "/rfc2544.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  ASSERT_EQ(rows->size(), 3u) << r->output;
+  for (auto& row : *rows) {
+    EXPECT_GT(harness::to_num(row["generator_ceiling_mpps"], 0), 0) << row["generator_ceiling_mpps"];
+    if (row["dut"] == "kernel-ct") {
+      EXPECT_EQ(row["status"], "error");
+      EXPECT_NE(row["error"].find("no DPDK port"), std::string::npos) << row["error"];
+      continue;
+    }
+    EXPECT_EQ(row["status"], "ok") << row["dut"] << ": " << row["error"];
+    EXPECT_GT(harness::to_num(row["zero_loss_mpps"], 0), 0) << row["dut"];
+    EXPECT_GT(harness::to_num(row["max_fwd_mpps"], 0), 0) << row["dut"];
+    EXPECT_GT(harness::to_num(row["cps_established"], 0), 0) << row["dut"];
+    EXPECT_GT(harness::to_num(row["lat50_p50_us"], 0), 0) << row["dut"];
+    if (row["dut"] == "dataplane") {
+      EXPECT_GE(harness::to_num(row["ct_entries"], 0), 2000);
+    }
+  }
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string comm = read_proc(e.path() / "comm");
+    EXPECT_TRUE(comm != "harness-gen\n" && comm != "dpdk-testpmd\n" && comm != "dataplane\n") << comm << e.path();
+  }
+}
+
 // kill -9 of a harness driving hosts over SSH: the next run's start kills
 // what it left there.
 TEST(E2E, KilledSshRunIsCleanedUpByTheNext) {

@@ -14,6 +14,8 @@ namespace harness {
 
 // The schema, in column order. Documented in README.md ("CSV schema").
 const std::vector<std::string>& csv_columns();
+// `harness run --mode rfc2544`'s schema (rfc2544.csv).
+const std::vector<std::string>& rfc2544_columns();
 
 using Row = std::map<std::string, std::string>;
 
@@ -23,13 +25,14 @@ class CsvWriter {
  public:
   ~CsvWriter();
   // Opens for appending; writes the header when the file is new or empty.
-  sdn::Status open(const std::string& path);
+  sdn::Status open(const std::string& path, const std::vector<std::string>& columns = csv_columns());
   sdn::Status write(const Row& r);  // unknown keys are an error: the schema is fixed
   const std::string& path() const { return path_; }
 
  private:
   FILE* f_ = nullptr;
   std::string path_;
+  const std::vector<std::string>* cols_ = nullptr;
 };
 
 // Reads a CSV written by CsvWriter. Errors name the file and line.

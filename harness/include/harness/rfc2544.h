@@ -1,0 +1,27 @@
+// `harness run --mode rfc2544`: the DUTs measured at their own limit over
+// net_memif with harness-gen (stateful TCP, RFC 2544 zero-loss search,
+// latency at 10/50/90 % of the found rate), rows in DIR/rfc2544.csv.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "sdn/status.h"
+
+namespace harness {
+
+struct Rfc2544Config {
+  std::vector<int> frames{64, 512, 1518};
+  std::vector<int> conns{1000, 100000};
+  std::vector<std::string> duts{"dataplane", "testpmd-io", "ovs-dpdk"};
+  double trial_s = 2;
+  double loss = 0;  // fraction allowed at the zero-loss rate
+  int repeat = 1;
+  std::string out_dir, source_dir, build_dir, dataplane_config;
+};
+
+// Returns the number of error rows.
+sdn::Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop);
+
+}  // namespace harness
