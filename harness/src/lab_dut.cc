@@ -64,7 +64,10 @@ class LabDut final : public Dut {
     if (ssh_.run("dut", {"uname", "-r"}, &out, 20s)) return "linux " + one_line(out);
     return "unknown";
   }
-  std::string no_tracker() const override { return started_ ? "" : "n/a: not started"; }
+  std::string no_tracker() const override {
+    if (profile_ == "testpmd-io") return "n/a: io forwarding tracks no connections";
+    return started_ ? "" : "n/a: not started";
+  }
 
   Status start(Bed&) override {
     HostRunner run = [&](const std::vector<std::string>& argv) -> Result<std::string> {
@@ -87,6 +90,7 @@ class LabDut final : public Dut {
     }
     if (profile_ == "dataplane") return start_dataplane();
     if (profile_ == "kernel-ct") return start_kernel_ct();
+    if (profile_ == "testpmd-io") return start_testpmd();
     return Status::error("profile " + profile_ + " is not driven on a lab DUT host yet (its preconditions hold)");
   }
   void stop() override {
@@ -101,6 +105,7 @@ class LabDut final : public Dut {
 
   long long ct_entries() override {
     std::string out;
+    if (profile_ == "testpmd-io") return -1;
     if (profile_ == "dataplane") {
       if (!ssh_.run("dut", {inv_.dut.dataplane_ctl, "--prefix", prefix_, "stats"}, &out, 20s)) return -1;
       auto ct = pairs_on_line(out, "ct");
@@ -123,6 +128,7 @@ class LabDut final : public Dut {
   }
   Result<std::map<std::string, long long>> drops() override {
     std::string out;
+    if (profile_ == "testpmd-io") return Status::error("testpmd's counters are not read on a lab DUT host");
     if (profile_ == "dataplane") {
       if (Status s = ssh_.run("dut", {inv_.dut.dataplane_ctl, "--prefix", prefix_, "stats"}, &out, 20s); !s) return s;
       std::map<std::string, long long> m;
@@ -184,6 +190,37 @@ class LabDut final : public Dut {
       if (!daemon_.running()) return Status::error("the dataplane exited during start: " + one_line(slurp(log_)));
       if (std::chrono::steady_clock::now() > deadline)
         return Status::error("the dataplane is not running after 60 s: " + one_line(slurp(log_)));
+      std::this_thread::sleep_for(200ms);
+    }
+    started_ = true;
+    return health();
+  }
+  // testpmd io forwarding between the DUT host's two ports: PCI ports by
+  // their bus address, other interfaces through net_af_packet.
+  Status start_testpmd() {
+    prefix_ = "harness-lab-tp-" + std::to_string(getpid());
+    log_ = dir_ + "/testpmd.log";
+    std::vector<std::string> argv = {"dpdk-testpmd", "-l", "0,1", "--file-prefix", prefix_};
+    for (size_t i = 0; i < facts_.nics.size(); i++) {
+      const NicFacts& n = facts_.nics[i];
+      const bool pci = n.bus.size() > 5 && n.bus.find(':') != std::string::npos && n.bus.find('.') != std::string::npos;
+      if (pci) argv.insert(argv.end(), {"-a", n.bus});
+      else argv.insert(argv.end(), {"--vdev", "net_af_packet" + std::to_string(i) + ",iface=" + n.iface});
+    }
+    const char* huge = getenv("DPDK_HUGE");
+    if (huge && std::string(huge) == "0") argv.insert(argv.end(), {"--no-huge", "-m", "1024"});
+    argv.insert(argv.end(), {"--", "--forward-mode=io", "--auto-start", "--stats-period", "10", "--nb-cores=1"});
+    testbed::SpawnOptions o;
+    o.stdout_path = log_;
+    o.stderr_path = "=stdout";
+    auto j = ssh_.spawn("dut", argv, o);
+    if (!j) return j.status();
+    daemon_ = std::move(j.value());
+    for (auto deadline = std::chrono::steady_clock::now() + 60s;;) {
+      if (slurp(log_).find("packet forwarding - ports=") != std::string::npos) break;
+      if (!daemon_.running()) return Status::error("testpmd exited during start: " + one_line(slurp(log_)));
+      if (std::chrono::steady_clock::now() > deadline)
+        return Status::error("testpmd is not forwarding after 60 s: " + one_line(slurp(log_)));
       std::this_thread::sleep_for(200ms);
     }
     started_ = true;
