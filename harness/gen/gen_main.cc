@@ -363,29 +363,34 @@ int main(int argc, char** argv) {
   Gen g;
   Options& o = g.o;
   for (int i = eal + 1; i < argc; i++) {
-    std::string a = argv[i];
-    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-    double x = 0;
+    const std::string a = argv[i];
+    if (a == "--full-rate-only") {
+      o.full_only = true;
+      continue;
+    }
+    const char* v = i + 1 < argc ? argv[++i] : nullptr;
     auto bad = [&](const char* what) {
       fprintf(stderr, "harness-gen: %s '%s': %s\n%s", a.c_str(), v ? v : "", what, kHelp);
       exit(2);
     };
-    if (!v && a != "--full-rate-only") bad("needs a value");
-    i++;
+    // A number within lo..hi, or exit 2 naming the flag.
+    auto number = [&](double lo, double hi, const char* what) {
+      double x = 0;
+      if (!num(v, lo, hi, &x)) bad(what);
+      return x;
+    };
+    if (!v) bad("needs a value");
     if (a == "--client") o.client_dev = v;
     else if (a == "--server") o.server_dev = v;
-    else if (a == "--conns") o.conns = num(v, 1, 10000000, &x) ? static_cast<uint32_t>(x) : (bad("want 1..10000000"), 0);
-    else if (a == "--frame") o.frame = num(v, gen::kMinFrame, gen::kMaxFrame, &x) ? static_cast<int>(x) : (bad("want 64..1518"), 0);
-    else if (a == "--trial") o.trial_s = num(v, 0.1, 600, &x) ? x : (bad("want 0.1..600 s"), 0);
-    else if (a == "--loss") o.loss = num(v, 0, 1, &x) ? x : (bad("want a fraction 0..1"), 0);
-    else if (a == "--max-mpps") o.max_mpps = num(v, 0.001, 1000, &x) ? x : (bad("want 0.001..1000"), 0);
+    else if (a == "--conns") o.conns = static_cast<uint32_t>(number(1, 10000000, "want 1..10000000"));
+    else if (a == "--frame") o.frame = static_cast<int>(number(gen::kMinFrame, gen::kMaxFrame, "want 64..1518"));
+    else if (a == "--trial") o.trial_s = number(0.1, 600, "want 0.1..600 s");
+    else if (a == "--loss") o.loss = number(0, 1, "want a fraction 0..1");
+    else if (a == "--max-mpps") o.max_mpps = number(0.001, 1000, "want 0.001..1000");
     else if (a == "--rate-mpps") {
-      o.rate_mpps = num(v, 0.001, 1000, &x) ? x : (bad("want 0.001..1000"), 0);
+      o.rate_mpps = number(0.001, 1000, "want 0.001..1000");
       o.search = false;
-    } else if (a == "--full-rate-only") {
-      o.full_only = true;
-      i--;  // takes no value
-    } else if (a == "--setup-timeout") o.setup_s = num(v, 1, 3600, &x) ? static_cast<int>(x) : (bad("want 1..3600 s"), 0);
+    } else if (a == "--setup-timeout") o.setup_s = static_cast<int>(number(1, 3600, "want 1..3600 s"));
     else bad("unknown option");
   }
   if (o.client_dev.empty() || o.server_dev.empty()) {

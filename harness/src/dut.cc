@@ -12,6 +12,7 @@
 
 #include "harness/preconditions.h"
 #include "harness/sweep.h"
+#include "util.h"
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -26,37 +27,12 @@ using testbed::Process;
 using testbed::run_capture;
 using testbed::SpawnOptions;
 
+using util::first_line;
+using util::huge_ok;
+using util::slurp;
+using util::wait_for_log;
+
 namespace {
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string first_line(const std::vector<std::string>& argv) {
-  auto r = run_capture(argv, nullptr, 10s);
-  if (!r) return "unknown";
-  std::string s = r->output.substr(0, r->output.find('\n'));
-  return s.empty() ? "unknown" : s;
-}
-
-// The last lines of a log, on one line, for an error row.
-std::string tail(const std::string& s) {
-  std::string t = s.size() > 300 ? s.substr(s.size() - 300) : s;
-  for (char& c : t)
-    if (c == '\n') c = ' ';
-  return t;
-}
-
-// Tracker entries beyond --background-conns: the sweep's own connections.
-constexpr long long kRoomHeadroom = 16384;
-
-bool huge_ok() {
-  const char* e = getenv("DPDK_HUGE");
-  return !e || std::string(e) != "0";
-}
 
 // af_packet devargs for an interface, with frames large enough for the MTU.
 std::string afp(int idx, const char* iface, int mtu) {
@@ -75,16 +51,6 @@ Status ping_across(Bed& bed, std::chrono::seconds within) {
     last = r ? r->output : r.message();
   }
   return Status::error("health check: no ping across the DUT: " + last.substr(0, 200));
-}
-
-Status wait_for_log(Process& p, const std::string& log, const std::string& needle, std::chrono::seconds within) {
-  auto deadline = std::chrono::steady_clock::now() + within;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (slurp(log).find(needle) != std::string::npos) return {};
-    if (!p.running()) return Status::error("exited during start; log " + log + ": " + tail(slurp(log)));
-    std::this_thread::sleep_for(100ms);
-  }
-  return Status::error("not ready after " + std::to_string(within.count()) + " s; log " + log + ": " + tail(slurp(log)));
 }
 
 class DataplaneDut final : public Dut {
@@ -493,13 +459,7 @@ class HardwareProfileDut final : public Dut {
   }
   std::string no_tracker() const override { return "n/a: not started (preconditions)"; }
   Status start(Bed& bed) override {
-    HostRunner run = [&](const std::vector<std::string>& argv) -> Result<std::string> {
-      auto r = run_capture(argv, bed.dut, 10s);
-      if (!r) return r.status();
-      if (r->status != 0) return Status::error(r->output.empty() ? "exit status " + std::to_string(r->status) : r->output);
-      return r->output;
-    };
-    HostFacts f = gather_host_facts(run, {"d0", "d1"});
+    HostFacts f = gather_host_facts(util::netns_runner(bed.dut), {"d0", "d1"});
     // What the profile itself sets in OVS before its first flow.
     std::map<std::string, std::string> ovs = {{"hw-offload", "true"}, {"tc-policy", "none"}};
     auto miss = missing_for(profile_, f, ovs);

@@ -12,28 +12,16 @@
 #include "harness/lab.h"
 #include "harness/preconditions.h"
 #include "harness/sweep.h"
+#include "util.h"
 
 namespace harness {
 
 using namespace std::chrono_literals;
 using sdn::Result;
 using sdn::Status;
+using util::slurp;
 
 namespace {
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string one_line(std::string s) {
-  if (s.size() > 300) s = s.substr(s.size() - 300);
-  for (char& c : s)
-    if (c == '\n') c = ' ';
-  return s;
-}
 
 // "k=v k=v" pairs after `label:` on the line that starts with it.
 std::map<std::string, long long> pairs_on_line(const std::string& text, const std::string& label) {
@@ -56,13 +44,11 @@ class LabDut final : public Dut {
       : profile_(std::move(profile)), inv_(inv), ssh_(ssh), dir_(std::move(dir)), machine_txt_(std::move(machine_txt)) {}
   std::string name() const override { return profile_; }
   std::string version() const override {
+    // (the daemon has no --version: the program the inventory names)
+    if (profile_ == "dataplane") return "dataplane " + inv_.dut.dataplane_program + " on " + inv_.dut.ssh.destination;
     std::string out;
-    if (profile_ == "dataplane") {
-      if (ssh_.run("dut", {inv_.dut.dataplane_program, "--version"}, &out, 20s)) return one_line(out);
-      return "dataplane (version unavailable on the DUT host)";
-    }
-    if (ssh_.run("dut", {"uname", "-r"}, &out, 20s)) return "linux " + one_line(out);
-    return "unknown";
+    if (ssh_.run("dut", {"uname", "-r"}, &out, 20s)) return profile_ + " on linux " + util::tail(out);
+    return profile_ + " (kernel version unavailable on the DUT host)";
   }
   std::string no_tracker() const override {
     if (profile_ == "testpmd-io") return "n/a: io forwarding tracks no connections";
@@ -118,7 +104,7 @@ class LabDut final : public Dut {
     if (profile_ == "dataplane") return std::string("conntrack.capacity as configured on the DUT host (checked per row)");
     std::string out;
     if (Status s = ssh_.run("dut", {"cat", "/proc/sys/net/netfilter/nf_conntrack_max"}, &out, 20s); !s) return s;
-    long long have = atoll(out.c_str()), want = conns + 16384;
+    long long have = atoll(out.c_str()), want = conns + kRoomHeadroom;
     if (have >= want) return "nf_conntrack_max " + std::to_string(have);
     if (Status s = ssh_.run("dut", {"sysctl", "-q", "-w", "net.netfilter.nf_conntrack_max=" + std::to_string(want)},
                             nullptr, 20s);
@@ -150,6 +136,16 @@ class LabDut final : public Dut {
   }
 
  private:
+  // Waits for `needle` in the remote program's output (carried back by ssh).
+  Status await_log(const std::string& needle, const std::string& what) {
+    for (auto deadline = std::chrono::steady_clock::now() + 60s;;) {
+      if (slurp(log_).find(needle) != std::string::npos) return {};
+      if (!daemon_.running()) return Status::error(what + " exited during start: " + util::tail(slurp(log_)));
+      if (std::chrono::steady_clock::now() > deadline)
+        return Status::error(what + " is not ready after 60 s: " + util::tail(slurp(log_)));
+      std::this_thread::sleep_for(200ms);
+    }
+  }
   Status health() {
     // The endpoints may hold the neighbour entries of the DUT run before
     // (a bump in the wire passes the hosts' own MACs; a router answers for
@@ -164,7 +160,7 @@ class LabDut final : public Dut {
       std::this_thread::sleep_for(500ms);
     }
     return Status::error("health check: no ping from the client host to " + inv_.server.address + " across the DUT: " +
-                         one_line(last));
+                         util::tail(last));
   }
   Status start_dataplane() {
     std::string out;
@@ -185,13 +181,7 @@ class LabDut final : public Dut {
                         o);
     if (!j) return j.status();
     daemon_ = std::move(j.value());
-    for (auto deadline = std::chrono::steady_clock::now() + 60s;;) {
-      if (slurp(log_).find("dataplane: running") != std::string::npos) break;
-      if (!daemon_.running()) return Status::error("the dataplane exited during start: " + one_line(slurp(log_)));
-      if (std::chrono::steady_clock::now() > deadline)
-        return Status::error("the dataplane is not running after 60 s: " + one_line(slurp(log_)));
-      std::this_thread::sleep_for(200ms);
-    }
+    if (Status s = await_log("dataplane: running", "the dataplane"); !s) return s;
     started_ = true;
     return health();
   }
@@ -203,12 +193,10 @@ class LabDut final : public Dut {
     std::vector<std::string> argv = {"dpdk-testpmd", "-l", "0,1", "--file-prefix", prefix_};
     for (size_t i = 0; i < facts_.nics.size(); i++) {
       const NicFacts& n = facts_.nics[i];
-      const bool pci = n.bus.size() > 5 && n.bus.find(':') != std::string::npos && n.bus.find('.') != std::string::npos;
-      if (pci) argv.insert(argv.end(), {"-a", n.bus});
+      if (is_pci_bus(n.bus)) argv.insert(argv.end(), {"-a", n.bus});
       else argv.insert(argv.end(), {"--vdev", "net_af_packet" + std::to_string(i) + ",iface=" + n.iface});
     }
-    const char* huge = getenv("DPDK_HUGE");
-    if (huge && std::string(huge) == "0") argv.insert(argv.end(), {"--no-huge", "-m", "1024"});
+    if (!util::huge_ok()) argv.insert(argv.end(), {"--no-huge", "-m", "1024"});
     argv.insert(argv.end(), {"--", "--forward-mode=io", "--auto-start", "--stats-period", "10", "--nb-cores=1"});
     testbed::SpawnOptions o;
     o.stdout_path = log_;
@@ -216,13 +204,7 @@ class LabDut final : public Dut {
     auto j = ssh_.spawn("dut", argv, o);
     if (!j) return j.status();
     daemon_ = std::move(j.value());
-    for (auto deadline = std::chrono::steady_clock::now() + 60s;;) {
-      if (slurp(log_).find("packet forwarding - ports=") != std::string::npos) break;
-      if (!daemon_.running()) return Status::error("testpmd exited during start: " + one_line(slurp(log_)));
-      if (std::chrono::steady_clock::now() > deadline)
-        return Status::error("testpmd is not forwarding after 60 s: " + one_line(slurp(log_)));
-      std::this_thread::sleep_for(200ms);
-    }
+    if (Status s = await_log("packet forwarding - ports=", "testpmd"); !s) return s;
     started_ = true;
     return health();
   }

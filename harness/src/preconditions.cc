@@ -77,6 +77,10 @@ std::string parse_devlink_info_json(const std::string& out) {
   return s.empty() ? "n/a: devlink gave no part number or firmware" : s;
 }
 
+bool is_pci_bus(const std::string& bus) {
+  return bus.size() > 5 && bus.find(':') != std::string::npos && bus.find('.') != std::string::npos;
+}
+
 std::pair<int, int> kernel_version(const std::string& release) {
   int a = -1, b = -1;
   char dot = 0;
@@ -107,7 +111,7 @@ HostFacts gather_host_facts(const HostRunner& run, const std::vector<std::string
       auto j = nlohmann::json::parse(*r, nullptr, false);
       if (j.is_array() && !j.empty() && j[0].contains("mtu")) n.mtu = j[0]["mtu"].get<int>();
     }
-    if (n.bus.size() > 5 && n.bus.find(':') != std::string::npos && n.bus.find('.') != std::string::npos) {
+    if (is_pci_bus(n.bus)) {
       r = run({"devlink", "-j", "dev", "eswitch", "show", "pci/" + n.bus});
       n.eswitch_mode = r.ok() ? parse_eswitch_json(*r) : why(r, "devlink dev eswitch show");
       r = run({"devlink", "-j", "dev", "info", "pci/" + n.bus});

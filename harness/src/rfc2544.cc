@@ -18,7 +18,9 @@
 #include <thread>
 
 #include "harness/results.h"
+#include "harness/sweep.h"
 #include "testbed/process.h"
+#include "util.h"
 
 namespace harness {
 
@@ -27,42 +29,14 @@ using sdn::Result;
 using sdn::Status;
 using testbed::Process;
 using testbed::SpawnOptions;
+using util::fmt;
+using util::huge_ok;
+using util::now_iso;
+using util::slurp;
+using util::tail;
+using util::wait_for_log;
 
 namespace {
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string one_line(std::string s) {
-  if (s.size() > 300) s = s.substr(s.size() - 300);
-  for (char& c : s)
-    if (c == '\n') c = ' ';
-  return s;
-}
-
-std::string fmt(double v, int prec = 3) {
-  char b[64];
-  snprintf(b, sizeof b, "%.*f", prec, v);
-  return b;
-}
-
-bool huge_ok() {
-  const char* e = getenv("DPDK_HUGE");
-  return !e || std::string(e) != "0";
-}
-
-Status wait_log(Process& p, const std::string& log, const std::string& needle, std::chrono::seconds within) {
-  for (auto deadline = std::chrono::steady_clock::now() + within; std::chrono::steady_clock::now() < deadline;) {
-    if (slurp(log).find(needle) != std::string::npos) return {};
-    if (!p.running()) return Status::error("exited during start: " + one_line(slurp(log)));
-    std::this_thread::sleep_for(100ms);
-  }
-  return Status::error("not ready: " + one_line(slurp(log)));
-}
 
 // A DUT whose two ports are memif servers on sockets `a` (client side) and
 // `b` (server side).
@@ -95,7 +69,7 @@ class TestpmdMemif final : public MemifDut {
     auto p = Process::spawn(argv, o);
     if (!p) return p.status();
     proc_ = std::move(p.value());
-    return wait_log(proc_, log, "packet forwarding - ports=", 30s);
+    return wait_for_log(proc_, log, "packet forwarding - ports=", 30s);
   }
 
  private:
@@ -126,7 +100,7 @@ class DataplaneMemif final : public MemifDut {
     n["workers"]["lcores"] = lc;
     long long cap = n["conntrack"]["capacity"] ? n["conntrack"]["capacity"].as<long long>() : 0;
     long long want = 0;
-    for (int k : cfg_.conns) want = std::max<long long>(want, k + 16384);
+    for (int k : cfg_.conns) want = std::max<long long>(want, k + kRoomHeadroom);
     if (cap < want) n["conntrack"]["capacity"] = want;
     std::string path = dir_ + "/dataplane-memif.yaml", log = dir_ + "/dataplane.log";
     YAML::Emitter e;
@@ -138,7 +112,7 @@ class DataplaneMemif final : public MemifDut {
     auto p = Process::spawn({cfg_.build_dir + "/dataplane/dataplane", "--config", path}, o);
     if (!p) return p.status();
     proc_ = std::move(p.value());
-    return wait_log(proc_, log, "dataplane: running", 30s);
+    return wait_for_log(proc_, log, "dataplane: running", 30s);
   }
   Status flush() override {
     auto r = testbed::run_capture({cfg_.build_dir + "/dataplane/dataplane-ctl", "--prefix", prefix_, "ct", "flush"},
@@ -159,13 +133,6 @@ class DataplaneMemif final : public MemifDut {
   std::string dir_, prefix_;
 };
 
-std::string now_iso() {
-  time_t t = time(nullptr);
-  char b[32];
-  strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-  return b;
-}
-
 // One harness-gen run against sockets a/b; its JSON, or why there is none.
 Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, const std::string& b, int frame,
                                 int conns, bool ceiling, const std::string& raw) {
@@ -185,7 +152,7 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, 
   auto rc = p->wait(std::chrono::seconds(budget));
   if (!rc) return Status::error("harness-gen did not finish in " + std::to_string(budget) + " s");
   auto j = nlohmann::json::parse(slurp(raw + ".json"), nullptr, false);
-  if (j.is_discarded()) return Status::error("harness-gen exit " + std::to_string(*rc) + ": " + one_line(slurp(raw + ".err")));
+  if (j.is_discarded()) return Status::error("harness-gen exit " + std::to_string(*rc) + ": " + tail(slurp(raw + ".err")));
   if (j.contains("error")) return Status::error("harness-gen: " + j["error"].get<std::string>());
   if (*rc != 0) return Status::error("harness-gen exit status " + std::to_string(*rc));
   return j;
@@ -211,7 +178,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
   fprintf(stderr, "harness: %s\n", placement.c_str());
   std::ofstream(out + "/machine.txt", std::ios::app) << placement << "\n";
   auto git = testbed::run_capture({"git", "-C", cfg.source_dir, "rev-parse", "--short", "HEAD"}, nullptr, 10s);
-  const std::string rev = git && git->status == 0 ? one_line(git->output) : "unknown";
+  const std::string rev = git && git->status == 0 ? tail(git->output) : "unknown";
   const std::string a = "/run/harness-memif-" + std::to_string(getpid()) + "-a.sock",
                     b = "/run/harness-memif-" + std::to_string(getpid()) + "-b.sock";
   int errors = 0;

@@ -21,6 +21,7 @@
 
 #include "harness/preconditions.h"
 #include "harness/tools.h"
+#include "util.h"
 
 #include <nlohmann/json.hpp>
 
@@ -384,25 +385,25 @@ Result<std::unique_ptr<BackgroundConns>> BackgroundConns::open(Transport& tr, co
   auto bc = std::unique_ptr<BackgroundConns>(new BackgroundConns());
   const std::string ports =
       std::to_string(first_port) + "-" + std::to_string(first_port + ports_for(count) - 1);
-  const std::string sout = raw_prefix + ".server.jsonl", cout = raw_prefix + ".client.jsonl";
+  const std::string srv_out = raw_prefix + ".server.jsonl", cli_out = raw_prefix + ".client.jsonl";
   SpawnOptions o;
-  o.stdout_path = sout;
+  o.stdout_path = srv_out;
   o.stderr_path = "=stdout";
   auto s = tr.spawn(Side::kServer, {program, "serve", "--address", tr.server_address(), "--ports", ports, "--count", std::to_string(count)}, o);
   if (!s) return Status::error("background conns: server side: " + s.message());
   bc->server_ = std::move(s.value());
   for (int i = 0; i < 100; i++) {
-    auto j = last_json_line(sout);
+    auto j = last_json_line(srv_out);
     if (!j.is_discarded() && (j.value("phase", "") == "ready" || j.value("phase", "") == "serving")) break;
     if (!bc->server_.running() || (!j.is_discarded() && j.value("phase", "") == "failed"))
-      return Status::error("background conns: server side: " + (j.is_discarded() ? "exited; see " + sout
+      return Status::error("background conns: server side: " + (j.is_discarded() ? "exited; see " + srv_out
                                                                                   : j.value("error", "failed")));
-    if (i == 99) return Status::error("background conns: server side not listening after 10 s; see " + sout);
+    if (i == 99) return Status::error("background conns: server side not listening after 10 s; see " + srv_out);
     std::this_thread::sleep_for(100ms);
   }
   // --timeout: a set-up rate under 500/s is a DUT that cannot take them.
   const int timeout_s = 30 + count / 500;
-  o.stdout_path = cout;
+  o.stdout_path = cli_out;
   auto c = tr.spawn(Side::kClient,
                     {program, "connect", "--to", tr.server_address(), "--ports", ports, "--count",
                      std::to_string(count), "--timeout", std::to_string(timeout_s)},
@@ -410,7 +411,7 @@ Result<std::unique_ptr<BackgroundConns>> BackgroundConns::open(Transport& tr, co
   if (!c) return Status::error("background conns: client side: " + c.message());
   bc->client_ = std::move(c.value());
   for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s + 15);;) {
-    auto j = last_json_line(cout);
+    auto j = last_json_line(cli_out);
     std::string phase = j.is_discarded() ? "" : j.value("phase", "");
     if (phase == "done") {
       Setup& st = bc->setup_;
@@ -429,11 +430,11 @@ Result<std::unique_ptr<BackgroundConns>> BackgroundConns::open(Transport& tr, co
                            std::to_string(j.value("established", 0LL)) + " of " + std::to_string(count) +
                            " established, " + std::to_string(j.value("failed", 0LL)) + " connects failed)");
     if (!bc->client_.running())
-      return Status::error("background conns: client side exited without a result; see " + cout);
+      return Status::error("background conns: client side exited without a result; see " + cli_out);
     if (stop) return Status::error("background conns: interrupted");
     if (std::chrono::steady_clock::now() > deadline)
       return Status::error("background conns: no result from the client side after " +
-                           std::to_string(timeout_s + 15) + " s; see " + cout);
+                           std::to_string(timeout_s + 15) + " s; see " + cli_out);
     std::this_thread::sleep_for(200ms);
   }
 }
@@ -446,27 +447,12 @@ Status BackgroundConns::alive() {
 
 // ------------------------------------------------------------------ sweep
 
+using util::fmt;
+using util::now_iso;
+
 namespace {
 
-std::string now_iso() {
-  time_t t = time(nullptr);
-  char b[32];
-  strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-  return b;
-}
-
-std::string cmd_line(const std::vector<std::string>& argv) {
-  auto r = testbed::run_capture(argv, nullptr, 10s);
-  if (!r) return "unavailable";
-  std::string s = r->output.substr(0, r->output.find('\n'));
-  return s.empty() ? "unavailable" : s;
-}
-
-std::string fmt(double v, int prec = 3) {
-  char b[64];
-  snprintf(b, sizeof b, "%.*f", prec, v);
-  return b;
-}
+std::string cmd_line(const std::vector<std::string>& argv) { return util::first_line(argv, "unavailable"); }
 
 void put_latency(Row& r, const SockperfResult& l) {
   r["latency_p50_us"] = fmt(l.p50_us);
@@ -636,6 +622,11 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
       << "\niperf3: " << cmd_line({"iperf3", "--version"}) << "\nsockperf: " << cmd_line({"sockperf", "--version"})
       << "\ngit: " << git << "\nmtu: " << cfg.mtu << "\nhugepages: " << (getenv("DPDK_HUGE") && std::string(getenv("DPDK_HUGE")) == "0" ? "no" : "yes")
       << "\n";
+    if (cfg.inventory)
+      m << "lab: " << cfg.inventory->path << " (client " << cfg.inventory->client.ssh.destination << ", server "
+        << cfg.inventory->server.ssh.destination << ", dut " << cfg.inventory->dut.ssh.destination << "), link "
+        << (cfg.inventory->link_gbps > 0 ? fmt(cfg.inventory->link_gbps, 0) + " Gbit/s" : std::string("not given"))
+        << "\n";
   }
   CsvWriter w;
   if (Status s = w.open(csv); !s) return s;
@@ -723,14 +714,9 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     if (dut) version = dut->version();
     if (bed && bed->dut) {
       // The DUT host as it is, before any traffic: in the machine info.
-      HostRunner on_dut = [&](const std::vector<std::string>& argv) -> Result<std::string> {
-        auto r = testbed::run_capture(argv, bed->dut, 10s);
-        if (!r) return r.status();
-        if (r->status != 0) return Status::error(r->output.empty() ? "exit status " + std::to_string(r->status) : r->output);
-        return r->output;
-      };
       std::ofstream(out + "/machine.txt", std::ios::app)
-          << "dut host of " << dname << " (round " << rep_lo << "):\n" << gather_host_facts(on_dut, {"d0", "d1"}).describe();
+          << "dut host of " << dname << " (round " << rep_lo << "):\n"
+          << gather_host_facts(util::netns_runner(bed->dut), {"d0", "d1"}).describe();
     }
     if (dut_error.empty()) {
       if (Status s = dut->start(*bed); !s) dut_error = "start: " + s.message();

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 #include <vector>
 #include <string>
@@ -29,6 +30,21 @@ std::string read_proc(const std::filesystem::path& p) {
     fclose(f);
   }
   return s;
+}
+
+// Processes whose name (comm) is one of `names`, as "name /proc/N".
+std::vector<std::string> running(const std::set<std::string>& names) {
+  std::vector<std::string> v;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string comm = read_proc(e.path() / "comm");
+    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    if (names.count(comm)) v.push_back(comm + " " + e.path().string());
+  }
+  return v;
+}
+
+void expect_none_running(const std::set<std::string>& names) {
+  for (const auto& p : running(names)) ADD_FAILURE() << "left running: " << p;
 }
 
 size_t testbed_namespaces() {
@@ -172,12 +188,7 @@ TEST(E2E, SshTransportGivesTheSameRowsAndLeavesNothing) {
   size_t left = 0;
   for (const auto& e : std::filesystem::directory_iterator("/tmp/harness-runs", ec)) left += e.is_directory();
   EXPECT_EQ(left, 0u);
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    std::ifstream in(e.path() / "comm");
-    std::string comm;
-    std::getline(in, comm);
-    EXPECT_TRUE(comm != "iperf3" && comm != "sockperf" && comm != "sshd") << comm << " " << e.path();
-  }
+  expect_none_running({"iperf3", "sockperf", "sshd"});
 }
 
 // --background-conns through the SSH transport: more connections than one
@@ -208,14 +219,9 @@ TEST(E2E, BackgroundConnectionsOverSshAreHeldAndCounted) {
       << machine;
   // Killed at the end of each DUT's part; a process closing 15,000 sockets
   // takes a moment to exit.
-  auto left = [] {
-    std::vector<std::string> v;
-    for (const auto& e : std::filesystem::directory_iterator("/proc"))
-      if (read_proc(e.path() / "comm") == "harness-conns\n") v.push_back(e.path());
-    return v;
-  };
-  for (int i = 0; i < 100 && !left().empty(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  for (auto& p : left()) ADD_FAILURE() << "harness-conns left running: " << p;
+  for (int i = 0; i < 100 && !running({"harness-conns"}).empty(); i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  expect_none_running({"harness-conns"});
 }
 
 // The SSH connection to the client host drops in the middle of a cell (its
@@ -268,12 +274,7 @@ TEST(E2E, SshConnectionCutMidCellIsAnErrorRowAndTheSweepGoesOn) {
   EXPECT_EQ(cell["throughput 1460"]["status"], "ok") << cell["throughput 1460"]["error"];
   EXPECT_EQ(cell["latency 1460"]["status"], "ok") << cell["latency 1460"]["error"];
   // No tool of the run left on any host.
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    std::ifstream in(e.path() / "comm");
-    std::string comm;
-    std::getline(in, comm);
-    EXPECT_TRUE(comm != "iperf3" && comm != "sockperf" && comm != "sshd") << comm << " " << e.path();
-  }
+  expect_none_running({"iperf3", "sockperf", "sshd"});
 }
 
 // The lab path end to end: `testbed up --inventory` makes the namespace
@@ -330,10 +331,7 @@ TEST(E2E, LabInventoryDrivesEveryHostOverSsh) {
   up->signal(SIGINT);
   EXPECT_TRUE(up->wait(std::chrono::seconds(30)).ok());
   EXPECT_NE(access(inv.c_str(), F_OK), 0) << "the inventory of a torn-down testbed is removed";
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    std::string comm = read_proc(e.path() / "comm");
-    EXPECT_TRUE(comm != "dataplane\n" && comm != "sshd\n" && comm != "iperf3\n") << comm << e.path();
-  }
+  expect_none_running({"dataplane", "sshd", "iperf3"});
 }
 
 // The DUTs at their own limit: harness-gen over memif, K real handshakes,
@@ -372,10 +370,7 @@ TEST(E2E, Rfc2544ModeOverMemif) {
       EXPECT_GE(harness::to_num(row["ct_entries"], 0), 2000);
     }
   }
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    std::string comm = read_proc(e.path() / "comm");
-    EXPECT_TRUE(comm != "harness-gen\n" && comm != "dpdk-testpmd\n" && comm != "dataplane\n") << comm << e.path();
-  }
+  expect_none_running({"harness-gen", "dpdk-testpmd", "dataplane"});
 }
 
 // kill -9 of a harness driving hosts over SSH: the next run's start kills

@@ -44,6 +44,8 @@ std::string parse_eswitch_json(const std::string& out);
 // `devlink -j dev info DEV`: the board's part number (fw.psid or board.id)
 // and the running firmware, or "n/a: why".
 std::string parse_devlink_info_json(const std::string& out);
+// ethtool's bus-info names a PCI device ("0000:08:00.0").
+bool is_pci_bus(const std::string& bus);
 // "6.1.0-18-amd64" -> {6, 1}; {-1, -1} when it is not a version.
 std::pair<int, int> kernel_version(const std::string& release);
 

@@ -189,6 +189,10 @@ struct SweepOutcome {
 // between steps (SIGINT).
 sdn::Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& stop);
 
+// Tracker entries a DUT gets beyond the connections it must hold
+// (--background-conns K, --mode rfc2544's K): the sweep's own.
+inline constexpr long long kRoomHeadroom = 16384;
+
 // --background-conns: harness-conns on the server side (listening) and the
 // client side (connecting), started through the transport like the traffic
 // tools, holding `count` idle TCP connections through the DUT until it is

@@ -1,0 +1,72 @@
+#include "util.h"
+
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace harness::util {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string tail(const std::string& s, size_t n) {
+  std::string t = s.size() > n ? s.substr(s.size() - n) : s;
+  for (char& c : t)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!t.empty() && t.back() == ' ') t.pop_back();
+  return t;
+}
+
+std::string first_line(const std::vector<std::string>& argv, const std::string& fallback) {
+  auto r = testbed::run_capture(argv, nullptr, std::chrono::seconds(10));
+  if (!r) return fallback;
+  std::string s = r->output.substr(0, r->output.find('\n'));
+  return s.empty() ? fallback : s;
+}
+
+std::string fmt(double v, int prec) {
+  char b[64];
+  snprintf(b, sizeof b, "%.*f", prec, v);
+  return b;
+}
+
+std::string now_iso() {
+  time_t t = time(nullptr);
+  char b[32];
+  strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+  return b;
+}
+
+bool huge_ok() {
+  const char* e = getenv("DPDK_HUGE");
+  return !e || std::string(e) != "0";
+}
+
+sdn::Status wait_for_log(testbed::Process& p, const std::string& log, const std::string& needle,
+                         std::chrono::seconds within) {
+  auto deadline = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (slurp(log).find(needle) != std::string::npos) return {};
+    if (!p.running()) return sdn::Status::error("exited during start; log " + log + ": " + tail(slurp(log)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return sdn::Status::error("not ready after " + std::to_string(within.count()) + " s; log " + log + ": " +
+                            tail(slurp(log)));
+}
+
+HostRunner netns_runner(const testbed::Netns* ns) {
+  return [ns](const std::vector<std::string>& argv) -> sdn::Result<std::string> {
+    auto r = testbed::run_capture(argv, ns, std::chrono::seconds(10));
+    if (!r) return r.status();
+    if (r->status != 0)
+      return sdn::Status::error(r->output.empty() ? "exit status " + std::to_string(r->status) : r->output);
+    return r->output;
+  };
+}
+
+}  // namespace harness::util

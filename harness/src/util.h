@@ -1,0 +1,30 @@
+// Helpers the harness's control code shares (dut.cc, lab_dut.cc, rfc2544.cc,
+// sweep.cc). Internal to the harness library.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "harness/preconditions.h"
+#include "sdn/status.h"
+#include "testbed/process.h"
+
+namespace harness::util {
+
+std::string slurp(const std::string& path);
+// The last `n` characters of a log on one line, for an error row.
+std::string tail(const std::string& s, size_t n = 300);
+// The first line argv prints, or `fallback` when it prints nothing or fails.
+std::string first_line(const std::vector<std::string>& argv, const std::string& fallback = "unknown");
+std::string fmt(double v, int prec = 3);
+std::string now_iso();
+// DPDK programs get hugepages unless DPDK_HUGE=0.
+bool huge_ok();
+// Waits until `needle` shows up in p's log.
+sdn::Status wait_for_log(testbed::Process& p, const std::string& log, const std::string& needle,
+                         std::chrono::seconds within);
+// Runs commands in a namespace (null: this one) for gather_host_facts().
+HostRunner netns_runner(const testbed::Netns* ns);
+
+}  // namespace harness::util
