@@ -1,8 +1,11 @@
 #include "harness/ssh.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -188,13 +191,44 @@ Result<Job> SshSession::spawn(const std::string& name, const std::vector<std::st
   }
   for (const auto& a : argv)
     if (a.find('\0') != std::string::npos) return Status::error("an argument holds a NUL byte");
-  std::string pidfile = run_dir_ + "/" + std::to_string(++seq_) + ".pid";
+  const std::string n = std::to_string(++seq_);
+  std::string pidfile = run_dir_ + "/" + n + ".pid";
   // The remote shell (a session leader: its pid is the group's) notes its
   // pid and becomes the program.
-  std::string remote = "mkdir -p " + shell_quote(run_dir_) + " && echo $$ > " + shell_quote(pidfile) + " && exec " +
-                       shell_join(argv);
+  std::string remote = "mkdir -p " + shell_quote(run_dir_) + " && echo $$ > " + shell_quote(pidfile) + " && ";
+  int relay_w = -1;
+  if (opts.barrier_fd >= 0) {
+    // The remote barrier: the shell marks itself ready, then needs a 'g' on
+    // stdin; a thread here passes one byte of the local barrier on to this
+    // ssh's stdin (EOF, when the barrier is abandoned, never starts argv).
+    std::string marker = run_dir_ + "/" + n + ".ready";
+    remote += ": > " + shell_quote(marker) + " && b=$(head -c 1) && [ \"$b\" = g ] && ";
+    int pipe_fds[2];
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0) return Status::error("host " + name + ": pipe: " + strerror(errno));
+    int b = fcntl(opts.barrier_fd, F_DUPFD_CLOEXEC, 0);
+    if (b < 0) {
+      close(pipe_fds[0]);
+      close(pipe_fds[1]);
+      return Status::error("host " + name + ": dup: " + strerror(errno));
+    }
+    opts.stdin_fd = pipe_fds[0];
+    opts.barrier_fd = -1;
+    relay_w = pipe_fds[1];
+    std::thread([b, w = relay_w] {
+      char c;
+      ssize_t r;
+      do r = read(b, &c, 1);
+      while (r < 0 && errno == EINTR);
+      if (r == 1) r = write(w, "g", 1);
+      close(w);
+      close(b);
+    }).detach();
+    pending_ready_[name].push_back(marker);
+  }
+  remote += "exec " + shell_join(argv);
   opts.ns = ns_;
   auto p = testbed::Process::spawn(ssh_argv(*h, control_dir_, remote), opts);
+  if (opts.stdin_fd >= 0) close(opts.stdin_fd);
   if (!p) return Status::error("host " + name + ": " + p.message());
   std::vector<std::string> kill_argv = ssh_argv(
       *h, control_dir_,
@@ -202,6 +236,21 @@ Result<Job> SshSession::spawn(const std::string& name, const std::vector<std::st
   const testbed::Netns* ns = ns_;
   return Job(std::move(p.value()), [kill_argv, ns] { testbed::run_capture(kill_argv, ns, std::chrono::seconds(10)); },
              "host " + name + " (" + h->user + "@" + h->destination + ")");
+}
+
+Status SshSession::wait_ready(std::chrono::milliseconds timeout) {
+  auto pending = std::move(pending_ready_);
+  pending_ready_.clear();
+  for (auto& [name, markers] : pending) {
+    const SshHost* h = host(name);
+    if (!h) return Status::error("no host '" + name + "' in the inventory");
+    std::vector<std::string> argv = {"sh", "-c", "for f; do while [ ! -e \"$f\" ]; do sleep 0.01; done; done", "sh"};
+    argv.insert(argv.end(), markers.begin(), markers.end());
+    if (Status s = run_script(*h, shell_join(argv), nullptr, timeout); !s)
+      return Status::error("host " + name + ": " + std::to_string(markers.size()) +
+                           " program(s) not ready at their start barrier: " + s.message());
+  }
+  return {};
 }
 
 Status SshSession::run(const std::string& name, const std::vector<std::string>& argv, std::string* out,

@@ -547,7 +547,9 @@ RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int
     if (p) sp = std::move(p.value());
     out.have_lat = p.ok();
   }
-  // Release everyone at once.
+  // Release everyone at once (remote ones once they wait at the barrier).
+  if (out.error.empty())
+    if (Status s = tr.ready(std::chrono::seconds(30)); !s) out.error = s.message();
   std::string go(procs.size() + (out.have_lat ? 1 : 0), 'g');
   if (!go.empty() && write(pfd[1], go.data(), go.size()) < 0) out.error = "barrier write failed";
   close(pfd[0]);

@@ -1,5 +1,7 @@
 // End to end: the real harness binary on the namespace testbed.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <signal.h>
@@ -14,6 +16,8 @@
 #include <string>
 
 #include "harness/results.h"
+#include "harness/ssh.h"
+#include "harness/sweep.h"
 #include "testbed/process.h"
 #include "testbed/testbed.h"
 
@@ -189,6 +193,78 @@ TEST(E2E, SshTransportGivesTheSameRowsAndLeavesNothing) {
   for (const auto& e : std::filesystem::directory_iterator("/tmp/harness-runs", ec)) left += e.is_directory();
   EXPECT_EQ(left, 0u);
   expect_none_running({"iperf3", "sockperf", "sshd"});
+}
+
+// The SSH transport's start barrier holds on the remote host: programs
+// released together start together there (not staggered by each one's ssh
+// session and shell start), none starts before the release, and an abandoned
+// barrier starts none.
+TEST(E2E, SshBarrierStartsRemoteProgramsTogether) {
+  auto bed = harness::Bed::build(1500, true);
+  ASSERT_TRUE(bed.ok()) << bed.message();
+  harness::SshSession ssh((*bed)->ssh_hosts(), "rbarrier" + std::to_string(getpid()), (*bed)->mgmt);
+  ASSERT_TRUE(ssh.open(nullptr).ok());
+  const std::string dir = "/tmp/harness-e2e-barrier-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  auto now_ns = [] {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+  };
+  for (int round = 0; round < 3; round++) {
+    int pfd[2];
+    ASSERT_EQ(pipe2(pfd, O_CLOEXEC), 0);
+    const int n = 16;
+    std::vector<harness::Job> jobs;
+    for (int i = 0; i < n; i++) {
+      testbed::SpawnOptions o;
+      o.barrier_fd = pfd[0];
+      o.stdout_path = dir + "/" + std::to_string(i);
+      auto j = ssh.spawn(i % 2 ? "client" : "server", {"date", "+%s%N"}, o);
+      ASSERT_TRUE(j.ok()) << j.message();
+      jobs.push_back(std::move(j.value()));
+    }
+    ASSERT_TRUE(ssh.wait_ready(std::chrono::seconds(30)).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const long long released = now_ns();
+    std::string go(n, 'g');
+    ASSERT_EQ(write(pfd[1], go.data(), go.size()), n);
+    close(pfd[0]);
+    close(pfd[1]);
+    long long lo = 0, hi = 0;
+    for (int i = 0; i < n; i++) {
+      auto rc = jobs[i].wait(std::chrono::seconds(20));
+      ASSERT_TRUE(rc.ok());
+      EXPECT_EQ(*rc, 0);
+      std::ifstream in(dir + "/" + std::to_string(i));
+      long long t = 0;
+      ASSERT_TRUE(in >> t) << "job " << i << " printed no time";
+      lo = i == 0 ? t : std::min(lo, t);
+      hi = i == 0 ? t : std::max(hi, t);
+    }
+    // Same clock: the hosts are namespaces of this machine.
+    EXPECT_GE(lo, released) << "a program started before the release";
+    EXPECT_LT(hi - lo, 100'000'000LL) << "round " << round << ": " << n << " programs started over "
+                                      << (hi - lo) / 1e6 << " ms";
+    printf("round %d: %d remote programs started within %.1f ms, %.1f ms after the release\n", round, n,
+           (hi - lo) / 1e6, (lo - released) / 1e6);
+  }
+  // Abandoned: the write end closes without a byte.
+  int pfd[2];
+  ASSERT_EQ(pipe2(pfd, O_CLOEXEC), 0);
+  testbed::SpawnOptions o;
+  o.barrier_fd = pfd[0];
+  o.stdout_path = dir + "/abandoned";
+  auto j = ssh.spawn("client", {"date", "+%s%N"}, o);
+  ASSERT_TRUE(j.ok());
+  ASSERT_TRUE(ssh.wait_ready(std::chrono::seconds(30)).ok());
+  close(pfd[0]);
+  close(pfd[1]);
+  auto rc = j->wait(std::chrono::seconds(20));
+  ASSERT_TRUE(rc.ok());
+  EXPECT_NE(*rc, 0);
+  EXPECT_EQ(std::filesystem::file_size(dir + "/abandoned"), 0u) << "the program ran without a release";
+  std::filesystem::remove_all(dir);
 }
 
 // --background-conns through the SSH transport: more connections than one

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -103,8 +104,16 @@ class SshSession {
   // Opens each host's master connection and kills what earlier runs left
   // there. Errors name the host.
   sdn::Status open(std::string* report);
-  // Starts argv on host `h` under this run's id.
+  // Starts argv on host `h` under this run's id. With opts.barrier_fd the
+  // barrier is kept on the remote host: ssh and the remote shell start at
+  // once and the shell waits before exec'ing argv until the byte read from
+  // the barrier reaches it over ssh's stdin. Starting a remote program takes
+  // a session, a shell and an exec (tens to hundreds of ms on a loaded host),
+  // which a local barrier would leave staggered across the jobs it releases.
   sdn::Result<Job> spawn(const std::string& host, const std::vector<std::string>& argv, testbed::SpawnOptions opts);
+  // Waits until every job spawned behind a barrier since the last call is
+  // waiting at it on its host (one ssh command per host). Errors name the host.
+  sdn::Status wait_ready(std::chrono::milliseconds timeout);
   // Runs argv on `host` to completion; its output in *out.
   sdn::Status run(const std::string& host, const std::vector<std::string>& argv, std::string* out = nullptr,
                   std::chrono::milliseconds timeout = std::chrono::seconds(20));
@@ -122,6 +131,7 @@ class SshSession {
   std::string run_id_, run_dir_, control_dir_;
   const testbed::Netns* ns_;
   int seq_ = 0;
+  std::map<std::string, std::vector<std::string>> pending_ready_;  // host -> marker files of barriered jobs
 };
 
 }  // namespace harness

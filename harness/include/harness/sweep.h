@@ -103,6 +103,9 @@ class Transport {
   virtual std::string server_address() const = 0;
   virtual int mtu() const = 0;
   virtual sdn::Result<Job> spawn(Side side, const std::vector<std::string>& argv, testbed::SpawnOptions opts) = 0;
+  // Returns once every job spawned behind a barrier (opts.barrier_fd) waits
+  // at it, so that one release starts them together.
+  virtual sdn::Status ready(std::chrono::milliseconds /*timeout*/) { return {}; }
 };
 
 class NetnsTransport final : public Transport {
@@ -140,6 +143,7 @@ class SshTransport final : public Transport {
     }
     return s_.spawn(side == Side::kClient ? "client" : "server", a, std::move(opts));
   }
+  sdn::Status ready(std::chrono::milliseconds timeout) override { return s_.wait_ready(timeout); }
 
  private:
   SshSession& s_;

@@ -67,6 +67,7 @@ Result<Process> Process::spawn(const std::vector<std::string>& argv, const Spawn
   const char* in_path = opts.stdin_path.empty() ? nullptr : opts.stdin_path.c_str();
   int nsfd = opts.ns ? opts.ns->fd() : -1;
   int barrier = opts.barrier_fd;
+  int in_fd = opts.stdin_fd;
   pid_t parent = getpid();
 
   int pipefd[2];
@@ -108,10 +109,14 @@ Result<Process> Process::spawn(const std::vector<std::string>& argv, const Spawn
       if (dup2(fd, 2) < 0) child_fail(pipefd[1], 6);
       close(fd);
     }
-    int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
-    if (in < 0) child_fail(pipefd[1], 8);
-    dup2(in, 0);
-    close(in);
+    if (!in_path && in_fd >= 0) {
+      if (dup2(in_fd, 0) < 0) child_fail(pipefd[1], 6);
+    } else {
+      int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
+      if (in < 0) child_fail(pipefd[1], 8);
+      dup2(in, 0);
+      close(in);
+    }
     if (barrier >= 0) {
       char b;
       ssize_t r;

@@ -25,6 +25,7 @@ Status run_in(const Netns* ns, const std::function<void()>& fn);
 struct SpawnOptions {
   const Netns* ns = nullptr;   // run inside this namespace (with its own /sys)
   std::string stdin_path;      // empty: /dev/null
+  int stdin_fd = -1;           // if set (and no stdin_path), the child's stdin; the caller closes its copy
   std::string stdout_path;     // empty: inherit; otherwise truncated and written
   std::string stderr_path;     // empty: inherit; "=stdout" joins stdout
   std::vector<std::string> env;  // extra NAME=VALUE entries
