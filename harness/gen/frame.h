@@ -79,16 +79,18 @@ struct Template {
 };
 
 // frame_bytes counts the FCS (64..1518); SYN and SYN-ACK carry MSS and
-// window-scale options and no payload.
+// window-scale options and no payload. frame_bytes 0: headers only (a pure
+// ACK or FIN; the frame padded to the Ethernet minimum).
 inline void make_template(Template* t, Dir dir, uint8_t flags, int frame_bytes, const uint8_t src_mac[6],
                           const uint8_t dst_mac[6]) {
   memset(t->bytes, 0, sizeof t->bytes);
   t->dir = dir;
   const bool syn = flags & kSyn;
+  const bool bare = syn || frame_bytes == 0;
   const int opt = syn ? 8 : 0;
-  int len = syn ? kHeaders + opt : frame_bytes - 4;
+  int len = bare ? kHeaders + opt : frame_bytes - 4;
   if (len < 60) len = 60;  // the minimum Ethernet frame (padding after the IP datagram)
-  const int ip_len = syn ? 20 + 20 + opt : len - 14;
+  const int ip_len = bare ? 20 + 20 + opt : len - 14;
   t->len = static_cast<uint16_t>(len);
   t->payload = static_cast<uint16_t>(ip_len - 40 - opt);
   uint8_t* e = t->bytes;

@@ -11,8 +11,13 @@
 //     TSC stamp in every payload (p50, p99, p99.9, max).
 //  3. The search (RFC 2544): a trial at full rate (the generator's ceiling
 //     and the DUT's forwarding rate there), then a binary search for the
-//     highest rate with loss at or under --loss, then latency at 10/50/90 %
-//     of it. One JSON object on stdout.
+//     highest rate with loss at or under --loss (search.h), then latency at
+//     10/50/90 % of it.
+//  4. Churn (--churn S): new connections opened and closed as fast as they
+//     go (SYN, SYN-ACK, ACK + a data segment + FIN, FIN-ACK, ACK), up to
+//     512 open at a time, beside the K that stay up: established and
+//     closed per second, and failures (not closed within 1 s).
+// One JSON object on stdout.
 //
 // One lcore does all of it; no allocation after set-up. See --help.
 #include <rte_cycles.h>
@@ -26,12 +31,12 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "frame.h"
+#include "search.h"
 
 namespace {
 
@@ -47,6 +52,10 @@ struct Options {
   int frame = 64;
   double trial_s = 2, loss = 0, max_mpps = 0, rate_mpps = 0;
   int setup_s = 60;
+  uint16_t rx_queues = 1;  // a DUT that sends on more queues than one (OVS: one per PMD thread and one more)
+  bool hold = false;       // after set-up, wait for "go" on stdin (the harness counts the DUT's tracker)
+  double churn_s = 0;
+  uint32_t churn_conns = 1000000;  // at most this many new connections in the churn phase
   bool search = true;
   bool full_only = false;  // one trial at full rate (the generator's ceiling against a peer that drops)
 };
@@ -102,7 +111,17 @@ struct Gen {
   std::vector<uint32_t> cseq, sseq, crcv, srcv;
   std::vector<uint8_t> state;  // 0 new, 1 SYN sent, 2 SYN-ACK sent, 3 established
   std::vector<uint64_t> sent_at;
-  gen::Template syn, synack, ack, data_c, data_s;
+  std::vector<uint8_t> churn_state;  // per churn connection: see churn()
+  std::vector<uint64_t> churn_t0;
+  gen::Template syn, synack, ack, data_c, data_s, ack0_c, fin_c, fin_s;
+
+  // One burst from any of the port's receive queues.
+  uint16_t rx_burst(const Port& p, rte_mbuf** m) {
+    uint16_t got = 0;
+    for (uint16_t q = 0; q < o.rx_queues && got < kBurst; q++)
+      got = static_cast<uint16_t>(got + rte_eth_rx_burst(p.id, q, m + got, static_cast<uint16_t>(kBurst - got)));
+    return got;
+  }
 
   rte_mbuf* frame(const gen::Template& t, uint32_t conn, uint32_t seq, uint32_t ackn, uint64_t ts) {
     rte_mbuf* m = rte_pktmbuf_alloc(pool);
@@ -125,13 +144,16 @@ struct Gen {
   struct SetupResult {
     uint32_t established = 0, resent = 0;
     double secs = 0;
+    bool stalled = false;  // none established for 5 s: the DUT passes no more
   };
   SetupResult setup() {
     SetupResult r;
     const uint64_t t0 = rte_rdtsc(), resend = hz / 2, deadline = t0 + static_cast<uint64_t>(o.setup_s) * hz;
-    const uint32_t window = 2048;  // handshakes in flight
+    // Handshakes in flight: few enough that what they bring back fits the
+    // rings between here and the DUT (1024 each), which drop what overflows.
+    const uint32_t window = 512;
     uint32_t next = 0, in_flight = 0, scan = 0;
-    uint64_t txdrop = 0;
+    uint64_t txdrop = 0, progress_at = t0;
     rte_mbuf* rx[kBurst];
     rte_mbuf* tx[kBurst];
     while (r.established < o.conns && !g_stop && rte_rdtsc() < deadline) {
@@ -148,38 +170,51 @@ struct Gen {
         }
       }
       if (n) send(cp, tx, n, &txdrop);
-      // Server side: SYN -> SYN-ACK; ACK -> established.
-      uint16_t got = rte_eth_rx_burst(sp.id, 0, rx, kBurst);
-      n = 0;
-      for (uint16_t i = 0; i < got; i++) {
-        gen::Seen s;
-        if (gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, o.conns, gen::Dir::kToServer, &s)) {
-          if ((s.flags & (gen::kSyn | gen::kAck)) == gen::kSyn && state[s.conn] >= 1 && state[s.conn] <= 2) {
-            if (rte_mbuf* m = frame(synack, s.conn, kIsnServer, kIsnClient + 1, 0)) tx[n++] = m;
-            state[s.conn] = 2;
-            sent_at[s.conn] = rte_rdtsc();
-          } else if ((s.flags & (gen::kSyn | gen::kAck)) == gen::kAck && state[s.conn] == 2) {
-            state[s.conn] = 3;
-            r.established++;
-            in_flight--;
+      // Server side: SYN -> SYN-ACK; ACK -> established. Each side's queues
+      // are drained (up to 8 bursts): every SYN sent brings back two frames
+      // on the server side, and a ring the generator leaves full drops them.
+      for (int b = 0; b < 8; b++) {
+        uint16_t got = rx_burst(sp, rx);
+        n = 0;
+        for (uint16_t i = 0; i < got; i++) {
+          gen::Seen s;
+          if (gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, o.conns, gen::Dir::kToServer, &s)) {
+            if ((s.flags & (gen::kSyn | gen::kAck)) == gen::kSyn && state[s.conn] >= 1 && state[s.conn] <= 2) {
+              if (rte_mbuf* m = frame(synack, s.conn, kIsnServer, kIsnClient + 1, 0)) tx[n++] = m;
+              state[s.conn] = 2;
+              sent_at[s.conn] = rte_rdtsc();
+            } else if ((s.flags & (gen::kSyn | gen::kAck)) == gen::kAck && state[s.conn] == 2) {
+              state[s.conn] = 3;
+              r.established++;
+              in_flight--;
+              progress_at = rte_rdtsc();
+            }
           }
         }
+        rte_pktmbuf_free_bulk(rx, got);
+        if (n) send(sp, tx, n, &txdrop);
+        if (got < kBurst) break;
       }
-      rte_pktmbuf_free_bulk(rx, got);
-      if (n) send(sp, tx, n, &txdrop);
       // Client side: SYN-ACK -> ACK.
-      got = rte_eth_rx_burst(cp.id, 0, rx, kBurst);
-      n = 0;
-      for (uint16_t i = 0; i < got; i++) {
-        gen::Seen s;
-        if (gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, o.conns, gen::Dir::kToClient, &s) &&
-            (s.flags & (gen::kSyn | gen::kAck)) == (gen::kSyn | gen::kAck))
-          if (rte_mbuf* m = frame(ack, s.conn, kIsnClient + 1, kIsnServer + 1, 0)) tx[n++] = m;
+      for (int b = 0; b < 8; b++) {
+        uint16_t got = rx_burst(cp, rx);
+        n = 0;
+        for (uint16_t i = 0; i < got; i++) {
+          gen::Seen s;
+          if (gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, o.conns, gen::Dir::kToClient, &s) &&
+              (s.flags & (gen::kSyn | gen::kAck)) == (gen::kSyn | gen::kAck))
+            if (rte_mbuf* m = frame(ack, s.conn, kIsnClient + 1, kIsnServer + 1, 0)) tx[n++] = m;
+        }
+        rte_pktmbuf_free_bulk(rx, got);
+        if (n) send(cp, tx, n, &txdrop);
+        if (got < kBurst) break;
       }
-      rte_pktmbuf_free_bulk(rx, got);
-      if (n) send(cp, tx, n, &txdrop);
       // Resend what has waited too long (a slice of the table per pass).
       const uint64_t now = rte_rdtsc();
+      if (now - progress_at > 5 * hz) {
+        r.stalled = true;
+        break;
+      }
       uint16_t nc = 0, ns = 0;
       rte_mbuf* txs[kBurst];
       for (uint32_t k = 0; k < 256 && next > 0; k++, scan = (scan + 1) % next) {
@@ -205,9 +240,123 @@ struct Gen {
     return r;
   }
 
+  // --- churn --------------------------------------------------------------
+  // Connection K + j, j < churn_conns. State: 1 SYN sent, 2 SYN-ACK sent
+  // (the client answers it with ACK, data, FIN at once), 3 established (the
+  // server saw the ACK), 4 the server's FIN-ACK sent, 5 closed (the client's
+  // last ACK sent), 6 failed (not closed within 1 s; no resends).
+  struct ChurnResult {
+    uint64_t opened = 0, established = 0, closed = 0, failed = 0;
+    uint64_t failed_in[5] = {};  // by the state they were stuck in (1..4)
+    uint64_t tx_dropped = 0;     // frames the DUT's port would not take
+    double secs = 0;
+  };
+  ChurnResult churn() {
+    ChurnResult r;
+    const uint32_t base = o.conns, n = o.churn_conns, bound = o.conns + o.churn_conns;
+    const uint32_t window = 512;  // as in setup(): up to 3 frames each at once
+    const uint64_t t0 = rte_rdtsc(), open_until = t0 + static_cast<uint64_t>(o.churn_s * static_cast<double>(hz)),
+                   timeout = hz;
+    uint32_t next = 0, oldest = 0, in_flight = 0;
+    uint64_t txdrop = 0, now = t0;
+    rte_mbuf* rx[kBurst];
+    rte_mbuf* tx[3 * kBurst];
+    const uint32_t P = data_c.payload;
+    while (!g_stop) {
+      now = rte_rdtsc();
+      const bool opening = now < open_until && next < n;
+      if (!opening && (in_flight == 0 || now > open_until + 2 * timeout)) break;
+      uint16_t k = 0;
+      while (opening && in_flight < window && next < n && k < kBurst) {
+        rte_mbuf* m = frame(syn, base + next, kIsnClient, 0, 0);
+        if (!m) break;
+        tx[k++] = m;
+        churn_state[next] = 1;
+        churn_t0[next] = now;
+        next++;
+        in_flight++;
+        r.opened++;
+      }
+      if (k) send(cp, tx, k, &txdrop);
+      // Server side (drained as in setup(): five frames per connection
+      // arrive here).
+      for (int b = 0; b < 8; b++) {
+        uint16_t got = rx_burst(sp, rx);
+        k = 0;
+        for (uint16_t i = 0; i < got; i++) {
+          gen::Seen sn;
+          if (!gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, bound, gen::Dir::kToServer, &sn) ||
+              sn.conn < base)
+            continue;
+          const uint32_t j = sn.conn - base;
+          uint8_t& st = churn_state[j];
+          if ((sn.flags & (gen::kSyn | gen::kAck)) == gen::kSyn) {
+            if (st == 1) {
+              if (rte_mbuf* m = frame(synack, sn.conn, kIsnServer, kIsnClient + 1, 0)) tx[k++] = m;
+              st = 2;
+            }
+            continue;
+          }
+          if (!(sn.flags & gen::kAck)) continue;
+          if (st == 2) {
+            st = 3;
+            r.established++;
+          }
+          if ((sn.flags & gen::kFin) && st == 3) {
+            if (rte_mbuf* m = frame(fin_s, sn.conn, kIsnServer + 1, sn.seq + sn.payload + 1, 0)) tx[k++] = m;
+            st = 4;
+          }
+        }
+        rte_pktmbuf_free_bulk(rx, got);
+        if (k) send(sp, tx, k, &txdrop);
+        if (got < kBurst) break;
+      }
+      // Client side.
+      for (int b = 0; b < 8; b++) {
+        uint16_t got = rx_burst(cp, rx);
+        k = 0;
+        const uint64_t ts = rte_rdtsc() & 0xFFFFFFFFFFFFull;
+        for (uint16_t i = 0; i < got; i++) {
+          gen::Seen sn;
+          if (!gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, bound, gen::Dir::kToClient, &sn) ||
+              sn.conn < base)
+            continue;
+          const uint32_t j = sn.conn - base;
+          uint8_t& st = churn_state[j];
+          if ((sn.flags & (gen::kSyn | gen::kAck)) == (gen::kSyn | gen::kAck) && st == 2) {
+            if (rte_mbuf* m = frame(ack0_c, sn.conn, kIsnClient + 1, kIsnServer + 1, 0)) tx[k++] = m;
+            if (rte_mbuf* m = frame(data_c, sn.conn, kIsnClient + 1, kIsnServer + 1, ts)) tx[k++] = m;
+            if (rte_mbuf* m = frame(fin_c, sn.conn, kIsnClient + 1 + P, kIsnServer + 1, 0)) tx[k++] = m;
+          } else if ((sn.flags & gen::kFin) && st == 4) {
+            if (rte_mbuf* m = frame(ack0_c, sn.conn, kIsnClient + 2 + P, kIsnServer + 2, 0)) tx[k++] = m;
+            st = 5;
+            r.closed++;
+            in_flight--;
+          }
+        }
+        rte_pktmbuf_free_bulk(rx, got);
+        if (k) send(cp, tx, k, &txdrop);
+        if (got < kBurst) break;
+      }
+      // The oldest open ones that ran out of time.
+      while (oldest < next && (churn_state[oldest] >= 5 || now - churn_t0[oldest] > timeout)) {
+        if (churn_state[oldest] < 5) {
+          r.failed_in[churn_state[oldest]]++;
+          churn_state[oldest] = 6;
+          r.failed++;
+          in_flight--;
+        }
+        oldest++;
+      }
+    }
+    r.secs = static_cast<double>(now - t0) / static_cast<double>(hz);
+    r.tx_dropped = txdrop;
+    return r;
+  }
+
   // --- trials -------------------------------------------------------------
   struct Trial {
-    double offered_mpps = 0, target_mpps = 0;  // both directions together
+    double offered_mpps = 0, target_mpps = 0;     // both directions together
     uint64_t tx[2] = {}, rx[2] = {}, txfail = 0;  // [0] client->server, [1] server->client
     Histogram lat;
     double secs = 0;
@@ -223,7 +372,7 @@ struct Gen {
   void receive(const Port& p, gen::Dir as, Trial* t) {
     rte_mbuf* rx[kBurst];
     for (int b = 0; b < 8; b++) {
-      uint16_t got = rte_eth_rx_burst(p.id, 0, rx, kBurst);
+      uint16_t got = rx_burst(p, rx);
       const uint64_t now = rte_rdtsc();
       for (uint16_t i = 0; i < got; i++) {
         gen::Seen s;
@@ -252,9 +401,9 @@ struct Gen {
     rte_mbuf* tx[kBurst];
     for (uint64_t now = t0; now < end && !g_stop; now = rte_rdtsc()) {
       for (int d = 0; d < 2; d++) {
-        uint64_t due = rate_mpps > 0 ? static_cast<uint64_t>(static_cast<double>(now - t0) / static_cast<double>(hz) *
-                                                             per_dir_pps)
-                                     : t->tx[d] + kBurst;
+        uint64_t due =
+            rate_mpps > 0 ? static_cast<uint64_t>(static_cast<double>(now - t0) / static_cast<double>(hz) * per_dir_pps)
+                          : t->tx[d] + kBurst;
         if (due <= t->tx[d]) continue;
         uint16_t n = static_cast<uint16_t>(std::min<uint64_t>(kBurst, due - t->tx[d]));
         if (rte_pktmbuf_alloc_bulk(pool, tx, n) != 0) break;
@@ -307,17 +456,22 @@ struct Gen {
             {"lost_to_server", t.tx[0] > t.rx[0] ? t.tx[0] - t.rx[0] : 0},
             {"lost_to_client", t.tx[1] > t.rx[1] ? t.tx[1] - t.rx[1] : 0},
             {"tx_full", t.txfail},
-            {"latency_us", {{"p50", us(t.lat.at(0.5))}, {"p99", us(t.lat.at(0.99))}, {"p999", us(t.lat.at(0.999))},
-                            {"max", us(t.lat.max)}, {"samples", t.lat.n}}}};
+            {"latency_us",
+             {{"p50", us(t.lat.at(0.5))},
+              {"p99", us(t.lat.at(0.99))},
+              {"p999", us(t.lat.at(0.999))},
+              {"max", us(t.lat.max)},
+              {"samples", t.lat.n}}}};
   }
 };
 
-int port_init(uint16_t id, rte_mempool* pool) {
+int port_init(uint16_t id, rte_mempool* pool, uint16_t rx_queues) {
   rte_eth_conf conf{};
-  if (int rc = rte_eth_dev_configure(id, 1, 1, &conf); rc < 0) return rc;
+  if (int rc = rte_eth_dev_configure(id, rx_queues, 1, &conf); rc < 0) return rc;
   uint16_t nrx = 1024, ntx = 1024;
   rte_eth_dev_adjust_nb_rx_tx_desc(id, &nrx, &ntx);
-  if (int rc = rte_eth_rx_queue_setup(id, 0, nrx, rte_eth_dev_socket_id(id), nullptr, pool); rc < 0) return rc;
+  for (uint16_t q = 0; q < rx_queues; q++)
+    if (int rc = rte_eth_rx_queue_setup(id, q, nrx, rte_eth_dev_socket_id(id), nullptr, pool); rc < 0) return rc;
   if (int rc = rte_eth_tx_queue_setup(id, 0, ntx, rte_eth_dev_socket_id(id), nullptr); rc < 0) return rc;
   rte_eth_promiscuous_enable(id);
   return rte_eth_dev_start(id);
@@ -326,6 +480,7 @@ int port_init(uint16_t id, rte_mempool* pool) {
 const char* kHelp =
     "usage: harness-gen [EAL options] -- --client DEV --server DEV [--conns K] [--frame BYTES]\n"
     "                   [--trial S] [--loss FRACTION] [--max-mpps R | --rate-mpps R] [--setup-timeout S]\n"
+    "                   [--churn S] [--churn-conns N] [--rx-queues N] [--hold]\n"
     "  DEV              the port's devargs: a vdev (net_memif0,role=server,socket=/run/x.sock)\n"
     "                   or a PCI address; the client side sends SYNs, the server side answers\n"
     "  --conns K        TCP connections set up through the DUT first (default 1000, up to 10M)\n"
@@ -336,6 +491,14 @@ const char* kHelp =
     "  --max-mpps R     the search's upper bound (default: the generator's own full rate)\n"
     "  --full-rate-only one trial at full rate, no search (the generator's ceiling against a\n"
     "                   peer that drops everything)\n"
+    "  --churn S        after the trials, S seconds of new connections opened and closed\n"
+    "                   (SYN, SYN-ACK, ACK+data+FIN, FIN-ACK, ACK), 512 at a time, beside the K\n"
+    "  --churn-conns N  at most N of them (default 1000000); the DUT's tracker needs room for\n"
+    "                   them until they time out\n"
+    "  --rx-queues N    receive queues per port, all polled (default 1; a DUT that sends on\n"
+    "                   queue N-1 needs N)\n"
+    "  --hold           after set-up, print 'harness-gen: set-up done' to stderr and wait for a\n"
+    "                   line on stdin: 'go' goes on, anything else ends the run with an error\n"
     "Prints one JSON object: set-up (established, per second), the full-rate trial, the\n"
     "search's trials, zero_loss_mpps/gbps and latency at 10/50/90 % of it.\n";
 
@@ -364,8 +527,8 @@ int main(int argc, char** argv) {
   Options& o = g.o;
   for (int i = eal + 1; i < argc; i++) {
     const std::string a = argv[i];
-    if (a == "--full-rate-only") {
-      o.full_only = true;
+    if (a == "--full-rate-only" || a == "--hold") {
+      (a == "--hold" ? o.hold : o.full_only) = true;
       continue;
     }
     const char* v = i + 1 < argc ? argv[++i] : nullptr;
@@ -380,18 +543,33 @@ int main(int argc, char** argv) {
       return x;
     };
     if (!v) bad("needs a value");
-    if (a == "--client") o.client_dev = v;
-    else if (a == "--server") o.server_dev = v;
-    else if (a == "--conns") o.conns = static_cast<uint32_t>(number(1, 10000000, "want 1..10000000"));
-    else if (a == "--frame") o.frame = static_cast<int>(number(gen::kMinFrame, gen::kMaxFrame, "want 64..1518"));
-    else if (a == "--trial") o.trial_s = number(0.1, 600, "want 0.1..600 s");
-    else if (a == "--loss") o.loss = number(0, 1, "want a fraction 0..1");
-    else if (a == "--max-mpps") o.max_mpps = number(0.001, 1000, "want 0.001..1000");
+    if (a == "--client")
+      o.client_dev = v;
+    else if (a == "--server")
+      o.server_dev = v;
+    else if (a == "--conns")
+      o.conns = static_cast<uint32_t>(number(1, 10000000, "want 1..10000000"));
+    else if (a == "--frame")
+      o.frame = static_cast<int>(number(gen::kMinFrame, gen::kMaxFrame, "want 64..1518"));
+    else if (a == "--trial")
+      o.trial_s = number(0.1, 600, "want 0.1..600 s");
+    else if (a == "--loss")
+      o.loss = number(0, 1, "want a fraction 0..1");
+    else if (a == "--max-mpps")
+      o.max_mpps = number(0.001, 1000, "want 0.001..1000");
     else if (a == "--rate-mpps") {
       o.rate_mpps = number(0.001, 1000, "want 0.001..1000");
       o.search = false;
-    } else if (a == "--setup-timeout") o.setup_s = static_cast<int>(number(1, 3600, "want 1..3600 s"));
-    else bad("unknown option");
+    } else if (a == "--setup-timeout")
+      o.setup_s = static_cast<int>(number(1, 3600, "want 1..3600 s"));
+    else if (a == "--churn")
+      o.churn_s = number(0.1, 600, "want 0.1..600 s");
+    else if (a == "--churn-conns")
+      o.churn_conns = static_cast<uint32_t>(number(1, 10000000, "want 1..10000000"));
+    else if (a == "--rx-queues")
+      o.rx_queues = static_cast<uint16_t>(number(1, 16, "want 1..16"));
+    else
+      bad("unknown option");
   }
   if (o.client_dev.empty() || o.server_dev.empty()) {
     fprintf(stderr, "harness-gen: --client and --server are required\n%s", kHelp);
@@ -412,7 +590,8 @@ int main(int argc, char** argv) {
   g.pool = rte_pktmbuf_pool_create("gen", 16383, 512, 0, RTE_MBUF_DEFAULT_BUF_SIZE, static_cast<int>(rte_socket_id()));
   if (!g.pool) return fail(std::string("mbuf pool: ") + rte_strerror(rte_errno));
   for (Port* p : {&g.cp, &g.sp}) {
-    if (int rc = port_init(p->id, g.pool); rc < 0) return fail("port " + std::to_string(p->id) + ": " + rte_strerror(-rc));
+    if (int rc = port_init(p->id, g.pool, o.rx_queues); rc < 0)
+      return fail("port " + std::to_string(p->id) + ": " + rte_strerror(-rc));
     rte_eth_macaddr_get(p->id, &p->mac);
   }
   // The DUT forwards between its ports unchanged (a bump in the wire): each
@@ -424,6 +603,17 @@ int main(int argc, char** argv) {
   gen::make_template(&g.ack, gen::Dir::kToServer, gen::kAck, 64, cm, sm);
   gen::make_template(&g.data_c, gen::Dir::kToServer, gen::kAck | gen::kPsh, o.frame, cm, sm);
   gen::make_template(&g.data_s, gen::Dir::kToClient, gen::kAck | gen::kPsh, o.frame, sm, cm);
+  gen::make_template(&g.ack0_c, gen::Dir::kToServer, gen::kAck, 0, cm, sm);
+  gen::make_template(&g.fin_c, gen::Dir::kToServer, gen::kFin | gen::kAck, 0, cm, sm);
+  gen::make_template(&g.fin_s, gen::Dir::kToClient, gen::kFin | gen::kAck, 0, sm, cm);
+  if (o.churn_s > 0) {
+    if (static_cast<uint64_t>(o.conns) + o.churn_conns > 20000000ull) {
+      fprintf(stderr, "harness-gen: --conns plus --churn-conns over 20000000\n");
+      return 2;
+    }
+    g.churn_state.assign(o.churn_conns, 0);
+    g.churn_t0.assign(o.churn_conns, 0);
+  }
   g.hz = rte_get_tsc_hz();
   g.cseq.assign(o.conns, 0);
   g.sseq.assign(o.conns, 0);
@@ -459,10 +649,23 @@ int main(int argc, char** argv) {
                   {"resent", su.resent}};
   if (su.established < o.conns) {
     out["error"] = "set-up: " + std::to_string(su.established) + " of " + std::to_string(o.conns) +
-                   " connections established in " + std::to_string(o.setup_s) + " s";
+                   " connections established" +
+                   (su.stalled ? std::string(", then none for 5 s") : " in " + std::to_string(o.setup_s) + " s");
     printf("%s\n", out.dump().c_str());
     rte_eal_cleanup();
     return 1;
+  }
+  if (o.hold) {
+    fprintf(stderr, "harness-gen: set-up done: %u connections\n", su.established);
+    fflush(stderr);
+    char line[64] = "";
+    if (!fgets(line, sizeof line, stdin) || strncmp(line, "go", 2) != 0) {
+      line[strcspn(line, "\n")] = 0;
+      out["error"] = std::string("stopped after set-up") + (line[0] ? std::string(": ") + line : std::string());
+      printf("%s\n", out.dump().c_str());
+      rte_eal_cleanup();
+      return 1;
+    }
   }
   const double bits_per_frame = (o.frame + 20) * 8.0;  // with preamble and inter-frame gap
   Gen::Trial t;
@@ -478,30 +681,15 @@ int main(int argc, char** argv) {
       rte_eal_cleanup();
       return 0;
     }
-    double hi = o.max_mpps > 0 ? std::min(o.max_mpps, t.offered_mpps) : t.offered_mpps, lo = 0, found = 0;
     nlohmann::json trials = nlohmann::json::array();
-    if (t.loss() <= o.loss) {
-      // Nothing lost at full rate. Either the generator could offer no more
-      // (its ceiling), or the DUT's ports pushed back (memif: a full ring
-      // refuses the burst instead of dropping it, so what was offered is what
-      // the DUT took).
-      found = t.offered_mpps;
-      out["limited_by"] = t.txfail > 0 ? "dut: its port refused bursts (backpressure); it took this much"
-                                       : "generator: nothing lost at the generator's full rate";
-    } else {
-      out["limited_by"] = "loss: the search found the rate";
-      while (hi - lo > std::max(0.01, 0.01 * hi) && !g_stop) {
-        double mid = (lo + hi) / 2;
-        g.trial(mid, &t);
-        trials.push_back(g.trial_json(t));
-        if (t.loss() <= o.loss) {
-          lo = mid;
-          found = t.offered_mpps;
-        } else {
-          hi = mid;
-        }
-      }
-    }
+    const gen::TrialResult full{t.offered_mpps, t.loss(), t.txfail > 0};
+    const gen::SearchResult sr = gen::search(full, o.max_mpps, o.loss, [&](double rate) {
+      g.trial(rate, &t);
+      trials.push_back(g.trial_json(t));
+      return gen::TrialResult{t.offered_mpps, t.loss(), t.txfail > 0};
+    });
+    const double found = sr.zero_loss_mpps;
+    out["limited_by"] = sr.limited_by;
     out["search"] = trials;
     out["zero_loss_mpps"] = found;
     out["zero_loss_gbps"] = found * bits_per_frame / 1e3;
@@ -512,6 +700,20 @@ int main(int argc, char** argv) {
       lat[std::to_string(pct)] = g.trial_json(t);
     }
     out["latency_at"] = lat;
+  }
+  if (o.churn_s > 0 && !g_stop) {
+    const Gen::ChurnResult c = g.churn();
+    out["churn"] = {
+        {"opened", c.opened},
+        {"established", c.established},
+        {"closed", c.closed},
+        {"failed", c.failed},
+        {"failed_waiting_for",
+         {{"syn_ack", c.failed_in[1]}, {"ack_or_fin", c.failed_in[2] + c.failed_in[3]}, {"fin_ack", c.failed_in[4]}}},
+        {"tx_dropped", c.tx_dropped},
+        {"secs", c.secs},
+        {"established_per_s", c.secs > 0 ? static_cast<double>(c.established) / c.secs : 0},
+        {"closed_per_s", c.secs > 0 ? static_cast<double>(c.closed) / c.secs : 0}};
   }
   printf("%s\n", out.dump().c_str());
   fflush(stdout);

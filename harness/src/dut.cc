@@ -346,22 +346,7 @@ class OvsDpdkDut final : public Dut {
         !s)
       return s;
     std::string flows = run_ + "/flows.txt";
-    {
-      std::ofstream fl(flows);
-      fl << "table=0,priority=100,arp,actions=NORMAL\n"
-            "table=0,priority=100,icmp6,icmp_type=135,actions=NORMAL\n"
-            "table=0,priority=100,icmp6,icmp_type=136,actions=NORMAL\n"
-            "table=0,priority=50,ip,actions=ct(table=1)\n"
-            "table=0,priority=50,ipv6,actions=ct(table=1)\n"
-            "table=0,priority=0,actions=drop\n";
-      for (const char* l3 : {"ip", "ipv6"})  // ct() needs the L3 type in the match
-        fl << "table=1,priority=100," << l3 << ",in_port=1,ct_state=+trk+new,actions=ct(commit),output:2\n"
-           << "table=1,priority=100," << l3 << ",in_port=1,ct_state=+trk+est,actions=output:2\n"
-           << "table=1,priority=100," << l3 << ",in_port=2,ct_state=+trk+est,actions=output:1\n"
-           << "table=1,priority=90," << l3 << ",in_port=1,ct_state=+trk+rel,actions=output:2\n"
-           << "table=1,priority=90," << l3 << ",in_port=2,ct_state=+trk+rel,actions=output:1\n";
-      fl << "table=1,priority=0,actions=drop\n";
-    }
+    std::ofstream(flows) << util::ovs_firewall_flows();
     if (Status s = cmd({"ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "unix:" + run_ + "/br0.mgmt", flows}, bed.dut); !s)
       return s;
     return ping_across(bed, 20s);

@@ -29,7 +29,7 @@ const char* kHelp = R"(usage: harness COMMAND [options]
   run [--instances 4,16,32] [--sizes 64,512,1024,1460,4096,8192] [--proto tcp,udp]
       [--duration S] [--omit S] [--repeat N] [--warmup S] [--dut dataplane,ovs-dpdk,kernel-ct,testpmd-io]
       [--background-conns K] [--no-sockperf] [--no-interleave] [--mtu N] [--dataplane-config FILE]
-      [--config configs/harness/FILE.yaml] [--out DIR] [--resume DIR] [--ci] [--lab testbed-ssh|FILE]
+      [--config configs/harness/FILE.yaml] [--out DIR] [--resume DIR] [--ci] [--lab testbed-ssh|FILE] [--no-rfc2544]
         Sweep every DUT over proto x instances x size with iperf3 (one flow per
         instance, one server port each, fixed --cport, all started behind a
         barrier) and sockperf under load, plus idle sockperf ping-pong per size.
@@ -45,6 +45,9 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         A failed instance or DUT is an error row, never a zero.
         --resume DIR continues a killed run from its last row.
         --ci prints a compact table and exits 1 if any row failed.
+        A config with an rfc2544: section (the default config has a short
+        one) runs `run --mode rfc2544` with it after the sweep, into the same
+        directory and report; --no-rfc2544 skips it.
         --lab testbed-ssh runs iperf3 and sockperf over SSH (the system ssh
         client, one master connection per host, BatchMode) into the same
         namespaces, each running sshd with a key made for the run: the SSH
@@ -59,14 +62,21 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         inventory lists), the DUT profile on the DUT host, its preconditions
         checked and recorded in machine.txt first. No testbed is built.
   run --mode rfc2544 [--frame-sizes 64,512,1518] [--conns 1000,100000] [--dut dataplane,testpmd-io,ovs-dpdk]
-      [--trial S] [--loss FRACTION] [--repeat N] [--out DIR]
+      [--trial S] [--loss FRACTION] [--churn S] [--churn-conns N] [--tracker-capacity N] [--repeat N] [--out DIR]
         Each DUT at its own limit over net_memif: harness-gen (stateful, K TCP
-        connections set up with real handshakes first) runs an RFC 2544
-        zero-loss binary search per frame size, the full-rate forwarding
-        rate, and latency at 10/50/90 % of the zero-loss rate; the generator's
-        own ceiling (against testpmd rxonly) per frame size beside it. Rows in
-        DIR/rfc2544.csv. CPUs: generator lcore 1, the DUT's worker lcore 0.
-        ovs-dpdk and kernel-ct are error rows saying why (not yet; no DPDK port).
+        connections set up with real handshakes first; the DUT's tracker must
+        count all K before any trial) runs an RFC 2544 zero-loss binary search
+        per frame size, the full-rate forwarding rate, latency at 10/50/90 %
+        of the zero-loss rate, then --churn S seconds (default 2; 0: none) of
+        connections opened and closed beside the K, at most --churn-conns N
+        (default 500000): established, closed per second and failures. The
+        generator's own ceiling (against testpmd rxonly) per frame size beside
+        it. Rows in DIR/rfc2544.csv. CPUs: generator lcore 1, the DUT's worker
+        (OVS: PMD) lcore 0, its main lcore 1. ovs-dpdk: memif ports in a netdev
+        bridge with the sweep's ct() flows. kernel-ct: an error row (no DPDK
+        port). Each DUT's tracker is sized to fit K and the churn;
+        --tracker-capacity N sizes it to N instead (a full table: error rows
+        saying how many connections the DUT held).
   report DIR                    write DIR/report.md and DIR/report.html
   compare OLD.csv NEW.csv [--max-regression PCT]
                                 list cells that regressed by more than PCT (default 5);
@@ -276,6 +286,20 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
         fprintf(stderr, "harness: --dut: empty\n");
         return 2;
       }
+    } else if (a == "--churn") {
+      c.churn_s = strtod(v.c_str(), &e);
+      if (v.empty() || *e || !(c.churn_s == 0 || (c.churn_s >= 0.1 && c.churn_s <= 600))) {
+        fprintf(stderr, "harness: --churn '%s': want 0 (none) or 0.1..600 s\n", v.c_str());
+        return 2;
+      }
+    } else if (a == "--tracker-capacity") {
+      std::vector<int> r;
+      list(a, v, 1, 100000000, &r);
+      c.tracker_capacity = r[0];
+    } else if (a == "--churn-conns") {
+      std::vector<int> r;
+      list(a, v, 1, 10000000, &r);
+      c.churn_conns = r[0];
     } else if (a == "--out") c.out_dir = v;
     else if (a == "--dataplane-config") c.dataplane_config = v;
     else {
@@ -292,7 +316,8 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
     fprintf(stderr, "harness: %s\n", r.message().c_str());
     return 1;
   }
-  return 0;
+  if (g_stop) return 130;
+  return *r > 0 ? 1 : 0;
 }
 
 }  // namespace
@@ -380,6 +405,7 @@ int main(int argc, char** argv) {
       }
     }
   SweepConfig cfg;
+  bool no_rfc2544 = false;
   cfg.build_dir = build_dir;
   std::string src = exe_dir() + "/../../..";
   char real[4096];
@@ -449,6 +475,7 @@ int main(int argc, char** argv) {
     else if (a == "--omit") cfg.omit_s = num(kOmitLimit.lo, kOmitLimit.hi);
     else if (a == "--background-conns") cfg.background_conns = num(kBackgroundLimit.lo, kBackgroundLimit.hi);
     else if (a == "--no-sockperf") cfg.sockperf = false;
+    else if (a == "--no-rfc2544") no_rfc2544 = true;
     else if (a == "--no-interleave") cfg.interleave = false;
     else if (a == "--mtu") cfg.mtu = num(kMtuLimit.lo, kMtuLimit.hi);
     else if (a == "--dataplane-config") cfg.dataplane_config = val();
@@ -493,6 +520,26 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::string dir = outcome->dir;
+  int rfc_errors = 0;
+  if (cfg.rfc2544 && !no_rfc2544 && !g_stop && !dir.empty()) {
+    if (!cfg.lab.empty()) {
+      fprintf(stderr, "harness: the config's rfc2544 stage is skipped with --lab (memif runs on one host)\n");
+    } else {
+      Rfc2544Config rc = cfg.rfc;
+      rc.build_dir = cfg.build_dir;
+      rc.source_dir = cfg.source_dir;
+      rc.dataplane_config = cfg.dataplane_config;
+      rc.out_dir = dir;
+      fprintf(stderr, "harness: the config's rfc2544 stage (memif) into %s\n", dir.c_str());
+      auto r = run_rfc2544(rc, g_stop);
+      if (!r) {
+        fprintf(stderr, "harness: rfc2544: %s\n", r.message().c_str());
+        rfc_errors = 1;
+      } else {
+        rfc_errors = *r;
+      }
+    }
+  }
   if (!dir.empty()) {
     if (auto s = write_report(dir); !s) fprintf(stderr, "harness: report: %s\n", s.message().c_str());
     else fprintf(stderr, "harness: report in %s/report.md\n", dir.c_str());
@@ -512,5 +559,5 @@ int main(int argc, char** argv) {
     fprintf(stderr, "harness: interrupted; rows so far are kept (resume with --resume %s)\n", dir.c_str());
     return 130;
   }
-  return outcome->error_rows ? 1 : 0;
+  return outcome->error_rows || rfc_errors ? 1 : 0;
 }

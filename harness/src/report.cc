@@ -1,6 +1,8 @@
 // `harness report DIR` and `harness compare OLD NEW`.
 #include "harness/report.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -238,25 +240,10 @@ std::string to_html(const std::string& title, const std::vector<Section>& secs) 
   return o.str();
 }
 
-}  // namespace
-
-sdn::Status write_report(const std::string& dir) {
-  auto rows = read_csv(dir + "/results.csv");
-  if (!rows) return rows.status();
+// The iperf3/sockperf sweep (results.csv).
+void sweep_sections(const std::vector<Row>* rows, const std::stringstream& machine, std::vector<Section>& secs) {
   std::vector<std::string> duts;
   Table t = summarize(*rows, &duts);
-  std::vector<Section> secs;
-  std::ifstream mi(dir + "/machine.txt");
-  std::stringstream machine;
-  machine << mi.rdbuf();
-  {
-    Section s;
-    s.title = "Run";
-    s.text = "Run directory: " + dir + ". Figures are medians over repetitions with [min..max] beside them (bars in the "
-             "charts). A cell without a figure names its failure.";
-    s.pre = machine.str().empty() ? "(no machine.txt)" : machine.str();
-    secs.push_back(s);
-  }
   auto cell_size = [](const std::string& k) { return static_cast<int>(to_num(split(k)[3], 0)); };
   auto by_size = [&](const std::string& a, const std::string& b) { return cell_size(a) < cell_size(b); };
 
@@ -272,12 +259,20 @@ sdn::Status write_report(const std::string& dir) {
   std::vector<int> sizes(sizes_set.begin(), sizes_set.end());
   if (sizes.empty()) sizes = {64};
   const bool have_ceiling = std::find(duts.begin(), duts.end(), "testpmd-io") != duts.end();
+  // The line rate: the lab inventory's link speed (machine.txt), else, on
+  // the namespace testbed, the testpmd-io ceiling stands in for it.
+  double line_rate = 0;
+  std::istringstream ms(machine.str());
+  for (std::string line; std::getline(ms, line);)
+    if (line.rfind("line_rate_gbps: ", 0) == 0) line_rate = to_num(line.substr(16), 0);
   Section charts;
   charts.title = "Throughput against size";
   charts.text = "All instances together, Gbit/s. One chart per instance count" +
-                std::string(have_ceiling ? "; the dashed line is the testpmd-io ceiling (its best cell), the "
-                                           "namespace testbed's stand-in for the line rate."
-                                         : ".");
+                std::string(line_rate > 0  ? "; the dashed line is the line rate (" + f2(line_rate) +
+                                                 " Gbit/s, the lab inventory's link_gbps)."
+                            : have_ceiling ? "; the dashed line is the testpmd-io ceiling (its best cell), the "
+                                             "namespace testbed's stand-in for the line rate."
+                                           : ".");
   std::vector<Section> tables;
   for (auto& [g, keys] : groups) {
     std::sort(keys.begin(), keys.end(), by_size);
@@ -297,7 +292,8 @@ sdn::Status write_report(const std::string& dir) {
           row.push_back(instead);
         } else {
           const Cell& c = *found;
-          row.push_back(f2(c.gbps) + " [" + f2(c.gmin) + ".." + f2(c.gmax) + "]");
+          row.push_back(f2(c.gbps) + " [" + f2(c.gmin) + ".." + f2(c.gmax) + "]" +
+                        (line_rate > 0 ? " " + std::to_string(std::lround(100 * c.gbps / line_rate)) + " %" : ""));
           series[d][size] = Point{c.gbps, c.gmin, c.gmax};
           if (d == "testpmd-io") ceiling = std::max(ceiling, c.gbps);
         }
@@ -305,7 +301,8 @@ sdn::Status write_report(const std::string& dir) {
       s.rows.push_back(row);
     }
     charts.svgs.push_back(svg_chart("Throughput, " + g.first + " x" + std::to_string(g.second), "Gbit/s", sizes, duts,
-                                    series, ceiling, "testpmd-io ceiling"));
+                                    series, line_rate > 0 ? line_rate : ceiling,
+                                    line_rate > 0 ? "line rate" : "testpmd-io ceiling"));
     tables.push_back(s);
   }
 
@@ -376,10 +373,13 @@ sdn::Status write_report(const std::string& dir) {
 
   // The smallest size that reaches 90% of the ceiling.
   Section reach;
-  reach.title = "Smallest size reaching 90% of the testpmd-io ceiling";
-  if (!have_ceiling) {
-    reach.text = "No testpmd-io rows in this run.";
+  reach.title = line_rate > 0 ? "Smallest size reaching 90% of the line rate (" + f2(line_rate) + " Gbit/s)"
+                              : "Smallest size reaching 90% of the testpmd-io ceiling";
+  if (!have_ceiling && line_rate <= 0) {
+    reach.text = "No testpmd-io rows in this run and no line rate in machine.txt.";
   } else {
+    if (line_rate <= 0)
+      reach.text = "Per cell, against testpmd-io's figure in that cell (the namespace testbed has no line rate).";
     reach.header = {"proto, instances"};
     for (const auto& d : duts) reach.header.push_back(d);
     for (auto& [g, keys] : groups) {
@@ -388,8 +388,9 @@ sdn::Status write_report(const std::string& dir) {
         std::string found = "never";
         for (const auto& k : keys) {
           auto& m = t[k];
-          if (!m.count("testpmd-io") || !m["testpmd-io"].ok || !m.count(d) || !m[d].ok) continue;
-          if (m[d].gbps >= 0.9 * m["testpmd-io"].gbps) {
+          if (!m.count(d) || !m[d].ok) continue;
+          if (line_rate <= 0 && (!m.count("testpmd-io") || !m["testpmd-io"].ok)) continue;
+          if (m[d].gbps >= 0.9 * (line_rate > 0 ? line_rate : m["testpmd-io"].gbps)) {
             found = split(k)[3] + " B";
             break;
           }
@@ -458,10 +459,6 @@ sdn::Status write_report(const std::string& dir) {
                           nl ? pct((std::exp(ll / nl) - 1) * 100, "higher", "lower") : "no common cell"});
     }
   }
-  int errors = 0;
-  for (const auto& r : *rows)
-    if (col(r, "status") != "ok") errors++;
-
   // The order the post reads in: charts, the ratios at a glance, tables.
   if (!groups.empty()) secs.push_back(charts);
   if (!paired.rows.empty()) secs.push_back(paired);
@@ -469,9 +466,183 @@ sdn::Status write_report(const std::string& dir) {
   for (auto& s : tables) secs.push_back(s);
   secs.push_back(reach);
   secs.push_back(lat);
+}
+
+// RFC 2544 over memif (rfc2544.csv): zero-loss rate against frame size per
+// DUT and K, ratios paired by round against testpmd-io and OVS-DPDK, churn,
+// latency at 10/50/90 % of the zero-loss rate.
+void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) {
+  std::vector<std::string> duts;
+  std::set<int> frames_set, conns_set;
+  // (conns, frame, dut) -> round -> row
+  std::map<std::tuple<int, int, std::string>, std::map<std::string, const Row*>> cells;
+  std::map<int, std::vector<double>> ceiling;  // frame -> generator ceiling (Mpps)
+  for (const auto& r : rows) {
+    const std::string& d = col(r, "dut");
+    if (std::find(duts.begin(), duts.end(), d) == duts.end()) duts.push_back(d);
+    const int f = static_cast<int>(to_num(col(r, "frame_bytes"), 0)), k = static_cast<int>(to_num(col(r, "conns"), 0));
+    frames_set.insert(f);
+    conns_set.insert(k);
+    cells[{k, f, d}][col(r, "repeat")] = &r;
+    if (double c = to_num(col(r, "generator_ceiling_mpps"), 0); c > 0) ceiling[f].push_back(c);
+  }
+  const std::vector<int> frames(frames_set.begin(), frames_set.end());
+  auto num_of = [](const Row* r, const char* c) { return col(*r, "status") == "ok" ? to_num(col(*r, c), -1) : -1; };
+  // Median [min..max] of a column over the rounds, or the first error.
+  auto summary = [&](const std::map<std::string, const Row*>& by_round, const char* c, int prec = 2) -> std::string {
+    std::vector<double> v;
+    std::string err;
+    for (auto& [round, r] : by_round) {
+      double x = num_of(r, c);
+      if (x >= 0) v.push_back(x);
+      else if (err.empty()) err = col(*r, "status") == "ok" ? col(*r, c) : col(*r, "status") + ": " + col(*r, "error");
+    }
+    if (v.empty()) return err.empty() ? "not measured" : err;
+    Spread sp = spread(v);
+    auto f = [&](double x) { return prec == 0 ? std::to_string(std::llround(x)) : f2(x); };
+    std::string o = f(sp.median);
+    if (v.size() > 1) o += " [" + f(sp.min) + ".." + f(sp.max) + "]";
+    if (v.size() < by_round.size()) o += " (" + std::to_string(v.size()) + " of " + std::to_string(by_round.size()) + " rounds)";
+    return o;
+  };
+
+  Section charts;
+  charts.title = "RFC 2544 over memif: zero-loss rate against frame size";
+  charts.text = "harness-gen against each DUT over net_memif, K live TCP connections through the same stateful "
+                "firewall. Mpps of both directions together; bars are min..max over rounds; the dashed line is the "
+                "generator's own ceiling at the smallest frame (against testpmd rxonly).";
+  std::vector<Section> tables;
+  for (int k : conns_set) {
+    Series series;
+    Section t;
+    t.level = 3;
+    t.title = "Zero-loss rate, " + std::to_string(k) + " connections (Mpps; Gbit/s at the frame size)";
+    t.header = {"frame (B)"};
+    for (const auto& d : duts) t.header.push_back(d);
+    t.header.push_back("generator ceiling (Mpps)");
+    for (int f : frames) {
+      std::vector<std::string> row = {std::to_string(f)};
+      for (const auto& d : duts) {
+        auto it = cells.find({k, f, d});
+        if (it == cells.end()) {
+          row.push_back("not run");
+          continue;
+        }
+        std::vector<double> v;
+        for (auto& [round, r] : it->second)
+          if (double x = num_of(r, "zero_loss_mpps"); x >= 0) v.push_back(x);
+        if (!v.empty()) {
+          Spread sp = spread(v);
+          series[d][f] = Point{sp.median, sp.min, sp.max};
+        }
+        std::string cell = summary(it->second, "zero_loss_mpps");
+        if (!v.empty()) cell += "; " + summary(it->second, "zero_loss_gbps") + " Gbit/s";
+        row.push_back(cell);
+      }
+      row.push_back(ceiling.count(f) ? f2(spread(ceiling[f]).median) : "unknown");
+      t.rows.push_back(row);
+    }
+    const double ref = frames.empty() || !ceiling.count(frames.front()) ? 0 : spread(ceiling[frames.front()]).median;
+    charts.svgs.push_back(svg_chart("Zero-loss rate, K = " + std::to_string(k), "Mpps", frames, duts, series, ref,
+                                    "generator ceiling"));
+    tables.push_back(t);
+  }
+
+  // Paired ratios: round r of a DUT against round r of the peer.
+  Section paired;
+  paired.title = "RFC 2544: paired against testpmd-io and OVS-DPDK, round by round";
+  paired.text = "Per cell, DUT / peer in each round (both ran in the same round, minutes apart), then the median "
+                "[min..max] over rounds: zero-loss rate and established connections per second under churn.";
+  paired.header = {"conns", "frame (B)", "DUT", "peer", "zero-loss ratio", "churn cps ratio"};
+  for (int k : conns_set)
+    for (int f : frames)
+      for (const auto& d : duts)
+        for (const char* peer : {"testpmd-io", "ovs-dpdk"}) {
+          if (d == peer || d == "testpmd-io" || !cells.count({k, f, d}) || !cells.count({k, f, peer})) continue;
+          auto& mine = cells[{k, f, d}];
+          auto& theirs = cells[{k, f, peer}];
+          auto ratio = [&](const char* c) -> std::string {
+            std::vector<double> v;
+            std::string why;
+            for (auto& [round, r] : mine) {
+              auto o = theirs.find(round);
+              if (o == theirs.end()) continue;
+              double x = num_of(r, c), y = num_of(o->second, c);
+              if (x > 0 && y > 0) v.push_back(x / y);
+              else if (why.empty())
+                why = x > 0 ? std::string(peer) + ": " + (col(*o->second, "status") == "ok" ? col(*o->second, c)
+                                                                                             : col(*o->second, "error"))
+                            : d + ": " + (col(*r, "status") == "ok" ? col(*r, c) : col(*r, "error"));
+            }
+            if (v.empty()) return why.empty() ? "no common round" : "missing: " + why;
+            Spread sp = spread(v);
+            return f2(sp.median) + " [" + f2(sp.min) + ".." + f2(sp.max) + "], " + std::to_string(v.size()) + " rounds";
+          };
+          paired.rows.push_back({std::to_string(k), std::to_string(f), d, peer, ratio("zero_loss_mpps"),
+                                 std::string(peer) == "testpmd-io" ? "n/a: testpmd-io tracks nothing"
+                                                                   : ratio("cps_established")});
+        }
+
+  Section churn;
+  churn.title = "RFC 2544: churn (connections opened and closed per second beside the K)";
+  churn.header = {"conns", "frame (B)", "DUT", "established/s", "closed/s", "failed", "set-up of the K (/s)", "tracker count"};
+  Section lat;
+  lat.title = "RFC 2544: latency at 10 / 50 / 90 % of the zero-loss rate (µs, p50 / p99 / p99.9)";
+  lat.header = {"conns", "frame (B)", "DUT", "10 %", "50 %", "90 %"};
+  for (int k : conns_set)
+    for (int f : frames)
+      for (const auto& d : duts) {
+        auto it = cells.find({k, f, d});
+        if (it == cells.end()) continue;
+        churn.rows.push_back({std::to_string(k), std::to_string(f), d, summary(it->second, "cps_established", 0),
+                              summary(it->second, "cps_closed", 0), summary(it->second, "cps_failed", 0),
+                              summary(it->second, "setup_per_s", 0), summary(it->second, "ct_entries", 0)});
+        std::vector<std::string> row = {std::to_string(k), std::to_string(f), d};
+        for (const char* pct : {"10", "50", "90"}) {
+          std::string c = std::string("lat") + pct + "_";
+          row.push_back(summary(it->second, (c + "p50_us").c_str()) + " / " + summary(it->second, (c + "p99_us").c_str()) +
+                        " / " + summary(it->second, (c + "p999_us").c_str()));
+        }
+        lat.rows.push_back(row);
+      }
+  secs.push_back(charts);
+  if (!paired.rows.empty()) secs.push_back(paired);
+  for (auto& t : tables) secs.push_back(t);
+  secs.push_back(churn);
+  secs.push_back(lat);
+}
+
+}  // namespace
+
+sdn::Status write_report(const std::string& dir) {
+  const bool have_sweep = access((dir + "/results.csv").c_str(), F_OK) == 0,
+             have_rfc = access((dir + "/rfc2544.csv").c_str(), F_OK) == 0;
+  if (!have_sweep && !have_rfc) return sdn::Status::error(dir + ": no results.csv or rfc2544.csv");
+  std::vector<Section> secs;
+  std::ifstream mi(dir + "/machine.txt");
+  std::stringstream machine;
+  machine << mi.rdbuf();
+  {
+    Section s;
+    s.title = "Run";
+    s.text = "Run directory: " + dir + ". Figures are medians over repetitions with [min..max] beside them (bars in the "
+             "charts). A cell without a figure names its failure.";
+    s.pre = machine.str().empty() ? "(no machine.txt)" : machine.str();
+    secs.push_back(s);
+  }
+  size_t errors = 0, total = 0;
+  for (const char* file : {"results.csv", "rfc2544.csv"}) {
+    if (access((dir + "/" + file).c_str(), F_OK) != 0) continue;
+    auto rows = read_csv(dir + "/" + file);
+    if (!rows) return rows.status();
+    if (std::string(file) == "results.csv") sweep_sections(&rows.value(), machine, secs);
+    else rfc2544_sections(rows.value(), secs);
+    for (const auto& r : *rows) errors += col(r, "status") != "ok" && col(r, "status") != "skipped";
+    total += rows->size();
+  }
   Section end;
   end.title = "Errors";
-  end.text = "Rows with errors: " + std::to_string(errors) + " of " + std::to_string(rows->size()) + ".";
+  end.text = "Rows with errors: " + std::to_string(errors) + " of " + std::to_string(total) + ".";
   secs.push_back(end);
 
   const std::string title = "Benchmark report";

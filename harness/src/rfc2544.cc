@@ -3,10 +3,15 @@
 // same stateful firewall and the same K connections for every DUT.
 //
 // CPU placement on this 2-core host: the generator on lcore 1; the DUT's
-// forwarding (worker) lcore 0, its main lcore 1 (mostly idle, shared with
-// the generator). Printed at the start and in machine.txt.
+// forwarding (worker, PMD) lcore 0, its main lcore 1 (mostly idle, shared
+// with the generator). Printed at the start and in machine.txt.
+//
+// Each cell: the DUT's tracker flushed; harness-gen sets up K connections
+// and holds; the tracker must count K (checked here, before any trial);
+// then the search, latency at 10/50/90 %, and churn.
 #include "harness/rfc2544.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -17,6 +22,7 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/report.h"
 #include "harness/results.h"
 #include "harness/sweep.h"
 #include "testbed/process.h"
@@ -38,6 +44,15 @@ using util::wait_for_log;
 
 namespace {
 
+// Tracker entries a DUT gets: the largest K, the churn's connections (closed
+// ones wait out TIME_WAIT in the table) and the sweep's headroom.
+long long tracker_room(const Rfc2544Config& c) {
+  if (c.tracker_capacity > 0) return c.tracker_capacity;
+  long long k = 0;
+  for (int x : c.conns) k = std::max<long long>(k, x);
+  return k + (c.churn_s > 0 ? c.churn_conns : 0) + kRoomHeadroom;
+}
+
 // A DUT whose two ports are memif servers on sockets `a` (client side) and
 // `b` (server side).
 class MemifDut {
@@ -45,8 +60,10 @@ class MemifDut {
   virtual ~MemifDut() { proc_.stop(std::chrono::milliseconds(3000)); }
   virtual Status start(const std::string& a, const std::string& b) = 0;
   virtual Status flush() { return {}; }         // forget the last cell's connections
-  virtual long long ct_entries() { return -1; }  // -1: no tracker
+  virtual long long ct_entries() { return -1; }  // -1: no tracker, -2: it did not answer
   virtual std::string version() const = 0;
+  // Receive queues the generator needs per port: as many as the DUT sends on.
+  virtual int gen_rx_queues() const { return 1; }
 
  protected:
   Process proc_;
@@ -99,9 +116,7 @@ class DataplaneMemif final : public MemifDut {
     lc.push_back(0);
     n["workers"]["lcores"] = lc;
     long long cap = n["conntrack"]["capacity"] ? n["conntrack"]["capacity"].as<long long>() : 0;
-    long long want = 0;
-    for (int k : cfg_.conns) want = std::max<long long>(want, k + kRoomHeadroom);
-    if (cap < want) n["conntrack"]["capacity"] = want;
+    if (long long want = tracker_room(cfg_); cap < want || cfg_.tracker_capacity > 0) n["conntrack"]["capacity"] = want;
     std::string path = dir_ + "/dataplane-memif.yaml", log = dir_ + "/dataplane.log";
     YAML::Emitter e;
     e << n;
@@ -133,29 +148,171 @@ class DataplaneMemif final : public MemifDut {
   std::string dir_, prefix_;
 };
 
+// Open vSwitch with DPDK, a netdev bridge whose two type=dpdk ports are
+// memif servers, and the same ct() firewall as the sweep's ovs-dpdk. OVS
+// gives a port one tx queue per PMD thread plus one (its PMD sends on
+// queue 1), so the generator polls two receive queues.
+class OvsMemif final : public MemifDut {
+ public:
+  OvsMemif(const Rfc2544Config& c, std::string dir) : cfg_(c), dir_(std::move(dir)) {}
+  ~OvsMemif() override {
+    if (vs_.pid() > 0) vs_.stop(5000ms);
+    if (db_.pid() > 0) db_.stop(2000ms);
+  }
+  std::string version() const override { return util::first_line({"ovs-vswitchd", "--version"}); }
+  int gen_rx_queues() const override { return 2; }
+  Status start(const std::string& a, const std::string& b) override {
+    const char* vswitchd = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk";
+    if (access(vswitchd, X_OK) != 0)
+      return Status::error(std::string(vswitchd) + " missing (Debian package openvswitch-switch-dpdk)");
+    run_ = dir_ + "/ovs";
+    std::filesystem::create_directories(run_);
+    env_ = {"OVS_RUNDIR=" + run_, "OVS_DBDIR=" + run_, "OVS_LOGDIR=" + run_, "OVS_SYSCONFDIR=" + run_};
+    const std::string db = run_ + "/conf.db", sock = "unix:" + run_ + "/db.sock";
+    std::filesystem::remove(db);
+    if (Status s = cmd({"ovsdb-tool", "create", db, "/usr/share/openvswitch/vswitch.ovsschema"}); !s) return s;
+    SpawnOptions o;
+    o.env = env_;
+    o.stdout_path = run_ + "/ovsdb-server.out";
+    o.stderr_path = "=stdout";
+    auto d = Process::spawn({"ovsdb-server", db, "--remote=punix:" + run_ + "/db.sock",
+                             "--pidfile=" + run_ + "/ovsdb.pid", "--unixctl=" + run_ + "/ovsdb.ctl"},
+                            o);
+    if (!d) return d.status();
+    db_ = std::move(d.value());
+    for (int i = 0; i < 50 && access((run_ + "/db.sock").c_str(), F_OK) != 0; i++) std::this_thread::sleep_for(100ms);
+    std::string extra = "--no-pci --file-prefix harness-rfc-ovs-" + std::to_string(getpid());
+    if (!huge_ok()) extra += " --no-huge -m 1024";
+    // Main thread on core 1, the PMD thread on core 0: the dataplane's placement.
+    if (Status s = vsctl({"--no-wait", "init", "--", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
+                          "other_config:dpdk-lcore-mask=0x2", "other_config:pmd-cpu-mask=0x1",
+                          "other_config:dpdk-extra=" + extra});
+        !s)
+      return s;
+    o.stdout_path = run_ + "/ovs-vswitchd.out";
+    auto v = Process::spawn({vswitchd, sock, "--pidfile=" + run_ + "/vswitchd.pid", "--unixctl=" + run_ + "/vswitchd.ctl",
+                             "--log-file=" + run_ + "/ovs-vswitchd.log"},
+                            o);
+    if (!v) return v.status();
+    vs_ = std::move(v.value());
+    if (Status s = vsctl({"add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev", "--", "add-port", "br0",
+                          "p0", "--", "set", "Interface", "p0", "type=dpdk",
+                          "options:dpdk-devargs=net_memif0,role=server,socket=" + a, "ofport_request=1", "--",
+                          "add-port", "br0", "p1", "--", "set", "Interface", "p1", "type=dpdk",
+                          "options:dpdk-devargs=net_memif1,role=server,socket=" + b, "ofport_request=2"});
+        !s)
+      return s;
+    const std::string flows = run_ + "/flows.txt";
+    std::ofstream(flows) << util::ovs_firewall_flows();
+    if (Status s = cmd({"ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "unix:" + run_ + "/br0.mgmt", flows}); !s)
+      return s;
+    if (Status s = appctl({"dpctl/ct-set-maxconns", std::to_string(tracker_room(cfg_))}); !s) return s;
+    return {};
+  }
+  Status flush() override { return appctl({"dpctl/flush-conntrack"}); }
+  long long ct_entries() override {
+    std::string out;
+    if (!appctl({"dpctl/ct-get-nconns"}, &out)) return -2;
+    char* end;
+    long long n = strtoll(out.c_str(), &end, 10);
+    return end == out.c_str() ? -2 : n;
+  }
+
+ private:
+  Status cmd(const std::vector<std::string>& argv, std::string* out = nullptr) {
+    SpawnOptions o;
+    o.env = env_;
+    o.stdout_path = run_ + "/cmd.out";
+    o.stderr_path = "=stdout";
+    auto p = Process::spawn(argv, o);
+    if (!p) return p.status();
+    auto rc = p->wait(60s);
+    if (out) *out = slurp(run_ + "/cmd.out");
+    if (!rc || *rc != 0) return Status::error(argv[0] + " failed: " + slurp(run_ + "/cmd.out").substr(0, 400));
+    return {};
+  }
+  Status vsctl(std::vector<std::string> args) {
+    args.insert(args.begin(), {"ovs-vsctl", "--db=unix:" + run_ + "/db.sock", "--timeout=60"});
+    return cmd(args);
+  }
+  Status appctl(std::vector<std::string> args, std::string* out = nullptr) {
+    args.insert(args.begin(), {"ovs-appctl", "-t", run_ + "/vswitchd.ctl"});
+    return cmd(args, out);
+  }
+  Rfc2544Config cfg_;
+  std::string dir_, run_;
+  std::vector<std::string> env_;
+  Process db_, vs_;
+};
+
 // One harness-gen run against sockets a/b; its JSON, or why there is none.
+// With a DUT: after the set-up the generator holds, the DUT's tracker must
+// count all `conns`, and only then do the trials run.
 Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, const std::string& b, int frame,
-                                int conns, bool ceiling, const std::string& raw) {
+                                int conns, MemifDut* dut, const std::string& raw, long long* ct_seen = nullptr) {
   std::vector<std::string> argv = {cfg.build_dir + "/harness/harness-gen", "-l", "1", "--no-pci", "--file-prefix",
                                    "harness-rfc-gen-" + std::to_string(getpid()), "--log-level", "lib.eal:warning"};
   if (!huge_ok()) argv.insert(argv.end(), {"--no-huge", "-m", "1024"});
+  const int setup_s = std::max(60, conns / 5000);
   argv.insert(argv.end(), {"--", "--client", "net_memif0,role=client,socket=" + a, "--server",
                            "net_memif1,role=client,socket=" + b, "--conns", std::to_string(conns), "--frame",
-                           std::to_string(frame), "--trial", fmt(cfg.trial_s, 1), "--loss", fmt(cfg.loss, 6)});
-  if (ceiling) argv.insert(argv.end(), {"--full-rate-only"});
+                           std::to_string(frame), "--trial", fmt(cfg.trial_s, 1), "--loss", fmt(cfg.loss, 6),
+                           "--setup-timeout", std::to_string(setup_s)});
+  if (!dut) {
+    argv.push_back("--full-rate-only");
+  } else {
+    argv.insert(argv.end(), {"--hold", "--rx-queues", std::to_string(dut->gen_rx_queues())});
+    if (cfg.churn_s > 0)
+      argv.insert(argv.end(), {"--churn", fmt(cfg.churn_s, 1), "--churn-conns", std::to_string(cfg.churn_conns)});
+  }
   SpawnOptions o;
   o.stdout_path = raw + ".json";
   o.stderr_path = raw + ".err";
+  int in[2] = {-1, -1};
+  if (dut) {
+    if (pipe2(in, O_CLOEXEC) != 0) return Status::error("pipe failed");
+    o.stdin_fd = in[0];
+  }
   auto p = Process::spawn(argv, o);
-  if (!p) return p.status();
-  const int budget = 60 + static_cast<int>(cfg.trial_s * 20) + conns / 2000;
-  auto rc = p->wait(std::chrono::seconds(budget));
-  if (!rc) return Status::error("harness-gen did not finish in " + std::to_string(budget) + " s");
-  auto j = nlohmann::json::parse(slurp(raw + ".json"), nullptr, false);
-  if (j.is_discarded()) return Status::error("harness-gen exit " + std::to_string(*rc) + ": " + tail(slurp(raw + ".err")));
-  if (j.contains("error")) return Status::error("harness-gen: " + j["error"].get<std::string>());
-  if (*rc != 0) return Status::error("harness-gen exit status " + std::to_string(*rc));
-  return j;
+  if (in[0] >= 0) close(in[0]);
+  if (!p) {
+    if (in[1] >= 0) close(in[1]);
+    return p.status();
+  }
+  auto result = [&](Result<int> rc, int budget) -> Result<nlohmann::json> {
+    if (!rc) return Status::error("harness-gen did not finish in " + std::to_string(budget) + " s");
+    auto j = nlohmann::json::parse(slurp(raw + ".json"), nullptr, false);
+    if (j.is_discarded())
+      return Status::error("harness-gen exit " + std::to_string(*rc) + ": " + tail(slurp(raw + ".err")));
+    if (j.contains("error")) return Status::error("harness-gen: " + j["error"].get<std::string>());
+    if (*rc != 0) return Status::error("harness-gen exit status " + std::to_string(*rc));
+    return j;
+  };
+  if (dut) {
+    Status held = wait_for_log(*p, raw + ".err", "harness-gen: set-up done", std::chrono::seconds(setup_s + 40));
+    if (!held) {
+      close(in[1]);
+      auto j = result(p->wait(10s), 10);
+      return j ? Status::error("harness-gen never held after set-up: " + held.message()) : j.status();
+    }
+    const long long ct = dut->ct_entries();
+    if (ct_seen) *ct_seen = ct;
+    std::string why;
+    if (ct == -2) why = "the DUT did not answer for its tracker's count";
+    else if (ct >= 0 && ct < conns)
+      why = "the DUT's tracker holds " + std::to_string(ct) + " of the " + std::to_string(conns) +
+            " connections set up (counted before measuring)";
+    const std::string line = why.empty() ? "go\n" : "stop\n";
+    const bool sent = write(in[1], line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    close(in[1]);
+    if (!why.empty()) {
+      p->wait(10s);
+      return Status::error(why);
+    }
+    if (!sent) return Status::error("harness-gen went away after set-up: " + tail(slurp(raw + ".err")));
+  }
+  const int budget = 60 + static_cast<int>(cfg.trial_s * 20 + cfg.churn_s * 3);
+  return result(p->wait(std::chrono::seconds(budget)), budget);
 }
 
 }  // namespace
@@ -193,7 +350,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
         ceiling[f] = "unknown: rxonly peer: " + s.message();
         continue;
       }
-      auto j = generate(cfg, a, b, f, 1000, true, out + "/raw/ceiling-" + std::to_string(f));
+      auto j = generate(cfg, a, b, f, 1000, nullptr, out + "/raw/ceiling-" + std::to_string(f));
       ceiling[f] = j ? fmt((*j)["full_rate"].value("offered_mpps", 0.0)) : "unknown: " + j.message();
     }
   }
@@ -207,9 +364,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
       if (dname == "testpmd-io") dut = std::make_unique<TestpmdMemif>(ddir, "io");
       else if (dname == "dataplane") dut = std::make_unique<DataplaneMemif>(cfg, ddir);
       else if (dname == "kernel-ct") why = "skipped: the kernel has no DPDK port to attach to memif";
-      else if (dname == "ovs-dpdk")
-        why = "not yet: OVS-DPDK 3.1 uses n_pmd+1 tx queues on a memif port and the generator has one queue pair "
-              "(its sends were all tx failures in a first try); the fix is matching queue pairs or vhost-user ports";
+      else if (dname == "ovs-dpdk") dut = std::make_unique<OvsMemif>(cfg, ddir);
       else why = "no memif profile for " + dname;
       if (dut && why.empty())
         if (Status s = dut->start(a, b); !s) why = "start: " + s.message();
@@ -229,10 +384,27 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           if (err.empty())
             if (Status s = dut->flush(); !s) err = s.message();
           Result<nlohmann::json> j = Status::error(err);
-          if (err.empty()) j = generate(cfg, a, b, f, k, false, ddir + "/gen-" + std::to_string(k) + "-" + std::to_string(f));
+          long long ct = -1;
+          if (err.empty())
+            j = generate(cfg, a, b, f, k, dut.get(), ddir + "/gen-" + std::to_string(k) + "-" + std::to_string(f), &ct);
+          if (ct != -1)
+            r["ct_entries"] = ct == -2 ? "unavailable: the DUT did not answer" : std::to_string(ct);
+          if (!j && dname == "kernel-ct") {
+            r["status"] = "skipped";
+            r["error"] = j.message();
+            w.write(r);
+            continue;
+          }
           if (!j) {
             r["status"] = "error";
             r["error"] = j.message();
+            if (dut && err.empty() && ct == -1) {  // failed before the count: what the DUT holds now
+              const long long now_ct = dut->ct_entries();
+              if (now_ct >= 0) {
+                r["ct_entries"] = std::to_string(now_ct);
+                r["error"] += "; the DUT's tracker holds " + std::to_string(now_ct);
+              }
+            }
             errors++;
             w.write(r);
             continue;
@@ -252,13 +424,21 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
               else
                 r[col] = "n/a: no zero-loss rate to take it at";
             }
-          r["cps_established"] = fmt(g["setup"].value("per_s", 0.0), 0);
-          long long ct = dut->ct_entries();
-          r["ct_entries"] = ct == -1 ? "n/a: no tracker" : ct < 0 ? "unavailable: the DUT did not answer" : std::to_string(ct);
+          r["setup_per_s"] = fmt(g["setup"].value("per_s", 0.0), 0);
+          if (g.contains("churn")) {
+            const auto& c = g["churn"];
+            r["cps_established"] = fmt(c.value("established_per_s", 0.0), 0);
+            r["cps_closed"] = fmt(c.value("closed_per_s", 0.0), 0);
+            r["cps_failed"] = std::to_string(c.value("failed", 0));
+          } else {
+            for (const char* c : {"cps_established", "cps_closed", "cps_failed"}) r[c] = "n/a: no churn (--churn 0)";
+          }
+          if (ct == -1) r["ct_entries"] = "n/a: no tracker";
           r["status"] = "ok";
-          if (ct >= 0 && ct < k) {
+          if (g.value("zero_loss_mpps", 0.0) <= 0) {
             r["status"] = "error";
-            r["error"] = "the tracker holds " + std::to_string(ct) + " of the " + std::to_string(k) + " connections";
+            r["error"] = "no rate without loss: every trial lost packets (full rate: " + r["max_fwd_mpps"] + " of " +
+                         r["offered_at_max_mpps"] + " Mpps forwarded)";
             errors++;
           }
           w.write(r);
@@ -268,6 +448,8 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
     }
   }
   fprintf(stderr, "harness: results in %s/rfc2544.csv\n", out.c_str());
+  if (Status s = write_report(out); !s) fprintf(stderr, "harness: report: %s\n", s.message().c_str());
+  else fprintf(stderr, "harness: report in %s/report.md\n", out.c_str());
   return errors;
 }
 

@@ -59,6 +59,23 @@ sdn::Status wait_for_log(testbed::Process& p, const std::string& log, const std:
                             tail(slurp(log)));
 }
 
+std::string ovs_firewall_flows() {
+  std::string fl =
+      "table=0,priority=100,arp,actions=NORMAL\n"
+      "table=0,priority=100,icmp6,icmp_type=135,actions=NORMAL\n"
+      "table=0,priority=100,icmp6,icmp_type=136,actions=NORMAL\n"
+      "table=0,priority=50,ip,actions=ct(table=1)\n"
+      "table=0,priority=50,ipv6,actions=ct(table=1)\n"
+      "table=0,priority=0,actions=drop\n";
+  for (std::string l3 : {"ip", "ipv6"})  // ct() needs the L3 type in the match
+    fl += "table=1,priority=100," + l3 + ",in_port=1,ct_state=+trk+new,actions=ct(commit),output:2\n" +
+          "table=1,priority=100," + l3 + ",in_port=1,ct_state=+trk+est,actions=output:2\n" +
+          "table=1,priority=100," + l3 + ",in_port=2,ct_state=+trk+est,actions=output:1\n" +
+          "table=1,priority=90," + l3 + ",in_port=1,ct_state=+trk+rel,actions=output:2\n" +
+          "table=1,priority=90," + l3 + ",in_port=2,ct_state=+trk+rel,actions=output:1\n";
+  return fl + "table=1,priority=0,actions=drop\n";
+}
+
 HostRunner netns_runner(const testbed::Netns* ns) {
   return [ns](const std::vector<std::string>& argv) -> sdn::Result<std::string> {
     auto r = testbed::run_capture(argv, ns, std::chrono::seconds(10));

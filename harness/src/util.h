@@ -24,6 +24,10 @@ bool huge_ok();
 // Waits until `needle` shows up in p's log.
 sdn::Status wait_for_log(testbed::Process& p, const std::string& log, const std::string& needle,
                          std::chrono::seconds within);
+// The stateful firewall as OpenFlow rules for ovs-ofctl replace-flows:
+// ports 1 (client side) and 2 (server side), ct() both ways, new
+// connections only from port 1. Every OVS profile loads the same rules.
+std::string ovs_firewall_flows();
 // Runs commands in a namespace (null: this one) for gather_host_facts().
 HostRunner netns_runner(const testbed::Netns* ns);
 

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <vector>
 #include <string>
@@ -415,38 +416,99 @@ TEST(E2E, LabInventoryDrivesEveryHostOverSsh) {
 TEST(E2E, Rfc2544ModeOverMemif) {
   std::string out = "/tmp/harness-e2e-rfc-" + std::to_string(getpid());
   for (std::vector<std::string> bad : {std::vector<std::string>{"--frame-sizes", "63"}, {"--conns", "0"},
-                                       {"--trial", "x"}, {"--dut", "nope"}, {"--loss", "2"}, {"--instances", "4"}}) {
+                                       {"--trial", "x"}, {"--dut", "nope"}, {"--loss", "2"}, {"--instances", "4"},
+                                       {"--churn", "-1"}, {"--churn-conns", "0"}, {"--tracker-capacity", "x"}}) {
     std::vector<std::string> argv = {g_harness, "run", "--mode", "rfc2544"};
     argv.insert(argv.end(), bad.begin(), bad.end());
     auto b = testbed::run_capture(argv, nullptr, std::chrono::seconds(20));
     ASSERT_TRUE(b.ok());
     EXPECT_EQ(b->status, 2) << bad[0] << ": " << b->output;
   }
-  auto r = testbed::run_capture({g_harness, "run", "--mode", "rfc2544", "--frame-sizes", "64", "--conns", "2000",
-                                 "--dut", "testpmd-io,dataplane,kernel-ct", "--trial", "0.5", "--out", out},
-                                nullptr, std::chrono::minutes(8));
+  auto r = testbed::run_capture({g_harness, "run", "--mode", "rfc2544", "--frame-sizes", "64", "--conns", "10000",
+                                 "--dut", "testpmd-io,dataplane,ovs-dpdk,kernel-ct", "--trial", "0.5", "--churn", "0.5",
+                                 "--churn-conns", "100000", "--out", out},
+                                nullptr, std::chrono::minutes(10));
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r->status, 0) << r->output;
   auto rows = harness::read_csv(out + "/rfc2544.csv");
   ASSERT_TRUE(rows.ok()) << rows.message();
-  ASSERT_EQ(rows->size(), 3u) << r->output;
+  ASSERT_EQ(rows->size(), 4u) << r->output;
   for (auto& row : *rows) {
     EXPECT_GT(harness::to_num(row["generator_ceiling_mpps"], 0), 0) << row["generator_ceiling_mpps"];
     if (row["dut"] == "kernel-ct") {
-      EXPECT_EQ(row["status"], "error");
+      EXPECT_EQ(row["status"], "skipped");
       EXPECT_NE(row["error"].find("no DPDK port"), std::string::npos) << row["error"];
       continue;
     }
     EXPECT_EQ(row["status"], "ok") << row["dut"] << ": " << row["error"];
     EXPECT_GT(harness::to_num(row["zero_loss_mpps"], 0), 0) << row["dut"];
     EXPECT_GT(harness::to_num(row["max_fwd_mpps"], 0), 0) << row["dut"];
+    EXPECT_GT(harness::to_num(row["setup_per_s"], 0), 0) << row["dut"];
     EXPECT_GT(harness::to_num(row["cps_established"], 0), 0) << row["dut"];
+    EXPECT_GT(harness::to_num(row["cps_closed"], 0), 0) << row["dut"];
+    EXPECT_GE(harness::to_num(row["cps_failed"], -1), 0) << row["dut"];
     EXPECT_GT(harness::to_num(row["lat50_p50_us"], 0), 0) << row["dut"];
-    if (row["dut"] == "dataplane") {
-      EXPECT_GE(harness::to_num(row["ct_entries"], 0), 2000);
+    if (row["dut"] == "testpmd-io") {
+      EXPECT_EQ(row["ct_entries"].rfind("n/a", 0), 0u) << row["ct_entries"];
+    } else {
+      // Counted after the set-up, before any trial.
+      EXPECT_GE(harness::to_num(row["ct_entries"], 0), 10000) << row["dut"];
     }
   }
-  expect_none_running({"harness-gen", "dpdk-testpmd", "dataplane"});
+  // The report has the section: a chart, the paired ratios.
+  std::ifstream in(out + "/report.html");
+  std::stringstream html;
+  html << in.rdbuf();
+  EXPECT_NE(html.str().find("RFC 2544 over memif"), std::string::npos);
+  EXPECT_NE(html.str().find("<svg"), std::string::npos);
+  EXPECT_NE(html.str().find("paired against testpmd-io and OVS-DPDK"), std::string::npos);
+  expect_none_running({"harness-gen", "dpdk-testpmd", "dataplane", "ovs-vswitchd", "ovsdb-server"});
+}
+
+// Bad input to --mode rfc2544: more connections than the DUT's table holds
+// and a DUT that drops everything are error rows that say so, not numbers.
+TEST(E2E, Rfc2544FullTableAndADutThatDropsAllAreErrorRows) {
+  std::string out = "/tmp/harness-e2e-rfc-bad-" + std::to_string(getpid());
+  auto r = testbed::run_capture({g_harness, "run", "--mode", "rfc2544", "--frame-sizes", "64", "--conns", "6000",
+                                 "--dut", "dataplane", "--trial", "0.5", "--churn", "0", "--tracker-capacity", "4000",
+                                 "--out", out + "-full"},
+                                nullptr, std::chrono::minutes(4));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 1) << r->output;
+  auto rows = harness::read_csv(out + "-full/rfc2544.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  ASSERT_EQ(rows->size(), 1u);
+  auto& full = (*rows)[0];
+  EXPECT_EQ(full["status"], "error");
+  EXPECT_NE(full["error"].find("of 6000 connections established"), std::string::npos) << full["error"];
+  EXPECT_NE(full["error"].find("the DUT's tracker holds 4000"), std::string::npos) << full["error"];
+  EXPECT_EQ(full["zero_loss_mpps"], "");
+
+  // A firewall that drops every packet.
+  const std::string cfg = out + "-drop.yaml";
+  std::ofstream(cfg) << "eal: {file_prefix: e2e-drop}\n"
+                        "ports:\n"
+                        "  - {name: inside, devargs: x}\n"
+                        "  - {name: outside, devargs: y}\n"
+                        "workers: {main_lcore: 1, lcores: [0]}\n"
+                        "conntrack: {capacity: 65536}\n"
+                        "tables:\n"
+                        "  0:\n"
+                        "    - {priority: 0, match: \"\", actions: \"drop\"}\n";
+  r = testbed::run_capture({g_harness, "run", "--mode", "rfc2544", "--frame-sizes", "64", "--conns", "1000", "--dut",
+                            "dataplane", "--trial", "0.5", "--churn", "0", "--dataplane-config", cfg, "--out",
+                            out + "-drop"},
+                           nullptr, std::chrono::minutes(4));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 1) << r->output;
+  rows = harness::read_csv(out + "-drop/rfc2544.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  ASSERT_EQ(rows->size(), 1u);
+  auto& drop = (*rows)[0];
+  EXPECT_EQ(drop["status"], "error");
+  EXPECT_NE(drop["error"].find("0 of 1000 connections established"), std::string::npos) << drop["error"];
+  EXPECT_EQ(drop["zero_loss_mpps"], "");
+  expect_none_running({"harness-gen", "dataplane"});
 }
 
 // kill -9 of a harness driving hosts over SSH: the next run's start kills

@@ -158,4 +158,62 @@ TEST(GenFrame, AStrictTrackerTakesTheHandshakesAndTheData) {
   for (int i = 1; i < static_cast<int>(ctrack::Invalid::kCount); i++) EXPECT_EQ(s.invalid[i], 0u) << i;
 }
 
+// A churn connection's whole life as harness-gen plays it (SYN; SYN-ACK;
+// ACK, data and FIN at once; FIN-ACK; ACK) through the strict tracker:
+// nothing invalid, and the tracker sees it close.
+TEST(GenFrame, AStrictTrackerTakesAChurnConnectionsOpenAndClose) {
+  ctrack::Config cfg;
+  cfg.capacity = 4096;
+  cfg.tcp_liberal = false;
+  cfg.tcp_midstream = false;
+  auto tr = ctrack::Tracker::create(cfg);
+  ASSERT_TRUE(tr.ok()) << tr.message();
+  ctrack::Tracker& ct = *tr.value();
+  const uint32_t isn_c = 0x10000000u, isn_s = 0x20000000u;
+  uint64_t now = 1'000'000'000;
+  uint8_t buf[gen::kMaxFrame];
+  auto judge = [&](const gen::Template& t, uint32_t conn, uint32_t seq, uint32_t ack) {
+    gen::fill(t, buf, gen::tuple_of(conn), seq, ack, now & 0xFFFFFFFFFFFFull);
+    ctrack::Parsed p;
+    EXPECT_EQ(ctrack::parse_packet(buf, t.len, 0, &p), ctrack::Drop::kNone);
+    const ctrack::Packet* pk = &p.ct;
+    ctrack::CtResult r;
+    ct.process(&pk, 1, now, true, &r);
+    now += 1000;
+    return r.state;
+  };
+  for (int frame : {64, 1518}) {
+    gen::Template syn, synack, ack0, data, fin_c, fin_s;
+    gen::make_template(&syn, gen::Dir::kToServer, gen::kSyn, 64, kMacC, kMacS);
+    gen::make_template(&synack, gen::Dir::kToClient, gen::kSyn | gen::kAck, 64, kMacS, kMacC);
+    gen::make_template(&ack0, gen::Dir::kToServer, gen::kAck, 0, kMacC, kMacS);
+    gen::make_template(&data, gen::Dir::kToServer, gen::kAck | gen::kPsh, frame, kMacC, kMacS);
+    gen::make_template(&fin_c, gen::Dir::kToServer, gen::kFin | gen::kAck, 0, kMacC, kMacS);
+    gen::make_template(&fin_s, gen::Dir::kToClient, gen::kFin | gen::kAck, 0, kMacS, kMacC);
+    ASSERT_EQ(ack0.payload, 0);
+    ASSERT_EQ(fin_c.payload, 0);
+    ASSERT_EQ(ack0.len, 60);
+    const uint32_t P = data.payload;
+    for (uint32_t i = 0; i < 500; i++) {
+      const uint32_t c = (frame == 64 ? 0 : 500) + i;
+      EXPECT_TRUE(judge(syn, c, isn_c, 0) & ctrack::kCtNew);
+      EXPECT_FALSE(judge(synack, c, isn_s, isn_c + 1) & ctrack::kCtInv);
+      EXPECT_TRUE(judge(ack0, c, isn_c + 1, isn_s + 1) & ctrack::kCtEst);
+      EXPECT_TRUE(judge(data, c, isn_c + 1, isn_s + 1) & ctrack::kCtEst);
+      EXPECT_FALSE(judge(fin_c, c, isn_c + 1 + P, isn_s + 1) & ctrack::kCtInv);
+      EXPECT_FALSE(judge(fin_s, c, isn_s + 1, isn_c + 2 + P) & ctrack::kCtInv);
+      EXPECT_FALSE(judge(ack0, c, isn_c + 2 + P, isn_s + 2) & ctrack::kCtInv);
+    }
+  }
+  auto s = ct.stats();
+  for (int i = 1; i < static_cast<int>(ctrack::Invalid::kCount); i++) EXPECT_EQ(s.invalid[i], 0u) << i;
+  // The tracker saw every one close.
+  size_t conns = 0;
+  ct.for_each(now, [&](const ctrack::ConnInfo& ci) {
+    conns++;
+    EXPECT_EQ(ci.state, "TIME_WAIT");
+  });
+  EXPECT_EQ(conns, 1000u);
+}
+
 }  // namespace

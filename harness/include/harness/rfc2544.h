@@ -17,6 +17,9 @@ struct Rfc2544Config {
   std::vector<std::string> duts{"dataplane", "testpmd-io", "ovs-dpdk"};
   double trial_s = 2;
   double loss = 0;  // fraction allowed at the zero-loss rate
+  double churn_s = 2;  // per cell, connections opened and closed after the trials (0: none)
+  int churn_conns = 500000;  // at most this many per cell (the trackers get room for them)
+  long long tracker_capacity = 0;  // 0: each DUT's tracker sized to fit; else exactly this
   int repeat = 1;
   std::string out_dir, source_dir, build_dir, dataplane_config;
 };

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/lab.h"
+#include "harness/rfc2544.h"
 #include "harness/results.h"
 #include "harness/ssh.h"
 #include "sdn/status.h"
@@ -49,6 +50,11 @@ struct SweepConfig {
   // --lab FILE: the inventory it names (lab.empty() or "testbed-ssh": none).
   std::shared_ptr<const Inventory> inventory;
   bool ci = false;
+  // The YAML's `rfc2544:` section: after the sweep, `run --mode rfc2544`
+  // with these settings into the same run directory (one report for both).
+  // --no-rfc2544 skips it; --lab skips it (memif needs one host).
+  bool rfc2544 = false;
+  Rfc2544Config rfc;
   std::string source_dir;   // repository root
   std::string build_dir;    // where dataplane/dataplane is
 };
