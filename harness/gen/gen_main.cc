@@ -258,7 +258,7 @@ struct Gen {
     const uint64_t t0 = rte_rdtsc(), open_until = t0 + static_cast<uint64_t>(o.churn_s * static_cast<double>(hz)),
                    timeout = hz;
     uint32_t next = 0, oldest = 0, in_flight = 0;
-    uint64_t txdrop = 0, now = t0;
+    uint64_t txdrop = 0, now = t0, last_est = t0;
     rte_mbuf* rx[kBurst];
     rte_mbuf* tx[3 * kBurst];
     const uint32_t P = data_c.payload;
@@ -301,6 +301,7 @@ struct Gen {
           if (st == 2) {
             st = 3;
             r.established++;
+            last_est = rte_rdtsc();
           }
           if ((sn.flags & gen::kFin) && st == 3) {
             if (rte_mbuf* m = frame(fin_s, sn.conn, kIsnServer + 1, sn.seq + sn.payload + 1, 0)) tx[k++] = m;
@@ -349,7 +350,9 @@ struct Gen {
         oldest++;
       }
     }
-    r.secs = static_cast<double>(now - t0) / static_cast<double>(hz);
+    // The rate's time ends at the last connection established, not when the
+    // ones that failed ran out their second.
+    r.secs = static_cast<double>((r.established ? last_est : now) - t0) / static_cast<double>(hz);
     r.tx_dropped = txdrop;
     return r;
   }

@@ -77,10 +77,18 @@ class LabDut final : public Dut {
     if (profile_ == "dataplane") return start_dataplane();
     if (profile_ == "kernel-ct") return start_kernel_ct();
     if (profile_ == "testpmd-io") return start_testpmd();
+    if (profile_ == "ovs-dpdk" || profile_ == "ovs-dpdk-offload") return start_ovs(profile_ == "ovs-dpdk-offload");
     return Status::error("profile " + profile_ + " is not driven on a lab DUT host yet (its preconditions hold)");
   }
   void stop() override {
     daemon_ = Job();
+    ovsdb_ = Job();
+    // A DPDK program killed on its host leaves its hugepage files. (Once:
+    // the destructor calls stop() again, maybe after the session is gone.)
+    if (started_ && !prefix_.empty())
+      ssh_.run("dut", {"sh", "-c", "rm -f /dev/hugepages/\"$1\"map_*; rm -rf /var/run/dpdk/\"$1\"", "sh", prefix_}, nullptr,
+               20s);
+    prefix_.clear();
     if (profile_ == "kernel-ct" && started_) {
       ssh_.run("dut", {"nft", "delete", "table", "inet", "harness"}, nullptr, 20s);
       ssh_.run("dut", {"sysctl", "-q", "-w", "net.ipv4.ip_forward=0"}, nullptr, 20s);
@@ -92,6 +100,10 @@ class LabDut final : public Dut {
   long long ct_entries() override {
     std::string out;
     if (profile_ == "testpmd-io") return -1;
+    if (is_ovs()) {
+      if (!appctl({"dpctl/ct-get-nconns"}, &out)) return -1;
+      return atoll(out.c_str());
+    }
     if (profile_ == "dataplane") {
       if (!ssh_.run("dut", {inv_.dut.dataplane_ctl, "--prefix", prefix_, "stats"}, &out, 20s)) return -1;
       auto ct = pairs_on_line(out, "ct");
@@ -100,9 +112,26 @@ class LabDut final : public Dut {
     if (!ssh_.run("dut", {"cat", "/proc/sys/net/netfilter/nf_conntrack_count"}, &out, 20s)) return -1;
     return atoll(out.c_str());
   }
+  long long offloaded() override {
+    // Datapath flows in the NIC (ovs-dpdk-offload): one per line.
+    if (profile_ != "ovs-dpdk-offload" || !started_) return -1;
+    std::string out;
+    if (!appctl({"dpctl/dump-flows", "type=offloaded"}, &out)) return -1;
+    long long n = 0;
+    std::istringstream in(out);
+    for (std::string l; std::getline(in, l);) n += !l.empty();
+    return n;
+  }
   Result<std::string> make_room(long long conns) override {
     if (profile_ == "dataplane") return std::string("conntrack.capacity as configured on the DUT host (checked per row)");
     std::string out;
+    if (is_ovs()) {
+      if (Status s = appctl({"dpctl/ct-get-maxconns"}, &out); !s) return s;
+      long long have = atoll(out.c_str()), want = conns + kRoomHeadroom;
+      if (have >= want) return "dpctl/ct-get-maxconns " + std::to_string(have);
+      if (Status s = appctl({"dpctl/ct-set-maxconns", std::to_string(want)}); !s) return s;
+      return "dpctl/ct-set-maxconns " + std::to_string(have) + " -> " + std::to_string(want);
+    }
     if (Status s = ssh_.run("dut", {"cat", "/proc/sys/net/netfilter/nf_conntrack_max"}, &out, 20s); !s) return s;
     long long have = atoll(out.c_str()), want = conns + kRoomHeadroom;
     if (have >= want) return "nf_conntrack_max " + std::to_string(have);
@@ -115,6 +144,26 @@ class LabDut final : public Dut {
   Result<std::map<std::string, long long>> drops() override {
     std::string out;
     if (profile_ == "testpmd-io") return Status::error("testpmd's counters are not read on a lab DUT host");
+    if (is_ovs()) {
+      std::map<std::string, long long> m;
+      if (Status s = appctl({"dpctl/show"}, &out); !s) return s;
+      if (size_t p = out.find("lost:"); p != std::string::npos) m["dp_lost"] = atoll(out.c_str() + p + 5);
+      for (const char* port : {"p0", "p1"}) {
+        if (Status s = vsctl({"get", "Interface", port, "statistics"}, &out); !s) return s;
+        for (char& c : out)
+          if (c == '{' || c == '}' || c == ',') c = ' ';
+        std::istringstream in(out);
+        for (std::string kv; in >> kv;) {
+          size_t eq = kv.find('=');
+          if (eq == std::string::npos) continue;
+          std::string k = kv.substr(0, eq);
+          if (k.find("drop") != std::string::npos || k.find("error") != std::string::npos ||
+              k.find("missed") != std::string::npos)
+            m[std::string(port) + "_" + k] = atoll(kv.c_str() + eq + 1);
+        }
+      }
+      return m;
+    }
     if (profile_ == "dataplane") {
       if (Status s = ssh_.run("dut", {inv_.dut.dataplane_ctl, "--prefix", prefix_, "stats"}, &out, 20s); !s) return s;
       std::map<std::string, long long> m;
@@ -208,6 +257,89 @@ class LabDut final : public Dut {
     started_ = true;
     return health();
   }
+  bool is_ovs() const { return profile_ == "ovs-dpdk" || profile_ == "ovs-dpdk-offload"; }
+  // OVS commands against this run's own OVS on the DUT host.
+  Status appctl(std::vector<std::string> args, std::string* out = nullptr) {
+    args.insert(args.begin(), {"ovs-appctl", "-t", ovs_dir_ + "/vswitchd.ctl"});
+    return ssh_.run("dut", args, out, 60s);
+  }
+  Status vsctl(std::vector<std::string> args, std::string* out = nullptr) {
+    args.insert(args.begin(), {"ovs-vsctl", "--db=unix:" + ovs_dir_ + "/db.sock", "--timeout=60"});
+    return ssh_.run("dut", args, out, 90s);
+  }
+  // A private Open vSwitch with DPDK on the DUT host (its own database and
+  // run directory under the run's directory, so a system OVS is left alone):
+  // a netdev bridge whose two type=dpdk ports are the DUT host's ports (PCI
+  // by bus address, others through net_af_packet), the same ct() firewall
+  // as everywhere, and with `offload` other_config:hw-offload=true (rte_flow
+  // into the NIC; dpctl/dump-flows type=offloaded counted per row).
+  Status start_ovs(bool offload) {
+    ovs_dir_ = ssh_.run_dir() + "/ovs";
+    prefix_ = "harness-lab-ovs-" + std::to_string(getpid());
+    const std::vector<std::string> env = {"env", "OVS_RUNDIR=" + ovs_dir_, "OVS_DBDIR=" + ovs_dir_,
+                                          "OVS_LOGDIR=" + ovs_dir_, "OVS_SYSCONFDIR=" + ovs_dir_};
+    std::string out;
+    const std::string db = ovs_dir_ + "/conf.db";
+    if (Status s = ssh_.run("dut", {"sh", "-c", "mkdir -p \"$1\" && rm -f \"$1/conf.db\"", "sh", ovs_dir_}, nullptr, 20s); !s)
+      return s;
+    if (Status s = ssh_.run("dut", {"ovsdb-tool", "create", db, "/usr/share/openvswitch/vswitch.ovsschema"}, &out, 30s); !s)
+      return Status::error("ovsdb-tool create on the DUT host: " + s.message());
+    std::vector<std::string> a = env;
+    a.insert(a.end(), {"ovsdb-server", db, "--remote=punix:" + ovs_dir_ + "/db.sock", "--unixctl=" + ovs_dir_ + "/ovsdb.ctl"});
+    testbed::SpawnOptions o;
+    o.stdout_path = dir_ + "/ovsdb-server.log";
+    o.stderr_path = "=stdout";
+    auto d = ssh_.spawn("dut", a, o);
+    if (!d) return d.status();
+    ovsdb_ = std::move(d.value());
+    Status up = Status::error("the OVS database did not answer");
+    for (int i = 0; i < 50 && !up; i++) {
+      up = ssh_.run("dut", {"test", "-S", ovs_dir_ + "/db.sock"}, nullptr, 10s);
+      if (!up) std::this_thread::sleep_for(200ms);
+    }
+    if (!up) return up;
+    std::string extra = "--file-prefix " + prefix_;
+    if (!util::huge_ok()) extra += " --no-huge -m 1024";
+    std::vector<std::string> init = {"--no-wait", "init", "--", "set", "Open_vSwitch", ".",
+                                     "other_config:dpdk-init=true", "other_config:dpdk-extra=" + extra};
+    if (offload) init.push_back("other_config:hw-offload=true");
+    if (Status s = vsctl(init); !s) return Status::error("ovs-vsctl init on the DUT host: " + s.message());
+    // Debian's DPDK build of ovs-vswitchd, else the one on PATH.
+    std::string vswitchd = "ovs-vswitchd";
+    if (ssh_.run("dut", {"test", "-x", "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"}, nullptr, 10s))
+      vswitchd = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk";
+    a = env;
+    a.insert(a.end(), {vswitchd, "unix:" + ovs_dir_ + "/db.sock", "--unixctl=" + ovs_dir_ + "/vswitchd.ctl",
+                       "--log-file=" + ovs_dir_ + "/ovs-vswitchd.log"});
+    log_ = dir_ + "/ovs-vswitchd.out";
+    o.stdout_path = log_;
+    auto v = ssh_.spawn("dut", a, o);
+    if (!v) return v.status();
+    daemon_ = std::move(v.value());
+    started_ = true;
+    std::vector<std::string> br = {"add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev"};
+    for (size_t i = 0; i < 2; i++) {
+      const std::string port = "p" + std::to_string(i);
+      const NicFacts* n = i < facts_.nics.size() ? &facts_.nics[i] : nullptr;
+      const std::string devargs = n && is_pci_bus(n->bus)
+                                      ? n->bus
+                                      : "net_af_packet" + std::to_string(i) + ",iface=" + inv_.dut.interfaces[i];
+      br.insert(br.end(), {"--", "add-port", "br0", port, "--", "set", "Interface", port, "type=dpdk",
+                           "options:dpdk-devargs=" + devargs, "mtu_request=" + std::to_string(inv_.mtu),
+                           "ofport_request=" + std::to_string(i + 1)});
+    }
+    if (Status s = vsctl(br); !s) return Status::error("OVS bridge on the DUT host: " + s.message() + "; " + util::tail(slurp(log_)));
+    const std::string flows = ovs_dir_ + "/flows.txt";
+    if (Status s = ssh_.run("dut", {"sh", "-c", "printf '%s' \"$1\" > \"$2\"", "sh", util::ovs_firewall_flows(), flows},
+                            nullptr, 20s);
+        !s)
+      return s;
+    if (Status s = ssh_.run("dut", {"ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "unix:" + ovs_dir_ + "/br0.mgmt", flows},
+                            &out, 30s);
+        !s)
+      return Status::error("ovs-ofctl replace-flows on the DUT host: " + s.message());
+    return health();
+  }
   Status start_kernel_ct() {
     const std::string& in0 = inv_.dut.interfaces[0];
     const std::vector<std::vector<std::string>> cmds = {
@@ -227,9 +359,9 @@ class LabDut final : public Dut {
   std::string profile_;
   const Inventory& inv_;
   SshSession& ssh_;
-  std::string dir_, machine_txt_, prefix_, log_;
+  std::string dir_, machine_txt_, prefix_, log_, ovs_dir_;
   HostFacts facts_;
-  Job daemon_;
+  Job daemon_, ovsdb_;
   bool started_ = false;
 };
 

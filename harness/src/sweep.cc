@@ -372,7 +372,7 @@ Result<std::unique_ptr<Bed>> Bed::build_lab(const SweepConfig& cfg, Inventory* i
   v.server.address = kServerIp;
   v.dut.ssh = host(mg[2]);
   v.dut.interfaces = {"d0", "d1"};
-  v.dut.profiles = {"dataplane", "kernel-ct", "testpmd-io", "ovs-dpdk-offload", "ovs-kernel-tc"};
+  v.dut.profiles = {"dataplane", "kernel-ct", "testpmd-io", "ovs-dpdk", "ovs-dpdk-offload", "ovs-kernel-tc"};
   v.dut.dataplane_config = r.ssh_dir + "/dataplane.yaml";
   v.dut.dataplane_program = cfg.build_dir + "/dataplane/dataplane";
   v.dut.dataplane_ctl = cfg.build_dir + "/dataplane/dataplane-ctl";

@@ -370,7 +370,8 @@ TEST(E2E, LabInventoryDrivesEveryHostOverSsh) {
   for (int i = 0; i < 300 && access(inv.c_str(), F_OK) != 0 && up->running(); i++)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ASSERT_EQ(access(inv.c_str(), F_OK), 0) << read_proc(out + "-up.log");
-  auto r = testbed::run_capture({g_harness, "run", "--lab", inv, "--dut", "dataplane,kernel-ct,testpmd-io,ovs-kernel-tc",
+  auto r = testbed::run_capture({g_harness, "run", "--lab", inv, "--dut",
+                                 "dataplane,kernel-ct,testpmd-io,ovs-dpdk,ovs-dpdk-offload,ovs-kernel-tc",
                                  "--instances", "2", "--sizes", "1024", "--duration", "2", "--repeat", "1", "--warmup",
                                  "0", "--out", out},
                                 nullptr, std::chrono::minutes(5));
@@ -379,7 +380,7 @@ TEST(E2E, LabInventoryDrivesEveryHostOverSsh) {
   ASSERT_TRUE(rows.ok()) << rows.message() << "\n" << r->output;
   int ok = 0, refused = 0;
   for (auto& row : *rows) {
-    if (row["dut"] == "ovs-kernel-tc") {
+    if (row["dut"] == "ovs-kernel-tc" || row["dut"] == "ovs-dpdk-offload") {
       EXPECT_EQ(row["status"], "error");
       EXPECT_NE(row["error"].find("preconditions not met on the DUT host"), std::string::npos) << row["error"];
       EXPECT_NE(row["error"].find("d0: driver veth, not mlx5_core"), std::string::npos) << row["error"];
@@ -395,8 +396,8 @@ TEST(E2E, LabInventoryDrivesEveryHostOverSsh) {
     }
     ok++;
   }
-  EXPECT_EQ(ok, 3 * 4);  // dataplane, kernel-ct, testpmd-io: throughput and latency, repetition and summary
-  EXPECT_EQ(refused, 4);
+  EXPECT_EQ(ok, 4 * 4);  // dataplane, kernel-ct, testpmd-io, ovs-dpdk: throughput and latency, repetition and summary
+  EXPECT_EQ(refused, 2 * 4);
   std::string machine = read_proc(out + "/machine.txt");
   EXPECT_NE(machine.find("dut host 192.168.251.10 for dataplane:\nkernel: "), std::string::npos) << machine;
   EXPECT_NE(machine.find("d0: driver veth"), std::string::npos) << machine;
@@ -408,7 +409,9 @@ TEST(E2E, LabInventoryDrivesEveryHostOverSsh) {
   up->signal(SIGINT);
   EXPECT_TRUE(up->wait(std::chrono::seconds(30)).ok());
   EXPECT_NE(access(inv.c_str(), F_OK), 0) << "the inventory of a torn-down testbed is removed";
-  expect_none_running({"dataplane", "sshd", "iperf3"});
+  expect_none_running({"dataplane", "sshd", "iperf3", "ovs-vswitchd", "ovsdb-server", "dpdk-testpmd"});
+  for (const auto& e : std::filesystem::directory_iterator("/dev/hugepages", ec))
+    EXPECT_NE(e.path().filename().string().rfind("harness-lab-", 0), 0u) << e.path() << " left on the DUT host";
 }
 
 // The DUTs at their own limit: harness-gen over memif, K real handshakes,
