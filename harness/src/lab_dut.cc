@@ -77,7 +77,7 @@ class LabDut final : public Dut {
     if (profile_ == "dataplane") return start_dataplane();
     if (profile_ == "kernel-ct") return start_kernel_ct();
     if (profile_ == "testpmd-io") return start_testpmd();
-    if (profile_ == "ovs-dpdk" || profile_ == "ovs-dpdk-offload") return start_ovs(profile_ == "ovs-dpdk-offload");
+    if (is_ovs()) return start_ovs();
     return Status::error("profile " + profile_ + " is not driven on a lab DUT host yet (its preconditions hold)");
   }
   void stop() override {
@@ -100,7 +100,7 @@ class LabDut final : public Dut {
   long long ct_entries() override {
     std::string out;
     if (profile_ == "testpmd-io") return -1;
-    if (is_ovs()) {
+    if (is_ovs() && !kernel_ovs()) {
       if (!appctl({"dpctl/ct-get-nconns"}, &out)) return -1;
       return atoll(out.c_str());
     }
@@ -113,9 +113,15 @@ class LabDut final : public Dut {
     return atoll(out.c_str());
   }
   long long offloaded() override {
-    // Datapath flows in the NIC (ovs-dpdk-offload): one per line.
-    if (profile_ != "ovs-dpdk-offload" || !started_) return -1;
+    // The dataplane's offloaded connections; OVS's datapath flows in the NIC
+    // (ovs-dpdk-offload, ovs-kernel-tc): one per line.
     std::string out;
+    if (profile_ == "dataplane" && started_) {  // connections in the NIC (offload.provider rte_flow)
+      if (!ssh_.run("dut", {inv_.dut.dataplane_ctl, "--prefix", prefix_, "stats"}, &out, 20s)) return -1;
+      auto ct = pairs_on_line(out, "ct");
+      return ct.count("offloaded") ? ct["offloaded"] : -1;
+    }
+    if ((profile_ != "ovs-dpdk-offload" && !kernel_ovs()) || !started_) return -1;
     if (!appctl({"dpctl/dump-flows", "type=offloaded"}, &out)) return -1;
     long long n = 0;
     std::istringstream in(out);
@@ -125,7 +131,7 @@ class LabDut final : public Dut {
   Result<std::string> make_room(long long conns) override {
     if (profile_ == "dataplane") return std::string("conntrack.capacity as configured on the DUT host (checked per row)");
     std::string out;
-    if (is_ovs()) {
+    if (is_ovs() && !kernel_ovs()) {
       if (Status s = appctl({"dpctl/ct-get-maxconns"}, &out); !s) return s;
       long long have = atoll(out.c_str()), want = conns + kRoomHeadroom;
       if (have >= want) return "dpctl/ct-get-maxconns " + std::to_string(have);
@@ -148,7 +154,9 @@ class LabDut final : public Dut {
       std::map<std::string, long long> m;
       if (Status s = appctl({"dpctl/show"}, &out); !s) return s;
       if (size_t p = out.find("lost:"); p != std::string::npos) m["dp_lost"] = atoll(out.c_str() + p + 5);
-      for (const char* port : {"p0", "p1"}) {
+      const std::vector<std::string> ports =
+          kernel_ovs() ? inv_.dut.interfaces : std::vector<std::string>{"p0", "p1"};
+      for (const std::string& port : ports) {
         if (Status s = vsctl({"get", "Interface", port, "statistics"}, &out); !s) return s;
         for (char& c : out)
           if (c == '{' || c == '}' || c == ',') c = ' ';
@@ -159,7 +167,7 @@ class LabDut final : public Dut {
           std::string k = kv.substr(0, eq);
           if (k.find("drop") != std::string::npos || k.find("error") != std::string::npos ||
               k.find("missed") != std::string::npos)
-            m[std::string(port) + "_" + k] = atoll(kv.c_str() + eq + 1);
+            m[port + "_" + k] = atoll(kv.c_str() + eq + 1);
         }
       }
       return m;
@@ -257,7 +265,8 @@ class LabDut final : public Dut {
     started_ = true;
     return health();
   }
-  bool is_ovs() const { return profile_ == "ovs-dpdk" || profile_ == "ovs-dpdk-offload"; }
+  bool is_ovs() const { return profile_ == "ovs-dpdk" || profile_ == "ovs-dpdk-offload" || kernel_ovs(); }
+  bool kernel_ovs() const { return profile_ == "ovs-kernel-tc"; }
   // OVS commands against this run's own OVS on the DUT host.
   Status appctl(std::vector<std::string> args, std::string* out = nullptr) {
     args.insert(args.begin(), {"ovs-appctl", "-t", ovs_dir_ + "/vswitchd.ctl"});
@@ -267,13 +276,21 @@ class LabDut final : public Dut {
     args.insert(args.begin(), {"ovs-vsctl", "--db=unix:" + ovs_dir_ + "/db.sock", "--timeout=60"});
     return ssh_.run("dut", args, out, 90s);
   }
-  // A private Open vSwitch with DPDK on the DUT host (its own database and
-  // run directory under the run's directory, so a system OVS is left alone):
-  // a netdev bridge whose two type=dpdk ports are the DUT host's ports (PCI
-  // by bus address, others through net_af_packet), the same ct() firewall
-  // as everywhere, and with `offload` other_config:hw-offload=true (rte_flow
-  // into the NIC; dpctl/dump-flows type=offloaded counted per row).
-  Status start_ovs(bool offload) {
+  // A private Open vSwitch on the DUT host (its own database and run
+  // directory under the run's directory), the same ct() firewall as
+  // everywhere:
+  // - ovs-dpdk: a netdev bridge whose two type=dpdk ports are the DUT host's
+  //   ports (PCI by bus address, others through net_af_packet);
+  // - ovs-dpdk-offload: the same with other_config:hw-offload=true (rte_flow
+  //   into the NIC);
+  // - ovs-kernel-tc: the kernel datapath with the two interfaces (switchdev
+  //   representors), hw-offload=true and tc-policy=none: flows and ct() in
+  //   TC flower, offloaded by the NIC where it can (the preconditions checked
+  //   the kernel, the modules, switchdev and hw-tc-offload). Its conntrack is
+  //   the kernel's (nf_conntrack_count, nf_conntrack_max).
+  // The offloaded ones count dpctl/dump-flows type=offloaded per row.
+  Status start_ovs() {
+    const bool dpdk = !kernel_ovs(), offload = profile_ != "ovs-dpdk";
     ovs_dir_ = ssh_.run_dir() + "/ovs";
     prefix_ = "harness-lab-ovs-" + std::to_string(getpid());
     const std::vector<std::string> env = {"env", "OVS_RUNDIR=" + ovs_dir_, "OVS_DBDIR=" + ovs_dir_,
@@ -300,13 +317,15 @@ class LabDut final : public Dut {
     if (!up) return up;
     std::string extra = "--file-prefix " + prefix_;
     if (!util::huge_ok()) extra += " --no-huge -m 1024";
-    std::vector<std::string> init = {"--no-wait", "init", "--", "set", "Open_vSwitch", ".",
-                                     "other_config:dpdk-init=true", "other_config:dpdk-extra=" + extra};
+    std::vector<std::string> init = {"--no-wait", "init", "--", "set", "Open_vSwitch", "."};
+    if (dpdk) init.insert(init.end(), {"other_config:dpdk-init=true", "other_config:dpdk-extra=" + extra});
+    else prefix_.clear();  // no DPDK files to clean up
     if (offload) init.push_back("other_config:hw-offload=true");
+    if (!dpdk) init.push_back("other_config:tc-policy=none");
     if (Status s = vsctl(init); !s) return Status::error("ovs-vsctl init on the DUT host: " + s.message());
     // Debian's DPDK build of ovs-vswitchd, else the one on PATH.
     std::string vswitchd = "ovs-vswitchd";
-    if (ssh_.run("dut", {"test", "-x", "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"}, nullptr, 10s))
+    if (dpdk && ssh_.run("dut", {"test", "-x", "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"}, nullptr, 10s))
       vswitchd = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk";
     a = env;
     a.insert(a.end(), {vswitchd, "unix:" + ovs_dir_ + "/db.sock", "--unixctl=" + ovs_dir_ + "/vswitchd.ctl",
@@ -317,8 +336,12 @@ class LabDut final : public Dut {
     if (!v) return v.status();
     daemon_ = std::move(v.value());
     started_ = true;
-    std::vector<std::string> br = {"add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev"};
-    for (size_t i = 0; i < 2; i++) {
+    std::vector<std::string> br = {"add-br", "br0", "--", "set", "bridge", "br0",
+                                   dpdk ? "datapath_type=netdev" : "datapath_type=system"};
+    for (size_t i = 0; i < 2 && !dpdk; i++)
+      br.insert(br.end(), {"--", "add-port", "br0", inv_.dut.interfaces[i], "--", "set", "Interface",
+                           inv_.dut.interfaces[i], "ofport_request=" + std::to_string(i + 1)});
+    for (size_t i = 0; i < 2 && dpdk; i++) {
       const std::string port = "p" + std::to_string(i);
       const NicFacts* n = i < facts_.nics.size() ? &facts_.nics[i] : nullptr;
       const std::string devargs = n && is_pci_bus(n->bus)

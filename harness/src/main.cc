@@ -62,7 +62,8 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         inventory lists), the DUT profile on the DUT host, its preconditions
         checked and recorded in machine.txt first. No testbed is built.
   run --mode rfc2544 [--frame-sizes 64,512,1518] [--conns 1000,100000] [--dut dataplane,testpmd-io,ovs-dpdk]
-      [--trial S] [--loss FRACTION] [--churn S] [--churn-conns N] [--tracker-capacity N] [--repeat N] [--out DIR]
+      [--trial S] [--loss FRACTION] [--churn S] [--churn-conns N] [--tracker-capacity N] [--repeat N]
+      [--out DIR | --resume DIR]
         Each DUT at its own limit over net_memif: harness-gen (stateful, K TCP
         connections set up with real handshakes first; the DUT's tracker must
         count all K before any trial) runs an RFC 2544 zero-loss binary search
@@ -76,7 +77,9 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         bridge with the sweep's ct() flows. kernel-ct: an error row (no DPDK
         port). Each DUT's tracker is sized to fit K and the churn;
         --tracker-capacity N sizes it to N instead (a full table: error rows
-        saying how many connections the DUT held).
+        saying how many connections the DUT held). Rounds: every DUT and the
+        ceiling once per round (--repeat N); --resume DIR measures only the
+        cells DIR/rfc2544.csv lacks.
   report DIR                    write DIR/report.md and DIR/report.html
   compare OLD.csv NEW.csv [--max-regression PCT]
                                 list cells that regressed by more than PCT (default 5);
@@ -301,7 +304,10 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
       list(a, v, 1, 10000000, &r);
       c.churn_conns = r[0];
     } else if (a == "--out") c.out_dir = v;
-    else if (a == "--dataplane-config") c.dataplane_config = v;
+    else if (a == "--resume") {
+      c.out_dir = v;
+      c.resume = true;
+    } else if (a == "--dataplane-config") c.dataplane_config = v;
     else {
       fprintf(stderr, "harness: --mode rfc2544: unknown option '%s' (see --help)\n", a.c_str());
       return 2;

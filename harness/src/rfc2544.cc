@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -331,8 +332,38 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
   std::error_code ec;
   std::filesystem::create_directories(out + "/raw", ec);
   if (ec) return Status::error(out + ": " + ec.message());
+  // --resume: the cells already in the CSV (same columns) are not measured again.
+  std::set<std::string> done;
+  const std::string csv = out + "/rfc2544.csv";
+  if (cfg.resume && std::filesystem::exists(csv)) {
+    std::ifstream in(csv);
+    std::string header, want;
+    std::getline(in, header);
+    for (const auto& c : rfc2544_columns()) want += (want.empty() ? "" : ",") + c;
+    if (header != want) return Status::error(csv + ": its columns are not this version's; resume it with the version that began it");
+    auto rows = read_csv(csv);
+    if (!rows) return rows.status();
+    for (auto& r : *rows) done.insert(r["dut"] + "|" + r["frame_bytes"] + "|" + r["conns"] + "|" + r["repeat"]);
+    fprintf(stderr, "harness: resuming %s: %zu rows already measured\n", out.c_str(), rows->size());
+  }
+  auto cell_done = [&](const std::string& d, int f, int k, int round) {
+    return done.count(d + "|" + std::to_string(f) + "|" + std::to_string(k) + "|" + std::to_string(round)) > 0;
+  };
+  auto round_done = [&](const std::string& d, int round) {
+    for (int k : cfg.conns)
+      for (int f : cfg.frames)
+        if (!cell_done(d, f, k, round)) return false;
+    return true;
+  };
+  if (!std::filesystem::exists(out + "/machine.txt")) {
+    std::ofstream m(out + "/machine.txt");
+    m << "cores: " << std::thread::hardware_concurrency() << "\nkernel: " << util::first_line({"uname", "-r"})
+      << "\ndpdk: " << util::first_line({"pkg-config", "--modversion", "libdpdk"})
+      << "\novs: " << util::first_line({"ovs-vswitchd", "--version"}) << "\nhugepages: " << (huge_ok() ? "yes" : "no")
+      << "\n";
+  }
   CsvWriter w;
-  if (Status s = w.open(out + "/rfc2544.csv", rfc2544_columns()); !s) return s;
+  if (Status s = w.open(csv, rfc2544_columns()); !s) return s;
   const std::string placement =
       "CPU placement: harness-gen on lcore 1; the DUT's forwarding lcore 0, its main lcore 1 (shared, mostly idle)";
   fprintf(stderr, "harness: %s\n", placement.c_str());
@@ -343,6 +374,9 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
                     b = "/run/harness-memif-" + std::to_string(getpid()) + "-b.sock";
   int errors = 0;
   for (int round = 1; round <= cfg.repeat && !stop; round++) {
+    bool all_done = true;
+    for (const std::string& d : cfg.duts) all_done = all_done && round_done(d, round);
+    if (all_done) continue;
     // The generator's own ceiling per frame size, in every round next to the
     // DUTs (this host's speed drifts): against testpmd rxonly (it drops
     // everything), what the generator offers at full rate.
@@ -362,6 +396,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
     }
     for (const std::string& dname : cfg.duts) {
       if (stop) break;
+      if (round_done(dname, round)) continue;
       std::string ddir = out + "/raw/" + dname + "-r" + std::to_string(round);
       std::filesystem::create_directories(ddir, ec);
       std::unique_ptr<MemifDut> dut;
@@ -376,6 +411,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
       for (int k : cfg.conns)
         for (int f : cfg.frames) {
           if (stop) break;
+          if (cell_done(dname, f, k, round)) continue;
           Row r;
           r["timestamp"] = now_iso();
           r["git_rev"] = rev;

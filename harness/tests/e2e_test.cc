@@ -468,6 +468,38 @@ TEST(E2E, Rfc2544ModeOverMemif) {
   expect_none_running({"harness-gen", "dpdk-testpmd", "dataplane", "ovs-vswitchd", "ovsdb-server"});
 }
 
+// --mode rfc2544 --resume: a run cut short goes on with the cells its CSV
+// lacks, and keeps the rows it has.
+TEST(E2E, Rfc2544ResumeMeasuresOnlyWhatIsMissing) {
+  std::string out = "/tmp/harness-e2e-rfc-resume-" + std::to_string(getpid());
+  std::vector<std::string> argv = {g_harness, "run", "--mode", "rfc2544", "--frame-sizes", "64,128", "--conns", "500",
+                                   "--dut", "testpmd-io", "--trial", "0.3", "--churn", "0"};
+  auto first = argv;
+  first.insert(first.end(), {"--out", out});
+  auto r = testbed::run_capture(first, nullptr, std::chrono::minutes(4));
+  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_EQ(r->status, 0) << r->output;
+  // As if killed before the second cell.
+  std::string csv = read_proc(out + "/rfc2544.csv");
+  size_t second = csv.find('\n', csv.find('\n') + 1);
+  ASSERT_NE(second, std::string::npos);
+  const std::string kept = csv.substr(0, second + 1);
+  std::ofstream(out + "/rfc2544.csv", std::ios::trunc) << kept;
+  auto again = argv;
+  again.insert(again.end(), {"--resume", out});
+  r = testbed::run_capture(again, nullptr, std::chrono::minutes(4));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 0) << r->output;
+  EXPECT_NE(r->output.find("resuming"), std::string::npos) << r->output;
+  auto rows = harness::read_csv(out + "/rfc2544.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ(read_proc(out + "/rfc2544.csv").rfind(kept, 0), 0u) << "the first row was rewritten";
+  EXPECT_EQ((*rows)[0]["frame_bytes"], "64");
+  EXPECT_EQ((*rows)[1]["frame_bytes"], "128");
+  EXPECT_EQ((*rows)[1]["status"], "ok") << (*rows)[1]["error"];
+}
+
 // Bad input to --mode rfc2544: more connections than the DUT's table holds
 // and a DUT that drops everything are error rows that say so, not numbers.
 TEST(E2E, Rfc2544FullTableAndADutThatDropsAllAreErrorRows) {

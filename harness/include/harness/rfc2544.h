@@ -21,6 +21,7 @@ struct Rfc2544Config {
   int churn_conns = 500000;  // at most this many per cell (the trackers get room for them)
   long long tracker_capacity = 0;  // 0: each DUT's tracker sized to fit; else exactly this
   int repeat = 1;
+  bool resume = false;  // out_dir holds a killed run: measure only the cells it lacks
   std::string out_dir, source_dir, build_dir, dataplane_config;
 };
 
