@@ -1,4 +1,4 @@
-// harness-gen's packets: Ethernet + IPv4 + TCP frames built from per-kind
+// harness-gen's packets: Ethernet + IPv4 + TCP (or UDP) frames built from per-kind
 // templates, with the checksums kept by incremental update (RFC 1624) so the
 // per-packet work is a copy and a few stores. Pure functions, no DPDK: the
 // unit tests run them against the project's own tracker.
@@ -76,6 +76,7 @@ struct Template {
   uint32_t base = 0;
   uint16_t ip_base = 0;  // IPv4 header checksum's sum with the addresses zero
   Dir dir = Dir::kToServer;
+  uint8_t proto = 6;     // 6 TCP, 17 UDP
 };
 
 // frame_bytes counts the FCS (64..1518); SYN and SYN-ACK carry MSS and
@@ -125,7 +126,36 @@ inline void make_template(Template* t, Dir dir, uint8_t flags, int frame_bytes, 
   t->base = sum16(tcp, tcp_len, 6u + tcp_len);
 }
 
-// Writes connection `i`'s frame of kind `t` into out (t->len bytes).
+// A UDP datagram of frame_bytes (64..1518, with FCS) in direction `dir`.
+inline void make_udp_template(Template* t, Dir dir, int frame_bytes, const uint8_t src_mac[6], const uint8_t dst_mac[6]) {
+  memset(t->bytes, 0, sizeof t->bytes);
+  t->dir = dir;
+  t->proto = 17;
+  int len = frame_bytes - 4;
+  if (len < 60) len = 60;
+  const int ip_len = len - 14, udp_len = ip_len - 20;
+  t->len = static_cast<uint16_t>(len);
+  t->payload = static_cast<uint16_t>(udp_len - 8);
+  uint8_t* e = t->bytes;
+  memcpy(e, dst_mac, 6);
+  memcpy(e + 6, src_mac, 6);
+  put16(e + 12, 0x0800);
+  uint8_t* ip = e + 14;
+  ip[0] = 0x45;
+  put16(ip + 2, static_cast<uint16_t>(ip_len));
+  put16(ip + 6, 0x4000);
+  ip[8] = 64;
+  ip[9] = 17;
+  t->ip_base = static_cast<uint16_t>(fold(sum16(ip, 20)));
+  uint8_t* udp = ip + 20;
+  t->tcp_off = 34;
+  t->data_off = 42;
+  put16(udp + 4, static_cast<uint16_t>(udp_len));
+  t->base = sum16(udp, static_cast<size_t>(udp_len), 17u + static_cast<uint32_t>(udp_len));
+}
+
+// Writes connection `i`'s frame of kind `t` into out (t->len bytes). UDP
+// templates take no SEQ or ACK.
 inline void fill(const Template& t, uint8_t* out, const Tuple& c, uint32_t seq, uint32_t ack, uint64_t ts) {
   memcpy(out, t.bytes, t.len);
   uint8_t* ip = out + 14;
@@ -139,6 +169,17 @@ inline void fill(const Template& t, uint8_t* out, const Tuple& c, uint32_t seq, 
   put16(ip + 10, static_cast<uint16_t>(~fold(ipsum)));
   put16(tcp, sp);
   put16(tcp + 2, dp);
+  if (t.proto == 17) {
+    uint32_t u = t.base + (src >> 16) + (src & 0xFFFF) + (dst >> 16) + (dst & 0xFFFF) + sp + dp;
+    if (t.payload >= kTsBytes) {
+      uint8_t* d = out + t.data_off;
+      for (int k = 0; k < kTsBytes; k++) d[k] = static_cast<uint8_t>(ts >> (8 * (kTsBytes - 1 - k)));
+      u += get16(d) + get16(d + 2) + get16(d + 4);
+    }
+    const uint16_t cs = static_cast<uint16_t>(~fold(u));
+    put16(tcp + 6, cs ? cs : 0xFFFF);  // 0 would mean "no checksum"
+    return;
+  }
   put32(tcp + 4, seq);
   put32(tcp + 8, ack);
   uint32_t s = t.base + (src >> 16) + (src & 0xFFFF) + (dst >> 16) + (dst & 0xFFFF) + sp + dp + (seq >> 16) +
@@ -160,23 +201,25 @@ struct Seen {
   uint64_t ts;  // 48 bits; 0 when the payload has none
 };
 inline bool parse(const uint8_t* f, uint32_t len, uint32_t conns, Dir arrived_as, Seen* s) {
-  if (len < 54 || get16(f + 12) != 0x0800) return false;
+  if (len < 42 || get16(f + 12) != 0x0800) return false;
   const uint8_t* ip = f + 14;
-  if ((ip[0] >> 4) != 4 || ip[9] != 6) return false;
+  if ((ip[0] >> 4) != 4 || (ip[9] != 6 && ip[9] != 17)) return false;
+  const bool udp = ip[9] == 17;
   const int ihl = (ip[0] & 0xF) * 4;
   const uint16_t ip_len = get16(ip + 2);
-  if (ihl < 20 || ip_len < ihl + 20 || 14u + ip_len > len) return false;
+  if (ihl < 20 || ip_len < ihl + (udp ? 8 : 20) || 14u + ip_len > len) return false;
   const uint8_t* tcp = ip + ihl;
-  const int doff = (tcp[12] >> 4) * 4;
-  if (doff < 20 || ihl + doff > ip_len) return false;
+  const int doff = udp ? 8 : (tcp[12] >> 4) * 4;
+  if (doff < (udp ? 8 : 20) || ihl + doff > ip_len) return false;
+  if (udp && get16(tcp + 4) != ip_len - ihl) return false;
   const bool to_server = arrived_as == Dir::kToServer;
   const uint32_t cip = get32(ip + (to_server ? 12 : 16));
   const uint16_t cport = get16(tcp + (to_server ? 0 : 2));
   s->conn = index_of(cip, cport, conns);
   if (s->conn == UINT32_MAX) return false;
-  s->flags = tcp[13];
-  s->seq = get32(tcp + 4);
-  s->ack = get32(tcp + 8);
+  s->flags = udp ? 0 : tcp[13];
+  s->seq = udp ? 0 : get32(tcp + 4);
+  s->ack = udp ? 0 : get32(tcp + 8);
   s->payload = static_cast<uint16_t>(ip_len - ihl - doff);
   s->ts = 0;
   if (s->payload >= kTsBytes) {

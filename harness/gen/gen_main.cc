@@ -4,7 +4,8 @@
 //  1. Set-up: real three-way handshakes (SYN out of the client port, the
 //     SYN-ACK out of the server port once the SYN came through, the ACK),
 //     with valid sequence numbers and window scaling, so a strict tracker
-//     takes them; SYNs and SYN-ACKs are resent after 500 ms.
+//     takes them; SYNs and SYN-ACKs are resent after 500 ms. With --proto
+//     udp: UDP flows, a datagram each way.
 //  2. Trials: data segments both ways, spread over the connections, each
 //     acknowledging what has come through from the other side, at a set rate in bursts of
 //     32, for a set time; then a drain. Loss per direction; latency from a
@@ -54,6 +55,7 @@ struct Options {
   int setup_s = 60;
   uint16_t rx_queues = 1;  // a DUT that sends on more queues than one (OVS: one per PMD thread and one more)
   bool hold = false;       // after set-up, wait for "go" on stdin (the harness counts the DUT's tracker)
+  bool udp = false;        // UDP flows instead of TCP connections (no handshake, no churn)
   double churn_s = 0;
   uint32_t churn_conns = 1000000;  // at most this many new connections in the churn phase
   bool search = true;
@@ -240,6 +242,77 @@ struct Gen {
     return r;
   }
 
+  // UDP: a flow is set up when the client's first datagram came through and
+  // the server's answer came back (the tracker has seen both ways). The
+  // client sends again after 500 ms without an answer.
+  SetupResult setup_udp() {
+    SetupResult r;
+    const uint64_t t0 = rte_rdtsc(), resend = hz / 2, deadline = t0 + static_cast<uint64_t>(o.setup_s) * hz;
+    const uint32_t window = 512;
+    uint32_t next = 0, in_flight = 0, scan = 0;
+    uint64_t txdrop = 0, progress_at = t0;
+    rte_mbuf* rx[kBurst];
+    rte_mbuf* tx[kBurst];
+    while (r.established < o.conns && !g_stop && rte_rdtsc() < deadline) {
+      uint16_t n = 0;
+      while (in_flight < window && next < o.conns && n < kBurst) {
+        rte_mbuf* m = frame(data_c, next, 0, 0, 0);
+        if (!m) break;
+        tx[n++] = m;
+        state[next] = 1;
+        sent_at[next] = rte_rdtsc();
+        next++;
+        in_flight++;
+      }
+      if (n) send(cp, tx, n, &txdrop);
+      for (int b = 0; b < 8; b++) {  // server side: answer each flow's datagrams
+        uint16_t got = rx_burst(sp, rx);
+        n = 0;
+        for (uint16_t i = 0; i < got; i++) {
+          gen::Seen sn;
+          if (gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, o.conns, gen::Dir::kToServer, &sn) &&
+              state[sn.conn] >= 1 && state[sn.conn] <= 2) {
+            if (rte_mbuf* m = frame(data_s, sn.conn, 0, 0, 0)) tx[n++] = m;
+            state[sn.conn] = 2;
+          }
+        }
+        rte_pktmbuf_free_bulk(rx, got);
+        if (n) send(sp, tx, n, &txdrop);
+        if (got < kBurst) break;
+      }
+      for (int b = 0; b < 8; b++) {  // client side: the answer makes the flow
+        uint16_t got = rx_burst(cp, rx);
+        for (uint16_t i = 0; i < got; i++) {
+          gen::Seen sn;
+          if (gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, o.conns, gen::Dir::kToClient, &sn) &&
+              state[sn.conn] == 2) {
+            state[sn.conn] = 3;
+            r.established++;
+            in_flight--;
+            progress_at = rte_rdtsc();
+          }
+        }
+        rte_pktmbuf_free_bulk(rx, got);
+        if (got < kBurst) break;
+      }
+      const uint64_t now = rte_rdtsc();
+      if (now - progress_at > 5 * hz) {
+        r.stalled = true;
+        break;
+      }
+      n = 0;
+      for (uint32_t k = 0; k < 256 && next > 0 && n < kBurst; k++, scan = (scan + 1) % next) {
+        if (state[scan] == 0 || state[scan] == 3 || now - sent_at[scan] < resend) continue;
+        if (rte_mbuf* m = frame(data_c, scan, 0, 0, 0)) tx[n++] = m;
+        sent_at[scan] = now;
+        r.resent++;
+      }
+      if (n) send(cp, tx, n, &txdrop);
+    }
+    r.secs = static_cast<double>(rte_rdtsc() - t0) / static_cast<double>(hz);
+    return r;
+  }
+
   // --- churn --------------------------------------------------------------
   // Connection K + j, j < churn_conns. State: 1 SYN sent, 2 SYN-ACK sent
   // (the client answers it with ACK, data, FIN at once), 3 established (the
@@ -384,9 +457,11 @@ struct Gen {
           const bool to_server = as == gen::Dir::kToServer;
           t->rx[to_server ? 0 : 1]++;
           t->lat.add(((now & 0xFFFFFFFFFFFFull) - s.ts) & 0xFFFFFFFFFFFFull);
-          uint32_t& got_to = to_server ? srcv[s.conn] : crcv[s.conn];
-          const uint32_t end = s.seq + s.payload;
-          if (static_cast<int32_t>(end - got_to) > 0) got_to = end;
+          if (!o.udp) {
+            uint32_t& got_to = to_server ? srcv[s.conn] : crcv[s.conn];
+            const uint32_t end = s.seq + s.payload;
+            if (static_cast<int32_t>(end - got_to) > 0) got_to = end;
+          }
         }
       }
       rte_pktmbuf_free_bulk(rx, got);
@@ -483,7 +558,7 @@ int port_init(uint16_t id, rte_mempool* pool, uint16_t rx_queues) {
 const char* kHelp =
     "usage: harness-gen [EAL options] -- --client DEV --server DEV [--conns K] [--frame BYTES]\n"
     "                   [--trial S] [--loss FRACTION] [--max-mpps R | --rate-mpps R] [--setup-timeout S]\n"
-    "                   [--churn S] [--churn-conns N] [--rx-queues N] [--hold]\n"
+    "                   [--churn S] [--churn-conns N] [--rx-queues N] [--hold] [--proto tcp|udp]\n"
     "  DEV              the port's devargs: a vdev (net_memif0,role=server,socket=/run/x.sock)\n"
     "                   or a PCI address; the client side sends SYNs, the server side answers\n"
     "  --conns K        TCP connections set up through the DUT first (default 1000, up to 10M)\n"
@@ -498,6 +573,8 @@ const char* kHelp =
     "                   (SYN, SYN-ACK, ACK+data+FIN, FIN-ACK, ACK), 512 at a time, beside the K\n"
     "  --churn-conns N  at most N of them (default 1000000); the DUT's tracker needs room for\n"
     "                   them until they time out\n"
+    "  --proto udp      UDP flows instead of TCP connections: set up by a datagram each way\n"
+    "                   (resent after 500 ms), then data both ways; no churn\n"
     "  --rx-queues N    receive queues per port, all polled (default 1; a DUT that sends on\n"
     "                   queue N-1 needs N)\n"
     "  --hold           after set-up, print 'harness-gen: set-up done' to stderr and wait for a\n"
@@ -571,8 +648,16 @@ int main(int argc, char** argv) {
       o.churn_conns = static_cast<uint32_t>(number(1, 10000000, "want 1..10000000"));
     else if (a == "--rx-queues")
       o.rx_queues = static_cast<uint16_t>(number(1, 16, "want 1..16"));
+    else if (a == "--proto") {
+      if (strcmp(v, "tcp") != 0 && strcmp(v, "udp") != 0) bad("want tcp or udp");
+      o.udp = strcmp(v, "udp") == 0;
+    }
     else
       bad("unknown option");
+  }
+  if (o.udp && o.churn_s > 0) {
+    fprintf(stderr, "harness-gen: --churn opens and closes TCP connections; not with --proto udp\n");
+    return 2;
   }
   if (o.client_dev.empty() || o.server_dev.empty()) {
     fprintf(stderr, "harness-gen: --client and --server are required\n%s", kHelp);
@@ -604,8 +689,13 @@ int main(int argc, char** argv) {
   gen::make_template(&g.syn, gen::Dir::kToServer, gen::kSyn, 64, cm, sm);
   gen::make_template(&g.synack, gen::Dir::kToClient, gen::kSyn | gen::kAck, 64, sm, cm);
   gen::make_template(&g.ack, gen::Dir::kToServer, gen::kAck, 64, cm, sm);
-  gen::make_template(&g.data_c, gen::Dir::kToServer, gen::kAck | gen::kPsh, o.frame, cm, sm);
-  gen::make_template(&g.data_s, gen::Dir::kToClient, gen::kAck | gen::kPsh, o.frame, sm, cm);
+  if (o.udp) {
+    gen::make_udp_template(&g.data_c, gen::Dir::kToServer, o.frame, cm, sm);
+    gen::make_udp_template(&g.data_s, gen::Dir::kToClient, o.frame, sm, cm);
+  } else {
+    gen::make_template(&g.data_c, gen::Dir::kToServer, gen::kAck | gen::kPsh, o.frame, cm, sm);
+    gen::make_template(&g.data_s, gen::Dir::kToClient, gen::kAck | gen::kPsh, o.frame, sm, cm);
+  }
   gen::make_template(&g.ack0_c, gen::Dir::kToServer, gen::kAck, 0, cm, sm);
   gen::make_template(&g.fin_c, gen::Dir::kToServer, gen::kFin | gen::kAck, 0, cm, sm);
   gen::make_template(&g.fin_s, gen::Dir::kToClient, gen::kFin | gen::kAck, 0, sm, cm);
@@ -634,7 +724,8 @@ int main(int argc, char** argv) {
     rte_delay_ms(100);
   }
   rte_delay_ms(500);  // a peer that just attached (memif) starts forwarding a moment after link up
-  nlohmann::json out = {{"conns", o.conns}, {"frame_bytes", o.frame}, {"lcore", rte_lcore_id()}};
+  nlohmann::json out = {
+      {"conns", o.conns}, {"frame_bytes", o.frame}, {"proto", o.udp ? "udp" : "tcp"}, {"lcore", rte_lcore_id()}};
   // The ceiling needs no connections (its peer forwards nothing back).
   Gen::SetupResult su;
   if (o.full_only) {
@@ -644,7 +735,7 @@ int main(int argc, char** argv) {
       g.sseq[i] = g.crcv[i] = kIsnServer + 1;
     }
   } else {
-    su = g.setup();
+    su = o.udp ? g.setup_udp() : g.setup();
   }
   out["setup"] = {{"established", su.established},
                   {"secs", su.secs},

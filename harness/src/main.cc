@@ -62,7 +62,7 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         inventory lists), the DUT profile on the DUT host, its preconditions
         checked and recorded in machine.txt first. No testbed is built.
   run --mode rfc2544 [--frame-sizes 64,512,1518] [--conns 1000,100000] [--dut dataplane,testpmd-io,ovs-dpdk]
-      [--trial S] [--loss FRACTION] [--churn S] [--churn-conns N] [--tracker-capacity N] [--repeat N]
+      [--trial S] [--loss FRACTION] [--churn S] [--churn-conns N] [--tracker-capacity N] [--proto tcp|udp] [--repeat N]
       [--out DIR | --resume DIR]
         Each DUT at its own limit over net_memif: harness-gen (stateful, K TCP
         connections set up with real handshakes first; the DUT's tracker must
@@ -77,7 +77,8 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         bridge with the sweep's ct() flows. kernel-ct: an error row (no DPDK
         port). Each DUT's tracker is sized to fit K and the churn;
         --tracker-capacity N sizes it to N instead (a full table: error rows
-        saying how many connections the DUT held). Rounds: every DUT and the
+        saying how many connections the DUT held). --proto udp: K UDP flows
+        (a datagram each way sets one up; no churn). Rounds: every DUT and the
         ceiling once per round (--repeat N); --resume DIR measures only the
         cells DIR/rfc2544.csv lacks.
   report DIR                    write DIR/report.md and DIR/report.html
@@ -295,6 +296,12 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
         fprintf(stderr, "harness: --churn '%s': want 0 (none) or 0.1..600 s\n", v.c_str());
         return 2;
       }
+    } else if (a == "--proto") {
+      if (v != "tcp" && v != "udp") {
+        fprintf(stderr, "harness: --proto '%s': want tcp or udp (one per run)\n", v.c_str());
+        return 2;
+      }
+      c.proto = v;
     } else if (a == "--tracker-capacity") {
       std::vector<int> r;
       list(a, v, 1, 100000000, &r);

@@ -473,14 +473,19 @@ void sweep_sections(const std::vector<Row>* rows, const std::stringstream& machi
 // latency at 10/50/90 % of the zero-loss rate.
 void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) {
   std::vector<std::string> duts;
-  std::set<int> frames_set, conns_set;
+  // K with its protocol ("100000", "100000 udp"), in order.
+  using Kp = std::pair<std::string, int>;
+  std::set<int> frames_set;
+  std::set<Kp> conns_set;
+  auto label = [](const Kp& k) { return std::to_string(k.second) + (k.first == "tcp" ? "" : " " + k.first); };
   // (conns, frame, dut) -> round -> row
-  std::map<std::tuple<int, int, std::string>, std::map<std::string, const Row*>> cells;
+  std::map<std::tuple<Kp, int, std::string>, std::map<std::string, const Row*>> cells;
   std::map<int, std::vector<double>> ceiling;  // frame -> generator ceiling (Mpps)
   for (const auto& r : rows) {
     const std::string& d = col(r, "dut");
     if (std::find(duts.begin(), duts.end(), d) == duts.end()) duts.push_back(d);
-    const int f = static_cast<int>(to_num(col(r, "frame_bytes"), 0)), k = static_cast<int>(to_num(col(r, "conns"), 0));
+    const int f = static_cast<int>(to_num(col(r, "frame_bytes"), 0));
+    const Kp k{col(r, "proto").empty() ? "tcp" : col(r, "proto"), static_cast<int>(to_num(col(r, "conns"), 0))};
     frames_set.insert(f);
     conns_set.insert(k);
     cells[{k, f, d}][col(r, "repeat")] = &r;
@@ -512,11 +517,11 @@ void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) 
                 "firewall. Mpps of both directions together; bars are min..max over rounds; the dashed line is the "
                 "generator's own ceiling at the smallest frame (against testpmd rxonly; median over rounds).";
   std::vector<Section> tables;
-  for (int k : conns_set) {
+  for (const Kp& k : conns_set) {
     Series series;
     Section t;
     t.level = 3;
-    t.title = "Zero-loss rate, " + std::to_string(k) + " connections (Mpps; Gbit/s at the frame size)";
+    t.title = "Zero-loss rate, " + label(k) + " connections (Mpps; Gbit/s at the frame size)";
     t.header = {"frame (B)"};
     for (const auto& d : duts) t.header.push_back(d);
     t.header.push_back("generator ceiling (Mpps)");
@@ -543,7 +548,7 @@ void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) 
       t.rows.push_back(row);
     }
     const double ref = frames.empty() || !ceiling.count(frames.front()) ? 0 : spread(ceiling[frames.front()]).median;
-    charts.svgs.push_back(svg_chart("Zero-loss rate, K = " + std::to_string(k), "Mpps", frames, duts, series, ref,
+    charts.svgs.push_back(svg_chart("Zero-loss rate, K = " + label(k), "Mpps", frames, duts, series, ref,
                                     "generator ceiling"));
     tables.push_back(t);
   }
@@ -554,7 +559,7 @@ void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) 
   paired.text = "Per cell, DUT / peer in each round (both ran in the same round, minutes apart), then the median "
                 "[min..max] over rounds: zero-loss rate and established connections per second under churn.";
   paired.header = {"conns", "frame (B)", "DUT", "peer", "zero-loss ratio", "churn cps ratio"};
-  for (int k : conns_set)
+  for (const Kp& k : conns_set)
     for (int f : frames)
       for (const auto& d : duts)
         for (const char* peer : {"testpmd-io", "ovs-dpdk"}) {
@@ -578,7 +583,7 @@ void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) 
             Spread sp = spread(v);
             return f2(sp.median) + " [" + f2(sp.min) + ".." + f2(sp.max) + "], " + std::to_string(v.size()) + " rounds";
           };
-          paired.rows.push_back({std::to_string(k), std::to_string(f), d, peer, ratio("zero_loss_mpps"),
+          paired.rows.push_back({label(k), std::to_string(f), d, peer, ratio("zero_loss_mpps"),
                                  std::string(peer) == "testpmd-io" ? "n/a: testpmd-io tracks nothing"
                                                                    : ratio("cps_established")});
         }
@@ -588,7 +593,7 @@ void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) 
   Section headroom;
   headroom.title = "RFC 2544: the generator's headroom (its ceiling / the DUT's zero-loss rate, same round)";
   headroom.header = {"conns", "frame (B)", "DUT", "ceiling / zero-loss"};
-  for (int k : conns_set)
+  for (const Kp& k : conns_set)
     for (int f : frames)
       for (const auto& d : duts) {
         auto it = cells.find({k, f, d});
@@ -600,7 +605,7 @@ void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) 
         }
         if (v.empty()) continue;
         Spread sp = spread(v);
-        headroom.rows.push_back({std::to_string(k), std::to_string(f), d,
+        headroom.rows.push_back({label(k), std::to_string(f), d,
                                  f2(sp.median) + " [" + f2(sp.min) + ".." + f2(sp.max) + "], " + std::to_string(v.size()) +
                                      " rounds"});
       }
@@ -611,15 +616,15 @@ void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) 
   Section lat;
   lat.title = "RFC 2544: latency at 10 / 50 / 90 % of the zero-loss rate (µs, p50 / p99 / p99.9)";
   lat.header = {"conns", "frame (B)", "DUT", "10 %", "50 %", "90 %"};
-  for (int k : conns_set)
+  for (const Kp& k : conns_set)
     for (int f : frames)
       for (const auto& d : duts) {
         auto it = cells.find({k, f, d});
         if (it == cells.end()) continue;
-        churn.rows.push_back({std::to_string(k), std::to_string(f), d, summary(it->second, "cps_established", 0),
+        churn.rows.push_back({label(k), std::to_string(f), d, summary(it->second, "cps_established", 0),
                               summary(it->second, "cps_closed", 0), summary(it->second, "cps_failed", 0),
                               summary(it->second, "setup_per_s", 0), summary(it->second, "ct_entries", 0)});
-        std::vector<std::string> row = {std::to_string(k), std::to_string(f), d};
+        std::vector<std::string> row = {label(k), std::to_string(f), d};
         for (const char* pct : {"10", "50", "90"}) {
           std::string c = std::string("lat") + pct + "_";
           row.push_back(summary(it->second, (c + "p50_us").c_str()) + " / " + summary(it->second, (c + "p99_us").c_str()) +

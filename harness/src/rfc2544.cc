@@ -51,7 +51,7 @@ long long tracker_room(const Rfc2544Config& c) {
   if (c.tracker_capacity > 0) return c.tracker_capacity;
   long long k = 0;
   for (int x : c.conns) k = std::max<long long>(k, x);
-  return k + (c.churn_s > 0 ? c.churn_conns : 0) + kRoomHeadroom;
+  return k + (c.churn_s > 0 && c.proto == "tcp" ? c.churn_conns : 0) + kRoomHeadroom;
 }
 
 // A DUT whose two ports are memif servers on sockets `a` (client side) and
@@ -261,12 +261,12 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, 
   argv.insert(argv.end(), {"--", "--client", "net_memif0,role=client,rsize=12,socket=" + a, "--server",
                            "net_memif1,role=client,rsize=12,socket=" + b, "--conns", std::to_string(conns), "--frame",
                            std::to_string(frame), "--trial", fmt(cfg.trial_s, 1), "--loss", fmt(cfg.loss, 6),
-                           "--setup-timeout", std::to_string(setup_s)});
+                           "--setup-timeout", std::to_string(setup_s), "--proto", cfg.proto});
   if (!dut) {
     argv.push_back("--full-rate-only");
   } else {
     argv.insert(argv.end(), {"--hold", "--rx-queues", std::to_string(dut->gen_rx_queues())});
-    if (cfg.churn_s > 0)
+    if (cfg.churn_s > 0 && cfg.proto == "tcp")
       argv.insert(argv.end(), {"--churn", fmt(cfg.churn_s, 1), "--churn-conns", std::to_string(cfg.churn_conns)});
   }
   SpawnOptions o;
@@ -343,7 +343,8 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
     if (header != want) return Status::error(csv + ": its columns are not this version's; resume it with the version that began it");
     auto rows = read_csv(csv);
     if (!rows) return rows.status();
-    for (auto& r : *rows) done.insert(r["dut"] + "|" + r["frame_bytes"] + "|" + r["conns"] + "|" + r["repeat"]);
+    for (auto& r : *rows)
+      if (r["proto"] == cfg.proto) done.insert(r["dut"] + "|" + r["frame_bytes"] + "|" + r["conns"] + "|" + r["repeat"]);
     fprintf(stderr, "harness: resuming %s: %zu rows already measured\n", out.c_str(), rows->size());
   }
   auto cell_done = [&](const std::string& d, int f, int k, int round) {
@@ -419,6 +420,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           r["dut_version"] = dut ? dut->version() : dname;
           r["frame_bytes"] = std::to_string(f);
           r["conns"] = std::to_string(k);
+          r["proto"] = cfg.proto;
           r["repeat"] = std::to_string(round);
           r["generator_ceiling_mpps"] = ceiling[f];
           std::string err = why;
@@ -472,7 +474,8 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
             r["cps_closed"] = fmt(c.value("closed_per_s", 0.0), 0);
             r["cps_failed"] = std::to_string(c.value("failed", 0));
           } else {
-            for (const char* c : {"cps_established", "cps_closed", "cps_failed"}) r[c] = "n/a: no churn (--churn 0)";
+            for (const char* c : {"cps_established", "cps_closed", "cps_failed"})
+              r[c] = cfg.proto == "udp" ? "n/a: churn opens and closes TCP connections" : "n/a: no churn (--churn 0)";
           }
           if (ct == -1) r["ct_entries"] = "n/a: no tracker";
           r["status"] = "ok";

@@ -122,7 +122,7 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
   if (YAML::Node r = n["rfc2544"]) {
     if (!r.IsMap()) return err(r, "rfc2544", "expected a mapping (frame_sizes, conns, duts, trial_s, ...)");
     static const std::set<std::string> rknown = {"frame_sizes", "conns", "duts", "trial_s", "loss", "churn_s",
-                                                 "churn_conns", "repeat"};
+                                                 "churn_conns", "repeat", "proto"};
     for (auto it = r.begin(); it != r.end(); ++it)
       if (std::string k = it->first.as<std::string>(); !rknown.count(k)) return err(it->first, "rfc2544." + k, "unknown key");
     Rfc2544Config& rc = c->rfc;
@@ -173,6 +173,10 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
         return err(v, std::string("rfc2544.") + key, "'" + v.Scalar() + "' is not a number");
       }
       if (*out < lo || *out > hi) return err(v, std::string("rfc2544.") + key, "out of range");
+    }
+    if (YAML::Node v = r["proto"]) {
+      if (v.Scalar() != "tcp" && v.Scalar() != "udp") return err(v, "rfc2544.proto", "want tcp or udp");
+      rc.proto = v.Scalar();
     }
     c->rfc2544 = true;
   }

@@ -468,6 +468,34 @@ TEST(E2E, Rfc2544ModeOverMemif) {
   expect_none_running({"harness-gen", "dpdk-testpmd", "dataplane", "ovs-vswitchd", "ovsdb-server"});
 }
 
+// --mode rfc2544 --proto udp: K UDP flows through the stateful firewall,
+// each set up by a datagram each way, counted by the tracker before the
+// trials; churn is TCP's and says so.
+TEST(E2E, Rfc2544UdpFlows) {
+  std::string out = "/tmp/harness-e2e-rfc-udp-" + std::to_string(getpid());
+  auto r = testbed::run_capture({g_harness, "run", "--mode", "rfc2544", "--proto", "udp", "--frame-sizes", "64",
+                                 "--conns", "3000", "--dut", "dataplane,testpmd-io", "--trial", "0.3", "--out", out},
+                                nullptr, std::chrono::minutes(5));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 0) << r->output;
+  auto rows = harness::read_csv(out + "/rfc2544.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  ASSERT_EQ(rows->size(), 2u) << r->output;
+  for (auto& row : *rows) {
+    EXPECT_EQ(row["proto"], "udp");
+    EXPECT_EQ(row["status"], "ok") << row["dut"] << ": " << row["error"];
+    EXPECT_GT(harness::to_num(row["zero_loss_mpps"], 0), 0) << row["dut"];
+    EXPECT_NE(row["cps_established"].find("TCP"), std::string::npos) << row["cps_established"];
+    if (row["dut"] == "dataplane") {
+      EXPECT_GE(harness::to_num(row["ct_entries"], 0), 3000) << row["ct_entries"];
+    }
+  }
+  auto bad = testbed::run_capture({g_harness, "run", "--mode", "rfc2544", "--proto", "sctp"}, nullptr,
+                                  std::chrono::seconds(20));
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->status, 2) << bad->output;
+}
+
 // --mode rfc2544 --resume: a run cut short goes on with the cells its CSV
 // lacks, and keeps the rows it has.
 TEST(E2E, Rfc2544ResumeMeasuresOnlyWhatIsMissing) {

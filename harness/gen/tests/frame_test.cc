@@ -216,4 +216,69 @@ TEST(GenFrame, AStrictTrackerTakesAChurnConnectionsOpenAndClose) {
   EXPECT_EQ(conns, 1000u);
 }
 
+// UDP: the incremental checksum matches a full one (RFC 768, over the
+// pseudo-header), the flow comes back from either direction, and the strict
+// tracker takes a flow set up as the generator does it (a datagram each way)
+// and its data after.
+TEST(GenFrame, UdpChecksumsParseAndAStrictTracker) {
+  std::mt19937 rng(11);
+  for (int frame : {64, 65, 200, 1518}) {
+    for (gen::Dir d : {gen::Dir::kToServer, gen::Dir::kToClient}) {
+      gen::Template t;
+      gen::make_udp_template(&t, d, frame, kMacC, kMacS);
+      ASSERT_EQ(t.len + 4, std::max(frame, 64));
+      uint8_t buf[gen::kMaxFrame];
+      for (int k = 0; k < 200; k++) {
+        uint32_t conn = rng() % 3000000;
+        gen::fill(t, buf, gen::tuple_of(conn), 0, 0, (uint64_t(rng()) << 16 | rng()) & 0xFFFFFFFFFFFFull);
+        const uint8_t* ip = buf + 14;
+        ASSERT_EQ(gen::get16(ip + 10), full_ip_csum(ip));
+        uint16_t ip_len = gen::get16(ip + 2), udp_len = static_cast<uint16_t>(ip_len - 20);
+        std::vector<uint8_t> u(ip + 20, ip + 20 + udp_len);
+        u[6] = u[7] = 0;
+        uint16_t want = static_cast<uint16_t>(~gen::fold(gen::sum16(u.data(), u.size(), gen::sum16(ip + 12, 8) + 17u + udp_len)));
+        if (want == 0) want = 0xFFFF;
+        ASSERT_EQ(gen::get16(ip + 26), want) << frame;
+        gen::Seen s;
+        ASSERT_TRUE(gen::parse(buf, t.len, 3000000, d, &s));
+        EXPECT_EQ(s.conn, conn);
+        EXPECT_EQ(s.payload, t.payload);
+        EXPECT_NE(s.ts, 0u);
+      }
+    }
+  }
+  ctrack::Config cfg;
+  cfg.capacity = 4096;
+  cfg.tcp_liberal = false;
+  auto tr = ctrack::Tracker::create(cfg);
+  ASSERT_TRUE(tr.ok()) << tr.message();
+  ctrack::Tracker& ct = *tr.value();
+  gen::Template c, sv;
+  gen::make_udp_template(&c, gen::Dir::kToServer, 64, kMacC, kMacS);
+  gen::make_udp_template(&sv, gen::Dir::kToClient, 64, kMacS, kMacC);
+  uint64_t now = 1'000'000'000;
+  uint8_t buf[gen::kMaxFrame];
+  auto judge = [&](const gen::Template& t, uint32_t conn) {
+    gen::fill(t, buf, gen::tuple_of(conn), 0, 0, now & 0xFFFFFFFFFFFFull);
+    ctrack::Parsed p;
+    EXPECT_EQ(ctrack::parse_packet(buf, t.len, 0, &p), ctrack::Drop::kNone);
+    const ctrack::Packet* pk = &p.ct;
+    ctrack::CtResult r;
+    ct.process(&pk, 1, now, true, &r);
+    now += 1000;
+    return r.state;
+  };
+  for (uint32_t i = 0; i < 500; i++) {
+    EXPECT_TRUE(judge(c, i) & ctrack::kCtNew) << i;
+    EXPECT_TRUE(judge(sv, i) & ctrack::kCtEst) << i;
+  }
+  for (int round = 0; round < 3; round++)
+    for (uint32_t i = 0; i < 500; i++) {
+      EXPECT_TRUE(judge(c, i) & ctrack::kCtEst);
+      EXPECT_TRUE(judge(sv, i) & ctrack::kCtEst);
+    }
+  auto st = ct.stats();
+  for (int i = 1; i < static_cast<int>(ctrack::Invalid::kCount); i++) EXPECT_EQ(st.invalid[i], 0u) << i;
+}
+
 }  // namespace

@@ -17,7 +17,8 @@ struct Rfc2544Config {
   std::vector<std::string> duts{"dataplane", "testpmd-io", "ovs-dpdk"};
   double trial_s = 2;
   double loss = 0;  // fraction allowed at the zero-loss rate
-  double churn_s = 2;  // per cell, connections opened and closed after the trials (0: none)
+  std::string proto = "tcp";  // or "udp": flows set up by a datagram each way (no churn)
+  double churn_s = 2;  // per cell, connections opened and closed after the trials (0: none; TCP only)
   int churn_conns = 500000;  // at most this many per cell (the trackers get room for them)
   long long tracker_capacity = 0;  // 0: each DUT's tracker sized to fit; else exactly this
   int repeat = 1;
