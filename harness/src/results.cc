@@ -25,7 +25,8 @@ const std::vector<std::string>& csv_columns() {
 const std::vector<std::string>& rfc2544_columns() {
   static const std::vector<std::string> c = {
       "timestamp", "git_rev", "dut", "dut_version", "frame_bytes", "conns", "proto", "repeat", "zero_loss_mpps",
-      "zero_loss_gbps", "max_fwd_mpps", "offered_at_max_mpps", "loss_at_max", "limited_by", "lat10_p50_us",
+      "zero_loss_gbps", "max_fwd_mpps", "offered_at_max_mpps", "loss_at_max", "lost_at_max_to_server",
+      "lost_at_max_to_client", "limited_by", "lat10_p50_us",
       "lat10_p99_us", "lat10_p999_us", "lat50_p50_us", "lat50_p99_us", "lat50_p999_us", "lat90_p50_us",
       "lat90_p99_us", "lat90_p999_us", "cps_established", "cps_closed", "cps_failed", "setup_per_s",
       "generator_ceiling_mpps", "ct_entries", "status", "error"};

@@ -458,6 +458,8 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           r["max_fwd_mpps"] = fmt(g["full_rate"].value("fwd_mpps", 0.0));
           r["offered_at_max_mpps"] = fmt(g["full_rate"].value("offered_mpps", 0.0));
           r["loss_at_max"] = fmt(g["full_rate"].value("loss", 0.0), 6);
+          r["lost_at_max_to_server"] = std::to_string(g["full_rate"].value("lost_to_server", 0ull));
+          r["lost_at_max_to_client"] = std::to_string(g["full_rate"].value("lost_to_client", 0ull));
           r["limited_by"] = g.value("limited_by", "");
           for (const char* pct : {"10", "50", "90"})
             for (const char* q : {"p50", "p99", "p999"}) {

@@ -447,6 +447,8 @@ TEST(E2E, Rfc2544ModeOverMemif) {
     EXPECT_GT(harness::to_num(row["zero_loss_mpps"], 0), 0) << row["dut"];
     EXPECT_GT(harness::to_num(row["max_fwd_mpps"], 0), 0) << row["dut"];
     EXPECT_GT(harness::to_num(row["setup_per_s"], 0), 0) << row["dut"];
+    EXPECT_GE(harness::to_num(row["lost_at_max_to_server"], -1), 0) << row["lost_at_max_to_server"];
+    EXPECT_GE(harness::to_num(row["lost_at_max_to_client"], -1), 0) << row["lost_at_max_to_client"];
     EXPECT_GT(harness::to_num(row["cps_established"], 0), 0) << row["dut"];
     EXPECT_GT(harness::to_num(row["cps_closed"], 0), 0) << row["dut"];
     EXPECT_GE(harness::to_num(row["cps_failed"], -1), 0) << row["dut"];
