@@ -932,19 +932,22 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
         base["latency_p99_us_min"] = fmt(s.min);
         base["latency_p99_us_max"] = fmt(s.max);
       }
-      // The DUT's view over the repetitions: drops summed, the tracker's
-      // largest count (or the reason there is none).
-      long long drops = 0, ct = -1;
-      std::string drops_why, ct_why;
+      // The DUT's view over the repetitions: drops summed, the tracker's and
+      // the NIC's largest counts (or the reason there is none).
+      long long drops = 0, ct = -1, off = -1;
+      std::string drops_why, ct_why, off_why;
       for (auto& r : reps) {
-        double d = to_num(r["dut_drops"], -1), c = to_num(r["ct_entries"], -1);
+        double d = to_num(r["dut_drops"], -1), c = to_num(r["ct_entries"], -1), o = to_num(r["offloaded_entries"], -1);
         if (d >= 0) drops += static_cast<long long>(d);
         else if (drops_why.empty()) drops_why = r["dut_drops"].empty() ? "not measured" : r["dut_drops"];
         if (c >= 0) ct = std::max(ct, static_cast<long long>(c));
         else if (ct_why.empty()) ct_why = r["ct_entries"].empty() ? "not measured" : r["ct_entries"];
+        if (o >= 0) off = std::max(off, static_cast<long long>(o));
+        else if (off_why.empty()) off_why = r["offloaded_entries"].empty() ? "not measured" : r["offloaded_entries"];
       }
       base["dut_drops"] = drops_why.empty() ? std::to_string(drops) : drops_why;
       base["ct_entries"] = ct >= 0 ? std::to_string(ct) : ct_why;
+      base["offloaded_entries"] = off >= 0 ? std::to_string(off) : off_why;
       bool any_ok = !tp.empty() || !p50.empty();
       base["status"] = any_ok ? "ok" : "error";
       if (!any_ok) base["error"] = first_err.empty() ? "no repetition succeeded" : first_err;

@@ -184,6 +184,9 @@ TEST(E2E, SshTransportGivesTheSameRowsAndLeavesNothing) {
     for (auto& [k, v] : b) EXPECT_TRUE(a.count(k)) << "column " << k;
     EXPECT_EQ(a["status"], "ok") << a["dut"] << " " << a["kind"] << ": " << a["error"];
     EXPECT_EQ(harness::cell_key(a), harness::cell_key(b));
+    // No silent holes, summaries included: a figure or a reason.
+    for (const char* c : {"ct_entries", "offloaded_entries", "dut_drops"})
+      EXPECT_FALSE(a[c].empty()) << c << " blank in " << a["dut"] << " " << a["kind"] << " repeat " << a["repeat"];
     if (a["kind"] == "throughput") {
       EXPECT_GT(harness::to_num(a["throughput_gbps"], 0), 0);
     }
