@@ -390,18 +390,7 @@ class OvsDpdkDut final : public Dut {
       auto s = run_capture({"ovs-vsctl", "--db=unix:" + run_ + "/db.sock", "get", "Interface", port, "statistics"},
                            bed_->dut, 10s);
       if (!s || s->status != 0) return Status::error(std::string("statistics of ") + port);
-      // {k=v, k=v, ...}
-      std::string t = s->output;
-      for (char& c : t)
-        if (c == '{' || c == '}' || c == ',') c = ' ';
-      std::istringstream in(t);
-      for (std::string kv; in >> kv;) {
-        size_t eq = kv.find('=');
-        if (eq == std::string::npos) continue;
-        std::string k = kv.substr(0, eq);
-        if (k.find("drop") != std::string::npos || k.find("error") != std::string::npos || k.find("missed") != std::string::npos)
-          m[std::string(port) + "_" + k] = atoll(kv.c_str() + eq + 1);
-      }
+      util::ovs_port_drops(port, s->output, &m);
     }
     return m;
   }

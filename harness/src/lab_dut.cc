@@ -158,17 +158,7 @@ class LabDut final : public Dut {
           kernel_ovs() ? inv_.dut.interfaces : std::vector<std::string>{"p0", "p1"};
       for (const std::string& port : ports) {
         if (Status s = vsctl({"get", "Interface", port, "statistics"}, &out); !s) return s;
-        for (char& c : out)
-          if (c == '{' || c == '}' || c == ',') c = ' ';
-        std::istringstream in(out);
-        for (std::string kv; in >> kv;) {
-          size_t eq = kv.find('=');
-          if (eq == std::string::npos) continue;
-          std::string k = kv.substr(0, eq);
-          if (k.find("drop") != std::string::npos || k.find("error") != std::string::npos ||
-              k.find("missed") != std::string::npos)
-            m[port + "_" + k] = atoll(kv.c_str() + eq + 1);
-        }
+        util::ovs_port_drops(port, out, &m);
       }
       return m;
     }

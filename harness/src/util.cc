@@ -76,6 +76,20 @@ std::string ovs_firewall_flows() {
   return fl + "table=1,priority=0,actions=drop\n";
 }
 
+void ovs_port_drops(const std::string& port, const std::string& statistics, std::map<std::string, long long>* m) {
+  std::string t = statistics;
+  for (char& c : t)
+    if (c == '{' || c == '}' || c == ',') c = ' ';
+  std::istringstream in(t);
+  for (std::string kv; in >> kv;) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    std::string k = kv.substr(0, eq);
+    if (k.find("drop") != std::string::npos || k.find("error") != std::string::npos || k.find("missed") != std::string::npos)
+      (*m)[port + "_" + k] = atoll(kv.c_str() + eq + 1);
+  }
+}
+
 HostRunner netns_runner(const testbed::Netns* ns) {
   return [ns](const std::vector<std::string>& argv) -> sdn::Result<std::string> {
     auto r = testbed::run_capture(argv, ns, std::chrono::seconds(10));

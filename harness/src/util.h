@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ sdn::Status wait_for_log(testbed::Process& p, const std::string& log, const std:
 // ports 1 (client side) and 2 (server side), ct() both ways, new
 // connections only from port 1. Every OVS profile loads the same rules.
 std::string ovs_firewall_flows();
+// The drop, error and missed counters of `ovs-vsctl get Interface PORT
+// statistics` output ({k=v, k=v, ...}) into *m as PORT_k.
+void ovs_port_drops(const std::string& port, const std::string& statistics, std::map<std::string, long long>* m);
 // Runs commands in a namespace (null: this one) for gather_host_facts().
 HostRunner netns_runner(const testbed::Netns* ns);
 
