@@ -50,6 +50,19 @@ int main(int argc, char** argv) {
     fprintf(stderr, "dataplane-ctl: cannot connect to %s: %s\n", sock.c_str(), strerror(errno));
     return 1;
   }
+  // Only a daemon of root's, or of this user's, hears the request: a socket
+  // someone else put at this path gets nothing, not even the command.
+  ucred peer{};
+  socklen_t plen = sizeof peer;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) != 0) {
+    fprintf(stderr, "dataplane-ctl: %s: cannot tell who listens: %s\n", sock.c_str(), strerror(errno));
+    return 1;
+  }
+  if (peer.uid != 0 && peer.uid != geteuid()) {
+    fprintf(stderr, "dataplane-ctl: %s is served by uid %u (pid %d), not by root: not sending it anything\n",
+            sock.c_str(), static_cast<unsigned>(peer.uid), static_cast<int>(peer.pid));
+    return 1;
+  }
   if (send(fd, req.data(), req.size(), 0) < 0) {
     fprintf(stderr, "dataplane-ctl: send: %s\n", strerror(errno));
     return 1;

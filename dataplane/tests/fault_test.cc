@@ -1,9 +1,12 @@
 // The daemon under faults and bad input, on the namespace testbed with real
 // traffic: reloads, a full table, expiry while the worker never idles, the
 // control socket, counters, oversize frames, config the host cannot run.
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <numeric>
 
 #include "dut.h"
@@ -373,6 +376,93 @@ TEST_F(Faults, RuleAddTakesExactlyOneRule) {
   EXPECT_EQ(rules.find("7301"), std::string::npos) << rules;
 }
 
+// Issue 19, item 1: YAML aliases that cycle or explode, through `rule add`
+// and a reload, are refused with the reason; the daemon lives and answers.
+TEST_F(Faults, AliasCyclesAndBombsAreRefusedLive) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::string cyc = ctl("rule add {table: 1, priority: 5, actions: drop, x: &a [*a]}");
+  EXPECT_EQ(cyc.rfind("error: rule:1: YAML an alias inside the node it refers to (a cycle)", 0), 0u) << cyc;
+  ASSERT_TRUE(daemon.running()) << "the daemon died:\n" << read_file(log_path);
+  std::string bomb = "{table: 1, priority: 5, actions: drop, a0: &a0 [x,x,x,x,x,x,x,x,x,x]";
+  for (int i = 1; i <= 9; i++) {
+    bomb += ", a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; k++) bomb += std::string(k ? "," : "") + "*a" + std::to_string(i - 1);
+    bomb += "]";
+  }
+  std::string b = ctl("rule add " + bomb + "}");
+  EXPECT_NE(b.find("aliases expand to more than"), std::string::npos) << b;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "the control loop was blocked";
+  rewrite(replace_all(original(), "offload:", "x: &c {y: *c}\noffload:"));
+  std::string r = ctl("reload");
+  EXPECT_NE(r.find("a cycle"), std::string::npos) << r;
+  ASSERT_TRUE(daemon.running()) << "the daemon died:\n" << read_file(log_path);
+  EXPECT_EQ(ctl("stats").rfind("ok", 0), 0u);
+}
+
+// Issue 19, item 11: a socket whose directory another user may write is
+// refused by the daemon; dataplane-ctl sends nothing to a socket served by
+// another user (a fake that would answer root's reload with "ok").
+TEST_F(Faults, ControlSocketOthersCouldSwapIsRefusedByDaemonAndCtl) {
+  const std::string dir = "/tmp/" + prefix + "-sockdir";
+  mkdir(dir.c_str(), 0755);
+  std::string other = "/tmp/" + prefix + "-dir.yaml";
+  std::string c = read_file(cfg_path);
+  c = replace_all(c, "net_af_packet0,iface=d0", "net_null0");
+  c = replace_all(c, "net_af_packet1,iface=d1", "net_null1");
+  c = replace_all(c, "file_prefix: firewall", "file_prefix: " + prefix + "-dir");
+  c = replace_all(c, "offload:", "control:\n  socket: " + dir + "/dp.sock\noffload:");
+  std::ofstream(other) << c;
+  struct Case {
+    uid_t uid;
+    mode_t mode;
+    std::string want;
+  } cases[] = {{65534, 0755, "is owned by uid 65534"}, {0, 0777, "is writable by everyone"},
+               {0, 0775, "is writable by its group"}};
+  for (const auto& k : cases) {
+    ASSERT_EQ(chown(dir.c_str(), k.uid, 0), 0);
+    ASSERT_EQ(chmod(dir.c_str(), k.mode), 0);
+    auto r = run_capture({g_bindir + "/dataplane", "--config", other, "--no-huge"}, dut, 30s);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 2) << r->output;
+    EXPECT_NE(r->output.find("control socket directory " + dir + " " + k.want), std::string::npos) << r->output;
+    EXPECT_EQ(access((dir + "/dp.sock").c_str(), F_OK), -1) << "a socket was made in " << dir;
+  }
+  // A fake "daemon" of uid 65534 in its own directory.
+  ASSERT_EQ(chown(dir.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(chmod(dir.c_str(), 0755), 0);
+  const std::string fake = dir + "/fake.sock", heard = dir + "/heard";
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+    int l = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", fake.c_str());
+    if (bind(l, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || listen(l, 1) != 0) _exit(4);
+    chmod(fake.c_str(), 0777);
+    int a = accept(l, nullptr, nullptr);
+    char buf[256];
+    ssize_t n = recv(a, buf, sizeof buf, 0);
+    if (n > 0) {
+      FILE* f = fopen(heard.c_str(), "w");
+      if (f) fclose(f);
+    }
+    send(a, "ok\n", 3, 0);
+    send(a, "\x04", 1, 0);
+    _exit(0);
+  }
+  for (int i = 0; i < 50 && access(fake.c_str(), F_OK) != 0; i++) std::this_thread::sleep_for(20ms);
+  auto r = run_capture({g_bindir + "/dataplane-ctl", "--socket", fake, "reload"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 1) << r->output;
+  EXPECT_NE(r->output.find("is served by uid 65534"), std::string::npos) << r->output;
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  EXPECT_NE(access(heard.c_str(), F_OK), 0) << "the fake heard the command";
+  std::filesystem::remove_all(dir);
+  unlink(other.c_str());
+}
+
 // Item 10: `ct list` is all of it, however long, and says how many.
 TEST_F(Faults, CtListStreamsEveryEntry) {
   int fd = sock_in(client, SOCK_DGRAM);
@@ -452,7 +542,7 @@ TEST_F(Faults, SecondDaemonOnTheSameSocketIsRefused) {
 
 // Item 5: the daemon never removes what is not a socket.
 TEST_F(Faults, ControlSocketOnARegularFileIsRefusedAndTheFileKept) {
-  std::string file = "/tmp/" + prefix + "-precious";
+  std::string file = "/run/dataplane/" + prefix + "-precious";
   std::ofstream(file) << "keep me\n";
   std::string other = "/tmp/" + prefix + "-file.yaml";
   std::string c = read_file(cfg_path);
@@ -688,6 +778,8 @@ TEST(ConfigHost, RefusedBeforeEalWithFileLineKey) {
       {"actions: \"ct(table=1)\"}", "actions: \"goto_table:9\"}", "goes to table 9, which has no rules"},
       {"iface=veth-outside", "iface=veth-inside", "port 'inside' is already on interface veth-inside"},
       {"capacity: 262144 ", "capacity: 262144\n  capacity: 1024 ", "duplicate key (first at line"},
+      {"offload:", "x: &a [*a]\noffload:", "YAML an alias inside the node it refers to (a cycle)"},
+      {"mtu: 1500", "mtu: 01500", "a leading zero is ambiguous"},
   };
   std::string path = "/tmp/dpsys-host-" + std::to_string(getpid()) + ".yaml";
   for (const auto& c : cases) {

@@ -1,7 +1,10 @@
 // Rule grammar and config loading: what parses, and the errors for what doesn't.
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <chrono>
 #include <netinet/in.h>
 
 #include "dataplane/config.h"
@@ -191,6 +194,78 @@ TEST(Config, ErrorsNameFileLineAndKey) {
   EXPECT_NE(dir.message().find("/tmp: is a directory"), std::string::npos) << dir.message();
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.message().find("/nonexistent/dataplane.yaml: cannot open"), std::string::npos);
+}
+
+// Aliases: yaml-cpp shares the aliased node, so a cycle loops any walk
+// until the stack runs out and nested aliases explode (issue 19, item 1).
+std::string alias_bomb() {
+  std::string t = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 9; i++) {
+    t += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; k++) t += std::string(k ? ", " : "") + "*a" + std::to_string(i - 1);
+    t += "]\n";
+  }
+  return t;
+}
+
+TEST(Config, AliasCyclesAndAliasBombsAreRefusedWithTheLine) {
+  auto cyc = parse_config(replace(kGood, "tables:", "x: &a [*a]\ntables:"), "bad.yaml");
+  ASSERT_FALSE(cyc.ok());
+  EXPECT_NE(cyc.message().find("bad.yaml:12: YAML an alias inside the node it refers to"), std::string::npos)
+      << cyc.message();
+  auto map_cyc = parse_config(replace(kGood, "tables:", "x: &m {y: *m}\ntables:"), "bad.yaml");
+  ASSERT_FALSE(map_cyc.ok());
+  EXPECT_NE(map_cyc.message().find("a cycle"), std::string::npos) << map_cyc.message();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto bomb = parse_config(replace(kGood, "tables:", alias_bomb() + "tables:"), "bad.yaml");
+  ASSERT_FALSE(bomb.ok());
+  EXPECT_NE(bomb.message().find("aliases expand to more than"), std::string::npos) << bomb.message();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  auto rule = parse_rule_yaml("{table: 1, priority: 3, actions: drop, x: &a [*a]}", two_ports());
+  ASSERT_FALSE(rule.ok());
+  EXPECT_NE(rule.message().find("a cycle"), std::string::npos) << rule.message();
+  // A plain alias stays usable (and a repeated key inside it is still found).
+  auto ok = parse_config(replace(kGood, "timeouts: {udp_unreplied: 10, tcp_established: 3600}",
+                                 "timeouts: &t {udp_unreplied: 10, tcp_established: 3600}"),
+                         "good.yaml");
+  EXPECT_TRUE(ok.ok()) << ok.message();
+  auto two_docs = parse_config(kGood + std::string("---\neal: {file_prefix: t2}\n"), "bad.yaml");
+  ASSERT_FALSE(two_docs.ok());
+  EXPECT_NE(two_docs.message().find("more than one YAML document"), std::string::npos) << two_docs.message();
+}
+
+TEST(Config, NumbersAreDecimalOrHexAndKeysAreTheFilesOwn) {
+  auto octal = parse_config(replace(kGood, "mtu: 9000", "mtu: 01000"), "bad.yaml");
+  ASSERT_FALSE(octal.ok()) << "01000 read as " << (octal.ok() ? octal->ports[1].mtu : 0);
+  EXPECT_NE(octal.message().find("bad.yaml:5: key 'ports[1].mtu': '01000': a leading zero"), std::string::npos)
+      << octal.message();
+  auto hex = parse_config(replace(kGood, "capacity: 1000", "capacity: 0x400"), "good.yaml");
+  ASSERT_TRUE(hex.ok()) << hex.message();
+  EXPECT_EQ(hex->ct.capacity, 1024u);
+  auto zero = parse_config(replace(kGood, "default_limit: 100", "default_limit: 0"), "good.yaml");
+  EXPECT_TRUE(zero.ok()) << zero.message();
+  auto cpus = parse_config(replace(kGood, "lcores: [1],", "lcores: [1], cpus: [x],"), "bad.yaml");
+  ASSERT_FALSE(cpus.ok());
+  EXPECT_NE(cpus.message().find("key 'workers.cpus[0]': 'x' is not a number"), std::string::npos) << cpus.message();
+  auto zl = parse_config(replace(kGood, "limits: {5: 7}", "limits: {5: lots}"), "bad.yaml");
+  ASSERT_FALSE(zl.ok());
+  EXPECT_NE(zl.message().find("key 'conntrack.zones.limits.5': 'lots' is not a number"), std::string::npos)
+      << zl.message();
+  auto tb = parse_config(replace(kGood, "  1:\n", "  one:\n"), "bad.yaml");
+  ASSERT_FALSE(tb.ok());
+  EXPECT_NE(tb.message().find("key 'tables.one': 'one' is not a number"), std::string::npos) << tb.message();
+}
+
+TEST(Config, OnlyRegularFilesAreRead) {
+  auto dev = load_config("/dev/zero");
+  ASSERT_FALSE(dev.ok());
+  EXPECT_NE(dev.message().find("/dev/zero: not a regular file"), std::string::npos) << dev.message();
+  std::string fifo = "/tmp/dp-config-fifo-" + std::to_string(getpid());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto f = load_config(fifo);  // would block forever if opened
+  unlink(fifo.c_str());
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.message().find("not a regular file"), std::string::npos) << f.message();
 }
 
 TEST(Config, RuleFromCliYaml) {

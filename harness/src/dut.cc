@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "harness/preconditions.h"
+#include "sdn/yaml_load.h"
 #include "harness/sweep.h"
 #include "util.h"
 
@@ -61,12 +62,9 @@ class DataplaneDut final : public Dut {
   Status start(Bed& bed) override {
     // The config's two ports become the testbed's interfaces (its first
     // port faces the client).
-    YAML::Node n;
-    try {
-      n = YAML::LoadFile(cfg_.dataplane_config);
-    } catch (const YAML::Exception& e) {
-      return Status::error(cfg_.dataplane_config + ": " + e.what());
-    }
+    auto loaded = sdn::load_yaml_file(cfg_.dataplane_config);
+    if (!loaded) return loaded.status();
+    YAML::Node n = *loaded;
     YAML::Node ports = n["ports"];
     if (!ports || !ports.IsSequence() || ports.size() != 2)
       return Status::error(cfg_.dataplane_config + ": the harness needs exactly two ports (client side, server side)");

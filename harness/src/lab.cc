@@ -1,4 +1,5 @@
 #include "harness/lab.h"
+#include "sdn/yaml_load.h"
 
 #include <arpa/inet.h>
 #include <yaml-cpp/yaml.h>
@@ -17,6 +18,16 @@ using sdn::Status;
 namespace {
 
 std::string join(const std::string& where, const std::string& key) { return where.empty() ? key : where + "." + key; }
+
+// A Linux interface name: 1..15 bytes (IFNAMSIZ - 1), no '/', ':' or
+// whitespace (dev_valid_name() in the kernel), and here also nothing a
+// shell, nft or ip would read as syntax: letters, digits, '.', '-', '_', '@'.
+bool interface_name(const std::string& s) {
+  if (s.empty() || s.size() > 15 || s == "." || s == "..") return false;
+  for (char ch : s)
+    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_' && ch != '@') return false;
+  return true;
+}
 
 struct Reader {
   std::string path;
@@ -81,6 +92,9 @@ struct Reader {
     h->ssh.name = name;
     if (Status s = ssh(n, where, &h->ssh); !s) return s;
     if (Status s = str(n, "interface", where, &h->interface, true); !s) return s;
+    if (!interface_name(h->interface))
+      return err(n["interface"], where + ".interface",
+                 "'" + h->interface + "' is not an interface name (1-15 of letters, digits, '.', '-', '_', '@')");
     if (Status s = str(n, "address", where, &h->address, true); !s) return s;
     in_addr a{};
     if (inet_pton(AF_INET, h->address.c_str(), &a) != 1) return err(n["address"], where + ".address", "not an IPv4 address");
@@ -101,16 +115,9 @@ struct Reader {
 
 Result<Inventory> load_inventory(const std::string& path) {
   Reader r{path};
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return Status::error(path + ": is a directory, not an inventory file");
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    return Status::error(path + ": cannot open");
-  } catch (const YAML::Exception& e) {
-    return Status::error(path + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax: " + e.msg);
-  }
+  auto loaded = sdn::load_yaml_file(path);
+  if (!loaded) return loaded.status();
+  YAML::Node root = *loaded;
   if (!root.IsMap()) return Status::error(path + ":1: expected a mapping");
   Inventory inv;
   inv.path = path;
@@ -136,7 +143,14 @@ Result<Inventory> load_inventory(const std::string& path) {
   YAML::Node ifs = d["interfaces"];
   if (!ifs || !ifs.IsSequence() || ifs.size() != 2)
     return r.err(ifs ? ifs : d, "hosts.dut.interfaces", "expected two interfaces: client side, server side");
-  for (const auto& x : ifs) inv.dut.interfaces.push_back(x.Scalar());
+  for (size_t i = 0; i < ifs.size(); i++) {
+    const std::string key = "hosts.dut.interfaces[" + std::to_string(i) + "]";
+    if (!ifs[i].IsScalar()) return r.err(ifs[i], key, "expected an interface name");
+    if (!interface_name(ifs[i].Scalar()))
+      return r.err(ifs[i], key,
+                   "'" + ifs[i].Scalar() + "' is not an interface name (1-15 of letters, digits, '.', '-', '_', '@')");
+    inv.dut.interfaces.push_back(ifs[i].Scalar());
+  }
   YAML::Node pr = d["profiles"];
   if (!pr || !pr.IsSequence() || pr.size() == 0)
     return r.err(pr ? pr : d, "hosts.dut.profiles", "expected a non-empty list of DUT profiles");

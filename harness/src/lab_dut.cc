@@ -360,7 +360,9 @@ class LabDut final : public Dut {
         {"nft", "add", "chain", "inet", "harness", "forward", "{ type filter hook forward priority 0; policy drop; }"},
         {"nft", "add", "rule", "inet", "harness", "forward", "ct", "state", "established,related", "accept"},
         {"nft", "add", "rule", "inet", "harness", "forward", "ct", "state", "invalid", "drop"},
-        {"nft", "add", "rule", "inet", "harness", "forward", "iifname", in0, "ct", "state", "new", "accept"},
+        // nft joins its arguments and parses them: the (validated) name goes
+        // in as a quoted string, never as syntax.
+        {"nft", "add", "rule", "inet", "harness", "forward", "iifname", "\"" + in0 + "\"", "ct", "state", "new", "accept"},
         {"sysctl", "-q", "-w", "net.ipv4.ip_forward=1"}};
     ssh_.run("dut", {"nft", "delete", "table", "inet", "harness"}, nullptr, 20s);  // a killed run's
     started_ = true;

@@ -10,6 +10,7 @@
 // and holds; the tracker must count K (checked here, before any trial);
 // then the search, latency at 10/50/90 %, and churn.
 #include "harness/rfc2544.h"
+#include "sdn/yaml_load.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -99,12 +100,9 @@ class DataplaneMemif final : public MemifDut {
   DataplaneMemif(const Rfc2544Config& c, std::string dir) : cfg_(c), dir_(std::move(dir)) {}
   std::string version() const override { return "dataplane"; }
   Status start(const std::string& a, const std::string& b) override {
-    YAML::Node n;
-    try {
-      n = YAML::LoadFile(cfg_.dataplane_config);
-    } catch (const YAML::Exception& e) {
-      return Status::error(cfg_.dataplane_config + ": " + e.what());
-    }
+    auto loaded = sdn::load_yaml_file(cfg_.dataplane_config);
+    if (!loaded) return loaded.status();
+    YAML::Node n = *loaded;
     if (!n["ports"] || !n["ports"].IsSequence() || n["ports"].size() != 2)
       return Status::error(cfg_.dataplane_config + ": needs exactly two ports (client side, server side)");
     n["ports"][0]["devargs"] = "net_memif0,role=server,socket=" + a;

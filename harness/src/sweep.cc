@@ -1,4 +1,5 @@
 #include "harness/sweep.h"
+#include "sdn/yaml_load.h"
 
 #include <arpa/inet.h>
 #include <signal.h>
@@ -37,16 +38,9 @@ using testbed::SpawnOptions;
 // ------------------------------------------------------------------ config
 
 Status load_sweep_config(const std::string& path, SweepConfig* c) {
-  YAML::Node n;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return Status::error(path + ": is a directory, not a YAML file");
-  try {
-    n = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    return Status::error(path + ": cannot open");
-  } catch (const YAML::Exception& e) {
-    return Status::error(path + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax: " + e.msg);
-  }
+  auto loaded = sdn::load_yaml_file(path);
+  if (!loaded) return loaded.status();
+  YAML::Node n = *loaded;
   auto err = [&](const YAML::Node& at, const std::string& key, const std::string& msg) {
     return Status::error(path + ":" + std::to_string(at.Mark().line + 1) + ": key '" + key + "': " + msg);
   };
@@ -338,12 +332,9 @@ Result<std::unique_ptr<Bed>> Bed::build_lab(const SweepConfig& cfg, Inventory* i
                     r.tb->add_route(r.dut, std::string(kServerIp) + "/32", "", "d1")})
     if (!s2) return Status::error("testbed: " + s2.message());
   // The dataplane's config for the DUT namespace's ports.
-  YAML::Node n;
-  try {
-    n = YAML::LoadFile(cfg.dataplane_config);
-  } catch (const YAML::Exception& e) {
-    return Status::error(cfg.dataplane_config + ": " + e.what());
-  }
+  auto loaded = sdn::load_yaml_file(cfg.dataplane_config);
+  if (!loaded) return loaded.status();
+  YAML::Node n = *loaded;
   if (!n["ports"] || !n["ports"].IsSequence() || n["ports"].size() != 2)
     return Status::error(cfg.dataplane_config + ": the testbed needs exactly two ports (client side, server side)");
   for (size_t i = 0; i < 2; i++) {

@@ -157,6 +157,11 @@ TEST(Config, ErrorsNameFileLineAndKey) {
   std::ofstream(p) << "durations_s: 3\n";
   s = load_sweep_config(p, &c);
   EXPECT_NE(s.message().find(":1: key 'durations_s': unknown key"), std::string::npos) << s.message();
+  std::ofstream(p) << "instances: &a [*a]\n";
+  s = load_sweep_config(p, &c);
+  EXPECT_NE(s.message().find(p + ":1: YAML an alias inside the node it refers to"), std::string::npos) << s.message();
+  s = load_sweep_config("/dev/zero", &c);
+  EXPECT_NE(s.message().find("/dev/zero: not a regular file"), std::string::npos) << s.message();
   std::ofstream(p) << "instances: [1, 2]\nduration_s: 7\nduts: [testpmd-io]\n";
   ASSERT_TRUE(load_sweep_config(p, &c).ok());
   EXPECT_EQ(c.duration_s, 7);
@@ -570,6 +575,18 @@ TEST(Lab, BadInventoriesNameFileLineAndKey) {
        "key 'hosts.dut.interfaces': expected two interfaces"},
       {"mtu: 100000\n" + good_client + rest, ":1: key 'mtu': out of range"},
       {good_client + rest + "ssh_options: -v\n", "key 'ssh_options': unknown key"},
+      // Issue 19, item 10: interface names are names, never syntax.
+      {good_client + rest.substr(0, rest.find("    interfaces")) + "    interfaces: [{a: 1}, p1]\n    profiles: [kernel-ct]\n",
+       "key 'hosts.dut.interfaces[0]': expected an interface name"},
+      {good_client + rest.substr(0, rest.find("    interfaces")) +
+           "    interfaces: [\"p0;nft delete table inet x\", p1]\n    profiles: [kernel-ct]\n",
+       "key 'hosts.dut.interfaces[0]': 'p0;nft delete table inet x' is not an interface name"},
+      {good_client + rest.substr(0, rest.find("    interfaces")) + "    interfaces: [p0, averyveryverylongname]\n    profiles: [kernel-ct]\n",
+       "key 'hosts.dut.interfaces[1]': 'averyveryverylongname' is not an interface name"},
+      {"hosts:\n  client:\n    ssh: {destination: c.lab}\n    interface: \"e0 up\"\n    address: 10.1.0.1\n" + rest,
+       ":4: key 'hosts.client.interface': 'e0 up' is not an interface name"},
+      // Issue 19, item 1: an alias cycle is refused, not followed.
+      {good_client + rest + "x: &a [*a]\n", "YAML an alias inside the node it refers to (a cycle)"},
   };
   for (const auto& c : cases) {
     std::string got = load(c.text);

@@ -10,6 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include "sdn/yaml_load.h"
+
 namespace dp {
 
 namespace {
@@ -36,27 +38,37 @@ Status check_keys(const Ctx& c, const YAML::Node& map, const std::string& path, 
   return {};
 }
 
+// Decimal, or hexadecimal after 0x. A leading zero is refused: C reads
+// 0755 as octal, YAML 1.1 too, YAML 1.2 as decimal; a port MTU of 01000
+// must not quietly become 512.
 template <typename T>
-Status get_uint(const Ctx& c, const YAML::Node& map, const std::string& key, const std::string& path, T* out,
-                uint64_t lo, uint64_t hi) {
-  YAML::Node n = map[key];
-  if (!n) return {};
-  std::string full = path.empty() ? key : path + "." + key;
+Status parse_uint(const Ctx& c, const YAML::Node& n, const std::string& full, T* out, uint64_t lo, uint64_t hi) {
   if (!n.IsScalar()) return c.err(n, full, "expected a number");
-  uint64_t v;
+  const std::string& s = n.Scalar();
+  const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  if (!hex && s.size() > 1 && s[0] == '0')
+    return c.err(n, full, "'" + s + "': a leading zero is ambiguous (octal?); write the decimal number, or 0x for hex");
+  uint64_t v = 0;
   try {
-    std::string s = n.Scalar();
-    if (s.empty() || s[0] == '-') throw YAML::BadConversion(n.Mark());
+    if (s.empty() || !isxdigit(static_cast<unsigned char>(s[hex ? 2 : 0]))) throw std::invalid_argument(s);
     size_t pos = 0;
-    v = std::stoull(s, &pos, 0);
-    if (pos != s.size()) throw YAML::BadConversion(n.Mark());
+    v = std::stoull(s, &pos, hex ? 16 : 10);
+    if (pos != s.size()) throw std::invalid_argument(s);
   } catch (const std::exception&) {
-    return c.err(n, full, "'" + n.Scalar() + "' is not a number");
+    return c.err(n, full, "'" + s + "' is not a number");
   }
   if (v < lo || v > hi)
     return c.err(n, full, std::to_string(v) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
   *out = static_cast<T>(v);
   return {};
+}
+
+template <typename T>
+Status get_uint(const Ctx& c, const YAML::Node& map, const std::string& key, const std::string& path, T* out,
+                uint64_t lo, uint64_t hi) {
+  YAML::Node n = map[key];
+  if (!n) return {};
+  return parse_uint(c, n, path.empty() ? key : path + "." + key, out, lo, hi);
 }
 
 Status get_bool(const Ctx& c, const YAML::Node& map, const std::string& key, const std::string& path, bool* out) {
@@ -204,9 +216,7 @@ Status parse_workers(const Ctx& c, const YAML::Node& n, WorkerConfig* w) {
     w->cpus_line = cp.Mark().line + 1;
     for (size_t i = 0; i < cp.size(); i++) {
       unsigned v;
-      YAML::Node tmp;
-      tmp["v"] = cp[i];
-      TRY(get_uint(c, tmp, "v", "workers.cpus[" + std::to_string(i) + "]", &v, 0, 1023));
+      TRY(parse_uint(c, cp[i], "workers.cpus[" + std::to_string(i) + "]", &v, 0, 1023));
       w->cpus.push_back(v);
     }
   }
@@ -265,11 +275,8 @@ Status parse_conntrack(const Ctx& c, const YAML::Node& n, ctrack::Config* ct) {
         std::string zk = it->first.Scalar();
         uint16_t zone;
         uint32_t lim;
-        YAML::Node tmp;
-        tmp["z"] = it->first;
-        tmp["l"] = it->second;
-        TRY(get_uint(c, tmp, "z", "conntrack.zones.limits", &zone, 0, 65535));
-        TRY(get_uint(c, tmp, "l", "conntrack.zones.limits." + zk, &lim, 0, 1u << 30));
+        TRY(parse_uint(c, it->first, "conntrack.zones.limits", &zone, 0, 65535));
+        TRY(parse_uint(c, it->second, "conntrack.zones.limits." + zk, &lim, 0, 1u << 30));
         ct->zone_limits.push_back({zone, lim});
       }
     }
@@ -321,9 +328,8 @@ Status parse_tables(const Ctx& c, const YAML::Node& n, const PortNames& ports, s
   std::set<uint32_t> ids;
   for (auto it = n.begin(); it != n.end(); ++it) {
     uint16_t table;
-    YAML::Node tmp;
-    tmp["t"] = it->first;
-    TRY(get_uint(c, tmp, "t", "tables", &table, 0, kMaxTables - 1));
+    TRY(parse_uint(c, it->first, "tables." + (it->first.IsScalar() ? it->first.Scalar() : std::string("?")), &table, 0,
+                   kMaxTables - 1));
     std::string tpath = "tables." + std::to_string(table);
     if (!it->second.IsSequence()) return c.err(it->second, tpath, "expected a list of rules");
     for (size_t i = 0; i < it->second.size(); i++) {
@@ -363,12 +369,9 @@ PortNames Config::port_names() const {
 
 Result<Config> parse_config(const std::string& text, const std::string& name) {
   Ctx c{name};
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Status::error(name + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax: " + e.msg);
-  }
+  auto loaded = sdn::load_yaml(text, name);
+  if (!loaded) return loaded.status();
+  YAML::Node root = *loaded;
   if (!root.IsMap()) return Status::error(name + ":1: expected a mapping at the top level");
   if (Status s = check_duplicates(c, root, ""); !s) return s;
   Config cfg;
@@ -409,13 +412,9 @@ Result<Config> parse_config(const std::string& text, const std::string& name) {
 }
 
 Result<Config> load_config(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return Status::error(path + ": is a directory, not a YAML config file");
-  std::ifstream in(path);
-  if (!in) return Status::error(path + ": cannot open: " + strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_config(ss.str(), path);
+  auto text = sdn::read_config_file(path);
+  if (!text) return text.status();
+  return parse_config(*text, path);
 }
 
 Result<Rule> parse_rule_yaml(const std::string& text, const PortNames& ports) {
@@ -445,8 +444,10 @@ Result<Rule> parse_rule_yaml(const std::string& text, const PortNames& ports) {
   size_t after = text.find_first_not_of(" \t\r\n", end + 1);
   if (after != std::string::npos)
     return Status::error("rule: expected one rule, found more after it: '" + text.substr(after, 40) + "'");
+  auto loaded = sdn::load_yaml(text, "rule");
+  if (!loaded) return loaded.status();
   try {
-    YAML::Node n = YAML::Load(text);
+    YAML::Node n = *loaded;
     if (Status s = check_duplicates(c, n, "rule"); !s) return s;
     Rule r;
     TRY(parse_one_rule(c, n, "rule", ports, 0, &r));

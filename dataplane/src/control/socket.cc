@@ -20,6 +20,33 @@ namespace {
 
 std::string errstr(int e) { return strerror(e); }
 
+// Whoever may write a directory on the way to the socket may swap the
+// socket for their own and answer root's `reload` with "ok". The socket's
+// directory: owned by this process's user (or root) and writable by no one
+// else. Each directory above it: the same, or sticky (/tmp: no one renames
+// what is not theirs).
+Status check_socket_dir(const std::string& dir) {
+  const uid_t me = geteuid();
+  std::string d = dir;
+  for (bool first = true;; first = false) {
+    struct stat st {};
+    if (stat(d.c_str(), &st) != 0) return Status::error("control socket directory " + d + ": " + errstr(errno));
+    const bool owner_ok = st.st_uid == me || st.st_uid == 0;
+    const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+    if (!owner_ok)
+      return Status::error("control socket directory " + d + " is owned by uid " + std::to_string(st.st_uid) +
+                           ": that user could put another socket in its place; use a directory owned by root");
+    if (others_write && (first || !(st.st_mode & S_ISVTX)))
+      return Status::error("control socket directory " + d + " is writable by " +
+                           (st.st_mode & S_IWOTH ? "everyone" : "its group") +
+                           " (mode " + std::to_string((st.st_mode >> 6) & 7) + std::to_string((st.st_mode >> 3) & 7) +
+                           std::to_string(st.st_mode & 7) + "): use a directory only root can write");
+    if (d == "/") return {};
+    size_t slash = d.rfind('/');
+    d = slash == 0 ? "/" : d.substr(0, slash);
+  }
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ControlServer>> ControlServer::open(const std::string& path) {
@@ -38,6 +65,7 @@ Result<std::unique_ptr<ControlServer>> ControlServer::open(const std::string& pa
   } else if (!S_ISDIR(st.st_mode)) {
     return Status::error("control socket directory " + dir + " is not a directory");
   }
+  if (Status d = check_socket_dir(dir); !d) return d;
 
   std::string lock = path + ".lock";
   s->lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
