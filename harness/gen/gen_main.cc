@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "frame.h"
+#include "sdn/number.h"
 #include "search.h"
 
 namespace {
@@ -582,12 +583,76 @@ const char* kHelp =
     "Prints one JSON object: set-up (established, per second), the full-rate trial, the\n"
     "search's trials, zero_loss_mpps/gbps and latency at 10/50/90 % of it.\n";
 
-bool num(const char* s, double lo, double hi, double* out) {
-  char* e = nullptr;
-  double v = strtod(s, &e);
-  if (!*s || *e || !(v >= lo && v <= hi)) return false;
-  *out = v;
-  return true;
+// The flags after "--", read before EAL starts: a bad one leaves nothing
+// behind (no hugepage file, no runtime directory). Exit 2 with one line
+// naming the flag (never the usage text: it holds the lines the harness
+// waits for).
+Options parse_flags(int argc, char** argv) {
+  Options o;
+  int i = 1;
+  while (i < argc && strcmp(argv[i], "--") != 0) i++;
+  for (i++; i < argc; i++) {
+    const std::string a = argv[i];
+    if (a == "--full-rate-only" || a == "--hold") {
+      (a == "--hold" ? o.hold : o.full_only) = true;
+      continue;
+    }
+    const char* v = i + 1 < argc ? argv[++i] : nullptr;
+    auto bad = [&](const std::string& what) {
+      fprintf(stderr, "harness-gen: %s%s%s%s: %s (see --help)\n", a.c_str(), v ? " '" : "", v ? v : "", v ? "'" : "",
+              what.c_str());
+      exit(2);
+    };
+    auto number = [&](double lo, double hi, bool integer = false) {
+      double x = 0;
+      if (sdn::Status s = sdn::parse_number(v, integer, lo, hi, &x); !s) bad(s.message());
+      return x;
+    };
+    if (!v) bad("needs a value");
+    if (a == "--client")
+      o.client_dev = v;
+    else if (a == "--server")
+      o.server_dev = v;
+    else if (a == "--conns")
+      o.conns = static_cast<uint32_t>(number(1, 10000000, true));
+    else if (a == "--frame")
+      o.frame = static_cast<int>(number(gen::kMinFrame, gen::kMaxFrame, true));
+    else if (a == "--trial")
+      o.trial_s = number(0.1, 600);
+    else if (a == "--loss")
+      o.loss = number(0, 1);
+    else if (a == "--max-mpps")
+      o.max_mpps = number(0.001, 1000);
+    else if (a == "--rate-mpps") {
+      o.rate_mpps = number(0.001, 1000);
+      o.search = false;
+    } else if (a == "--setup-timeout")
+      o.setup_s = static_cast<int>(number(1, 3600, true));
+    else if (a == "--churn")
+      o.churn_s = number(0.1, 600);
+    else if (a == "--churn-conns")
+      o.churn_conns = static_cast<uint32_t>(number(1, 10000000, true));
+    else if (a == "--rx-queues")
+      o.rx_queues = static_cast<uint16_t>(number(1, 16, true));
+    else if (a == "--proto") {
+      if (strcmp(v, "tcp") != 0 && strcmp(v, "udp") != 0) bad("want tcp or udp");
+      o.udp = strcmp(v, "udp") == 0;
+    } else
+      bad("unknown option");
+  }
+  if (o.udp && o.churn_s > 0) {
+    fprintf(stderr, "harness-gen: --churn opens and closes TCP connections; not with --proto udp\n");
+    exit(2);
+  }
+  if (o.client_dev.empty() || o.server_dev.empty()) {
+    fprintf(stderr, "harness-gen: --client and --server are required (see --help)\n");
+    exit(2);
+  }
+  if (o.churn_s > 0 && static_cast<uint64_t>(o.conns) + o.churn_conns > 20000000ull) {
+    fprintf(stderr, "harness-gen: --conns plus --churn-conns over 20000000\n");
+    exit(2);
+  }
+  return o;
 }
 
 }  // namespace
@@ -598,69 +663,12 @@ int main(int argc, char** argv) {
       fputs(kHelp, stdout);
       return 0;
     }
+  Gen g;
+  g.o = parse_flags(argc, argv);
+  Options& o = g.o;
   int eal = rte_eal_init(argc, argv);
   if (eal < 0) {
     fprintf(stderr, "harness-gen: EAL init failed: %s\n", rte_strerror(rte_errno));
-    return 2;
-  }
-  Gen g;
-  Options& o = g.o;
-  for (int i = eal + 1; i < argc; i++) {
-    const std::string a = argv[i];
-    if (a == "--full-rate-only" || a == "--hold") {
-      (a == "--hold" ? o.hold : o.full_only) = true;
-      continue;
-    }
-    const char* v = i + 1 < argc ? argv[++i] : nullptr;
-    auto bad = [&](const char* what) {
-      fprintf(stderr, "harness-gen: %s '%s': %s\n%s", a.c_str(), v ? v : "", what, kHelp);
-      exit(2);
-    };
-    // A number within lo..hi, or exit 2 naming the flag.
-    auto number = [&](double lo, double hi, const char* what) {
-      double x = 0;
-      if (!num(v, lo, hi, &x)) bad(what);
-      return x;
-    };
-    if (!v) bad("needs a value");
-    if (a == "--client")
-      o.client_dev = v;
-    else if (a == "--server")
-      o.server_dev = v;
-    else if (a == "--conns")
-      o.conns = static_cast<uint32_t>(number(1, 10000000, "want 1..10000000"));
-    else if (a == "--frame")
-      o.frame = static_cast<int>(number(gen::kMinFrame, gen::kMaxFrame, "want 64..1518"));
-    else if (a == "--trial")
-      o.trial_s = number(0.1, 600, "want 0.1..600 s");
-    else if (a == "--loss")
-      o.loss = number(0, 1, "want a fraction 0..1");
-    else if (a == "--max-mpps")
-      o.max_mpps = number(0.001, 1000, "want 0.001..1000");
-    else if (a == "--rate-mpps") {
-      o.rate_mpps = number(0.001, 1000, "want 0.001..1000");
-      o.search = false;
-    } else if (a == "--setup-timeout")
-      o.setup_s = static_cast<int>(number(1, 3600, "want 1..3600 s"));
-    else if (a == "--churn")
-      o.churn_s = number(0.1, 600, "want 0.1..600 s");
-    else if (a == "--churn-conns")
-      o.churn_conns = static_cast<uint32_t>(number(1, 10000000, "want 1..10000000"));
-    else if (a == "--rx-queues")
-      o.rx_queues = static_cast<uint16_t>(number(1, 16, "want 1..16"));
-    else if (a == "--proto") {
-      if (strcmp(v, "tcp") != 0 && strcmp(v, "udp") != 0) bad("want tcp or udp");
-      o.udp = strcmp(v, "udp") == 0;
-    }
-    else
-      bad("unknown option");
-  }
-  if (o.udp && o.churn_s > 0) {
-    fprintf(stderr, "harness-gen: --churn opens and closes TCP connections; not with --proto udp\n");
-    return 2;
-  }
-  if (o.client_dev.empty() || o.server_dev.empty()) {
-    fprintf(stderr, "harness-gen: --client and --server are required\n%s", kHelp);
     return 2;
   }
   signal(SIGINT, on_signal);
@@ -700,10 +708,6 @@ int main(int argc, char** argv) {
   gen::make_template(&g.fin_c, gen::Dir::kToServer, gen::kFin | gen::kAck, 0, cm, sm);
   gen::make_template(&g.fin_s, gen::Dir::kToClient, gen::kFin | gen::kAck, 0, sm, cm);
   if (o.churn_s > 0) {
-    if (static_cast<uint64_t>(o.conns) + o.churn_conns > 20000000ull) {
-      fprintf(stderr, "harness-gen: --conns plus --churn-conns over 20000000\n");
-      return 2;
-    }
     g.churn_state.assign(o.churn_conns, 0);
     g.churn_t0.assign(o.churn_conns, 0);
   }

@@ -1,4 +1,5 @@
 #include "harness/lab.h"
+#include "sdn/number.h"
 #include "sdn/yaml_load.h"
 
 #include <arpa/inet.h>
@@ -55,12 +56,8 @@ struct Reader {
              double* out) const {
     YAML::Node v = n[key];
     if (!v) return {};
-    try {
-      *out = v.as<double>();
-    } catch (const YAML::Exception&) {
-      return err(v, join(where, key), "'" + v.Scalar() + "' is not a number");
-    }
-    if (*out < lo || *out > hi) return err(v, join(where, key), "out of range");
+    if (!v.IsScalar()) return err(v, join(where, key), "expected a number");
+    if (Status s = sdn::parse_number(v.Scalar(), false, lo, hi, out); !s) return err(v, join(where, key), s.message());
     return {};
   }
   Status ssh(const YAML::Node& host, const std::string& where, SshHost* h) const {

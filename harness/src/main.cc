@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "sdn/number.h"
 #include "harness/rfc2544.h"
 #include "harness/report.h"
 #include "harness/sweep.h"
@@ -249,14 +250,25 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
       exit(2);
     }
   };
+  // A finite number in lo..hi, or a message naming the flag.
+  auto number = [](const std::string& flag, const std::string& v, double lo, double hi, double* out, const char* want) {
+    if (sdn::Status s = sdn::parse_number(v, false, lo, hi, out); !s) {
+      fprintf(stderr, "harness: %s %s (%s)\n", flag.c_str(), s.message().c_str(), want);
+      return false;
+    }
+    return true;
+  };
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      fputs(kHelp, stdout);
+      exit(0);
+    }
     if (i + 1 >= argc) {
       fprintf(stderr, "harness: %s needs a value\n", a.c_str());
       return 2;
     }
     std::string v = argv[++i];
-    char* e = nullptr;
     if (a == "--mode") continue;
     else if (a == "--frame-sizes") list(a, v, 64, 1518, &c.frames);
     else if (a == "--conns") list(a, v, 1, 10000000, &c.conns);
@@ -265,17 +277,9 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
       list(a, v, 1, 100, &r);
       c.repeat = r[0];
     } else if (a == "--trial") {
-      c.trial_s = strtod(v.c_str(), &e);
-      if (v.empty() || *e || c.trial_s < 0.1 || c.trial_s > 600) {
-        fprintf(stderr, "harness: --trial '%s': want 0.1..600 s\n", v.c_str());
-        return 2;
-      }
+      if (!number(a, v, 0.1, 600, &c.trial_s, "want 0.1..600 s")) return 2;
     } else if (a == "--loss") {
-      c.loss = strtod(v.c_str(), &e);
-      if (v.empty() || *e || c.loss < 0 || c.loss > 1) {
-        fprintf(stderr, "harness: --loss '%s': want a fraction 0..1\n", v.c_str());
-        return 2;
-      }
+      if (!number(a, v, 0, 1, &c.loss, "want a fraction 0..1")) return 2;
     } else if (a == "--dut") {
       c.duts.clear();
       std::stringstream ss(v);
@@ -291,8 +295,8 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
         return 2;
       }
     } else if (a == "--churn") {
-      c.churn_s = strtod(v.c_str(), &e);
-      if (v.empty() || *e || !(c.churn_s == 0 || (c.churn_s >= 0.1 && c.churn_s <= 600))) {
+      if (!number(a, v, 0, 600, &c.churn_s, "want 0 (none) or 0.1..600 s")) return 2;
+      if (c.churn_s > 0 && c.churn_s < 0.1) {
         fprintf(stderr, "harness: --churn '%s': want 0 (none) or 0.1..600 s\n", v.c_str());
         return 2;
       }
@@ -340,6 +344,9 @@ int main(int argc, char** argv) {
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // A tool that exits early (harness-gen refusing a flag, an ssh that
+  // died) must be an error row, not the death of the harness on a write.
+  signal(SIGPIPE, SIG_IGN);
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     fputs(kHelp, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
@@ -377,9 +384,7 @@ int main(int argc, char** argv) {
           return 2;
         }
         std::string v = argv[++i];
-        char* end;
-        pct = strtod(v.c_str(), &end);
-        if (v.empty() || *end || !(pct >= 0 && pct <= 100)) {
+        if (!sdn::parse_number(v, false, 0, 100, &pct)) {
           fprintf(stderr, "harness: bad value '%s' for --max-regression: want a percentage in 0..100\n", v.c_str());
           return 2;
         }
@@ -477,6 +482,10 @@ int main(int argc, char** argv) {
       for (auto& x : *out)
         if (std::find(known.begin(), known.end(), x) == known.end()) bad(x);
     };
+    if (a == "--help" || a == "-h") {
+      fputs(kHelp, stdout);
+      return 0;
+    }
     if (a == "--config") val();
     else if (a == "--instances") ints(kInstancesLimit, &cfg.instances);
     else if (a == "--sizes") ints(kSizesLimit, &cfg.sizes);

@@ -1,4 +1,5 @@
 #include "harness/sweep.h"
+#include "sdn/number.h"
 #include "sdn/yaml_load.h"
 
 #include <arpa/inet.h>
@@ -45,6 +46,13 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
     return Status::error(path + ":" + std::to_string(at.Mark().line + 1) + ": key '" + key + "': " + msg);
   };
   if (!n.IsMap()) return Status::error(path + ":1: expected a mapping");
+  // One scalar as a number (sdn/number.h: decimal, finite, in range).
+  auto number = [&](const YAML::Node& x, const std::string& key, bool integer, double lo, double hi,
+                    double* out) -> Status {
+    if (!x.IsScalar()) return err(x, key, "expected a number");
+    if (Status s = sdn::parse_number(x.Scalar(), integer, lo, hi, out); !s) return err(x, key, s.message());
+    return {};
+  };
   static const std::set<std::string> known = {"instances", "sizes", "protos", "duts", "duration_s", "repeat",
                                               "warmup_s", "sockperf", "background_conns", "mtu", "dataplane_config",
                                               "out_dir", "interleave", "omit_s", "rfc2544"};
@@ -58,14 +66,9 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
     if (!v.IsSequence() || v.size() == 0) return err(v, key, "expected a non-empty list of numbers");
     out->clear();
     for (const auto& x : v) {
-      int i;
-      try {
-        i = x.as<int>();
-      } catch (const YAML::Exception&) {
-        return err(x, key, "'" + x.Scalar() + "' is not a number");
-      }
-      if (i < lo || i > hi) return err(x, key, std::to_string(i) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
-      out->push_back(i);
+      double d;
+      if (Status s = number(x, key, true, lo, hi, &d); !s) return s;
+      out->push_back(static_cast<int>(d));
     }
     return {};
   };
@@ -84,12 +87,9 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
   auto one = [&](const char* key, int* out, int lo, int hi) -> Status {
     YAML::Node v = n[key];
     if (!v) return {};
-    try {
-      *out = v.as<int>();
-    } catch (const YAML::Exception&) {
-      return err(v, key, "'" + v.Scalar() + "' is not a number");
-    }
-    if (*out < lo || *out > hi) return err(v, key, "out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+    double d;
+    if (Status s = number(v, key, true, lo, hi, &d); !s) return s;
+    *out = static_cast<int>(d);
     return {};
   };
   const std::set<std::string> protos(kProtoNames.begin(), kProtoNames.end());
@@ -127,15 +127,9 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
       if (!v.IsSequence() || v.size() == 0) return err(v, std::string("rfc2544.") + key, "expected a non-empty list of numbers");
       out->clear();
       for (const auto& x : v) {
-        int i;
-        try {
-          i = x.as<int>();
-        } catch (const YAML::Exception&) {
-          return err(x, std::string("rfc2544.") + key, "'" + x.Scalar() + "' is not a number");
-        }
-        if (i < lo || i > hi)
-          return err(x, std::string("rfc2544.") + key, std::to_string(i) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
-        out->push_back(i);
+        double d;
+        if (Status s = number(x, std::string("rfc2544.") + key, true, lo, hi, &d); !s) return s;
+        out->push_back(static_cast<int>(d));
       }
     }
     if (YAML::Node v = r["duts"]) {
@@ -150,23 +144,15 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
                                     {"loss", &rc.loss, 0, 1}, {"churn_s", &rc.churn_s, 0, 600}}) {
       YAML::Node v = r[key];
       if (!v) continue;
-      try {
-        *out = v.as<double>();
-      } catch (const YAML::Exception&) {
-        return err(v, std::string("rfc2544.") + key, "'" + v.Scalar() + "' is not a number");
-      }
-      if (!(*out >= lo && *out <= hi)) return err(v, std::string("rfc2544.") + key, "out of range");
+      if (Status s = number(v, std::string("rfc2544.") + key, false, lo, hi, out); !s) return s;
     }
     for (auto [key, out, lo, hi] : {std::tuple<const char*, int*, int, int>{"churn_conns", &rc.churn_conns, 1, 10000000},
                                     {"repeat", &rc.repeat, 1, 100}}) {
       YAML::Node v = r[key];
       if (!v) continue;
-      try {
-        *out = v.as<int>();
-      } catch (const YAML::Exception&) {
-        return err(v, std::string("rfc2544.") + key, "'" + v.Scalar() + "' is not a number");
-      }
-      if (*out < lo || *out > hi) return err(v, std::string("rfc2544.") + key, "out of range");
+      double d;
+      if (Status s = number(v, std::string("rfc2544.") + key, true, lo, hi, &d); !s) return s;
+      *out = static_cast<int>(d);
     }
     if (YAML::Node v = r["proto"]) {
       if (v.Scalar() != "tcp" && v.Scalar() != "udp") return err(v, "rfc2544.proto", "want tcp or udp");

@@ -300,6 +300,53 @@ TEST(Compare, CommandLineRefusesBadFlags) {
   unlink(empty.c_str());
 }
 
+// Issue 19, item 2: NaN and infinities pass a `v < lo || v > hi` check.
+// They are refused by name, before anything starts; `run --help` is help;
+// harness-gen reads its flags before EAL (no hugepage file or runtime
+// directory for a bad flag) and never prints the line the harness waits for.
+TEST(Cli, NonFiniteNumbersAreRefusedBeforeAnythingStarts) {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  ASSERT_GT(n, 0);
+  self[n] = 0;
+  const std::string dir = std::string(self).substr(0, std::string(self).rfind('/'));
+  auto run = [&](std::vector<std::string> argv) {
+    auto r = testbed::run_capture(argv, nullptr, std::chrono::seconds(30));
+    EXPECT_TRUE(r.ok()) << r.message();
+    return r.ok() ? *r : testbed::RunOutput{-1, ""};
+  };
+  const std::string h = dir + "/harness";
+  for (auto [flag, v] : std::vector<std::pair<std::string, std::string>>{
+           {"--trial", "nan"}, {"--loss", "nan"}, {"--loss", "inf"}, {"--churn", "nan"}, {"--trial", "1e999"},
+           {"--trial", "-nan"}, {"--churn", "inf"}}) {
+    auto r = run({h, "run", "--mode", "rfc2544", flag, v, "--out", "/nonexistent/x"});
+    EXPECT_EQ(r.status, 2) << flag << " " << v << ": " << r.output;
+    EXPECT_NE(r.output.find(flag + " '" + v + "'"), std::string::npos) << r.output;
+  }
+  auto cmp = run({h, "compare", "/dev/null", "/dev/null", "--max-regression", "nan"});
+  EXPECT_EQ(cmp.status, 2) << cmp.output;
+  for (auto args : std::vector<std::vector<std::string>>{{h, "run", "--help"}, {h, "run", "--mode", "rfc2544", "--help"}}) {
+    auto r = run(args);
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("usage: harness"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("unknown option"), std::string::npos) << r.output;
+  }
+  const std::string prefix = "harness-test-gen-" + std::to_string(getpid());
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"--trial", "nan"}, {"--loss", "nan"}, {"--churn", "inf"}, {"--frame", "nan"}, {"--bogus", "1"}, {"--trial"}}) {
+    std::vector<std::string> argv = {dir + "/harness-gen", "--no-pci", "--no-huge", "-m", "64", "--file-prefix", prefix,
+                                     "--", "--client", "net_null0", "--server", "net_null1"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = run(argv);
+    EXPECT_EQ(r.status, 2) << args[0] << ": " << r.output;
+    EXPECT_NE(r.output.find("harness-gen: " + args[0]), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("set-up done"), std::string::npos) << "the line the harness waits for:\n" << r.output;
+    EXPECT_EQ(r.output.find("EAL"), std::string::npos) << "EAL started before the flags were read:\n" << r.output;
+    EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/" + prefix)) << "a runtime directory was left";
+  }
+  std::filesystem::remove_all("/var/run/dpdk/" + prefix);
+}
+
 // What ssh hands the remote shell: every argument must come back exactly.
 // harness-conns, the --background-conns generator, on loopback. With a
 // descriptor limit far below the count (as on a host where RLIMIT_NOFILE
@@ -573,7 +620,7 @@ TEST(Lab, BadInventoriesNameFileLineAndKey) {
        "key 'hosts.dut.dataplane': missing (the dataplane profile needs its config)"},
       {good_client + rest.substr(0, rest.find("    interfaces")) + "    interfaces: [p0]\n    profiles: [kernel-ct]\n",
        "key 'hosts.dut.interfaces': expected two interfaces"},
-      {"mtu: 100000\n" + good_client + rest, ":1: key 'mtu': out of range"},
+      {"mtu: 100000\n" + good_client + rest, ":1: key 'mtu': '100000' is out of range 576..9000"},
       {good_client + rest + "ssh_options: -v\n", "key 'ssh_options': unknown key"},
       // Issue 19, item 10: interface names are names, never syntax.
       {good_client + rest.substr(0, rest.find("    interfaces")) + "    interfaces: [{a: 1}, p1]\n    profiles: [kernel-ct]\n",
