@@ -229,4 +229,30 @@ inline bool parse(const uint8_t* f, uint32_t len, uint32_t conns, Dir arrived_as
   return true;
 }
 
+// The 48-bit stamp in a data frame's payload: the trial it was sent in
+// (top 8 bits, 1..255; 0 outside trials) and the low 40 bits of the TSC
+// (6 minutes at 3 GHz, far above any latency). A frame of an earlier trial
+// that arrives late is then not counted for the trial running now.
+inline constexpr int kStampTscBits = 40;
+inline constexpr uint64_t kStampTscMask = (1ull << kStampTscBits) - 1;
+inline uint64_t stamp(uint8_t trial, uint64_t tsc) { return static_cast<uint64_t>(trial) << kStampTscBits | (tsc & kStampTscMask); }
+inline uint8_t stamp_trial(uint64_t ts) { return static_cast<uint8_t>(ts >> kStampTscBits); }
+inline uint64_t stamp_age(uint64_t ts, uint64_t now_tsc) { return (now_tsc - ts) & kStampTscMask; }
+
+// A trial's count of what came back: frames stamped with its id, and the
+// late ones of earlier trials that arrived while it ran (not its own).
+struct TrialTally {
+  uint8_t id = 0;
+  uint64_t rx[2] = {}, late = 0;
+  // true when the frame is this trial's (counted in rx[dir]).
+  bool take(uint64_t ts, int dir) {
+    if (stamp_trial(ts) != id) {
+      late++;
+      return false;
+    }
+    rx[dir]++;
+    return true;
+  }
+};
+
 }  // namespace gen

@@ -61,6 +61,7 @@ struct Options {
   uint32_t churn_conns = 1000000;  // at most this many new connections in the churn phase
   bool search = true;
   bool full_only = false;  // one trial at full rate (the generator's ceiling against a peer that drops)
+  bool sync = false;       // around every trial, a line to the harness and one back (see run_trial)
 };
 
 // Latency: log-linear buckets, 16 per power of two (~6 % wide), 48 bits.
@@ -433,21 +434,34 @@ struct Gen {
 
   // --- trials -------------------------------------------------------------
   struct Trial {
-    double offered_mpps = 0, target_mpps = 0;     // both directions together
-    uint64_t tx[2] = {}, rx[2] = {}, txfail = 0;  // [0] client->server, [1] server->client
+    double offered_mpps = 0, target_mpps = 0;  // both directions together
+    uint64_t tx[2] = {}, txfail = 0;            // [0] client->server, [1] server->client
+    gen::TrialTally got;                        // this trial's frames back, and late ones of earlier trials
     Histogram lat;
-    double secs = 0;
-    double loss() const {
-      uint64_t t = tx[0] + tx[1], r = rx[0] + rx[1];
-      return t ? static_cast<double>(t > r ? t - r : 0) / static_cast<double>(t) : 0;
+    double secs = 0, drain_ms = 0;
+    // The DUT's own counters over the trial, from the harness (--sync): its
+    // drops, and its transmits into this generator's rings that failed. -1:
+    // not known.
+    long long dut_drops = -1, gen_drops = -1;
+    uint64_t sent() const { return tx[0] + tx[1]; }
+    uint64_t received() const { return got.rx[0] + got.rx[1]; }
+    uint64_t lost() const { return sent() > received() ? sent() - received() : 0; }
+    double loss() const { return sent() ? static_cast<double>(lost()) / static_cast<double>(sent()) : 0; }
+    double fwd_mpps() const { return secs > 0 ? static_cast<double>(received()) / secs / 1e6 : 0; }
+    // Every frame lost is one the DUT could not hand to this generator, and
+    // the DUT dropped nothing itself: the generator's loss, not the DUT's.
+    bool generator_dropped() const {
+      return lost() > 0 && dut_drops == 0 && gen_drops >= static_cast<long long>(lost());
     }
-    double fwd_mpps() const { return secs > 0 ? static_cast<double>(rx[0] + rx[1]) / secs / 1e6 : 0; }
   };
+  uint8_t last_id = 0;
+  nlohmann::json all_trials = nlohmann::json::array();
 
   // Drains the port (up to 8 bursts): the generator must not be the one
-  // whose receive ring overflows.
-  void receive(const Port& p, gen::Dir as, Trial* t) {
+  // whose receive ring overflows. Returns this trial's frames taken.
+  uint32_t receive(const Port& p, gen::Dir as, Trial* t) {
     rte_mbuf* rx[kBurst];
+    uint32_t mine = 0;
     for (int b = 0; b < 8; b++) {
       uint16_t got = rx_burst(p, rx);
       const uint64_t now = rte_rdtsc();
@@ -456,8 +470,9 @@ struct Gen {
         if (gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, o.conns, as, &s) && s.payload > 0 &&
             s.ts) {
           const bool to_server = as == gen::Dir::kToServer;
-          t->rx[to_server ? 0 : 1]++;
-          t->lat.add(((now & 0xFFFFFFFFFFFFull) - s.ts) & 0xFFFFFFFFFFFFull);
+          if (!t->got.take(s.ts, to_server ? 0 : 1)) continue;
+          mine++;
+          t->lat.add(gen::stamp_age(s.ts, now));
           if (!o.udp) {
             uint32_t& got_to = to_server ? srcv[s.conn] : crcv[s.conn];
             const uint32_t end = s.seq + s.payload;
@@ -468,11 +483,14 @@ struct Gen {
       rte_pktmbuf_free_bulk(rx, got);
       if (got < kBurst) break;
     }
+    return mine;
   }
 
   // rate_mpps 0: as fast as the generator goes.
   void trial(double rate_mpps, Trial* t) {
     *t = Trial{};
+    last_id = static_cast<uint8_t>(last_id == 255 ? 1 : last_id + 1);
+    t->got.id = last_id;
     t->target_mpps = rate_mpps;
     const double per_dir_pps = rate_mpps * 1e6 / 2;
     const uint64_t t0 = rte_rdtsc(), end = t0 + static_cast<uint64_t>(o.trial_s * static_cast<double>(hz));
@@ -487,7 +505,7 @@ struct Gen {
         uint16_t n = static_cast<uint16_t>(std::min<uint64_t>(kBurst, due - t->tx[d]));
         if (rte_pktmbuf_alloc_bulk(pool, tx, n) != 0) break;
         const gen::Template& tp = d == 0 ? data_c : data_s;
-        const uint64_t ts = now & 0xFFFFFFFFFFFFull;
+        const uint64_t ts = gen::stamp(t->got.id, now);
         for (uint16_t i = 0; i < n; i++) {
           uint32_t c = next[d];
           next[d] = next[d] + 1 == o.conns ? 0 : next[d] + 1;
@@ -518,23 +536,71 @@ struct Gen {
       receive(cp, gen::Dir::kToClient, t);
     }
     t->secs = static_cast<double>(rte_rdtsc() - t0) / static_cast<double>(hz);
-    t->offered_mpps = static_cast<double>(t->tx[0] + t->tx[1]) / t->secs / 1e6;
-    // Drain: what is still in flight through the DUT.
-    for (uint64_t until = rte_rdtsc() + hz / 5, now = rte_rdtsc(); now < until; now = rte_rdtsc()) {
-      receive(sp, gen::Dir::kToServer, t);
-      receive(cp, gen::Dir::kToClient, t);
+    t->offered_mpps = static_cast<double>(t->sent()) / t->secs / 1e6;
+    // Drain until quiet: what is still in flight through the DUT, until none
+    // of this trial's frames came for 50 ms (at most 2 s). Later ones are lost.
+    const uint64_t d0 = rte_rdtsc(), quiet = hz / 20, cap = 2 * hz;
+    for (uint64_t now = d0, last = d0; now - last < quiet && now - d0 < cap; now = rte_rdtsc())
+      if (receive(sp, gen::Dir::kToServer, t) + receive(cp, gen::Dir::kToClient, t) > 0) last = now;
+    t->drain_ms = static_cast<double>(rte_rdtsc() - d0) * 1e3 / static_cast<double>(hz);
+  }
+
+  // With --sync the harness reads the DUT's counters around every trial:
+  // "harness-gen: trial N ready" waits for "go"; "harness-gen: trial N done"
+  // waits for "dut DROPS GEN_DROPS" (or "dut unknown"). False when the
+  // harness said anything else or went away.
+  bool sync_line(const char* what, uint8_t id, char* line, size_t n) {
+    fprintf(stderr, "harness-gen: trial %u %s\n", id, what);
+    fflush(stderr);
+    if (!fgets(line, static_cast<int>(n), stdin)) return false;
+    line[strcspn(line, "\n")] = 0;
+    return true;
+  }
+  bool run_trial(double rate_mpps, Trial* t, const char* kind, std::string* err) {
+    char line[128];
+    const uint8_t id = static_cast<uint8_t>(last_id == 255 ? 1 : last_id + 1);
+    if (o.sync && (!sync_line("ready", id, line, sizeof line) || strcmp(line, "go") != 0)) {
+      *err = std::string("the harness stopped before trial ") + std::to_string(id) + (line[0] ? ": " : "") + line;
+      return false;
     }
+    line[0] = 0;
+    trial(rate_mpps, t);
+    if (o.sync) {
+      if (!sync_line("done", t->got.id, line, sizeof line)) {
+        *err = "the harness went away after trial " + std::to_string(t->got.id);
+        return false;
+      }
+      long long a = -1, b = -1;
+      if (sscanf(line, "dut %lld %lld", &a, &b) == 2 && a >= 0 && b >= 0) {
+        t->dut_drops = a;
+        t->gen_drops = b;
+      }
+    }
+    nlohmann::json j = trial_json(*t);
+    j["kind"] = kind;
+    all_trials.push_back(j);
+    return true;
   }
 
   nlohmann::json trial_json(const Trial& t) const {
     auto us = [&](uint64_t cyc) { return static_cast<double>(cyc) * 1e6 / static_cast<double>(hz); };
-    return {{"target_mpps", t.target_mpps},
+    auto known = [](long long v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); };
+    return {{"id", t.got.id},
+            {"target_mpps", t.target_mpps},
             {"offered_mpps", t.offered_mpps},
             {"fwd_mpps", t.fwd_mpps()},
             {"loss", t.loss()},
-            {"lost_to_server", t.tx[0] > t.rx[0] ? t.tx[0] - t.rx[0] : 0},
-            {"lost_to_client", t.tx[1] > t.rx[1] ? t.tx[1] - t.rx[1] : 0},
+            {"sent", t.sent()},
+            {"received", t.received()},
+            {"lost", t.lost()},
+            {"late", t.got.late},
+            {"lost_to_server", t.tx[0] > t.got.rx[0] ? t.tx[0] - t.got.rx[0] : 0},
+            {"lost_to_client", t.tx[1] > t.got.rx[1] ? t.tx[1] - t.got.rx[1] : 0},
             {"tx_full", t.txfail},
+            {"dut_drops", known(t.dut_drops)},
+            {"gen_drops", known(t.gen_drops)},
+            {"generator_dropped", t.generator_dropped()},
+            {"drain_ms", t.drain_ms},
             {"latency_us",
              {{"p50", us(t.lat.at(0.5))},
               {"p99", us(t.lat.at(0.99))},
@@ -559,7 +625,8 @@ int port_init(uint16_t id, rte_mempool* pool, uint16_t rx_queues) {
 const char* kHelp =
     "usage: harness-gen [EAL options] -- --client DEV --server DEV [--conns K] [--frame BYTES]\n"
     "                   [--trial S] [--loss FRACTION] [--max-mpps R | --rate-mpps R] [--setup-timeout S]\n"
-    "                   [--churn S] [--churn-conns N] [--rx-queues N] [--hold] [--proto tcp|udp]\n"
+    "                   [--churn S] [--churn-conns N] [--rx-queues N] [--hold] [--sync]\n"
+    "                   [--proto tcp|udp]\n"
     "  DEV              the port's devargs: a vdev (net_memif0,role=server,socket=/run/x.sock)\n"
     "                   or a PCI address; the client side sends SYNs, the server side answers\n"
     "  --conns K        TCP connections set up through the DUT first (default 1000, up to 10M)\n"
@@ -578,8 +645,15 @@ const char* kHelp =
     "                   (resent after 500 ms), then data both ways; no churn\n"
     "  --rx-queues N    receive queues per port, all polled (default 1; a DUT that sends on\n"
     "                   queue N-1 needs N)\n"
-    "  --hold           after set-up, print 'harness-gen: set-up done' to stderr and wait for a\n"
+    "  --hold           after set-up, print a 'set-up done' line to stderr and wait for a\n"
     "                   line on stdin: 'go' goes on, anything else ends the run with an error\n"
+    "  --sync           around every trial: print 'trial N ready' and wait for 'go', then\n"
+    "                   'trial N done' and wait for 'dut DROPS GEN_DROPS' (the DUT's own drops\n"
+    "                   in the trial, and its transmits to this generator that failed) or\n"
+    "                   'dut unknown'; a loss that was all the generator's is run again (3x)\n"
+    "Every data frame carries its trial's id: frames of an earlier trial that arrive late\n"
+    "are counted as late, not for the trial running. After each trial the generator drains\n"
+    "until none of its frames came for 50 ms.\n"
     "Prints one JSON object: set-up (established, per second), the full-rate trial, the\n"
     "search's trials, zero_loss_mpps/gbps and latency at 10/50/90 % of it.\n";
 
@@ -593,8 +667,8 @@ Options parse_flags(int argc, char** argv) {
   while (i < argc && strcmp(argv[i], "--") != 0) i++;
   for (i++; i < argc; i++) {
     const std::string a = argv[i];
-    if (a == "--full-rate-only" || a == "--hold") {
-      (a == "--hold" ? o.hold : o.full_only) = true;
+    if (a == "--full-rate-only" || a == "--hold" || a == "--sync") {
+      (a == "--hold" ? o.hold : a == "--sync" ? o.sync : o.full_only) = true;
       continue;
     }
     const char* v = i + 1 < argc ? argv[++i] : nullptr;
@@ -767,11 +841,23 @@ int main(int argc, char** argv) {
   }
   const double bits_per_frame = (o.frame + 20) * 8.0;  // with preamble and inter-frame gap
   Gen::Trial t;
+  std::string why;
+  auto stopped = [&]() {
+    out["error"] = why;
+    out["trials"] = g.all_trials;
+    printf("%s\n", out.dump().c_str());
+    rte_eal_cleanup();
+    return 1;
+  };
+  auto result = [](const Gen::Trial& x) {
+    return gen::TrialResult{x.offered_mpps, x.loss(), x.txfail > 0, x.generator_dropped()};
+  };
   if (!o.search) {
-    g.trial(o.rate_mpps, &t);
+    if (!g.run_trial(o.rate_mpps, &t, "rate", &why)) return stopped();
     out["trial"] = g.trial_json(t);
   } else {
-    g.trial(0, &t);  // full rate: the generator's ceiling through this DUT, and what the DUT forwards
+    // Full rate: the generator's ceiling through this DUT, and what the DUT forwards.
+    if (!g.run_trial(0, &t, "full", &why)) return stopped();
     out["full_rate"] = g.trial_json(t);
     if (o.full_only) {
       printf("%s\n", out.dump().c_str());
@@ -779,26 +865,37 @@ int main(int argc, char** argv) {
       rte_eal_cleanup();
       return 0;
     }
-    nlohmann::json trials = nlohmann::json::array();
-    const gen::TrialResult full{t.offered_mpps, t.loss(), t.txfail > 0};
-    const gen::SearchResult sr = gen::search(full, o.max_mpps, o.loss, [&](double rate) {
-      g.trial(rate, &t);
+    nlohmann::json trials = nlohmann::json::array(), at_zero = nullptr;
+    bool broke = false;
+    const gen::SearchResult sr = gen::search(result(t), o.max_mpps, o.loss, [&](double rate) {
+      if (broke || !g.run_trial(rate, &t, "search", &why)) {
+        broke = true;
+        return gen::TrialResult{rate, 1, false, false};
+      }
       trials.push_back(g.trial_json(t));
-      return gen::TrialResult{t.offered_mpps, t.loss(), t.txfail > 0};
+      return result(t);
     });
+    if (broke) return stopped();
     const double found = sr.zero_loss_mpps;
+    // The trial that gave the answer (its own loss and the DUT's drops).
+    for (const auto& x : g.all_trials)
+      if (found > 0 && x.value("offered_mpps", -1.0) == found && x.value("loss", 1.0) <= o.loss) at_zero = x;
     out["limited_by"] = sr.limited_by;
+    out["retried"] = sr.retried;
     out["search"] = trials;
     out["zero_loss_mpps"] = found;
     out["zero_loss_gbps"] = found * bits_per_frame / 1e3;
+    out["zero_loss_trial"] = at_zero;
     nlohmann::json lat = nlohmann::json::object();
     for (int pct : {10, 50, 90}) {
       if (found <= 0) break;
-      g.trial(found * pct / 100.0, &t);
+      const std::string kind = "latency" + std::to_string(pct);
+      if (!g.run_trial(found * pct / 100.0, &t, kind.c_str(), &why)) return stopped();
       lat[std::to_string(pct)] = g.trial_json(t);
     }
     out["latency_at"] = lat;
   }
+  out["trials"] = g.all_trials;
   if (o.churn_s > 0 && !g_stop) {
     const Gen::ChurnResult c = g.churn();
     out["churn"] = {

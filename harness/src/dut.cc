@@ -106,6 +106,7 @@ class DataplaneDut final : public Dut {
       proc_.signal(SIGTERM);
       proc_.wait(10s);
       proc_.stop();
+      testbed::Testbed::remove_dpdk_prefix(prefix_);
     }
   }
   long long ct_entries() override {
@@ -186,6 +187,7 @@ class TestpmdDut final : public Dut {
       proc_.signal(SIGINT);
       proc_.wait(10s);
       proc_.stop();
+      testbed::Testbed::remove_dpdk_prefix(prefix_);
     }
   }
 
@@ -350,7 +352,10 @@ class OvsDpdkDut final : public Dut {
     return ping_across(bed, 20s);
   }
   void stop() override {
-    if (vs_.pid() > 0) vs_.stop(5000ms);
+    if (vs_.pid() > 0) {
+      vs_.stop(5000ms);
+      testbed::Testbed::remove_dpdk_prefix("harness-ovs-" + std::to_string(getpid()));
+    }
     if (db_.pid() > 0) db_.stop(2000ms);
     bed_ = nullptr;
   }

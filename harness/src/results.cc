@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -26,10 +27,19 @@ const std::vector<std::string>& rfc2544_columns() {
   static const std::vector<std::string> c = {
       "timestamp", "git_rev", "dut", "dut_version", "frame_bytes", "conns", "proto", "repeat", "zero_loss_mpps",
       "zero_loss_gbps", "max_fwd_mpps", "offered_at_max_mpps", "loss_at_max", "lost_at_max_to_server",
-      "lost_at_max_to_client", "limited_by", "lat10_p50_us",
-      "lat10_p99_us", "lat10_p999_us", "lat50_p50_us", "lat50_p99_us", "lat50_p999_us", "lat90_p50_us",
+      "lost_at_max_to_client", "dut_drops_at_max", "gen_drops_at_max", "limited_by", "retried",
+      "zero_loss_trial_lost", "zero_loss_trial_dut_drops", "zero_loss_trial_gen_drops", "lat10_offered_mpps",
+      "lat10_lost", "lat10_p50_us", "lat10_p99_us", "lat10_p999_us", "lat50_offered_mpps", "lat50_lost",
+      "lat50_p50_us", "lat50_p99_us", "lat50_p999_us", "lat90_offered_mpps", "lat90_lost", "lat90_p50_us",
       "lat90_p99_us", "lat90_p999_us", "cps_established", "cps_closed", "cps_failed", "setup_per_s",
       "generator_ceiling_mpps", "ct_entries", "status", "error"};
+  return c;
+}
+
+const std::vector<std::string>& rfc2544_trial_columns() {
+  static const std::vector<std::string> c = {
+      "dut", "frame_bytes", "conns", "proto", "repeat", "trial", "kind", "target_mpps", "offered_mpps", "fwd_mpps",
+      "sent", "received", "lost", "late", "tx_full", "dut_drops", "gen_drops", "generator_dropped", "drain_ms"};
   return c;
 }
 
@@ -86,12 +96,38 @@ CsvWriter::~CsvWriter() {
 sdn::Status CsvWriter::open(const std::string& path, const std::vector<std::string>& columns) {
   path_ = path;
   cols_ = &columns;
+  std::string want;
+  for (const auto& c : *cols_) want += (want.empty() ? "" : ",") + c;
+  // An existing file: the same columns, and whole lines only. A run killed
+  // mid-row leaves a cut last line (read_csv skips it): it goes, so that the
+  // next row starts on its own line.
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) > 0) {
+    std::ifstream in(path, std::ios::binary);
+    std::string header;
+    std::getline(in, header);
+    if (header != want)
+      return sdn::Status::error(path + ": its columns are not this version's (" + std::to_string(csv_split(header).size()) +
+                                " columns, this version writes " + std::to_string(cols_->size()) +
+                                "); write into a new directory, or resume with the version that began it");
+    in.clear();
+    in.seekg(0, std::ios::end);
+    const auto size = static_cast<uintmax_t>(in.tellg());
+    std::string all(size, '\0');
+    in.seekg(0);
+    in.read(all.data(), static_cast<std::streamsize>(size));
+    if (!all.empty() && all.back() != '\n') {
+      const size_t keep = all.rfind('\n') + 1;
+      std::filesystem::resize_file(path, keep, ec);
+      if (ec) return sdn::Status::error(path + ": dropping a cut last row: " + ec.message());
+      fprintf(stderr, "harness: %s: dropped a cut last row (%zu bytes) of a run that was killed\n", path.c_str(),
+              all.size() - keep);
+    }
+  }
   f_ = fopen(path.c_str(), "a");
   if (!f_) return sdn::Status::error(path + ": " + strerror(errno));
   if (ftell(f_) == 0) {
-    std::string h;
-    for (const auto& c : *cols_) h += (h.empty() ? "" : ",") + c;
-    fprintf(f_, "%s\n", h.c_str());
+    fprintf(f_, "%s\n", want.c_str());
     fflush(f_);
   }
   return {};

@@ -13,6 +13,7 @@
 #include "sdn/yaml_load.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -28,6 +29,8 @@
 #include "harness/results.h"
 #include "harness/sweep.h"
 #include "testbed/process.h"
+#include "testbed/telemetry.h"
+#include "testbed/testbed.h"
 #include "util.h"
 
 namespace harness {
@@ -59,16 +62,33 @@ long long tracker_room(const Rfc2544Config& c) {
 // `b` (server side).
 class MemifDut {
  public:
-  virtual ~MemifDut() { proc_.stop(std::chrono::milliseconds(3000)); }
+  virtual ~MemifDut() {
+    if (proc_.pid() > 0) {
+      proc_.signal(SIGTERM);  // a clean stop (testpmd: SIGTERM; the dataplane: ports stopped, socket removed)
+      proc_.wait(10s);
+      proc_.stop(std::chrono::milliseconds(3000));
+    }
+    if (!prefix_.empty()) testbed::Testbed::remove_dpdk_prefix(prefix_);
+  }
   virtual Status start(const std::string& a, const std::string& b) = 0;
   virtual Status flush() { return {}; }         // forget the last cell's connections
   virtual long long ct_entries() { return -1; }  // -1: no tracker, -2: it did not answer
   virtual std::string version() const = 0;
   // Receive queues the generator needs per port: as many as the DUT sends on.
   virtual int gen_rx_queues() const { return 1; }
+  // The DUT's drop counters so far, split in two: frames it dropped itself
+  // (`own`: rx misses, its policy, full tables) and its transmits into the
+  // generator's receive rings that failed (`gen`: every port of a memif DUT
+  // faces the generator, so that is the generator not draining). Differences
+  // around a trial say whose loss it was.
+  struct Drops {
+    long long own = 0, gen = 0;
+  };
+  virtual Result<Drops> drops() { return Status::error("this DUT's drop counters are not read"); }
 
  protected:
   Process proc_;
+  std::string prefix_;  // its DPDK file prefix
 };
 
 class TestpmdMemif final : public MemifDut {
@@ -77,8 +97,9 @@ class TestpmdMemif final : public MemifDut {
   std::string version() const override { return "dpdk-testpmd " + mode_; }
   Status start(const std::string& a, const std::string& b) override {
     std::string log = dir_ + "/testpmd-" + mode_ + ".log";
+    prefix_ = "harness-rfc-tp-" + std::to_string(getpid());
     std::vector<std::string> argv = {"dpdk-testpmd", "-l", "0,1", "--main-lcore", "1", "--no-pci", "--file-prefix",
-                                     "harness-rfc-tp-" + std::to_string(getpid()), "--vdev",
+                                     prefix_, "--vdev",
                                      "net_memif0,role=server,socket=" + a, "--vdev", "net_memif1,role=server,socket=" + b};
     if (!huge_ok()) argv.insert(argv.end(), {"--no-huge", "-m", "1024"});
     argv.insert(argv.end(), {"--", "--forward-mode=" + mode_, "--auto-start", "--nb-cores=1", "--stats-period", "60"});
@@ -89,6 +110,26 @@ class TestpmdMemif final : public MemifDut {
     if (!p) return p.status();
     proc_ = std::move(p.value());
     return wait_for_log(proc_, log, "packet forwarding - ports=", 30s);
+  }
+  // ethdev stats over telemetry. memif counts no transmit errors; io
+  // forwarding drops only what its transmit refused, so that is what it
+  // received and did not send.
+  Result<Drops> drops() override {
+    Drops d;
+    long long in = 0, out = 0;
+    for (int port : {0, 1}) {
+      auto r = testbed::telemetry_query(prefix_, "/ethdev/stats," + std::to_string(port));
+      if (!r) return r.status();
+      auto j = nlohmann::json::parse(*r, nullptr, false);
+      if (j.is_discarded() || !j.contains("/ethdev/stats")) return Status::error("telemetry: no /ethdev/stats reply");
+      const auto& st = j["/ethdev/stats"];
+      in += st.value("ipackets", 0ll);
+      out += st.value("opackets", 0ll);
+      d.own += st.value("imissed", 0ll) + st.value("ierrors", 0ll) + st.value("rx_nombuf", 0ll);
+      d.gen += st.value("oerrors", 0ll);
+    }
+    d.gen += std::max(0ll, in - out);
+    return d;
   }
 
  private:
@@ -141,10 +182,30 @@ class DataplaneMemif final : public MemifDut {
     size_t at = r->output.find(" active=");
     return at == std::string::npos ? -2 : atoll(r->output.c_str() + at + 8);
   }
+  // tx_full and transmit errors are the generator's; every other reason,
+  // and the ports' receive misses and errors, the dataplane's own.
+  Result<Drops> drops() override {
+    auto r = testbed::telemetry_query(prefix_, "/dataplane/stats");
+    if (!r) return r.status();
+    auto j = nlohmann::json::parse(*r, nullptr, false);
+    if (j.is_discarded() || !j.contains("/dataplane/stats")) return Status::error("telemetry: not the stats reply");
+    const auto& st = j["/dataplane/stats"];
+    Drops d;
+    if (st.contains("drops"))
+      for (auto& [k, v] : st["drops"].items())
+        if (v.is_number()) (k == "tx_full" ? d.gen : d.own) += v.get<long long>();
+    if (st.contains("ports"))
+      for (auto& [k, v] : st["ports"].items()) {
+        if (!v.is_number()) continue;
+        if (k.ends_with("_tx_errors")) d.gen += v.get<long long>();
+        else if (k.ends_with("_rx_missed") || k.ends_with("_rx_errors")) d.own += v.get<long long>();
+      }
+    return d;
+  }
 
  private:
   Rfc2544Config cfg_;
-  std::string dir_, prefix_;
+  std::string dir_;
 };
 
 // Open vSwitch with DPDK, a netdev bridge whose two type=dpdk ports are
@@ -157,6 +218,7 @@ class OvsMemif final : public MemifDut {
   ~OvsMemif() override {
     if (vs_.pid() > 0) vs_.stop(5000ms);
     if (db_.pid() > 0) db_.stop(2000ms);
+    testbed::Testbed::remove_dpdk_prefix("harness-rfc-ovs-" + std::to_string(getpid()));
   }
   std::string version() const override { return util::first_line({"ovs-vswitchd", "--version"}); }
   int gen_rx_queues() const override { return 2; }
@@ -209,6 +271,28 @@ class OvsMemif final : public MemifDut {
     return {};
   }
   Status flush() override { return appctl({"dpctl/flush-conntrack"}); }
+  // Per port: transmit failures (into the generator's rings) are the
+  // generator's; every other drop, error or miss, and upcalls lost, OVS's.
+  Result<Drops> drops() override {
+    Drops d;
+    std::string out;
+    if (Status s = appctl({"dpctl/show"}, &out); !s) return s;
+    if (size_t p = out.find("lost:"); p != std::string::npos) d.own += atoll(out.c_str() + p + 5);
+    for (const char* port : {"p0", "p1"}) {
+      std::map<std::string, long long> m;
+      if (Status s = cmd({"ovs-vsctl", "--db=unix:" + run_ + "/db.sock", "get", "Interface", port, "statistics"}, &out);
+          !s)
+        return s;
+      util::ovs_port_drops(port, out, &m);
+      const std::string P = std::string(port) + "_";
+      const long long fail = m.count(P + "ovs_tx_failure_drops") ? m[P + "ovs_tx_failure_drops"] : m[P + "tx_dropped"];
+      d.gen += fail;
+      for (const auto& [k, v] : m)
+        if (k != P + "ovs_tx_failure_drops" && k.rfind(P + "ovs_", 0) != 0) d.own += v;
+      d.own -= fail;  // tx_dropped counts the failures too
+    }
+    return d;
+  }
   long long ct_entries() override {
     std::string out;
     if (!appctl({"dpctl/ct-get-nconns"}, &out)) return -2;
@@ -244,13 +328,46 @@ class OvsMemif final : public MemifDut {
   Process db_, vs_;
 };
 
+// harness-gen's stderr, a complete line at a time as it grows.
+class LogLines {
+ public:
+  explicit LogLines(std::string path) : path_(std::move(path)) {}
+  bool next(std::string* line) {
+    size_t nl = buf_.find('\n');
+    if (nl == std::string::npos) {
+      std::ifstream in(path_);
+      in.seekg(static_cast<std::streamoff>(off_));
+      std::string more((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      off_ += more.size();
+      buf_ += more;
+      nl = buf_.find('\n');
+      if (nl == std::string::npos) return false;
+    }
+    *line = buf_.substr(0, nl);
+    buf_.erase(0, nl + 1);
+    return true;
+  }
+
+ private:
+  std::string path_, buf_;
+  size_t off_ = 0;
+};
+
 // One harness-gen run against sockets a/b; its JSON, or why there is none.
 // With a DUT: after the set-up the generator holds, the DUT's tracker must
-// count all `conns`, and only then do the trials run.
+// count all `conns`, and only then do the trials run; around each trial the
+// generator waits while the DUT's drop counters are read (--sync), and is
+// told the difference. `drops_why` says why they could not be read, if so.
 Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, const std::string& b, int frame,
-                                int conns, MemifDut* dut, const std::string& raw, long long* ct_seen = nullptr) {
+                                int conns, MemifDut* dut, const std::string& raw, long long* ct_seen = nullptr,
+                                std::string* drops_why = nullptr) {
+  const std::string prefix = "harness-rfc-gen-" + std::to_string(getpid());
   std::vector<std::string> argv = {cfg.build_dir + "/harness/harness-gen", "-l", "1", "--no-pci", "--file-prefix",
-                                   "harness-rfc-gen-" + std::to_string(getpid()), "--log-level", "lib.eal:warning"};
+                                   prefix, "--log-level", "lib.eal:warning"};
+  struct Tidy {  // once the generator is gone, however this returns
+    const std::string& prefix;
+    ~Tidy() { testbed::Testbed::remove_dpdk_prefix(prefix); }
+  } tidy{prefix};
   if (!huge_ok()) argv.insert(argv.end(), {"--no-huge", "-m", "1024"});
   const int setup_s = std::max(60, conns / 5000);
   // Rings of 4096 (rsize=12; the memif client sets them for both sides):
@@ -263,7 +380,7 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, 
   if (!dut) {
     argv.push_back("--full-rate-only");
   } else {
-    argv.insert(argv.end(), {"--hold", "--rx-queues", std::to_string(dut->gen_rx_queues())});
+    argv.insert(argv.end(), {"--hold", "--sync", "--rx-queues", std::to_string(dut->gen_rx_queues())});
     if (cfg.churn_s > 0 && cfg.proto == "tcp")
       argv.insert(argv.end(), {"--churn", fmt(cfg.churn_s, 1), "--churn-conns", std::to_string(cfg.churn_conns)});
   }
@@ -290,31 +407,69 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, 
     if (*rc != 0) return Status::error("harness-gen exit status " + std::to_string(*rc));
     return j;
   };
-  if (dut) {
-    Status held = wait_for_log(*p, raw + ".err", "harness-gen: set-up done", std::chrono::seconds(setup_s + 40));
-    if (!held) {
-      close(in[1]);
-      auto j = result(p->wait(10s), 10);
-      return j ? Status::error("harness-gen never held after set-up: " + held.message()) : j.status();
-    }
-    const long long ct = dut->ct_entries();
-    if (ct_seen) *ct_seen = ct;
-    std::string why;
-    if (ct == -2) why = "the DUT did not answer for its tracker's count";
-    else if (ct >= 0 && ct < conns)
-      why = "the DUT's tracker holds " + std::to_string(ct) + " of the " + std::to_string(conns) +
-            " connections set up (counted before measuring)";
-    const std::string line = why.empty() ? "go\n" : "stop\n";
-    const bool sent = write(in[1], line.data(), line.size()) == static_cast<ssize_t>(line.size());
-    close(in[1]);
-    if (!why.empty()) {
-      p->wait(10s);
-      return Status::error(why);
-    }
-    if (!sent) return Status::error("harness-gen went away after set-up: " + tail(slurp(raw + ".err")));
-  }
   const int budget = 60 + static_cast<int>(cfg.trial_s * 20 + cfg.churn_s * 3);
-  return result(p->wait(std::chrono::seconds(budget)), budget);
+  if (!dut) return result(p->wait(std::chrono::seconds(budget)), budget);
+
+  // The conversation. A write to a generator that has gone fails (EPIPE,
+  // SIGPIPE ignored) and the wait below reports how it ended.
+  auto say = [&](const std::string& line) {
+    return in[1] >= 0 && write(in[1], line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  };
+  auto hang_up = [&] {
+    if (in[1] >= 0) close(in[1]);
+    in[1] = -1;
+  };
+  LogLines lines(raw + ".err");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(setup_s + 40);
+  bool held = false;
+  MemifDut::Drops before;
+  bool before_ok = false;
+  std::string why_not;
+  for (;;) {
+    std::string l;
+    if (!lines.next(&l)) {
+      if (!p->running() || std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(2ms);
+      continue;
+    }
+    if (l.rfind("harness-gen: set-up done", 0) == 0) {
+      held = true;
+      const long long ct = dut->ct_entries();
+      if (ct_seen) *ct_seen = ct;
+      std::string why;
+      if (ct == -2) why = "the DUT did not answer for its tracker's count";
+      else if (ct >= 0 && ct < conns)
+        why = "the DUT's tracker holds " + std::to_string(ct) + " of the " + std::to_string(conns) +
+              " connections set up (counted before measuring)";
+      if (!why.empty()) {
+        say("stop\n");
+        hang_up();
+        p->wait(10s);
+        return Status::error(why);
+      }
+      if (!say("go\n")) break;
+      deadline = std::chrono::steady_clock::now() + std::chrono::seconds(budget);
+    } else if (l.rfind("harness-gen: trial ", 0) == 0 && l.ends_with(" ready")) {
+      auto d = dut->drops();
+      before_ok = d.ok();
+      if (d) before = *d;
+      else why_not = d.message();
+      if (!say("go\n")) break;
+    } else if (l.rfind("harness-gen: trial ", 0) == 0 && l.ends_with(" done")) {
+      auto d = dut->drops();
+      if (!d) why_not = d.message();
+      const bool known = before_ok && d.ok();
+      if (!say(known ? "dut " + std::to_string(std::max(0ll, d->own - before.own)) + " " +
+                           std::to_string(std::max(0ll, d->gen - before.gen)) + "\n"
+                     : std::string("dut unknown\n")))
+        break;
+    }
+  }
+  hang_up();
+  if (drops_why && !why_not.empty()) *drops_why = why_not;
+  auto j = result(p->wait(30s), budget);
+  if (!held && j) return Status::error("harness-gen never held after set-up");
+  return j;
 }
 
 }  // namespace
@@ -330,6 +485,16 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
   std::error_code ec;
   std::filesystem::create_directories(out + "/raw", ec);
   if (ec) return Status::error(out + ": " + ec.message());
+  // What killed runs left: their DPDK hugepage files and runtime dirs, and
+  // their memif sockets (named by the dead harness's pid).
+  if (auto swept = testbed::Testbed::sweep_stale(); !swept)
+    fprintf(stderr, "harness: %s\n", swept.message().c_str());
+  for (const auto& e : std::filesystem::directory_iterator("/run", ec)) {
+    const std::string f = e.path().filename();
+    if (f.rfind("harness-memif-", 0) != 0) continue;
+    const pid_t pid = static_cast<pid_t>(atol(f.c_str() + 14));
+    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) std::filesystem::remove(e.path(), ec);
+  }
   // --resume: the cells already in the CSV (same columns) are not measured again.
   std::set<std::string> done;
   const std::string csv = out + "/rfc2544.csv";
@@ -361,8 +526,9 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
       << "\novs: " << util::first_line({"ovs-vswitchd", "--version"}) << "\nhugepages: " << (huge_ok() ? "yes" : "no")
       << "\n";
   }
-  CsvWriter w;
+  CsvWriter w, tw;
   if (Status s = w.open(csv, rfc2544_columns()); !s) return s;
+  if (Status s = tw.open(out + "/rfc2544-trials.csv", rfc2544_trial_columns()); !s) return s;
   const std::string placement =
       "CPU placement: harness-gen on lcore 1; the DUT's forwarding lcore 0, its main lcore 1 (shared, mostly idle)";
   fprintf(stderr, "harness: %s\n", placement.c_str());
@@ -426,8 +592,10 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
             if (Status s = dut->flush(); !s) err = s.message();
           Result<nlohmann::json> j = Status::error(err);
           long long ct = -1;
+          std::string drops_why;
           if (err.empty())
-            j = generate(cfg, a, b, f, k, dut.get(), ddir + "/gen-" + std::to_string(k) + "-" + std::to_string(f), &ct);
+            j = generate(cfg, a, b, f, k, dut.get(), ddir + "/gen-" + std::to_string(k) + "-" + std::to_string(f), &ct,
+                         &drops_why);
           if (ct != -1)
             r["ct_entries"] = ct == -2 ? "unavailable: the DUT did not answer" : std::to_string(ct);
           if (!j && dname == "kernel-ct") {
@@ -459,13 +627,53 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           r["lost_at_max_to_server"] = std::to_string(g["full_rate"].value("lost_to_server", 0ull));
           r["lost_at_max_to_client"] = std::to_string(g["full_rate"].value("lost_to_client", 0ull));
           r["limited_by"] = g.value("limited_by", "");
-          for (const char* pct : {"10", "50", "90"})
-            for (const char* q : {"p50", "p99", "p999"}) {
-              std::string col = std::string("lat") + pct + "_" + q + "_us";
-              if (g.contains("latency_at") && g["latency_at"].contains(pct))
-                r[col] = fmt(g["latency_at"][pct]["latency_us"].value(q, 0.0));
-              else
-                r[col] = "n/a: no zero-loss rate to take it at";
+          r["retried"] = std::to_string(g.value("retried", 0));
+          // A trial's drop counts, or why there are none.
+          auto drops = [&](const nlohmann::json& t, const char* key) {
+            if (t.contains(key) && t[key].is_number()) return std::to_string(t[key].get<long long>());
+            return "unavailable: " + (drops_why.empty() ? std::string("the DUT's counters were not read") : drops_why);
+          };
+          r["dut_drops_at_max"] = drops(g["full_rate"], "dut_drops");
+          r["gen_drops_at_max"] = drops(g["full_rate"], "gen_drops");
+          if (g.contains("zero_loss_trial") && g["zero_loss_trial"].is_object()) {
+            const auto& z = g["zero_loss_trial"];
+            r["zero_loss_trial_lost"] = std::to_string(z.value("lost", 0ll));
+            r["zero_loss_trial_dut_drops"] = drops(z, "dut_drops");
+            r["zero_loss_trial_gen_drops"] = drops(z, "gen_drops");
+          } else {
+            for (const char* c : {"zero_loss_trial_lost", "zero_loss_trial_dut_drops", "zero_loss_trial_gen_drops"})
+              r[c] = "n/a: no zero-loss rate";
+          }
+          for (const char* pct : {"10", "50", "90"}) {
+            const std::string L = std::string("lat") + pct + "_";
+            if (!g.contains("latency_at") || !g["latency_at"].contains(pct)) {
+              for (const char* q : {"p50_us", "p99_us", "p999_us", "offered_mpps", "lost"})
+                r[L + q] = "n/a: no zero-loss rate to take it at";
+              continue;
+            }
+            const auto& t = g["latency_at"][pct];
+            const double target = t.value("target_mpps", 0.0), offered = t.value("offered_mpps", 0.0);
+            r[L + "offered_mpps"] = fmt(offered);
+            r[L + "lost"] = std::to_string(t.value("lost", 0ll));
+            // Latency at a load the generator did not reach is not latency at that load.
+            const bool reached = offered >= 0.97 * target;
+            for (const char* q : {"p50", "p99", "p999"})
+              r[L + q + "_us"] = reached ? fmt(t["latency_us"].value(q, 0.0))
+                                         : "n/a: the trial reached " + fmt(offered) + " of " + fmt(target) + " Mpps";
+          }
+          if (g.contains("trials"))
+            for (const auto& t : g["trials"]) {
+              Row tr;
+              for (const char* c : {"dut", "frame_bytes", "conns", "proto", "repeat"}) tr[c] = r[c];
+              tr["trial"] = std::to_string(t.value("id", 0));
+              tr["kind"] = t.value("kind", "");
+              for (const char* c : {"target_mpps", "offered_mpps", "fwd_mpps"}) tr[c] = fmt(t.value(c, 0.0));
+              for (const char* c : {"sent", "received", "lost", "late", "tx_full"}) tr[c] = std::to_string(t.value(c, 0ll));
+              tr["dut_drops"] = drops(t, "dut_drops");
+              tr["gen_drops"] = drops(t, "gen_drops");
+              tr["generator_dropped"] = t.value("generator_dropped", false) ? "yes" : "no";
+              tr["drain_ms"] = fmt(t.value("drain_ms", 0.0), 1);
+              tw.write(tr);
             }
           r["setup_per_s"] = fmt(g["setup"].value("per_s", 0.0), 0);
           if (g.contains("churn")) {
@@ -491,6 +699,8 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
         }
     }
   }
+  std::filesystem::remove(a, ec);
+  std::filesystem::remove(b, ec);
   fprintf(stderr, "harness: results in %s/rfc2544.csv\n", out.c_str());
   if (Status s = write_report(out); !s) fprintf(stderr, "harness: report: %s\n", s.message().c_str());
   else fprintf(stderr, "harness: report in %s/report.md\n", out.c_str());

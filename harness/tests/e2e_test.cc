@@ -6,6 +6,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -50,6 +51,25 @@ std::vector<std::string> running(const std::set<std::string>& names) {
 
 void expect_none_running(const std::set<std::string>& names) {
   for (const auto& p : running(names)) ADD_FAILURE() << "left running: " << p;
+}
+
+// What DPDK programs of the harness run `pid` leave on this host: hugepage
+// files and runtime dirs named by its prefixes (harness-*-PID), and its memif
+// sockets. The run's own files, found by the pid in their names.
+std::vector<std::string> dpdk_leftovers_of(pid_t pid) {
+  std::vector<std::string> v;
+  const std::string tail = "-" + std::to_string(pid);
+  std::error_code ec;
+  for (const char* dir : {"/dev/hugepages", "/var/run/dpdk", "/run"})
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      std::string f = e.path().filename();
+      if (f.rfind("harness-", 0) != 0) continue;
+      const size_t m = f.find("map_");
+      std::string prefix = m == std::string::npos ? f : f.substr(0, m);
+      const bool memif = f.rfind("harness-memif" + tail + "-", 0) == 0;
+      if (memif || (prefix.size() > tail.size() && prefix.ends_with(tail))) v.push_back(e.path());
+    }
+  return v;
 }
 
 size_t testbed_namespaces() {
@@ -430,12 +450,25 @@ TEST(E2E, Rfc2544ModeOverMemif) {
     ASSERT_TRUE(b.ok());
     EXPECT_EQ(b->status, 2) << bad[0] << ": " << b->output;
   }
-  auto r = testbed::run_capture({g_harness, "run", "--mode", "rfc2544", "--frame-sizes", "64", "--conns", "10000",
-                                 "--dut", "testpmd-io,dataplane,ovs-dpdk,kernel-ct", "--trial", "0.5", "--churn", "0.5",
-                                 "--churn-conns", "100000", "--out", out},
-                                nullptr, std::chrono::minutes(10));
-  ASSERT_TRUE(r.ok()) << r.message();
+  testbed::SpawnOptions so;
+  so.stdout_path = out + ".log";
+  so.stderr_path = "=stdout";
+  auto run = testbed::Process::spawn({g_harness, "run", "--mode", "rfc2544", "--frame-sizes", "64", "--conns", "10000",
+                                      "--dut", "testpmd-io,dataplane,ovs-dpdk,kernel-ct", "--trial", "0.5", "--churn",
+                                      "0.5", "--churn-conns", "100000", "--out", out},
+                                     so);
+  ASSERT_TRUE(run.ok()) << run.message();
+  const pid_t harness_pid = run->pid();
+  auto rc = run->wait(std::chrono::minutes(10));
+  ASSERT_TRUE(rc.ok()) << "the run did not end in 10 minutes";
+  struct {
+    int status;
+    std::string output;
+  } rr{*rc, read_proc(out + ".log")}, *r = &rr;
   EXPECT_EQ(r->status, 0) << r->output;
+  // Issue 19, item 6: a clean run leaves no hugepage file, runtime dir or
+  // memif socket of its own.
+  for (const auto& f : dpdk_leftovers_of(harness_pid)) ADD_FAILURE() << "left by a clean run: " << f;
   auto rows = harness::read_csv(out + "/rfc2544.csv");
   ASSERT_TRUE(rows.ok()) << rows.message();
   ASSERT_EQ(rows->size(), 4u) << r->output;
@@ -456,6 +489,14 @@ TEST(E2E, Rfc2544ModeOverMemif) {
     EXPECT_GT(harness::to_num(row["cps_closed"], 0), 0) << row["dut"];
     EXPECT_GE(harness::to_num(row["cps_failed"], -1), 0) << row["dut"];
     EXPECT_GT(harness::to_num(row["lat50_p50_us"], 0), 0) << row["dut"];
+    // Issue 19, item 3: the DUT's own drops and the generator's, per trial;
+    // the zero-loss rate's trial lost nothing, and the latency trials say
+    // what they reached and lost.
+    for (const char* c : {"dut_drops_at_max", "gen_drops_at_max", "zero_loss_trial_dut_drops",
+                          "zero_loss_trial_gen_drops", "lat10_offered_mpps", "lat50_lost", "lat90_lost", "retried"})
+      EXPECT_GE(harness::to_num(row[c], -1), 0) << row["dut"] << " " << c << ": '" << row[c] << "'";
+    EXPECT_EQ(row["zero_loss_trial_lost"], "0") << row["dut"];
+    EXPECT_FALSE(row["limited_by"].empty()) << row["dut"];
     if (row["dut"] == "testpmd-io") {
       EXPECT_EQ(row["ct_entries"].rfind("n/a", 0), 0u) << row["ct_entries"];
     } else {
@@ -463,6 +504,19 @@ TEST(E2E, Rfc2544ModeOverMemif) {
       EXPECT_GE(harness::to_num(row["ct_entries"], 0), 10000) << row["dut"];
     }
   }
+  // Every trial on its own row; issue 19, item 4: no trial is credited with
+  // more than it sent (late frames of an earlier trial are counted apart).
+  auto trials = harness::read_csv(out + "/rfc2544-trials.csv");
+  ASSERT_TRUE(trials.ok()) << trials.message();
+  std::map<std::string, int> per_dut;
+  for (auto& t : *trials) {
+    per_dut[t["dut"]]++;
+    EXPECT_LE(harness::to_num(t["received"], 0), harness::to_num(t["sent"], -1)) << t["dut"] << " trial " << t["trial"];
+    EXPECT_GE(harness::to_num(t["late"], -1), 0);
+    EXPECT_GE(harness::to_num(t["dut_drops"], -1), 0) << t["dut"] << " trial " << t["trial"] << ": " << t["dut_drops"];
+    EXPECT_GE(harness::to_num(t["gen_drops"], -1), 0) << t["dut"] << " trial " << t["trial"] << ": " << t["gen_drops"];
+  }
+  for (const char* d : {"testpmd-io", "dataplane", "ovs-dpdk"}) EXPECT_GE(per_dut[d], 4) << d;
   // The report has the section: a chart, the paired ratios.
   std::ifstream in(out + "/report.html");
   std::stringstream html;
@@ -512,12 +566,13 @@ TEST(E2E, Rfc2544ResumeMeasuresOnlyWhatIsMissing) {
   auto r = testbed::run_capture(first, nullptr, std::chrono::minutes(4));
   ASSERT_TRUE(r.ok()) << r.message();
   ASSERT_EQ(r->status, 0) << r->output;
-  // As if killed before the second cell.
+  // As if killed while writing the second cell's row (issue 19, item 5:
+  // the next row was glued to the cut one).
   std::string csv = read_proc(out + "/rfc2544.csv");
   size_t second = csv.find('\n', csv.find('\n') + 1);
   ASSERT_NE(second, std::string::npos);
   const std::string kept = csv.substr(0, second + 1);
-  std::ofstream(out + "/rfc2544.csv", std::ios::trunc) << kept;
+  std::ofstream(out + "/rfc2544.csv", std::ios::trunc) << kept << csv.substr(second + 1, 40);
   auto again = argv;
   again.insert(again.end(), {"--resume", out});
   r = testbed::run_capture(again, nullptr, std::chrono::minutes(4));
@@ -531,6 +586,61 @@ TEST(E2E, Rfc2544ResumeMeasuresOnlyWhatIsMissing) {
   EXPECT_EQ((*rows)[0]["frame_bytes"], "64");
   EXPECT_EQ((*rows)[1]["frame_bytes"], "128");
   EXPECT_EQ((*rows)[1]["status"], "ok") << (*rows)[1]["error"];
+  const std::string resumed = read_proc(out + "/rfc2544.csv");
+  EXPECT_EQ(std::count(resumed.begin(), resumed.end(), '\n'), 3) << resumed;
+  // --out into a directory whose CSV has other columns is refused, not appended to.
+  std::ofstream(out + "/rfc2544.csv", std::ios::trunc) << "timestamp,dut,old_column\n1,x,y\n";
+  auto old = argv;
+  old.insert(old.end(), {"--out", out});
+  r = testbed::run_capture(old, nullptr, std::chrono::minutes(2));
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->status, 0) << r->output;
+  EXPECT_NE(r->output.find("its columns are not this version's"), std::string::npos) << r->output;
+  EXPECT_EQ(read_proc(out + "/rfc2544.csv"), "timestamp,dut,old_column\n1,x,y\n");
+}
+
+// Issue 19, item 6: kill -9 of an RFC 2544 run leaves its DUT's and
+// generator's hugepage files, runtime dirs and memif sockets; the next run
+// removes them (and leaves none of its own).
+TEST(E2E, Rfc2544KilledRunIsCleanedUpByTheNext) {
+  std::string out = "/tmp/harness-e2e-rfc-kill-" + std::to_string(getpid());
+  testbed::SpawnOptions o;
+  o.stdout_path = out + ".log";
+  o.stderr_path = "=stdout";
+  auto p = testbed::Process::spawn({g_harness, "run", "--mode", "rfc2544", "--frame-sizes", "64", "--conns", "2000",
+                                    "--dut", "dataplane", "--trial", "5", "--churn", "0", "--out", out},
+                                   o);
+  ASSERT_TRUE(p.ok()) << p.message();
+  const pid_t killed = p->pid();
+  // Killed in the middle of a trial: after the generator's first "trial" line.
+  bool trialing = false;
+  for (int i = 0; i < 600 && !trialing; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::error_code ec;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(out + "/raw", ec))
+      if (e.path().extension() == ".err" && read_proc(e.path()).find("harness-gen: trial 1 ready") != std::string::npos)
+        trialing = true;
+  }
+  ASSERT_TRUE(trialing) << "the run never reached a trial:\n" << read_proc(out + ".log");
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  p->signal(SIGKILL);
+  p->wait(std::chrono::seconds(10));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // its children die of PDEATHSIG
+  const auto before = dpdk_leftovers_of(killed);
+  for (const auto& f : before) printf("[ e2e ] left by the killed run: %s\n", f.c_str());
+  EXPECT_FALSE(before.empty()) << "kill -9 left nothing behind by itself: this test shows nothing";
+  testbed::SpawnOptions o2;
+  o2.stdout_path = out + "-next.log";
+  o2.stderr_path = "=stdout";
+  auto next = testbed::Process::spawn({g_harness, "run", "--mode", "rfc2544", "--frame-sizes", "64", "--conns", "500",
+                                       "--dut", "testpmd-io", "--trial", "0.3", "--churn", "0", "--out", out + "-next"},
+                                      o2);
+  ASSERT_TRUE(next.ok());
+  auto rc = next->wait(std::chrono::minutes(3));
+  ASSERT_TRUE(rc.ok());
+  EXPECT_EQ(*rc, 0) << read_proc(out + "-next.log");
+  for (const auto& f : dpdk_leftovers_of(killed)) ADD_FAILURE() << "the killed run's, still there: " << f;
+  for (const auto& f : dpdk_leftovers_of(next->pid())) ADD_FAILURE() << "the next run's own: " << f;
 }
 
 // Bad input to --mode rfc2544: more connections than the DUT's table holds

@@ -134,6 +134,27 @@ TEST(Csv, WritesFlushesAndReadsBack) {
   rows = read_csv(p);
   ASSERT_TRUE(rows.ok()) << rows.message();
   EXPECT_EQ(rows->size(), 2u);
+  // Issue 19, item 5: resuming after that appends whole rows, not the next
+  // row glued to the cut one.
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(p).ok());
+    ASSERT_TRUE(w.write({{"dut", "ovs-dpdk"}, {"status", "ok"}}).ok());
+  }
+  rows = read_csv(p);
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ((*rows)[2]["dut"], "ovs-dpdk");
+  EXPECT_EQ((*rows)[2]["status"], "ok");
+  // Another schema's file is refused, never appended to under its header.
+  const std::vector<std::string> other = {"dut", "status", "new_column"};
+  CsvWriter w2;
+  auto s = w2.open(p, other);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(p + ": its columns are not this version's"), std::string::npos) << s.message();
+  rows = read_csv(p);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->size(), 3u);
   unlink(p.c_str());
 }
 

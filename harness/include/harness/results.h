@@ -16,6 +16,9 @@ namespace harness {
 const std::vector<std::string>& csv_columns();
 // `harness run --mode rfc2544`'s schema (rfc2544.csv).
 const std::vector<std::string>& rfc2544_columns();
+// One row per trial of harness-gen (rfc2544-trials.csv): what was sent and
+// came back, late frames of earlier trials, and the DUT's drops in it.
+const std::vector<std::string>& rfc2544_trial_columns();
 
 using Row = std::map<std::string, std::string>;
 

@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <set>
 
@@ -628,7 +629,11 @@ bool in_family(const std::string& name, const std::vector<std::string>& families
 
 }  // namespace
 
-Result<int> Testbed::sweep_dpdk_leftovers(const std::vector<std::string>& families) {
+namespace {
+
+// Hugepage files and runtime dirs whose file prefix `want` accepts; a file
+// still mapped (locked by its process) or a runtime dir in use stays.
+Result<int> remove_dpdk_files(const std::function<bool(const std::string&)>& want) {
   int removed = 0;
   std::string errors;
   std::vector<std::string> mounts;
@@ -644,7 +649,7 @@ Result<int> Testbed::sweep_dpdk_leftovers(const std::vector<std::string>& famili
     while (dirent* e = readdir(d)) {
       std::string f = e->d_name;
       size_t m = f.find("map_");
-      if (m == std::string::npos || !in_family(f, families) || !pid_dead(prefix_pid(f.substr(0, m)))) continue;
+      if (m == std::string::npos || !want(f.substr(0, m))) continue;
       std::string path = dir + "/" + f;
       int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
       if (fd < 0) continue;
@@ -659,14 +664,25 @@ Result<int> Testbed::sweep_dpdk_leftovers(const std::vector<std::string>& famili
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/var/run/dpdk", ec)) {
     std::string f = e.path().filename();
-    if (!in_family(f, families) || !pid_dead(prefix_pid(f)) || runtime_dir_in_use(e.path())) continue;
+    if (!want(f) || runtime_dir_in_use(e.path())) continue;
     std::error_code rc;
     std::filesystem::remove_all(e.path(), rc);
     if (rc) errors += "remove " + e.path().string() + ": " + rc.message() + "; ";
     else removed++;
   }
-  if (!errors.empty()) return Status::error("sweep DPDK leftovers: " + errors);
+  if (!errors.empty()) return Status::error("DPDK leftovers: " + errors);
   return removed;
+}
+
+}  // namespace
+
+Result<int> Testbed::sweep_dpdk_leftovers(const std::vector<std::string>& families) {
+  return remove_dpdk_files(
+      [&](const std::string& prefix) { return in_family(prefix, families) && pid_dead(prefix_pid(prefix)); });
+}
+
+Result<int> Testbed::remove_dpdk_prefix(const std::string& prefix) {
+  return remove_dpdk_files([&](const std::string& p) { return p == prefix; });
 }
 
 }  // namespace testbed

@@ -125,6 +125,9 @@ class Testbed {
   // with one of `families` and whose pid is gone. A hugepage file a live
   // DPDK process still maps is locked shared by it, and is left alone.
   static Result<int> sweep_dpdk_leftovers(const std::vector<std::string>& families);
+  // The same for one file prefix, once its process has exited: what a
+  // clean DPDK exit leaves too (EAL keeps its files for secondaries).
+  static Result<int> remove_dpdk_prefix(const std::string& prefix);
 
  private:
   Testbed(std::string run_id, int lock_fd);
