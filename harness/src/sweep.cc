@@ -400,6 +400,41 @@ Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh) {
   return b;
 }
 
+// ------------------------------------------------------------------ client ports
+
+Result<std::vector<int>> pick_client_ports(const std::string& text, int n, int* cursor) {
+  std::istringstream in(text);
+  long lo = 0, hi = 0;
+  if (!(in >> lo >> hi) || lo < 1 || hi > 65535 || lo > hi)
+    return Status::error("cannot read the client host's ip_local_port_range from: " + text.substr(0, 80));
+  std::set<int> used;
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    // ss -Htuan: Netid State Recv-Q Send-Q Local-Address:Port Peer-Address:Port
+    std::istringstream l(line);
+    std::string f[5];
+    for (auto& x : f) l >> x;
+    const size_t c = f[4].rfind(':');
+    if (c == std::string::npos) continue;
+    const std::string port = f[4].substr(c + 1);
+    if (!port.empty() && port.find_first_not_of("0123456789") == std::string::npos) used.insert(atoi(port.c_str()));
+  }
+  auto usable = [&](int p) { return (p < lo || p > hi) && !used.count(p); };
+  std::vector<int> v;
+  const int span = 65536 - kClientPortLo;
+  int p = std::clamp(*cursor, kClientPortLo, 65535);
+  for (int tried = 0; tried < span && static_cast<int>(v.size()) < n; tried++) {
+    if (usable(p)) v.push_back(p);
+    p = p == 65535 ? kClientPortLo : p + 1;
+  }
+  if (static_cast<int>(v.size()) < n)
+    return Status::error("only " + std::to_string(v.size()) + " free ports outside the ephemeral range " +
+                         std::to_string(lo) + "-" + std::to_string(hi) + " from " + std::to_string(kClientPortLo));
+  *cursor = p;
+  return v;
+}
+
 // ------------------------------------------------------------------ background connections
 
 namespace {
@@ -531,10 +566,19 @@ constexpr int kLoadedMps = 1000;  // sockperf messages per second under load
 RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int duration, int omit,
                    const std::string& raw_prefix, bool with_sockperf) {
   RunOut out;
-  // Fixed client ports, in four blocks used in turn: a run never reuses the
-  // ports of the run just before, whose sockets may still be closing.
-  static int run_no = 0;
-  const int cport_base = 40000 + (run_no++ % 4) * 256;
+  // Fixed client ports (one flow per instance, the same 5-tuple shape every
+  // run), free on the client host now: see pick_client_ports.
+  static int cursor = kClientPortLo;
+  std::vector<int> cports;
+  if (n > 0) {
+    auto seen = tr.capture(Side::kClient, {"sh", "-c", "cat /proc/sys/net/ipv4/ip_local_port_range; ss -Htuan"});
+    auto picked = seen ? pick_client_ports(*seen, n, &cursor) : Result<std::vector<int>>(seen.status());
+    if (!picked) {
+      out.error = "client ports: " + picked.message();
+      return out;
+    }
+    cports = *picked;
+  }
   int pfd[2];
   if (pipe2(pfd, O_CLOEXEC) != 0) {
     out.error = "pipe failed";
@@ -546,7 +590,7 @@ RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int
   const std::string server = tr.server_address();
   for (int i = 0; i < n; i++) {
     std::vector<std::string> argv = {"iperf3", "-c", server, "-p", std::to_string(5201 + i), "--cport",
-                                     std::to_string(cport_base + i), "-t", std::to_string(duration), "-J", "-l",
+                                     std::to_string(cports[static_cast<size_t>(i)]), "-t", std::to_string(duration), "-J", "-l",
                                      std::to_string(size)};
     if (omit > 0) argv.insert(argv.end(), {"-O", std::to_string(omit)});
     if (proto == "udp") argv.insert(argv.end(), {"-u", "-b", "0"});

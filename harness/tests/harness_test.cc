@@ -2,6 +2,8 @@
 // output captured on this machine (tests/data), the CSV writer and resume,
 // config validation, compare and report.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -366,6 +368,69 @@ TEST(Cli, NonFiniteNumbersAreRefusedBeforeAnythingStarts) {
     EXPECT_FALSE(std::filesystem::exists("/var/run/dpdk/" + prefix)) << "a runtime directory was left";
   }
   std::filesystem::remove_all("/var/run/dpdk/" + prefix);
+}
+
+// Issue 19, item 7: a client port an earlier cell's connection still holds
+// (FIN_WAIT_2 here, as after a DUT dropped the last FIN) fails iperf3's
+// --cport bind; the picker skips it, and everything in the ephemeral range.
+TEST(ClientPorts, AFinWait2SocketHoldsItsPortAndThePickerSkipsIt) {
+  auto host = [] {
+    auto r = testbed::run_capture({"sh", "-c", "cat /proc/sys/net/ipv4/ip_local_port_range; ss -Htuan"});
+    EXPECT_TRUE(r.ok() && r->status == 0);
+    return r.ok() ? r->output : std::string();
+  };
+  int cursor = kClientPortLo;
+  auto first = pick_client_ports(host(), 1, &cursor);
+  ASSERT_TRUE(first.ok()) << first.message();
+  const int held = (*first)[0];
+  // A connection from `held`, closed by this side only: FIN_WAIT_2.
+  int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(l, 1), 0);
+  socklen_t al = sizeof a;
+  getsockname(l, reinterpret_cast<sockaddr*>(&a), &al);
+  sockaddr_in me = a;
+  me.sin_port = htons(static_cast<uint16_t>(held));
+  ASSERT_EQ(bind(c, reinterpret_cast<sockaddr*>(&me), sizeof me), 0) << strerror(errno);
+  ASSERT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  int srv = accept(l, nullptr, nullptr);
+  ASSERT_GE(srv, 0);
+  close(c);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::string seen = host();
+  EXPECT_NE(seen.find("FIN-WAIT-2"), std::string::npos) << seen;
+  // The race, as the fixed ports met it: iperf3 cannot bind the port.
+  testbed::SpawnOptions so;
+  so.stdout_path = tmp("iperf3-s.out");
+  so.stderr_path = "=stdout";
+  auto server = testbed::Process::spawn({"iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", "5999"}, so);
+  ASSERT_TRUE(server.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto cl = testbed::run_capture({"iperf3", "-c", "127.0.0.1", "-p", "5999", "--cport", std::to_string(held), "-t", "1", "-J"},
+                                 nullptr, std::chrono::seconds(20));
+  ASSERT_TRUE(cl.ok());
+  EXPECT_NE(cl->output.find("Address already in use"), std::string::npos) << cl->output;
+  server->stop();
+  // The picker, from the same place, never gives that port.
+  cursor = held;
+  auto again = pick_client_ports(seen, 8, &cursor);
+  ASSERT_TRUE(again.ok()) << again.message();
+  for (int p : *again) EXPECT_NE(p, held);
+  EXPECT_GT(cursor, held);
+  close(srv);
+  close(l);
+  // Nothing from the ephemeral range, wherever the cursor stands; a host with
+  // no room says so.
+  cursor = 32760;
+  auto v = pick_client_ports("32768 60999\n", 20, &cursor);
+  ASSERT_TRUE(v.ok());
+  for (int p : *v) EXPECT_TRUE(p < 32768 || p > 60999) << p;
+  cursor = kClientPortLo;
+  EXPECT_FALSE(pick_client_ports("1024 65535\n", 4, &cursor).ok());
+  EXPECT_FALSE(pick_client_ports("garbage", 4, &cursor).ok());
 }
 
 // What ssh hands the remote shell: every argument must come back exactly.

@@ -112,7 +112,19 @@ class Transport {
   // Returns once every job spawned behind a barrier (opts.barrier_fd) waits
   // at it, so that one release starts them together.
   virtual sdn::Status ready(std::chrono::milliseconds /*timeout*/) { return {}; }
+  // Runs a short command on that side's host and returns its stdout.
+  virtual sdn::Result<std::string> capture(Side side, const std::vector<std::string>& argv) = 0;
 };
+
+// Client ports for `n` iperf3 instances (--cport), from what the client host
+// prints for `cat /proc/sys/net/ipv4/ip_local_port_range; ss -Htuan`: outside
+// its ephemeral range (the kernel's own choices never take them; on a lab
+// host that is the default 32768-60999), and held by no socket in any state
+// (a connection of an earlier cell can sit in FIN_WAIT_2 for tcp_fin_timeout,
+// and iperf3 binds without SO_REUSEADDR: "Address already in use"). From
+// *cursor on, which moves past them, so consecutive cells use other ports.
+sdn::Result<std::vector<int>> pick_client_ports(const std::string& range_and_sockets, int n, int* cursor);
+inline constexpr int kClientPortLo = 20000;  // below: services' ports
 
 class NetnsTransport final : public Transport {
  public:
@@ -124,6 +136,12 @@ class NetnsTransport final : public Transport {
     auto p = testbed::Process::spawn(argv, opts);
     if (!p) return p.status();
     return Job(std::move(p.value()));
+  }
+  sdn::Result<std::string> capture(Side side, const std::vector<std::string>& argv) override {
+    auto r = testbed::run_capture(argv, side == Side::kClient ? bed_.client : bed_.server, std::chrono::seconds(20));
+    if (!r) return r.status();
+    if (r->status != 0) return sdn::Status::error(argv[0] + " exit " + std::to_string(r->status) + ": " + r->output);
+    return r->output;
   }
 
  private:
@@ -150,6 +168,12 @@ class SshTransport final : public Transport {
     return s_.spawn(side == Side::kClient ? "client" : "server", a, std::move(opts));
   }
   sdn::Status ready(std::chrono::milliseconds timeout) override { return s_.wait_ready(timeout); }
+  sdn::Result<std::string> capture(Side side, const std::vector<std::string>& argv) override {
+    std::string out;
+    if (sdn::Status s = s_.run(side == Side::kClient ? "client" : "server", argv, &out, std::chrono::seconds(20)); !s)
+      return s;
+    return out;
+  }
 
  private:
   SshSession& s_;
