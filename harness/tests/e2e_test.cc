@@ -38,13 +38,39 @@ std::string read_proc(const std::filesystem::path& p) {
   return s;
 }
 
-// Processes whose name (comm) is one of `names`, as "name /proc/N".
+// A process by pid and start time (a pid can be reused).
+std::string proc_identity(const std::filesystem::path& p) {
+  std::string st = read_proc(p / "stat");
+  size_t rp = st.rfind(')');
+  if (rp == std::string::npos) return "";
+  std::istringstream in(st.substr(rp + 2));
+  std::string f;
+  for (int i = 3; i <= 22 && in >> f; i++) {
+  }
+  return p.filename().string() + "@" + f;  // field 22: starttime
+}
+
+// Every process there was when the current test began: what the host runs
+// of its own (its sshd, someone's iperf3 server) is not the run's.
+std::set<std::string> g_before;
+std::set<std::string> all_processes() {
+  std::set<std::string> v;
+  for (const auto& e : std::filesystem::directory_iterator("/proc"))
+    if (isdigit(static_cast<unsigned char>(e.path().filename().string()[0]))) v.insert(proc_identity(e.path()));
+  return v;
+}
+struct SnapshotAtTestStart : testing::EmptyTestEventListener {
+  void OnTestStart(const testing::TestInfo&) override { g_before = all_processes(); }
+};
+
+// Processes named one of `names` (comm) that the test's runs started: not
+// there when the test began. As "name /proc/N".
 std::vector<std::string> running(const std::set<std::string>& names) {
   std::vector<std::string> v;
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {
     std::string comm = read_proc(e.path() / "comm");
     if (!comm.empty() && comm.back() == '\n') comm.pop_back();
-    if (names.count(comm)) v.push_back(comm + " " + e.path().string());
+    if (names.count(comm) && !g_before.count(proc_identity(e.path()))) v.push_back(comm + " " + e.path().string());
   }
   return v;
 }
@@ -739,6 +765,32 @@ TEST(E2E, KilledSshRunIsCleanedUpByTheNext) {
 
 }  // namespace
 
+// What a real lab host has running before any run: its own sshd, an
+// iperf3 server of someone else's. The leak checks must not take them for
+// the run's (issue 19, item 13).
+std::vector<testbed::Process> start_decoys() {
+  std::vector<testbed::Process> v;
+  const std::string dir = "/tmp/harness-e2e-decoy-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_directories("/run/sshd");
+  testbed::run_capture({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", dir + "/host"});
+  testbed::SpawnOptions o;
+  o.stdout_path = dir + "/decoys.log";
+  o.stderr_path = "=stdout";
+  for (auto argv : std::vector<std::vector<std::string>>{
+           {"/usr/sbin/sshd", "-D", "-e", "-f", "/dev/null", "-h", dir + "/host", "-o", "ListenAddress=127.0.0.1",
+            "-o", "Port=2299"},
+           {"iperf3", "-s", "-B", "127.0.0.1", "-p", "5998"}}) {
+    auto p = testbed::Process::spawn(argv, o);
+    if (p) v.push_back(std::move(p.value()));
+    else fprintf(stderr, "decoy %s: %s\n", argv[0].c_str(), p.message().c_str());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (auto& p : v)
+    if (!p.running()) fprintf(stderr, "a decoy exited at once: %s\n", read_proc(dir + "/decoys.log").c_str());
+  return v;
+}
+
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (argc < 3) return 2;
@@ -747,5 +799,10 @@ int main(int argc, char** argv) {
     fprintf(stderr, "SKIP: harness end-to-end tests need root (network namespaces)\n");
     return 77;
   }
-  return RUN_ALL_TESTS();
+  auto decoys = start_decoys();
+  testing::UnitTest::GetInstance()->listeners().Append(new SnapshotAtTestStart);
+  int rc = RUN_ALL_TESTS();
+  for (auto& d : decoys) d.stop();
+  std::filesystem::remove_all("/tmp/harness-e2e-decoy-" + std::to_string(getpid()));
+  return rc;
 }
