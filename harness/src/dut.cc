@@ -113,6 +113,10 @@ class DataplaneDut final : public Dut {
     auto r = testbed::telemetry_query(prefix_, "/dataplane/stats");
     return r ? testbed::json_number(*r, "active") : -1;
   }
+  Status alive() override {
+    if (proc_.pid() > 0 && !proc_.running()) return Status::error("the dataplane exited: " + util::tail(slurp(log_)));
+    return {};
+  }
   Result<std::string> make_room(long long) override { return room_; }
   long long offloaded() override {
     auto r = testbed::telemetry_query(prefix_, "/dataplane/stats");

@@ -81,21 +81,28 @@ class LabDut final : public Dut {
     return Status::error("profile " + profile_ + " is not driven on a lab DUT host yet (its preconditions hold)");
   }
   void stop() override {
+    // The programs stop (TERM first: the dataplane gives its ports back),
+    // then what this run recorded on the DUT host is undone: DPDK files,
+    // sysctls as they were, the nft table. (Once: the destructor calls
+    // stop() again, maybe after the session is gone.)
     daemon_ = Job();
     ovsdb_ = Job();
-    // A DPDK program killed on its host leaves its hugepage files. (Once:
-    // the destructor calls stop() again, maybe after the session is gone.)
-    if (started_ && !prefix_.empty())
-      ssh_.run("dut", {"sh", "-c", "rm -f /dev/hugepages/\"$1\"map_*; rm -rf /var/run/dpdk/\"$1\"", "sh", prefix_}, nullptr,
-               20s);
+    if (recorded_) ssh_.undo("dut");
+    recorded_ = false;
     prefix_.clear();
-    if (profile_ == "kernel-ct" && started_) {
-      ssh_.run("dut", {"nft", "delete", "table", "inet", "harness"}, nullptr, 20s);
-      ssh_.run("dut", {"sysctl", "-q", "-w", "net.ipv4.ip_forward=0"}, nullptr, 20s);
-    }
     started_ = false;
   }
   ~LabDut() override { stop(); }
+  Status alive() override {
+    if (!started_) return {};
+    const std::string host = "the DUT host " + inv_.dut.ssh.destination;
+    if (daemon_.pid() > 0 && !daemon_.running())
+      return Status::error(profile_ + " on " + host + " is gone (it exited, or its SSH session ended): " +
+                           util::tail(slurp(log_), 200));
+    if (Status s = ssh_.run("dut", {"true"}, nullptr, 15s); !s)
+      return Status::error(host + " does not answer over SSH: " + s.message());
+    return {};
+  }
 
   long long ct_entries() override {
     std::string out;
@@ -141,11 +148,12 @@ class LabDut final : public Dut {
     if (Status s = ssh_.run("dut", {"cat", "/proc/sys/net/netfilter/nf_conntrack_max"}, &out, 20s); !s) return s;
     long long have = atoll(out.c_str()), want = conns + kRoomHeadroom;
     if (have >= want) return "nf_conntrack_max " + std::to_string(have);
+    if (Status s = record("undo-sysctl", "net.netfilter.nf_conntrack_max " + std::to_string(have)); !s) return s;
     if (Status s = ssh_.run("dut", {"sysctl", "-q", "-w", "net.netfilter.nf_conntrack_max=" + std::to_string(want)},
                             nullptr, 20s);
         !s)
       return s;
-    return "nf_conntrack_max " + std::to_string(have) + " -> " + std::to_string(want) + " (left so on the DUT host)";
+    return "nf_conntrack_max " + std::to_string(have) + " -> " + std::to_string(want) + " (put back at the end)";
   }
   Result<std::map<std::string, long long>> drops() override {
     std::string out;
@@ -220,6 +228,7 @@ class LabDut final : public Dut {
       std::ofstream(dir_ + "/hw-check.txt") << out;
     }
     prefix_ = "harness-lab-dp-" + std::to_string(getpid());
+    if (Status s = record("dpdk-prefixes", prefix_); !s) return s;
     log_ = dir_ + "/dataplane.log";
     testbed::SpawnOptions o;
     o.stdout_path = log_;
@@ -236,6 +245,7 @@ class LabDut final : public Dut {
   // their bus address, other interfaces through net_af_packet.
   Status start_testpmd() {
     prefix_ = "harness-lab-tp-" + std::to_string(getpid());
+    if (Status s = record("dpdk-prefixes", prefix_); !s) return s;
     log_ = dir_ + "/testpmd.log";
     std::vector<std::string> argv = {"dpdk-testpmd", "-l", "0,1", "--file-prefix", prefix_};
     for (size_t i = 0; i < facts_.nics.size(); i++) {
@@ -308,8 +318,12 @@ class LabDut final : public Dut {
     std::string extra = "--file-prefix " + prefix_;
     if (!util::huge_ok()) extra += " --no-huge -m 1024";
     std::vector<std::string> init = {"--no-wait", "init", "--", "set", "Open_vSwitch", "."};
-    if (dpdk) init.insert(init.end(), {"other_config:dpdk-init=true", "other_config:dpdk-extra=" + extra});
-    else prefix_.clear();  // no DPDK files to clean up
+    if (dpdk) {
+      init.insert(init.end(), {"other_config:dpdk-init=true", "other_config:dpdk-extra=" + extra});
+      if (Status s = record("dpdk-prefixes", prefix_); !s) return s;
+    } else {
+      prefix_.clear();  // no DPDK files to clean up
+    }
     if (offload) init.push_back("other_config:hw-offload=true");
     if (!dpdk) init.push_back("other_config:tc-policy=none");
     if (Status s = vsctl(init); !s) return Status::error("ovs-vsctl init on the DUT host: " + s.message());
@@ -364,14 +378,25 @@ class LabDut final : public Dut {
         // in as a quoted string, never as syntax.
         {"nft", "add", "rule", "inet", "harness", "forward", "iifname", "\"" + in0 + "\"", "ct", "state", "new", "accept"},
         {"sysctl", "-q", "-w", "net.ipv4.ip_forward=1"}};
-    ssh_.run("dut", {"nft", "delete", "table", "inet", "harness"}, nullptr, 20s);  // a killed run's
+    // What to put back, noted before changing it (a killed run's next run
+    // puts it back too).
+    std::string fwd;
+    if (Status s = ssh_.run("dut", {"cat", "/proc/sys/net/ipv4/ip_forward"}, &fwd, 20s); !s) return s;
+    if (Status s = record("undo-sysctl", "net.ipv4.ip_forward " + std::to_string(atoi(fwd.c_str()))); !s) return s;
+    if (Status s = record("undo-nft", "inet harness"); !s) return s;
     started_ = true;
     for (const auto& c : cmds)
       if (Status s = ssh_.run("dut", c, nullptr, 20s); !s) return Status::error("kernel-ct on the DUT host: " + s.message());
     return health();
   }
 
+  Status record(const std::string& file, const std::string& line) {
+    recorded_ = true;
+    return ssh_.record("dut", file, line);
+  }
+
   std::string profile_;
+  bool recorded_ = false;
   const Inventory& inv_;
   SshSession& ssh_;
   std::string dir_, machine_txt_, prefix_, log_, ovs_dir_;

@@ -49,17 +49,52 @@ std::vector<std::string> ssh_options(const SshHost& h, const std::string& contro
   return a;
 }
 
-// Kills every process group whose pid file lies in dir $1 (a run's
-// directory) and removes the directory; prints how many it killed.
-const char* kKillRunDir =
-    "n=0; for f in \"$1\"/*.pid; do [ -e \"$f\" ] || continue; "
-    "kill -KILL -\"$(cat \"$f\")\" 2>/dev/null && n=$((n+1)); done; rm -rf \"$1\"; echo \"$n\"";
+// Shell functions the scripts below share (POSIX sh on the hosts):
+// stop DIR: every process group with a pid file in DIR gets TERM (a clean
+//   stop: the dataplane turns promiscuous mode off and removes its socket),
+//   then up to 10 s to go, then KILL; adds how many ran to $n.
+// undo DIR HOST: what the run changed on HOST, from the records in
+//   DIR/undo-HOST (each line checked, passed as arguments, never run as
+//   code), then the records go:
+//   dpdk-prefixes: PREFIX  -> its hugepage files, runtime dir and (the
+//                           dataplane's) control socket and lock removed
+//   undo-sysctl: KEY VALUE -> sysctl KEY=VALUE (the value before the run)
+//   undo-nft: FAMILY TABLE -> nft delete table FAMILY TABLE
+//   Records are per host: hosts that share a file system (the namespace
+//   testbed's) each undo their own, in their own network namespace.
+// done DIR: DIR goes once no host's records are left in it.
+const char* kFunctions =
+    "stop() { set -- \"$1\"/*.pid; [ -e \"$1\" ] || return 0; "
+    "for f; do g=$(cat \"$f\" 2>/dev/null); [ -n \"$g\" ] && kill -TERM -\"$g\" 2>/dev/null && n=$((n+1)); done; "
+    "i=0; while [ $i -lt 100 ]; do a=0; for f; do g=$(cat \"$f\" 2>/dev/null); "
+    "[ -n \"$g\" ] && kill -0 -\"$g\" 2>/dev/null && a=1; done; [ $a = 0 ] && break; sleep 0.1; i=$((i+1)); done; "
+    "for f; do g=$(cat \"$f\" 2>/dev/null); [ -n \"$g\" ] && kill -KILL -\"$g\" 2>/dev/null; rm -f \"$f\"; done; }; "
+    "undo() { u=\"$1/undo-$2\"; [ -d \"$u\" ] || return 0; "
+    "[ -f \"$u/dpdk-prefixes\" ] && while read -r p; do case $p in ''|*[!A-Za-z0-9_-]*) continue;; esac; "
+    "rm -f /dev/hugepages/\"$p\"map_* /run/dataplane/\"$p\".sock /run/dataplane/\"$p\".sock.lock; "
+    "rm -rf /var/run/dpdk/\"$p\"; done < \"$u/dpdk-prefixes\"; "
+    "[ -f \"$u/undo-sysctl\" ] && while read -r k v; do case $k in ''|*[!a-z0-9._]*) continue;; esac; "
+    "case $v in ''|*[!0-9]*) continue;; esac; sysctl -q -w \"$k=$v\"; done < \"$u/undo-sysctl\"; "
+    "[ -f \"$u/undo-nft\" ] && while read -r f t; do case $f$t in ''|*[!a-z0-9_]*) continue;; esac; "
+    "nft delete table \"$f\" \"$t\" 2>/dev/null; done < \"$u/undo-nft\"; "
+    "rm -rf \"$u\"; return 0; }; "
+    "done_() { for x in \"$1\"/undo-*; do [ -e \"$x\" ] && return 0; done; rm -rf \"$1\"; }; ";
 
-// The same for every run directory under $1 but $2.
-const char* kKillStaleRuns =
+// Stops every program of the run whose directory is $1, undoes what it
+// changed on this host ($2) and removes the directory once no host's records
+// are left; prints how many programs it stopped.
+const std::string kKillRunDir =
+    std::string(kFunctions) + "n=0; stop \"$1\"; undo \"$1\" \"$2\"; done_ \"$1\"; echo \"$n\"";
+
+// The same for every run directory under $1 but $2 (runs that were killed),
+// on host $3.
+const std::string kKillStaleRuns =
+    std::string(kFunctions) +
     "n=0; for d in \"$1\"/*; do [ -d \"$d\" ] || continue; [ \"$d\" = \"$2\" ] && continue; "
-    "for f in \"$d\"/*.pid; do [ -e \"$f\" ] || continue; "
-    "kill -KILL -\"$(cat \"$f\")\" 2>/dev/null && n=$((n+1)); done; rm -rf \"$d\"; done; echo \"$n\"";
+    "stop \"$d\"; undo \"$d\" \"$3\"; done_ \"$d\"; done; echo \"$n\"";
+
+// Undoes what this run ($1) changed on host $2, and keeps the directory.
+const std::string kUndoRunDir = std::string(kFunctions) + "undo \"$1\" \"$2\"";
 
 constexpr const char* kRunsRoot = "/tmp/harness-runs";
 
@@ -159,7 +194,7 @@ Status SshSession::open(std::string* report) {
       return Status::error("host name '" + h.name + "': use letters, digits, '_' and '-'");
     if (Status s = start_master(i); !s) return s;
     std::string out;
-    if (Status s = run_script(h, shell_join({"sh", "-c", kKillStaleRuns, "sh", kRunsRoot, run_dir_}), &out,
+    if (Status s = run_script(h, shell_join({"sh", "-c", kKillStaleRuns, "sh", kRunsRoot, run_dir_, h.name}), &out,
                               std::chrono::seconds(30));
         !s)
       return s;
@@ -173,7 +208,7 @@ Status SshSession::open(std::string* report) {
 SshSession::~SshSession() {
   for (const auto& h : hosts_) {
     if (masters_.empty()) break;
-    run_script(h, shell_join({"sh", "-c", kKillRunDir, "sh", run_dir_}), nullptr, std::chrono::seconds(10));
+    run_script(h, shell_join({"sh", "-c", kKillRunDir, "sh", run_dir_, h.name}), nullptr, std::chrono::seconds(30));
   }
   masters_.clear();  // each master is stopped (TERM, then KILL)
   std::error_code ec;
@@ -230,11 +265,16 @@ Result<Job> SshSession::spawn(const std::string& name, const std::vector<std::st
   auto p = testbed::Process::spawn(ssh_argv(*h, control_dir_, remote), opts);
   if (opts.stdin_fd >= 0) close(opts.stdin_fd);
   if (!p) return Status::error("host " + name + ": " + p.message());
+  // A stop: TERM, up to 10 s, KILL (a DPDK program turns its ports back).
   std::vector<std::string> kill_argv = ssh_argv(
       *h, control_dir_,
-      shell_join({"sh", "-c", "kill -KILL -\"$(cat \"$1\" 2>/dev/null)\" 2>/dev/null; rm -f \"$1\"", "sh", pidfile}));
+      shell_join({"sh", "-c",
+                  "g=$(cat \"$1\" 2>/dev/null); [ -n \"$g\" ] || exit 0; kill -TERM -\"$g\" 2>/dev/null; i=0; "
+                  "while kill -0 -\"$g\" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; "
+                  "kill -KILL -\"$g\" 2>/dev/null; rm -f \"$1\"",
+                  "sh", pidfile}));
   const testbed::Netns* ns = ns_;
-  return Job(std::move(p.value()), [kill_argv, ns] { testbed::run_capture(kill_argv, ns, std::chrono::seconds(10)); },
+  return Job(std::move(p.value()), [kill_argv, ns] { testbed::run_capture(kill_argv, ns, std::chrono::seconds(20)); },
              "host " + name + " (" + h->user + "@" + h->destination + ")");
 }
 
@@ -251,6 +291,16 @@ Status SshSession::wait_ready(std::chrono::milliseconds timeout) {
                            " program(s) not ready at their start barrier: " + s.message());
   }
   return {};
+}
+
+Status SshSession::record(const std::string& name, const std::string& file, const std::string& line) {
+  const std::string dir = run_dir_ + "/undo-" + name;
+  return run(name, {"sh", "-c", "mkdir -p \"$1\" && printf '%s\\n' \"$3\" >> \"$1/$2\"", "sh", dir, file, line},
+             nullptr, std::chrono::seconds(20));
+}
+
+Status SshSession::undo(const std::string& name) {
+  return run(name, {"sh", "-c", kUndoRunDir, "sh", run_dir_, name}, nullptr, std::chrono::seconds(30));
 }
 
 Status SshSession::run(const std::string& name, const std::vector<std::string>& argv, std::string* out,

@@ -887,6 +887,12 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     // The DUT's own view of a run: its tracker's entries, and what its drop
     // counters added (a number, or why there is none).
     auto dut_view = [&](Row& r, const Result<std::map<std::string, long long>>& before) {
+      if (Status a = dut->alive(); !a) {
+        if (r["status"] == "ok") errors++;
+        r["status"] = "error";
+        r["error"] = a.message() + (r["error"].empty() ? "" : "; " + r["error"]);
+        dut_error = "the DUT was lost in an earlier cell: " + a.message();
+      }
       long long ce = dut->ct_entries(), off = dut->offloaded();
       // The background connections must still be there: generators alive,
       // the tracker still holding them.

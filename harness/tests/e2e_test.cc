@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <set>
@@ -461,6 +462,136 @@ TEST(E2E, LabInventoryDrivesEveryHostOverSsh) {
   expect_none_running({"dataplane", "sshd", "iperf3", "ovs-vswitchd", "ovsdb-server", "dpdk-testpmd"});
   for (const auto& e : std::filesystem::directory_iterator("/dev/hugepages", ec))
     EXPECT_NE(e.path().filename().string().rfind("harness-lab-", 0), 0u) << e.path() << " left on the DUT host";
+}
+
+// Issue 19, items 6 and 8, on a lab (the testbed as one, its DUT host over
+// SSH): kill -9 of a run during kernel-ct leaves the nft table and
+// ip_forward=1 on the DUT host, during the dataplane its hugepage files,
+// runtime dir, control socket and lock; the next run puts all of it back
+// and leaves none of its own. Then the DUT host's daemon dies mid-cell: that
+// row is an error naming it, not "ok" with no tracker count.
+TEST(E2E, KilledLabRunIsUndoneByTheNextAndALostDutIsAnError) {
+  std::string inv = "/tmp/harness-e2e-labkill-" + std::to_string(getpid()) + ".yaml";
+  std::string out = "/tmp/harness-e2e-labkill-" + std::to_string(getpid());
+  const auto before_ns = testbed::list_netns();
+  testbed::SpawnOptions o;
+  o.stdout_path = out + "-up.log";
+  o.stderr_path = "=stdout";
+  auto up = testbed::Process::spawn({g_harness, "testbed", "up", "--inventory", inv}, o);
+  ASSERT_TRUE(up.ok()) << up.message();
+  for (int i = 0; i < 300 && access(inv.c_str(), F_OK) != 0 && up->running(); i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(access(inv.c_str(), F_OK), 0) << read_proc(out + "-up.log");
+  std::string dutns;
+  for (const auto& n : testbed::list_netns())
+    if (n.ends_with("-dut") && std::find(before_ns.begin(), before_ns.end(), n) == before_ns.end()) dutns = n;
+  ASSERT_FALSE(dutns.empty());
+  auto in_dut = [&](std::vector<std::string> argv) {
+    argv.insert(argv.begin(), {"ip", "netns", "exec", dutns});
+    auto r = testbed::run_capture(argv, nullptr, std::chrono::seconds(20));
+    return r.ok() ? r->output : std::string("?");
+  };
+  // What a run leaves on the DUT host, as a list to print and compare.
+  auto state = [&](pid_t run) {
+    std::vector<std::string> v;
+    if (in_dut({"nft", "list", "tables"}).find("inet harness") != std::string::npos) v.push_back("nft table inet harness");
+    if (in_dut({"cat", "/proc/sys/net/ipv4/ip_forward"}).rfind("1", 0) == 0) v.push_back("ip_forward=1");
+    for (const auto& f : dpdk_leftovers_of(run)) v.push_back(f);
+    for (const char* ext : {".sock", ".sock.lock"}) {
+      std::string sock = "/run/dataplane/harness-lab-dp-" + std::to_string(run) + ext;
+      if (access(sock.c_str(), F_OK) == 0) v.push_back(sock);
+    }
+    return v;
+  };
+  ASSERT_TRUE(state(0).empty()) << "the DUT host is not clean before the run";
+  // Runs `duts` and kills it with -9 once `ready(pid)` holds.
+  auto run_and_kill = [&](const std::string& duts, const std::function<bool(pid_t)>& ready, const std::string& tag) {
+    testbed::SpawnOptions ro;
+    ro.stdout_path = out + "-" + tag + ".log";
+    ro.stderr_path = "=stdout";
+    auto p = testbed::Process::spawn({g_harness, "run", "--lab", inv, "--dut", duts, "--instances", "1", "--sizes",
+                                      "1024", "--duration", "30", "--repeat", "1", "--warmup", "0", "--no-sockperf",
+                                      "--out", out + "-" + tag},
+                                     ro);
+    EXPECT_TRUE(p.ok());
+    bool got = false;
+    for (int i = 0; i < 900 && !got && p->running(); i++) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      got = ready(p->pid());
+    }
+    EXPECT_TRUE(got) << duts << " never got there:\n" << read_proc(out + "-" + tag + ".log");
+    const pid_t pid = p->pid();
+    p->signal(SIGKILL);
+    p->wait(std::chrono::seconds(10));
+    return pid;
+  };
+  const pid_t k1 = run_and_kill("kernel-ct", [&](pid_t) { return state(0).size() == 2; }, "k1");
+  auto left1 = state(k1);
+  for (const auto& x : left1) printf("[ e2e ] left by the run killed during kernel-ct: %s\n", x.c_str());
+  EXPECT_EQ(left1.size(), 2u) << "kill -9 left no table and no sysctl: this test shows nothing";
+  // The next run (the dataplane) starts by undoing the first's; killed once
+  // its daemon serves its socket.
+  bool undone_before_dataplane = false;
+  const pid_t k2 = run_and_kill(
+      "dataplane",
+      [&](pid_t pid) {
+        const bool serving = access(("/run/dataplane/harness-lab-dp-" + std::to_string(pid) + ".sock").c_str(), F_OK) == 0;
+        if (serving) undone_before_dataplane = state(0).empty();
+        return serving;
+      },
+      "k2");
+  EXPECT_TRUE(undone_before_dataplane) << "the kernel-ct run's table or ip_forward=1 met the next DUT";
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  auto left2 = state(k2);
+  for (const auto& x : left2) printf("[ e2e ] left by the run killed during the dataplane: %s\n", x.c_str());
+  EXPECT_GE(left2.size(), 3u) << "kill -9 left no DPDK files or socket: this test shows nothing";
+  // The third run: the dataplane again, and its DUT host's daemon loses its
+  // SSH session mid-cell (the master connection to the DUT host killed).
+  testbed::SpawnOptions ro;
+  ro.stdout_path = out + "-k3.log";
+  ro.stderr_path = "=stdout";
+  auto p3 = testbed::Process::spawn({g_harness, "run", "--lab", inv, "--dut", "dataplane", "--instances", "1", "--sizes",
+                                     "1024,1460", "--duration", "6", "--repeat", "1", "--warmup", "0", "--no-sockperf",
+                                     "--out", out + "-k3"},
+                                    ro);
+  ASSERT_TRUE(p3.ok());
+  auto dut_master = [&]() -> pid_t {
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      std::string cmd = read_proc(e.path() / "cmdline");
+      if (cmd.find("ControlMaster=yes") != std::string::npos && cmd.find("192.168.251.10") != std::string::npos)
+        return static_cast<pid_t>(atoi(e.path().filename().c_str()));
+    }
+    return 0;
+  };
+  pid_t m = 0;
+  for (int i = 0; i < 900 && p3->running(); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    size_t clients = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc"))
+      clients += read_proc(e.path() / "cmdline").rfind(std::string("iperf3\0-c", 9), 0) == 0;
+    if (clients >= 1 && (m = dut_master()) > 0) break;
+  }
+  ASSERT_GT(m, 0) << "the first cell never started:\n" << read_proc(out + "-k3.log");
+  EXPECT_TRUE(state(k2).empty()) << "the killed dataplane run's files met the next run";
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_EQ(kill(m, SIGKILL), 0);
+  auto rc = p3->wait(std::chrono::minutes(3));
+  ASSERT_TRUE(rc.ok());
+  EXPECT_EQ(*rc, 1) << read_proc(out + "-k3.log");
+  auto rows = harness::read_csv(out + "-k3/results.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  int lost = 0;
+  for (auto& r : *rows) {
+    if (r["repeat"] != "1") continue;
+    EXPECT_EQ(r["status"], "error") << r["size_bytes"] << ": the DUT host's daemon was gone, yet: " << r["ct_entries"];
+    lost += r["error"].find("the DUT host 192.168.251.10") != std::string::npos;
+  }
+  EXPECT_EQ(lost, 2) << "each row names the lost DUT host";
+  for (pid_t run : {k1, k2, p3->pid()})
+    for (const auto& x : state(run)) ADD_FAILURE() << "left on the DUT host by run " << run << ": " << x;
+  expect_none_running({"dataplane"});
+  up->signal(SIGINT);
+  EXPECT_TRUE(up->wait(std::chrono::seconds(30)).ok());
 }
 
 // The DUTs at their own limit: harness-gen over memif, K real handshakes,

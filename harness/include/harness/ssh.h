@@ -117,6 +117,12 @@ class SshSession {
   // Runs argv on `host` to completion; its output in *out.
   sdn::Status run(const std::string& host, const std::vector<std::string>& argv, std::string* out = nullptr,
                   std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // Notes in this run's directory on `host` what to undo there, as one line
+  // of `file` (dpdk-prefixes, undo-sysctl, undo-nft: see ssh.cc). The
+  // session's end, or the next run's after a kill -9, undoes it.
+  sdn::Status record(const std::string& host, const std::string& file, const std::string& line);
+  // Undoes now what this run recorded on `host`.
+  sdn::Status undo(const std::string& host);
   const SshHost* host(const std::string& name) const;
   const std::string& run_dir() const { return run_dir_; }  // on the hosts
 

@@ -206,6 +206,9 @@ class Dut {
   }
   // What its drop counters cannot see, said next to them.
   virtual std::string drops_blind_spot() const { return ""; }
+  // Still there after a cell: its programs running, its host answering. A
+  // cell after which the DUT is gone is an error, and so is every later one.
+  virtual sdn::Status alive() { return {}; }
 };
 
 sdn::Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const SweepConfig& cfg, const std::string& run_dir);
