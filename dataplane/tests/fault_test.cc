@@ -365,6 +365,18 @@ TEST_F(Faults, LiveTraceRecordsRealPacketsAsHandled) {
   close(ls);
 }
 
+// Issue 19, item 9: `stats` carries each port's counters (the lab reads the
+// af_packet ring drops and receive misses from it).
+TEST_F(Faults, StatsTextHasThePortsCounters) {
+  std::string s = ctl("stats");
+  size_t at = s.find("\nports: ");
+  ASSERT_NE(at, std::string::npos) << s;
+  std::string line = s.substr(at + 1, s.find('\n', at + 1) - at - 1);
+  for (const char* k : {"inside_rx_packets=", "inside_rx_missed=", "inside_rx_ring_drops=", "outside_tx_errors=",
+                        "kernel_ip_reasm_fails="})
+    EXPECT_NE(line.find(k), std::string::npos) << k << " missing from: " << line;
+}
+
 // Item 10: `rule add` takes one rule and nothing else.
 TEST_F(Faults, RuleAddTakesExactlyOneRule) {
   std::string r1 = "{table: 1, priority: 5, match: \"ip_proto=udp,tp_dst=7300\", actions: drop}";

@@ -128,16 +128,12 @@ class DataplaneDut final : public Dut {
     auto j = nlohmann::json::parse(*r, nullptr, false);
     if (j.is_discarded() || !j.contains("/dataplane/stats")) return Status::error("telemetry: not the stats reply");
     const auto& st = j["/dataplane/stats"];
-    std::map<std::string, long long> m;
-    if (st.contains("drops"))
-      for (auto& [k, v] : st["drops"].items())
-        if (v.is_number()) m[(k == "rule_drop" || k == "no_match" ? "policy:" : "") + k] = v.get<long long>();
-    if (st.contains("ports"))
-      for (auto& [k, v] : st["ports"].items())
-        if (v.is_number() && (k.ends_with("_rx_missed") || k.ends_with("_rx_errors") || k.ends_with("_tx_errors") ||
-                              k.ends_with("_rx_ring_drops") || k == "kernel_ip_reasm_fails"))
-          m[k] = v.get<long long>();
-    return m;
+    std::map<std::string, long long> reasons, ports;
+    for (const char* part : {"drops", "ports"})
+      if (st.contains(part))
+        for (auto& [k, v] : st[part].items())
+          if (v.is_number()) (part[0] == 'd' ? reasons : ports)[k] = v.get<long long>();
+    return util::dataplane_drops(reasons, ports);
   }
 
  private:

@@ -23,20 +23,7 @@ using util::slurp;
 
 namespace {
 
-// "k=v k=v" pairs after `label:` on the line that starts with it.
-std::map<std::string, long long> pairs_on_line(const std::string& text, const std::string& label) {
-  std::map<std::string, long long> m;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) {
-    if (l.rfind(label + ":", 0) != 0) continue;
-    std::istringstream w(l.substr(label.size() + 1));
-    for (std::string kv; w >> kv;) {
-      size_t eq = kv.find('=');
-      if (eq != std::string::npos) m[kv.substr(0, eq)] = atoll(kv.c_str() + eq + 1);
-    }
-  }
-  return m;
-}
+using util::pairs_on_line;
 
 class LabDut final : public Dut {
  public:
@@ -172,10 +159,9 @@ class LabDut final : public Dut {
     }
     if (profile_ == "dataplane") {
       if (Status s = ssh_.run("dut", {inv_.dut.dataplane_ctl, "--prefix", prefix_, "stats"}, &out, 20s); !s) return s;
-      std::map<std::string, long long> m;
-      for (auto& [k, v] : pairs_on_line(out, "drops"))
-        m[(k == "rule_drop" || k == "no_match" ? "policy:" : "") + k] = v;
-      return m;
+      if (out.find("\nports:") == std::string::npos)
+        return Status::error("dataplane-ctl stats on the DUT host has no ports line (a dataplane older than the harness?)");
+      return util::dataplane_drops(pairs_on_line(out, "drops"), pairs_on_line(out, "ports"));
     }
     std::map<std::string, long long> m;
     for (const auto& ifc : inv_.dut.interfaces) {

@@ -90,6 +90,31 @@ void ovs_port_drops(const std::string& port, const std::string& statistics, std:
   }
 }
 
+std::map<std::string, long long> dataplane_drops(const std::map<std::string, long long>& reasons,
+                                                 const std::map<std::string, long long>& ports) {
+  std::map<std::string, long long> m;
+  for (const auto& [k, v] : reasons) m[(k == "rule_drop" || k == "no_match" ? "policy:" : "") + k] = v;
+  for (const auto& [k, v] : ports)
+    if (k.ends_with("_rx_missed") || k.ends_with("_rx_errors") || k.ends_with("_tx_errors") ||
+        k.ends_with("_rx_ring_drops") || k == "kernel_ip_reasm_fails")
+      m[k] = v;
+  return m;
+}
+
+std::map<std::string, long long> pairs_on_line(const std::string& text, const std::string& label) {
+  std::map<std::string, long long> m;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    if (l.rfind(label + ":", 0) != 0) continue;
+    std::istringstream w(l.substr(label.size() + 1));
+    for (std::string kv; w >> kv;) {
+      size_t eq = kv.find('=');
+      if (eq != std::string::npos) m[kv.substr(0, eq)] = atoll(kv.c_str() + eq + 1);
+    }
+  }
+  return m;
+}
+
 HostRunner netns_runner(const testbed::Netns* ns) {
   return [ns](const std::vector<std::string>& argv) -> sdn::Result<std::string> {
     auto r = testbed::run_capture(argv, ns, std::chrono::seconds(10));

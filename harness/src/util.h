@@ -32,6 +32,14 @@ std::string ovs_firewall_flows();
 // The drop, error and missed counters of `ovs-vsctl get Interface PORT
 // statistics` output ({k=v, k=v, ...}) into *m as PORT_k.
 void ovs_port_drops(const std::string& port, const std::string& statistics, std::map<std::string, long long>* m);
+// The dataplane's drop counters by name, from its drop reasons and its
+// ports' counters (telemetry /dataplane/stats or `dataplane-ctl stats`):
+// every reason (rule_drop and no_match as "policy:"), and each port's
+// receive misses and errors, transmit errors and af_packet ring drops.
+std::map<std::string, long long> dataplane_drops(const std::map<std::string, long long>& reasons,
+                                                 const std::map<std::string, long long>& ports);
+// "k=v k=v" pairs after `label:` on the line that starts with it.
+std::map<std::string, long long> pairs_on_line(const std::string& text, const std::string& label);
 // Runs commands in a namespace (null: this one) for gather_host_facts().
 HostRunner netns_runner(const testbed::Netns* ns);
 

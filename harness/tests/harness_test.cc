@@ -24,6 +24,7 @@
 #include "harness/sweep.h"
 #include "harness/tools.h"
 #include "testbed/process.h"
+#include "../src/util.h"
 
 using namespace harness;
 
@@ -728,6 +729,29 @@ TEST(Lab, BadInventoriesNameFileLineAndKey) {
   }
   EXPECT_NE(load_inventory("/tmp").message().find("is a directory"), std::string::npos);
   EXPECT_NE(load_inventory("/nonexistent/lab.yaml").message().find("cannot open"), std::string::npos);
+}
+
+// Issue 19, item 9: the lab reads the dataplane's drops from
+// `dataplane-ctl stats`, its ports line included (af_packet ring drops,
+// receive misses), as the local run reads them from telemetry.
+TEST(Lab, DataplaneDropsIncludeThePortsLine) {
+  const std::string text =
+      "ok\n"
+      "worker 0 lcore 1: rx 10 tx 9 busy_polls 1 idle_polls 2\n"
+      "ports: inside_rx_packets=5 inside_rx_missed=2 inside_rx_ring_drops=74903 outside_tx_errors=1 "
+      "outside_rx_ring_drops=0 kernel_ip_reasm_fails=3 inside_link_up=1\n"
+      "drops: no_match=1 rule_drop=4 tx_full=7 parse_truncated=2\n"
+      "ct: active=3\n";
+  auto m = util::dataplane_drops(util::pairs_on_line(text, "drops"), util::pairs_on_line(text, "ports"));
+  EXPECT_EQ(m["inside_rx_ring_drops"], 74903);
+  EXPECT_EQ(m["inside_rx_missed"], 2);
+  EXPECT_EQ(m["outside_tx_errors"], 1);
+  EXPECT_EQ(m["kernel_ip_reasm_fails"], 3);
+  EXPECT_EQ(m["tx_full"], 7);
+  EXPECT_EQ(m["policy:rule_drop"], 4);
+  EXPECT_EQ(m["policy:no_match"], 1);
+  EXPECT_EQ(m.count("inside_rx_packets"), 0u);
+  EXPECT_EQ(m.count("inside_link_up"), 0u);
 }
 
 TEST(Ssh, QuotingRoundTripsThroughARealShell) {

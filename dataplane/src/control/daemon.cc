@@ -739,6 +739,9 @@ std::string Daemon::stats_text() {
     for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) sum.parse_drop[i] += s.parse_drop[i];
     for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) sum.drop[i] += s.drop[i];
   }
+  o << "ports:";
+  for (const auto& [k, v] : port_counters()) o << " " << k << "=" << v;
+  o << "\n";
   o << "drops:";
   for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++)
     o << " " << drop_why_name(static_cast<DropWhy>(i)) << "=" << sum.drop[i];
@@ -956,35 +959,41 @@ void Daemon::shutdown() {
 
 // ------------------------------------------------------------------ telemetry
 
-void Daemon::telemetry_stats(rte_tel_data* d) {
-  rte_tel_data_start_dict(d);
-  rte_tel_data* ports = rte_tel_data_alloc();
-  rte_tel_data_start_dict(ports);
+std::vector<std::pair<std::string, uint64_t>> Daemon::port_counters() {
+  std::vector<std::pair<std::string, uint64_t>> v;
+  bool af_packet = false;
   for (size_t i = 0; i < port_ids_.size(); i++) {
     rte_eth_stats s{};
     rte_eth_stats_get(port_ids_[i], &s);
     rte_eth_link link{};
     rte_eth_link_get_nowait(port_ids_[i], &link);
     const std::string& n = cfg_.ports[i].name;
-    rte_tel_data_add_dict_u64(ports, (n + "_rx_packets").c_str(), s.ipackets);
-    rte_tel_data_add_dict_u64(ports, (n + "_tx_packets").c_str(), s.opackets);
-    rte_tel_data_add_dict_u64(ports, (n + "_rx_bytes").c_str(), s.ibytes);
-    rte_tel_data_add_dict_u64(ports, (n + "_tx_bytes").c_str(), s.obytes);
-    rte_tel_data_add_dict_u64(ports, (n + "_rx_missed").c_str(), s.imissed);
-    rte_tel_data_add_dict_u64(ports, (n + "_rx_errors").c_str(), s.ierrors);
-    rte_tel_data_add_dict_u64(ports, (n + "_tx_errors").c_str(), s.oerrors);
-    rte_tel_data_add_dict_u64(ports, (n + "_link_up").c_str(), link.link_status);
+    v.insert(v.end(), {{n + "_rx_packets", s.ipackets},
+                       {n + "_tx_packets", s.opackets},
+                       {n + "_rx_bytes", s.ibytes},
+                       {n + "_tx_bytes", s.obytes},
+                       {n + "_rx_missed", s.imissed},
+                       {n + "_rx_errors", s.ierrors},
+                       {n + "_tx_errors", s.oerrors},
+                       {n + "_link_up", static_cast<uint64_t>(link.link_status)}});
     if (ifindex_[i]) {
       std::lock_guard<std::mutex> lk(off_mu_);
-      rte_tel_data_add_dict_u64(ports, (n + "_rx_ring_drops").c_str(), ring_drops_[i]);
+      v.emplace_back(n + "_rx_ring_drops", ring_drops_[i]);
+      af_packet = true;
     }
   }
-  bool af_packet = false;
-  for (int ix : ifindex_) af_packet |= ix != 0;
   if (af_packet) {
     std::lock_guard<std::mutex> lk(off_mu_);
-    rte_tel_data_add_dict_u64(ports, "kernel_ip_reasm_fails", reasm_fails_);
+    v.emplace_back("kernel_ip_reasm_fails", reasm_fails_);
   }
+  return v;
+}
+
+void Daemon::telemetry_stats(rte_tel_data* d) {
+  rte_tel_data_start_dict(d);
+  rte_tel_data* ports = rte_tel_data_alloc();
+  rte_tel_data_start_dict(ports);
+  for (const auto& [k, v] : port_counters()) rte_tel_data_add_dict_u64(ports, k.c_str(), v);
   rte_tel_data_add_dict_container(d, "ports", ports, 0);
 
   rte_tel_data* workers = rte_tel_data_alloc();

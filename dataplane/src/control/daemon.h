@@ -34,6 +34,10 @@ class Daemon {
   // A control request (the socket's; telemetry has its own below).
   ControlServer::Reply handle(const std::string& request);
   void telemetry_stats(rte_tel_data* d);
+  // Each port's counters as NAME_rx_packets, NAME_rx_missed, ... (and the
+  // af_packet ring drops, the kernel's reassembly failures), for telemetry
+  // and `stats` alike.
+  std::vector<std::pair<std::string, uint64_t>> port_counters();
   void telemetry_ct_list(const char* params, rte_tel_data* d);
   void telemetry_rules(rte_tel_data* d);
 
