@@ -593,6 +593,7 @@ RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int
                                      std::to_string(cports[static_cast<size_t>(i)]), "-t", std::to_string(duration), "-J", "-l",
                                      std::to_string(size)};
     if (omit > 0) argv.insert(argv.end(), {"-O", std::to_string(omit)});
+    if (!tr.client_address().empty()) argv.insert(argv.end(), {"-B", tr.client_address()});
     if (proto == "udp") argv.insert(argv.end(), {"-u", "-b", "0"});
     else argv.insert(argv.end(), {"-M", std::to_string(mss)});
     SpawnOptions o;
@@ -625,6 +626,7 @@ RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int
                                      std::to_string(duration), "-m", std::to_string(std::min(size, tr.mtu() - 28))};
     if (n > 0) argv.insert(argv.end(), {"--mps", std::to_string(kLoadedMps), "--reply-every", "1"});
     if (n > 0 && omit > 0) argv.insert(argv.end(), {"--pre-warmup-wait", std::to_string(omit)});
+    if (!tr.client_address().empty()) argv.insert(argv.end(), {"--client_ip", tr.client_address()});
     auto p = tr.spawn(Side::kClient, argv, o);
     if (p) sp = std::move(p.value());
     out.have_lat = p.ok();
@@ -701,6 +703,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
         cpu = l.substr(l.find(':') + 2);
         break;
       }
+    m << "harness host (this machine; on the namespace testbed also the client, server and DUT hosts):\n";
     m << "cpu: " << cpu << "\ncores: " << std::thread::hardware_concurrency() << "\nkernel: " << cmd_line({"uname", "-r"})
       << "\ndpdk: " << cmd_line({"pkg-config", "--modversion", "libdpdk"}) << "\novs: " << cmd_line({"ovs-vswitchd", "--version"})
       << "\niperf3: " << cmd_line({"iperf3", "--version"}) << "\nsockperf: " << cmd_line({"sockperf", "--version"})
@@ -760,6 +763,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     if (ce < 0 && dut.no_tracker().empty()) return "background conns: the DUT's tracker count cannot be read";
     return "";
   };
+  bool endpoints_described = false;
   // One DUT on a fresh testbed, repetitions rep_lo..rep_hi of every cell.
   auto run_dut = [&](const std::string& dname, int rep_lo, int rep_hi) -> Status {
     std::string ddir = raw + "/" + dname;
@@ -782,6 +786,20 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
       if (Status s = ssh->open(&report); !s) dut_error = "ssh: " + s.message();
       if (!report.empty()) fprintf(stderr, "harness: %s", report.c_str());
       tr = std::make_unique<SshTransport>(*ssh, inv.server.address, inv.mtu, &inv);
+      if (dut_error.empty() && !endpoints_described) {
+        // The client and server hosts, once per run, as the DUT host is.
+        endpoints_described = true;
+        std::ofstream m(out + "/machine.txt", std::ios::app);
+        for (const LabHost* h : {&inv.client, &inv.server}) {
+          HostRunner run = [&](const std::vector<std::string>& argv) -> Result<std::string> {
+            std::string o;
+            if (Status s = ssh->run(h->ssh.name, argv, &o, 30s); !s) return s;
+            return o;
+          };
+          m << h->ssh.name << " host " << h->ssh.destination << " (" << h->interface << " " << h->address << "):\n"
+            << gather_host_facts(run, {h->interface}).describe();
+        }
+      }
       if (dut_error.empty()) {
         auto d = make_lab_dut(dname, inv, *ssh, ddir, out + "/machine.txt");
         if (!d) dut_error = d.message();
@@ -831,7 +849,7 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
       o.stdout_path = "/dev/null";
       o.stderr_path = "/dev/null";
       auto p = tr->spawn(Side::kServer,
-                         {"iperf3", "-s", "-p", std::to_string(5201 + i), "--rcv-timeout",
+                         {"iperf3", "-s", "-B", tr->server_address(), "-p", std::to_string(5201 + i), "--rcv-timeout",
                           std::to_string((cfg.duration_s + 10) * 1000)},
                          o);
       if (!p) return Status::error("iperf3 server: " + p.message());

@@ -451,6 +451,10 @@ TEST(E2E, LabInventoryDrivesEveryHostOverSsh) {
   std::string machine = read_proc(out + "/machine.txt");
   EXPECT_NE(machine.find("dut host 192.168.251.10 for dataplane:\nkernel: "), std::string::npos) << machine;
   EXPECT_NE(machine.find("d0: driver veth"), std::string::npos) << machine;
+  // Issue 19, item 12: every host described and labelled, the harness's own too.
+  EXPECT_EQ(machine.rfind("harness host (this machine", 0), 0u) << machine;
+  EXPECT_NE(machine.find("\nclient host 192.168.251.2 (c0 10.0.0.1):\nkernel: "), std::string::npos) << machine;
+  EXPECT_NE(machine.find("\nserver host 192.168.251.6 (s0 10.0.0.2):\nkernel: "), std::string::npos) << machine;
   // Nothing of the run left on the hosts; the testbed goes with Ctrl-C.
   std::error_code ec;
   size_t runs = 0;

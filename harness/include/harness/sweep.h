@@ -107,6 +107,9 @@ class Transport {
  public:
   virtual ~Transport() = default;
   virtual std::string server_address() const = 0;
+  // The client host's test address, which its tools bind to (-B): a lab
+  // host's management address routes elsewhere. Empty: the only one there is.
+  virtual std::string client_address() const { return ""; }
   virtual int mtu() const = 0;
   virtual sdn::Result<Job> spawn(Side side, const std::vector<std::string>& argv, testbed::SpawnOptions opts) = 0;
   // Returns once every job spawned behind a barrier (opts.barrier_fd) waits
@@ -157,6 +160,7 @@ class SshTransport final : public Transport {
   SshTransport(SshSession& s, std::string server_address, int mtu, const Inventory* inv = nullptr)
       : s_(s), server_(std::move(server_address)), mtu_(mtu), inv_(inv) {}
   std::string server_address() const override { return server_; }
+  std::string client_address() const override { return inv_ ? inv_->client.address : ""; }
   int mtu() const override { return mtu_; }
   sdn::Result<Job> spawn(Side side, const std::vector<std::string>& argv, testbed::SpawnOptions opts) override {
     std::vector<std::string> a = argv;
