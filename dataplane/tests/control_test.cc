@@ -2,6 +2,9 @@
 // slow readers, requests too large, a socket path it must not take.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -19,7 +22,16 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string sock_path(const char* what) { return "/tmp/dp-control-test-" + std::to_string(getpid()) + "-" + what + ".sock"; }
+// In a directory only this process's user may write (the server refuses a
+// socket in one others could write, such as /tmp itself).
+std::string sock_path(const char* what) {
+  static const struct Dir {
+    std::string path = "/tmp/dp-control-test-" + std::to_string(getpid());
+    Dir() { mkdir(path.c_str(), 0700); }
+    ~Dir() { std::filesystem::remove_all(path); }
+  } dir;
+  return dir.path + "/" + what + ".sock";
+}
 
 int connect_to(const std::string& path) {
   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);

@@ -220,7 +220,7 @@ class LabDut final : public Dut {
     o.stdout_path = log_;
     o.stderr_path = "=stdout";
     auto j = ssh_.spawn("dut", {inv_.dut.dataplane_program, "--config", inv_.dut.dataplane_config, "--file-prefix", prefix_},
-                        o);
+                        o, true);
     if (!j) return j.status();
     daemon_ = std::move(j.value());
     if (Status s = await_log("dataplane: running", "the dataplane"); !s) return s;
@@ -244,7 +244,7 @@ class LabDut final : public Dut {
     testbed::SpawnOptions o;
     o.stdout_path = log_;
     o.stderr_path = "=stdout";
-    auto j = ssh_.spawn("dut", argv, o);
+    auto j = ssh_.spawn("dut", argv, o, true);
     if (!j) return j.status();
     daemon_ = std::move(j.value());
     if (Status s = await_log("packet forwarding - ports=", "testpmd"); !s) return s;
@@ -292,7 +292,7 @@ class LabDut final : public Dut {
     testbed::SpawnOptions o;
     o.stdout_path = dir_ + "/ovsdb-server.log";
     o.stderr_path = "=stdout";
-    auto d = ssh_.spawn("dut", a, o);
+    auto d = ssh_.spawn("dut", a, o, true);
     if (!d) return d.status();
     ovsdb_ = std::move(d.value());
     Status up = Status::error("the OVS database did not answer");
@@ -322,7 +322,7 @@ class LabDut final : public Dut {
                        "--log-file=" + ovs_dir_ + "/ovs-vswitchd.log"});
     log_ = dir_ + "/ovs-vswitchd.out";
     o.stdout_path = log_;
-    auto v = ssh_.spawn("dut", a, o);
+    auto v = ssh_.spawn("dut", a, o, true);
     if (!v) return v.status();
     daemon_ = std::move(v.value());
     started_ = true;

@@ -121,6 +121,7 @@ const SshHost* SshSession::host(const std::string& name) const {
 
 Status SshSession::run_script(const SshHost& h, const std::string& script, std::string* out,
                               std::chrono::milliseconds timeout) {
+  if (Status s = ensure_master(h); !s) return s;
   auto r = testbed::run_capture(ssh_argv(h, control_dir_, script), ns_, timeout);
   if (!r) return Status::error("host " + h.name + " (" + h.destination + "): " + r.message());
   if (out) *out = r->output;
@@ -215,15 +216,21 @@ SshSession::~SshSession() {
   std::filesystem::remove_all(control_dir_, ec);
 }
 
+Status SshSession::ensure_master(const SshHost& h) {
+  if (size_t i = static_cast<size_t>(&h - hosts_.data()); i < masters_.size() && !masters_[i].running()) {
+    // The connection dropped (the master died with it): a new one. (Without
+    // it, ssh warns about the dead control socket into the command's output.)
+    fprintf(stderr, "harness: host %s: the ssh master connection is gone; connecting again\n", h.name.c_str());
+    return start_master(i);
+  }
+  return {};
+}
+
 Result<Job> SshSession::spawn(const std::string& name, const std::vector<std::string>& argv,
-                              testbed::SpawnOptions opts) {
+                              testbed::SpawnOptions opts, bool graceful) {
   const SshHost* h = host(name);
   if (!h) return Status::error("no host '" + name + "' in the inventory");
-  if (size_t i = static_cast<size_t>(h - hosts_.data()); i < masters_.size() && !masters_[i].running()) {
-    // The connection dropped (the master died with it): a new one.
-    fprintf(stderr, "harness: host %s: the ssh master connection is gone; connecting again\n", name.c_str());
-    if (Status s = start_master(i); !s) return s;
-  }
+  if (Status s = ensure_master(*h); !s) return s;
   for (const auto& a : argv)
     if (a.find('\0') != std::string::npos) return Status::error("an argument holds a NUL byte");
   const std::string n = std::to_string(++seq_);
@@ -265,13 +272,15 @@ Result<Job> SshSession::spawn(const std::string& name, const std::vector<std::st
   auto p = testbed::Process::spawn(ssh_argv(*h, control_dir_, remote), opts);
   if (opts.stdin_fd >= 0) close(opts.stdin_fd);
   if (!p) return Status::error("host " + name + ": " + p.message());
-  // A stop: TERM, up to 10 s, KILL (a DPDK program turns its ports back).
+  // A graceful stop: TERM, up to 10 s, KILL (a DPDK program turns its
+  // ports back); else KILL.
   std::vector<std::string> kill_argv = ssh_argv(
       *h, control_dir_,
       shell_join({"sh", "-c",
-                  "g=$(cat \"$1\" 2>/dev/null); [ -n \"$g\" ] || exit 0; kill -TERM -\"$g\" 2>/dev/null; i=0; "
-                  "while kill -0 -\"$g\" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; "
-                  "kill -KILL -\"$g\" 2>/dev/null; rm -f \"$1\"",
+                  graceful ? "g=$(cat \"$1\" 2>/dev/null); [ -n \"$g\" ] || exit 0; kill -TERM -\"$g\" 2>/dev/null; "
+                             "i=0; while kill -0 -\"$g\" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); "
+                             "done; kill -KILL -\"$g\" 2>/dev/null; rm -f \"$1\""
+                           : "kill -KILL -\"$(cat \"$1\" 2>/dev/null)\" 2>/dev/null; rm -f \"$1\"",
                   "sh", pidfile}));
   const testbed::Netns* ns = ns_;
   return Job(std::move(p.value()), [kill_argv, ns] { testbed::run_capture(kill_argv, ns, std::chrono::seconds(20)); },

@@ -849,8 +849,8 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
       o.stdout_path = "/dev/null";
       o.stderr_path = "/dev/null";
       auto p = tr->spawn(Side::kServer,
-                         {"iperf3", "-s", "-B", tr->server_address(), "-p", std::to_string(5201 + i), "--rcv-timeout",
-                          std::to_string((cfg.duration_s + 10) * 1000)},
+                         {"iperf3", "-s", "-p", std::to_string(5201 + i), "--rcv-timeout",
+                          std::to_string((cfg.duration_s + 10) * 1000), "-B", tr->server_address()},
                          o);
       if (!p) return Status::error("iperf3 server: " + p.message());
       servers[static_cast<size_t>(i)] = std::move(p.value());

@@ -110,7 +110,10 @@ class SshSession {
   // the barrier reaches it over ssh's stdin. Starting a remote program takes
   // a session, a shell and an exec (tens to hundreds of ms on a loaded host),
   // which a local barrier would leave staggered across the jobs it releases.
-  sdn::Result<Job> spawn(const std::string& host, const std::vector<std::string>& argv, testbed::SpawnOptions opts);
+  // A job ends with KILL (a tool: iperf3, sockperf), or with `graceful` by
+  // TERM, up to 10 s, then KILL (a DUT program that gives its ports back).
+  sdn::Result<Job> spawn(const std::string& host, const std::vector<std::string>& argv, testbed::SpawnOptions opts,
+                         bool graceful = false);
   // Waits until every job spawned behind a barrier since the last call is
   // waiting at it on its host (one ssh command per host). Errors name the host.
   sdn::Status wait_ready(std::chrono::milliseconds timeout);
@@ -132,6 +135,7 @@ class SshSession {
   // Starts host i's master connection and waits until it answers; a master
   // that died (a dropped connection) is started again by spawn().
   sdn::Status start_master(size_t i);
+  sdn::Status ensure_master(const SshHost& h);
   std::vector<SshHost> hosts_;
   std::vector<testbed::Process> masters_;  // one per host, children of this process
   std::string run_id_, run_dir_, control_dir_;
