@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -19,6 +20,16 @@
 #include "testbed/testbed.h"
 
 using namespace harness;
+
+namespace {
+// Run directories are handed to programs that change their working
+// directory (ovsdb-server's socket path, "unix:DIR/db.sock"): absolute.
+std::string absolute(const std::string& p) {
+  std::error_code ec;
+  auto a = std::filesystem::absolute(p, ec);
+  return ec ? p : a.lexically_normal().string();
+}
+}  // namespace
 
 namespace {
 
@@ -314,9 +325,9 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
       std::vector<int> r;
       list(a, v, 1, 10000000, &r);
       c.churn_conns = r[0];
-    } else if (a == "--out") c.out_dir = v;
+    } else if (a == "--out") c.out_dir = absolute(v);
     else if (a == "--resume") {
-      c.out_dir = v;
+      c.out_dir = absolute(v);
       c.resume = true;
     } else if (a == "--dataplane-config") c.dataplane_config = v;
     else {
@@ -501,8 +512,8 @@ int main(int argc, char** argv) {
     else if (a == "--no-interleave") cfg.interleave = false;
     else if (a == "--mtu") cfg.mtu = num(kMtuLimit.lo, kMtuLimit.hi);
     else if (a == "--dataplane-config") cfg.dataplane_config = val();
-    else if (a == "--out") cfg.out_dir = val();
-    else if (a == "--resume") cfg.resume_dir = val();
+    else if (a == "--out") cfg.out_dir = absolute(val());
+    else if (a == "--resume") cfg.resume_dir = absolute(val());
     else if (a == "--ci") cfg.ci = true;
     else if (a == "--lab") {
       cfg.lab = val();

@@ -483,6 +483,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
     out = cfg.source_dir + "/results/runs/rfc2544-" + b;
   }
   std::error_code ec;
+  out = std::filesystem::absolute(out, ec).lexically_normal().string();  // handed to programs that chdir
   std::filesystem::create_directories(out + "/raw", ec);
   if (ec) return Status::error(out + ": " + ec.message());
   // What killed runs left: their DPDK hugepage files and runtime dirs, and

@@ -678,6 +678,10 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
     strftime(b, sizeof b, "%Y%m%d-%H%M%S", gmtime(&t));
     out = cfg.source_dir + "/results/runs/" + b;
   }
+  {
+    std::error_code ec;
+    out = std::filesystem::absolute(out, ec).lexically_normal().string();  // handed to programs that chdir
+  }
   std::string raw = out + "/raw";
   {
     std::error_code ec;

@@ -841,6 +841,22 @@ TEST(E2E, Rfc2544KilledRunIsCleanedUpByTheNext) {
   for (const auto& f : dpdk_leftovers_of(next->pid())) ADD_FAILURE() << "the next run's own: " << f;
 }
 
+// A relative --out reaches OVS's database socket as a relative path after
+// ovsdb-server changed directory ("database connection failed"): made absolute.
+TEST(E2E, Rfc2544RelativeOutDirWorksForOvs) {
+  const std::string rel = "harness-e2e-rel-" + std::to_string(getpid());
+  auto r = testbed::run_capture({g_harness, "run", "--mode", "rfc2544", "--frame-sizes", "64", "--conns", "500",
+                                 "--dut", "ovs-dpdk", "--trial", "0.3", "--churn", "0", "--out", rel},
+                                nullptr, std::chrono::minutes(3));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 0) << r->output;
+  auto rows = harness::read_csv(rel + "/rfc2544.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0]["status"], "ok") << (*rows)[0]["error"];
+  std::filesystem::remove_all(rel);
+}
+
 // Bad input to --mode rfc2544: more connections than the DUT's table holds
 // and a DUT that drops everything are error rows that say so, not numbers.
 TEST(E2E, Rfc2544FullTableAndADutThatDropsAllAreErrorRows) {
