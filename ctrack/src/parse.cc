@@ -194,6 +194,7 @@ Drop parse_packet(const uint8_t* d, uint32_t len, uint16_t zone, Parsed* out) {
   }
   p.key.proto = proto;
   p.l3_len = static_cast<uint16_t>(ip_end > 0xFFFF ? 0xFFFF : ip_end);
+  p.l2_len = static_cast<uint8_t>(off);
   r.kind = L3Kind::kIp;
   r.l4_off = static_cast<uint16_t>(off + l4off);
   if (fragment) {

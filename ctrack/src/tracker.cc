@@ -271,9 +271,11 @@ struct Tracker::Impl {
       e.last_ack = p->ack;
       e.last_end = seg_end(*p);
       e.last_win = p->win;
+      e.l2_len = p->l2_len;
     } else {
       e.last_seq = e.last_ack = e.last_end = 0;
       e.last_win = 0;
+      e.l2_len = 0;
     }
     ring_head.store(h + 1, std::memory_order_release);
     st.events++;
@@ -678,11 +680,20 @@ struct Tracker::Impl {
         c.packets[dir]++;
         c.bytes[dir] += p.l3_len;
       }
-      if (dir == 1 && !(c.flags & detail::kSeenReply)) {
+      const bool first_reply = dir == 1 && !(c.flags & detail::kSeenReply);
+      if (first_reply) {
         c.flags |= detail::kSeenReply;
         if (c.key.proto == IPPROTO_UDP && !(c.flags & detail::kNoOffload)) raise_established(idx, c, &p, 1);
       }
       if (c.key.proto == IPPROTO_TCP && o.changed) tcp_events(idx, c, p, dir);
+      // Offered to the NIC again: a connection that left it while alive
+      // (aged out, its rules changed) has kEvented cleared, and its next
+      // packet raises kEstablished once more.
+      else if (!first_reply && !(c.flags & (detail::kEvented | detail::kNoOffload)) &&
+               (c.key.proto == IPPROTO_UDP ? (c.flags & detail::kSeenReply) != 0
+                                           : c.key.proto == IPPROTO_TCP && c.state == sES &&
+                                                 (c.flags & detail::kAssured)))
+        raise_established(idx, c, &p, static_cast<uint8_t>(dir));
       // An ACK or data segment of an offloaded connection reached software:
       // the NIC judged it out of its window, so its context is behind (see
       // EventType::kResync). SYN, FIN and RST come here by design.
@@ -1199,6 +1210,11 @@ bool Tracker::set_offloaded(uint32_t handle, const Key& orig, bool on) {
     }
     if (on) m.st.offloaded++;
     else m.st.offloaded--;
+  }
+  if (ok && !on) {
+    // Out of the NIC while alive: its next packet offers it again (see
+    // raise_established). A connection that ends raises no more.
+    c.flags &= static_cast<uint8_t>(~detail::kEvented);
   }
   m.release();
   return ok;

@@ -274,7 +274,7 @@ TEST(Events, FullRingDefersDestroyInsteadOfLosingIt) {
     h.run(udp(nth(i)));
     h.run(udp(nth(i).reversed()));
   }
-  EXPECT_EQ(h.tracker->stats().events_dropped, 1u);  // third kEstablished lost: it just won't offload
+  EXPECT_EQ(h.tracker->stats().events_dropped, 1u);  // third kEstablished lost: offered again at its next packet
   h.advance_s(100);
   h.tracker->expire(h.now_ns, 1024);
   EXPECT_EQ(h.tracker->stats().active, 2u);  // two announced entries wait for ring space
@@ -298,6 +298,36 @@ TEST(Events, ClosingRaisedForOffloadedTcp) {
   h.run(tcp(k, kFin | kAck, 101, 501));
   ASSERT_EQ(h.tracker->poll_events(ev, 4), 1u);
   EXPECT_EQ(ev[0].type, EventType::kClosing);
+}
+
+// Issue 20: a connection that leaves the NIC while alive (aged out, its
+// rules changed) is offered again at its next packet; one the provider
+// refused for good (set_no_offload) is not; nor one that is closing.
+TEST(Events, OfferedAgainAfterLeavingTheNicWhileAlive) {
+  Harness h;
+  Key k = make_key("10.0.0.1", 1, "10.0.0.2", 2, IPPROTO_TCP);
+  h.run(tcp(k, kSyn, 100, 0));
+  h.run(tcp(k.reversed(), kSyn | kAck, 500, 101));
+  h.run(tcp(k, kAck, 101, 501));
+  Event ev[4];
+  ASSERT_EQ(h.tracker->poll_events(ev, 4), 1u);
+  const Event est = ev[0];
+  h.tracker->set_offloaded(est.conn, est.orig, true);
+  h.run(tcp(k, kAck, 101, 501, 65535, 10));  // one the NIC refused: a resync, not a new offer
+  ASSERT_EQ(h.tracker->poll_events(ev, 4), 1u);
+  EXPECT_EQ(ev[0].type, EventType::kResync);
+  h.tracker->set_offloaded(est.conn, est.orig, false);  // aged out
+  h.run(tcp(k, kAck, 111, 501, 65535, 10));
+  ASSERT_EQ(h.tracker->poll_events(ev, 4), 1u);
+  EXPECT_EQ(ev[0].type, EventType::kEstablished);
+  EXPECT_EQ(ev[0].conn, est.conn);
+  h.run(tcp(k, kAck, 121, 501, 65535, 10));
+  EXPECT_EQ(h.tracker->poll_events(ev, 4), 0u) << "raised once, not per packet";
+  h.tracker->set_no_offload(est.conn, est.orig);
+  h.tracker->set_offloaded(est.conn, est.orig, true);
+  h.tracker->set_offloaded(est.conn, est.orig, false);
+  h.run(tcp(k, kAck, 131, 501, 65535, 10));
+  EXPECT_EQ(h.tracker->poll_events(ev, 4), 0u) << "refused for good";
 }
 
 // The offload provider takes the state at submission, not at the event: the

@@ -3,7 +3,11 @@
 // a timed test.
 //
 //   offload-bench [--json] [--conns N] [--churn N] [--in-flight N]
-//                 [--insert-rate OPS] [--latency-us US]
+//                 [--insert-rate OPS] [--latency-us US] [--nic PROFILE]
+//
+// --nic picks the model's NIC profile and with it the strategy: conntrack
+// objects (cx6dx-switchdev-ct-fdb, cx6dx-legacy: aso) or exact rules that
+// leave SYN/FIN/RST to software (cx6dx-switchdev, bf2-switchdev: flows).
 //
 // Set-up as in the daemon: the one rte_flow provider over the mlx5 22.11
 // model (`emulated`) on two net_null ports; the model's rx queue is serviced
@@ -14,7 +18,9 @@
 //
 // `rate`: N connections established at once; the time until the last is in
 // the NIC. The baseline from the same run is the NIC's own ceiling: its
-// insertion rate divided by the 4 operations a TCP offload takes.
+// insertion rate divided by the operations a TCP offload takes (4 with a
+// conntrack object, 2 without). Conntrack operations out at once are
+// counted (they share the driver's queue of 1024).
 // `churn`: N connections in batches of 10K: established, offloaded, closed
 // (flushed from ctrack), removed. Then the objects left: must all be zero.
 #include <netinet/in.h>
@@ -181,9 +187,16 @@ int main(int argc, char** argv) {
     else if (a == "--in-flight") num(&oc.max_in_flight);
     else if (a == "--insert-rate") num(&oc.insert_rate);
     else if (a == "--latency-us") num(&oc.latency_us);
+    else if (a == "--nic" && i + 1 < argc) {
+      oc.nic = argv[++i];
+      if (!dp::find_nic_profile(oc.nic)) {
+        fprintf(stderr, "offload-bench: --nic '%s': no such NIC profile\n", oc.nic.c_str());
+        return 2;
+      }
+    }
     else {
       fprintf(stderr,
-              "usage: offload-bench [--json] [--conns N] [--churn N] [--in-flight N] [--insert-rate OPS] "
+              "usage: offload-bench [--json] [--conns N] [--churn N] [--in-flight N] [--insert-rate OPS] [--nic PROFILE] "
               "[--latency-us US]\n");
       return a == "--help" ? 0 : 2;
     }
@@ -208,18 +221,25 @@ int main(int argc, char** argv) {
     while (r.stat("offloads") < conns && Clock::now() - t0 < std::chrono::seconds(120)) r.control();
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
     uint64_t done = r.stat("offloads");
-    double rate = done / s, ceiling = oc.insert_rate / 4.0;
+    const bool aso = r.stat("conntrack_aso") != 0;
+    double rate = done / s, ceiling = oc.insert_rate / (aso ? 4.0 : 2.0);
+    unsigned long long ct_max = r.stat("ct_ops_outstanding_max"), ct_limit = r.stat("ct_ops_limit"),
+                       wqes = r.off->nic()->ct_wqes_max();
     if (g_json)
-      printf("{\"bench\": \"offload_rate\", \"provider\": \"rte_flow+model\", \"conns\": %u, \"offloaded\": %llu, \"offloads_per_s\": %.0f, "
+      printf("{\"bench\": \"offload_rate\", \"provider\": \"rte_flow+model\", \"nic\": \"%s\", \"conntrack\": \"%s\", "
+             "\"transfer\": %s, \"conns\": %u, \"offloaded\": %llu, \"offloads_per_s\": %.0f, "
              "\"nic_ceiling_per_s\": %.0f, \"ratio_to_ceiling\": %.3f, \"max_in_flight\": %u, "
-             "\"max_in_flight_seen\": %llu}\n",
-             conns, (unsigned long long)done, rate, ceiling, rate / ceiling, oc.max_in_flight,
-             (unsigned long long)r.max_in_flight_seen);
+             "\"max_in_flight_seen\": %llu, \"ct_ops_outstanding_max\": %llu, \"ct_ops_limit\": %llu, "
+             "\"nic_ct_queue_max\": %llu, \"nic_ct_queue_depth\": 1024}\n",
+             oc.nic.c_str(), aso ? "aso" : "flows", r.stat("domain_transfer") ? "true" : "false", conns,
+             (unsigned long long)done, rate, ceiling, rate / ceiling, oc.max_in_flight,
+             (unsigned long long)r.max_in_flight_seen, ct_max, ct_limit, wqes);
     else
-      printf("offload rate: %llu of %u connections in %.2f s = %.0f offloads/s (NIC ceiling %.0f/s, ratio %.3f); "
-             "in flight at most %llu (bound %u)\n",
-             (unsigned long long)done, conns, s, rate, ceiling, rate / ceiling,
-             (unsigned long long)r.max_in_flight_seen, oc.max_in_flight);
+      printf("offload rate (%s, %s): %llu of %u connections in %.2f s = %.0f offloads/s (NIC ceiling %.0f/s, ratio "
+             "%.3f); in flight at most %llu (bound %u); conntrack operations out at most %llu (limit %llu, the "
+             "NIC's queue saw %llu of 1024)\n",
+             oc.nic.c_str(), aso ? "aso" : "flows", (unsigned long long)done, conns, s, rate, ceiling, rate / ceiling,
+             (unsigned long long)r.max_in_flight_seen, oc.max_in_flight, ct_max, ct_limit, wqes);
   }
 
   {  // churn
@@ -239,6 +259,10 @@ int main(int argc, char** argv) {
     }
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
     dp::Mlx5Model* nic = r.off->nic();
+    unsigned long long ct_max = r.stat("ct_ops_outstanding_max"), wqes = nic->ct_wqes_max(),
+                       failed = 0;
+    for (const auto& [k, v] : r.off->stats().counters)
+      if (k.rfind("failed_", 0) == 0) failed += v;
     unsigned long long leaked_jobs = r.stat("jobs_in_use"), leaked_exact = nic->flows_in_use() - base_rules,
                        leaked_ct = nic->ct_in_use(), leaked_rules = 0,
                        leaked_flag = r.ct->stats().offloaded, offloads = r.stat("offloads"),
@@ -250,14 +274,16 @@ int main(int argc, char** argv) {
       printf("{\"bench\": \"offload_churn\", \"provider\": \"rte_flow+model\", \"conns\": %u, \"offloads\": %llu, "
              "\"removed\": %llu, \"cycles_per_s\": %.0f, \"leaked_jobs\": %llu, \"leaked_nic_entries\": %llu, "
              "\"leaked_ct_contexts\": %llu, \"left_after_flush\": %llu, \"leaked_offloaded_flags\": %llu, "
-             "\"model_refusals\": %llu}\n",
+             "\"model_refusals\": %llu, \"failed\": %llu, \"ct_ops_outstanding_max\": %llu, \"nic_ct_queue_max\": %llu, "
+             "\"nic\": \"%s\"}\n",
              churn, offloads, removed, offloads / s, leaked_jobs, leaked_exact, leaked_ct, leaked_rules, leaked_flag,
-             static_cast<unsigned long long>(nic->refusals()));
+             static_cast<unsigned long long>(nic->refusals()), failed, ct_max, wqes, oc.nic.c_str());
     else
       printf("churn: %u connections, %llu offloaded and %llu removed in %.1f s (%.0f/s); left behind: jobs %llu, "
-             "NIC entries %llu, ct contexts %llu, after flush %lld, offloaded flags %llu\n",
+             "NIC entries %llu, ct contexts %llu, after flush %lld, offloaded flags %llu; failed %llu; conntrack "
+             "operations out at most %llu (NIC queue %llu of 1024)\n",
              churn, offloads, removed, s, offloads / s, leaked_jobs, leaked_exact, leaked_ct,
-             static_cast<long long>(leaked_rules), leaked_flag);
+             static_cast<long long>(leaked_rules), leaked_flag, failed, ct_max, wqes);
   }
   rte_eal_cleanup();
   return 0;

@@ -619,7 +619,15 @@ int port_init(uint16_t id, rte_mempool* pool, uint16_t rx_queues) {
     if (int rc = rte_eth_rx_queue_setup(id, q, nrx, rte_eth_dev_socket_id(id), nullptr, pool); rc < 0) return rc;
   if (int rc = rte_eth_tx_queue_setup(id, 0, ntx, rte_eth_dev_socket_id(id), nullptr); rc < 0) return rc;
   rte_eth_promiscuous_enable(id);
-  return rte_eth_dev_start(id);
+  // A memif client's start connects to the server's socket once; a server
+  // still tearing down the previous client's connection refuses it. Try
+  // again for up to 2 s.
+  int rc = rte_eth_dev_start(id);
+  for (int i = 0; rc < 0 && i < 20 && !g_stop; i++) {
+    rte_delay_ms(100);
+    rc = rte_eth_dev_start(id);
+  }
+  return rc;
 }
 
 const char* kHelp =

@@ -44,7 +44,7 @@ struct alignas(64) Packet {
   uint8_t meta = 0;
   uint8_t icmp_type = 0;
   uint8_t in_port = 0;   // front end's ingress port; kept per direction for the offload provider
-  uint8_t pad = 0;
+  uint8_t l2_len = 0;    // Ethernet header with its VLAN tags: what a NIC's byte counter adds to l3_len
 };
 static_assert(sizeof(Packet) == 64, "one cache line per parsed packet");
 

@@ -126,6 +126,7 @@ struct Event {
   uint8_t reason;    // kDestroyed: 0 expired, 1 closed, 2 flushed, 3 evicted, 4 reopened
   uint8_t last_index;  // TCP flag class of the last packet: 0 SYN, 1 SYN-ACK, 2 FIN, 3 ACK, 4 RST, 5 none
   uint8_t in_port[2];  // Packet::in_port last seen in each direction
+  uint8_t l2_len;      // Packet::l2_len of the packet that raised it (0: none)
   uint32_t conn;
   Key orig;          // original-direction tuple
   TcpDirState tcp[2];

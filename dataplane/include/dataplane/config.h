@@ -48,7 +48,14 @@ struct OffloadConfig {
   uint32_t insert_rate = 1000000;  // emulated: insertions per second
   uint32_t latency_us = 50;        // emulated: completion latency
   uint32_t age_s = 10;             // hardware aging timeout for offloaded flows
-  bool transfer = true;            // rte_flow: eSwitch (transfer) rules; false: ingress rules + MARK
+  // Where the rules go: auto (the e-switch when the ports have a transfer
+  // proxy, else each port's NIC Rx domain), transfer, or ingress.
+  std::string domain = "auto";
+  // How the NIC tracks a connection: aso (mlx5 CONNTRACK objects), flows
+  // (exact 5-tuple rules; SYN, FIN and RST to software), auto (aso where the
+  // port takes a conntrack pool, else flows).
+  std::string conntrack = "auto";
+  std::string nic = "cx6dx-switchdev";  // emulated: the model's NIC profile (nic_model.h)
 };
 
 struct Config {

@@ -6,6 +6,7 @@
 // allowed: nothing else in the offload path knows which table it runs on.
 #pragma once
 
+#include <rte_ethdev.h>
 #include <rte_flow.h>
 
 #include <cstdint>
@@ -20,6 +21,10 @@ struct FlowApi {
   int (*configure)(void* self, uint16_t port, const rte_flow_port_attr* pa, uint16_t nb_queue,
                    const rte_flow_queue_attr* qa[], rte_flow_error* e);
   int (*pick_transfer_proxy)(void* self, uint16_t port, uint16_t* proxy, rte_flow_error* e);
+  // The port's switch domain, from rte_eth_dev_info_get (0 on success).
+  // Ports of one E-Switch share a domain; each PF of a NIC in legacy mode has
+  // its own.
+  int (*switch_info)(void* self, uint16_t port, rte_eth_switch_info* out);
   // Synchronous validation. mlx5 with dv_flow_en=2 has no .validate and
   // calls through a NULL pointer: the provider never calls this; the model
   // aborts like the driver would crash.
@@ -60,6 +65,9 @@ struct FlowApi {
   // rte_flow_action_conntrack filled in when the operation completes.
   int (*async_action_handle_query)(void* self, uint16_t port, uint32_t queue, const rte_flow_op_attr* op,
                                    const rte_flow_action_handle* h, void* data, void* user_data, rte_flow_error* e);
+  // Aged-out rules' AGE contexts, drained from the port's aged-flow ring
+  // (rte_flow_get_q_aged_flows): a count, or a negative errno.
+  int (*get_q_aged_flows)(void* self, uint16_t port, uint32_t queue, void** contexts, uint32_t n, rte_flow_error* e);
   int (*push)(void* self, uint16_t port, uint32_t queue, rte_flow_error* e);
   int (*pull)(void* self, uint16_t port, uint32_t queue, rte_flow_op_result res[], uint16_t n, rte_flow_error* e);
   int (*query)(void* self, uint16_t port, rte_flow* f, const rte_flow_action* actions, void* data,

@@ -46,6 +46,7 @@ struct Layout {
   uint16_t nb_queues = 1;          // software rx queues per port (RSS target without transfer)
   uint32_t ct_group = 1;           // N
   uint32_t age_s = 10;
+  bool aso = true;                 // conntrack objects (the verdict groups exist); false: the flows strategy
   size_t nports() const { return port_ids.size(); }
   uint32_t verdict_group(size_t in, size_t out) const {
     return ct_group + 1 + static_cast<uint32_t>(in * nports() + out);
@@ -131,6 +132,10 @@ struct Conn {
   ctrack::Key orig;      // original-direction tuple
   uint8_t in_port[2];    // config port each direction arrives on
   int16_t out_port[2];   // config port each direction leaves by
+  // TCP tracked by a conntrack object (aso); else (the flows strategy) each
+  // direction's exact rule matches only segments without SYN, FIN and RST,
+  // which miss to software so the tracker sees every state change.
+  bool aso = true;
 };
 
 // The conntrack context for ctrack's view of an established TCP connection,
@@ -144,7 +149,8 @@ rte_flow_modify_conntrack ct_reply_update(const rte_flow_action_conntrack& orig)
 rte_flow_action_conntrack ct_merge(const rte_flow_action_conntrack& nic, const rte_flow_action_conntrack& sw);
 
 // The group-N rule for one direction. `ct` is the indirect conntrack handle
-// (TCP; ignored for UDP); `age_ctx` comes back from the NIC's aged-flow list.
+// (TCP with c.aso; ignored otherwise); `age_ctx` comes back from the NIC's
+// aged-flow list.
 Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* ct, void* age_ctx);
 
 // How far a table-0 rule goes into hardware.

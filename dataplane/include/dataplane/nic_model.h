@@ -39,8 +39,35 @@ namespace dp {
 
 inline constexpr int16_t kNicMiss = -2;  // rx(): the packet goes to software
 
+// A NIC as the 22.11 driver finds it. The profiles differ in what the
+// driver and firmware do with the same calls:
+// - cx6dx-legacy: a ConnectX-6 Dx as shipped (e-switch in legacy mode): no
+//   E-Switch for DPDK (dv_esw_en only with switchdev, linux/mlx5_os.c:186-187),
+//   so no transfer proxy (mlx5_flow.c:11530-11543); each PF its own NIC Rx
+//   domain, conntrack objects per port.
+// - cx6dx-switchdev, bf2-switchdev: switchdev mode (on a BlueField-2 the Arm
+//   side's default): the first port is the E-Switch manager (uplink / PF),
+//   the rest its representors; the HWS conntrack pool of the manager port
+//   asks for the FDB too (mlx5_flow_hw.c:6602-6606), which the 22.11 guide
+//   lists as not supported ("Connection tracking ... with E-Switch: N/A",
+//   mlx5.rst:1548-1551): rte_flow_configure with conntrack objects fails there.
+// - cx6dx-switchdev-ct-fdb: the same with a firmware that takes conntrack in
+//   the FDB (a model option, so that both paths stay tested).
+struct NicProfile {
+  const char* name;
+  bool esw;        // switchdev: ports[0] is the E-Switch manager, the rest its representors
+  bool ct_in_fdb;  // the firmware takes a conntrack pool on the E-Switch manager
+  const char* what;
+};
+const std::vector<NicProfile>& nic_profiles();
+const NicProfile* find_nic_profile(const std::string& name);  // nullptr: no such profile
+
 struct Mlx5ModelConfig {
-  bool esw = true;            // dv_esw_en=1, switchdev: the first port is the eSwitch manager (transfer proxy)
+  // dv_esw_en=1, switchdev: the first port is the eSwitch manager (transfer
+  // proxy). Set with the profile (apply_profile).
+  bool esw = true;
+  bool ct_in_fdb = false;     // see NicProfile
+  std::string profile = "cx6dx-switchdev";
   bool repr_matching = true;  // devarg repr_matching_en (default 1)
   bool fdb_def_rule = true;   // devarg fdb_def_rule_en (default 1)
   unsigned rx_queues = 1;     // software rx queues: one table replica each
@@ -51,6 +78,18 @@ struct Mlx5ModelConfig {
   uint32_t insert_rate = 1000000;    // operations per second the NIC takes
   uint32_t ring = 16384;             // operations in flight per replica (power of two >= all flow queue sizes)
   bool self_service = false;         // no workers: pull() applies queued operations itself
+  // The ASO conntrack work queue of each flow queue: 2^MLX5_ASO_QUEUE_LOG_DESC
+  // = 1024 WQEs (mlx5.h:592 of 22.11.11; the SQ made in mlx5_flow_aso.c:1137-1141).
+  // A create, a context update or a query holds one until its completion is
+  // pulled; when none is free the call fails at once (mlx5_flow_aso.c:1190-1196,
+  // mlx5_flow_hw.c:7805-7810).
+  uint32_t ct_queue_depth = 1024;
+  // Counters a rule frees wait for the counter service's next cycle before
+  // they can be taken again (mlx5_hws_cnt.h:436-452, mlx5_hws_cnt.c:63-92;
+  // svc_cycle_time default 500 ms, mlx5_defs.h:188).
+  uint32_t counter_cycle_ms = 500;
+  // Takes the profile's fields (esw, ct_in_fdb); false for an unknown name.
+  bool apply_profile(const std::string& name);
 };
 
 struct NicStats {
@@ -94,6 +133,9 @@ class Mlx5Model {
   uint64_t flows_in_use() const;     // rules the control side holds (created, not yet destroyed)
   uint64_t ct_in_use() const;        // conntrack objects allocated
   uint64_t templates_in_use() const;  // pattern + actions templates + tables
+  uint64_t counters_in_use() const;   // taken by rules, or freed and waiting for the service cycle
+  // Conntrack WQEs taken and not yet completed, the most at once on any queue.
+  uint32_t ct_wqes_max() const;
   uint64_t refusals() const { return refusals_; }
   const std::string& last_error() const { return last_error_; }  // "rule-name: message [driver file:line]"
   // The model's rules: name and the driver source they encode.

@@ -34,6 +34,7 @@ struct OffloadHost {
 
 struct OffloadStats {
   std::vector<std::pair<std::string, uint64_t>> counters;  // name, value
+  std::vector<std::pair<std::string, std::string>> notes;   // name, words (the domain and strategy, and why)
   uint64_t get(const std::string& name) const {
     for (const auto& [k, v] : counters)
       if (k == name) return v;

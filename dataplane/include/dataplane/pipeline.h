@@ -85,6 +85,8 @@ class Pipeline {
   struct Trace {
     int16_t out_port = -1;         // -1: dropped
     const char* refuse = nullptr;  // why hardware may not do this alone; null if it may
+    uint32_t ct_rule = 0;          // the rule whose ct() the path ran
+    int ct_table = -1;             // and its table
   };
   Trace trace_established(const ctrack::Key& wire, uint16_t in_port, bool reply) const;
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "dataplane/nic_model.h"
 #include "sdn/yaml_load.h"
 
 namespace dp {
@@ -285,7 +286,12 @@ Status parse_conntrack(const Ctx& c, const YAML::Node& n, ctrack::Config* ct) {
 }
 
 Status parse_offload(const Ctx& c, const YAML::Node& n, OffloadConfig* o) {
-  TRY(check_keys(c, n, "offload", {"provider", "max_in_flight", "table_size", "insert_rate", "latency_us", "age_s", "transfer"}));
+  if (n["transfer"])
+    return c.err(n["transfer"], "offload.transfer",
+                 "replaced by offload.domain: auto | transfer | ingress (auto picks from the ports)");
+  TRY(check_keys(c, n, "offload",
+                 {"provider", "max_in_flight", "table_size", "insert_rate", "latency_us", "age_s", "domain", "conntrack",
+                  "nic"}));
   TRY(get_str(c, n, "provider", "offload", &o->provider));
   if (o->provider != "none" && o->provider != "emulated" && o->provider != "rte_flow" && o->provider != "auto")
     return c.err(n["provider"], "offload.provider", "expected none, emulated, rte_flow or auto");
@@ -294,7 +300,21 @@ Status parse_offload(const Ctx& c, const YAML::Node& n, OffloadConfig* o) {
   TRY(get_uint(c, n, "insert_rate", "offload", &o->insert_rate, 1, 1u << 30));
   TRY(get_uint(c, n, "latency_us", "offload", &o->latency_us, 0, 10'000'000));
   TRY(get_uint(c, n, "age_s", "offload", &o->age_s, 1, 86400));
-  TRY(get_bool(c, n, "transfer", "offload", &o->transfer));
+  auto one_of = [&](const char* key, std::string* out, const std::vector<std::string>& allowed) -> Status {
+    TRY(get_str(c, n, key, "offload", out));
+    for (const auto& a : allowed)
+      if (*out == a) return {};
+    std::string all;
+    for (const auto& a : allowed) all += (all.empty() ? "" : ", ") + a;
+    return c.err(n[key], std::string("offload.") + key, "'" + *out + "': expected one of " + all);
+  };
+  TRY(one_of("domain", &o->domain, {"auto", "transfer", "ingress"}));
+  TRY(one_of("conntrack", &o->conntrack, {"auto", "aso", "flows"}));
+  std::vector<std::string> nics;
+  for (const auto& p : nic_profiles()) nics.push_back(p.name);
+  TRY(one_of("nic", &o->nic, nics));
+  if (n["nic"] && o->provider != "emulated")
+    return c.err(n["nic"], "offload.nic", "names the NIC model's profile: only with provider: emulated");
   return {};
 }
 

@@ -437,7 +437,7 @@ Status Daemon::reload() {
   const OffloadConfig &oa = cfg_.offload, &ob = c.offload;
   if (oa.provider != ob.provider || oa.max_in_flight != ob.max_in_flight || oa.table_size != ob.table_size ||
       oa.insert_rate != ob.insert_rate || oa.latency_us != ob.latency_us || oa.age_s != ob.age_s ||
-      oa.transfer != ob.transfer)
+      oa.domain != ob.domain || oa.conntrack != ob.conntrack || oa.nic != ob.nic)
     refused.push_back("offload: changed (its queues, tables and templates are sized at start; needs a restart)");
   if (cfg_.control_socket != c.control_socket) refused.push_back("control.socket: changed (needs a restart)");
   if (!refused.empty()) {
@@ -753,9 +753,11 @@ std::string Daemon::stats_text() {
   o << "ct:";
   cs.visit([&](const std::string& k, uint64_t v) { o << " " << k << "=" << v; });
   o << "\n";
+  const OffloadStats os = offload_->stats();
   o << "offload " << offload_->name() << ":";
-  for (const auto& [k, v] : offload_->stats().counters) o << " " << k << "=" << v;
+  for (const auto& [k, v] : os.counters) o << " " << k << "=" << v;
   o << "\n";
+  for (const auto& [k, v] : os.notes) o << "offload " << k << ": " << v << "\n";
   return o.str();
 }
 
@@ -1061,6 +1063,7 @@ void Daemon::telemetry_stats(rte_tel_data* d) {
   rte_tel_data_start_dict(off);
   rte_tel_data_add_dict_string(off, "provider", offload_->name());
   for (const auto& [k, v] : os.counters) rte_tel_data_add_dict_u64(off, k.c_str(), v);
+  for (const auto& [k, v] : os.notes) rte_tel_data_add_dict_string(off, k.c_str(), v.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str());
   rte_tel_data_add_dict_container(d, "offload", off, 0);
 }
 

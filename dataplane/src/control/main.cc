@@ -13,7 +13,7 @@
 #include "dataplane/config.h"
 
 namespace dp {
-int hw_check(const std::string& pci, bool no_huge);  // hwcheck.cc
+int hw_check(const std::string& pci, bool no_huge, const std::string& nic);  // hwcheck.cc
 }
 
 namespace {
@@ -22,7 +22,7 @@ void usage() {
   printf(
       "usage: dataplane --config FILE [--check [--no-host-checks]] [--no-huge] [--file-prefix NAME]\n"
       "                 [--log-level LEVEL]\n"
-      "       dataplane --hw-check PCI[,devargs]|model [--no-huge]\n"
+      "       dataplane --hw-check PCI[,devargs]|model [--nic PROFILE] [--no-huge]\n"
       "\n"
       "  --config FILE       the YAML config (configs/dataplane/*.yaml)\n"
       "  --check             validate FILE and exit: 0 if good, 2 with file:line: key 'x': reason if not;\n"
@@ -38,8 +38,12 @@ void usage() {
       "rte_flow provider on a model of the mlx5 22.11 driver, which also steers packets as the first\n"
       "stage of each worker) | auto (rte_flow if the ports can, else none).\n"
       "--hw-check PCI probes an mlx5 port and offloads one connection through it; --hw-check model runs\n"
-      "the same sequence against the model. `dataplane-ctl offload testpmd` prints the hardware rules\n"
-      "as dpdk-testpmd commands (template/queue form, dv_flow_en=2).\n"
+      "the same sequence against the model, once per NIC profile (--nic PROFILE: one of cx6dx-legacy,\n"
+      "cx6dx-switchdev, bf2-switchdev, cx6dx-switchdev-ct-fdb), printing the domain (transfer: the\n"
+      "e-switch; ingress: each port's NIC Rx) and the conntrack strategy (aso: CONNTRACK objects; flows:\n"
+      "exact rules, SYN/FIN/RST to software) it chose and why (offload.domain, offload.conntrack).\n"
+      "`dataplane-ctl offload testpmd` prints the hardware rules as dpdk-testpmd commands\n"
+      "(template/queue form, dv_flow_en=2).\n"
       "\n"
       "Control: dataplane-ctl talks to the root-only socket control.socket\n"
       "(default /run/dataplane/PREFIX.sock; PATH.lock keeps a second daemon off it).\n"
@@ -54,7 +58,7 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string file, prefix, hw, log_level;
+  std::string file, prefix, hw, log_level, nic;
   bool check = false, no_huge = false, host_checks = true;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -62,6 +66,7 @@ int main(int argc, char** argv) {
     else if (a == "--check") check = true;
     else if (a == "--no-host-checks") host_checks = false;
     else if (a == "--hw-check" && i + 1 < argc) hw = argv[++i];
+    else if (a == "--nic" && i + 1 < argc) nic = argv[++i];
     else if (a == "--no-huge") no_huge = true;
     else if (a == "--file-prefix" && i + 1 < argc) prefix = argv[++i];
     else if (a == "--log-level" && i + 1 < argc) log_level = argv[++i];
@@ -73,7 +78,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (!hw.empty()) return dp::hw_check(hw, no_huge);
+  if (!nic.empty() && hw != "model") {
+    fprintf(stderr, "dataplane: --nic names a profile of the NIC model: with --hw-check model\n");
+    return 2;
+  }
+  if (!hw.empty()) return dp::hw_check(hw, no_huge, nic);
   if (file.empty()) {
     fprintf(stderr, "dataplane: --config FILE is required (see --help)\n");
     return 2;

@@ -286,6 +286,8 @@ Pipeline::Trace Pipeline::trace_established(const ctrack::Key& k, uint16_t in_po
             return tr;
           }
           tracked = true;
+          tr.ct_rule = r.id;
+          tr.ct_table = t;
           uint8_t st = ctrack::kCtTrk | ctrack::kCtEst | (reply ? ctrack::kCtRpl : 0);
           k4.ct_state = k6.ct_state = st;
           k4.zone = k6.zone = htons(a.zone);

@@ -14,6 +14,17 @@ int rf_configure(void*, uint16_t port, const rte_flow_port_attr* pa, uint16_t nb
               rte_flow_error* e) {
   return rte_flow_configure(port, pa, nb_queue, qa, e);
 }
+int rf_get_q_aged_flows(void*, uint16_t port, uint32_t queue, void** contexts, uint32_t n, rte_flow_error* e) {
+  return rte_flow_get_q_aged_flows(port, queue, contexts, n, e);
+}
+
+int rf_switch_info(void*, uint16_t port, rte_eth_switch_info* out) {
+  rte_eth_dev_info di{};
+  if (int rc = rte_eth_dev_info_get(port, &di); rc != 0) return rc;
+  *out = di.switch_info;
+  return 0;
+}
+
 int rf_pick_transfer_proxy(void*, uint16_t port, uint16_t* proxy, rte_flow_error* e) {
   return rte_flow_pick_transfer_proxy(port, proxy, e);
 }
@@ -89,6 +100,8 @@ const FlowApi& FlowApi::dpdk() {
     a.info_get = rf_info_get;
     a.configure = rf_configure;
     a.pick_transfer_proxy = rf_pick_transfer_proxy;
+    a.switch_info = rf_switch_info;
+    a.get_q_aged_flows = rf_get_q_aged_flows;
     a.validate = rf_validate;
     a.pattern_template_create = rf_pt_create;
     a.pattern_template_destroy = rf_pt_destroy;

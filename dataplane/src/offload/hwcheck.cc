@@ -1,9 +1,13 @@
-// `dataplane --hw-check PCI|model`: what scripts/hw-check runs on a machine
-// with an mlx5 port, and what CI runs against the mlx5 22.11 model.
+// `dataplane --hw-check PCI|model [--nic PROFILE]`: what scripts/hw-check
+// runs on a machine with an mlx5 port, and what CI runs against the mlx5
+// 22.11 model, once per NIC profile (nic_model.h).
 //   1. probe (rte_flow_info_get) and configure every port (rte_flow_configure
-//      between configure and start, proxy first);
-//   2. one TCP connection, made through ctrack, offloaded through the real
-//      provider: CONNTRACK object + one rule per direction;
+//      between configure and start, proxy first); the provider picks the
+//      domain from the ports and the conntrack strategy from what they take;
+//   2. TCP connections made through ctrack and offloaded through the real
+//      provider: a CONNTRACK object and a rule per direction (aso), or a
+//      rule per direction that leaves SYN, FIN and RST to software (flows);
+//      with two ports one across them and one that turns back on its port;
 //   3. (model) packets of that connection steered by the NIC, its counters
 //      read back and folded into ctrack;
 //   4. flush: nothing left (rules, conntrack objects, templates, tables).
@@ -44,10 +48,23 @@ void step(const std::string& m) { printf("hw-check: %s\n", m.c_str()); }
 
 }  // namespace
 
-int hw_check_run(const std::string& target, bool model);
+int hw_check_run(const std::string& target, bool model, const std::string& profile);
 
-int hw_check(const std::string& target, bool no_huge) {
+int hw_check(const std::string& target, bool no_huge, const std::string& nic) {
   const bool model = target == "model";
+  std::vector<std::string> profiles;
+  if (model) {
+    if (!nic.empty() && !find_nic_profile(nic)) {
+      std::string all;
+      for (const auto& p : nic_profiles()) all += std::string(all.empty() ? "" : ", ") + p.name;
+      fprintf(stderr, "hw-check: --nic '%s': no such NIC profile (%s)\n", nic.c_str(), all.c_str());
+      return 2;
+    }
+    for (const auto& p : nic_profiles())
+      if (nic.empty() || nic == p.name) profiles.push_back(p.name);
+  } else {
+    profiles.push_back("");
+  }
   bool vdev = !model && target.rfind("net_", 0) == 0;  // a vdev: only to see the probe refuse it
   // A prefix of its own: two checks (or a daemon) may run at once.
   std::vector<std::string> args = {"dataplane-hw-check", "-l", "0", "--file-prefix",
@@ -65,13 +82,23 @@ int hw_check(const std::string& target, bool no_huge) {
   for (auto& s : args) av.push_back(s.data());
   if (rte_eal_init(static_cast<int>(av.size()), av.data()) < 0)
     return fail("EAL init for " + target + ": " + rte_strerror(rte_errno));
-  int rc = hw_check_run(target, model);  // everything DPDK-backed is gone before the cleanup
+  int rc = 0;
+  std::vector<std::string> summary;
+  for (const auto& prof : profiles) {
+    if (model) printf("hw-check: --- NIC profile %s: %s\n", prof.c_str(), find_nic_profile(prof)->what);
+    int r = hw_check_run(target, model, prof);  // everything DPDK-backed is gone before the cleanup
+    rc |= r;
+    if (model) summary.push_back(prof + ": " + (r ? "FAIL" : "PASS"));
+  }
+  uint16_t p;
+  RTE_ETH_FOREACH_DEV(p) rte_eth_dev_close(p);
   rte_eal_cleanup();
+  for (const auto& l : summary) printf("hw-check: %s\n", l.c_str());
   if (rc == 0) printf("hw-check: PASS\n");
   return rc;
 }
 
-int hw_check_run(const std::string& target, bool model) {
+int hw_check_run(const std::string& target, bool model, const std::string& profile) {
   std::vector<uint16_t> ports;
   uint16_t p;
   RTE_ETH_FOREACH_DEV(p) ports.push_back(p);
@@ -80,13 +107,14 @@ int hw_check_run(const std::string& target, bool model) {
 
   OffloadConfig oc;
   oc.provider = model ? "emulated" : "rte_flow";
+  if (model) oc.nic = profile;
   oc.table_size = 1024;
   oc.max_in_flight = 64;
   oc.age_s = 30;
   auto off = make_offload_provider(oc, 1);
   if (!off) return fail(off.message());
   OffloadProvider& o = *off.value();
-  rte_mempool* pool = rte_pktmbuf_pool_create("hwcheck", 4095, 64, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  static rte_mempool* pool = rte_pktmbuf_pool_create("hwcheck", 4095, 64, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
   if (!pool) return fail("mbuf pool");
   // 1. Probe, configure (rte_flow_configure before start), start proxy first.
   if (Status s = start_ports(o, ports, pool); !s) return fail(s.message());
@@ -103,6 +131,9 @@ tables:
   0:
     - {priority: 50, match: "eth_type=ipv4", actions: "ct(table=1)"}
   1:
+    - {priority: 110, match: "in_port=inside,ip_dst=10.99.0.3,ct_state=+trk+new", actions: "ct(commit),output:inside"}
+    - {priority: 110, match: "in_port=inside,ip_dst=10.99.0.3,ct_state=+trk+est", actions: "output:inside"}
+    - {priority: 110, match: "in_port=inside,ip_src=10.99.0.3,ct_state=+trk+est", actions: "output:inside"}
     - {priority: 100, match: "in_port=inside,ct_state=+trk+new", actions: "ct(commit),output:outside"}
     - {priority: 100, match: "in_port=inside,ct_state=+trk+est", actions: "output:outside"}
     - {priority: 100, match: "in_port=outside,ct_state=+trk+est", actions: "output:inside"}
@@ -139,15 +170,21 @@ tables:
     if (nic) nic->service(0, mono_ns());  // the worker's part
   };
 
-  // 2. One TCP connection through ctrack, then offloaded.
-  const uint16_t in = 0, out = ports.size() > 1 ? 1 : 0;
-  auto tcp = [&](bool fwd, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t len) {
+  // 2. TCP connections through ctrack, then offloaded: across the two
+  // ports, and (two ports) one that turns back on the port it came in on.
+  struct C {
+    const char *cli, *srv;
+    uint16_t cport, sport, in, out;
+  };
+  std::vector<C> conns = {{"10.99.0.1", "10.99.0.2", 40000, 80, 0, static_cast<uint16_t>(ports.size() > 1 ? 1 : 0)}};
+  if (ports.size() > 1) conns.push_back({"10.99.0.1", "10.99.0.3", 40001, 8080, 0, 0});
+  auto tcp = [&](const C& c, bool fwd, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t len) {
     ctrack::FrameSpec s;
     s.proto = IPPROTO_TCP;
-    s.src = fwd ? "10.99.0.1" : "10.99.0.2";
-    s.dst = fwd ? "10.99.0.2" : "10.99.0.1";
-    s.sport = fwd ? 40000 : 80;
-    s.dport = fwd ? 80 : 40000;
+    s.src = fwd ? c.cli : c.srv;
+    s.dst = fwd ? c.srv : c.cli;
+    s.sport = fwd ? c.cport : c.sport;
+    s.dport = fwd ? c.sport : c.cport;
     s.tcp_flags = flags;
     s.seq = seq;
     s.ack = ack;
@@ -163,52 +200,77 @@ tables:
     ctrack::CtResult r;
     ct.value()->process(&q, 1, mono_ns(), true, &r);
   };
-  to_ct(tcp(true, ctrack::kSyn, 100, 0, 0), in);
-  to_ct(tcp(false, ctrack::kSyn | ctrack::kAck, 500, 101, 0), out);
-  to_ct(tcp(true, ctrack::kAck, 101, 501, 0), in);
+  for (const C& c : conns) {
+    to_ct(tcp(c, true, ctrack::kSyn, 100, 0, 0), c.in);
+    to_ct(tcp(c, false, ctrack::kSyn | ctrack::kAck, 500, 101, 0), c.out);
+    to_ct(tcp(c, true, ctrack::kAck, 101, 501, 0), c.in);
+  }
   uint64_t deadline = mono_ns() + 5'000'000'000ull;
-  while (mono_ns() < deadline && o.stats().get("installed") == 0) {
+  while (mono_ns() < deadline && o.stats().get("installed") < conns.size()) {
     control();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   OffloadStats st = o.stats();
+  for (const auto& [k, v] : st.notes) step(k + " " + v);
   int rc = 0;
-  if (st.get("installed") != 1) {
+  if (st.get("installed") != conns.size()) {
     printf("hw-check: provider counters:");
     for (const auto& [k, v] : st.counters) printf(" %s=%llu", k.c_str(), static_cast<unsigned long long>(v));
     printf("\n");
-    rc = fail("the connection was not offloaded (see failed_* and the log above)");
+    rc = fail("offloaded " + std::to_string(st.get("installed")) + " of " + std::to_string(conns.size()) +
+              " connections (see failed_* and the log above)");
   } else {
-    step("TCP connection offloaded: CONNTRACK object + a rule per direction");
+    step(std::to_string(conns.size()) + " TCP connection(s) offloaded: " + std::to_string(st.get("offloads_aso")) +
+         " with a CONNTRACK object, " + std::to_string(st.get("offloads_flows")) +
+         " by exact rules (SYN/FIN/RST to software), a rule per direction each");
   }
 
   // 3. Packets through the NIC (model), counters read back.
   if (rc == 0 && nic) {
+    // The NIC forwards a packet itself (the e-switch: out its port), or, in
+    // a NIC Rx domain, hands it to software marked with the port to send it
+    // to (the tracker and the rules already ran in the NIC).
+    const bool transfer = st.get("domain_transfer") != 0;
+    auto by_nic = [&](PacketIn& pk, uint16_t to) {
+      int16_t r = nic->rx(0, pk, mono_ns());
+      if (transfer) return r == static_cast<int16_t>(to);
+      return r == kNicMiss && pk.has_mark && pk.mark == (HwMarkTable::kTag | to);
+    };
     int forwarded = 0;
-    uint32_t seq = 101, peer = 501;
-    for (int i = 0; i < 10; i++) {
-      auto d = tcp(true, ctrack::kAck, seq, peer, 100);
-      PacketIn pin{d.data(), static_cast<uint32_t>(d.size()), static_cast<uint32_t>(d.size()), in, false, 0};
-      forwarded += nic->rx(0, pin, mono_ns()) == out;
-      seq += 100;
-      auto a = tcp(false, ctrack::kAck, peer, seq, 0);
-      PacketIn pa{a.data(), static_cast<uint32_t>(a.size()), static_cast<uint32_t>(a.size()), out, false, 0};
-      forwarded += nic->rx(0, pa, mono_ns()) == in;
+    for (const C& c : conns) {
+      uint32_t seq = 101, peer = 501;
+      for (int i = 0; i < 10; i++) {
+        auto d = tcp(c, true, ctrack::kAck, seq, peer, 100);
+        PacketIn pin{d.data(), static_cast<uint32_t>(d.size()), static_cast<uint32_t>(d.size()), c.in, false, 0};
+        forwarded += by_nic(pin, c.out);
+        seq += 100;
+        auto a = tcp(c, false, ctrack::kAck, peer, seq, 0);
+        PacketIn pa{a.data(), static_cast<uint32_t>(a.size()), static_cast<uint32_t>(a.size()), c.out, false, 0};
+        forwarded += by_nic(pa, c.in);
+      }
     }
-    if (forwarded != 20) rc = fail("the NIC forwarded " + std::to_string(forwarded) + " of 20 packets");
+    const int want = 20 * static_cast<int>(conns.size());
+    if (forwarded != want)
+      rc = fail("the NIC forwarded " + std::to_string(forwarded) + " of " + std::to_string(want) + " packets");
     deadline = mono_ns() + 3'000'000'000ull;
-    uint64_t pk = 0;
+    uint64_t least = 0;
     while (rc == 0 && mono_ns() < deadline) {
       control();
-      pk = 0;
-      ct.value()->for_each(mono_ns(), [&](const ctrack::ConnInfo& c) { pk = c.packets[0] + c.packets[1]; });
-      if (pk >= 23) break;
+      least = UINT64_MAX;
+      ct.value()->for_each(mono_ns(), [&](const ctrack::ConnInfo& ci) {
+        least = std::min<uint64_t>(least, ci.packets[0] + ci.packets[1]);
+      });
+      if (least >= 23) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    if (rc == 0 && pk < 23) rc = fail("counters not folded back: ctrack has " + std::to_string(pk) + " packets");
-    if (rc == 0) step("20 packets forwarded by the NIC; counters read back (ctrack shows " + std::to_string(pk) + ")");
+    if (rc == 0 && least < 23)
+      rc = fail("counters not folded back: a connection in ctrack has " + std::to_string(least) + " packets");
+    if (rc == 0)
+      step(std::to_string(want) + (transfer ? " packets forwarded by the NIC" : " packets classified, tracked and marked with their output port by the NIC") + "; counters read back (each connection shows >= " +
+           std::to_string(least) + " in ctrack)");
   } else if (rc == 0) {
-    step("no traffic sent (attach a peer and run the printed testpmd commands to pass packets by hand)");
+    step("the data path was not checked: no traffic sent (attach a peer and run the printed testpmd commands "
+         "to pass packets by hand)");
   }
   printf("%s", o.testpmd_commands().c_str());
 
@@ -223,7 +285,6 @@ tables:
     step("flush left nothing behind");
   }
   stop_ports(o, ports);
-  for (uint16_t port : ports) rte_eth_dev_close(port);
   delete marks.load();
   if (nic && nic->refusals()) printf("hw-check: the model refused %llu call(s); last: %s\n",
                                      static_cast<unsigned long long>(nic->refusals()), nic->last_error().c_str());

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <rte_ethdev.h>
+#include <rte_tcp.h>
 
 #include <algorithm>
 #include <array>
@@ -190,11 +191,15 @@ Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* 
     f.item(RTE_FLOW_ITEM_TYPE_IPV6, s, m);
   }
   bool tcp = k.proto == IPPROTO_TCP;
+  const bool aso = tcp && c.aso;
   if (tcp) {
     rte_flow_item_tcp s{}, m{};
     s.hdr.src_port = htons(k.sport);
     s.hdr.dst_port = htons(k.dport);
     m.hdr.src_port = m.hdr.dst_port = 0xFFFF;
+    // flows: SYN, FIN and RST clear (hws/mlx5dr_definer.c:808-813 matches
+    // tcp_flags); segments carrying one miss to software.
+    if (!aso) m.hdr.tcp_flags = RTE_TCP_SYN_FLAG | RTE_TCP_FIN_FLAG | RTE_TCP_RST_FLAG;
     f.item(RTE_FLOW_ITEM_TYPE_TCP, s, m);
   } else {
     rte_flow_item_udp s{}, m{};
@@ -203,13 +208,13 @@ Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* 
     m.hdr.src_port = m.hdr.dst_port = 0xFFFF;
     f.item(RTE_FLOW_ITEM_TYPE_UDP, s, m);
   }
-  if (!tcp) mark_out(f, l, out);
+  if (!aso) mark_out(f, l, out);
   f.action(RTE_FLOW_ACTION_TYPE_COUNT, rte_flow_action_count{});
   rte_flow_action_age age{};
   age.timeout = l.age_s & 0xFFFFFF;
   age.context = age_ctx;
   f.action(RTE_FLOW_ACTION_TYPE_AGE, age);
-  if (tcp) {
+  if (aso) {
     f.actions.push_back(rte_flow_action{RTE_FLOW_ACTION_TYPE_INDIRECT, ct});
     f.action(RTE_FLOW_ACTION_TYPE_JUMP, rte_flow_action_jump{l.verdict_group(in, out)});
   } else {
@@ -236,7 +241,7 @@ std::vector<Flow> base_flows(const Layout& l) {
       v.push_back(std::move(f));
     }
   }
-  for (size_t in = 0; in < l.nports(); in++) {
+  for (size_t in = 0; in < l.nports() && l.aso; in++) {
     for (size_t out = 0; out < l.nports(); out++) {
       uint32_t g = l.verdict_group(in, out);
       Flow ok;

@@ -25,6 +25,35 @@ namespace dp {
 
 // ------------------------------------------------------------------ rules
 
+const std::vector<NicProfile>& nic_profiles() {
+  static const std::vector<NicProfile> p = {
+      {"cx6dx-legacy", false, false,
+       "ConnectX-6 Dx as shipped: e-switch in legacy mode, each PF its own NIC Rx domain, conntrack per port"},
+      {"cx6dx-switchdev", true, false,
+       "ConnectX-6 Dx in switchdev mode: PF (E-Switch manager) and representors; no conntrack in the FDB"},
+      {"bf2-switchdev", true, false,
+       "BlueField-2 Arm side (switchdev): uplink p0 (E-Switch manager) and representors; no conntrack in the FDB"},
+      {"cx6dx-switchdev-ct-fdb", true, true,
+       "switchdev with a firmware that takes conntrack in the FDB (model option: keeps that path tested)"},
+  };
+  return p;
+}
+
+const NicProfile* find_nic_profile(const std::string& name) {
+  for (const auto& p : nic_profiles())
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+bool Mlx5ModelConfig::apply_profile(const std::string& name) {
+  const NicProfile* p = find_nic_profile(name);
+  if (!p) return false;
+  profile = name;
+  esw = p->esw;
+  ct_in_fdb = p->ct_in_fdb;
+  return true;
+}
+
 const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
   static const std::vector<std::pair<const char*, const char*>> r = {
       {"no-validate", "mlx5_flow.c:3890-3902 calls fops->validate; the HWS ops table mlx5_flow_hw.c:8692-8719 has none"},
@@ -34,7 +63,19 @@ const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
       {"configure-busy", "mlx5_flow_hw.c:7127-7136: reconfigure with operations in flight is EBUSY"},
       {"configure-age-counters", "mlx5_flow_hw.c:7316-7326: aging objects need counters"},
       {"configure-ct-pool", "mlx5_flow_hw.c:7327-7339: a conntrack pool only when nb_conn_tracks > 0"},
-      {"proxy-needs-esw", "mlx5_flow.c:11530-11536: no transfer proxy without an E-Switch"},
+      {"proxy-needs-esw",
+       "linux/mlx5_os.c:186-187 (dv_esw_en only in switchdev mode) and mlx5_flow.c:11530-11543: no transfer proxy "
+       "without an E-Switch, nor for a port that is neither its manager nor a representor"},
+      {"ct-fdb",
+       "mlx5_flow_hw.c:6602-6606 and 7302-7304: the E-Switch manager's conntrack pool takes the FDB flag; "
+       "mlx5.rst:1548-1551 lists conntrack with E-Switch as N/A in 22.11 (profile option ct_in_fdb)"},
+      {"ct-port-limit", "mlx5_flow_hw.c:7786-7792, mlx5_flow.h:76-92: conntrack objects only on port ids below 16"},
+      {"ct-queue-depth",
+       "mlx5.h:592 (22.11.11: MLX5_ASO_QUEUE_LOG_DESC 10), mlx5_flow_aso.c:1137-1141 and 1190-1196, "
+       "mlx5_flow_hw.c:7805-7810: 1024 conntrack WQEs per queue; a full queue fails the call with EBUSY"},
+      {"counter-reuse",
+       "mlx5_hws_cnt.h:384-388 and 436-452, mlx5_hws_cnt.c:63-92, mlx5_defs.h:188 (22.11.11): a freed counter "
+       "waits for the counter service's next cycle (500 ms); none free but waiting is EAGAIN, none at all ENOENT"},
       {"hws-configured", "mlx5_flow_hw.c:56-66 (mlx5_hw_ctx_validate): template calls need rte_flow_configure"},
       {"pt-direction", "mlx5_flow_hw.c:4704-4736: direction attributes per port role"},
       {"pt-represented-port", "mlx5_flow_hw.c:4786-4795: no REPRESENTED_PORT item with ingress (repr_matching)"},
@@ -72,6 +113,7 @@ const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
       {"fdb-miss", "hws/mlx5dr_table.c:17-52,100-120: an FDB miss goes to the E-Switch manager"},
       {"nic-miss", "hws/mlx5dr_table.c:100-120: NIC Rx tables get no miss table: a non-root miss drops"},
       {"query", "mlx5_flow_hw.c:8292-8405: COUNT and AGE queries only"},
+      {"aged-flows", "mlx5_flow_hw.c:8613-8658: the aged-flow ring, each aged rule's AGE context once"},
       {"not-modelled", "model: accepted by the driver but not interpreted by this model"},
   };
   return r;
@@ -346,6 +388,10 @@ struct Mlx5Model::Impl {
     int32_t ct = -1;
     bool exact = false;
     uint32_t age_s = 0;
+    bool counter = false;  // holds a counter of its table's port
+    void* age_ctx = nullptr;  // AGE: what the aged-flow ring reports
+    bool aged = false;        // reported (again only after a hit)
+    uint64_t aged_last = 0;   // the last hit when it was reported
   };
   struct CtObj {
     bool used = false, is_original = true;
@@ -361,9 +407,11 @@ struct Mlx5Model::Impl {
     uint32_t id;
     void* data = nullptr;  // kCtQuery: the caller's rte_flow_action_conntrack
     uint32_t slot = 0;
+    bool wqe = false;      // holds a conntrack WQE until pulled
   };
   struct FlowQueue {
     uint32_t size = 0, jobs = 0;  // jobs: taken, not yet pulled
+    uint32_t ct_wqes = 0;         // conntrack WQEs posted, completion not yet pulled
     std::vector<Op> unpushed;
     std::vector<Pending> unpushed_done;
     std::deque<Pending> inflight;
@@ -375,6 +423,11 @@ struct Mlx5Model::Impl {
     bool started = false;
     bool hws = false;  // rte_flow_configure succeeded (priv->dr_ctx)
     uint32_t counters = 0, aging = 0;
+    std::vector<uint32_t> ct_free;        // this port's conntrack pool (global object indexes)
+    uint32_t ct_cap = 0;
+    uint32_t cnt_taken = 0;               // counters held by rules (COUNT or AGE)
+    std::deque<uint64_t> cnt_waiting;     // freed counters: when each can be taken again
+    uint64_t cnt_t0 = 0;                  // the counter service's cycles count from configure
     std::vector<FlowQueue> q;
     bool ct_pool = false;
   };
@@ -414,12 +467,14 @@ struct Mlx5Model::Impl {
   std::vector<std::unique_ptr<AT>> ats;
   std::vector<std::unique_ptr<Table>> tables;
   std::vector<CtObj> cts;  // the CT pool (one owner: the port it was configured on)
-  std::vector<uint32_t> ct_free;
+  uint32_t ct_live = 0;  // conntrack objects allocated, over every port
+  uint32_t ct_wqes_max = 0;  // the most conntrack WQEs out on one queue at once
   uint64_t seq = 0;
   uint64_t next_slot_ns = 0;
   uint32_t order = 0;
   uint32_t masked_count = 0;
   std::vector<uint64_t> flow_created_ns;  // for AGE queries
+  uint32_t age_cursor = 0;                 // where the next aged-flow sweep starts
   std::vector<uint32_t> qslots;           // free conntrack query slots
   uint64_t flows_used = 0;
 };
@@ -527,15 +582,45 @@ struct ModelCalls {
     p->q[nb_queue].size = qa[0]->size;
     p->counters = pa->nb_counters;
     p->aging = pa->nb_aging_objects;
-    p->ct_pool = pa->nb_conn_tracks > 0;  // mlx5_flow_hw.c:7327
-    if (p->ct_pool) {
-      s.cts.assign(pa->nb_conn_tracks, {});
-      s.ct_free.clear();
-      for (uint32_t i = pa->nb_conn_tracks; i-- > 0;) s.ct_free.push_back(i);
-      for (auto& r : s.replicas) r->ct.assign(pa->nb_conn_tracks, CtState{});  // before any worker runs
+    if (pa->nb_conn_tracks > 0 && m.cfg_.esw && p->proxy && !m.cfg_.ct_in_fdb) {
+      // The manager port's pool asks for the FDB too, which this firmware
+      // refuses: the whole configure fails and leaves the port unconfigured.
+      p->hws = false;
+      return refuse(m, e, ENOTSUP, "ct-fdb",
+                    "fail to configure port: conntrack (" + std::to_string(pa->nb_conn_tracks) +
+                        " objects) on the E-Switch manager port " + std::to_string(port) +
+                        " is not supported by this NIC profile (" + m.cfg_.profile + ")");
     }
+    p->ct_pool = pa->nb_conn_tracks > 0;  // mlx5_flow_hw.c:7327
+    if (p->ct_pool && p->ct_cap == 0) {
+      // Each port has its own pool (priv->hws_ctpool); the model numbers every
+      // port's objects in one index space.
+      uint32_t base = static_cast<uint32_t>(s.cts.size());
+      s.cts.resize(base + pa->nb_conn_tracks);
+      p->ct_free.clear();
+      for (uint32_t i = base + pa->nb_conn_tracks; i-- > base;) p->ct_free.push_back(i);
+      p->ct_cap = pa->nb_conn_tracks;
+      for (auto& r : s.replicas) r->ct.resize(s.cts.size(), CtState{});  // before any worker runs
+    }
+    p->cnt_taken = 0;
+    p->cnt_waiting.clear();
+    p->cnt_t0 = m.now();
     p->hws = true;
     for (auto& r : s.replicas) r->port_hws[p->index] = 1;
+    return 0;
+  }
+
+  // Every mlx5 port has a switch domain (linux/mlx5_os.c:1326-1347): an
+  // E-Switch's manager and representors share one, each PF of a NIC in
+  // legacy mode has its own (mlx5_ethdev.c:394-417).
+  static int switch_info(void* self, uint16_t port, rte_eth_switch_info* out) {
+    Mlx5Model& m = M(self);
+    Impl::Port* p = m.impl_->port(port);
+    if (!p) return -ENODEV;
+    *out = rte_eth_switch_info{};
+    out->name = "mlx5 model";
+    out->domain_id = m.cfg_.esw ? 0 : static_cast<uint16_t>(p->index);
+    out->port_id = p->proxy || !m.cfg_.esw ? UINT16_MAX : static_cast<uint16_t>(p->index - 1);
     return 0;
   }
 
@@ -1035,6 +1120,47 @@ struct ModelCalls {
     q.unpushed_done.clear();
   }
 
+  // The aged-flow ring (mlx5_flow_hw.c:8613-8658): each rule with AGE whose
+  // counter saw no packet for its timeout is reported once, by its AGE
+  // context. The hardware sweeps its aging objects in the background; the
+  // model sweeps a slice of the rules per call.
+  static int get_q_aged_flows(void* self, uint16_t port, uint32_t, void** contexts, uint32_t n, rte_flow_error* e) {
+    Mlx5Model& m = M(self);
+    Impl& s = *m.impl_;
+    Impl::Port* p = s.port(port);
+    if (!hws_ok(m, p, e)) return -rte_errno;
+    if (n && !contexts) return refuse(m, e, EINVAL, "aged-flows", "empty context");
+    if (!p->aging) return refuse(m, e, ENOENT, "aged-flows", "No aging initialized");
+    const uint64_t now = m.now();
+    auto aged = [&](uint32_t id) {
+      Impl::FlowRec& f = s.flows[id];
+      if (f.st != Impl::FlowRec::kLive || !f.age_s || f.t->port != port) return false;
+      uint64_t last = std::max(s.counters[id].last_hit_ns.load(std::memory_order_relaxed), s.flow_created_ns[id]);
+      if (f.aged && last != f.aged_last) f.aged = false;  // hit since: it may age again
+      if (f.aged || now <= last || now - last < f.age_s * 1'000'000'000ull) return false;
+      f.aged_last = last;
+      return true;
+    };
+    const uint32_t total = static_cast<uint32_t>(std::min<size_t>(s.flows.size(), s.flow_created_ns.size()));
+    if (n == 0) {
+      int c = 0;
+      for (uint32_t id = 0; id < total; id++) {
+        const bool was = s.flows[id].aged;
+        c += aged(id);
+        s.flows[id].aged = was;  // counting reports nothing
+      }
+      return c;
+    }
+    uint32_t k = 0;
+    for (uint32_t scanned = 0; scanned < std::min<uint32_t>(total, 65536) && k < n; scanned++) {
+      uint32_t id = s.age_cursor++ % std::max<uint32_t>(total, 1);
+      if (!aged(id)) continue;
+      s.flows[id].aged = true;
+      contexts[k++] = s.flows[id].age_ctx;
+    }
+    return static_cast<int>(k);
+  }
+
   static int push(void* self, uint16_t port, uint32_t queue, rte_flow_error* e) {
     Mlx5Model& m = M(self);
     Impl::Port* p = m.impl_->port(port);
@@ -1062,10 +1188,19 @@ struct ModelCalls {
     while (k < n && !q.inflight.empty()) {
       Impl::Pending& pd = q.inflight.front();
       if (pd.due > now || pd.seq > applied) break;
+      if (pd.wqe) q.ct_wqes--;
       if (pd.kind == Impl::Pending::kFlowDestroy) {
         // The slot returns to the table when the destruction is pulled
-        // (mlx5_flow_hw.c:2824-2839).
+        // (mlx5_flow_hw.c:2824-2839); its counter waits for the service's
+        // next cycle (counter-reuse).
         Impl::FlowRec& f = s.flows[pd.id];
+        if (f.counter) {
+          if (Impl::Port* cp = s.port(f.t->port)) {
+            cp->cnt_taken--;
+            const uint64_t cyc = m.cfg_.counter_cycle_ms * 1'000'000ull;
+            cp->cnt_waiting.push_back(cyc ? cp->cnt_t0 + ((now - cp->cnt_t0) / cyc + 1) * cyc : now);
+          }
+        }
         f.t->used--;
         f.t->free.push_back(pd.id);
         if (f.ct >= 0) s.cts[static_cast<size_t>(f.ct)].refs--;
@@ -1280,7 +1415,7 @@ struct ModelCalls {
     auto full = [&](const uint8_t* mk) { return std::all_of(mk, mk + alen, [](uint8_t b) { return b == 0xFF; }); };
     bool proto_known = r.proto_mask == 0xFF || (r.l4 && !r.proto_mask);
     r.exact = !t.root && r.in_port >= 0 && r.family && full(r.smask) && full(r.dmask) && proto_known && r.l4 &&
-              r.sport_mask == 0xFFFF && r.dport_mask == 0xFFFF && !r.tcpf_mask && !r.ct_item && !r.need_vlan &&
+              r.sport_mask == 0xFFFF && r.dport_mask == 0xFFFF && !r.ct_item && !r.need_vlan &&
               !r.eth_type_set;
     if (r.exact) {
       memcpy(r.key.src, r.src, static_cast<size_t>(alen));
@@ -1324,6 +1459,23 @@ struct ModelCalls {
     bool exact = o.rule.exact;
     if (!exact && s.masked_count >= m.cfg_.max_masked)
       return refuse_null<rte_flow>(m, e, ENOMEM, "not-modelled", "the model's masked-rule space is full");
+    const bool counter = o.rule.count || o.rule.age;
+    if (counter) {
+      // One counter per rule from the port's pool; freed ones come back at
+      // the counter service's cycle.
+      const uint64_t now = m.now();
+      while (!p->cnt_waiting.empty() && p->cnt_waiting.front() <= now) p->cnt_waiting.pop_front();
+      if (p->cnt_taken + p->cnt_waiting.size() >= p->counters) {
+        if (!p->cnt_waiting.empty())
+          return refuse_null<rte_flow>(m, e, EAGAIN, "counter-reuse",
+                                       "fail to create rte flow: no free counter (" +
+                                           std::to_string(p->cnt_waiting.size()) +
+                                           " wait for the counter service's next cycle)");
+        return refuse_null<rte_flow>(m, e, ENOENT, "counter-reuse",
+                                     "fail to create rte flow: no counter left of " + std::to_string(p->counters));
+      }
+      p->cnt_taken++;
+    }
     uint32_t id = t->free.back();
     t->free.pop_back();
     t->used++;
@@ -1331,7 +1483,10 @@ struct ModelCalls {
     o.id = id;
     o.rule.id = id;
     o.rule.order = s.order++;
-    s.flows[id] = Impl::FlowRec{Impl::FlowRec::kLive, t, ct, exact, o.rule.age ? o.rule.age_s : 0};
+    s.flows[id] = Impl::FlowRec{Impl::FlowRec::kLive, t, ct, exact, o.rule.age ? o.rule.age_s : 0, counter};
+    for (const rte_flow_action* a = actions; a->type != RTE_FLOW_ACTION_TYPE_END; a++)
+      if (a->type == RTE_FLOW_ACTION_TYPE_AGE && a->conf)
+        s.flows[id].age_ctx = static_cast<const rte_flow_action_age*>(a->conf)->context;
     s.flows_used++;
     if (ct >= 0) s.cts[static_cast<size_t>(ct)].refs++;
     Counter& c = s.counters[id];
@@ -1378,21 +1533,30 @@ struct ModelCalls {
     if (action->type != RTE_FLOW_ACTION_TYPE_CONNTRACK)
       return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "indirect actions other than CONNTRACK");
     if (!p->ct_pool) return refuse_null<R>(m, e, EINVAL, "ct-pool", "CT is not enabled");
+    if (port >= 16) return refuse_null<R>(m, e, EINVAL, "ct-port-limit", "CT supports port indexes up to 16");
+    if (q->ct_wqes >= m.cfg_.ct_queue_depth)
+      return refuse_null<R>(m, e, EBUSY, "ct-queue-depth",
+                            "Failed to update CT (SQ is full: " + std::to_string(q->ct_wqes) + " WQEs out)");
     const auto* prof = static_cast<const rte_flow_action_conntrack*>(action->conf);
     if (prof->state > RTE_FLOW_CONNTRACK_STATE_TIME_WAIT)
       return refuse_null<R>(m, e, EINVAL, "ct-profile", "Invalid CT state");
     if (prof->last_index > RTE_FLOW_CONNTRACK_FLAG_RST)
       return refuse_null<R>(m, e, EINVAL, "ct-profile", "Invalid last TCP packet flag");
-    if (s.ct_free.empty()) return refuse_null<R>(m, e, ENOMEM, "ct-alloc", "Failed to allocate CT object");
-    uint32_t idx = s.ct_free.back();
-    s.ct_free.pop_back();
+    if (p->ct_free.empty()) return refuse_null<R>(m, e, ENOMEM, "ct-alloc", "Failed to allocate CT object");
+    uint32_t idx = p->ct_free.back();
+    p->ct_free.pop_back();
+    s.ct_live++;
     Impl::CtObj& c = s.cts[idx];
     c = Impl::CtObj{true, prof->is_original_dir != 0, port, 0};
     Op o;
     o.kind = Op::kCtSet;
     o.id = idx;
     load_ct(o.ct, *prof);
-    enqueue(m, *q, o, Impl::Pending{0, 0, user_data, true, Impl::Pending::kCt, idx}, op && op->postpone);
+    Impl::Pending pd{0, 0, user_data, true, Impl::Pending::kCt, idx};
+    pd.wqe = true;
+    q->ct_wqes++;
+    s.ct_wqes_max = std::max(s.ct_wqes_max, q->ct_wqes);
+    enqueue(m, *q, o, pd, op && op->postpone);
     return reinterpret_cast<R*>((1ull << 62) | (static_cast<uint64_t>(port) << 32) | (idx + 1));
   }
 
@@ -1420,15 +1584,22 @@ struct ModelCalls {
     Op o;
     o.kind = Op::kNop;  // a direction-only update has no hardware part; it still completes through the queue
     o.id = idx;
+    Impl::Pending pd{0, 0, user_data, true, Impl::Pending::kCt, idx};
     if (mod->state) {
       if (mod->new_ct.state > RTE_FLOW_CONNTRACK_STATE_TIME_WAIT)
         return refuse(m, e, EINVAL, "ct-profile", "Invalid CT state");
       if (mod->new_ct.last_index > RTE_FLOW_CONNTRACK_FLAG_RST)
         return refuse(m, e, EINVAL, "ct-profile", "Invalid last TCP packet flag");
+      if (q->ct_wqes >= m.cfg_.ct_queue_depth)
+        return refuse(m, e, EBUSY, "ct-queue-depth",
+                      "Failed to update CT (SQ is full: " + std::to_string(q->ct_wqes) + " WQEs out)");
       o.kind = Op::kCtSet;
       load_ct(o.ct, mod->new_ct);
+      pd.wqe = true;
+      q->ct_wqes++;
+      m.impl_->ct_wqes_max = std::max(m.impl_->ct_wqes_max, q->ct_wqes);
     }
-    enqueue(m, *q, o, Impl::Pending{0, 0, user_data, true, Impl::Pending::kCt, idx}, op && op->postpone);
+    enqueue(m, *q, o, pd, op && op->postpone);
     return 0;
   }
 
@@ -1448,7 +1619,8 @@ struct ModelCalls {
                         " rule(s) in hardware; the driver would free its slot at once and a new connection could "
                         "share it: destroy the rules and pull their completions first");
     c->used = false;
-    s.ct_free.push_back(idx);
+    if (Impl::Port* owner = s.port(c->owner)) owner->ct_free.push_back(idx);
+    s.ct_live--;
     Op o;
     o.kind = Op::kCtDel;
     o.id = idx;
@@ -1467,6 +1639,9 @@ struct ModelCalls {
     Impl::CtObj* c = ct_of(m, const_cast<rte_flow_action_handle*>(h), &idx);
     if (!c) return refuse(m, e, EINVAL, "ct-freed", "Invalid CT query index");
     if (c->owner != port) return refuse(m, e, EACCES, "ct-owner", "Can't query CT object owned by another port");
+    if (q->ct_wqes >= m.cfg_.ct_queue_depth)
+      return refuse(m, e, EBUSY, "ct-queue-depth",
+                    "Failed to query CT (SQ is full: " + std::to_string(q->ct_wqes) + " WQEs out)");
     auto* out = static_cast<rte_flow_action_conntrack*>(data);
     out->peer_port = 0;
     out->is_original_dir = c->is_original;  // filled at once (mlx5_flow_hw.c:7702-7703)
@@ -1479,6 +1654,9 @@ struct ModelCalls {
     Impl::Pending pd{0, 0, user_data, true, Impl::Pending::kCtQuery, idx};
     pd.data = data;
     pd.slot = slot;
+    pd.wqe = true;
+    q->ct_wqes++;
+    s.ct_wqes_max = std::max(s.ct_wqes_max, q->ct_wqes);
     enqueue(m, *q, o, pd, op && op->postpone);
     return 0;
   }
@@ -1583,6 +1761,8 @@ Mlx5Model::Mlx5Model(const Mlx5ModelConfig& cfg, std::vector<uint16_t> ports)
   api_.info_get = ModelCalls::info_get;
   api_.configure = ModelCalls::configure;
   api_.pick_transfer_proxy = ModelCalls::pick_transfer_proxy;
+  api_.switch_info = ModelCalls::switch_info;
+  api_.get_q_aged_flows = ModelCalls::get_q_aged_flows;
   api_.validate = ModelCalls::validate;
   api_.pattern_template_create = ModelCalls::pattern_template_create;
   api_.pattern_template_destroy = ModelCalls::pattern_template_destroy;
@@ -1609,7 +1789,15 @@ uint64_t Mlx5Model::now() const { return clock_ ? clock_(clock_ctx_) : mono_ns()
 
 uint64_t Mlx5Model::flows_in_use() const { return impl_->flows_used; }
 
-uint64_t Mlx5Model::ct_in_use() const { return impl_->cts.size() - impl_->ct_free.size(); }
+uint64_t Mlx5Model::ct_in_use() const { return impl_->ct_live; }
+
+uint64_t Mlx5Model::counters_in_use() const {
+  uint64_t n = 0;
+  for (const auto& p : impl_->ports) n += p.cnt_taken + p.cnt_waiting.size();
+  return n;
+}
+
+uint32_t Mlx5Model::ct_wqes_max() const { return impl_->ct_wqes_max; }
 
 uint64_t Mlx5Model::templates_in_use() const {
   return impl_->pts.size() + impl_->ats.size() + impl_->tables.size();
@@ -1762,6 +1950,9 @@ int16_t Mlx5Model::rx(unsigned qi, PacketIn& in, uint64_t now_ns, ctrack::Parsed
   for (int hops = 0; hops < 16; hops++) {
     const MRule* best = exact_ok && g != 0 ? q.exact.find(g, k) : nullptr;
     if (best && best->dom != dom) best = nullptr;
+    // An exact rule may also match TCP flags (the flows strategy's
+    // connection rules leave SYN, FIN and RST to software).
+    if (best && best->tcpf_mask && ((pp.ct.tcp_flags ^ best->tcpf) & best->tcpf_mask)) best = nullptr;
     auto it = std::lower_bound(q.masked.begin(), q.masked.end(), g,
                                [](const MRule* a, uint32_t grp) { return a->group < grp; });
     for (; it != q.masked.end() && (*it)->group == g; ++it) {

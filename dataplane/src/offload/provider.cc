@@ -67,7 +67,7 @@ std::string errno_reason(int err) {
     case ENODEV: return "no_device";
     case EBUSY: return "busy";
     case EACCES: return "not_owner";
-    case EAGAIN: return "queue_full";
+    case EAGAIN: return "resources_busy";  // mlx5: counters waiting for the service cycle, a full ASO queue
     case EIO: return "io_error";
     default: return "errno_" + std::to_string(err);
   }
@@ -115,7 +115,9 @@ class NoneProvider final : public OffloadProvider {
 class RteFlowProvider final : public OffloadProvider {
  public:
   RteFlowProvider(const OffloadConfig& cfg, unsigned workers, bool emulated, bool is_auto)
-      : cfg_(cfg), workers_(workers), emulated_(emulated), auto_(is_auto) {}
+      : cfg_(cfg), workers_(workers), emulated_(emulated), auto_(is_auto), aso_(cfg.conntrack != "flows") {
+    strategy_why_ = cfg.conntrack == "auto" ? "auto: the ports took a conntrack pool" : "offload.conntrack: " + cfg.conntrack;
+  }
 
   const char* name() const override {
     if (disabled_) return "none (auto: no rte_flow port)";
@@ -133,9 +135,48 @@ class RteFlowProvider final : public OffloadProvider {
 
   Status prepare(const std::vector<uint16_t>& ports) override {
     ports_ = ports;
-    if (!emulated_ || given_api_) return {};
+    if (emulated_ && !given_api_)
+      if (Status s = make_model(ports); !s) return s;
+    return choose_domain();
+  }
+
+  // The domain from the ports, not a default: the e-switch (transfer) when
+  // every port has the same transfer proxy and switch domain (an E-Switch
+  // manager and its representors); else each port's NIC Rx domain. A NIC in
+  // legacy mode has no transfer proxy (mlx5_flow.c:11530-11543).
+  Status choose_domain() {
+    const FlowApi& a = api();
+    std::string why_not;
+    uint16_t proxy0 = 0, dom0 = 0;
+    for (size_t i = 0; i < ports_.size() && why_not.empty(); i++) {
+      uint16_t px = 0;
+      rte_flow_error err{};
+      rte_eth_switch_info si{};
+      const std::string p = "port " + std::to_string(ports_[i]);
+      if (a.pick_transfer_proxy(a.self, ports_[i], &px, &err) != 0)
+        why_not = p + " has no transfer proxy (" + flow_err(err, rte_errno) + ")";
+      else if (a.switch_info(a.self, ports_[i], &si) != 0 || si.domain_id == RTE_ETH_DEV_SWITCH_DOMAIN_ID_INVALID)
+        why_not = p + " is in no switch domain";
+      else if (i == 0)
+        proxy0 = px, dom0 = si.domain_id;
+      else if (px != proxy0 || si.domain_id != dom0)
+        why_not = p + " is not on the e-switch of port " + std::to_string(ports_[0]) + " (proxy " +
+                  std::to_string(px) + " vs " + std::to_string(proxy0) + ", switch domain " +
+                  std::to_string(si.domain_id) + " vs " + std::to_string(dom0) + ")";
+    }
+    if (cfg_.domain == "transfer" && !why_not.empty())
+      return Status::error("offload.domain: transfer: " + why_not);
+    transfer_ = cfg_.domain == "transfer" || (cfg_.domain == "auto" && why_not.empty());
+    if (cfg_.domain != "auto") domain_why_ = "offload.domain: " + cfg_.domain;
+    else if (transfer_) domain_why_ = "auto: the ports are one e-switch (transfer proxy port " + std::to_string(proxy0) + ")";
+    else domain_why_ = "auto: " + why_not;
+    log_info(LogType::kOffload, std::string("domain ") + (transfer_ ? "transfer" : "ingress") + ": " + domain_why_);
+    return {};
+  }
+
+  Status make_model(const std::vector<uint16_t>& ports) {
     Mlx5ModelConfig mc;
-    mc.esw = cfg_.transfer;
+    if (!mc.apply_profile(cfg_.nic)) return Status::error("offload.nic: no NIC profile '" + cfg_.nic + "'");
     mc.rx_queues = workers_;
     mc.latency_us = cfg_.latency_us;
     mc.insert_rate = cfg_.insert_rate;
@@ -143,10 +184,10 @@ class RteFlowProvider final : public OffloadProvider {
     while (ts < cfg_.table_size) ts <<= 1;
     // A TCP and a UDP connection table per port (NIC Rx) or on the proxy,
     // and the shared tables' slots.
-    uint64_t tables = cfg_.transfer ? 2 : 2 * std::max<size_t>(1, ports.size());
+    uint64_t tables = 2 * std::max<size_t>(1, ports.size());
     mc.max_flows = static_cast<uint32_t>(std::min<uint64_t>(tables * ts + kSharedSlots, 1u << 24));
     uint32_t ring = 1024;
-    while (ring < 2 * queue_size() * (cfg_.transfer ? 1 : ports.size()) + 1024) ring <<= 1;
+    while (ring < 2 * queue_size() * std::max<size_t>(1, ports.size()) + 1024) ring <<= 1;
     mc.ring = ring;
     model_ = std::make_unique<Mlx5Model>(mc, ports);
     return {};
@@ -155,7 +196,7 @@ class RteFlowProvider final : public OffloadProvider {
   Status configure_port(uint16_t port) override {
     if (disabled_) return {};
     const FlowApi& a = api();
-    HwCaps c = probe_rte_flow(a, port, cfg_.transfer);
+    HwCaps c = probe_rte_flow(a, port, transfer_);
     if (!c.info_ok) {
       // Not a hardware-steering port at all (so nothing to configure for it
       // to receive traffic).
@@ -170,14 +211,11 @@ class RteFlowProvider final : public OffloadProvider {
     // conntrack objects; representors still need rte_flow_configure to start
     // and to receive anything (mlx5_trigger.c:1125-1130, mlx5_flow_hw.c:9820).
     bool proxy = true;
-    if (cfg_.transfer) {
+    if (transfer_) {
       uint16_t px = port;
       rte_flow_error err{};
-      if (a.pick_transfer_proxy(a.self, port, &px, &err) != 0) {
-        if (!auto_)
-          return Status::error("rte_flow: port " + std::to_string(port) +
-                               ": no transfer proxy (is the NIC in switchdev mode?): " + flow_err(err, rte_errno));
-      }
+      if (a.pick_transfer_proxy(a.self, port, &px, &err) != 0)
+        return Status::error("rte_flow: port " + std::to_string(port) + ": no transfer proxy: " + flow_err(err, rte_errno));
       proxy = px == port;
     }
     bool usable = c.missing.empty();
@@ -186,15 +224,31 @@ class RteFlowProvider final : public OffloadProvider {
     qa.size = usable && proxy ? queue_size() : 64;
     if (usable && proxy) {
       size_t pool = cfg_.table_size / 2 + cfg_.max_in_flight;
-      pa.nb_counters = std::min<uint32_t>(c.max_nb_counters, static_cast<uint32_t>(2 * pool + kSharedSlots));
+      // A counter per rule, and the ones freed in the last counter-service
+      // cycle, which cannot be taken again until the next (counter-reuse).
+      pa.nb_counters = std::min<uint32_t>(c.max_nb_counters, static_cast<uint32_t>(4 * pool + 4 * kSharedSlots));
       pa.nb_aging_objects = std::min<uint32_t>(c.max_nb_aging_objects, static_cast<uint32_t>(2 * pool));
       // Not bounded by max_nb_conn_tracks: 22.11 never reports it.
-      pa.nb_conn_tracks = static_cast<uint32_t>(pool);
+      if (aso_) pa.nb_conn_tracks = static_cast<uint32_t>(pool);
     }
     const rte_flow_queue_attr* qs[] = {&qa};
     rte_flow_error err{};
-    if (int rc = a.configure(a.self, port, &pa, 1, qs, &err); rc != 0)
-      return Status::error("rte_flow_configure port " + std::to_string(port) + ": " + flow_err(err, rc));
+    int rc = a.configure(a.self, port, &pa, 1, qs, &err);
+    if (rc != 0 && pa.nb_conn_tracks && cfg_.conntrack == "auto") {
+      // The strategy, probed: no conntrack pool here (an E-Switch manager
+      // whose firmware has no conntrack in the FDB): exact 5-tuple rules.
+      strategy_why_ = "auto: port " + std::to_string(port) + " refused a conntrack pool (" + flow_err(err, rc) + ")";
+      log_warning(LogType::kOffload, "conntrack flows: " + strategy_why_);
+      aso_ = false;
+      pa.nb_conn_tracks = 0;
+      err = {};
+      rc = a.configure(a.self, port, &pa, 1, qs, &err);
+    }
+    if (rc != 0)
+      return Status::error("rte_flow_configure port " + std::to_string(port) + ": " + flow_err(err, rc) +
+                           (pa.nb_conn_tracks ? " (with " + std::to_string(pa.nb_conn_tracks) +
+                                                    " conntrack objects: offload.conntrack " + cfg_.conntrack + ")"
+                                              : ""));
     configured_.insert(port);
     if (!usable) {
       // Configured (so the port still receives traffic with hardware
@@ -214,12 +268,12 @@ class RteFlowProvider final : public OffloadProvider {
   Status start(OffloadHost& host) override {
     if (disabled_) return {};
     host_ = host;
-    layout_.transfer = cfg_.transfer;
+    layout_.transfer = transfer_;
     layout_.port_ids = host.port_ids;
     layout_.nb_queues = static_cast<uint16_t>(workers_);
     layout_.age_s = cfg_.age_s;
     layout_.proxy_port = host.port_ids.empty() ? 0 : host.port_ids[0];
-    if (cfg_.transfer && !host.port_ids.empty()) {
+    if (transfer_ && !host.port_ids.empty()) {
       rte_flow_error err{};
       const FlowApi& a = api();
       if (a.pick_transfer_proxy(a.self, host.port_ids[0], &layout_.proxy_port, &err) != 0)
@@ -232,14 +286,65 @@ class RteFlowProvider final : public OffloadProvider {
     jobs_.assign(pool, Job{});
     free_jobs_.clear();
     for (size_t i = pool; i-- > 0;) free_jobs_.push_back(static_cast<uint32_t>(i));
+    if (aso_ && cfg_.conntrack == "auto")
+      if (std::string why = probe_ct(); !why.empty()) {
+        aso_ = false;
+        strategy_why_ = "auto: a conntrack object was refused (" + why + ")";
+        log_warning(LogType::kOffload, "conntrack flows: " + strategy_why_);
+      }
+    layout_.aso = aso_;
+    log_info(LogType::kOffload, std::string("conntrack ") + (aso_ ? "aso" : "flows") + ": " + strategy_why_);
     if (host_.marks && !host_.marks->load()) {
       auto* t = new HwMarkTable();
-      if (!cfg_.transfer)
+      if (!transfer_)
         for (size_t p = 0; p < host_.port_ids.size(); p++) t->out_port.push_back(static_cast<int16_t>(p));
       host_.marks->store(t);
     }
     started_ = true;
     return {};
+  }
+
+  // One conntrack object made, completed and destroyed on the port that
+  // would hold them: "" when the NIC took it, else the reason.
+  std::string probe_ct() {
+    const FlowApi& a = api();
+    const uint16_t port = transfer_ ? layout_.proxy_port : layout_.port_ids[0];
+    rte_flow_action_conntrack prof{};
+    prof.enable = 1;
+    prof.live_connection = 1;
+    prof.state = RTE_FLOW_CONNTRACK_STATE_ESTABLISHED;
+    prof.is_original_dir = 1;
+    prof.peer_port = port;
+    rte_flow_indir_action_conf ic{};
+    ic.ingress = !transfer_;
+    ic.transfer = transfer_;
+    rte_flow_action act{RTE_FLOW_ACTION_TYPE_CONNTRACK, &prof};
+    rte_flow_op_attr now{};
+    rte_flow_error err{};
+    auto wait = [&]() -> std::string {
+      rte_flow_op_result res[4];
+      for (int i = 0; i < 2000; i++) {
+        if (Mlx5Model* model = given_nic_ ? given_nic_ : model_.get()) model->drain();  // no worker runs yet
+        int n = a.pull(a.self, port, 0, res, 4, &err);
+        if (n < 0) return "pull: " + flow_err(err, -n);
+        if (n > 0) return res[0].status == RTE_FLOW_OP_SUCCESS ? "" : "the operation completed with an error";
+        struct timespec ts{0, 500'000};
+        nanosleep(&ts, nullptr);
+      }
+      return "no completion in 1 s";
+    };
+    rte_flow_action_handle* h = a.async_action_handle_create(a.self, port, 0, &now, &ic, &act, nullptr, &err);
+    if (!h) return flow_err(err, rte_errno);
+    a.push(a.self, port, 0, &err);
+    std::string why = wait();
+    err = {};
+    if (a.async_action_handle_destroy(a.self, port, 0, &now, h, nullptr, &err) == 0) {
+      a.push(a.self, port, 0, &err);
+      if (std::string w = wait(); why.empty() && !w.empty()) why = "destroy: " + w;
+    } else if (why.empty()) {
+      why = "destroy: " + flow_err(err, rte_errno);
+    }
+    return why;
   }
 
   void on_pipeline(const Pipeline& pl) override {
@@ -288,25 +393,56 @@ class RteFlowProvider final : public OffloadProvider {
     now_ = now_ns;
     pull_all(now_ns);
     pump(now_ns);
-    // Fold counters and age: every installed job about once a second, in
-    // slices of at least 10 ms.
-    const uint64_t age_ns = static_cast<uint64_t>(cfg_.age_s) * 1'000'000'000ull;
     uint64_t dt = now_ns > last_scan_ns_ ? now_ns - last_scan_ns_ : 0;
     if (dt < 10'000'000) return;
+    drain_aged(now_ns);
+    // Fold counters: every installed job about once a second, in slices of
+    // at least 10 ms.
     size_t visits = std::min<size_t>(active_.size(), active_.size() * dt / 1'000'000'000 + 1);
     last_scan_ns_ = now_ns;
     for (size_t k = 0; k < visits && !active_.empty(); k++) {
       uint32_t id = active_[scan_++ % active_.size()];
-      Job& j = jobs_[id];
       uint64_t lh = 0;
-      fold(j, now_ns, &lh);
-      uint64_t idle_from = std::max(lh, j.installed_ns);
-      if (now_ns > idle_from && now_ns - idle_from > age_ns) {
-        aged_++;
-        live_.erase(conn_key(j.worker, j.handle));
-        request_remove(id, "aged", now_ns);
+      fold(jobs_[id], now_ns, &lh);
+    }
+  }
+
+  // The NIC's aged-flow ring, drained (left alone, it fills and new aged
+  // flows go unreported). A report names one direction's rule; the
+  // connection leaves the NIC when both directions have been idle age_s.
+  void drain_aged(uint64_t now_ns) {
+    const FlowApi& a = api();
+    void* ctx[256];
+    for (uint16_t p : configured_) {
+      if (!has_queue(p)) continue;
+      for (int rounds = 0; rounds < 64; rounds++) {
+        rte_flow_error err{};
+        int n = a.get_q_aged_flows(a.self, p, 0, ctx, 256, &err);
+        if (n < 0) {
+          log_limited("aged_flows", "aged-flow ring of port " + std::to_string(p) + ": " + flow_err(err, -n));
+          break;
+        }
+        aged_reports_ += static_cast<uint64_t>(n);
+        for (int i = 0; i < n; i++) aged_report(reinterpret_cast<uintptr_t>(ctx[i]), now_ns);
+        if (n < 256) break;
       }
     }
+  }
+  void aged_report(uintptr_t ck, uint64_t now_ns) {
+    const uint32_t id = static_cast<uint32_t>((ck & 0xFFFFFFFFu) >> 4), gen = static_cast<uint32_t>(ck >> 32);
+    if (id >= jobs_.size()) return;
+    Job& j = jobs_[id];
+    if (!j.used || j.gen != gen || j.state != Job::kInstalled || j.doomed) {
+      ++aged_stale_;  // a rule of an earlier connection in this slot
+      return;
+    }
+    uint64_t lh = 0;
+    fold(j, now_ns, &lh);
+    const uint64_t idle_from = std::max(lh, j.installed_ns);
+    if (now_ns <= idle_from || now_ns - idle_from < static_cast<uint64_t>(cfg_.age_s) * 1'000'000'000ull) return;
+    aged_++;
+    live_.erase(conn_key(j.worker, j.handle));
+    request_remove(id, "aged", now_ns);
   }
 
   bool busy() const override { return in_flight_ || !pending_.empty() || !removals_.empty(); }
@@ -351,6 +487,8 @@ class RteFlowProvider final : public OffloadProvider {
     size_t used = jobs_.size() - free_jobs_.size();
     s.counters = {{"installed", installed_},
                   {"offloads", offloads_},
+                  {"offloads_aso", offloads_aso_},
+                  {"offloads_flows", offloads_ - offloads_aso_},
                   {"removed", removed_},
                   {"aged", aged_},
                   {"closing", closed_},
@@ -363,11 +501,21 @@ class RteFlowProvider final : public OffloadProvider {
                   {"backlog_drops", backlog_drop_},
                   {"hw_templates", tables_.size()},
                   {"shared_rules", shared_.size()},
-                  {"hw_max_counters", caps_.max_nb_counters}};
+                  {"hw_max_counters", caps_.max_nb_counters},
+                  {"domain_transfer", transfer_ ? 1u : 0u},
+                  {"conntrack_aso", aso_ ? 1u : 0u},
+                  {"ct_ops_outstanding", ct_ops_},
+                  {"ct_ops_outstanding_max", ct_ops_max_},
+                  {"ct_ops_limit", kCtOpsMax},
+                  {"resync_deferred", resync_deferred_},
+                  {"aged_reports", aged_reports_},
+                  {"aged_reports_stale", aged_stale_}};
     uint64_t tiers[4] = {};
     for (const auto& rf : rule_flows_) tiers[static_cast<int>(rf.tier)]++;
     for (int t = 0; t < 4; t++)
       s.counters.emplace_back(std::string("rules_") + hw::tier_name(static_cast<hw::Tier>(t)), tiers[t]);
+    s.notes = {{"domain", std::string(transfer_ ? "transfer" : "ingress") + " (" + domain_why_ + ")"},
+               {"conntrack", std::string(aso_ ? "aso" : "flows") + " (" + strategy_why_ + ")"}};
     for (const auto& [k, v] : failed_) s.counters.emplace_back("failed_" + k, v);
     for (const auto& [k, v] : refused_) {
       std::string n = "refused_" + k;
@@ -388,6 +536,8 @@ class RteFlowProvider final : public OffloadProvider {
                                            {"nic_miss_dropped", t.miss_dropped},
                                            {"nic_rules_in_use", model->flows_in_use()},
                                            {"nic_ct_in_use", model->ct_in_use()},
+                                           {"nic_counters_in_use", model->counters_in_use()},
+                                           {"nic_ct_wqes_max", model->ct_wqes_max()},
                                            {"nic_refusals", model->refusals()}});
     }
     return s;
@@ -397,6 +547,7 @@ class RteFlowProvider final : public OffloadProvider {
 
  private:
   static constexpr uint32_t kSharedSlots = 16384;
+  static constexpr uint32_t kCtOpsMax = 1024 - 64;  // the ASO queue (mlx5.h:592), less a margin
   static constexpr uint32_t kSharedTable = 64;
 
   struct Job {
@@ -405,7 +556,7 @@ class RteFlowProvider final : public OffloadProvider {
     uint32_t handle = 0;
     ctrack::Key orig{};
     hw::Conn conn{};
-    bool tcp = false;
+    bool ct_obj = false;  // a conntrack object tracks it (aso)
     rte_flow_action_conntrack prof{};  // as handed to the NIC
     rte_flow_action_conntrack qbuf{};  // a query's result lands here
     enum State : uint8_t { kInstalling, kInstalled, kRemoving } state = kInstalling;
@@ -422,6 +573,8 @@ class RteFlowProvider final : public OffloadProvider {
     rte_flow* flow[2] = {};
     rte_flow_action_handle* ct = nullptr;
     uint32_t active_pos = 0;
+    uint32_t gen = 0;  // which use of this slot (aged-flow reports name it)
+    uint8_t l2_len = 14;  // the Ethernet header of its packets, VLAN tags included
   };
   enum Made : uint8_t { kMadeCt = 1, kMadeFlow0 = 2, kMadeFlow1 = 4 };
   enum Tag : uint8_t {
@@ -436,6 +589,10 @@ class RteFlowProvider final : public OffloadProvider {
     kOpResync,
     kOpShared,
   };
+  // A rule's AGE context: the job, its generation and the direction.
+  static void* age_cookie(const Job& j, uint32_t id, Tag t) {
+    return reinterpret_cast<void*>(static_cast<uintptr_t>(j.gen) << 32 | static_cast<uintptr_t>(id) << 4 | t);
+  }
   static void* cookie(uint32_t job, Tag t) {
     return reinterpret_cast<void*>(static_cast<uintptr_t>(job) << 4 | t);
   }
@@ -468,7 +625,7 @@ class RteFlowProvider final : public OffloadProvider {
   }
   uint64_t clock() const { return now_ ? now_ : mono_ns(); }
   uint16_t flow_port(const Job& j, int d) const {
-    return cfg_.transfer ? layout_.proxy_port : layout_.port_ids[j.conn.in_port[d]];
+    return transfer_ ? layout_.proxy_port : layout_.port_ids[j.conn.in_port[d]];
   }
   uint16_t ct_port(const Job& j) const { return flow_port(j, 0); }
 
@@ -512,16 +669,29 @@ class RteFlowProvider final : public OffloadProvider {
         *why = t.refuse;
         return false;
       }
+      // The connection's rules are reached only through its table-0 ct()
+      // rule in the NIC: without it every packet goes to software while the
+      // tracker believes the connection is in hardware.
+      if (t.ct_table != 0) {
+        *why = "its ct() rule is not in table 0";
+        return false;
+      }
+      bool in_nic = false;
+      for (const auto& rf : rule_flows_)
+        if (rf.rule_id == t.ct_rule && rf.tier == hw::Tier::kJumpCt) in_nic = true;
+      if (!in_nic) {
+        *why = "its table-0 ct() rule is not in the NIC";
+        return false;
+      }
       c->in_port[d] = e.in_port[d];
       c->out_port[d] = t.out_port;
     }
     // Without an E-Switch each direction's rule is on the port it arrives
     // on, and a CONNTRACK object serves only rules of its own port (the
-    // driver looks it up in the rule's port pool, mlx5_flow_hw.c:410-418).
-    if (!cfg_.transfer && e.orig.proto == IPPROTO_TCP && c->in_port[0] != c->in_port[1]) {
-      *why = "tcp across two ports without transfer";
-      return false;
-    }
+    // driver looks it up in the rule's port pool, mlx5_flow_hw.c:410-418):
+    // a TCP connection across two ports is tracked by exact rules (the
+    // flows strategy) even where conntrack objects exist.
+    c->aso = aso_ && e.orig.proto == IPPROTO_TCP && (transfer_ || c->in_port[0] == c->in_port[1]);
     return true;
   }
 
@@ -561,7 +731,18 @@ class RteFlowProvider final : public OffloadProvider {
       return;
     }
     Job& j = jobs_[static_cast<size_t>(it->second.job)];
-    if (j.state == Job::kInstalled && !j.resyncing && !j.doomed) start_resync(static_cast<uint32_t>(it->second.job));
+    if (!j.ct_obj) {  // flows: no context to resync (the segment raced the rules going in)
+      host_.shards[w]->resync_done(e.conn, e.orig);
+      return;
+    }
+    if (j.state == Job::kInstalled && !j.resyncing && !j.doomed) {
+      if (ct_ops_ + 2 > kCtOpsMax) {
+        ++resync_deferred_;  // the conntrack queue is busy: the next refused segment asks again
+        host_.shards[w]->resync_done(e.conn, e.orig);
+        return;
+      }
+      start_resync(static_cast<uint32_t>(it->second.job));
+    }
   }
 
   // Removes now, or once the operations out complete.
@@ -614,7 +795,8 @@ class RteFlowProvider final : public OffloadProvider {
       removals_.pop_front();
       submit_remove(id);
     }
-    while (removals_.empty() && !pending_.empty() && in_flight_ + 6 <= cfg_.max_in_flight && !free_jobs_.empty()) {
+    while (removals_.empty() && !pending_.empty() && in_flight_ + 6 <= cfg_.max_in_flight && !free_jobs_.empty() &&
+           ct_ops_ + 2 <= kCtOpsMax) {
       Req r = pending_.front();
       pending_.pop_front();
       auto it = live_.find(conn_key(r.worker, r.ev.conn));
@@ -631,13 +813,16 @@ class RteFlowProvider final : public OffloadProvider {
       uint32_t id = free_jobs_.back();
       free_jobs_.pop_back();
       Job& j = jobs_[id];
+      const uint32_t gen = j.gen + 1;
       j = Job{};
+      j.gen = gen;
       j.used = true;
       j.worker = r.worker;
       j.handle = r.ev.conn;
       j.orig = r.ev.orig;
       j.conn = c;
-      j.tcp = r.ev.orig.proto == IPPROTO_TCP;
+      j.ct_obj = c.aso;  // a conntrack object tracks it
+      if (r.ev.l2_len) j.l2_len = r.ev.l2_len;
       it->second.job = static_cast<int>(id);
       submit_install(id, now_ns);
     }
@@ -652,6 +837,13 @@ class RteFlowProvider final : public OffloadProvider {
     j.pending++;
     in_flight_++;
   }
+  // Conntrack operations (creates, context updates, queries) share the
+  // driver's ASO work queue of 1024 per flow queue (ct-queue-depth in the
+  // model): at most kCtOpsMax out at once, below it.
+  void ct_op_out() {
+    ct_ops_++;
+    ct_ops_max_ = std::max(ct_ops_max_, ct_ops_);
+  }
 
   void submit_install(uint32_t id, uint64_t) {
     Job& j = jobs_[id];
@@ -660,7 +852,7 @@ class RteFlowProvider final : public OffloadProvider {
     post.postpone = 1;
     rte_flow_error err{};
     uint16_t cp = ct_port(j);
-    if (j.tcp) {
+    if (j.ct_obj) {
       // Software's state now, not at the event: packets forwarded since
       // moved the window.
       ctrack::Event snap;
@@ -673,10 +865,11 @@ class RteFlowProvider final : public OffloadProvider {
       }
       j.prof = hw::ct_profile(snap, flow_port(j, 1));
       rte_flow_indir_action_conf ic{};
-      ic.ingress = !cfg_.transfer;
-      ic.transfer = cfg_.transfer;
+      ic.ingress = !transfer_;
+      ic.transfer = transfer_;
       rte_flow_action act{RTE_FLOW_ACTION_TYPE_CONNTRACK, &j.prof};
       op_out(j);
+      ct_op_out();
       j.ct = a.async_action_handle_create(a.self, cp, 0, &post, &ic, &act, cookie(id, kOpCtCreate), &err);
       if (!j.ct) {
         sync_fail(cookie(id, kOpCtCreate), rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
@@ -684,15 +877,16 @@ class RteFlowProvider final : public OffloadProvider {
         return;  // nothing else works without the context
       }
     }
-    j.flow[0] = create(hw::conn_flow(layout_, j.conn, 0, j.ct, cookie(id, kOpFlow0)), cfg_.table_size,
+    j.flow[0] = create(hw::conn_flow(layout_, j.conn, 0, j.ct, age_cookie(j, id, kOpFlow0)), cfg_.table_size,
                        cookie(id, kOpFlow0), true, &j);
-    if (j.tcp) {
+    if (j.ct_obj) {
       rte_flow_modify_conntrack m = hw::ct_reply_update(j.prof);
       op_out(j);
+      ct_op_out();
       if (a.async_action_handle_update(a.self, cp, 0, &post, j.ct, &m, cookie(id, kOpCtDir), &err) != 0)
         sync_fail(cookie(id, kOpCtDir), rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
     }
-    j.flow[1] = create(hw::conn_flow(layout_, j.conn, 1, j.ct, cookie(id, kOpFlow1)), cfg_.table_size,
+    j.flow[1] = create(hw::conn_flow(layout_, j.conn, 1, j.ct, age_cookie(j, id, kOpFlow1)), cfg_.table_size,
                        cookie(id, kOpFlow1), true, &j);
     std::set<uint16_t> ports = {cp, flow_port(j, 0), flow_port(j, 1)};
     for (uint16_t p : ports) a.push(a.self, p, 0, &err);
@@ -729,6 +923,7 @@ class RteFlowProvider final : public OffloadProvider {
     j.resyncing = true;
     j.qbuf = {};
     op_out(j);
+    ct_op_out();
     if (a.async_action_handle_query(a.self, ct_port(j), 0, &now, j.ct, &j.qbuf, cookie(id, kOpQuery), &err) != 0)
       sync_fail(cookie(id, kOpQuery), rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
   }
@@ -755,6 +950,7 @@ class RteFlowProvider final : public OffloadProvider {
     rte_flow_op_attr op{};
     rte_flow_error err{};
     op_out(j);
+    ct_op_out();
     if (a.async_action_handle_update(a.self, ct_port(j), 0, &op, j.ct, &m, cookie(id, kOpResync), &err) != 0)
       sync_fail(cookie(id, kOpResync), rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
   }
@@ -875,11 +1071,12 @@ class RteFlowProvider final : public OffloadProvider {
     }
     for (auto& [ck, err] : done) complete(ck, err, now_ns);
   }
-  bool has_queue(uint16_t p) const { return !cfg_.transfer || p == layout_.proxy_port; }
+  bool has_queue(uint16_t p) const { return !transfer_ || p == layout_.proxy_port; }
 
   void complete(uintptr_t ck, int err, uint64_t now_ns) {
     in_flight_--;
     auto tag = static_cast<Tag>(ck & 15);
+    if (tag == kOpCtCreate || tag == kOpCtDir || tag == kOpQuery || tag == kOpResync) ct_ops_--;
     if (tag == kOpShared) {
       if (err) fail("shared_rule_" + errno_reason(err), "");
       return;
@@ -915,7 +1112,11 @@ class RteFlowProvider final : public OffloadProvider {
     if (j.state == Job::kInstalling) {
       if (j.err) {
         fail(errno_reason(j.err), "");
-        t->set_no_offload(j.handle, j.orig);
+        // A resource that frees by itself (EAGAIN: freed counters wait for
+        // the counter service's cycle; EBUSY: a full conntrack queue): not
+        // now, and the connection's next packet offers it again. Anything
+        // else: it stays in software.
+        if (j.err != EAGAIN && j.err != EBUSY) t->set_no_offload(j.handle, j.orig);
         auto it = live_.find(conn_key(j.worker, j.handle));
         if (it != live_.end() && it->second.job == static_cast<int>(id)) live_.erase(it);
         start_remove(id, "failed", now_ns);
@@ -931,6 +1132,7 @@ class RteFlowProvider final : public OffloadProvider {
       active_.push_back(id);
       installed_++;
       offloads_++;
+      if (j.ct_obj) offloads_aso_++;
       return;
     }
     if (j.state == Job::kInstalled) {  // a resync finished
@@ -979,8 +1181,11 @@ class RteFlowProvider final : public OffloadProvider {
     uint64_t dpk[2] = {pk[0] - j.folded_pk[0], pk[1] - j.folded_pk[1]};
     uint64_t dby[2] = {by[0] - j.folded_by[0], by[1] - j.folded_by[1]};
     // NICs count frame bytes, ctrack counts IP bytes (as Linux conntrack
-    // does): take the Ethernet header off.
-    for (int d = 0; d < 2; d++) dby[d] = dby[d] > 14 * dpk[d] ? dby[d] - 14 * dpk[d] : 0;
+    // does): take the Ethernet header off, with the VLAN tags the
+    // connection's packets carry (the rules match the IP 5-tuple whatever
+    // the tags).
+    const uint64_t l2 = j.l2_len ? j.l2_len : 14;
+    for (int d = 0; d < 2; d++) dby[d] = dby[d] > l2 * dpk[d] ? dby[d] - l2 * dpk[d] : 0;
     if (dpk[0] || dpk[1]) {
       host_.shards[j.worker]->fold_hw_counters(j.handle, j.orig, dpk, dby, *last_hit ? *last_hit : now_ns);
       for (int d = 0; d < 2; d++) {
@@ -1021,35 +1226,41 @@ class RteFlowProvider final : public OffloadProvider {
   std::map<std::string, uint64_t> failed_, refused_;
   std::map<std::string, uint64_t> last_log_ns_;
   uint64_t installed_ = 0, offloads_ = 0, removed_ = 0, aged_ = 0, closed_ = 0, revoked_ = 0, resyncs_ = 0,
-           resyncs_liberal_ = 0, backlog_drop_ = 0;
+           resyncs_liberal_ = 0, backlog_drop_ = 0, resync_deferred_ = 0;
+  uint32_t ct_ops_ = 0, ct_ops_max_ = 0;
+  uint64_t aged_reports_ = 0, aged_stale_ = 0, offloads_aso_ = 0;
+  bool transfer_ = true, aso_ = true;
+  std::string domain_why_, strategy_why_;
 };
 
 std::string RteFlowProvider::testpmd_commands() const {
   std::ostringstream o;
   if (disabled_) return "# offload auto: no rte_flow port, nothing in hardware\n";
   size_t pool = cfg_.table_size / 2 + cfg_.max_in_flight;
-  o << "# dpdk-testpmd -a <PCI>,dv_flow_en=2" << (cfg_.transfer ? ",representor=..." : "")
+  o << "# dpdk-testpmd -a <PCI>,dv_flow_en=2" << (transfer_ ? ",representor=..." : "")
     << " -- -i\n"
        "# Hardware steering (the template/queue API), as the provider issues it. The\n"
        "# synchronous form (dv_flow_en=1) is not printed: the provider needs dv_flow_en=2.\n"
        "port stop all\n";
   for (uint16_t p : ports_) {
-    bool proxy = !cfg_.transfer || p == layout_.proxy_port;
+    bool proxy = !transfer_ || p == layout_.proxy_port;
     o << "flow configure " << p << " queues_number 1 queues_size " << (proxy ? queue_size() : 64);
-    if (proxy)
-      o << " counters_number " << 2 * pool + kSharedSlots << " aging_counters_number " << 2 * pool
-        << " conn_tracks_number " << pool;
+    if (proxy) {
+      o << " counters_number " << 4 * pool + 4 * kSharedSlots << " aging_counters_number " << 2 * pool;
+      if (aso_) o << " conn_tracks_number " << pool;
+    }
     o << "\n";
   }
   o << "port start all\n";
   // One set of templates and a table per rule shape; ids as the provider
   // numbers its tables.
   std::map<std::string, int> ids;
+  int next_id = 0;
   auto table_of = [&](const hw::Flow& f, uint32_t rules, int indirect) {
     std::string k = shape(f);
     auto it = ids.find(k);
     if (it != ids.end()) return it->second;
-    int id = static_cast<int>(ids.size());
+    int id = next_id++;
     ids[k] = id;
     o << hw::testpmd_templates(f, id, rules, indirect);
     return id;
@@ -1073,29 +1284,46 @@ std::string RteFlowProvider::testpmd_commands() const {
   for (uint32_t id = 0; id < jobs_.size(); id++) {
     const Job& j = jobs_[id];
     if (!j.used || j.state != Job::kInstalled) continue;
-    o << "# " << j.orig.str() << "\n";
+    o << "# " << j.orig.str() << (j.ct_obj ? " (conntrack object)" : " (exact rules, SYN/FIN/RST to software)") << "\n";
     uint16_t cp = ct_port(j);
     int ind = static_cast<int>(id);
-    if (j.tcp) {
-      o << hw::testpmd_ct(j.prof) << "flow queue " << cp << " indirect_action 0 create action_id " << ind
-        << (cfg_.transfer ? " transfer" : " ingress") << " postpone no action conntrack / end\n";
-    }
     hw::Flow f0 = hw::conn_flow(layout_, j.conn, 0, nullptr, nullptr);
-    o << hw::testpmd_queue_create(f0, table_of(f0, cfg_.table_size, ind), ind) << "\n";
-    if (j.tcp) {
+    hw::Flow f1 = hw::conn_flow(layout_, j.conn, 1, nullptr, nullptr);
+    if (!j.ct_obj) {
+      o << hw::testpmd_queue_create(f0, table_of(f0, cfg_.table_size, 0), 0) << "\n";
+      o << hw::testpmd_queue_create(f1, table_of(f1, cfg_.table_size, 0), 0) << "\n";
+    } else {
+      // testpmd 22.11 copies the `set conntrack` context into the object
+      // only in the non-queued create (app/test-pmd/config.c:1762-1767; the
+      // queued one, config.c:2780-2832, passes it as parsed), and its queued
+      // update hands the driver the action instead of its configuration
+      // (config.c:2932-2951; the non-queued one passes action->conf,
+      // config.c:1888-1891). An actions template's `indirect N` with a
+      // `conntrack` mask puts that object, and its direction at that moment,
+      // into the table (mlx5_flow_hw.c:1394-1398, 421-423; testpmd's mask has
+      // a configuration, so no rule can bring its own): each direction of
+      // each connection gets a table of its own here, made after the object
+      // has that direction. (The provider's own table leaves the handle to
+      // each rule: a NULL mask configuration.)
+      o << hw::testpmd_ct(j.prof) << "flow indirect_action " << cp << " create action_id " << ind
+        << (transfer_ ? " transfer" : " ingress") << " action conntrack / end\n";
+      const int t0 = next_id++;
+      o << hw::testpmd_templates(f0, t0, 1, ind);
+      o << hw::testpmd_queue_create(f0, t0, ind) << "\n";
       rte_flow_action_conntrack rd = hw::ct_reply_update(j.prof).new_ct;
       std::string set = hw::testpmd_ct(rd);
-      o << set.substr(0, set.find('\n') + 1) << "flow queue " << cp << " indirect_action 0 update " << ind
-        << " postpone no action conntrack_update dir / end\n";
+      o << set.substr(0, set.find('\n') + 1) << "flow indirect_action " << cp << " update " << ind
+        << " action conntrack_update dir / end\n";
+      const int t1 = next_id++;
+      o << hw::testpmd_templates(f1, t1, 1, ind);
+      o << hw::testpmd_queue_create(f1, t1, ind) << "\n";
     }
-    hw::Flow f1 = hw::conn_flow(layout_, j.conn, 1, nullptr, nullptr);
-    o << hw::testpmd_queue_create(f1, table_of(f1, cfg_.table_size, ind), ind) << "\n";
     qports.insert(cp);
     qports.insert(f0.port_id);
     qports.insert(f1.port_id);
   }
   for (uint16_t p : ports_)
-    if (!cfg_.transfer || p == layout_.proxy_port) qports.insert(p);
+    if (!transfer_ || p == layout_.proxy_port) qports.insert(p);
   for (uint16_t p : qports) o << "flow push " << p << " queue 0\nflow pull " << p << " queue 0\n";
   return o.str();
 }
