@@ -799,7 +799,7 @@ TEST_F(Model, ConntrackQueueHoldsItsDepth) {
   }
   refused_null("ct-queue-depth", a().async_action_handle_create(a().self, 0, 0, &op, &ic, &ca, nullptr, &err), EBUSY);
   rte_flow_action_conntrack q{};
-  refused("ct-queue-depth", a().async_action_handle_query(a().self, 0, 0, &op, hs[0], &q, nullptr, &err), EBUSY);
+  refused("ct-queue-depth", a().async_action_handle_query(a().self, 0, 0, &op, hs[0], &q, nullptr, &err), EIO);
   EXPECT_EQ(m->ct_wqes_max(), 8u);
   // Completions pulled free the queue.
   m->drain();

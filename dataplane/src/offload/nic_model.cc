@@ -72,7 +72,8 @@ const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
       {"ct-port-limit", "mlx5_flow_hw.c:7786-7792, mlx5_flow.h:76-92: conntrack objects only on port ids below 16"},
       {"ct-queue-depth",
        "mlx5.h:592 (22.11.11: MLX5_ASO_QUEUE_LOG_DESC 10), mlx5_flow_aso.c:1137-1141 and 1190-1196, "
-       "mlx5_flow_hw.c:7805-7810: 1024 conntrack WQEs per queue; a full queue fails the call with EBUSY"},
+       "mlx5_flow_hw.c:7805-7810 (create: EBUSY), 7748-7753 and 7704-7708 (update, query: EIO): 1024 conntrack "
+       "WQEs per queue; a full queue fails the call at once"},
       {"counter-reuse",
        "mlx5_hws_cnt.h:384-388 and 436-452, mlx5_hws_cnt.c:63-92, mlx5_defs.h:188 (22.11.11): a freed counter "
        "waits for the counter service's next cycle (500 ms); none free but waiting is EAGAIN, none at all ENOENT"},
@@ -1590,9 +1591,9 @@ struct ModelCalls {
         return refuse(m, e, EINVAL, "ct-profile", "Invalid CT state");
       if (mod->new_ct.last_index > RTE_FLOW_CONNTRACK_FLAG_RST)
         return refuse(m, e, EINVAL, "ct-profile", "Invalid last TCP packet flag");
-      if (q->ct_wqes >= m.cfg_.ct_queue_depth)
-        return refuse(m, e, EBUSY, "ct-queue-depth",
-                      "Failed to update CT (SQ is full: " + std::to_string(q->ct_wqes) + " WQEs out)");
+      if (q->ct_wqes >= m.cfg_.ct_queue_depth)  // mlx5_flow_hw.c:7748-7753
+        return refuse(m, e, EIO, "ct-queue-depth",
+                      "Failed to send CT context update WQE (SQ is full: " + std::to_string(q->ct_wqes) + " WQEs out)");
       o.kind = Op::kCtSet;
       load_ct(o.ct, mod->new_ct);
       pd.wqe = true;
@@ -1639,9 +1640,9 @@ struct ModelCalls {
     Impl::CtObj* c = ct_of(m, const_cast<rte_flow_action_handle*>(h), &idx);
     if (!c) return refuse(m, e, EINVAL, "ct-freed", "Invalid CT query index");
     if (c->owner != port) return refuse(m, e, EACCES, "ct-owner", "Can't query CT object owned by another port");
-    if (q->ct_wqes >= m.cfg_.ct_queue_depth)
-      return refuse(m, e, EBUSY, "ct-queue-depth",
-                    "Failed to query CT (SQ is full: " + std::to_string(q->ct_wqes) + " WQEs out)");
+    if (q->ct_wqes >= m.cfg_.ct_queue_depth)  // mlx5_flow_hw.c:7704-7708
+      return refuse(m, e, EIO, "ct-queue-depth",
+                    "Failed to query CT context (SQ is full: " + std::to_string(q->ct_wqes) + " WQEs out)");
     auto* out = static_cast<rte_flow_action_conntrack*>(data);
     out->peer_port = 0;
     out->is_original_dir = c->is_original;  // filled at once (mlx5_flow_hw.c:7702-7703)

@@ -796,7 +796,7 @@ class RteFlowProvider final : public OffloadProvider {
       submit_remove(id);
     }
     while (removals_.empty() && !pending_.empty() && in_flight_ + 6 <= cfg_.max_in_flight && !free_jobs_.empty() &&
-           ct_ops_ + 2 <= kCtOpsMax) {
+           ct_ops_ + 1 <= kCtOpsMax) {
       Req r = pending_.front();
       pending_.pop_front();
       auto it = live_.find(conn_key(r.worker, r.ev.conn));
@@ -880,9 +880,10 @@ class RteFlowProvider final : public OffloadProvider {
     j.flow[0] = create(hw::conn_flow(layout_, j.conn, 0, j.ct, age_cookie(j, id, kOpFlow0)), cfg_.table_size,
                        cookie(id, kOpFlow0), true, &j);
     if (j.ct_obj) {
+      // Direction only: no WQE (mlx5_flow_hw.c:7738-7745 posts one only
+      // for a state update), so not a conntrack queue operation.
       rte_flow_modify_conntrack m = hw::ct_reply_update(j.prof);
       op_out(j);
-      ct_op_out();
       if (a.async_action_handle_update(a.self, cp, 0, &post, j.ct, &m, cookie(id, kOpCtDir), &err) != 0)
         sync_fail(cookie(id, kOpCtDir), rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
     }
@@ -1076,7 +1077,7 @@ class RteFlowProvider final : public OffloadProvider {
   void complete(uintptr_t ck, int err, uint64_t now_ns) {
     in_flight_--;
     auto tag = static_cast<Tag>(ck & 15);
-    if (tag == kOpCtCreate || tag == kOpCtDir || tag == kOpQuery || tag == kOpResync) ct_ops_--;
+    if (tag == kOpCtCreate || tag == kOpQuery || tag == kOpResync) ct_ops_--;
     if (tag == kOpShared) {
       if (err) fail("shared_rule_" + errno_reason(err), "");
       return;
