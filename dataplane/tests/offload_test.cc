@@ -645,6 +645,44 @@ TEST(Findings, ConntrackOperationsStayBelowTheQueueDepth) {
          static_cast<unsigned long long>(r.stat("ct_ops_limit")), r.nic().ct_wqes_max());
 }
 
+// Counters freed less than a counter-service cycle ago cannot be taken
+// again (EAGAIN): the connection is installed once they can, with no packet
+// of its own to ask again, and nothing counts as failed.
+TEST(Findings, CountersNotYetReusableDelayTheOffloadAndLoseNothing) {
+  Mlx5ModelConfig mc;
+  mc.ct_in_fdb = true;
+  mc.max_counters = 96;  // the provider asks for more: the device's count bounds it
+  Mlx5Model model(mc, {0, 1});
+  Rig r({}, "", &model.api(), &model);
+  r.refusals_expected = true;
+  const uint64_t t0 = r.now;
+  uint16_t cp = 20000;
+  int waves = 0;
+  uint64_t refused = model.refusals();
+  while (model.refusals() == refused && waves < 20) {  // open 8, close them: their counters wait
+    waves++;
+    for (int i = 0; i < 8; i++) handshake(r, cp++);
+    if (model.refusals() != refused) break;
+    EXPECT_EQ(r.stat("installed"), 8u);
+    r.ct->flush();
+    for (int k = 0; k < 20 && r.stat("jobs_in_use") > 0; k++) r.settle();
+  }
+  ASSERT_GT(model.refusals(), refused) << "the counters never ran out";
+  EXPECT_LT(r.now - t0, 500'000'000ull);  // all within one counter cycle
+  EXPECT_NE(model.last_error().find("counter-reuse"), std::string::npos) << model.last_error();
+  EXPECT_LT(r.stat("installed"), 8u);
+  printf("[ offload ] wave %d: %llu of 8 in the NIC at once, the rest refused: %s\n", waves,
+         static_cast<unsigned long long>(r.stat("installed")), model.last_error().c_str());
+  for (int k = 0; k < 100 && r.stat("installed") < 8; k++) {  // 2 s, no packets
+    r.now += 20'000'000;
+    r.settle();
+  }
+  EXPECT_EQ(r.stat("installed"), 8u);
+  EXPECT_GE(r.stat("retries"), 1u);
+  EXPECT_EQ(r.stat("failed_resources_busy"), 0u);
+  EXPECT_EQ(r.ct->stats().offloaded, 8u);
+}
+
 // A seam between the provider and the model that breaks one rule shape on
 // purpose: the INDIRECT action's mask keeps type INDIRECT (as f823304 did),
 // which the driver refuses.

@@ -13,7 +13,7 @@
 #include "dataplane/config.h"
 
 namespace dp {
-int hw_check(const std::string& pci, bool no_huge, const std::string& nic);  // hwcheck.cc
+int hw_check(const std::string& pci, bool no_huge, const std::string& nic, const std::string& peer);  // hwcheck.cc
 }
 
 namespace {
@@ -22,7 +22,8 @@ void usage() {
   printf(
       "usage: dataplane --config FILE [--check [--no-host-checks]] [--no-huge] [--file-prefix NAME]\n"
       "                 [--log-level LEVEL]\n"
-      "       dataplane --hw-check PCI[,devargs]|model [--nic PROFILE] [--no-huge]\n"
+      "       dataplane --hw-check PCI[,devargs] [--peer DEV] [--no-huge]\n"
+      "       dataplane --hw-check model [--nic PROFILE]\n"
       "\n"
       "  --config FILE       the YAML config (configs/dataplane/*.yaml)\n"
       "  --check             validate FILE and exit: 0 if good, 2 with file:line: key 'x': reason if not;\n"
@@ -37,8 +38,11 @@ void usage() {
       "Offload (offload.provider): none | rte_flow (mlx5 with dv_flow_en=2) | emulated (the same\n"
       "rte_flow provider on a model of the mlx5 22.11 driver, which also steers packets as the first\n"
       "stage of each worker) | auto (rte_flow if the ports can, else none).\n"
-      "--hw-check PCI probes an mlx5 port and offloads one connection through it; --hw-check model runs\n"
-      "the same sequence against the model, once per NIC profile (--nic PROFILE: one of cx6dx-legacy,\n"
+      "--hw-check PCI probes an mlx5 port and offloads one connection through it; with --peer DEV (a port\n"
+      "cabled to PCI's: a PCI address or a vdev such as net_af_packet0,iface=eth2) it makes the connection\n"
+      "with frames from the peer and checks that its data segments come back forwarded by the NIC, not\n"
+      "software, and counted by the NIC. --hw-check model runs the same sequence against the model, its\n"
+      "ports cabled to peers by rings, once per NIC profile (--nic PROFILE: one of cx6dx-legacy,\n"
       "cx6dx-switchdev, bf2-switchdev, cx6dx-switchdev-ct-fdb), printing the domain (transfer: the\n"
       "e-switch; ingress: each port's NIC Rx) and the conntrack strategy (aso: CONNTRACK objects; flows:\n"
       "exact rules, SYN/FIN/RST to software) it chose and why (offload.domain, offload.conntrack).\n"
@@ -58,7 +62,7 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string file, prefix, hw, log_level, nic;
+  std::string file, prefix, hw, log_level, nic, peer;
   bool check = false, no_huge = false, host_checks = true;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -67,6 +71,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-host-checks") host_checks = false;
     else if (a == "--hw-check" && i + 1 < argc) hw = argv[++i];
     else if (a == "--nic" && i + 1 < argc) nic = argv[++i];
+    else if (a == "--peer" && i + 1 < argc) peer = argv[++i];
     else if (a == "--no-huge") no_huge = true;
     else if (a == "--file-prefix" && i + 1 < argc) prefix = argv[++i];
     else if (a == "--log-level" && i + 1 < argc) log_level = argv[++i];
@@ -82,7 +87,11 @@ int main(int argc, char** argv) {
     fprintf(stderr, "dataplane: --nic names a profile of the NIC model: with --hw-check model\n");
     return 2;
   }
-  if (!hw.empty()) return dp::hw_check(hw, no_huge, nic);
+  if (!peer.empty() && (hw.empty() || hw == "model")) {
+    fprintf(stderr, "dataplane: --peer names a port cabled to the one --hw-check PCI checks\n");
+    return 2;
+  }
+  if (!hw.empty()) return dp::hw_check(hw, no_huge, nic, peer);
   if (file.empty()) {
     fprintf(stderr, "dataplane: --config FILE is required (see --help)\n");
     return 2;

@@ -445,12 +445,13 @@ class RteFlowProvider final : public OffloadProvider {
     request_remove(id, "aged", now_ns);
   }
 
-  bool busy() const override { return in_flight_ || !pending_.empty() || !removals_.empty(); }
+  bool busy() const override { return in_flight_ || !pending_.empty() || !removals_.empty() || !retry_.empty(); }
 
   Status flush() override {
     if (disabled_ || !started_) return {};
     uint64_t now = clock();
     pending_.clear();
+    retry_.clear();
     live_.clear();
     for (uint32_t id = 0; id < jobs_.size(); id++)
       if (jobs_[id].used) request_remove(id, "flush", now);
@@ -496,7 +497,8 @@ class RteFlowProvider final : public OffloadProvider {
                   {"resyncs", resyncs_},
                   {"resyncs_liberal", resyncs_liberal_},
                   {"in_flight", in_flight_},
-                  {"pending", pending_.size() + removals_.size()},
+                  {"pending", pending_.size() + removals_.size() + retry_.size()},
+                  {"retries", retries_},
                   {"jobs_in_use", used},
                   {"backlog_drops", backlog_drop_},
                   {"hw_templates", tables_.size()},
@@ -548,6 +550,10 @@ class RteFlowProvider final : public OffloadProvider {
  private:
   static constexpr uint32_t kSharedSlots = 16384;
   static constexpr uint32_t kCtOpsMax = 1024 - 64;  // the ASO queue (mlx5.h:592), less a margin
+  // A transient refusal pauses installs this long; a connection is tried
+  // this often (together longer than the counter service's 500 ms cycle).
+  static constexpr uint64_t kBusyBackoffNs = 100'000'000;
+  static constexpr uint8_t kBusyTries = 10;
   static constexpr uint32_t kSharedTable = 64;
 
   struct Job {
@@ -575,6 +581,9 @@ class RteFlowProvider final : public OffloadProvider {
     uint32_t active_pos = 0;
     uint32_t gen = 0;  // which use of this slot (aged-flow reports name it)
     uint8_t l2_len = 14;  // the Ethernet header of its packets, VLAN tags included
+    bool retry = false;   // failed for a resource that frees by itself: offered again once removed
+    uint8_t tries = 0;    // installs tried for this connection
+    ctrack::Event ev{};   // the event that asked for it (for a retry)
   };
   enum Made : uint8_t { kMadeCt = 1, kMadeFlow0 = 2, kMadeFlow1 = 4 };
   enum Tag : uint8_t {
@@ -599,6 +608,7 @@ class RteFlowProvider final : public OffloadProvider {
   struct Req {
     unsigned worker;
     ctrack::Event ev;
+    uint8_t tries = 0;
   };
   struct Live {
     int job;  // -1: waiting in pending_
@@ -781,10 +791,19 @@ class RteFlowProvider final : public OffloadProvider {
 
   void finish_remove(uint32_t id) {
     Job& j = jobs_[id];
-    host_.shards[j.worker]->set_offloaded(j.handle, j.orig, false);
-    removed_++;
+    if (j.installed_ns) removed_++;  // an offload removed (not the remains of a failed install)
     j.used = false;
     free_jobs_.push_back(id);
+    if (j.retry) {
+      // Still wanted (gone() erases the entry) and nothing of it is left in
+      // the NIC: offered again when the pause is over.
+      auto it = live_.find(conn_key(j.worker, j.handle));
+      if (it != live_.end() && it->second.job == -1 && it->second.orig == j.orig) {
+        retry_.push_back(Req{j.worker, j.ev, j.tries});
+        return;
+      }
+    }
+    host_.shards[j.worker]->set_offloaded(j.handle, j.orig, false);
   }
 
   // Submits queued work within the in-flight bound: removals first (they
@@ -794,6 +813,11 @@ class RteFlowProvider final : public OffloadProvider {
       uint32_t id = removals_.front();
       removals_.pop_front();
       submit_remove(id);
+    }
+    if (now_ns < hold_until_ns_) return;
+    while (!retry_.empty()) {  // retries first, in their order
+      pending_.push_front(retry_.back());
+      retry_.pop_back();
     }
     while (removals_.empty() && !pending_.empty() && in_flight_ + 6 <= cfg_.max_in_flight && !free_jobs_.empty() &&
            ct_ops_ + 1 <= kCtOpsMax) {
@@ -823,6 +847,8 @@ class RteFlowProvider final : public OffloadProvider {
       j.conn = c;
       j.ct_obj = c.aso;  // a conntrack object tracks it
       if (r.ev.l2_len) j.l2_len = r.ev.l2_len;
+      j.ev = r.ev;
+      j.tries = static_cast<uint8_t>(r.tries + 1);
       it->second.job = static_cast<int>(id);
       submit_install(id, now_ns);
     }
@@ -1112,14 +1138,24 @@ class RteFlowProvider final : public OffloadProvider {
     if (j.pending) return;
     if (j.state == Job::kInstalling) {
       if (j.err) {
-        fail(errno_reason(j.err), "");
-        // A resource that frees by itself (EAGAIN: freed counters wait for
-        // the counter service's cycle; EBUSY: a full conntrack queue): not
-        // now, and the connection's next packet offers it again. Anything
-        // else: it stays in software.
-        if (j.err != EAGAIN && j.err != EBUSY) t->set_no_offload(j.handle, j.orig);
         auto it = live_.find(conn_key(j.worker, j.handle));
-        if (it != live_.end() && it->second.job == static_cast<int>(id)) live_.erase(it);
+        const bool mine = it != live_.end() && it->second.job == static_cast<int>(id);
+        // A resource that frees by itself (EAGAIN: freed counters wait for
+        // the counter service's cycle, up to 500 ms; EBUSY: a full conntrack
+        // queue): installs pause for kBusyBackoffNs, and the connection is
+        // tried again once what was made of it is gone, up to kBusyTries
+        // times. After that, or for anything else, it stays in software
+        // (after EAGAIN/EBUSY its next packet offers it again).
+        if ((j.err == EAGAIN || j.err == EBUSY) && mine && !j.doomed && j.tries < kBusyTries) {
+          hold_until_ns_ = now_ns + kBusyBackoffNs;
+          j.retry = true;
+          it->second.job = -1;
+          ++retries_;
+        } else {
+          fail(errno_reason(j.err), "");
+          if (j.err != EAGAIN && j.err != EBUSY) t->set_no_offload(j.handle, j.orig);
+          if (mine) live_.erase(it);
+        }
         start_remove(id, "failed", now_ns);
         return;
       }
@@ -1215,6 +1251,8 @@ class RteFlowProvider final : public OffloadProvider {
   std::vector<uint32_t> active_;
   std::unordered_map<uint64_t, Live> live_;
   std::deque<Req> pending_;
+  std::deque<Req> retry_;  // transient failures, offered again after the pause
+  uint64_t hold_until_ns_ = 0;  // no installs before (a transient failure's pause)
   std::deque<uint32_t> removals_;
   std::vector<hw::RuleFlows> rule_flows_;
   std::map<std::string, Table> tables_;
@@ -1227,7 +1265,7 @@ class RteFlowProvider final : public OffloadProvider {
   std::map<std::string, uint64_t> failed_, refused_;
   std::map<std::string, uint64_t> last_log_ns_;
   uint64_t installed_ = 0, offloads_ = 0, removed_ = 0, aged_ = 0, closed_ = 0, revoked_ = 0, resyncs_ = 0,
-           resyncs_liberal_ = 0, backlog_drop_ = 0, resync_deferred_ = 0;
+           resyncs_liberal_ = 0, backlog_drop_ = 0, resync_deferred_ = 0, retries_ = 0;
   uint32_t ct_ops_ = 0, ct_ops_max_ = 0;
   uint64_t aged_reports_ = 0, aged_stale_ = 0, offloads_aso_ = 0;
   bool transfer_ = true, aso_ = true;
