@@ -2,7 +2,8 @@
 
 TOP="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
-log() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
+# Each line carries the seconds since the script started: where the time went.
+log() { printf '%s [%ds]: %s\n' "$(basename "$0")" "$SECONDS" "$*" >&2; }
 
 need_root() {
   if [[ $EUID -ne 0 ]]; then
@@ -11,14 +12,19 @@ need_root() {
   fi
 }
 
-# configure_build DIR MESON_ARGS... : set up DIR once; later runs only rebuild
-# what changed (ninja regenerates by itself when meson.build changes).
+# configure_build DIR MESON_ARGS... [-- TARGETS...]: set up DIR once; later
+# runs only rebuild what changed (ninja regenerates by itself when meson.build
+# changes). With TARGETS, only those are built.
 configure_build() {
   local dir=$1; shift
+  local args=() targets=()
+  while (( $# )) && [[ $1 != -- ]]; do args+=("$1"); shift; done
+  (( $# )) && { shift; targets=("$@"); }
   if [[ ! -f "$TOP/$dir/build.ninja" ]]; then
-    meson setup "$TOP/$dir" "$TOP" "$@"
+    meson setup "$TOP/$dir" "$TOP" "${args[@]}"
   fi
-  ninja -C "$TOP/$dir"
+  log "building $dir${targets[*]:+ (${targets[*]})}"
+  ninja -C "$TOP/$dir" "${targets[@]}"
 }
 
 # Reserve 2 MiB hugepages for DPDK; fall back to --no-huge with a warning.
