@@ -716,8 +716,10 @@ struct Tracker::Impl {
   void tcp_events(uint32_t idx, Conn& c, const Packet& p, int dir) {
     if (c.state == sES && (c.flags & detail::kAssured)) {
       raise_established(idx, c, &p, static_cast<uint8_t>(dir));
-    } else if (c.state >= sFW && c.state <= sCL && (c.flags & detail::kOffloaded) &&
+    } else if (c.state >= sFW && c.state <= sCL && (c.flags & (detail::kOffloaded | detail::kEvented)) &&
                !(c.flags & detail::kClosingSent)) {
+      // Offloaded, or offered and perhaps still going in: the provider
+      // removes it (or drops the offer).
       if (push_event(EventType::kClosing, idx, c, &p, static_cast<uint8_t>(dir), 0)) c.flags |= detail::kClosingSent;
     }
   }

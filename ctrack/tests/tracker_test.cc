@@ -300,6 +300,27 @@ TEST(Events, ClosingRaisedForOffloadedTcp) {
   EXPECT_EQ(ev[0].type, EventType::kClosing);
 }
 
+// A FIN that comes while the offer is still being installed (offered, not
+// yet offloaded) raises Closing too: the provider removes what it puts in
+// the NIC for a connection that is already closing. Without it the install
+// finished, the connection went into the NIC closing, and stayed there
+// until its entry expired (Offload.ChurnLeavesNothingInTheNic under load).
+TEST(Events, ClosingRaisedForTcpStillBeingOffered) {
+  Harness h;
+  Key k = make_key("10.0.0.1", 1, "10.0.0.2", 2, IPPROTO_TCP);
+  h.run(tcp(k, kSyn, 100, 0));
+  h.run(tcp(k.reversed(), kSyn | kAck, 500, 101));
+  h.run(tcp(k, kAck, 101, 501));
+  Event ev[4];
+  ASSERT_EQ(h.tracker->poll_events(ev, 4), 1u);
+  ASSERT_EQ(ev[0].type, EventType::kEstablished);
+  h.run(tcp(k, kFin | kAck, 101, 501));
+  ASSERT_EQ(h.tracker->poll_events(ev, 4), 1u);
+  EXPECT_EQ(ev[0].type, EventType::kClosing);
+  h.run(tcp(k.reversed(), kFin | kAck, 501, 102));
+  EXPECT_EQ(h.tracker->poll_events(ev, 4), 0u);  // once
+}
+
 // Issue 20: a connection that leaves the NIC while alive (aged out, its
 // rules changed) is offered again at its next packet; one the provider
 // refused for good (set_no_offload) is not; nor one that is closing.

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include "dataplane/commands.h"
+
 int main(int argc, char** argv) {
   std::string sock = "/run/dataplane/dataplane.sock", req;
   int i = 1;
@@ -16,25 +18,9 @@ int main(int argc, char** argv) {
     if (a == "--socket" && i + 1 < argc) sock = argv[++i];
     else if (a == "--prefix" && i + 1 < argc) sock = std::string("/run/dataplane/") + argv[++i] + ".sock";
     else if (a == "--help" || a == "-h") {
-      printf(
-          "usage: dataplane-ctl [--prefix NAME | --socket PATH] COMMAND\n"
-          "  rule add '{table: 1, priority: 200, match: \"ip_proto=tcp,tp_dst=22\", actions: drop}'\n"
-          "  rule del ID\n"
-          "  rules                 list rules with hit counters\n"
-          "  ct list [ZONE]        connections (all of them, streamed), then a total line\n"
-          "  ct flush [ZONE]       remove connections\n"
-          "  reload                re-read the config file: tables and conntrack timeouts; other\n"
-          "                        changes are refused with the reason (README: Reload)\n"
-          "  stats                 workers, ports (packets, misses, errors, ring drops), drops by\n"
-          "                        reason, conntrack, offload counters\n"
-          "  trace PACKET          what the tables and conntrack would do with a packet (nothing changes):\n"
-          "                        in_port=inside,tcp,10.0.0.1:1234>10.0.0.2:80,flags=S\n"
-          "                        in_port=outside,udp,[fd00::2]:53>[fd00::1]:3333 | in_port=inside,icmp,10.0.0.1>10.0.0.2\n"
-          "  trace --live N [SECONDS]  the next N packets (1..256) as the workers handle them: rules hit,\n"
-          "                        ct state, flow cache or NIC stage, output or drop reason; waits up to\n"
-          "                        SECONDS (default 10) and says how many came\n"
-          "  offload testpmd       hardware rules as testpmd flow commands\n"
-          "Exit status 0 when the daemon answers ok, 1 otherwise (an error, or a reply cut short).\n");
+      printf("usage: dataplane-ctl [--prefix NAME | --socket PATH] COMMAND\n%s"
+             "Exit status 0 when the daemon answers ok, 1 otherwise (an error, or a reply cut short).\n",
+             dp::commands_help().c_str());
       return 0;
     } else break;
   }

@@ -44,3 +44,9 @@ class Result {
 };
 
 }  // namespace sdn
+
+// Returns the Status of `expr` from the enclosing function when it failed.
+#define SDN_TRY(expr)                                      \
+  do {                                                     \
+    if (::sdn::Status sdn_try_ = (expr); !sdn_try_) return sdn_try_; \
+  } while (0)

@@ -16,12 +16,18 @@
 
 #include "ctrack/parse.h"
 #include "ctrack/tracker.h"
-#include "dataplane/rules.h"
+#include "dataplane/match.h"
+#include "sdn/status.h"
 #include "dataplane/steer.h"
 
 struct rte_acl_ctx;
 
 namespace dp {
+
+using sdn::Result;
+using sdn::Status;
+struct Rule;       // rules.h: the control path's rule, lowered by build()
+struct PortNames;  // rules.h
 
 inline constexpr uint32_t kMaxBurst = 32;
 inline constexpr unsigned kMaxWorkers = 16;
@@ -39,20 +45,49 @@ inline constexpr unsigned kMaxPorts = 64;
 enum class DropWhy : uint8_t { kNoMatch, kRule, kTxFull, kTxMtu, kRxOversize, kCtFull, kHandoffFull, kCount };
 const char* drop_why_name(DropWhy d);
 
+// A worker's counters, one list: the struct's fields, `stats` and telemetry
+// (as w<N>_<name>) all come from it. X(name, what it counts).
+#define DP_WORKER_COUNTERS(X)                                                                \
+  X(rx_packets, "packets this worker judged (after handoff)")                               \
+  X(rx_bytes, "their bytes")                                                                 \
+  X(tx_packets, "packets sent")                                                              \
+  X(hw_marked, "handled by the NIC's classification (mark): tables skipped")               \
+  X(cache_hits, "established packets the flow cache took from conntrack to their actions") \
+  X(handoff_out, "packets of connections another worker owns, passed on")                  \
+  X(handoff_in, "and taken in")                                                              \
+  X(busy_polls, "polls that received packets")                                               \
+  X(idle_polls, "polls that received none")                                                  \
+  X(busy_cycles, "TSC cycles in the software pipeline and tx, for rx_packets")              \
+  X(nic_packets, "packets through the NIC model's stage (emulated offload)")                \
+  X(nic_cycles, "TSC cycles in that stage")                                                  \
+  X(expire_runs, "paced expiry slices")                                                      \
+  X(expire_cycles, "TSC cycles in them")                                                     \
+  X(expired, "entries they expired")
+
 // One worker's counters. Written only by that worker; read by others with
 // relaxed loads (see snapshot()).
 struct alignas(64) WorkerStats {
-  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0;
+#define DP_FIELD(name, what) uint64_t name = 0;
+  DP_WORKER_COUNTERS(DP_FIELD)
+#undef DP_FIELD
   uint64_t parse_drop[static_cast<int>(ctrack::Drop::kCount)] = {};
   uint64_t drop[static_cast<int>(DropWhy::kCount)] = {};
-  uint64_t hw_marked = 0;  // handled by the NIC's classification (mark), tables skipped
-  uint64_t cache_hits = 0;  // established packets the flow cache took from conntrack straight to their actions
-  uint64_t handoff_out = 0, handoff_in = 0;  // packets of connections another worker owns, passed on / taken in
-  uint64_t busy_polls = 0, idle_polls = 0;
-  uint64_t busy_cycles = 0;  // the software pipeline and tx, for rx_packets
-  uint64_t nic_packets = 0, nic_cycles = 0;  // the NIC model's stage (emulated offload), for every packet received
-  uint64_t expire_runs = 0, expire_cycles = 0, expired = 0;  // the paced expiry slice, its cost in TSC cycles
   WorkerStats snapshot() const;
+  // name, value for every counter of the list. (Telemetry's dict holds 256
+  // entries: 16 workers x (lcore + these 15).)
+  template <typename F>
+  void visit(F&& f) const {
+#define DP_VISIT(name, what) f(#name, name);
+    DP_WORKER_COUNTERS(DP_VISIT)
+#undef DP_VISIT
+  }
+  // The ratios `stats` derives from them.
+  template <typename F>
+  void ratios(F&& f) const {
+    f("cycles_per_packet", rx_packets ? busy_cycles / rx_packets : 0);
+    f("nic_stage_cycles_per_packet", nic_packets ? nic_cycles / nic_packets : 0);
+    f("expire_cycles_per_run", expire_runs ? expire_cycles / expire_runs : 0);
+  }
 };
 
 // Per-rule counters, per worker, inside a Pipeline.
@@ -220,6 +255,18 @@ class Datapath {
            PacketNote* notes = nullptr);
 
  private:
+  // The stages of run(), in order (pipeline/run.cc).
+  struct Burst;
+  void ingress(Burst& b, bool noting);  // mark skip, parse, ingress MTU, ownership
+  void flow_cache(Burst& b);            // established paths: conntrack, then the path's actions
+  void classifier_keys(Burst& b);
+  void classify(Burst& b, int table);   // rte_acl, or the NIC's table-0 match
+  void actions(Burst& b);               // hits counted, actions up to a ct()
+  void exec(Burst& b, uint32_t i, uint32_t from);
+  void conntrack(Burst& b);             // batched per (zone, commit), then the actions after it
+  void finish(Burst& b);                // no match past the last table, path recording, egress MTU
+  void note(const Burst& b, PacketNote* notes) const;
+
   uint16_t record_path(const FlowPath& p);  // its index, or kNone when the table is full
 
   unsigned worker_;

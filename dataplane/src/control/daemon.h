@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "commands.h"
 #include "socket.h"
 #include "dataplane/config.h"
 #include "dataplane/offload.h"
@@ -44,6 +45,13 @@ class Daemon {
   struct Worker;
 
  private:
+  // Services: each file registers its commands (rule_service.cc, ct_service.cc,
+  // trace_service.cc, stats_service.cc).
+  Status register_commands();
+  Status register_rule_commands(CommandTable& t);
+  Status register_ct_commands(CommandTable& t);
+  Status register_trace_commands(CommandTable& t);
+  Status register_stats_commands(CommandTable& t);
   Status setup_port(size_t i);
   Status install(std::vector<Rule> rules);
   Status reload();
@@ -92,6 +100,7 @@ class Daemon {
   std::mutex off_mu_;  // off_snap_: the control loop writes, telemetry reads
   OffloadStats off_snap_;
   std::unique_ptr<ControlServer> ctl_;
+  CommandTable commands_;
   bool started_ = false, shut_ = false;
   bool live_ = false;  // a live trace is running (one at a time)
 };

@@ -2,7 +2,7 @@
 // model's stage (emulated offload), the pipeline, tx; packets of
 // connections another worker owns go to it over a ring, and its own come
 // back the same way; expiry by time. It sees only its WorkerEnv.
-#include "worker.h"
+#include "dataplane/worker.h"
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>

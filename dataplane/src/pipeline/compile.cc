@@ -9,8 +9,9 @@
 #include <cstring>
 #include <set>
 
-#include "../datapath/acl.h"
+#include "acl.h"
 #include "dataplane/pipeline.h"
+#include "dataplane/rules.h"
 
 namespace dp {
 

@@ -1,0 +1,162 @@
+// Conntrack queries: ct list / flush and the telemetry listing.
+#include "daemon_internal.h"
+
+
+#include "dataplane/log.h"
+#include "dataplane/nic_model.h"
+#include "dataplane/packet_desc.h"
+#include "ctrack/frame.h"
+#include "sdn/clock.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/if_packet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+#include <rte_telemetry.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace dp {
+
+using sdn::mono_ns;
+
+ControlServer::Reply Daemon::ct_list(int zone) {
+  // Streamed a slice of slots at a time: 10^6 entries never sit in one
+  // string, and the control loop (offload events) runs between slices.
+  struct Cursor {
+    size_t shard = 0;
+    uint32_t at = 0;
+    uint64_t n = 0;
+  };
+  auto cur = std::make_shared<Cursor>();
+  ControlServer::Reply r;
+  r.text = "ok\n";
+  r.more = [this, cur, zone](std::string* out) {
+    if (cur->shard >= shards_.size()) return false;
+    ctrack::Tracker& t = *shards_[cur->shard];
+    std::ostringstream o;
+    cur->at = t.for_each_from(
+        mono_ns(), cur->at, 4096,
+        [&](const ctrack::ConnInfo& c) {
+          o << c.orig.str() << " " << c.state << (c.offloaded ? " offloaded" : "") << " pkts=" << c.packets[0] << "/"
+            << c.packets[1] << " bytes=" << c.bytes[0] << "/" << c.bytes[1] << " age=" << c.age_ms / 1000
+            << "s timeout=" << c.timeout_ms / 1000 << "s\n";
+          cur->n++;
+        },
+        zone);
+    if (cur->at >= t.capacity()) {
+      cur->shard++;
+      cur->at = 0;
+      if (cur->shard == shards_.size()) o << "total " << cur->n << "\n";
+    }
+    *out += o.str();
+    return true;
+  };
+  return r;
+}
+
+void Daemon::telemetry_ct_list(const char* params, rte_tel_data* d) {
+  int zone = -1;
+  int proto = -1;
+  size_t limit = 50, offset = 0;
+  std::string p = params ? params : "";
+  std::istringstream in(p);
+  std::string kv;
+  while (std::getline(in, kv, ',')) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    if (k == "zone") zone = atoi(v.c_str());
+    else if (k == "limit") limit = std::min<size_t>(100, strtoul(v.c_str(), nullptr, 10));
+    else if (k == "offset") offset = strtoul(v.c_str(), nullptr, 10);
+    else if (k == "proto") proto = v == "tcp" ? IPPROTO_TCP : v == "udp" ? IPPROTO_UDP : v == "icmp" ? IPPROTO_ICMP : atoi(v.c_str());
+  }
+  // A dict of containers rather than an array: DPDK 22.11 leaks the
+  // containers of an array reply.
+  rte_tel_data_start_dict(d);
+  size_t seen = 0, added = 0;
+  uint64_t now = mono_ns();
+  for (auto& s : shards_) {
+    s->for_each(
+        now,
+        [&](const ctrack::ConnInfo& c) {
+          if (proto >= 0 && c.orig.proto != proto) return;
+          if (seen++ < offset || added >= limit) return;
+          rte_tel_data* e = rte_tel_data_alloc();
+          rte_tel_data_start_dict(e);
+          rte_tel_data_add_dict_string(e, "tuple", c.orig.str().c_str());
+          rte_tel_data_add_dict_u64(e, "zone", c.orig.zone);
+          rte_tel_data_add_dict_string(e, "state", c.state.c_str());
+          rte_tel_data_add_dict_u64(e, "offloaded", c.offloaded);
+          rte_tel_data_add_dict_u64(e, "packets_orig", c.packets[0]);
+          rte_tel_data_add_dict_u64(e, "packets_reply", c.packets[1]);
+          rte_tel_data_add_dict_u64(e, "bytes_orig", c.bytes[0]);
+          rte_tel_data_add_dict_u64(e, "bytes_reply", c.bytes[1]);
+          rte_tel_data_add_dict_u64(e, "age_s", c.age_ms / 1000);
+          rte_tel_data_add_dict_int(e, "timeout_s", static_cast<int>(c.timeout_ms / 1000));
+          rte_tel_data_add_dict_container(d, std::to_string(added).c_str(), e, 0);
+          added++;
+        },
+        zone);
+  }
+}
+
+
+Status Daemon::register_ct_commands(CommandTable& t) {
+  using C = CommandTable;
+  // [ZONE]: -1 for all; false when the word is not a zone.
+  auto zone_of = [](const std::string& a, int* zone, std::string* bad) {
+    std::istringstream in(a);
+    std::string z;
+    *zone = -1;
+    if (!(in >> z)) return true;
+    char* end;
+    long v = strtol(z.c_str(), &end, 10);
+    if (*end || v < 0 || v > 65535) {
+      *bad = "error: zone '" + z + "' is not 0..65535";
+      return false;
+    }
+    *zone = static_cast<int>(v);
+    return true;
+  };
+  SDN_TRY(t.add("ct list", [this, zone_of](const std::string& a) {
+    int zone;
+    std::string bad;
+    if (!zone_of(a, &zone, &bad)) return C::text(bad);
+    return ct_list(zone);
+  }));
+  SDN_TRY(t.add("ct flush", [this, zone_of](const std::string& a) {
+    int zone;
+    std::string bad;
+    if (!zone_of(a, &zone, &bad)) return C::text(bad);
+    uint64_t n = 0;
+    for (auto& sh : shards_) n += sh->flush(zone);
+    return C::text("ok flushed " + std::to_string(n));
+  }));
+  return {};
+}
+
+}  // namespace dp

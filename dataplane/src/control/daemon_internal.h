@@ -1,0 +1,43 @@
+// Internal to the daemon's files: the worker record and helpers the
+// services share. Each service (ports, rules, conntrack queries, trace,
+// stats and telemetry) is a file of Daemon's members that registers its
+// own commands (commands.h).
+#pragma once
+
+#include <string>
+
+#include "daemon.h"
+#include "dataplane/live_trace.h"
+#include "dataplane/log.h"
+#include "dataplane/worker.h"
+
+namespace dp {
+
+struct Daemon::Worker {
+  unsigned id = 0;
+  unsigned lcore = 0;
+  WorkerStats stats;
+  std::unique_ptr<Datapath> dp;
+  WorkerEnv env;
+  LiveTrace trace;
+};
+
+inline void log(const std::string& s) { log_info(LogType::kControl, s); }
+inline void warn(const std::string& s) { log_warning(LogType::kControl, s); }
+void log_pipeline(const Pipeline& p);
+
+// Symmetric Toeplitz key: the 0x6d5a pattern hashes (a,b) and (b,a) alike,
+// so both directions of a connection reach the same worker and shard.
+inline constexpr uint8_t kSymmetricRssKey[52] = {
+    0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
+    0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
+    0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a};
+
+inline std::string dpdk_port_name(const PortConfig& p) {
+  if (!p.dpdk_name.empty()) return p.dpdk_name;
+  return p.devargs.substr(0, p.devargs.find(','));
+}
+
+inline bool is_vdev(const PortConfig& p) { return p.devargs.rfind("net_", 0) == 0; }
+
+}  // namespace dp

@@ -1,0 +1,263 @@
+// The rules service: installs (pipeline swaps with counters carried over),
+// reload, rule add/del, listings; its commands and telemetry.
+#include "daemon_internal.h"
+
+
+#include "dataplane/log.h"
+#include "dataplane/nic_model.h"
+#include "dataplane/packet_desc.h"
+#include "ctrack/frame.h"
+#include "sdn/clock.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/if_packet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+#include <rte_telemetry.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace dp {
+
+using sdn::mono_ns;
+
+
+Status Daemon::install(std::vector<Rule> rules) {
+  auto pl = Pipeline::build(rules, static_cast<unsigned>(workers_.size()));
+  if (!pl) return pl.status();
+  log_pipeline(*pl.value());
+  std::lock_guard<std::mutex> lk(mu_);
+  Pipeline* old = pipeline_.exchange(pl.value().release(), std::memory_order_acq_rel);
+  // Free the old tables only after every worker has passed a quiescent state.
+  rte_rcu_qsbr_synchronize(qsbr_, RTE_QSBR_THRID_INVALID);
+  for (size_t i = 0; i < old->rules().size(); i++) {
+    const Rule& r = old->rules()[i];
+    RuleCounters c = old->counters(i);
+    Retired& ret = retired_[r.id];
+    std::string fp = rule_fingerprint(r);
+    if (ret.fingerprint != fp) ret = Retired{std::move(fp), {}};
+    ret.c.packets += c.packets;
+    ret.c.bytes += c.bytes;
+  }
+  delete old;
+  // A rule that is gone takes its counters along: an id used again later
+  // starts from zero.
+  std::set<uint32_t> live;
+  for (const Rule& r : rules) live.insert(r.id);
+  std::erase_if(retired_, [&](const auto& kv) { return !live.count(kv.first); });
+  for (const Rule& r : rules) next_rule_id_ = std::max(next_rule_id_, r.id + 1);
+  rules_ = std::move(rules);
+  offload_->on_pipeline(*pipeline_.load());
+  return {};
+}
+
+namespace {
+
+std::string port_diff(const PortConfig& a, const PortConfig& b) {
+  std::string d;
+  auto add = [&](const char* k, const std::string& x, const std::string& y) {
+    if (x != y) d += std::string(d.empty() ? "" : ", ") + k + " '" + x + "' -> '" + y + "'";
+  };
+  add("devargs", a.devargs, b.devargs);
+  add("dpdk_name", a.dpdk_name, b.dpdk_name);
+  add("mtu", std::to_string(a.mtu), std::to_string(b.mtu));
+  add("promisc", a.promisc ? "true" : "false", b.promisc ? "true" : "false");
+  add("rx_desc", std::to_string(a.rx_desc), std::to_string(b.rx_desc));
+  add("tx_desc", std::to_string(a.tx_desc), std::to_string(b.tx_desc));
+  return d;
+}
+
+bool same_ct_except_timeouts(const ctrack::Config& a, const ctrack::Config& b) {
+  return a.capacity == b.capacity && a.full_policy == b.full_policy && a.tcp_liberal == b.tcp_liberal &&
+         a.tcp_midstream == b.tcp_midstream && a.sweep_per_call == b.sweep_per_call &&
+         a.early_drop_scan == b.early_drop_scan && a.default_zone_limit == b.default_zone_limit &&
+         a.zone_limits == b.zone_limits;
+}
+
+bool same_timeouts(const ctrack::Timeouts& a, const ctrack::Timeouts& b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+}  // namespace
+
+// A reload applies what can change under traffic (the tables, conntrack
+// timeouts) and refuses everything else with its reason, keeping the
+// running state whole. Ports are bound by name: the file's port order does
+// not matter.
+Status Daemon::reload() {
+  auto next = load_config(cfg_.file);
+  if (!next) return next.status();
+  Config& c = next.value();
+  c.cli = cfg_.cli;
+  if (Status s = c.apply_cli(); !s) return s;
+
+  std::vector<std::string> refused;
+  const EalConfig &ea = cfg_.eal, &eb = c.eal;
+  if (ea.file_prefix != eb.file_prefix || ea.no_huge != eb.no_huge || ea.memory_mb != eb.memory_mb ||
+      ea.extra != eb.extra)
+    refused.push_back("eal: changed (needs a restart)");
+  std::vector<int> map(c.ports.size(), -1);  // file's port index -> running port index
+  for (size_t i = 0; i < c.ports.size(); i++) {
+    for (size_t k = 0; k < cfg_.ports.size(); k++)
+      if (cfg_.ports[k].name == c.ports[i].name) map[i] = static_cast<int>(k);
+    if (map[i] < 0) {
+      refused.push_back("ports: '" + c.ports[i].name + "' added (ports need a restart)");
+      continue;
+    }
+    std::string d = port_diff(cfg_.ports[static_cast<size_t>(map[i])], c.ports[i]);
+    if (!d.empty()) refused.push_back("ports: '" + c.ports[i].name + "' " + d + " (ports need a restart)");
+  }
+  for (const PortConfig& p : cfg_.ports) {
+    bool kept = false;
+    for (const PortConfig& q : c.ports) kept |= q.name == p.name;
+    if (!kept) refused.push_back("ports: '" + p.name + "' removed (ports need a restart)");
+  }
+  const WorkerConfig &wa = cfg_.workers, &wb = c.workers;
+  if (wa.main_lcore != wb.main_lcore || wa.lcores != wb.lcores || wa.cpus != wb.cpus || wa.burst != wb.burst ||
+      wa.mbufs != wb.mbufs ||
+      wa.mbuf_cache != wb.mbuf_cache)
+    refused.push_back("workers: changed (needs a restart)");
+  if (!same_ct_except_timeouts(cfg_.ct, c.ct))
+    refused.push_back("conntrack: only timeouts change on reload (capacity, policy and zones need a restart)");
+  const OffloadConfig &oa = cfg_.offload, &ob = c.offload;
+  if (oa.provider != ob.provider || oa.max_in_flight != ob.max_in_flight || oa.table_size != ob.table_size ||
+      oa.insert_rate != ob.insert_rate || oa.latency_us != ob.latency_us || oa.age_s != ob.age_s ||
+      oa.domain != ob.domain || oa.conntrack != ob.conntrack || oa.nic != ob.nic)
+    refused.push_back("offload: changed (its queues, tables and templates are sized at start; needs a restart)");
+  if (cfg_.control_socket != c.control_socket) refused.push_back("control.socket: changed (needs a restart)");
+  if (!refused.empty()) {
+    std::string m = "reload refused, running config kept: ";
+    for (size_t i = 0; i < refused.size(); i++) m += (i ? "; " : "") + refused[i];
+    return Status::error(m);
+  }
+
+  remap_ports(c.rules, map);
+  if (Status s = install(c.rules); !s) return s;
+  bool timeouts = !same_timeouts(cfg_.ct.timeouts, c.ct.timeouts);
+  if (timeouts) {
+    for (auto& sh : shards_) sh->set_timeouts(c.ct.timeouts);
+    cfg_.ct.timeouts = c.ct.timeouts;
+  }
+  cfg_.rules = rules_;
+  log("reloaded " + cfg_.file + ": " + std::to_string(rules_.size()) + " rules" +
+      (timeouts ? ", new conntrack timeouts" : ""));
+  return {};
+}
+
+RuleCounters Daemon::rule_counters(const Pipeline& pl, size_t i) const {
+  RuleCounters c = pl.counters(i);
+  const Rule& r = pl.rules()[i];
+  auto it = retired_.find(r.id);
+  if (it != retired_.end() && it->second.fingerprint == rule_fingerprint(r)) {
+    c.packets += it->second.c.packets;
+    c.bytes += it->second.c.bytes;
+  }
+  return c;
+}
+
+std::string Daemon::rules_text() {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::ostringstream o;
+  Pipeline* pl = pipeline_.load();
+  for (size_t i = 0; i < pl->rules().size(); i++) {
+    const Rule& r = pl->rules()[i];
+    RuleCounters c = rule_counters(*pl, i);
+    o << "id=" << r.id << " table=" << r.table << " priority=" << r.priority << " match=\"" << r.match_text
+      << "\" actions=\"" << r.actions_text << "\" packets=" << c.packets << " bytes=" << c.bytes << "\n";
+  }
+  return o.str();
+}
+
+std::string Daemon::rule_add(const std::string& yaml) {
+  auto r = parse_rule_yaml(yaml, cfg_.port_names());
+  if (!r) return "error: " + r.message();
+  std::vector<Rule> next;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    next = rules_;
+  }
+  uint32_t id = r->id;
+  if (id) {
+    for (const auto& x : next)
+      if (x.id == id) return "error: rule id " + std::to_string(id) + " exists";
+  } else {
+    if (next_rule_id_ > kMaxRuleId)
+      return "error: rule ids exhausted (" + std::to_string(kMaxRuleId) +
+             " assigned in this daemon's life); give an explicit id: N or restart";
+    id = r->id = next_rule_id_;
+  }
+  next.push_back(*r);
+  if (Status s = install(std::move(next)); !s) return "error: " + s.message();
+  return "ok id=" + std::to_string(id);
+}
+
+void Daemon::telemetry_rules(rte_tel_data* d) {
+  rte_tel_data_start_dict(d);
+  std::lock_guard<std::mutex> lk(mu_);
+  Pipeline* pl = pipeline_.load();
+  for (size_t i = 0; i < pl->rules().size() && i < 60; i++) {
+    const Rule& r = pl->rules()[i];
+    RuleCounters c = rule_counters(*pl, i);
+    rte_tel_data* e = rte_tel_data_alloc();
+    rte_tel_data_start_dict(e);
+    rte_tel_data_add_dict_u64(e, "id", r.id);
+    rte_tel_data_add_dict_u64(e, "table", r.table);
+    rte_tel_data_add_dict_u64(e, "priority", static_cast<uint64_t>(r.priority));
+    rte_tel_data_add_dict_string(e, "match", r.match_text.c_str());
+    rte_tel_data_add_dict_string(e, "actions", r.actions_text.c_str());
+    rte_tel_data_add_dict_u64(e, "packets", c.packets);
+    rte_tel_data_add_dict_u64(e, "bytes", c.bytes);
+    rte_tel_data_add_dict_container(d, ("r" + std::to_string(r.id)).c_str(), e, 0);
+  }
+}
+
+
+Status Daemon::register_rule_commands(CommandTable& t) {
+  using C = CommandTable;
+  SDN_TRY(t.add("rule add", [this](const std::string& a) { return C::text(rule_add(a)); }));
+  SDN_TRY(t.add("rule del", [this](const std::string& a) {
+    std::istringstream in(a);
+    uint32_t id = 0;
+    std::string extra;
+    if (!(in >> id) || (in >> extra)) return C::usage("rule del");
+    std::vector<Rule> next;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      next = rules_;
+    }
+    auto before = next.size();
+    std::erase_if(next, [&](const Rule& x) { return x.id == id; });
+    if (next.size() == before) return C::text("error: no rule with id " + std::to_string(id));
+    if (Status s = install(std::move(next)); !s) return C::text("error: " + s.message());
+    return C::text("ok");
+  }));
+  SDN_TRY(t.add("rules", [this](const std::string&) { return C::text("ok\n" + rules_text()); }));
+  SDN_TRY(t.add("reload", [this](const std::string&) {
+    if (Status s = reload(); !s) return C::text("error: " + s.message());
+    return C::text("ok");
+  }));
+  return {};
+}
+
+}  // namespace dp

@@ -1,0 +1,155 @@
+// Stats and telemetry: `stats` text and /dataplane/stats from the same
+// counter lists (WorkerStats::visit, port_counters, ct and offload stats).
+#include "daemon_internal.h"
+
+
+#include "dataplane/log.h"
+#include "dataplane/nic_model.h"
+#include "dataplane/packet_desc.h"
+#include "ctrack/frame.h"
+#include "sdn/clock.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/if_packet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+#include <rte_telemetry.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace dp {
+
+using sdn::mono_ns;
+
+std::string Daemon::stats_text() {
+  std::ostringstream o;
+  o << "ok\n";
+  WorkerStats sum;
+  for (auto& w : workers_) {
+    WorkerStats s = w->stats.snapshot();
+    o << "worker " << w->id << " lcore " << w->lcore << ":";
+    auto put = [&](const char* k, uint64_t v) { o << " " << k << "=" << v; };
+    s.visit(put);
+    s.ratios(put);
+    o << "\n";
+    for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) sum.parse_drop[i] += s.parse_drop[i];
+    for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) sum.drop[i] += s.drop[i];
+  }
+  o << "ports:";
+  for (const auto& [k, v] : port_counters()) o << " " << k << "=" << v;
+  o << "\n";
+  o << "drops:";
+  for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++)
+    o << " " << drop_why_name(static_cast<DropWhy>(i)) << "=" << sum.drop[i];
+  for (int i = 1; i < static_cast<int>(ctrack::Drop::kCount); i++)
+    o << " parse_" << ctrack::drop_name(static_cast<ctrack::Drop>(i)) << "=" << sum.parse_drop[i];
+  o << "\n";
+  ctrack::Stats cs;
+  for (auto& sh : shards_) cs += sh->stats();
+  o << "ct:";
+  cs.visit([&](const std::string& k, uint64_t v) { o << " " << k << "=" << v; });
+  o << "\n";
+  const OffloadStats os = offload_->stats();
+  o << "offload " << offload_->name() << ":";
+  for (const auto& [k, v] : os.counters) o << " " << k << "=" << v;
+  o << "\n";
+  for (const auto& [k, v] : os.notes) o << "offload " << k << ": " << v << "\n";
+  return o.str();
+}
+
+void Daemon::telemetry_stats(rte_tel_data* d) {
+  rte_tel_data_start_dict(d);
+  rte_tel_data* ports = rte_tel_data_alloc();
+  rte_tel_data_start_dict(ports);
+  for (const auto& [k, v] : port_counters()) rte_tel_data_add_dict_u64(ports, k.c_str(), v);
+  rte_tel_data_add_dict_container(d, "ports", ports, 0);
+
+  rte_tel_data* workers = rte_tel_data_alloc();
+  rte_tel_data_start_dict(workers);
+  WorkerStats sum;
+  for (auto& w : workers_) {
+    WorkerStats s = w->stats.snapshot();
+    std::string p = "w" + std::to_string(w->id) + "_";
+    rte_tel_data_add_dict_u64(workers, (p + "lcore").c_str(), w->lcore);
+#define DP_ONE(name, what) +1
+    static_assert(kMaxWorkers * (1 DP_WORKER_COUNTERS(DP_ONE)) <= RTE_TEL_MAX_DICT_ENTRIES,
+                  "every worker's counters fit telemetry's dict");
+#undef DP_ONE
+    s.visit([&](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(workers, (p + k).c_str(), v); });
+    for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) sum.parse_drop[i] += s.parse_drop[i];
+    for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) sum.drop[i] += s.drop[i];
+  }
+  rte_tel_data_add_dict_container(d, "workers", workers, 0);
+
+  rte_tel_data* drops = rte_tel_data_alloc();
+  rte_tel_data_start_dict(drops);
+  for (int i = 1; i < static_cast<int>(ctrack::Drop::kCount); i++)
+    rte_tel_data_add_dict_u64(drops, (std::string("parse_") + ctrack::drop_name(static_cast<ctrack::Drop>(i))).c_str(),
+                              sum.parse_drop[i]);
+  for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++)
+    rte_tel_data_add_dict_u64(drops, drop_why_name(static_cast<DropWhy>(i)), sum.drop[i]);
+  rte_tel_data_add_dict_container(d, "drops", drops, 0);
+
+  rte_tel_data* rules = rte_tel_data_alloc();
+  rte_tel_data_start_dict(rules);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    Pipeline* pl = pipeline_.load();
+    for (size_t i = 0; i < pl->rules().size() && i < 120; i++) {
+      rte_tel_data_add_dict_u64(rules, std::to_string(pl->rules()[i].id).c_str(), rule_counters(*pl, i).packets);
+    }
+  }
+  rte_tel_data_add_dict_container(d, "rule_hits", rules, 0);
+
+  ctrack::Stats cs;
+  for (auto& sh : shards_) cs += sh->stats();
+  rte_tel_data* ct = rte_tel_data_alloc();
+  rte_tel_data_start_dict(ct);
+  cs.visit([&](const std::string& k, uint64_t v) { rte_tel_data_add_dict_u64(ct, k.c_str(), v); });
+  rte_tel_data_add_dict_container(d, "ct", ct, 0);
+
+  OffloadStats os;
+  {
+    std::lock_guard<std::mutex> lk(off_mu_);
+    os = off_snap_;
+  }
+  rte_tel_data* off = rte_tel_data_alloc();
+  rte_tel_data_start_dict(off);
+  rte_tel_data_add_dict_string(off, "provider", offload_->name());
+  for (const auto& [k, v] : os.counters) rte_tel_data_add_dict_u64(off, k.c_str(), v);
+  for (const auto& [k, v] : os.notes) rte_tel_data_add_dict_string(off, k.c_str(), v.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str());
+  rte_tel_data_add_dict_container(d, "offload", off, 0);
+}
+
+
+Status Daemon::register_stats_commands(CommandTable& t) {
+  using C = CommandTable;
+  SDN_TRY(t.add("stats", [this](const std::string&) { return C::text(stats_text()); }));
+  SDN_TRY(t.add("offload testpmd", [this](const std::string&) { return C::text("ok\n" + offload_->testpmd_commands()); }));
+  return {};
+}
+
+}  // namespace dp

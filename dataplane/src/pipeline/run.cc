@@ -1,0 +1,674 @@
+// Per packet: everything in Datapath::run. Nothing here allocates, throws,
+// logs or calls virtually; the rules come compiled (Pipeline::build, in
+// compile.cc).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <rte_acl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "acl.h"
+#include "dataplane/pipeline.h"
+
+namespace dp {
+
+const char* drop_why_name(DropWhy d) {
+  static const char* const n[] = {"no_match", "rule_drop", "tx_full", "tx_mtu", "rx_oversize", "ct_full", "handoff_full"};
+  static_assert(sizeof(n) / sizeof(n[0]) == static_cast<size_t>(DropWhy::kCount));
+  return n[static_cast<int>(d)];
+}
+
+WorkerStats WorkerStats::snapshot() const {
+  WorkerStats s;
+  auto ld = [](const uint64_t& v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); };
+#define DP_LOAD(name, what) s.name = ld(name);
+  DP_WORKER_COUNTERS(DP_LOAD)
+#undef DP_LOAD
+  for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) s.parse_drop[i] = ld(parse_drop[i]);
+  for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) s.drop[i] = ld(drop[i]);
+  return s;
+}
+
+// ------------------------------------------------------------------ datapath
+
+namespace {
+
+// The classifier's view of a parsed packet (network byte order).
+template <typename K>
+inline void fill_acl_key(K& k, const ctrack::Packet& cp, uint16_t nport, uint16_t nvlan) {
+  k.proto = cp.key.proto;
+  k.pad[0] = k.pad[1] = k.pad[2] = 0;
+  memcpy(k.src, cp.key.src, sizeof k.src);
+  memcpy(k.dst, cp.key.dst, sizeof k.dst);
+  k.sport = htons(cp.key.sport);
+  k.dport = htons(cp.key.dport);
+  k.in_port = nport;
+  k.vlan = nvlan;
+  k.tcp_flags = cp.key.proto == IPPROTO_TCP ? cp.tcp_flags : 0;
+  k.ct_state = 0;
+  k.zone = 0;
+}
+
+struct PktState {
+  ctrack::Parsed parsed;
+  union {
+    AclKey4 k4;
+    AclKey6 k6;
+  };
+  uint8_t kind;  // 4, 6, or 0 for other (ARP, ND, non-IP)
+  int8_t table;  // current table, -1 when done
+  uint8_t ct_state;
+  uint16_t other_type;  // ethertype for the "other" list (kEthNd for ND)
+  uint32_t rule;        // matched rule index
+  int32_t pre;          // table-0 rule the NIC matched (mark), or -1
+  int32_t ct_zone;      // zone a ct() found this packet's connection in, -1 none, -2 commit failed
+  uint8_t resume;       // action index to resume at after ct
+  // The path, for the flow cache.
+  bool cacheable;
+  bool have_ct;         // the flow cache ran this packet's first ct(): `first` is its result
+  bool have_found;      // the flow cache looked it up: `found` saves its first ct() the lookup
+  ctrack::Tracker::Found found;
+  bool rule_drop;       // ended by a drop action
+  bool hw_marked;       // the NIC's mark chose its output or its table-0 rule (noted for live traces)
+  uint8_t why;          // PacketNote::why
+  const FlowPath* cached;  // the flow cache's path it took, or null
+  uint8_t ncts, nhits;
+  ctrack::CtResult first;
+  bool first_commit;
+  uint32_t hits[kMaxTables];
+};
+
+constexpr uint8_t kEst = ctrack::kCtTrk | ctrack::kCtEst;
+constexpr uint8_t kEstRpl = ctrack::kCtTrk | ctrack::kCtEst | ctrack::kCtRpl;
+
+inline uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+
+// Bytes after the Ethernet header and up to two VLAN tags (what the MTU
+// bounds), for frames the parser did not see (the NIC classified them).
+inline uint32_t l3_bytes(const uint8_t* d, uint32_t len, uint32_t pkt_len) {
+  uint32_t off = 14;
+  for (int t = 0; t < 2 && off <= len; t++) {
+    uint16_t et = rd16(d + off - 2);
+    if (et != 0x8100 && et != 0x88A8) break;
+    off += 4;
+  }
+  return pkt_len > off ? pkt_len - off : 0;
+}
+
+// The length an IP header claims for its packet (parse gave kIpLen).
+inline uint32_t ip_claimed(const uint8_t* d, uint32_t len, const ctrack::Parsed& pp) {
+  const uint8_t* ip = d + pp.l3_off;
+  if (pp.ethertype == 0x0800 && pp.l3_off + 4u <= len) return rd16(ip + 2);
+  if (pp.ethertype == 0x86DD && pp.l3_off + 6u <= len) return 40u + rd16(ip + 4);
+  return 0;
+}
+
+inline uint32_t path_hash(const FlowPath& p) {
+  uint32_t h = 2166136261u;
+  auto mix = [&](uint32_t v) { h = (h ^ v) * 16777619u; };
+  mix(p.in_port | static_cast<uint32_t>(p.vlan) << 16);
+  mix(p.state | static_cast<uint32_t>(p.nrules) << 8 | static_cast<uint32_t>(p.commit) << 16);
+  mix(static_cast<uint16_t>(p.out_port));
+  mix(p.mark);
+  for (uint32_t i = 0; i < p.nrules; i++) mix(p.rules[i]);
+  return h | 1;  // never 0 (empty)
+}
+
+inline bool same_path(const FlowPath& a, const FlowPath& b) {
+  if (a.in_port != b.in_port || a.vlan != b.vlan || a.state != b.state || a.nrules != b.nrules ||
+      a.commit != b.commit || a.out_port != b.out_port || a.mark != b.mark)
+    return false;
+  for (uint32_t i = 0; i < a.nrules; i++)
+    if (a.rules[i] != b.rules[i]) return false;
+  return true;
+}
+
+}  // namespace
+
+Datapath::Datapath(unsigned worker, ctrack::Tracker* tracker, WorkerStats* stats)
+    : worker_(worker), ct_(tracker), st_(stats), cache_(tracker->capacity()), paths_(kPaths) {
+  std::fill(std::begin(mtu_), std::end(mtu_), uint16_t{0xFFFF});
+}
+
+uint16_t Datapath::record_path(const FlowPath& p) {
+  uint32_t h = path_hash(p);
+  for (uint32_t k = 0; k < 8; k++) {
+    uint32_t slot = (h + k) & (kPaths - 1);
+    FlowPath& q = paths_[slot];
+    if (q.hash == 0) {
+      q = p;
+      q.hash = h;
+      return static_cast<uint16_t>(slot);
+    }
+    if (q.hash == h && same_path(q, p)) return static_cast<uint16_t>(slot);
+  }
+  return FlowCacheEntry::kNone;
+}
+
+// One burst through the stages. Each stage reads and writes the Burst; a
+// packet leaves the stages when its `table` is -1 (judged, dropped or
+// handed off), and `active` counts those still going.
+struct Datapath::Burst {
+  Pipeline& pl;
+  const PacketIn* in;
+  uint32_t n;
+  uint64_t now_ns;
+  Verdict* out;
+  WorkerStats& st;
+  const CompiledRule* crules;
+  const Action* acts;
+  RuleCounters* counters;  // this worker's, of pl
+  const HwMarkTable* hw;
+  bool fast;               // the flow cache runs (on, and the rules use one zone)
+  uint16_t fast_zone;
+  uint32_t active = 0;
+  PktState s[kMaxBurst];
+  uint32_t l3len[kMaxBurst];  // the bytes the MTU bounds
+  // The table being run: its packets, and those waiting at a ct().
+  uint32_t here[kMaxBurst], nhere = 0;
+  uint32_t ctq[kMaxBurst], nct = 0;
+
+  void drop(uint32_t i, DropWhy why) {
+    st.drop[static_cast<int>(why)]++;
+    s[i].why = 1 + static_cast<uint8_t>(why);
+  }
+  void done(uint32_t i) {  // judged: out of the tables
+    s[i].table = -1;
+    active--;
+  }
+};
+
+void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns, Verdict* out, PacketNote* notes) {
+  Burst b{pl,
+          in,
+          n,
+          now_ns,
+          out,
+          *st_,
+          pl.crules_.data(),
+          pl.acts_.data(),
+          &pl.counters_[static_cast<size_t>(worker_) * pl.crules_.size()],
+          marks_ ? marks_->load(std::memory_order_acquire) : nullptr,
+          cache_on_ && pl.fast_zone_ >= 0,
+          static_cast<uint16_t>(pl.fast_zone_)};
+  ingress(b, notes != nullptr);
+  if (b.fast && b.active) flow_cache(b);
+  classifier_keys(b);
+  // Tables in order; every jump goes forward, so one pass ends it.
+  for (int t = 0; t <= pl.max_table_ && b.active; t++) {
+    classify(b, t);
+    actions(b);
+    if (b.nct) conntrack(b);
+  }
+  finish(b);
+  if (notes) note(b, notes);
+}
+
+// Parse, the hardware-mark skip, the ingress MTU and connection ownership.
+// (Counters are summed in locals and stored once: a per-packet increment of
+// one memory word is a dependency chain through store forwarding.)
+inline void Datapath::ingress(Burst& b, bool noting) {
+  const PacketIn* in = b.in;
+  Verdict* out = b.out;
+  WorkerStats& st = b.st;
+  uint64_t rx_bytes = 0, handed = 0, handed_bytes = 0;
+  for (uint32_t i = 0; i < b.n; i++) {
+    out[i] = Verdict{-1, 0, -1, 0};
+    rx_bytes += in[i].pkt_len;
+    PktState& p = b.s[i];
+    p.table = -1;
+    p.ct_state = 0;
+    p.pre = -1;
+    p.ct_zone = -1;
+    p.cacheable = b.fast;
+    p.have_ct = false;
+    p.have_found = false;
+    p.rule_drop = false;
+    p.hw_marked = false;
+    p.why = 0;
+    p.cached = nullptr;
+    p.ncts = p.nhits = 0;
+    if (in[i].has_mark && b.hw && (in[i].mark & HwMarkTable::kTag)) {
+      uint32_t idx = in[i].mark & ~HwMarkTable::kTag;
+      if (idx & HwMarkTable::kRule) {
+        idx &= ~HwMarkTable::kRule;
+        if (idx < b.pl.table0_by_id_.size()) p.pre = b.pl.table0_by_id_[idx];
+        if (p.pre >= 0) st.hw_marked++;
+        p.hw_marked = noting && p.pre >= 0;
+      } else if (idx < b.hw->out_port.size() && b.hw->out_port[idx] >= 0) {
+        out[i].out_port = b.hw->out_port[idx];
+        out[i].mark = in[i].mark;
+        b.l3len[i] = l3_bytes(in[i].data, in[i].len, in[i].pkt_len);
+        st.hw_marked++;
+        p.hw_marked = noting;
+        continue;
+      }
+    }
+    ctrack::Drop d;
+    if (in[i].parsed) {  // the NIC stage's parse
+      p.parsed = *in[i].parsed;
+      d = in[i].parse_drop;
+    } else {
+      d = ctrack::parse_packet(in[i].data, in[i].len, 0, &p.parsed);
+    }
+    const uint16_t mtu = mtu_[in[i].port];
+    if (d != ctrack::Drop::kNone) {
+      // A frame as long as the port takes (the MTU, less up to two VLAN
+      // tags the port's frame limit may count) whose IP length goes past
+      // it and past the MTU: the port cut an oversize packet short
+      // (af_packet truncates to its ring's frame size), not a malformed
+      // header. A short frame claiming more is malformed.
+      if (d == ctrack::Drop::kIpLen && in[i].pkt_len - p.parsed.l3_off + 8u >= mtu &&
+          ip_claimed(in[i].data, in[i].len, p.parsed) > mtu) {
+        b.drop(i, DropWhy::kRxOversize);
+      } else {
+        st.parse_drop[static_cast<int>(d)]++;
+        p.why = static_cast<uint8_t>(PacketNote::kParseDrop | static_cast<uint8_t>(d));
+      }
+      continue;
+    }
+    b.l3len[i] = in[i].pkt_len - p.parsed.l3_off;
+    if (b.l3len[i] > mtu) {
+      b.drop(i, DropWhy::kRxOversize);
+      continue;
+    }
+    p.parsed.ct.in_port = static_cast<uint8_t>(in[i].port);
+    if (p.parsed.kind == ctrack::L3Kind::kIp) {
+      if (steer_) {
+        unsigned owner = steer_->owner(p.parsed.ct.key);
+        if (owner != self_) {
+          out[i].handoff = static_cast<int8_t>(owner);
+          handed++;
+          handed_bytes += in[i].pkt_len;
+          continue;
+        }
+      }
+      p.kind = p.parsed.ct.key.family;
+    } else {
+      p.kind = 0;
+      p.other_type = p.parsed.kind == ctrack::L3Kind::kNd ? kEthNd : p.parsed.ethertype;
+    }
+    p.table = 0;
+    b.active++;
+  }
+  // Counted where they are judged (the owner), not where they came in.
+  st.rx_packets += b.n - handed;
+  st.rx_bytes += rx_bytes - handed_bytes;
+  st.handoff_out += handed;
+}
+
+// The flow cache: established packets whose direction has a path under
+// this pipeline go from conntrack straight to that path's actions.
+inline void Datapath::flow_cache(Burst& b) {
+  PktState* s = b.s;
+  const PacketIn* in = b.in;
+  if (paths_gen_ != b.pl.gen_) {  // the rules changed: every path is stale
+    for (FlowPath& fp : paths_) fp.hash = 0;
+    paths_gen_ = b.pl.gen_;
+  }
+  const ctrack::Packet* cpk[kMaxBurst];
+  ctrack::Tracker::Found found[kMaxBurst];
+  uint32_t idx[kMaxBurst], nc = 0;
+  for (uint32_t i = 0; i < b.n; i++) {
+    if (s[i].table != 0 || s[i].pre >= 0 || s[i].kind == 0) continue;
+    s[i].parsed.ct.key.zone = b.fast_zone;
+    cpk[nc] = &s[i].parsed.ct;
+    idx[nc++] = i;
+  }
+  if (nc) ct_->lookup(cpk, nc, found);
+  // Each connection's cache entry is a likely cache miss: ask for them all
+  // before the first is read.
+  for (uint32_t k = 0; k < nc; k++)
+    if (found[k].conn != ctrack::kNoConn) __builtin_prefetch(&cache_[found[k].conn]);
+  // Hits, unless another packet of the burst that takes the full pipeline
+  // belongs to the same connection: conntrack sees a connection's packets
+  // in burst order either way.
+  uint32_t hit[kMaxBurst], nh = 0, busy[kMaxBurst], nb = 0;
+  const FlowPath* path[kMaxBurst];
+  for (uint32_t k = 0; k < nc; k++) {
+    uint32_t i = idx[k];
+    const FlowPath* fp = nullptr;
+    const uint32_t conn = found[k].conn;
+    if (conn != ctrack::kNoConn) {
+      const FlowCacheEntry& e = cache_[conn];
+      uint16_t slot = e.path[found[k].dir];
+      if (e.gen == b.pl.gen_ && slot != FlowCacheEntry::kNone) {
+        const FlowPath& c = paths_[slot];
+        if (c.in_port == in[i].port && c.vlan == s[i].parsed.vlan) fp = &c;
+      }
+    }
+    if (fp) {
+      path[nh] = fp;
+      hit[nh++] = k;
+    } else {
+      if (conn != ctrack::kNoConn) busy[nb++] = conn;
+      s[i].have_found = true;
+      s[i].found = found[k];
+    }
+  }
+  uint32_t keep = 0;
+  for (uint32_t h = 0; h < nh; h++) {
+    bool clash = false;
+    for (uint32_t x = 0; x < nb && !clash; x++) clash = busy[x] == found[hit[h]].conn;
+    if (!clash) {
+      path[keep] = path[h];
+      hit[keep++] = hit[h];
+    } else {
+      s[idx[hit[h]]].have_found = true;
+      s[idx[hit[h]]].found = found[hit[h]];
+    }
+  }
+  nh = keep;
+  // Conntrack for the hits, in burst order, grouped by the path's commit.
+  for (int commit = 0; commit < 2 && nh; commit++) {
+    const ctrack::Packet* hp[kMaxBurst];
+    const ctrack::Tracker::Found* hf[kMaxBurst];
+    uint32_t which[kMaxBurst], m = 0;
+    for (uint32_t h = 0; h < nh; h++) {
+      if (path[h]->commit != (commit == 1)) continue;
+      hp[m] = cpk[hit[h]];
+      hf[m] = &found[hit[h]];
+      which[m++] = h;
+    }
+    if (!m) continue;
+    ctrack::CtResult res[kMaxBurst];
+    ct_->process_found(hp, hf, m, b.now_ns, commit == 1, res);
+    for (uint32_t j = 0; j < m; j++) {
+      const FlowPath& fp = *path[which[j]];
+      uint32_t i = idx[hit[which[j]]];
+      PktState& p = s[i];
+      if (res[j].state != fp.state || res[j].conn != hf[j]->conn) {
+        // Not the state the path was taken in: the full pipeline goes on
+        // with this result as its first ct()'s.
+        p.have_ct = true;
+        p.first = res[j];
+        continue;
+      }
+      b.out[i].ct_state = res[j].state;
+      b.out[i].mark = fp.mark;
+      for (uint32_t r = 0; r < fp.nrules; r++) {
+        b.counters[fp.rules[r]].packets++;
+        b.counters[fp.rules[r]].bytes += in[i].pkt_len;
+      }
+      if (fp.out_port >= 0) b.out[i].out_port = fp.out_port;
+      else b.drop(i, DropWhy::kRule);
+      p.cached = &fp;
+      p.cacheable = false;
+      b.done(i);
+      b.st.cache_hits++;
+    }
+  }
+}
+
+// The classifier keys, for what the flow cache did not take.
+inline void Datapath::classifier_keys(Burst& b) {
+  for (uint32_t i = 0; i < b.n && b.active; i++) {
+    PktState& p = b.s[i];
+    if (p.table != 0 || p.kind == 0) continue;
+    uint16_t nport = htons(b.in[i].port), nvlan = htons(p.parsed.vlan);
+    if (p.kind == 4) fill_acl_key(p.k4, p.parsed.ct, nport, nvlan);
+    else fill_acl_key(p.k6, p.parsed.ct, nport, nvlan);
+  }
+}
+
+// Table t's lookup for the packets at it: rte_acl per (family, protocol
+// class), a short scan for ARP/ND/other, or the NIC's table-0 match (mark).
+// Leaves each packet's rule + 1 (0: no match) and the table's packets in
+// `here`.
+inline void Datapath::classify(Burst& b, int t) {
+  PktState* s = b.s;
+  const Pipeline::Table* tbl = b.pl.tables_[static_cast<size_t>(t)].get();
+  const bool flags_table = (b.pl.tcp_flag_tables_ >> t) & 1;
+  const uint8_t* dk[2 * kPcNum][kMaxBurst];
+  uint32_t ik[2 * kPcNum][kMaxBurst], rk[2 * kPcNum][kMaxBurst], nk[2 * kPcNum] = {};
+  b.nhere = 0;
+  for (uint32_t i = 0; i < b.n; i++) {
+    if (s[i].table != t) continue;
+    b.here[b.nhere++] = i;
+    s[i].rule = 0;
+    if (flags_table) s[i].cacheable = false;
+    if (s[i].pre >= 0) {  // the NIC did this table's lookup
+      s[i].rule = static_cast<uint32_t>(s[i].pre) + 1;
+      s[i].pre = -1;
+      continue;
+    }
+    if (!tbl) continue;
+    if (s[i].kind == 4) {
+      int c = proto_class(s[i].k4.proto);
+      if (!tbl->v4[c]) continue;
+      dk[c][nk[c]] = reinterpret_cast<const uint8_t*>(&s[i].k4);
+      ik[c][nk[c]++] = i;
+    } else if (s[i].kind == 6) {
+      int c = kPcNum + proto_class(s[i].k6.proto);
+      if (!tbl->v6[c - kPcNum]) continue;
+      dk[c][nk[c]] = reinterpret_cast<const uint8_t*>(&s[i].k6);
+      ik[c][nk[c]++] = i;
+    } else {
+      for (const OtherRule& o : tbl->other) {
+        const Match& m = o.m;
+        if (m.has(kMInPort) && m.in_port != b.in[i].port) continue;
+        if (m.has(kMEthType) && m.eth_type != s[i].other_type) continue;
+        if (m.has(kMVlan) && m.vlan != s[i].parsed.vlan) continue;
+        s[i].rule = o.rule + 1;
+        break;
+      }
+    }
+  }
+  for (int c = 0; c < 2 * kPcNum; c++) {
+    if (!nk[c]) continue;
+    rte_acl_ctx* ctx = c < kPcNum ? tbl->v4[c] : tbl->v6[c - kPcNum];
+    rte_acl_classify(ctx, dk[c], rk[c], nk[c], 1);
+    for (uint32_t k = 0; k < nk[c]; k++) s[ik[c][k]].rule = rk[c][k];
+  }
+}
+
+// The matched rules' hits counted, and their actions run up to a ct() (the
+// packet waits in `ctq`) or a terminal action.
+inline void Datapath::actions(Burst& b) {
+  PktState* s = b.s;
+  b.nct = 0;
+  uint32_t last = UINT32_MAX;  // rule hits, summed over runs of the same rule
+  uint64_t lp = 0, lb = 0;
+  for (uint32_t k = 0; k < b.nhere; k++) {
+    uint32_t i = b.here[k];
+    if (s[i].rule == 0) {
+      b.drop(i, DropWhy::kNoMatch);
+      s[i].cacheable = false;
+      b.done(i);
+      continue;
+    }
+    uint32_t r = --s[i].rule;
+    if (r != last) {
+      if (last != UINT32_MAX) {
+        b.counters[last].packets += lp;
+        b.counters[last].bytes += lb;
+      }
+      last = r;
+      lp = lb = 0;
+    }
+    lp++;
+    lb += b.in[i].pkt_len;
+    if (s[i].nhits < kMaxTables) s[i].hits[s[i].nhits++] = r;
+    if (!b.crules[r].offload) s[i].cacheable = false;
+    exec(b, i, 0);
+  }
+  if (last != UINT32_MAX) {
+    b.counters[last].packets += lp;
+    b.counters[last].bytes += lb;
+  }
+}
+
+// Packet i's rule's actions from action `from` on.
+inline void Datapath::exec(Burst& b, uint32_t i, uint32_t from) {
+  PktState& p = b.s[i];
+  const CompiledRule& r = b.crules[p.rule];
+  for (uint32_t a = from; a < r.count; a++) {
+    const Action& act = b.acts[r.first + a];
+    switch (act.type) {
+      case ActType::kCount:
+        break;  // every rule counts its hits; `count` documents intent in listings
+      case ActType::kSetMark:
+        b.out[i].mark = act.mark;
+        break;
+      case ActType::kCt:
+        p.resume = static_cast<uint8_t>(a);
+        b.ctq[b.nct++] = i;
+        return;
+      case ActType::kOutput:
+        b.out[i].out_port = static_cast<int16_t>(act.port);
+        b.done(i);
+        return;
+      case ActType::kDrop:
+        b.drop(i, DropWhy::kRule);
+        p.rule_drop = true;
+        b.done(i);
+        return;
+      case ActType::kGotoTable:
+        p.table = static_cast<int8_t>(act.table);
+        return;
+    }
+  }
+}
+
+// Conntrack for the packets waiting at a ct(), grouped by (zone, commit);
+// non-IP packets stay untracked. Then each goes on: to the ct's table, or
+// the rest of its rule's actions.
+inline void Datapath::conntrack(Burst& b) {
+  PktState* s = b.s;
+  const uint32_t nct = b.nct;
+  const uint32_t* ctq = b.ctq;
+  const ctrack::Packet* cpk[kMaxBurst];
+  const ctrack::Tracker::Found* cfd[kMaxBurst];
+  ctrack::CtResult res[kMaxBurst];
+  bool done[kMaxBurst] = {};
+  for (uint32_t a = 0; a < nct; a++) {
+    if (done[a]) continue;
+    const CompiledRule& lr = b.crules[s[ctq[a]].rule];
+    const Action& lead = b.acts[lr.first + s[ctq[a]].resume];
+    uint32_t ng = 0, nall = 0, all[kMaxBurst];
+    bool any_found = false;
+    for (uint32_t x = a; x < nct; x++) {
+      if (done[x]) continue;
+      const Action& act = b.acts[b.crules[s[ctq[x]].rule].first + s[ctq[x]].resume];
+      if (act.zone != lead.zone || act.commit != lead.commit) continue;
+      done[x] = true;
+      PktState& p = s[ctq[x]];
+      if (p.kind == 0) continue;
+      all[nall++] = ctq[x];
+      if (p.have_ct) continue;  // the flow cache ran this ct() already
+      p.parsed.ct.key.zone = act.zone;
+      // A second ct() in the zone of the first finds the same connection:
+      // its counters take the packet once.
+      if (p.ct_zone == act.zone) p.parsed.ct.meta |= ctrack::kMetaCounted;
+      else p.parsed.ct.meta &= static_cast<uint8_t>(~ctrack::kMetaCounted);
+      // The flow cache's lookup, for the first ct() (in its zone).
+      cfd[ng] = p.have_found && p.ncts == 0 && act.zone == b.fast_zone ? &p.found : nullptr;
+      any_found |= cfd[ng] != nullptr;
+      cpk[ng++] = &p.parsed.ct;
+    }
+    if (ng && any_found) ct_->process_found(cpk, cfd, ng, b.now_ns, lead.commit, res);
+    else if (ng) ct_->process(cpk, ng, b.now_ns, lead.commit, res);
+    for (uint32_t g = 0, k = 0; g < nall; g++) {
+      PktState& p = s[all[g]];
+      ctrack::CtResult r;
+      if (p.have_ct) {
+        r = p.first;
+        p.have_ct = false;
+      } else {
+        r = res[k++];
+      }
+      p.ct_state = r.state;
+      if (++p.ncts == 1) {
+        p.first = r;
+        p.first_commit = lead.commit;
+        if (lead.zone != b.fast_zone) p.cacheable = false;
+      } else {
+        p.cacheable = false;
+      }
+      // A new entry (or one reused for a new connection) has no path yet.
+      if (r.conn != ctrack::kNoConn && (r.state & ctrack::kCtNew)) cache_[r.conn].gen = 0;
+      if (r.conn != ctrack::kNoConn) p.ct_zone = lead.zone;
+      if (lead.commit && (r.reason == ctrack::Invalid::kTableFull || r.reason == ctrack::Invalid::kZoneLimit))
+        p.ct_zone = -2;  // commit failed under full_policy: drop
+      if (p.kind == 4) {
+        p.k4.ct_state = r.state;
+        p.k4.zone = htons(lead.zone);
+      } else {
+        p.k6.ct_state = r.state;
+        p.k6.zone = htons(lead.zone);
+      }
+    }
+  }
+  for (uint32_t a = 0; a < nct; a++) {
+    uint32_t i = ctq[a];
+    PktState& p = s[i];
+    b.out[i].ct_state = p.ct_state;
+    if (p.ct_zone == -2) {
+      b.drop(i, DropWhy::kCtFull);
+      p.cacheable = false;
+      b.done(i);
+      continue;
+    }
+    const Action& act = b.acts[b.crules[p.rule].first + p.resume];
+    if (act.table >= 0) p.table = static_cast<int8_t>(act.table);
+    else exec(b, i, p.resume + 1u);
+  }
+}
+
+// After the tables: a jump past the last table matched nothing; an
+// established packet's path goes into the flow cache; the egress MTU.
+inline void Datapath::finish(Burst& b) {
+  const Pipeline& pl = b.pl;
+  Verdict* out = b.out;
+  for (uint32_t i = 0; i < b.n; i++) {
+    PktState& p = b.s[i];
+    if (p.table > pl.max_table_) {
+      b.drop(i, DropWhy::kNoMatch);
+      p.table = -1;
+      p.cacheable = false;
+    }
+    if (p.cacheable && p.ncts == 1 && p.first.conn != ctrack::kNoConn &&
+        (p.first.state == kEst || p.first.state == kEstRpl) && (out[i].out_port >= 0 || p.rule_drop)) {
+      FlowPath fp;
+      fp.in_port = b.in[i].port;
+      fp.vlan = p.parsed.vlan;
+      fp.state = p.first.state;
+      fp.commit = p.first_commit;
+      fp.out_port = out[i].out_port;
+      fp.mark = out[i].mark;
+      fp.nrules = p.nhits;
+      for (uint32_t r = 0; r < p.nhits; r++) fp.rules[r] = p.hits[r];
+      uint16_t slot = record_path(fp);
+      if (slot != FlowCacheEntry::kNone) {
+        FlowCacheEntry& e = cache_[p.first.conn];
+        if (e.gen != pl.gen_) e = FlowCacheEntry{pl.gen_, {FlowCacheEntry::kNone, FlowCacheEntry::kNone}};
+        e.path[p.first.dir] = slot;
+      }
+    }
+    if (out[i].out_port >= 0 && b.l3len[i] > mtu_[out[i].out_port]) {
+      b.drop(i, DropWhy::kTxMtu);
+      out[i].out_port = -1;
+    }
+  }
+}
+
+// What happened to each packet, for a live trace.
+void Datapath::note(const Burst& b, PacketNote* notes) const {
+  for (uint32_t i = 0; i < b.n; i++) {
+    const PktState& p = b.s[i];
+    PacketNote& o = notes[i];
+    o.why = p.why;
+    o.cached = p.cached != nullptr;
+    o.hw_marked = p.hw_marked;
+    o.nrules = 0;
+    if (p.cached) {
+      for (uint32_t r = 0; r < p.cached->nrules; r++) o.rule_ids[o.nrules++] = b.crules[p.cached->rules[r]].id;
+    } else {
+      for (uint32_t r = 0; r < p.nhits; r++) o.rule_ids[o.nrules++] = b.crules[p.hits[r]].id;
+    }
+  }
+}
+
+}  // namespace dp
