@@ -33,11 +33,11 @@
 #include <vector>
 
 #include "dataplane/flow_api.h"
+#include "dataplane/nic_stage.h"
 #include "dataplane/pipeline.h"
 
 namespace dp {
 
-inline constexpr int16_t kNicMiss = -2;  // rx(): the packet goes to software
 
 // A NIC as the 22.11 driver finds it. The profiles differ in what the
 // driver and firmware do with the same calls:
@@ -98,12 +98,12 @@ struct NicStats {
   NicStats& operator+=(const NicStats& o);
 };
 
-class Mlx5Model {
+class Mlx5Model final : public NicStage {
  public:
   // ports: DPDK port ids in config order. With esw, ports[0] is the transfer
   // proxy and the rest its representors; without, independent NIC ports.
   Mlx5Model(const Mlx5ModelConfig& cfg, std::vector<uint16_t> ports);
-  ~Mlx5Model();
+  ~Mlx5Model() override;
   Mlx5Model(const Mlx5Model&) = delete;
   Mlx5Model& operator=(const Mlx5Model&) = delete;
 
@@ -116,13 +116,18 @@ class Mlx5Model {
 
   // --- the worker of rx queue q
   // Applies the queued operations that are due. Returns how many.
-  uint32_t service(unsigned q, uint64_t now_ns);
+  uint32_t service(unsigned q, uint64_t now_ns) override;
   // Steers one packet that arrived on config port p.port. Returns the config
   // port to send it to, -1 (dropped) or kNicMiss; MARK sets p.has_mark/p.mark.
   // `parsed`/`drop` (optional) receive the parse the steering did, for
   // the software pipeline to reuse on a kNicMiss (one parse per packet).
   int16_t rx(unsigned q, PacketIn& p, uint64_t now_ns, ctrack::Parsed* parsed = nullptr,
              ctrack::Drop* drop = nullptr);
+  // NicStage: rx() for each packet of a burst.
+  void rx_burst(unsigned q, PacketIn* in, uint16_t n, uint64_t now_ns, int16_t* out, ctrack::Parsed* parsed,
+                ctrack::Drop* drop) override {
+    for (uint16_t i = 0; i < n; i++) out[i] = rx(q, in[i], now_ns, &parsed[i], &drop[i]);
+  }
 
   // With the workers stopped: every queued operation is applied and
   // completes at the next pull, whatever the clock says.

@@ -14,7 +14,7 @@ struct rte_ring;
 
 namespace dp {
 
-class Mlx5Model;
+class NicStage;
 
 struct WorkerEnv {
   unsigned id = 0;         // also its rx/tx queue on every port
@@ -27,7 +27,7 @@ struct WorkerEnv {
   const std::atomic<bool>* stop = nullptr;
   rte_rcu_qsbr* qsbr = nullptr;       // reports quiescent states (pipelines are freed after them)
   ctrack::Tracker* shard = nullptr;   // its own
-  Mlx5Model* nic = nullptr;           // emulated offload: the NIC model's stage; else null
+  NicStage* nic = nullptr;            // emulated offload: the NIC model's stage; else null
   Datapath* dp = nullptr;
   WorkerStats* stats = nullptr;
   rte_ring* const* handoff = nullptr;  // [from * workers + to]

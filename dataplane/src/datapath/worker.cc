@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "dataplane/nic_model.h"
+#include "dataplane/nic_stage.h"
 #include "sdn/clock.h"
 
 namespace dp {
@@ -43,7 +43,7 @@ void run_worker(const WorkerEnv& e) {
   ctrack::Parsed parsed[kMaxBurst];  // the NIC stage's parse, reused by the pipeline
   ctrack::Drop parse_drop[kMaxBurst];
   PacketNote note[kMaxBurst];
-  Mlx5Model* nic = e.nic;
+  NicStage* nic = e.nic;
   LiveTrace* lt = e.trace;
   uint32_t trace_want = 0, trace_used = 0;  // this burst's share of a live trace
 
@@ -145,9 +145,11 @@ void run_worker(const WorkerEnv& e) {
         // reaches the software pipeline. (Its cycles are the NIC's, not
         // the pipeline's: counted apart.)
         st.nic_packets += n;
+        int16_t nic_out[kMaxBurst];
+        nic->rx_burst(q, in, n, now, nic_out, parsed, parse_drop);
         uint16_t ns = 0;
         for (uint16_t i = 0; i < n; i++) {
-          int16_t o = nic->rx(q, in[i], now, &parsed[i], &parse_drop[i]);
+          const int16_t o = nic_out[i];
           if (o >= -1 && trace_want) {
             if (TraceRecord* r = record(in[i], now, TraceRecord::kNicStage)) r->out_port = o;
           }
