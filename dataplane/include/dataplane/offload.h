@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "ctrack/tracker.h"
-#include "dataplane/config.h"
+#include "dataplane/offload_config.h"
 #include "dataplane/flow_api.h"
 #include "dataplane/pipeline.h"
 

@@ -3,9 +3,6 @@
 
 
 #include "dataplane/log.h"
-#include "dataplane/nic_model.h"
-#include "dataplane/packet_desc.h"
-#include "ctrack/frame.h"
 #include "sdn/clock.h"
 
 #include <arpa/inet.h>

@@ -4,9 +4,6 @@
 
 
 #include "dataplane/log.h"
-#include "dataplane/nic_model.h"
-#include "dataplane/packet_desc.h"
-#include "ctrack/frame.h"
 #include "sdn/clock.h"
 
 #include <arpa/inet.h>
@@ -42,7 +39,6 @@
 
 namespace dp {
 
-using sdn::mono_ns;
 
 
 Status Daemon::install(std::vector<Rule> rules) {

@@ -1,0 +1,27 @@
+// The `offload:` section of the config: what the offload provider is
+// built from (offload.h), parsed by the control path (config.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dp {
+
+struct OffloadConfig {
+  std::string provider = "none";  // none | emulated | rte_flow | auto
+  uint32_t max_in_flight = 1024;
+  uint32_t table_size = 65536;     // emulated: NIC table capacity
+  uint32_t insert_rate = 1000000;  // emulated: insertions per second
+  uint32_t latency_us = 50;        // emulated: completion latency
+  uint32_t age_s = 10;             // hardware aging timeout for offloaded flows
+  // Where the rules go: auto (the e-switch when the ports have a transfer
+  // proxy, else each port's NIC Rx domain), transfer, or ingress.
+  std::string domain = "auto";
+  // How the NIC tracks a connection: aso (mlx5 CONNTRACK objects), flows
+  // (exact 5-tuple rules; SYN, FIN and RST to software), auto (aso where the
+  // port takes a conntrack pool, else flows).
+  std::string conntrack = "auto";
+  std::string nic = "cx6dx-switchdev";  // emulated: the model's NIC profile (nic_model.h)
+};
+
+}  // namespace dp
