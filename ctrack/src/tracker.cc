@@ -1,10 +1,5 @@
-// The tracker: burst pipeline, per-protocol state machines, expiry, events.
-//
-// TCP follows Linux nf_conntrack_proto_tcp.c (v6.1): the same state table,
-// the same window checks (tcp_in_window, after Guido van Rooij's "Real
-// Stateful TCP Packet Filtering in IP Filter"), the same handling of SYN on
-// an established connection (ignored and annotated; a matching SYN-ACK
-// resynchronises) and of TIME_WAIT reuse. Written here from those rules.
+// The tracker: the table, burst pipeline, expiry and events. The protocols'
+// state machines are in tcp.h, udp.h and icmp.h (proto.h: what they share).
 #include "ctrack/tracker.h"
 
 #include <arpa/inet.h>
@@ -14,7 +9,11 @@
 #include <cstdio>
 #include <thread>
 
+#include "icmp.h"
+#include "proto.h"
 #include "table.h"
+#include "tcp.h"
+#include "udp.h"
 
 namespace ctrack {
 
@@ -23,72 +22,13 @@ using detail::kEmpty;
 
 namespace {
 
-// ----------------------------------------------------------------- TCP rules
-
-enum TcpIndex : uint8_t { kIdxSyn, kIdxSynAck, kIdxFin, kIdxAck, kIdxRst, kIdxNone, kIdxCount };
-
-constexpr uint8_t sNO = kTcpNone, sSS = kTcpSynSent, sSR = kTcpSynRecv, sES = kTcpEstablished, sFW = kTcpFinWait,
-                  sCW = kTcpCloseWait, sLA = kTcpLastAck, sTW = kTcpTimeWait, sCL = kTcpClose, sS2 = kTcpSynSent2,
-                  sIV = kTcpStateCount, sIG = kTcpStateCount + 1;
-
-// [direction][flag index][old state] -> new state (nf_conntrack_proto_tcp.c).
-constexpr uint8_t kTcpTrans[2][kIdxCount][kTcpStateCount] = {
-    {
-        /*            sNO  sSS  sSR  sES  sFW  sCW  sLA  sTW  sCL  sS2 */
-        /* syn    */ {sSS, sSS, sIG, sIG, sIG, sIG, sIG, sSS, sSS, sS2},
-        /* synack */ {sIV, sIV, sSR, sIV, sIV, sIV, sIV, sIV, sIV, sSR},
-        /* fin    */ {sIV, sIV, sFW, sFW, sLA, sLA, sLA, sTW, sCL, sIV},
-        /* ack    */ {sES, sIV, sES, sES, sCW, sCW, sTW, sTW, sCL, sIV},
-        /* rst    */ {sIV, sCL, sCL, sCL, sCL, sCL, sCL, sCL, sCL, sCL},
-        /* none   */ {sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV},
-    },
-    {
-        /* reply      sNO  sSS  sSR  sES  sFW  sCW  sLA  sTW  sCL  sS2 */
-        /* syn    */ {sIV, sS2, sIV, sIV, sIV, sIV, sIV, sSS, sIV, sS2},
-        /* synack */ {sIV, sSR, sIG, sIG, sIG, sIG, sIG, sIG, sIG, sSR},
-        /* fin    */ {sIV, sIV, sFW, sFW, sLA, sLA, sLA, sTW, sCL, sIV},
-        /* ack    */ {sIV, sIG, sSR, sES, sCW, sCW, sTW, sTW, sCL, sIG},
-        /* rst    */ {sIV, sCL, sCL, sCL, sCL, sCL, sCL, sCL, sCL, sCL},
-        /* none   */ {sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV},
-    },
-};
-
-// Flag combinations real stacks send, PSH/ECE/CWR masked (tcp_valid_flags).
-constexpr bool valid_tcp_flags(uint8_t f) {
-  f &= kFin | kSyn | kRst | kAck | kUrg;
-  switch (f) {
-    case kSyn: case kSyn | kUrg: case kSyn | kAck: case kRst: case kRst | kAck:
-    case kFin | kAck: case kFin | kAck | kUrg: case kAck: case kAck | kUrg:
-      return true;
-    default:
-      return false;
-  }
-}
-
-constexpr uint8_t tcp_index(uint8_t f) {
-  if (f & kRst) return kIdxRst;
-  if (f & kSyn) return (f & kAck) ? kIdxSynAck : kIdxSyn;
-  if (f & kFin) return kIdxFin;
-  if (f & kAck) return kIdxAck;
-  return kIdxNone;
-}
-
-inline bool before(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
-inline bool after(uint32_t a, uint32_t b) { return before(b, a); }
-
-inline uint32_t seg_end(const Packet& p) {
-  return p.seq + p.payload_len + ((p.tcp_flags & kSyn) ? 1 : 0) + ((p.tcp_flags & kFin) ? 1 : 0);
-}
-
-constexpr uint32_t kMaxAckWinConst = 66000;
-
-enum class Verdict : uint8_t { kAccept, kIgnore, kInvalid, kReopen, kKill };
-
-struct Outcome {
-  Verdict v;
-  Invalid reason;
-  bool changed;
-};
+using proto::Outcome;
+using proto::Verdict;
+using proto::tcp::after;
+using proto::tcp::seg_end;
+using proto::tcp::sES;
+using proto::tcp::sFW;
+using proto::tcp::sCL;
 
 // Destroy reasons in events.
 enum : uint8_t { kWhyExpired = 0, kWhyClosed = 1, kWhyFlushed = 2, kWhyEvicted = 3, kWhyReopened = 4 };
@@ -210,18 +150,11 @@ struct Tracker::Impl {
   uint32_t ring_mask = 0;
   std::atomic<uint32_t> ring_head{0}, ring_tail{0};
 
-  // Timeouts in ms, precomputed.
-  uint32_t t_tcp[kTcpStateCount];
-  uint32_t t_tcp_unacked, t_udp[kUdpStateCount], t_udp_stream, t_icmp, t_other;
+  proto::Times times;  // the timeouts in ms
 
   void set_timeouts(const Timeouts& T) {
     cfg.timeouts = T;
-    for (int s = 0; s < kTcpStateCount; s++) t_tcp[s] = T.tcp[s] * 1000;
-    t_tcp_unacked = T.tcp_unacked * 1000;
-    for (int s = 0; s < kUdpStateCount; s++) t_udp[s] = T.udp[s] * 1000;
-    t_udp_stream = T.udp_stream_after * 1000;
-    t_icmp = T.icmp * 1000;
-    t_other = T.other * 1000;
+    times.set(T);
   }
 
   void acquire() {
@@ -403,276 +336,24 @@ struct Tracker::Impl {
     }
     return idx;
   }
-
-  // ---- TCP
-  void tcp_init_sender(Conn& c, int s, const Packet& p, uint32_t end) {
-    int r = !s;
-    c.td_end[s] = c.td_maxend[s] = end;
-    c.td_maxwin[s] = p.win ? p.win : 1;
-    c.td_scale[s] = (p.meta & kMetaWscale) ? std::min<uint8_t>(p.wscale, 14) : 0;
-    c.td_flags[s] = static_cast<uint8_t>(((p.meta & kMetaWscale) ? kTcpWindowScale : 0) |
-                                         ((p.meta & kMetaSackPerm) ? kTcpSackPerm : 0));
-    if (!((c.td_flags[s] & kTcpWindowScale) && (c.td_flags[r] & kTcpWindowScale))) c.td_scale[s] = c.td_scale[r] = 0;
-  }
-
-  // tcp_in_window. Returns kNone when the packet fits (and updates the
-  // window state), else the reason. `skip` is set when the packet completed
-  // its business early (simultaneous open).
-  [[gnu::always_inline]] Invalid tcp_in_window(Conn& c, int s, const Packet& p, uint8_t state, bool liberal) {
-    int r = !s;
-    uint32_t seq = p.seq, ack = p.ack, sack = p.ack, end = seg_end(p), win = p.win;
-    uint8_t f = p.tcp_flags;
-    if ((c.td_flags[r] & kTcpSackPerm) && (p.meta & kMetaSack) && after(p.sack, sack)) sack = p.sack;
-
-    if (c.td_maxwin[s] == 0) {
-      if (f & kSyn) {
-        // SYN-ACK in reply to a SYN, or SYN from the reply side (simultaneous open).
-        tcp_init_sender(c, s, p, end);
-        if (!(f & kAck)) return Invalid::kNone;
-      } else {
-        // Midstream: the history is lost, take what the packet says.
-        c.td_end[s] = end;
-        uint32_t swin = win << c.td_scale[s];
-        c.td_maxwin[s] = swin ? swin : 1;
-        c.td_maxend[s] = end + c.td_maxwin[s];
-        if (c.td_maxwin[r] == 0) c.td_end[r] = c.td_maxend[r] = sack;
-        else if (sack == c.td_end[r] + 1) c.td_end[r]++;  // reply to a keepalive
-      }
-    } else if ((f & kSyn) && after(end, c.td_end[s]) && (state == sSS || state == sSR)) {
-      // Retransmitted SYN / SYN-ACK with a new ISN or new options (RFC 793 re-init).
-      tcp_init_sender(c, s, p, end);
-      if (s == 1 && !(f & kAck)) return Invalid::kNone;
-    }
-
-    if (!(f & kAck)) {
-      ack = sack = c.td_end[r];
-    } else if ((f & (kAck | kRst)) == (kAck | kRst) && ack == 0) {
-      ack = sack = c.td_end[r];  // broken stacks: RST+ACK with zero ack
-    }
-    if ((f & kRst) && seq == 0 && state == sSS) seq = end = c.td_end[s];  // RST answering a SYN
-
-    uint32_t maxackwin = c.td_maxwin[s] > kMaxAckWinConst ? c.td_maxwin[s] : kMaxAckWinConst;
-    Invalid bad = Invalid::kNone;
-    if (!before(seq, c.td_maxend[s] + 1)) bad = Invalid::kTcpSeqOver;
-    else if (c.td_maxwin[r] != 0 && !after(end, c.td_end[s] - c.td_maxwin[r] - 1)) bad = Invalid::kTcpSeqUnder;
-    else if (!before(sack, c.td_end[r] + 1)) bad = Invalid::kTcpAckOver;
-    else if (!after(sack, c.td_end[r] - maxackwin - 1)) bad = Invalid::kTcpAckUnder;
-    if (bad != Invalid::kNone) {
-      // Liberal: pass, but do not let an out-of-window packet move the window.
-      return liberal ? Invalid::kNone : bad;
-    }
-
-    if (!(f & kSyn)) win <<= c.td_scale[s];
-    uint32_t swin = win + (sack - ack);
-    if (c.td_maxwin[s] < swin) c.td_maxwin[s] = swin;
-    // A RST carries no data; letting its SEQ move td_end would make the
-    // exact-sequence check below drift with every challenge RST.
-    if (after(end, c.td_end[s]) && !(f & kRst)) {
-      c.td_end[s] = end;
-      c.td_flags[s] |= kTcpDataUnacked;
-    }
-    if (c.td_maxwin[r] != 0 && after(end, c.td_maxend[s])) c.td_maxwin[r] += end - c.td_maxend[s];
-    if (after(sack + win, c.td_maxend[r] - 1)) {
-      c.td_maxend[r] = sack + win;
-      if (win == 0) c.td_maxend[r]++;
-    }
-    if (ack == c.td_end[r]) c.td_flags[r] &= static_cast<uint8_t>(~kTcpDataUnacked);
-    return Invalid::kNone;
-  }
-
-  [[gnu::noinline]] Outcome tcp_packet(Conn& c, int dir, const Packet& p, uint32_t now) {
-    uint8_t f = p.tcp_flags;
-    if (!valid_tcp_flags(f)) return {Verdict::kInvalid, Invalid::kTcpFlags, false};
-    uint8_t idx = tcp_index(f);
-    uint8_t old = c.state;
-    uint8_t nst = kTcpTrans[dir][idx][old];
-    uint8_t last_idx = c.last_index & 7;
-    int last_dir = (c.last_index >> 3) & 1;
-
-    switch (nst) {
-      case sSS:
-        if (old < sTW) break;
-        // SYN on TIME_WAIT/CLOSE: reopen if the old one really closed.
-        if (((c.td_flags[0] | c.td_flags[1]) & kTcpCloseInit) || (last_dir == dir && last_idx == kIdxRst))
-          return {Verdict::kReopen, Invalid::kNone, true};
-        [[fallthrough]];
-      case sIG:
-        if (idx == kIdxSynAck && last_idx == kIdxSyn && last_dir != dir && p.ack == c.last_end) {
-          // This SYN-ACK answers a SYN we ignored: both ends are in sync and we
-          // were not. Resynchronise from the annotated SYN.
-          old = sSS;
-          nst = sSR;
-          int ld = last_dir;
-          c.td_end[ld] = c.td_maxend[ld] = c.last_end;
-          c.td_maxwin[ld] = c.last_win ? c.last_win : 1;
-          c.td_scale[ld] = static_cast<uint8_t>(c.last_index >> 4);
-          c.td_flags[ld] = c.last_flags;
-          c.td_end[dir] = c.td_maxend[dir] = c.td_maxwin[dir] = 0;
-          c.td_scale[dir] = c.td_flags[dir] = 0;
-          break;
-        }
-        c.last_index = static_cast<uint8_t>(idx | (dir << 3));
-        c.last_end = seg_end(p);
-        c.last_win = p.win;
-        if (idx == kIdxSyn && dir == 0) {
-          c.last_flags = static_cast<uint8_t>(((p.meta & kMetaWscale) ? kTcpWindowScale : 0) |
-                                              ((p.meta & kMetaSackPerm) ? kTcpSackPerm : 0));
-          c.last_index |= static_cast<uint8_t>(((p.meta & kMetaWscale) ? std::min<uint8_t>(p.wscale, 14) : 0) << 4);
-        }
-        return {Verdict::kIgnore, Invalid::kNone, false};
-      case sIV:
-        return {Verdict::kInvalid, Invalid::kTcpState, false};
-      default:
-        break;
-    }
-
-    bool liberal = cfg.tcp_liberal || ((c.td_flags[0] | c.td_flags[1]) & (kTcpBeLiberal | kTcpHwLiberal));
-    bool rst_exact = p.seq == c.td_end[dir];
-    Invalid w = tcp_in_window(c, dir, p, old, liberal);
-    if (w != Invalid::kNone) return {Verdict::kInvalid, idx == kIdxRst ? Invalid::kTcpRstWindow : w, false};
-
-    if (idx == kIdxRst && old >= sES && old <= sLA && !rst_exact && !liberal) {
-      // In the window but not exactly at the expected sequence: keep the
-      // state so the receiver may send a challenge ACK (RFC 5961), as Linux.
-      nst = old;
-    }
-
-    c.last_index = static_cast<uint8_t>(idx | (dir << 3));
-    c.last_end = seg_end(p);
-    c.last_win = p.win;
-    c.state = nst;
-    if (old != nst && nst == sFW) c.td_flags[dir] |= kTcpCloseInit;
-
-    uint32_t t = t_tcp[nst];
-    if (((c.td_flags[0] | c.td_flags[1]) & kTcpDataUnacked) && t > t_tcp_unacked) t = t_tcp_unacked;
-    c.expires = now + t;
-
-    if (!(c.flags & detail::kSeenReply)) {
-      // Only a RST came back: there was never a connection, drop it now.
-      if (f & kRst) return {Verdict::kKill, Invalid::kNone, true};
-    } else if (!(c.flags & detail::kAssured) && (old == sSR || old == sES) && nst == sES) {
-      c.flags |= detail::kAssured;
-    }
-    return {Verdict::kAccept, Invalid::kNone, old != nst};
-  }
-
-  void tcp_new(Conn& c, const Packet& p) {
-    uint32_t end = seg_end(p);
-    for (int d = 0; d < 2; d++) {
-      c.td_end[d] = c.td_maxend[d] = c.td_maxwin[d] = 0;
-      c.td_scale[d] = c.td_flags[d] = 0;
-    }
-    if (p.tcp_flags & kSyn) {
-      c.td_end[0] = c.td_maxend[0] = end;
-      c.td_maxwin[0] = p.win ? p.win : 1;
-      c.td_scale[0] = (p.meta & kMetaWscale) ? std::min<uint8_t>(p.wscale, 14) : 0;
-      c.td_flags[0] = static_cast<uint8_t>(((p.meta & kMetaWscale) ? kTcpWindowScale : 0) |
-                                           ((p.meta & kMetaSackPerm) ? kTcpSackPerm : 0));
-    } else {
-      // Midstream pickup: nothing is known about scaling, so be liberal.
-      c.td_end[0] = end;
-      c.td_maxwin[0] = p.win ? p.win : 1;
-      c.td_maxend[0] = end + c.td_maxwin[0];
-      c.td_flags[0] = c.td_flags[1] = kTcpSackPerm | kTcpBeLiberal;
-    }
-    c.state = sNO;
-    c.last_index = kIdxNone;
-    c.last_flags = 0;
-    c.last_end = 0;
-    c.last_win = 0;
-  }
-
   // Can this packet start a connection? kNone if so.
   Invalid check_new(const Packet& p) const {
     switch (p.key.proto) {
-      case IPPROTO_TCP: {
-        if (!valid_tcp_flags(p.tcp_flags)) return Invalid::kTcpFlags;
-        uint8_t nst = kTcpTrans[0][tcp_index(p.tcp_flags)][sNO];
-        if (nst == sSS) return Invalid::kNone;
-        if (nst == sES && cfg.tcp_midstream) return Invalid::kNone;
-        return nst == sES ? Invalid::kTcpNoSyn : Invalid::kTcpState;
-      }
+      case IPPROTO_TCP: return proto::tcp::check_new(p, cfg.tcp_midstream);
       case IPPROTO_ICMP:
-      case IPPROTO_ICMPV6:
-        // Only echo requests start ICMP connections (id in sport).
-        return (p.meta & kMetaIcmpEcho) && p.key.dport == 0 ? Invalid::kNone : Invalid::kIcmpType;
-      default:
-        return Invalid::kNone;
+      case IPPROTO_ICMPV6: return proto::icmp::check_new(p);
+      default: return Invalid::kNone;
     }
-  }
-
-  // Updates an existing connection with a packet in direction dir.
-  // The common case, ACK/data on an assured ESTABLISHED connection: the same
-  // checks and updates as tcp_packet + tcp_in_window with the branches that
-  // cannot apply left out.
-  [[gnu::always_inline]] Outcome tcp_established(Conn& c, int s, const Packet& p, uint32_t now) {
-    int r = !s;
-    uint32_t seq = p.seq, ack = p.ack, sack = p.ack, end = p.seq + p.payload_len;
-    if ((c.td_flags[r] & kTcpSackPerm) && (p.meta & kMetaSack) && after(p.sack, sack)) sack = p.sack;
-    uint32_t maxackwin = c.td_maxwin[s] > kMaxAckWinConst ? c.td_maxwin[s] : kMaxAckWinConst;
-    if (!before(seq, c.td_maxend[s] + 1)) return {Verdict::kInvalid, Invalid::kTcpSeqOver, false};
-    if (!after(end, c.td_end[s] - c.td_maxwin[r] - 1)) return {Verdict::kInvalid, Invalid::kTcpSeqUnder, false};
-    if (!before(sack, c.td_end[r] + 1)) return {Verdict::kInvalid, Invalid::kTcpAckOver, false};
-    if (!after(sack, c.td_end[r] - maxackwin - 1)) return {Verdict::kInvalid, Invalid::kTcpAckUnder, false};
-    uint32_t win = static_cast<uint32_t>(p.win) << c.td_scale[s];
-    uint32_t swin = win + (sack - ack);
-    if (c.td_maxwin[s] < swin) c.td_maxwin[s] = swin;
-    if (after(end, c.td_end[s])) {
-      c.td_end[s] = end;
-      c.td_flags[s] |= kTcpDataUnacked;
-    }
-    if (after(end, c.td_maxend[s])) c.td_maxwin[r] += end - c.td_maxend[s];
-    if (after(sack + win, c.td_maxend[r] - 1)) c.td_maxend[r] = sack + win + (win == 0);
-    if (ack == c.td_end[r]) c.td_flags[r] &= static_cast<uint8_t>(~kTcpDataUnacked);
-    c.last_index = static_cast<uint8_t>(kIdxAck | (s << 3));
-    c.last_end = end;
-    c.last_win = p.win;
-    uint32_t t = t_tcp[sES];
-    if (((c.td_flags[0] | c.td_flags[1]) & kTcpDataUnacked) && t > t_tcp_unacked) t = t_tcp_unacked;
-    c.expires = now + t;
-    return {Verdict::kAccept, Invalid::kNone, false};
   }
 
   [[gnu::always_inline]] Outcome update(uint32_t idx, Conn& c, int dir, const Packet& p, uint32_t now) {
-    Outcome o{Verdict::kAccept, Invalid::kNone, false};
+    Outcome o;
     switch (c.key.proto) {
-      case IPPROTO_TCP:
-        if (c.state == sES && (p.tcp_flags & (kSyn | kFin | kRst | kAck)) == kAck &&
-            (c.flags & detail::kAssured) && c.td_maxwin[0] && c.td_maxwin[1] && !cfg.tcp_liberal &&
-            !((c.td_flags[0] | c.td_flags[1]) & (kTcpBeLiberal | kTcpHwLiberal)))
-          o = tcp_established(c, dir, p, now);
-        else
-          o = tcp_packet(c, dir, p, now);
-        break;
-      case IPPROTO_UDP:
-        if (c.flags & detail::kSeenReply) {
-          if (static_cast<int32_t>(now - (c.created + t_udp_stream)) >= 0) {
-            c.expires = now + t_udp[kUdpAssured];
-            if (!(c.flags & detail::kAssured)) {
-              c.flags |= detail::kAssured;
-              c.state = kUdpAssured;
-              o.changed = true;
-            }
-          } else {
-            c.expires = now + t_udp[kUdpReplied];
-          }
-        } else {
-          c.expires = now + t_udp[kUdpUnreplied];
-          if (dir == 1) {
-            c.state = kUdpReplied;
-            o.changed = true;
-          }
-        }
-        break;
+      case IPPROTO_TCP: o = proto::tcp::update(c, dir, p, now, times, cfg.tcp_liberal); break;
+      case IPPROTO_UDP: o = proto::udp::update(c, dir, now, times); break;
       case IPPROTO_ICMP:
-      case IPPROTO_ICMPV6:
-        c.expires = now + t_icmp;
-        o.changed = dir == 1 && !(c.flags & detail::kSeenReply);
-        break;
-      default:
-        c.expires = now + t_other;
-        o.changed = dir == 1 && !(c.flags & detail::kSeenReply);
-        break;
+      case IPPROTO_ICMPV6: o = proto::icmp::update(c, dir, now, times); break;
+      default: o = proto::other::update(c, dir, now, times); break;
     }
     if (o.v == Verdict::kAccept || o.v == Verdict::kKill) {
       c.in_port[dir] = p.in_port;
@@ -756,7 +437,7 @@ struct Tracker::Impl {
     c.state = 0;
     if (zones_limited) zone_count[ck.zone]++;
     st.active++;
-    if (ck.proto == IPPROTO_TCP) tcp_new(c, p);
+    if (ck.proto == IPPROTO_TCP) proto::tcp::init(c, p);
     Outcome o = update(idx, c, 0, p, now);
     if (o.v == Verdict::kInvalid) {
       c.flags = detail::kAlive;  // nothing announced yet
@@ -1280,10 +961,10 @@ bool Tracker::fold_hw_counters(uint32_t handle, const Key& orig, const uint64_t 
       c.bytes[d] += bytes[d];
     }
     uint32_t seen = now_ms(last_seen_ns);
-    uint32_t t = c.key.proto == IPPROTO_TCP   ? m.t_tcp[c.state]
-                 : c.key.proto == IPPROTO_UDP ? m.t_udp[c.state]
-                 : (c.key.proto == IPPROTO_ICMP || c.key.proto == IPPROTO_ICMPV6) ? m.t_icmp
-                                                                                   : m.t_other;
+    uint32_t t = c.key.proto == IPPROTO_TCP   ? m.times.tcp[c.state]
+                 : c.key.proto == IPPROTO_UDP ? m.times.udp[c.state]
+                 : (c.key.proto == IPPROTO_ICMP || c.key.proto == IPPROTO_ICMPV6) ? m.times.icmp
+                                                                                   : m.times.other;
     if (static_cast<int32_t>(seen + t - c.expires) > 0) c.expires = seen + t;
     m.st.hw_folds++;
   }
