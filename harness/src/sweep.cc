@@ -563,7 +563,8 @@ struct RunOut {
   std::vector<IperfResult> inst;
   SockperfResult lat;
   bool have_lat = false;
-  std::string error;  // aggregated
+  bool server_busy = false;  // an iperf3 server was still busy with its last test
+  std::string error;         // aggregated
 };
 
 constexpr int kLoadedMps = 1000;  // sockperf messages per second under load
@@ -654,6 +655,7 @@ RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int
     else if (*rc == 255 && !procs[i].host().empty()) r = IperfResult{false, procs[i].explain(*rc)};
     else if (r.ok && *rc != 0) r = IperfResult{false, procs[i].explain(*rc)};
     if (!r.ok) out.error += (out.error.empty() ? "" : "; ") + ("instance " + std::to_string(i) + ": " + r.error);
+    out.server_busy |= r.server_busy;
     out.inst.push_back(r);
   }
   if (out.have_lat) {
@@ -668,9 +670,30 @@ RunOut run_traffic(Transport& tr, const std::string& proto, int n, int size, int
   return out;
 }
 
-}  // namespace
 
-Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& stop) {
+// What one sweep shares across its DUTs and cells.
+struct SweepRun {
+  SweepRun(const SweepConfig& c, const std::atomic<bool>& s) : cfg(c), stop(s) {}
+  const SweepConfig& cfg;
+  const std::atomic<bool>& stop;
+  std::string out, raw, csv;
+  std::string run_id;  // names this run's processes on remote hosts (SSH transport)
+  std::string git;
+  std::set<std::string> done;  // "cell|repeat" already in the CSV (resume)
+  std::map<std::string, std::vector<Row>> cell_reps;  // repetitions so far per cell, across rounds
+  CsvWriter w;
+  Progress prog;
+  int errors = 0;
+  int max_inst = 0;
+  bool endpoints_described = false;
+
+  bool measured(const Row& base, const std::string& rep) const { return done.count(cell_key(base) + "|" + rep) > 0; }
+};
+
+// The run directory (made absolute: it is handed to programs that change
+// directory), its raw/ folder, and the rows a resumed run already has.
+Status prepare_run_dir(SweepRun& run) {
+  const SweepConfig& cfg = run.cfg;
   std::string out = !cfg.resume_dir.empty() ? cfg.resume_dir : cfg.out_dir;
   if (out.empty()) {
     time_t t = time(nullptr);
@@ -680,485 +703,545 @@ Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& 
   }
   {
     std::error_code ec;
-    out = std::filesystem::absolute(out, ec).lexically_normal().string();  // handed to programs that chdir
+    out = std::filesystem::absolute(out, ec).lexically_normal().string();
   }
-  std::string raw = out + "/raw";
+  run.out = out;
+  run.raw = out + "/raw";
   {
     std::error_code ec;
-    std::filesystem::create_directories(raw, ec);
-    if (ec) return Status::error("cannot make " + raw + ": " + ec.message());
+    std::filesystem::create_directories(run.raw, ec);
+    if (ec) return Status::error("cannot make " + run.raw + ": " + ec.message());
   }
-  // Names this run's processes on remote hosts (SSH transport).
-  const std::string run_id = "r" + std::to_string(getpid()) + "-" + std::to_string(time(nullptr));
-  std::string csv = out + "/results.csv";
-  std::set<std::string> done;
-  std::map<std::string, std::vector<Row>> prior;  // rows already written, by cell
-  if (!cfg.resume_dir.empty() && access(csv.c_str(), F_OK) == 0) {
-    auto rows = read_csv(csv);
+  run.run_id = "r" + std::to_string(getpid()) + "-" + std::to_string(time(nullptr));
+  run.csv = out + "/results.csv";
+  if (!cfg.resume_dir.empty() && access(run.csv.c_str(), F_OK) == 0) {
+    auto rows = read_csv(run.csv);
     if (!rows) return rows.status();
     for (auto& r : rows.value()) {
-      done.insert(cell_key(r) + "|" + r["repeat"]);
-      prior[cell_key(r)].push_back(r);
+      run.done.insert(cell_key(r) + "|" + r["repeat"]);
+      if (r["repeat"] != "summary") run.cell_reps[cell_key(r)].push_back(r);
     }
     fprintf(stderr, "harness: resuming %s: %zu rows already measured\n", out.c_str(), rows->size());
   }
-  std::string git = cmd_line({"git", "-C", cfg.source_dir, "rev-parse", "--short", "HEAD"});
-  if (access((out + "/machine.txt").c_str(), F_OK) != 0) {
-    std::ofstream m(out + "/machine.txt");
-    std::string cpu = "unknown";
-    std::ifstream ci("/proc/cpuinfo");
-    for (std::string l; std::getline(ci, l);)
-      if (l.rfind("model name", 0) == 0) {
-        cpu = l.substr(l.find(':') + 2);
-        break;
-      }
-    m << "harness host (this machine; on the namespace testbed also the client, server and DUT hosts):\n";
-    m << "cpu: " << cpu << "\ncores: " << std::thread::hardware_concurrency() << "\nkernel: " << cmd_line({"uname", "-r"})
-      << "\ndpdk: " << cmd_line({"pkg-config", "--modversion", "libdpdk"}) << "\novs: " << cmd_line({"ovs-vswitchd", "--version"})
-      << "\niperf3: " << cmd_line({"iperf3", "--version"}) << "\nsockperf: " << cmd_line({"sockperf", "--version"})
-      << "\ngit: " << git << "\nmtu: " << cfg.mtu << "\nhugepages: " << (getenv("DPDK_HUGE") && std::string(getenv("DPDK_HUGE")) == "0" ? "no" : "yes")
+  return {};
+}
+
+// machine.txt: the harness host (and the lab, when there is one), once per
+// run directory.
+void write_machine_txt(const SweepRun& run) {
+  const SweepConfig& cfg = run.cfg;
+  if (access((run.out + "/machine.txt").c_str(), F_OK) == 0) return;
+  std::ofstream m(run.out + "/machine.txt");
+  std::string cpu = "unknown";
+  std::ifstream ci("/proc/cpuinfo");
+  for (std::string l; std::getline(ci, l);)
+    if (l.rfind("model name", 0) == 0) {
+      cpu = l.substr(l.find(':') + 2);
+      break;
+    }
+  m << "harness host (this machine; on the namespace testbed also the client, server and DUT hosts):\n";
+  m << "cpu: " << cpu << "\ncores: " << std::thread::hardware_concurrency() << "\nkernel: " << cmd_line({"uname", "-r"})
+    << "\ndpdk: " << cmd_line({"pkg-config", "--modversion", "libdpdk"}) << "\novs: " << cmd_line({"ovs-vswitchd", "--version"})
+    << "\niperf3: " << cmd_line({"iperf3", "--version"}) << "\nsockperf: " << cmd_line({"sockperf", "--version"})
+    << "\ngit: " << run.git << "\nmtu: " << cfg.mtu << "\nhugepages: " << (getenv("DPDK_HUGE") && std::string(getenv("DPDK_HUGE")) == "0" ? "no" : "yes")
+    << "\n";
+  if (cfg.inventory)
+    m << "lab: " << cfg.inventory->path << " (client " << cfg.inventory->client.ssh.destination << ", server "
+      << cfg.inventory->server.ssh.destination << ", dut " << cfg.inventory->dut.ssh.destination << "), link "
+      << (cfg.inventory->link_gbps > 0 ? fmt(cfg.inventory->link_gbps, 0) + " Gbit/s" : std::string("not given"))
       << "\n";
-    if (cfg.inventory)
-      m << "lab: " << cfg.inventory->path << " (client " << cfg.inventory->client.ssh.destination << ", server "
-        << cfg.inventory->server.ssh.destination << ", dut " << cfg.inventory->dut.ssh.destination << "), link "
-        << (cfg.inventory->link_gbps > 0 ? fmt(cfg.inventory->link_gbps, 0) + " Gbit/s" : std::string("not given"))
-        << "\n";
-    if (cfg.inventory && cfg.inventory->link_gbps > 0)
-      m << "line_rate_gbps: " << fmt(cfg.inventory->link_gbps, 3) << "\n";
-  }
-  CsvWriter w;
-  if (Status s = w.open(csv); !s) return s;
+  if (cfg.inventory && cfg.inventory->link_gbps > 0)
+    m << "line_rate_gbps: " << fmt(cfg.inventory->link_gbps, 3) << "\n";
+}
 
-  int mtu = cfg.mtu;
-  int max_inst = 0;
-  for (int i : cfg.instances) max_inst = std::max(max_inst, i);
+// One DUT brought up for a round: the bed (or the lab's SSH session), the
+// transport, the DUT, its iperf3 and sockperf servers and background
+// connections. Whatever it started is stopped when it goes, on every path.
+// error() says why no cell can run ("" when ready).
+class DutSession {
+ public:
+  DutSession(SweepRun& run, const std::string& name, int round);
+  ~DutSession();
+  DutSession(const DutSession&) = delete;
+  DutSession& operator=(const DutSession&) = delete;
 
-  Progress prog;
-  prog.total = static_cast<int>(cfg.duts.size() * (cfg.protos.size() * cfg.instances.size() * cfg.sizes.size() +
-                                                   (cfg.sockperf ? cfg.sizes.size() : 0)) *
-                                cfg.repeat);
-  int errors = 0;
-  // Repetitions done so far per cell (prior rows when resuming), across rounds.
-  std::map<std::string, std::vector<Row>> cell_reps;
-  for (auto& [k, rows] : prior) {
-    cell_reps[k] = rows;
-    std::erase_if(cell_reps[k], [](Row& r) { return r["repeat"] == "summary"; });
+  const std::string& name() const { return name_; }
+  const std::string& dir() const { return dir_; }
+  const std::string& error() const { return error_; }
+  Transport& transport() { return *tr_; }
+  Dut& dut() { return *dut_; }
+
+  // After a run: fresh servers for the instances that failed.
+  void renew_servers(const RunOut& o, int n);
+  // A row's columns every cell of this DUT has.
+  Row base_row(const std::string& kind, const std::string& proto, int inst, int size) const;
+  // The DUT's own view of a run: its tracker's entries, and what its drop
+  // counters added (a number, or why there is none).
+  void dut_view(Row& r, const Result<std::map<std::string, long long>>& before);
+
+ private:
+  void open_lab();
+  void open_testbed();
+  void describe_endpoints();
+  Status start_server(int i);
+  void start_sockperf();
+  std::string open_background();
+
+  SweepRun& run_;
+  const SweepConfig& cfg_;
+  std::string name_, dir_, version_ = "unknown", error_;
+  std::unique_ptr<SshSession> ssh_;
+  std::unique_ptr<Transport> tr_;
+  std::unique_ptr<Bed> bed_;
+  std::unique_ptr<Dut> dut_;
+  std::vector<Job> servers_;  // iperf3 instance i's server
+  Job sockperf_;
+  std::unique_ptr<BackgroundConns> bg_;
+};
+
+DutSession::DutSession(SweepRun& run, const std::string& name, int round)
+    : run_(run), cfg_(run.cfg), name_(name), dir_(run.raw + "/" + name) {
+  std::error_code mk;
+  std::filesystem::create_directories(dir_, mk);
+  if (cfg_.inventory) open_lab();
+  else open_testbed();
+  if (dut_) version_ = dut_->version();
+  if (bed_ && bed_->dut) {
+    // The DUT host as it is, before any traffic: in the machine info.
+    std::ofstream(run_.out + "/machine.txt", std::ios::app)
+        << "dut host of " << name_ << " (round " << round << "):\n"
+        << gather_host_facts(util::netns_runner(bed_->dut), {"d0", "d1"}).describe();
   }
-  // --background-conns: room in the tracker, the connections set up through
-  // the transport, then the tracker's count checked. Returns why not, or "".
-  auto open_background = [&](Dut& dut, Transport& tr, const std::string& ddir,
-                              std::unique_ptr<BackgroundConns>& bg) -> std::string {
-    const int k = cfg.background_conns;
-    auto room = dut.make_room(k);
-    if (!room) return "background conns: making room in the tracker: " + room.message();
-    auto bc = BackgroundConns::open(tr, cfg.inventory ? cfg.inventory->harness_conns : cfg.build_dir + "/harness/harness-conns",
-                                    k, kBackgroundPort,
-                                    ddir + "/background", stop);
-    if (!bc) return bc.message();
-    bg = std::move(bc.value());
-    const auto& su = bg->setup();
-    long long ce = dut.ct_entries();
-    std::string held = ce >= 0 ? std::to_string(ce) : dut.no_tracker().empty() ? "unreadable" : dut.no_tracker();
-    char line[512];
-    snprintf(line, sizeof line,
-             "%s: %lld background connections in %.1f s (%.0f/s), %lld connects failed (%s); tracker: %s; limit: %s\n",
-             dut.name().c_str(), su.established, su.secs, su.per_s, su.failed, su.errors.c_str(), held.c_str(),
-             room->c_str());
-    fprintf(stderr, "harness: %s", line);
-    std::ofstream(out + "/machine.txt", std::ios::app) << "background " << line;
-    if (ce >= 0 && ce < k)
-      return "the tracker holds " + std::to_string(ce) + " entries after " + std::to_string(su.established) +
-             " background connections were established: it cannot hold " + std::to_string(k);
-    if (ce < 0 && dut.no_tracker().empty()) return "background conns: the DUT's tracker count cannot be read";
-    return "";
+  if (error_.empty())
+    if (Status s = dut_->start(*bed_); !s) error_ = "start: " + s.message();
+  if (!cfg_.inventory && bed_ && cfg_.lab == "testbed-ssh") {
+    ssh_ = std::make_unique<SshSession>(bed_->ssh_hosts(), run_.run_id, bed_->mgmt);
+    std::string report;
+    if (Status s = ssh_->open(&report); !s) error_ = "ssh: " + s.message();
+    if (!report.empty()) fprintf(stderr, "harness: %s", report.c_str());
+    tr_ = std::make_unique<SshTransport>(*ssh_, Bed::kServerIp, cfg_.mtu);
+  } else if (!cfg_.inventory && bed_) {
+    tr_ = std::make_unique<NetnsTransport>(*bed_);
+  }
+  servers_.resize(static_cast<size_t>(run_.max_inst));
+  if (!error_.empty()) return;
+  for (int i = 0; i < run_.max_inst && error_.empty(); i++)
+    if (Status st = start_server(i); !st) error_ = st.message();
+  if (cfg_.sockperf && error_.empty()) start_sockperf();
+  std::this_thread::sleep_for(300ms);
+  if (cfg_.background_conns > 0 && error_.empty()) error_ = open_background();
+}
+
+// A lab: every host over SSH, nothing built here (the Bed stays empty).
+void DutSession::open_lab() {
+  const Inventory& inv = *cfg_.inventory;
+  bed_ = std::make_unique<Bed>();
+  bed_->mtu = inv.mtu;
+  ssh_ = std::make_unique<SshSession>(inv.ssh_hosts(), run_.run_id, nullptr);
+  std::string report;
+  if (Status s = ssh_->open(&report); !s) error_ = "ssh: " + s.message();
+  if (!report.empty()) fprintf(stderr, "harness: %s", report.c_str());
+  tr_ = std::make_unique<SshTransport>(*ssh_, inv.server.address, inv.mtu, &inv);
+  if (error_.empty() && !run_.endpoints_described) describe_endpoints();
+  if (error_.empty()) {
+    auto d = make_lab_dut(name_, inv, *ssh_, dir_, run_.out + "/machine.txt");
+    if (!d) error_ = d.message();
+    else dut_ = std::move(d.value());
+  }
+}
+
+// The client and server hosts, once per run, as the DUT host is.
+void DutSession::describe_endpoints() {
+  const Inventory& inv = *cfg_.inventory;
+  run_.endpoints_described = true;
+  std::ofstream m(run_.out + "/machine.txt", std::ios::app);
+  for (const LabHost* h : {&inv.client, &inv.server}) {
+    HostRunner runner = [&](const std::vector<std::string>& argv) -> Result<std::string> {
+      std::string o;
+      if (Status s = ssh_->run(h->ssh.name, argv, &o, 30s); !s) return s;
+      return o;
+    };
+    m << h->ssh.name << " host " << h->ssh.destination << " (" << h->interface << " " << h->address << "):\n"
+      << gather_host_facts(runner, {h->interface}).describe();
+  }
+}
+
+void DutSession::open_testbed() {
+  auto b = Bed::build(cfg_.mtu, cfg_.lab == "testbed-ssh");
+  if (!b) error_ = b.message();
+  else bed_ = std::move(b.value());
+  if (error_.empty()) {
+    auto d = make_dut(name_, cfg_, dir_);
+    if (!d) error_ = d.message();
+    else dut_ = std::move(d.value());
+  }
+}
+
+// Stops in order: the load first, then the DUT (a lab DUT stops itself
+// through the session), then the transport, the session and the bed.
+DutSession::~DutSession() {
+  bg_.reset();
+  servers_.clear();
+  sockperf_ = Job();
+  if (dut_) dut_->stop();
+  dut_.reset();
+  tr_.reset();
+  ssh_.reset();
+  bed_.reset();
+}
+
+// iperf3 3.12 servers wait forever for a client that went away mid-test
+// (and so would every later test on that port): a server whose instance
+// failed is replaced before the next run. --rcv-timeout ends a test whose
+// data stopped.
+Status DutSession::start_server(int i) {
+  servers_[static_cast<size_t>(i)] = Job();
+  SpawnOptions o;
+  o.stdout_path = "/dev/null";
+  o.stderr_path = "/dev/null";
+  auto p = tr_->spawn(Side::kServer,
+                      {"iperf3", "-s", "-p", std::to_string(5201 + i), "--rcv-timeout",
+                       std::to_string((cfg_.duration_s + 10) * 1000), "-B", tr_->server_address()},
+                      o);
+  if (!p) return Status::error("iperf3 server: " + p.message());
+  servers_[static_cast<size_t>(i)] = std::move(p.value());
+  return {};
+}
+
+void DutSession::start_sockperf() {
+  sockperf_ = Job();
+  SpawnOptions o;
+  o.stdout_path = "/dev/null";
+  o.stderr_path = "/dev/null";
+  auto p = tr_->spawn(Side::kServer, {"sockperf", "server", "-i", tr_->server_address(), "-p", "11111"}, o);
+  if (p) sockperf_ = std::move(p.value());
+}
+
+void DutSession::renew_servers(const RunOut& o, int n) {
+  bool any = false;
+  for (int i = 0; i < n; i++) {
+    bool ok = static_cast<size_t>(i) < o.inst.size() && o.inst[static_cast<size_t>(i)].ok;
+    if (ok && servers_[static_cast<size_t>(i)].running()) continue;
+    if (Status st = start_server(i); !st) error_ = st.message();
+    any = true;
+  }
+  if (o.have_lat && !o.lat.ok && cfg_.sockperf) {
+    start_sockperf();
+    any = true;
+  }
+  if (any) std::this_thread::sleep_for(300ms);
+}
+
+// --background-conns: room in the tracker, the connections set up through
+// the transport, then the tracker's count checked. Returns why not, or "".
+std::string DutSession::open_background() {
+  Dut& dut = *dut_;
+  const int k = cfg_.background_conns;
+  auto room = dut.make_room(k);
+  if (!room) return "background conns: making room in the tracker: " + room.message();
+  auto bc = BackgroundConns::open(*tr_, cfg_.inventory ? cfg_.inventory->harness_conns : cfg_.build_dir + "/harness/harness-conns",
+                                  k, kBackgroundPort, dir_ + "/background", run_.stop);
+  if (!bc) return bc.message();
+  bg_ = std::move(bc.value());
+  const auto& su = bg_->setup();
+  long long ce = dut.ct_entries();
+  std::string held = ce >= 0 ? std::to_string(ce) : dut.no_tracker().empty() ? "unreadable" : dut.no_tracker();
+  char line[512];
+  snprintf(line, sizeof line,
+           "%s: %lld background connections in %.1f s (%.0f/s), %lld connects failed (%s); tracker: %s; limit: %s\n",
+           dut.name().c_str(), su.established, su.secs, su.per_s, su.failed, su.errors.c_str(), held.c_str(),
+           room->c_str());
+  fprintf(stderr, "harness: %s", line);
+  std::ofstream(run_.out + "/machine.txt", std::ios::app) << "background " << line;
+  if (ce >= 0 && ce < k)
+    return "the tracker holds " + std::to_string(ce) + " entries after " + std::to_string(su.established) +
+           " background connections were established: it cannot hold " + std::to_string(k);
+  if (ce < 0 && dut.no_tracker().empty()) return "background conns: the DUT's tracker count cannot be read";
+  return "";
+}
+
+Row DutSession::base_row(const std::string& kind, const std::string& proto, int inst, int size) const {
+  Row r;
+  r["timestamp"] = now_iso();
+  r["git_rev"] = run_.git;
+  r["dut"] = name_;
+  r["dut_version"] = version_;
+  r["kind"] = kind;
+  r["proto"] = proto;
+  r["instances"] = std::to_string(inst);
+  r["size_bytes"] = std::to_string(size);
+  r["background_conns"] = std::to_string(bg_ ? bg_->setup().established : 0);
+  r["background_setup_per_s"] = bg_ ? fmt(bg_->setup().per_s, 0) : std::string("n/a: none asked for");
+  return r;
+}
+
+void DutSession::dut_view(Row& r, const Result<std::map<std::string, long long>>& before) {
+  if (Status a = dut_->alive(); !a) {
+    if (r["status"] == "ok") run_.errors++;
+    r["status"] = "error";
+    r["error"] = a.message() + (r["error"].empty() ? "" : "; " + r["error"]);
+    error_ = "the DUT was lost in an earlier cell: " + a.message();
+  }
+  long long ce = dut_->ct_entries(), off = dut_->offloaded();
+  // The background connections must still be there: generators alive,
+  // the tracker still holding them.
+  if (bg_ && r["status"] == "ok") {
+    Status a = bg_->alive();
+    if (!a || (ce >= 0 && ce < cfg_.background_conns)) {
+      r["status"] = "error";
+      r["error"] = !a ? a.message()
+                      : "the tracker holds " + std::to_string(ce) + " entries, fewer than the " +
+                            std::to_string(cfg_.background_conns) + " background connections";
+      run_.errors++;
+    }
+  }
+  r["ct_entries"] = ce >= 0 ? std::to_string(ce)
+                            : !dut_->no_tracker().empty() ? dut_->no_tracker()
+                                                          : std::string("unavailable: the DUT did not report it");
+  r["offloaded_entries"] = off >= 0 ? std::to_string(off) : std::string("n/a: no offload counters");
+  auto after = dut_->drops();
+  if (!before || !after) {
+    r["dut_drops"] = "unavailable: " + (before ? after.message() : before.message());
+    return;
+  }
+  long long total = 0;
+  std::string detail;
+  for (auto& [k, v] : *after) {
+    auto was = before->find(k);
+    long long d = v - (was == before->end() ? 0 : was->second);
+    if (d == 0) continue;
+    if (k.rfind("policy:", 0) != 0) total += d;
+    detail += (detail.empty() ? "" : " ") + k + "=" + std::to_string(d);
+  }
+  r["dut_drops"] = std::to_string(total);
+  r["dut_drops_detail"] = detail.empty() ? "none" : detail;
+  if (!dut_->drops_blind_spot().empty()) r["dut_drops_detail"] += "; not seen: " + dut_->drops_blind_spot();
+}
+
+// The summary row of a cell: medians and spreads over its repetitions, the
+// DUT's view over them (drops summed; the tracker's and the NIC's largest
+// counts, or the reason there is none).
+void finish_cell(SweepRun& run, Row base, std::vector<Row> reps) {
+  std::vector<double> tp, p50, p99;
+  std::string first_err;
+  for (auto& r : reps) {
+    if (r["status"] == "ok") {
+      if (!r["throughput_gbps"].empty()) tp.push_back(to_num(r["throughput_gbps"]));
+      if (!r["latency_p50_us"].empty()) p50.push_back(to_num(r["latency_p50_us"]));
+      if (!r["latency_p99_us"].empty()) p99.push_back(to_num(r["latency_p99_us"]));
+    } else if (first_err.empty()) {
+      first_err = r["error"];
+    }
+  }
+  base["repeat"] = "summary";
+  auto put = [&](const std::string& col, const std::vector<double>& v) {
+    if (v.empty()) return;
+    Spread s = spread(v);
+    base[col] = fmt(s.median);
+    base[col + "_min"] = fmt(s.min);
+    base[col + "_max"] = fmt(s.max);
   };
-  bool endpoints_described = false;
-  // One DUT on a fresh testbed, repetitions rep_lo..rep_hi of every cell.
-  auto run_dut = [&](const std::string& dname, int rep_lo, int rep_hi) -> Status {
-    std::string ddir = raw + "/" + dname;
-    std::error_code mk;
-    std::filesystem::create_directories(ddir, mk);
-    std::string version = "unknown", dut_error;
-    // (The DUT is declared last so that it goes first: a lab DUT stops
-    // itself through the session.)
-    std::unique_ptr<SshSession> ssh;
-    std::unique_ptr<Transport> tr;
-    std::unique_ptr<Bed> bed;
-    std::unique_ptr<Dut> dut;
-    if (cfg.inventory) {
-      // A lab: every host over SSH, nothing built here (the Bed stays empty).
-      const Inventory& inv = *cfg.inventory;
-      bed = std::make_unique<Bed>();
-      bed->mtu = inv.mtu;
-      ssh = std::make_unique<SshSession>(inv.ssh_hosts(), run_id, nullptr);
-      std::string report;
-      if (Status s = ssh->open(&report); !s) dut_error = "ssh: " + s.message();
-      if (!report.empty()) fprintf(stderr, "harness: %s", report.c_str());
-      tr = std::make_unique<SshTransport>(*ssh, inv.server.address, inv.mtu, &inv);
-      if (dut_error.empty() && !endpoints_described) {
-        // The client and server hosts, once per run, as the DUT host is.
-        endpoints_described = true;
-        std::ofstream m(out + "/machine.txt", std::ios::app);
-        for (const LabHost* h : {&inv.client, &inv.server}) {
-          HostRunner run = [&](const std::vector<std::string>& argv) -> Result<std::string> {
-            std::string o;
-            if (Status s = ssh->run(h->ssh.name, argv, &o, 30s); !s) return s;
-            return o;
-          };
-          m << h->ssh.name << " host " << h->ssh.destination << " (" << h->interface << " " << h->address << "):\n"
-            << gather_host_facts(run, {h->interface}).describe();
-        }
-      }
-      if (dut_error.empty()) {
-        auto d = make_lab_dut(dname, inv, *ssh, ddir, out + "/machine.txt");
-        if (!d) dut_error = d.message();
-        else dut = std::move(d.value());
-      }
-    } else {
-      auto b = Bed::build(mtu, cfg.lab == "testbed-ssh");
-      if (!b) dut_error = b.message();
-      else bed = std::move(b.value());
-      if (dut_error.empty()) {
-        auto d = make_dut(dname, cfg, ddir);
-        if (!d) dut_error = d.message();
-        else dut = std::move(d.value());
-      }
-    }
-    if (dut) version = dut->version();
-    if (bed && bed->dut) {
-      // The DUT host as it is, before any traffic: in the machine info.
-      std::ofstream(out + "/machine.txt", std::ios::app)
-          << "dut host of " << dname << " (round " << rep_lo << "):\n"
-          << gather_host_facts(util::netns_runner(bed->dut), {"d0", "d1"}).describe();
-    }
-    if (dut_error.empty()) {
-      if (Status s = dut->start(*bed); !s) dut_error = "start: " + s.message();
-    }
-    if (cfg.inventory) {
-      // the session and transport are up already
-    } else if (bed && cfg.lab == "testbed-ssh") {
-      ssh = std::make_unique<SshSession>(bed->ssh_hosts(), run_id, bed->mgmt);
-      std::string report;
-      if (Status s = ssh->open(&report); !s) dut_error = "ssh: " + s.message();
-      if (!report.empty()) fprintf(stderr, "harness: %s", report.c_str());
-      tr = std::make_unique<SshTransport>(*ssh, Bed::kServerIp, mtu);
-    } else if (bed) {
-      tr = std::make_unique<NetnsTransport>(*bed);
-    }
-    std::vector<Job> servers(static_cast<size_t>(max_inst));  // iperf3 instance i's server
-    Job sockperf_server;
-    std::unique_ptr<BackgroundConns> bg;
-    // iperf3 3.12 servers wait forever for a client that went away mid-test
-    // (and so would every later test on that port): a server whose instance
-    // failed is replaced before the next run. --rcv-timeout ends a test whose
-    // data stopped.
-    auto start_server = [&](int i) -> Status {
-      servers[static_cast<size_t>(i)] = Job();
-      SpawnOptions o;
-      o.stdout_path = "/dev/null";
-      o.stderr_path = "/dev/null";
-      auto p = tr->spawn(Side::kServer,
-                         {"iperf3", "-s", "-p", std::to_string(5201 + i), "--rcv-timeout",
-                          std::to_string((cfg.duration_s + 10) * 1000), "-B", tr->server_address()},
-                         o);
-      if (!p) return Status::error("iperf3 server: " + p.message());
-      servers[static_cast<size_t>(i)] = std::move(p.value());
-      return {};
-    };
-    auto start_sockperf = [&]() {
-      sockperf_server = Job();
-      SpawnOptions o;
-      o.stdout_path = "/dev/null";
-      o.stderr_path = "/dev/null";
-      auto p = tr->spawn(Side::kServer, {"sockperf", "server", "-i", tr->server_address(), "-p", "11111"}, o);
-      if (p) sockperf_server = std::move(p.value());
-    };
-    // After a run: fresh servers for the instances that failed.
-    auto renew_servers = [&](const RunOut& o, int n) {
-      bool any = false;
-      for (int i = 0; i < n; i++) {
-        bool ok = static_cast<size_t>(i) < o.inst.size() && o.inst[static_cast<size_t>(i)].ok;
-        if (ok && servers[static_cast<size_t>(i)].running()) continue;
-        if (Status st = start_server(i); !st) dut_error = st.message();
-        any = true;
-      }
-      if (o.have_lat && !o.lat.ok && cfg.sockperf) {
-        start_sockperf();
-        any = true;
-      }
-      if (any) std::this_thread::sleep_for(300ms);
-    };
-    if (dut_error.empty()) {
-      for (int i = 0; i < max_inst && dut_error.empty(); i++)
-        if (Status st = start_server(i); !st) dut_error = st.message();
-      if (cfg.sockperf && dut_error.empty()) start_sockperf();
-      std::this_thread::sleep_for(300ms);
-      if (cfg.background_conns > 0 && dut_error.empty()) {
-        dut_error = open_background(*dut, *tr, ddir, bg);
-      }
-    }
-    auto base_row = [&](const std::string& kind, const std::string& proto, int inst, int size) {
-      Row r;
-      r["timestamp"] = now_iso();
-      r["git_rev"] = git;
-      r["dut"] = dname;
-      r["dut_version"] = version;
-      r["kind"] = kind;
-      r["proto"] = proto;
-      r["instances"] = std::to_string(inst);
-      r["size_bytes"] = std::to_string(size);
-      r["background_conns"] = std::to_string(bg ? bg->setup().established : 0);
-      r["background_setup_per_s"] = bg ? fmt(bg->setup().per_s, 0) : std::string("n/a: none asked for");
-      return r;
-    };
-    // The DUT's own view of a run: its tracker's entries, and what its drop
-    // counters added (a number, or why there is none).
-    auto dut_view = [&](Row& r, const Result<std::map<std::string, long long>>& before) {
-      if (Status a = dut->alive(); !a) {
-        if (r["status"] == "ok") errors++;
-        r["status"] = "error";
-        r["error"] = a.message() + (r["error"].empty() ? "" : "; " + r["error"]);
-        dut_error = "the DUT was lost in an earlier cell: " + a.message();
-      }
-      long long ce = dut->ct_entries(), off = dut->offloaded();
-      // The background connections must still be there: generators alive,
-      // the tracker still holding them.
-      if (bg && r["status"] == "ok") {
-        Status a = bg->alive();
-        if (!a || (ce >= 0 && ce < cfg.background_conns)) {
-          r["status"] = "error";
-          r["error"] = !a ? a.message()
-                          : "the tracker holds " + std::to_string(ce) + " entries, fewer than the " +
-                                std::to_string(cfg.background_conns) + " background connections";
-          errors++;
-        }
-      }
-      r["ct_entries"] = ce >= 0 ? std::to_string(ce)
-                                : !dut->no_tracker().empty() ? dut->no_tracker()
-                                                             : std::string("unavailable: the DUT did not report it");
-      r["offloaded_entries"] = off >= 0 ? std::to_string(off) : std::string("n/a: no offload counters");
-      auto after = dut->drops();
-      if (!before || !after) {
-        r["dut_drops"] = "unavailable: " + (before ? after.message() : before.message());
-        return;
-      }
-      long long total = 0;
-      std::string detail;
-      for (auto& [k, v] : *after) {
-        auto was = before->find(k);
-        long long d = v - (was == before->end() ? 0 : was->second);
-        if (d == 0) continue;
-        if (k.rfind("policy:", 0) != 0) total += d;
-        detail += (detail.empty() ? "" : " ") + k + "=" + std::to_string(d);
-      }
-      r["dut_drops"] = std::to_string(total);
-      r["dut_drops_detail"] = detail.empty() ? "none" : detail;
-      if (!dut->drops_blind_spot().empty()) r["dut_drops_detail"] += "; not seen: " + dut->drops_blind_spot();
-    };
-    auto finish_cell = [&](Row base, std::vector<Row> reps) {
-      std::vector<double> tp, p50, p99;
-      std::string first_err;
-      for (auto& r : reps) {
-        if (r["status"] == "ok") {
-          if (!r["throughput_gbps"].empty()) tp.push_back(to_num(r["throughput_gbps"]));
-          if (!r["latency_p50_us"].empty()) p50.push_back(to_num(r["latency_p50_us"]));
-          if (!r["latency_p99_us"].empty()) p99.push_back(to_num(r["latency_p99_us"]));
-        } else if (first_err.empty()) {
-          first_err = r["error"];
-        }
-      }
-      base["repeat"] = "summary";
-      if (!tp.empty()) {
-        Spread s = spread(tp);
-        base["throughput_gbps"] = fmt(s.median);
-        base["throughput_gbps_min"] = fmt(s.min);
-        base["throughput_gbps_max"] = fmt(s.max);
-      }
-      if (!p50.empty()) {
-        Spread s = spread(p50);
-        base["latency_p50_us"] = fmt(s.median);
-        base["latency_p50_us_min"] = fmt(s.min);
-        base["latency_p50_us_max"] = fmt(s.max);
-      }
-      if (!p99.empty()) {
-        Spread s = spread(p99);
-        base["latency_p99_us"] = fmt(s.median);
-        base["latency_p99_us_min"] = fmt(s.min);
-        base["latency_p99_us_max"] = fmt(s.max);
-      }
-      // The DUT's view over the repetitions: drops summed, the tracker's and
-      // the NIC's largest counts (or the reason there is none).
-      long long drops = 0, ct = -1, off = -1;
-      std::string drops_why, ct_why, off_why;
-      for (auto& r : reps) {
-        double d = to_num(r["dut_drops"], -1), c = to_num(r["ct_entries"], -1), o = to_num(r["offloaded_entries"], -1);
-        if (d >= 0) drops += static_cast<long long>(d);
-        else if (drops_why.empty()) drops_why = r["dut_drops"].empty() ? "not measured" : r["dut_drops"];
-        if (c >= 0) ct = std::max(ct, static_cast<long long>(c));
-        else if (ct_why.empty()) ct_why = r["ct_entries"].empty() ? "not measured" : r["ct_entries"];
-        if (o >= 0) off = std::max(off, static_cast<long long>(o));
-        else if (off_why.empty()) off_why = r["offloaded_entries"].empty() ? "not measured" : r["offloaded_entries"];
-      }
-      base["dut_drops"] = drops_why.empty() ? std::to_string(drops) : drops_why;
-      base["ct_entries"] = ct >= 0 ? std::to_string(ct) : ct_why;
-      base["offloaded_entries"] = off >= 0 ? std::to_string(off) : off_why;
-      bool any_ok = !tp.empty() || !p50.empty();
-      base["status"] = any_ok ? "ok" : "error";
-      if (!any_ok) base["error"] = first_err.empty() ? "no repetition succeeded" : first_err;
-      w.write(base);
-    };
+  put("throughput_gbps", tp);
+  put("latency_p50_us", p50);
+  put("latency_p99_us", p99);
+  long long drops = 0, ct = -1, off = -1;
+  std::string drops_why, ct_why, off_why;
+  for (auto& r : reps) {
+    double d = to_num(r["dut_drops"], -1), c = to_num(r["ct_entries"], -1), o = to_num(r["offloaded_entries"], -1);
+    if (d >= 0) drops += static_cast<long long>(d);
+    else if (drops_why.empty()) drops_why = r["dut_drops"].empty() ? "not measured" : r["dut_drops"];
+    if (c >= 0) ct = std::max(ct, static_cast<long long>(c));
+    else if (ct_why.empty()) ct_why = r["ct_entries"].empty() ? "not measured" : r["ct_entries"];
+    if (o >= 0) off = std::max(off, static_cast<long long>(o));
+    else if (off_why.empty()) off_why = r["offloaded_entries"].empty() ? "not measured" : r["offloaded_entries"];
+  }
+  base["dut_drops"] = drops_why.empty() ? std::to_string(drops) : drops_why;
+  base["ct_entries"] = ct >= 0 ? std::to_string(ct) : ct_why;
+  base["offloaded_entries"] = off >= 0 ? std::to_string(off) : off_why;
+  bool any_ok = !tp.empty() || !p50.empty();
+  base["status"] = any_ok ? "ok" : "error";
+  if (!any_ok) base["error"] = first_err.empty() ? "no repetition succeeded" : first_err;
+  run.w.write(base);
+}
 
-    // Throughput cells (with sockperf under load).
-    for (const std::string& proto : cfg.protos) {
-      for (int inst : cfg.instances) {
-        if (dut_error.empty() && cfg.warmup_s > 0 && !stop)
-          renew_servers(run_traffic(*tr, proto, inst, 1460, cfg.warmup_s, 0, ddir + "/warmup", false), inst);
-        for (int size : cfg.sizes) {
-          Row base = base_row("throughput", proto, inst, size);
-          std::vector<Row>& reps = cell_reps[cell_key(base)];
-          bool all_done = true;
-          for (int rep = rep_lo; rep <= rep_hi; rep++) {
-            if (stop) break;
-            std::string what = dname + " " + proto + " x" + std::to_string(inst) + " " + std::to_string(size) + "B rep " +
-                               std::to_string(rep);
-            if (done.count(cell_key(base) + "|" + std::to_string(rep))) {
-              prog.step(what + " (resumed)");
-              continue;
-            }
-            Row r = base;
-            r["timestamp"] = now_iso();
-            r["repeat"] = std::to_string(rep);
-            if (!dut_error.empty()) {
-              r["status"] = "error";
-              r["error"] = dut_error;
-              errors++;
-            } else {
-              std::string rp = ddir + "/" + proto + "-x" + std::to_string(inst) + "-" + std::to_string(size) + "-r" +
-                               std::to_string(rep);
-              auto drops_before = dut->drops();
-              RunOut o = run_traffic(*tr, proto, inst, size, cfg.duration_s, cfg.omit_s, rp, cfg.sockperf);
-              renew_servers(o, inst);
-              if (o.error.find("the server is busy") != std::string::npos && !stop) {
-                // An iperf3 3.12 server can still be closing its last test when
-                // the next client connects (seen once in 48 cells right after a
-                // warm-up): not the DUT's failure. The cell once more.
-                fprintf(stderr, "harness: %s: an iperf3 server was still busy with its last test; once more\n",
-                        what.c_str());
-                std::this_thread::sleep_for(1s);
-                drops_before = dut->drops();
-                o = run_traffic(*tr, proto, inst, size, cfg.duration_s, cfg.omit_s, rp, cfg.sockperf);
-                renew_servers(o, inst);
-              }
-              double sum = 0, mn = 1e18, mx = 0, cpu = 0, rtt = 0, loss = 0;
-              long long retr = 0;
-              for (auto& x : o.inst) {
-                sum += x.gbps;
-                mn = std::min(mn, x.gbps);
-                mx = std::max(mx, x.gbps);
-                retr += x.retransmits;
-                cpu += x.cpu_host;
-                rtt += x.rtt_us;
-                loss += x.lost_percent;
-              }
-              if (o.error.empty() && !o.inst.empty()) {
-                double k = static_cast<double>(o.inst.size());
-                r["throughput_gbps"] = fmt(sum);
-                r["throughput_min_instance_gbps"] = fmt(mn);
-                r["throughput_max_instance_gbps"] = fmt(mx);
-                r["retransmits"] = std::to_string(retr);
-                r["cpu_host_pct"] = fmt(cpu / k, 1);
-                if (proto == "tcp") r["rtt_us"] = fmt(rtt / k, 1);
-                else r["lost_percent"] = fmt(loss / k, 3);
-                r["status"] = "ok";
-              } else {
-                r["status"] = "error";
-                r["error"] = o.error.empty() ? "no iperf3 instance ran" : o.error;
-                errors++;
-              }
-              // The latency columns are numbers or the error says why not.
-              if (o.have_lat && o.lat.ok) {
-                put_latency(r, o.lat);
-              } else if (o.have_lat && r["status"] == "ok") {
-                r["error"] = "latency under load: " + o.lat.error;
-              }
-              dut_view(r, drops_before);
-            }
-            if (Status s = w.write(r); !s) return s;
-            reps.push_back(r);
-            prog.step(what);
-          }
-          for (int rep = 1; rep <= cfg.repeat; rep++)
-            if (!done.count(cell_key(base) + "|" + std::to_string(rep)) && stop) all_done = false;
-          if (rep_hi == cfg.repeat && all_done && !done.count(cell_key(base) + "|summary"))
-            finish_cell(base, reps);
-        }
-      }
-    }
-    // Idle latency: sockperf ping-pong alone, per size.
-    if (cfg.sockperf) {
+// One repetition of a throughput cell (iperf3 instances, sockperf under
+// load when asked for) into row r.
+void throughput_rep(SweepRun& run, DutSession& s, const std::string& proto, int inst, int size, int rep,
+                    const std::string& what, Row& r) {
+  const SweepConfig& cfg = run.cfg;
+  std::string rp = s.dir() + "/" + proto + "-x" + std::to_string(inst) + "-" + std::to_string(size) + "-r" +
+                   std::to_string(rep);
+  auto drops_before = s.dut().drops();
+  RunOut o = run_traffic(s.transport(), proto, inst, size, cfg.duration_s, cfg.omit_s, rp, cfg.sockperf);
+  s.renew_servers(o, inst);
+  if (o.server_busy && !run.stop) {
+    // An iperf3 3.12 server can still be closing its last test when the
+    // next client connects (seen once in 48 cells right after a warm-up):
+    // not the DUT's failure. The cell once more.
+    fprintf(stderr, "harness: %s: an iperf3 server was still busy with its last test; once more\n", what.c_str());
+    std::this_thread::sleep_for(1s);
+    drops_before = s.dut().drops();
+    o = run_traffic(s.transport(), proto, inst, size, cfg.duration_s, cfg.omit_s, rp, cfg.sockperf);
+    s.renew_servers(o, inst);
+  }
+  double sum = 0, mn = 1e18, mx = 0, cpu = 0, rtt = 0, loss = 0;
+  long long retr = 0;
+  for (auto& x : o.inst) {
+    sum += x.gbps;
+    mn = std::min(mn, x.gbps);
+    mx = std::max(mx, x.gbps);
+    retr += x.retransmits;
+    cpu += x.cpu_host;
+    rtt += x.rtt_us;
+    loss += x.lost_percent;
+  }
+  if (o.error.empty() && !o.inst.empty()) {
+    double k = static_cast<double>(o.inst.size());
+    r["throughput_gbps"] = fmt(sum);
+    r["throughput_min_instance_gbps"] = fmt(mn);
+    r["throughput_max_instance_gbps"] = fmt(mx);
+    r["retransmits"] = std::to_string(retr);
+    r["cpu_host_pct"] = fmt(cpu / k, 1);
+    if (proto == "tcp") r["rtt_us"] = fmt(rtt / k, 1);
+    else r["lost_percent"] = fmt(loss / k, 3);
+    r["status"] = "ok";
+  } else {
+    r["status"] = "error";
+    r["error"] = o.error.empty() ? "no iperf3 instance ran" : o.error;
+    run.errors++;
+  }
+  // The latency columns are numbers or the error says why not.
+  if (o.have_lat && o.lat.ok) {
+    put_latency(r, o.lat);
+  } else if (o.have_lat && r["status"] == "ok") {
+    r["error"] = "latency under load: " + o.lat.error;
+  }
+  s.dut_view(r, drops_before);
+}
+
+// Throughput cells (with sockperf under load), repetitions rep_lo..rep_hi.
+Status throughput_cells(SweepRun& run, DutSession& s, int rep_lo, int rep_hi) {
+  const SweepConfig& cfg = run.cfg;
+  for (const std::string& proto : cfg.protos) {
+    for (int inst : cfg.instances) {
+      if (s.error().empty() && cfg.warmup_s > 0 && !run.stop)
+        s.renew_servers(run_traffic(s.transport(), proto, inst, 1460, cfg.warmup_s, 0, s.dir() + "/warmup", false), inst);
       for (int size : cfg.sizes) {
-        Row base = base_row("latency", "udp", 0, size);
-        std::vector<Row>& reps = cell_reps[cell_key(base)];
-        for (int rep = rep_lo; rep <= rep_hi && !stop; rep++) {
-          std::string what = dname + " latency " + std::to_string(size) + "B rep " + std::to_string(rep);
-          if (done.count(cell_key(base) + "|" + std::to_string(rep))) {
-            prog.step(what + " (resumed)");
+        Row base = s.base_row("throughput", proto, inst, size);
+        std::vector<Row>& reps = run.cell_reps[cell_key(base)];
+        for (int rep = rep_lo; rep <= rep_hi; rep++) {
+          if (run.stop) break;
+          std::string what = s.name() + " " + proto + " x" + std::to_string(inst) + " " + std::to_string(size) +
+                             "B rep " + std::to_string(rep);
+          if (run.measured(base, std::to_string(rep))) {
+            run.prog.step(what + " (resumed)");
             continue;
           }
           Row r = base;
+          r["timestamp"] = now_iso();
           r["repeat"] = std::to_string(rep);
-          if (!dut_error.empty()) {
+          if (!s.error().empty()) {
             r["status"] = "error";
-            r["error"] = dut_error;
-            errors++;
+            r["error"] = s.error();
+            run.errors++;
           } else {
-            auto drops_before = dut->drops();
-            RunOut o = run_traffic(*tr, "udp", 0, size, cfg.duration_s, 0,
-                                   ddir + "/latency-" + std::to_string(size) + "-r" + std::to_string(rep), true);
-            renew_servers(o, 0);
-            if (o.have_lat && o.lat.ok) {
-              put_latency(r, o.lat);
-              r["status"] = "ok";
-            } else {
-              r["status"] = "error";
-              r["error"] = o.have_lat ? o.lat.error : "sockperf did not start";
-              errors++;
-            }
-            dut_view(r, drops_before);
+            throughput_rep(run, s, proto, inst, size, rep, what, r);
           }
-          if (Status s = w.write(r); !s) return s;
+          SDN_TRY(run.w.write(r));
           reps.push_back(r);
-          prog.step(what);
+          run.prog.step(what);
         }
-        if (rep_hi == cfg.repeat && !stop && !done.count(cell_key(base) + "|summary")) finish_cell(base, reps);
+        bool all_done = true;
+        for (int rep = 1; rep <= cfg.repeat; rep++)
+          if (!run.measured(base, std::to_string(rep)) && run.stop) all_done = false;
+        if (rep_hi == cfg.repeat && all_done && !run.measured(base, "summary")) finish_cell(run, base, reps);
       }
     }
-    bg.reset();
-    servers.clear();
-    sockperf_server = Job();
-    if (dut) dut->stop();
-    tr.reset();
-    ssh.reset();
-    bed.reset();
-    return Status{};
-  };
+  }
+  return {};
+}
+
+// Idle latency: sockperf ping-pong alone, per size.
+Status latency_cells(SweepRun& run, DutSession& s, int rep_lo, int rep_hi) {
+  const SweepConfig& cfg = run.cfg;
+  for (int size : cfg.sizes) {
+    Row base = s.base_row("latency", "udp", 0, size);
+    std::vector<Row>& reps = run.cell_reps[cell_key(base)];
+    for (int rep = rep_lo; rep <= rep_hi && !run.stop; rep++) {
+      std::string what = s.name() + " latency " + std::to_string(size) + "B rep " + std::to_string(rep);
+      if (run.measured(base, std::to_string(rep))) {
+        run.prog.step(what + " (resumed)");
+        continue;
+      }
+      Row r = base;
+      r["repeat"] = std::to_string(rep);
+      if (!s.error().empty()) {
+        r["status"] = "error";
+        r["error"] = s.error();
+        run.errors++;
+      } else {
+        auto drops_before = s.dut().drops();
+        RunOut o = run_traffic(s.transport(), "udp", 0, size, cfg.duration_s, 0,
+                               s.dir() + "/latency-" + std::to_string(size) + "-r" + std::to_string(rep), true);
+        s.renew_servers(o, 0);
+        if (o.have_lat && o.lat.ok) {
+          put_latency(r, o.lat);
+          r["status"] = "ok";
+        } else {
+          r["status"] = "error";
+          r["error"] = o.have_lat ? o.lat.error : "sockperf did not start";
+          run.errors++;
+        }
+        s.dut_view(r, drops_before);
+      }
+      SDN_TRY(run.w.write(r));
+      reps.push_back(r);
+      run.prog.step(what);
+    }
+    if (rep_hi == cfg.repeat && !run.stop && !run.measured(base, "summary")) finish_cell(run, base, reps);
+  }
+  return {};
+}
+
+// One DUT on a fresh testbed (or lab session), repetitions rep_lo..rep_hi of
+// every cell.
+Status run_dut(SweepRun& run, const std::string& name, int rep_lo, int rep_hi) {
+  DutSession s(run, name, rep_lo);
+  SDN_TRY(throughput_cells(run, s, rep_lo, rep_hi));
+  if (run.cfg.sockperf) SDN_TRY(latency_cells(run, s, rep_lo, rep_hi));
+  return {};
+}
+
+}  // namespace
+
+Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& stop) {
+  SweepRun run(cfg, stop);
+  SDN_TRY(prepare_run_dir(run));
+  run.git = cmd_line({"git", "-C", cfg.source_dir, "rev-parse", "--short", "HEAD"});
+  write_machine_txt(run);
+  SDN_TRY(run.w.open(run.csv));
+  for (int i : cfg.instances) run.max_inst = std::max(run.max_inst, i);
+  run.prog.total = static_cast<int>(cfg.duts.size() *
+                                    (cfg.protos.size() * cfg.instances.size() * cfg.sizes.size() +
+                                     (cfg.sockperf ? cfg.sizes.size() : 0)) *
+                                    cfg.repeat);
   if (cfg.interleave) {
     // Round k runs every DUT once, so the DUTs of one cell are measured
     // minutes apart rather than a whole sweep apart (this host drifts).
     for (int round = 1; round <= cfg.repeat && !stop; round++)
-      for (const std::string& dname : cfg.duts) {
+      for (const std::string& name : cfg.duts) {
         if (stop) break;
-        if (Status s = run_dut(dname, round, round); !s) return s;
+        SDN_TRY(run_dut(run, name, round, round));
       }
   } else {
-    for (const std::string& dname : cfg.duts) {
+    for (const std::string& name : cfg.duts) {
       if (stop) break;
-      if (Status s = run_dut(dname, 1, cfg.repeat); !s) return s;
+      SDN_TRY(run_dut(run, name, 1, cfg.repeat));
     }
   }
-  prog.end();
-  fprintf(stderr, "harness: results in %s\n", csv.c_str());
-  return SweepOutcome{errors, out};
+  run.prog.end();
+  fprintf(stderr, "harness: results in %s\n", run.csv.c_str());
+  return SweepOutcome{run.errors, run.out};
 }
 
 }  // namespace harness

@@ -16,6 +16,7 @@ struct IperfResult {
   double cpu_host = 0, cpu_remote = 0;  // percent
   double rtt_us = 0;        // TCP mean RTT of the sender, 0 for UDP
   double lost_percent = 0;  // UDP
+  bool server_busy = false;  // iperf3's "the server is busy running a test": try again later
 };
 
 // Parses `iperf3 -J` output. iperf3 exits 0 even on errors: the "error" key decides.

@@ -1,0 +1,115 @@
+// The model's rules (each with the driver line it encodes) and NIC profiles.
+#include "internal.h"
+
+namespace dp {
+
+// ------------------------------------------------------------------ rules
+
+const std::vector<NicProfile>& nic_profiles() {
+  static const std::vector<NicProfile> p = {
+      {"cx6dx-legacy", false, false,
+       "ConnectX-6 Dx as shipped: e-switch in legacy mode, each PF its own NIC Rx domain, conntrack per port"},
+      {"cx6dx-switchdev", true, false,
+       "ConnectX-6 Dx in switchdev mode: PF (E-Switch manager) and representors; no conntrack in the FDB"},
+      {"bf2-switchdev", true, false,
+       "BlueField-2 Arm side (switchdev): uplink p0 (E-Switch manager) and representors; no conntrack in the FDB"},
+      {"cx6dx-switchdev-ct-fdb", true, true,
+       "switchdev with a firmware that takes conntrack in the FDB (model option: keeps that path tested)"},
+  };
+  return p;
+}
+
+const NicProfile* find_nic_profile(const std::string& name) {
+  for (const auto& p : nic_profiles())
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+bool Mlx5ModelConfig::apply_profile(const std::string& name) {
+  const NicProfile* p = find_nic_profile(name);
+  if (!p) return false;
+  profile = name;
+  esw = p->esw;
+  ct_in_fdb = p->ct_in_fdb;
+  return true;
+}
+
+const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
+  static const std::vector<std::pair<const char*, const char*>> r = {
+      {"no-validate", "mlx5_flow.c:3890-3902 calls fops->validate; the HWS ops table mlx5_flow_hw.c:8692-8719 has none"},
+      {"info-get", "mlx5_flow_hw.c:5024-5046: queues and counters reported, max_nb_conn_tracks left 0"},
+      {"configure-port-state", "lib/ethdev/rte_flow.c:1488-1499: configured and not started"},
+      {"configure-queues", "mlx5_flow_hw.c:7055-7073: at least one queue, all the same size"},
+      {"configure-busy", "mlx5_flow_hw.c:7127-7136: reconfigure with operations in flight is EBUSY"},
+      {"configure-age-counters", "mlx5_flow_hw.c:7316-7326: aging objects need counters"},
+      {"configure-ct-pool", "mlx5_flow_hw.c:7327-7339: a conntrack pool only when nb_conn_tracks > 0"},
+      {"proxy-needs-esw",
+       "linux/mlx5_os.c:186-187 (dv_esw_en only in switchdev mode) and mlx5_flow.c:11530-11543: no transfer proxy "
+       "without an E-Switch, nor for a port that is neither its manager nor a representor"},
+      {"ct-fdb",
+       "mlx5_flow_hw.c:6602-6606 and 7302-7304: the E-Switch manager's conntrack pool takes the FDB flag; "
+       "mlx5.rst:1548-1551 lists conntrack with E-Switch as N/A in 22.11 (profile option ct_in_fdb)"},
+      {"ct-port-limit", "mlx5_flow_hw.c:7786-7792, mlx5_flow.h:76-92: conntrack objects only on port ids below 16"},
+      {"ct-queue-depth",
+       "mlx5.h:592 (22.11.11: MLX5_ASO_QUEUE_LOG_DESC 10), mlx5_flow_aso.c:1137-1141 and 1190-1196, "
+       "mlx5_flow_hw.c:7805-7810 (create: EBUSY), 7748-7753 and 7704-7708 (update, query: EIO): 1024 conntrack "
+       "WQEs per queue; a full queue fails the call at once"},
+      {"counter-reuse",
+       "mlx5_hws_cnt.h:384-388 and 436-452, mlx5_hws_cnt.c:63-92, mlx5_defs.h:188 (22.11.11): a freed counter "
+       "waits for the counter service's next cycle (500 ms); none free but waiting is EAGAIN, none at all ENOENT"},
+      {"hws-configured", "mlx5_flow_hw.c:56-66 (mlx5_hw_ctx_validate): template calls need rte_flow_configure"},
+      {"pt-direction", "mlx5_flow_hw.c:4704-4736: direction attributes per port role"},
+      {"pt-represented-port", "mlx5_flow_hw.c:4786-4795: no REPRESENTED_PORT item with ingress (repr_matching)"},
+      {"pt-item-type", "mlx5_flow_hw.c:4738-4853: supported pattern items"},
+      {"pt-item-mask", "hws/mlx5dr_definer.c:420,497,549-553,766: reserved/length/checksum masks are ENOTSUP"},
+      {"at-transfer-proxy", "mlx5_flow_hw.c:3956-3962: transfer actions only on the proxy port"},
+      {"at-mask-type", "mlx5_flow_hw.c:3968-3973: mask type must equal action type (INDIRECT excepted)"},
+      {"at-indirect-mask", "mlx5_flow_hw.c:3675-3741: the INDIRECT mask carries the real action type"},
+      {"at-action-type", "mlx5_flow_hw.c:3975-4108: actions supported in the template API"},
+      {"at-count-pool", "mlx5_flow_hw.c:3593-3616: COUNT needs the counter pool, once per rule"},
+      {"at-age-pool", "mlx5_flow_hw.c:3547-3571: AGE needs the aging pool, once per rule"},
+      {"table-templates", "mlx5_flow_hw.c:3097-3113: the root table takes one pattern template"},
+      {"table-attr", "mlx5_flow_hw.c:3136-3142: pattern template direction must match the table's"},
+      {"table-group", "mlx5_flow_hw.c:3271-3297: transfer group N is table N+1 (fdb_def_rule)"},
+      {"root-indirect", "mlx5_flow_hw.c:1389-1393: no indirect action in the root table"},
+      {"root-count-age", "mlx5_flow_hw.c:1590-1622: no COUNT or AGE in the root table"},
+      {"action-order", "hws/mlx5dr_action.c:11-73 checked by hws/mlx5dr_matcher.c:359-366 for non-root tables"},
+      {"ipv6-5tuple", "doc/guides/nics/mlx5.rst:163 and hws/mlx5dr_definer.c:1820-1842: no IPv6 5-tuple definer"},
+      {"rule-port", "mlx5_flow_hw.c:2517-2600: a rule goes to the port whose HWS context owns the table"},
+      {"rule-queue", "mlx5_flow_hw.c:2542-2545, 7938-7944: queue id and free job slot (ENOMEM when full)"},
+      {"rule-table-full", "mlx5_flow_hw.c:2546-2548 with 3094/3102: nb_flows (power of two) rules per table"},
+      {"rule-shape", "mlx5_flow_hw.c:2566-2583: a rule's items and actions follow its templates"},
+      {"mark-range", "mlx5_flow.c:1896-1901: MARK id below MLX5_FLOW_MARK_MAX (0xfffff0; the CQE flow tag)"},
+      {"vport-domain", "mlx5_flow_hw.c:3484-3530: REPRESENTED_PORT only to ports of the same E-Switch"},
+      {"ct-pool", "mlx5_flow_hw.c:7779-7785: conntrack objects need a CT pool (CT is not enabled)"},
+      {"ct-profile", "mlx5_flow.c:2311-2326: state <= TIME_WAIT, last_index <= RST"},
+      {"ct-alloc", "mlx5_flow_hw.c:7795-7800: no free conntrack object"},
+      {"ct-owner", "mlx5_flow_hw.c:7727-7731: update only on the owning port"},
+      {"ct-in-use", "mlx5_flow_hw.c:7653-7676: destroy frees the slot at once; rules still using it would share it"},
+      {"ct-freed", "mlx5_flow_hw.c:416-418 and mlx5_flow_aso.c:1750-1752: a rule on a freed object is refused"},
+      {"template-in-use", "mlx5_flow_hw.c:3377-3395, 4635-4648, 4990-5000: EBUSY while referenced"},
+      {"start-order", "mlx5_trigger.c:1089-1131, 1160-1175: representors start after the proxy, HWS-configured"},
+      {"stop-order", "mlx5_trigger.c:1391-1420, 1440-1456: the proxy stops after its representors"},
+      {"no-rx-flows", "mlx5_flow_hw.c:9820-9825, mlx5_trigger.c:1112-1118: no rte_flow_configure, no Rx flows"},
+      {"fdb-miss", "hws/mlx5dr_table.c:17-52,100-120: an FDB miss goes to the E-Switch manager"},
+      {"nic-miss", "hws/mlx5dr_table.c:100-120: NIC Rx tables get no miss table: a non-root miss drops"},
+      {"query", "mlx5_flow_hw.c:8292-8405: COUNT and AGE queries only"},
+      {"aged-flows", "mlx5_flow_hw.c:8613-8658: the aged-flow ring, each aged rule's AGE context once"},
+      {"not-modelled", "model: accepted by the driver but not interpreted by this model"},
+  };
+  return r;
+}
+
+NicStats& NicStats::operator+=(const NicStats& o) {
+  rx += o.rx;
+  forwarded += o.forwarded;
+  dropped += o.dropped;
+  to_software += o.to_software;
+  ct_invalid += o.ct_invalid;
+  ct_changed += o.ct_changed;
+  no_rx_flows += o.no_rx_flows;
+  miss_dropped += o.miss_dropped;
+  return *this;
+}
+
+}  // namespace dp

@@ -1,0 +1,196 @@
+// The model's data side: each rx queue's replica of the tables, the
+// steering of a packet through them (groups, exact tables, conntrack).
+#include "internal.h"
+
+namespace dp {
+
+// ------------------------------------------------------------------ data side
+
+void Mlx5Model::drain() {
+  for (auto& p : impl_->ports)
+    for (auto& q : p.q) {
+      ModelCalls::send(*this, q);
+      for (auto& pd : q.inflight) pd.due = 0;
+    }
+  for (auto& r : impl_->replicas) service_replica(r.get(), UINT64_MAX);
+}
+
+uint32_t Mlx5Model::service(unsigned q, uint64_t now_ns) { return service_replica(impl_->replicas[q].get(), now_ns); }
+
+uint32_t Mlx5Model::service_replica(void* rp, uint64_t now_ns) {
+  Replica& r = *static_cast<Replica*>(rp);
+  uint32_t n = 0;
+  while (Op* op = r.ops.front()) {
+    if (op->due > now_ns) break;
+    switch (op->kind) {
+      case Op::kFlowAdd: {
+        MRule& x = r.rules[op->id];
+        x = op->rule;
+        if (x.exact) {
+          r.exact.insert(&x);
+        } else {
+          auto at = std::upper_bound(r.masked.begin(), r.masked.end(), &x, [](const MRule* a, const MRule* b) {
+            return a->group != b->group ? a->group < b->group
+                                        : a->prio != b->prio ? a->prio < b->prio : a->order < b->order;
+          });
+          r.masked.insert(at, &x);  // within the reservation: no allocation
+        }
+        break;
+      }
+      case Op::kNop:
+        break;
+      case Op::kFlowDel: {
+        MRule& x = r.rules[op->id];
+        if (x.exact) r.exact.erase(&x);
+        else r.masked.erase(std::find(r.masked.begin(), r.masked.end(), &x));
+        break;
+      }
+      case Op::kCtSet:
+        r.ct[op->id] = op->ct;
+        break;
+      case Op::kCtDel:
+        r.ct[op->id].alive = false;
+        break;
+      case Op::kCtQuery:
+        r.qout[op->slot] = r.ct[op->id];
+        break;
+    }
+    r.applied.store(op->seq, std::memory_order_release);
+    r.ops.pop();
+    n++;
+  }
+  return n;
+}
+
+namespace {
+
+// Linux tcp_in_window, as the NIC's conntrack ASO runs it.
+uint8_t ct_check(CtState& c, int dir, const ctrack::Packet& p) {
+  if (!c.alive) return RTE_FLOW_CONNTRACK_PKT_STATE_BAD;
+  if (!c.enable) return RTE_FLOW_CONNTRACK_PKT_STATE_DISABLED;
+  if (p.tcp_flags & (ctrack::kSyn | ctrack::kFin | ctrack::kRst)) return RTE_FLOW_CONNTRACK_PKT_STATE_CHANGED;
+  if (!(p.tcp_flags & ctrack::kAck)) return RTE_FLOW_CONNTRACK_PKT_STATE_INVALID;
+  CtDir& s = c.d[dir];
+  CtDir& r = c.d[1 - dir];
+  uint32_t seq = p.seq, ack = p.ack, end = seq + p.payload_len;
+  uint32_t win = static_cast<uint32_t>(p.win) << s.scale;
+  uint32_t maxack = std::max<uint32_t>(s.max_win, 66000);
+  bool ok = !after(seq, s.reply_end) && after(end, s.sent_end - r.max_win - 1) && !after(ack, r.sent_end) &&
+            after(ack, r.sent_end - maxack - 1);
+  if (!ok && !c.liberal) return RTE_FLOW_CONNTRACK_PKT_STATE_INVALID;
+  if (s.max_win < win) s.max_win = win ? win : 1;
+  if (after(end, s.sent_end)) s.sent_end = end;
+  if (after(ack, s.max_ack)) s.max_ack = ack;
+  if (!after(r.reply_end, ack + win)) r.reply_end = ack + (win ? win : 1);
+  return RTE_FLOW_CONNTRACK_PKT_STATE_VALID;
+}
+
+bool match(const MRule& r, const ctrack::Parsed& pp, int in_port, uint8_t ct_flags) {
+  const ctrack::Packet& p = pp.ct;
+  if (r.in_port >= 0 && r.in_port != in_port) return false;
+  if (r.need_vlan && pp.vlan == 0) return false;
+  if (r.vid_set && pp.vlan != r.vid) return false;
+  if (r.eth_type_set && pp.ethertype != r.eth_type) return false;
+  if (r.family) {
+    if (pp.kind != ctrack::L3Kind::kIp && pp.kind != ctrack::L3Kind::kNd) return false;
+    if (p.key.family != r.family) return false;
+    int alen = r.family == 4 ? 4 : 16;
+    for (int i = 0; i < alen; i++)
+      if (((p.key.src[i] ^ r.src[i]) & r.smask[i]) || ((p.key.dst[i] ^ r.dst[i]) & r.dmask[i])) return false;
+    if ((p.key.proto ^ r.proto) & r.proto_mask) return false;
+  }
+  if (r.l4) {
+    if (pp.kind != ctrack::L3Kind::kIp || p.key.proto != r.l4 || (p.meta & ctrack::kMetaFragment)) return false;
+    if (((p.key.sport ^ r.sport) & r.sport_mask) || ((p.key.dport ^ r.dport) & r.dport_mask)) return false;
+    if ((p.tcp_flags ^ r.tcpf) & r.tcpf_mask) return false;
+  }
+  if (r.ct_item && ((ct_flags ^ r.ct_spec) & r.ct_mask)) return false;
+  return true;
+}
+
+}  // namespace
+
+int16_t Mlx5Model::rx(unsigned qi, PacketIn& in, uint64_t now_ns, ctrack::Parsed* parsed, ctrack::Drop* drop) {
+  Impl& s = *impl_;
+  Replica& q = *s.replicas[qi];
+  q.st.rx++;
+  // A port (or, on an E-Switch, its proxy) never rte_flow_configure'd has
+  // no Rx control flows: nothing reaches its queues.
+  if (!q.port_hws[in.port] || (cfg_.esw && !q.port_hws[0])) {
+    q.st.no_rx_flows++;
+    return -1;
+  }
+  ctrack::Parsed local;
+  ctrack::Parsed& pp = parsed ? *parsed : local;
+  ctrack::Drop d = ctrack::parse_packet(in.data, in.len, 0, &pp);
+  if (drop) *drop = d;
+  if (d != ctrack::Drop::kNone) {
+    q.st.to_software++;  // software counts the reason
+    return kNicMiss;
+  }
+  ctrack::Key k = pp.ct.key;
+  k.zone = in.port;
+  const bool exact_ok = pp.kind == ctrack::L3Kind::kIp && !(pp.ct.meta & ctrack::kMetaFragment);
+  const uint16_t dom = cfg_.esw ? 0xFFFF : in.port;
+  uint8_t ct_flags = 0;
+  uint32_t g = cfg_.esw && cfg_.fdb_def_rule ? 1 : 0;
+  for (int hops = 0; hops < 16; hops++) {
+    const MRule* best = exact_ok && g != 0 ? q.exact.find(g, k) : nullptr;
+    if (best && best->dom != dom) best = nullptr;
+    // An exact rule may also match TCP flags (the flows strategy's
+    // connection rules leave SYN, FIN and RST to software).
+    if (best && best->tcpf_mask && ((pp.ct.tcp_flags ^ best->tcpf) & best->tcpf_mask)) best = nullptr;
+    auto it = std::lower_bound(q.masked.begin(), q.masked.end(), g,
+                               [](const MRule* a, uint32_t grp) { return a->group < grp; });
+    for (; it != q.masked.end() && (*it)->group == g; ++it) {
+      const MRule* x = *it;
+      if (best && x->prio >= best->prio) break;
+      if (x->dom == dom && match(*x, pp, in.port, ct_flags)) {
+        best = x;
+        break;
+      }
+    }
+    if (!best) {
+      if (cfg_.esw || g == 0) {  // fdb-miss / NIC Rx root: the port's queues
+        q.st.to_software++;
+        return kNicMiss;
+      }
+      q.st.miss_dropped++;  // nic-miss
+      return -1;
+    }
+    const MRule& r = *best;
+    if (r.count || r.age) {
+      Counter& c = s.counters[r.id];
+      c.packets.fetch_add(1, std::memory_order_relaxed);
+      c.bytes.fetch_add(in.pkt_len, std::memory_order_relaxed);
+      c.last_hit_ns.store(now_ns, std::memory_order_relaxed);
+    }
+    if (r.ct >= 0 && pp.ct.key.proto == IPPROTO_TCP) {
+      ct_flags = ct_check(q.ct[static_cast<size_t>(r.ct)], r.ct_dir, pp.ct);
+      if (ct_flags & RTE_FLOW_CONNTRACK_PKT_STATE_INVALID) q.st.ct_invalid++;
+      if (ct_flags & RTE_FLOW_CONNTRACK_PKT_STATE_CHANGED) q.st.ct_changed++;
+    }
+    if (r.mark) {
+      in.has_mark = true;
+      in.mark = r.mark_id;
+    }
+    switch (r.fate) {
+      case MRule::kOut:
+        q.st.forwarded++;
+        return r.out;
+      case MRule::kDrop:
+        q.st.dropped++;
+        return -1;
+      case MRule::kJump:
+        g = r.jump;
+        continue;
+      default:
+        q.st.to_software++;
+        return kNicMiss;
+    }
+  }
+  q.st.to_software++;
+  return kNicMiss;
+}
+
+}  // namespace dp
