@@ -1,0 +1,423 @@
+// The rte_flow provider: each connection's lifecycle (events from the
+// trackers, install and removal, completions, aging, counters folded back).
+#include "provider_internal.h"
+
+namespace dp {
+
+void RteFlowProvider::on_ct_events(unsigned w, const ctrack::Event* ev, uint32_t n, uint64_t now_ns) {
+  if (disabled_ || !started_) return;
+  now_ = now_ns;
+  for (uint32_t i = 0; i < n; i++) {
+    switch (ev[i].type) {
+      case ctrack::EventType::kEstablished: established(w, ev[i]); break;
+      case ctrack::EventType::kClosing:
+        ++closed_;
+        gone(w, ev[i], "closing", now_ns);
+        break;
+      case ctrack::EventType::kDestroyed: gone(w, ev[i], "destroyed", now_ns); break;
+      case ctrack::EventType::kResync: resync_requested(w, ev[i]); break;
+    }
+  }
+  pump(now_ns);
+}
+
+void RteFlowProvider::poll(uint64_t now_ns) {
+  if (disabled_ || !started_) return;
+  now_ = now_ns;
+  pull_all(now_ns);
+  pump(now_ns);
+  uint64_t dt = now_ns > last_scan_ns_ ? now_ns - last_scan_ns_ : 0;
+  if (dt < 10'000'000) return;
+  drain_aged(now_ns);
+  // Fold counters: every installed job about once a second, in slices of
+  // at least 10 ms.
+  size_t visits = std::min<size_t>(active_.size(), active_.size() * dt / 1'000'000'000 + 1);
+  last_scan_ns_ = now_ns;
+  for (size_t k = 0; k < visits && !active_.empty(); k++) {
+    uint32_t id = active_[scan_++ % active_.size()];
+    uint64_t lh = 0;
+    fold(jobs_[id], now_ns, &lh);
+  }
+}
+
+// The NIC's aged-flow ring, drained (left alone, it fills and new aged
+// flows go unreported). A report names one direction's rule; the
+// connection leaves the NIC when both directions have been idle age_s.
+void RteFlowProvider::drain_aged(uint64_t now_ns) {
+  const FlowApi& a = api();
+  void* ctx[256];
+  for (uint16_t p : configured_) {
+    if (!has_queue(p)) continue;
+    for (int rounds = 0; rounds < 64; rounds++) {
+      rte_flow_error err{};
+      int n = a.get_q_aged_flows(a.self, p, 0, ctx, 256, &err);
+      if (n < 0) {
+        log_limited("aged_flows", "aged-flow ring of port " + std::to_string(p) + ": " + flow_err(err, -n));
+        break;
+      }
+      aged_reports_ += static_cast<uint64_t>(n);
+      for (int i = 0; i < n; i++) aged_report(reinterpret_cast<uintptr_t>(ctx[i]), now_ns);
+      if (n < 256) break;
+    }
+  }
+}
+
+void RteFlowProvider::aged_report(uintptr_t ck, uint64_t now_ns) {
+  const uint32_t id = static_cast<uint32_t>((ck & 0xFFFFFFFFu) >> 4), gen = static_cast<uint32_t>(ck >> 32);
+  if (id >= jobs_.size()) return;
+  Job& j = jobs_[id];
+  if (!j.used || j.gen != gen || j.state != Job::kInstalled || j.doomed) {
+    ++aged_stale_;  // a rule of an earlier connection in this slot
+    return;
+  }
+  uint64_t lh = 0;
+  fold(j, now_ns, &lh);
+  const uint64_t idle_from = std::max(lh, j.installed_ns);
+  if (now_ns <= idle_from || now_ns - idle_from < static_cast<uint64_t>(cfg_.age_s) * 1'000'000'000ull) return;
+  aged_++;
+  live_.erase(conn_key(j.worker, j.handle));
+  request_remove(id, "aged", now_ns);
+}
+
+void RteFlowProvider::log_limited(const std::string& key, const std::string& line) {
+  uint64_t now = mono_ns();
+  uint64_t& last = last_log_ns_[key];
+  if (now - last >= 1'000'000'000ull) {  // at most one line per reason per second
+    last = now;
+    log_warning(LogType::kOffload, line);
+  }
+}
+
+bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string* why) const {
+  if (e.orig.proto != IPPROTO_TCP && e.orig.proto != IPPROTO_UDP) {
+    *why = "protocol";
+    return false;
+  }
+  if (e.orig.family == 6) {
+    *why = "ipv6";  // no IPv6 5-tuple definer in 22.11 (doc/guides/nics/mlx5.rst:163)
+    return false;
+  }
+  if (!pl_) {
+    *why = "no rules";
+    return false;
+  }
+  c->orig = e.orig;
+  for (int d = 0; d < 2; d++) {
+    if (e.in_port[d] >= host_.port_ids.size()) {
+      *why = "unknown port";
+      return false;
+    }
+    ctrack::Key k = d ? e.orig.reversed() : e.orig;
+    Pipeline::Trace t = pl_->trace_established(k, e.in_port[d], d == 1);
+    if (t.refuse) {
+      *why = t.refuse;
+      return false;
+    }
+    // The connection's rules are reached only through its table-0 ct()
+    // rule in the NIC: without it every packet goes to software while the
+    // tracker believes the connection is in hardware.
+    if (t.ct_table != 0) {
+      *why = "its ct() rule is not in table 0";
+      return false;
+    }
+    bool in_nic = false;
+    for (const auto& rf : rule_flows_)
+      if (rf.rule_id == t.ct_rule && rf.tier == hw::Tier::kJumpCt) in_nic = true;
+    if (!in_nic) {
+      *why = "its table-0 ct() rule is not in the NIC";
+      return false;
+    }
+    c->in_port[d] = e.in_port[d];
+    c->out_port[d] = t.out_port;
+  }
+  // Without an E-Switch each direction's rule is on the port it arrives
+  // on, and a CONNTRACK object serves only rules of its own port (the
+  // driver looks it up in the rule's port pool, mlx5_flow_hw.c:410-418):
+  // a TCP connection across two ports is tracked by exact rules (the
+  // flows strategy) even where conntrack objects exist.
+  c->aso = aso_ && e.orig.proto == IPPROTO_TCP && (transfer_ || c->in_port[0] == c->in_port[1]);
+  return true;
+}
+
+void RteFlowProvider::established(unsigned w, const ctrack::Event& e) {
+  hw::Conn c;
+  std::string why;
+  ctrack::Tracker* t = host_.shards[w];
+  if (!translate(e, &c, &why)) {
+    refuse(why);
+    t->set_no_offload(e.conn, e.orig);
+    return;
+  }
+  if (pending_.size() >= std::max<size_t>(65536, jobs_.size())) {
+    ++backlog_drop_;
+    refuse("backlog");
+    t->set_no_offload(e.conn, e.orig);
+    return;
+  }
+  uint64_t k = conn_key(w, e.conn);
+  if (live_.count(k)) return;
+  live_[k] = Live{-1, e.orig};
+  pending_.push_back(Req{w, e});
+}
+
+void RteFlowProvider::gone(unsigned w, const ctrack::Event& e, const char* why, uint64_t now_ns) {
+  auto it = live_.find(conn_key(w, e.conn));
+  if (it == live_.end() || !(it->second.orig == e.orig)) return;
+  int id = it->second.job;
+  live_.erase(it);
+  if (id >= 0) request_remove(static_cast<uint32_t>(id), why, now_ns);
+}
+
+void RteFlowProvider::resync_requested(unsigned w, const ctrack::Event& e) {
+  auto it = live_.find(conn_key(w, e.conn));
+  if (it == live_.end() || !(it->second.orig == e.orig) || it->second.job < 0) {
+    host_.shards[w]->resync_done(e.conn, e.orig);
+    return;
+  }
+  Job& j = jobs_[static_cast<size_t>(it->second.job)];
+  if (!j.ct_obj) {  // flows: no context to resync (the segment raced the rules going in)
+    host_.shards[w]->resync_done(e.conn, e.orig);
+    return;
+  }
+  if (j.state == Job::kInstalled && !j.resyncing && !j.doomed) {
+    if (ct_ops_ + 2 > kCtOpsMax) {
+      ++resync_deferred_;  // the conntrack queue is busy: the next refused segment asks again
+      host_.shards[w]->resync_done(e.conn, e.orig);
+      return;
+    }
+    start_resync(static_cast<uint32_t>(it->second.job));
+  }
+}
+
+// Removes now, or once the operations out complete.
+void RteFlowProvider::request_remove(uint32_t id, const char* why, uint64_t now_ns) {
+  Job& j = jobs_[id];
+  if (j.state == Job::kRemoving) return;
+  if (j.pending) {
+    j.doomed = true;
+    j.why_removed = why;
+    return;
+  }
+  start_remove(id, why, now_ns);
+}
+
+void RteFlowProvider::start_remove(uint32_t id, const char* why, uint64_t now_ns) {
+  Job& j = jobs_[id];
+  if (j.state == Job::kInstalled) {
+    uint64_t lh;
+    fold(j, now_ns, &lh);
+    installed_--;
+    uint32_t last = active_.back();
+    active_[j.active_pos] = last;
+    jobs_[last].active_pos = j.active_pos;
+    active_.pop_back();
+  }
+  j.state = Job::kRemoving;
+  j.why_removed = why;
+  j.err = 0;
+  if (!j.made) {
+    finish_remove(id);
+    return;
+  }
+  removals_.push_back(id);
+  pump(now_ns);
+}
+
+void RteFlowProvider::finish_remove(uint32_t id) {
+  Job& j = jobs_[id];
+  if (j.installed_ns) removed_++;  // an offload removed (not the remains of a failed install)
+  j.used = false;
+  free_jobs_.push_back(id);
+  if (j.retry) {
+    // Still wanted (gone() erases the entry) and nothing of it is left in
+    // the NIC: offered again when the pause is over.
+    auto it = live_.find(conn_key(j.worker, j.handle));
+    if (it != live_.end() && it->second.job == -1 && it->second.orig == j.orig) {
+      retry_.push_back(Req{j.worker, j.ev, j.tries});
+      return;
+    }
+  }
+  host_.shards[j.worker]->set_offloaded(j.handle, j.orig, false);
+}
+
+// Submits queued work within the in-flight bound: removals first (they
+// free table space), then installs.
+void RteFlowProvider::pump(uint64_t now_ns) {
+  while (!removals_.empty() && in_flight_ + 2 <= cfg_.max_in_flight) {
+    uint32_t id = removals_.front();
+    removals_.pop_front();
+    submit_remove(id);
+  }
+  if (now_ns < hold_until_ns_) return;
+  while (!retry_.empty()) {  // retries first, in their order
+    pending_.push_front(retry_.back());
+    retry_.pop_back();
+  }
+  while (removals_.empty() && !pending_.empty() && in_flight_ + 6 <= cfg_.max_in_flight && !free_jobs_.empty() &&
+         ct_ops_ + 1 <= kCtOpsMax) {
+    Req r = pending_.front();
+    pending_.pop_front();
+    auto it = live_.find(conn_key(r.worker, r.ev.conn));
+    if (it == live_.end() || it->second.job != -1 || !(it->second.orig == r.ev.orig)) continue;
+    // The rules may have changed while it waited.
+    hw::Conn c;
+    std::string why;
+    if (!translate(r.ev, &c, &why)) {
+      live_.erase(it);
+      refuse(why);
+      host_.shards[r.worker]->set_no_offload(r.ev.conn, r.ev.orig);
+      continue;
+    }
+    uint32_t id = free_jobs_.back();
+    free_jobs_.pop_back();
+    Job& j = jobs_[id];
+    const uint32_t gen = j.gen + 1;
+    j = Job{};
+    j.gen = gen;
+    j.used = true;
+    j.worker = r.worker;
+    j.handle = r.ev.conn;
+    j.orig = r.ev.orig;
+    j.conn = c;
+    j.ct_obj = c.aso;  // a conntrack object tracks it
+    if (r.ev.l2_len) j.l2_len = r.ev.l2_len;
+    j.ev = r.ev;
+    j.tries = static_cast<uint8_t>(r.tries + 1);
+    it->second.job = static_cast<int>(id);
+    submit_install(id, now_ns);
+  }
+}
+
+void RteFlowProvider::complete(uintptr_t ck, int err, uint64_t now_ns) {
+  in_flight_--;
+  auto tag = static_cast<Tag>(ck & 15);
+  if (tag == kOpCtCreate || tag == kOpQuery || tag == kOpResync) ct_ops_--;
+  if (tag == kOpShared) {
+    if (err) fail("shared_rule_" + errno_reason(err), "");
+    return;
+  }
+  uint32_t id = static_cast<uint32_t>(ck >> 4);
+  Job& j = jobs_[id];
+  j.pending--;
+  ctrack::Tracker* t = host_.shards[j.worker];
+  if (err) {
+    if (!j.err) j.err = err;
+  } else {
+    switch (tag) {
+      case kOpCtCreate: j.made |= kMadeCt; break;
+      case kOpFlow0: j.made |= kMadeFlow0; break;
+      case kOpFlow1: j.made |= kMadeFlow1; break;
+      case kOpDelFlow0: j.made &= static_cast<uint8_t>(~kMadeFlow0); break;
+      case kOpDelFlow1: j.made &= static_cast<uint8_t>(~kMadeFlow1); break;
+      case kOpDelCt: j.made &= static_cast<uint8_t>(~kMadeCt); break;
+      case kOpQuery:
+        if (!j.doomed && j.state == Job::kInstalled) resync_update(id);
+        break;
+      default: break;
+    }
+  }
+  if (tag == kOpQuery || tag == kOpResync) {
+    if (err) {
+      fail("resync_" + errno_reason(err), "");
+      j.err = 0;
+    }
+    if (tag == kOpResync && !err) resyncs_++;
+  }
+  if (j.pending) return;
+  if (j.state == Job::kInstalling) {
+    if (j.err) {
+      auto it = live_.find(conn_key(j.worker, j.handle));
+      const bool mine = it != live_.end() && it->second.job == static_cast<int>(id);
+      // A resource that frees by itself (EAGAIN: freed counters wait for
+      // the counter service's cycle, up to 500 ms; EBUSY: a full conntrack
+      // queue): installs pause for kBusyBackoffNs, and the connection is
+      // tried again once what was made of it is gone, up to kBusyTries
+      // times. After that, or for anything else, it stays in software
+      // (after EAGAIN/EBUSY its next packet offers it again).
+      if ((j.err == EAGAIN || j.err == EBUSY) && mine && !j.doomed && j.tries < kBusyTries) {
+        hold_until_ns_ = now_ns + kBusyBackoffNs;
+        j.retry = true;
+        it->second.job = -1;
+        ++retries_;
+      } else {
+        fail(errno_reason(j.err), "");
+        if (j.err != EAGAIN && j.err != EBUSY) t->set_no_offload(j.handle, j.orig);
+        if (mine) live_.erase(it);
+      }
+      start_remove(id, "failed", now_ns);
+      return;
+    }
+    if (j.doomed || !t->set_offloaded(j.handle, j.orig, true)) {
+      start_remove(id, j.doomed ? j.why_removed : "destroyed", now_ns);
+      return;
+    }
+    j.state = Job::kInstalled;
+    j.installed_ns = now_ns;
+    j.active_pos = static_cast<uint32_t>(active_.size());
+    active_.push_back(id);
+    installed_++;
+    offloads_++;
+    if (j.ct_obj) offloads_aso_++;
+    return;
+  }
+  if (j.state == Job::kInstalled) {  // a resync finished
+    j.resyncing = false;
+    t->resync_done(j.handle, j.orig);
+    if (j.doomed) start_remove(id, j.why_removed, now_ns);
+    return;
+  }
+  // Removing.
+  if (j.err) {
+    fail("remove_" + errno_reason(j.err), "");
+    j.err = 0;
+  }
+  if (j.made & (kMadeFlow0 | kMadeFlow1)) {
+    // A destruction failed: the rules may still be in the NIC, so the
+    // context must stay. Try again.
+    removals_.push_back(id);
+    return;
+  }
+  if (j.made & kMadeCt) {
+    submit_remove(id);  // the rules are gone: now the context
+    return;
+  }
+  finish_remove(id);
+}
+
+void RteFlowProvider::fold(Job& j, uint64_t now_ns, uint64_t* last_hit) {
+  const FlowApi& a = api();
+  *last_hit = 0;
+  uint64_t pk[2] = {}, by[2] = {};
+  for (int d = 0; d < 2; d++) {
+    if (!(j.made & (d ? kMadeFlow1 : kMadeFlow0))) continue;
+    rte_flow_error err{};
+    rte_flow_query_count qc{};
+    rte_flow_action count[] = {{RTE_FLOW_ACTION_TYPE_COUNT, nullptr}, {RTE_FLOW_ACTION_TYPE_END, nullptr}};
+    if (a.query(a.self, flow_port(j, d), j.flow[d], count, &qc, &err) == 0) {
+      pk[d] = qc.hits;
+      by[d] = qc.bytes;
+    }
+    rte_flow_query_age qa{};
+    rte_flow_action age[] = {{RTE_FLOW_ACTION_TYPE_AGE, nullptr}, {RTE_FLOW_ACTION_TYPE_END, nullptr}};
+    if (a.query(a.self, flow_port(j, d), j.flow[d], age, &qa, &err) == 0 && qa.sec_since_last_hit_valid && pk[d])
+      *last_hit = std::max<uint64_t>(*last_hit,
+                                     now_ns - std::min<uint64_t>(now_ns, qa.sec_since_last_hit * 1'000'000'000ull));
+  }
+  uint64_t dpk[2] = {pk[0] - j.folded_pk[0], pk[1] - j.folded_pk[1]};
+  uint64_t dby[2] = {by[0] - j.folded_by[0], by[1] - j.folded_by[1]};
+  // NICs count frame bytes, ctrack counts IP bytes (as Linux conntrack
+  // does): take the Ethernet header off, with the VLAN tags the
+  // connection's packets carry (the rules match the IP 5-tuple whatever
+  // the tags).
+  const uint64_t l2 = j.l2_len ? j.l2_len : 14;
+  for (int d = 0; d < 2; d++) dby[d] = dby[d] > l2 * dpk[d] ? dby[d] - l2 * dpk[d] : 0;
+  if (dpk[0] || dpk[1]) {
+    host_.shards[j.worker]->fold_hw_counters(j.handle, j.orig, dpk, dby, *last_hit ? *last_hit : now_ns);
+    for (int d = 0; d < 2; d++) {
+      j.folded_pk[d] = pk[d];
+      j.folded_by[d] = by[d];
+    }
+  }
+}
+
+}  // namespace dp

@@ -1,0 +1,338 @@
+// Internal to the rte_flow provider (dataplane/src/offload/): the class,
+// its connection lifecycle (lifecycle.cc: events, install and removal
+// decisions, completions, aging, counter folding) and its rte_flow
+// submission (submit.cc: templates, tables, rules, conntrack objects through
+// the seam); set-up, domain and strategy in provider.cc; testpmd.cc prints
+// the rules as testpmd commands.
+#pragma once
+
+#include <netinet/in.h>
+#include <rte_ethdev.h>
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <deque>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include "dataplane/hwflow.h"
+#include "dataplane/nic_model.h"
+#include "dataplane/log.h"
+#include "dataplane/offload.h"
+#include "sdn/clock.h"
+
+namespace dp {
+
+using sdn::mono_ns;
+
+
+
+inline std::string flow_err(const rte_flow_error& e, int err) {
+  std::string s = e.message ? e.message : strerror(err < 0 ? -err : err);
+  return s;
+}
+
+inline std::string errno_reason(int err) {
+  switch (err) {
+    case ENOSPC: return "table_full";
+    case ENOMEM: return "table_or_queue_full";  // mlx5: a full template table and a full flow queue alike
+    case EEXIST: return "exists";
+    case ENOENT: return "no_such_object";
+    case ENXIO: return "freed_object";
+    case ENOTSUP: return "not_supported";
+    case EINVAL: return "invalid";
+    case ENODEV: return "no_device";
+    case EBUSY: return "busy";
+    case EACCES: return "not_owner";
+    case EAGAIN: return "resources_busy";  // mlx5: counters waiting for the service cycle, a full ASO queue
+    case EIO: return "io_error";
+    default: return "errno_" + std::to_string(err);
+  }
+}
+
+inline size_t item_size(rte_flow_item_type t) {
+  switch (t) {
+    case RTE_FLOW_ITEM_TYPE_ETH: return sizeof(rte_flow_item_eth);
+    case RTE_FLOW_ITEM_TYPE_VLAN: return sizeof(rte_flow_item_vlan);
+    case RTE_FLOW_ITEM_TYPE_IPV4: return sizeof(rte_flow_item_ipv4);
+    case RTE_FLOW_ITEM_TYPE_IPV6: return sizeof(rte_flow_item_ipv6);
+    case RTE_FLOW_ITEM_TYPE_TCP: return sizeof(rte_flow_item_tcp);
+    case RTE_FLOW_ITEM_TYPE_UDP: return sizeof(rte_flow_item_udp);
+    case RTE_FLOW_ITEM_TYPE_CONNTRACK: return sizeof(rte_flow_item_conntrack);
+    case RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT: return sizeof(rte_flow_item_ethdev);
+    default: return 0;
+  }
+}
+
+// The template a flow belongs to: port, attributes, item types and masks,
+// action types (raw bytes: it is computed for every rule).
+inline std::string shape(const hw::Flow& f) {
+  std::string k;
+  k.reserve(256);
+  auto put = [&](const void* p, size_t n) { k.append(static_cast<const char*>(p), n); };
+  put(&f.port_id, sizeof f.port_id);
+  put(&f.attr.group, sizeof f.attr.group);
+  put(&f.attr.priority, sizeof f.attr.priority);
+  uint8_t dir = static_cast<uint8_t>(f.attr.ingress | f.attr.egress << 1 | f.attr.transfer << 2);
+  put(&dir, 1);
+  for (const auto& i : f.pattern) {
+    put(&i.type, sizeof i.type);
+    if (i.mask) put(i.mask, item_size(i.type));
+  }
+  k.push_back('|');
+  for (const auto& a : f.actions) put(&a.type, sizeof a.type);
+  return k;
+}
+
+class NoneProvider final : public OffloadProvider {
+ public:
+  const char* name() const override { return "none"; }
+};
+
+class RteFlowProvider final : public OffloadProvider {
+ public:
+  RteFlowProvider(const OffloadConfig& cfg, unsigned workers, bool emulated, bool is_auto)
+      : cfg_(cfg), workers_(workers), emulated_(emulated), auto_(is_auto), aso_(cfg.conntrack != "flows") {
+    strategy_why_ = cfg.conntrack == "auto" ? "auto: the ports took a conntrack pool" : "offload.conntrack: " + cfg.conntrack;
+  }
+
+  const char* name() const override {
+    if (disabled_) return "none (auto: no rte_flow port)";
+    return emulated_ ? "emulated" : "rte_flow";
+  }
+  const FlowApi& api() const override {
+    if (given_api_) return *given_api_;
+    return model_ ? model_->api() : FlowApi::dpdk();
+  }
+  Mlx5Model* nic() override { return given_nic_ ? given_nic_ : model_.get(); }
+  void use(const FlowApi* api, Mlx5Model* nic) {
+    given_api_ = api;
+    given_nic_ = nic;
+  }
+
+  Status prepare(const std::vector<uint16_t>& ports) override;
+
+  Status choose_domain();
+
+  Status make_model(const std::vector<uint16_t>& ports);
+
+  Status configure_port(uint16_t port) override;
+
+  Status start(OffloadHost& host) override;
+
+  std::string probe_ct();
+
+  void on_pipeline(const Pipeline& pl) override;
+
+  void on_ct_events(unsigned w, const ctrack::Event* ev, uint32_t n, uint64_t now_ns) override;
+
+  void poll(uint64_t now_ns) override;
+
+  void drain_aged(uint64_t now_ns);
+  void aged_report(uintptr_t ck, uint64_t now_ns);
+
+  bool busy() const override { return in_flight_ || !pending_.empty() || !removals_.empty() || !retry_.empty(); }
+
+  Status flush() override;
+
+  OffloadStats stats() const override;
+
+  std::string testpmd_commands() const override;
+
+ private:
+  static constexpr uint32_t kSharedSlots = 16384;
+  static constexpr uint32_t kCtOpsMax = 1024 - 64;  // the ASO queue (mlx5.h:592), less a margin
+  // A transient refusal pauses installs this long; a connection is tried
+  // this often (together longer than the counter service's 500 ms cycle).
+  static constexpr uint64_t kBusyBackoffNs = 100'000'000;
+  static constexpr uint8_t kBusyTries = 10;
+  static constexpr uint32_t kSharedTable = 64;
+
+  struct Job {
+    bool used = false;
+    unsigned worker = 0;
+    uint32_t handle = 0;
+    ctrack::Key orig{};
+    hw::Conn conn{};
+    bool ct_obj = false;  // a conntrack object tracks it (aso)
+    rte_flow_action_conntrack prof{};  // as handed to the NIC
+    rte_flow_action_conntrack qbuf{};  // a query's result lands here
+    enum State : uint8_t { kInstalling, kInstalled, kRemoving } state = kInstalling;
+    uint8_t pending = 0;  // operations not completed
+    uint8_t made = 0;     // kMadeCt | kMadeFlow0 | kMadeFlow1: what exists in the NIC
+    int err = 0;          // first failure of the current batch
+    bool doomed = false;  // remove once the operations out complete
+    bool resyncing = false;
+    bool liberal = false;         // the context was written liberal (see the resync note above)
+    uint64_t last_resync_ns = 0;  // when the last resync was written
+    const char* why_removed = "";
+    uint64_t folded_pk[2] = {}, folded_by[2] = {};
+    uint64_t installed_ns = 0;
+    rte_flow* flow[2] = {};
+    rte_flow_action_handle* ct = nullptr;
+    uint32_t active_pos = 0;
+    uint32_t gen = 0;  // which use of this slot (aged-flow reports name it)
+    uint8_t l2_len = 14;  // the Ethernet header of its packets, VLAN tags included
+    bool retry = false;   // failed for a resource that frees by itself: offered again once removed
+    uint8_t tries = 0;    // installs tried for this connection
+    ctrack::Event ev{};   // the event that asked for it (for a retry)
+  };
+  enum Made : uint8_t { kMadeCt = 1, kMadeFlow0 = 2, kMadeFlow1 = 4 };
+  enum Tag : uint8_t {
+    kOpCtCreate,
+    kOpFlow0,
+    kOpCtDir,
+    kOpFlow1,
+    kOpDelFlow0,
+    kOpDelFlow1,
+    kOpDelCt,
+    kOpQuery,
+    kOpResync,
+    kOpShared,
+  };
+  // A rule's AGE context: the job, its generation and the direction.
+  static void* age_cookie(const Job& j, uint32_t id, Tag t) {
+    return reinterpret_cast<void*>(static_cast<uintptr_t>(j.gen) << 32 | static_cast<uintptr_t>(id) << 4 | t);
+  }
+  static void* cookie(uint32_t job, Tag t) {
+    return reinterpret_cast<void*>(static_cast<uintptr_t>(job) << 4 | t);
+  }
+  struct Req {
+    unsigned worker;
+    ctrack::Event ev;
+    uint8_t tries = 0;
+  };
+  struct Live {
+    int job;  // -1: waiting in pending_
+    ctrack::Key orig;
+  };
+  struct Table {
+    uint16_t port;
+    int id;
+    rte_flow_pattern_template* pt;
+    rte_flow_actions_template* at;
+    rte_flow_template_table* table;
+    uint32_t rules;
+  };
+  struct Shared {
+    uint16_t port;
+    rte_flow* flow;
+  };
+
+  static uint64_t conn_key(unsigned w, uint32_t h) { return static_cast<uint64_t>(w) << 32 | h; }
+  uint32_t queue_size() const {
+    uint32_t q = 256;
+    while (q < 2 * cfg_.max_in_flight + kSharedTable) q <<= 1;
+    return q;
+  }
+  uint64_t clock() const { return now_ ? now_ : mono_ns(); }
+  uint16_t flow_port(const Job& j, int d) const {
+    return transfer_ ? layout_.proxy_port : layout_.port_ids[j.conn.in_port[d]];
+  }
+  uint16_t ct_port(const Job& j) const { return flow_port(j, 0); }
+
+  void log_limited(const std::string& key, const std::string& line);
+  void fail(const std::string& reason, const std::string& detail) {
+    uint64_t n = ++failed_[reason];
+    log_limited("failed_" + reason, "failed: " + reason + (detail.empty() ? "" : " (" + detail + ")") + ", " +
+                                        std::to_string(n) + " so far; the connection stays in software");
+  }
+  void refuse(const std::string& reason) { ++refused_[reason]; }
+
+  bool translate(const ctrack::Event& e, hw::Conn* c, std::string* why) const;
+
+  void established(unsigned w, const ctrack::Event& e);
+
+  void gone(unsigned w, const ctrack::Event& e, const char* why, uint64_t now_ns);
+
+  void resync_requested(unsigned w, const ctrack::Event& e);
+
+  void request_remove(uint32_t id, const char* why, uint64_t now_ns);
+
+  void start_remove(uint32_t id, const char* why, uint64_t now_ns);
+
+  void finish_remove(uint32_t id);
+
+  void pump(uint64_t now_ns);
+
+  // A failed submission completes at once with its errno.
+  void sync_fail(void* ck, int err, const std::string& msg) {
+    sync_done_.push_back({reinterpret_cast<uintptr_t>(ck), err});
+    if (!msg.empty()) log_limited("op_" + errno_reason(err), "operation refused: " + msg);
+  }
+  void op_out(Job& j) {
+    j.pending++;
+    in_flight_++;
+  }
+  // Conntrack operations (creates, context updates, queries) share the
+  // driver's ASO work queue of 1024 per flow queue (ct-queue-depth in the
+  // model): at most kCtOpsMax out at once, below it.
+  void ct_op_out() {
+    ct_ops_++;
+    ct_ops_max_ = std::max(ct_ops_max_, ct_ops_);
+  }
+
+  void submit_install(uint32_t id, uint64_t);
+
+  void submit_remove(uint32_t id);
+
+  void start_resync(uint32_t id);
+
+  void resync_update(uint32_t id);
+
+  rte_flow_template_table* table_for(const hw::Flow& f, uint32_t nb_flows, std::string* why);
+
+  rte_flow* create(const hw::Flow& f, uint32_t nb_flows, void* ck, bool postpone, Job* j);
+
+  void replace_shared(bool none);
+
+  void pull_all(uint64_t now_ns);
+  bool has_queue(uint16_t p) const { return !transfer_ || p == layout_.proxy_port; }
+
+  void complete(uintptr_t ck, int err, uint64_t now_ns);
+
+  void fold(Job& j, uint64_t now_ns, uint64_t* last_hit);
+
+  OffloadConfig cfg_;
+  unsigned workers_;
+  bool emulated_, auto_;
+  bool disabled_ = false, started_ = false;
+  std::unique_ptr<Mlx5Model> model_;
+  const FlowApi* given_api_ = nullptr;
+  Mlx5Model* given_nic_ = nullptr;
+  std::vector<uint16_t> ports_;
+  std::set<uint16_t> configured_;
+  HwCaps caps_;
+  hw::Layout layout_;
+  OffloadHost host_;
+  const Pipeline* pl_ = nullptr;
+  uint64_t now_ = 0;
+  std::vector<Job> jobs_;
+  std::vector<uint32_t> free_jobs_;
+  std::vector<uint32_t> active_;
+  std::unordered_map<uint64_t, Live> live_;
+  std::deque<Req> pending_;
+  std::deque<Req> retry_;  // transient failures, offered again after the pause
+  uint64_t hold_until_ns_ = 0;  // no installs before (a transient failure's pause)
+  std::deque<uint32_t> removals_;
+  std::vector<hw::RuleFlows> rule_flows_;
+  std::map<std::string, Table> tables_;
+  int next_table_id_ = 0;
+  std::vector<Shared> shared_;
+  std::vector<std::pair<uintptr_t, int>> sync_done_;
+  uint32_t in_flight_ = 0;
+  uint32_t scan_ = 0;
+  uint64_t last_scan_ns_ = 0;
+  std::map<std::string, uint64_t> failed_, refused_;
+  std::map<std::string, uint64_t> last_log_ns_;
+  uint64_t installed_ = 0, offloads_ = 0, removed_ = 0, aged_ = 0, closed_ = 0, revoked_ = 0, resyncs_ = 0,
+           resyncs_liberal_ = 0, backlog_drop_ = 0, resync_deferred_ = 0, retries_ = 0;
+  uint32_t ct_ops_ = 0, ct_ops_max_ = 0;
+  uint64_t aged_reports_ = 0, aged_stale_ = 0, offloads_aso_ = 0;
+  bool transfer_ = true, aso_ = true;
+  std::string domain_why_, strategy_why_;
+};
+
+}  // namespace dp

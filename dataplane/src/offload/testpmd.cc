@@ -1,0 +1,102 @@
+// The rte_flow provider's rules as dpdk-testpmd commands (dataplane-ctl
+// offload testpmd), in the forms testpmd 22.11 applies.
+#include "provider_internal.h"
+
+namespace dp {
+
+std::string RteFlowProvider::testpmd_commands() const {
+  std::ostringstream o;
+  if (disabled_) return "# offload auto: no rte_flow port, nothing in hardware\n";
+  size_t pool = cfg_.table_size / 2 + cfg_.max_in_flight;
+  o << "# dpdk-testpmd -a <PCI>,dv_flow_en=2" << (transfer_ ? ",representor=..." : "")
+    << " -- -i\n"
+       "# Hardware steering (the template/queue API), as the provider issues it. The\n"
+       "# synchronous form (dv_flow_en=1) is not printed: the provider needs dv_flow_en=2.\n"
+       "port stop all\n";
+  for (uint16_t p : ports_) {
+    bool proxy = !transfer_ || p == layout_.proxy_port;
+    o << "flow configure " << p << " queues_number 1 queues_size " << (proxy ? queue_size() : 64);
+    if (proxy) {
+      o << " counters_number " << 4 * pool + 4 * kSharedSlots << " aging_counters_number " << 2 * pool;
+      if (aso_) o << " conn_tracks_number " << pool;
+    }
+    o << "\n";
+  }
+  o << "port start all\n";
+  // One set of templates and a table per rule shape; ids as the provider
+  // numbers its tables.
+  std::map<std::string, int> ids;
+  int next_id = 0;
+  auto table_of = [&](const hw::Flow& f, uint32_t rules, int indirect) {
+    std::string k = shape(f);
+    auto it = ids.find(k);
+    if (it != ids.end()) return it->second;
+    int id = next_id++;
+    ids[k] = id;
+    o << hw::testpmd_templates(f, id, rules, indirect);
+    return id;
+  };
+  std::vector<hw::Flow> shared = hw::base_flows(layout_);
+  for (const auto& rf : rule_flows_) {
+    if (rf.tier == hw::Tier::kSoftware) {
+      o << "# rule " << rf.rule_id << " stays in software: " << rf.why << "\n";
+      continue;
+    }
+    for (const auto& f : rf.flows) {
+      int t = table_of(f, kSharedTable, 0);
+      o << hw::testpmd_queue_create(f, t, 0) << "   # " << f.what << "\n";
+    }
+  }
+  for (const auto& f : shared) {
+    int t = table_of(f, kSharedTable, 0);
+    o << hw::testpmd_queue_create(f, t, 0) << "   # " << f.what << "\n";
+  }
+  std::set<uint16_t> qports;
+  for (uint32_t id = 0; id < jobs_.size(); id++) {
+    const Job& j = jobs_[id];
+    if (!j.used || j.state != Job::kInstalled) continue;
+    o << "# " << j.orig.str() << (j.ct_obj ? " (conntrack object)" : " (exact rules, SYN/FIN/RST to software)") << "\n";
+    uint16_t cp = ct_port(j);
+    int ind = static_cast<int>(id);
+    hw::Flow f0 = hw::conn_flow(layout_, j.conn, 0, nullptr, nullptr);
+    hw::Flow f1 = hw::conn_flow(layout_, j.conn, 1, nullptr, nullptr);
+    if (!j.ct_obj) {
+      o << hw::testpmd_queue_create(f0, table_of(f0, cfg_.table_size, 0), 0) << "\n";
+      o << hw::testpmd_queue_create(f1, table_of(f1, cfg_.table_size, 0), 0) << "\n";
+    } else {
+      // testpmd 22.11 copies the `set conntrack` context into the object
+      // only in the non-queued create (app/test-pmd/config.c:1762-1767; the
+      // queued one, config.c:2780-2832, passes it as parsed), and its queued
+      // update hands the driver the action instead of its configuration
+      // (config.c:2932-2951; the non-queued one passes action->conf,
+      // config.c:1888-1891). An actions template's `indirect N` with a
+      // `conntrack` mask puts that object, and its direction at that moment,
+      // into the table (mlx5_flow_hw.c:1394-1398, 421-423; testpmd's mask has
+      // a configuration, so no rule can bring its own): each direction of
+      // each connection gets a table of its own here, made after the object
+      // has that direction. (The provider's own table leaves the handle to
+      // each rule: a NULL mask configuration.)
+      o << hw::testpmd_ct(j.prof) << "flow indirect_action " << cp << " create action_id " << ind
+        << (transfer_ ? " transfer" : " ingress") << " action conntrack / end\n";
+      const int t0 = next_id++;
+      o << hw::testpmd_templates(f0, t0, 1, ind);
+      o << hw::testpmd_queue_create(f0, t0, ind) << "\n";
+      rte_flow_action_conntrack rd = hw::ct_reply_update(j.prof).new_ct;
+      std::string set = hw::testpmd_ct(rd);
+      o << set.substr(0, set.find('\n') + 1) << "flow indirect_action " << cp << " update " << ind
+        << " action conntrack_update dir / end\n";
+      const int t1 = next_id++;
+      o << hw::testpmd_templates(f1, t1, 1, ind);
+      o << hw::testpmd_queue_create(f1, t1, ind) << "\n";
+    }
+    qports.insert(cp);
+    qports.insert(f0.port_id);
+    qports.insert(f1.port_id);
+  }
+  for (uint16_t p : ports_)
+    if (!transfer_ || p == layout_.proxy_port) qports.insert(p);
+  for (uint16_t p : qports) o << "flow push " << p << " queue 0\nflow pull " << p << " queue 0\n";
+  return o.str();
+}
+
+}  // namespace dp
