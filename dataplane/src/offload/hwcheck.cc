@@ -167,28 +167,101 @@ int hw_check(const std::string& target, bool no_huge, const std::string& nic, co
   return rc;
 }
 
-int hw_check_run(const std::string& target, bool model, const std::string& profile, const Cabling& cab) {
-  (void)target;
-  const std::vector<uint16_t>& ports = cab.dut;
+namespace {
 
+// One connection of the check: client and server, ports by index.
+struct CheckConn {
+  const char *cli, *srv;
+  uint16_t cport, sport, in, out;
+};
+
+// One run of the check for one NIC (profile), step by step. Stands in for
+// the daemon's worker where it must: its own forwarding between the checked
+// ports, the peer side sending and receiving.
+class HwCheck {
+ public:
+  HwCheck(bool model, const std::string& profile, const Cabling& cab) : model_(model), profile_(profile), cab_(cab) {}
+  int run();
+
+ private:
+  int setup();                // 1. probe, configure, start; the rules; the provider started
+  int handshakes();           // 2. TCP connections through ctrack, then offloaded
+  int data_path();            // 3. data segments from the peer, each way, forwarded by the NIC
+  int flush_leaves_nothing();  // 4.
+  int wait_installed();
+
+  void control();
+  std::vector<uint8_t> tcp(const CheckConn& c, bool fwd, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t len) const;
+  void to_ct(const std::vector<uint8_t>& f, uint16_t port);
+  int setup_peers();
+  bool send(uint16_t port, const std::vector<uint8_t>& f);
+  int which(const uint8_t* d, uint32_t len, bool* fwd) const;
+  void forward();
+  void peer_rx();
+  bool through(size_t c, bool fwd, const std::vector<uint8_t>& f);
+
+  const bool model_;
+  const std::string profile_;
+  const Cabling& cab_;
+  const std::vector<uint16_t>& ports_ = cab_.dut;
+  std::unique_ptr<OffloadProvider> off_;
+  rte_mempool* pool_ = nullptr;
+  std::unique_ptr<Pipeline> pl_;
+  std::unique_ptr<ctrack::Tracker> ct_;
+  std::atomic<const HwMarkTable*> marks_{nullptr};
+  Mlx5Model* nic_ = nullptr;
+  std::vector<CheckConn> conns_;
+  // What handled the frames that reached the checked ports.
+  struct Seen {
+    uint64_t nic = 0, marked = 0, software = 0, dropped = 0;
+  } seen_;
+  std::vector<uint64_t> got_;  // frames back at the peer, per connection and direction
+};
+
+int HwCheck::run() {
+  int rc = setup();
+  if (rc) return rc;
+  rc = handshakes();
+  if (rc == 0) rc = wait_installed();
+  if (rc == 0 && !cab_.peer.empty()) {
+    rc = data_path();
+  } else if (rc == 0) {
+    step("the data path was not checked: no peer (--peer DEV: a port cabled to " + std::to_string(ports_.front()) +
+         "'s; then a connection is sent through and must come back with the NIC's counters, not software, "
+         "forwarding it)");
+  }
+  printf("%s", off_->testpmd_commands().c_str());
+  if (int f = flush_leaves_nothing(); f) rc = f;
+  stop_ports(*off_, ports_);
+  for (uint16_t q : cab_.peer) rte_eth_dev_stop(q);
+  delete marks_.load();
+  if (nic_ && nic_->refusals()) printf("hw-check: the model refused %llu call(s); last: %s\n",
+                                       static_cast<unsigned long long>(nic_->refusals()), nic_->last_error().c_str());
+  return rc;
+}
+
+int HwCheck::setup() {
   OffloadConfig oc;
-  oc.provider = model ? "emulated" : "rte_flow";
-  if (model) oc.nic = profile;
+  oc.provider = model_ ? "emulated" : "rte_flow";
+  if (model_) oc.nic = profile_;
   oc.table_size = 1024;
   oc.max_in_flight = 64;
   oc.age_s = 30;
   auto off = make_offload_provider(oc, 1);
   if (!off) return fail(off.message());
-  OffloadProvider& o = *off.value();
+  off_ = std::move(off.value());
+  OffloadProvider& o = *off_;
   static rte_mempool* pool = rte_pktmbuf_pool_create("hwcheck", 4095, 64, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
   if (!pool) return fail("mbuf pool");
-  // 1. Probe, configure (rte_flow_configure before start), start proxy first.
-  if (Status s = start_ports(o, ports, pool); !s) return fail(s.message());
+  pool_ = pool;
+  // Probe, configure (rte_flow_configure before start), start proxy first.
+  if (Status s = start_ports(o, ports_, pool_); !s) return fail(s.message());
   const FlowApi& api = o.api();
   step(std::string("rte_flow calls go to ") + api.name);
-  for (uint16_t port : ports) step("port " + std::to_string(port) + ": " + probe_rte_flow(api, port, true).str());
-  step("configured and started " + std::to_string(ports.size()) + " port(s)");
+  for (uint16_t port : ports_) step("port " + std::to_string(port) + ": " + probe_rte_flow(api, port, true).str());
+  step("configured and started " + std::to_string(ports_.size()) + " port(s)");
 
+  const std::vector<uint16_t>& ports = ports_;
   std::string yaml = ports.size() > 1 ? R"Y(
 ports:
   - {name: inside, devargs: "x"}
@@ -218,264 +291,269 @@ tables:
   if (!cfg) return fail(cfg.message());
   auto pl = Pipeline::build(cfg->rules, 1);
   if (!pl) return fail(pl.message());
+  pl_ = std::move(pl.value());
   ctrack::Config cc;
   cc.capacity = 1024;
   cc.event_ring = 1024;
   auto ct = ctrack::Tracker::create(cc);
   if (!ct) return fail(ct.message());
-  std::atomic<const HwMarkTable*> marks{nullptr};
-  OffloadHost host{ports, {ct.value().get()}, &marks};
+  ct_ = std::move(ct.value());
+  OffloadHost host{ports_, {ct_.get()}, &marks_};
   if (Status s = o.start(host); !s) return fail(s.message());
-  o.on_pipeline(*pl.value());
-  Mlx5Model* nic = o.nic();
-  auto control = [&] {
-    ctrack::Event ev[16];
-    uint32_t n;
-    while ((n = ct.value()->poll_events(ev, 16)) > 0) o.on_ct_events(0, ev, n, mono_ns());
-    o.poll(mono_ns());
-    if (nic) nic->service(0, mono_ns());  // the worker's part
-  };
+  o.on_pipeline(*pl_);
+  nic_ = o.nic();
+  // Across the two ports, and (two ports) one that turns back on the port
+  // it came in on.
+  conns_ = {{"10.99.0.1", "10.99.0.2", 40000, 80, 0, static_cast<uint16_t>(ports_.size() > 1 ? 1 : 0)}};
+  if (ports_.size() > 1) conns_.push_back({"10.99.0.1", "10.99.0.3", 40001, 8080, 0, 0});
+  got_.assign(conns_.size() * 2, 0);
+  return setup_peers();
+}
 
-  // 2. TCP connections through ctrack, then offloaded: across the two
-  // ports, and (two ports) one that turns back on the port it came in on.
-  struct C {
-    const char *cli, *srv;
-    uint16_t cport, sport, in, out;
-  };
-  std::vector<C> conns = {{"10.99.0.1", "10.99.0.2", 40000, 80, 0, static_cast<uint16_t>(ports.size() > 1 ? 1 : 0)}};
-  if (ports.size() > 1) conns.push_back({"10.99.0.1", "10.99.0.3", 40001, 8080, 0, 0});
-  auto tcp = [&](const C& c, bool fwd, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t len) {
-    ctrack::FrameSpec s;
-    s.proto = IPPROTO_TCP;
-    s.src = fwd ? c.cli : c.srv;
-    s.dst = fwd ? c.srv : c.cli;
-    s.sport = fwd ? c.cport : c.sport;
-    s.dport = fwd ? c.sport : c.cport;
-    s.tcp_flags = flags;
-    s.seq = seq;
-    s.ack = ack;
-    s.win = 8192;
-    s.payload = len;
-    return ctrack::build_frame(s);
-  };
-  auto to_ct = [&](const std::vector<uint8_t>& f, uint16_t port) {
-    ctrack::Parsed pp;
-    if (ctrack::parse_packet(f.data(), static_cast<uint32_t>(f.size()), 0, &pp) != ctrack::Drop::kNone) return;
-    pp.ct.in_port = static_cast<uint8_t>(port);
-    const ctrack::Packet* q = &pp.ct;
-    ctrack::CtResult r;
-    ct.value()->process(&q, 1, mono_ns(), true, &r);
-  };
+void HwCheck::control() {
+  ctrack::Event ev[16];
+  uint32_t n;
+  while ((n = ct_->poll_events(ev, 16)) > 0) off_->on_ct_events(0, ev, n, mono_ns());
+  off_->poll(mono_ns());
+  if (nic_) nic_->service(0, mono_ns());  // the worker's part
+}
 
-  // The peer side: frames go out a peer port and come back on one.
-  const bool cabled = !cab.peer.empty();
-  for (uint16_t q : cab.peer) {
+std::vector<uint8_t> HwCheck::tcp(const CheckConn& c, bool fwd, uint8_t flags, uint32_t seq, uint32_t ack,
+                                  uint16_t len) const {
+  ctrack::FrameSpec s;
+  s.proto = IPPROTO_TCP;
+  s.src = fwd ? c.cli : c.srv;
+  s.dst = fwd ? c.srv : c.cli;
+  s.sport = fwd ? c.cport : c.sport;
+  s.dport = fwd ? c.sport : c.cport;
+  s.tcp_flags = flags;
+  s.seq = seq;
+  s.ack = ack;
+  s.win = 8192;
+  s.payload = len;
+  return ctrack::build_frame(s);
+}
+
+void HwCheck::to_ct(const std::vector<uint8_t>& f, uint16_t port) {
+  ctrack::Parsed pp;
+  if (ctrack::parse_packet(f.data(), static_cast<uint32_t>(f.size()), 0, &pp) != ctrack::Drop::kNone) return;
+  pp.ct.in_port = static_cast<uint8_t>(port);
+  const ctrack::Packet* q = &pp.ct;
+  ctrack::CtResult r;
+  ct_->process(&q, 1, mono_ns(), true, &r);
+}
+
+// The peer side: frames go out a peer port and come back on one.
+int HwCheck::setup_peers() {
+  for (uint16_t q : cab_.peer) {
     rte_eth_conf conf{};
-    if (rte_eth_dev_configure(q, 1, 1, &conf) != 0 || rte_eth_rx_queue_setup(q, 0, 512, SOCKET_ID_ANY, nullptr, pool) != 0 ||
+    if (rte_eth_dev_configure(q, 1, 1, &conf) != 0 ||
+        rte_eth_rx_queue_setup(q, 0, 512, SOCKET_ID_ANY, nullptr, pool_) != 0 ||
         rte_eth_tx_queue_setup(q, 0, 512, SOCKET_ID_ANY, nullptr) != 0 || rte_eth_dev_start(q) != 0)
       return fail("peer port " + std::to_string(q) + ": could not be set up");
     rte_eth_promiscuous_enable(q);
   }
-  for (uint16_t d : ports) rte_eth_promiscuous_enable(d);  // the peer's frames carry its MAC, not the port's
-  auto send = [&](uint16_t port, const std::vector<uint8_t>& f) {
-    rte_mbuf* m = rte_pktmbuf_alloc(pool);
-    if (!m) return false;
-    auto* d = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(f.size())));
-    if (!d) {
-      rte_pktmbuf_free(m);
-      return false;
-    }
-    memcpy(d, f.data(), f.size());
-    if (rte_eth_tx_burst(port, 0, &m, 1) == 1) return true;
+  for (uint16_t d : ports_) rte_eth_promiscuous_enable(d);  // the peer's frames carry its MAC, not the port's
+  return 0;
+}
+
+bool HwCheck::send(uint16_t port, const std::vector<uint8_t>& f) {
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  if (!m) return false;
+  auto* d = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(f.size())));
+  if (!d) {
     rte_pktmbuf_free(m);
     return false;
-  };
-  // Which connection and direction a frame is (-1: none of ours).
-  auto which = [&](const uint8_t* d, uint32_t len, bool* fwd) -> int {
-    ctrack::Parsed pp;
-    if (ctrack::parse_packet(d, len, 0, &pp) != ctrack::Drop::kNone) return -1;
-    for (size_t k = 0; k < conns.size(); k++) {
-      auto f = tcp(conns[k], true, 0, 0, 0, 0), r = tcp(conns[k], false, 0, 0, 0, 0);
-      ctrack::Parsed a, b;
-      ctrack::parse_packet(f.data(), static_cast<uint32_t>(f.size()), 0, &a);
-      ctrack::parse_packet(r.data(), static_cast<uint32_t>(r.size()), 0, &b);
-      if (pp.ct.key == a.ct.key) return *fwd = true, static_cast<int>(k);
-      if (pp.ct.key == b.ct.key) return *fwd = false, static_cast<int>(k);
-    }
-    return -1;
-  };
-  // What handled the frames that reached the checked ports.
-  struct Seen {
-    uint64_t nic = 0, marked = 0, software = 0, dropped = 0;
-  } seen;
-  // The check's own forwarding, standing in for the daemon's worker: each
-  // frame through the NIC stage (the model; on a NIC that stage already
-  // ran, and what it forwarded never arrives here), a mark read as the NIC's
-  // verdict, the rest through ctrack to the connection's other side.
-  auto forward = [&] {
-    for (size_t i = 0; i < ports.size(); i++) {
-      rte_mbuf* m[32];
-      uint16_t n = rte_eth_rx_burst(ports[i], 0, m, 32);
-      for (uint16_t k = 0; k < n; k++) {
-        const uint8_t* d = rte_pktmbuf_mtod(m[k], const uint8_t*);
-        PacketIn pk{d, m[k]->data_len, m[k]->pkt_len, static_cast<uint16_t>(i), false, 0};
-        if (m[k]->ol_flags & RTE_MBUF_F_RX_FDIR_ID) {
-          pk.has_mark = true;
-          pk.mark = m[k]->hash.fdir.hi;
-        }
-        int out = -1;
-        int16_t r = nic ? nic->rx(0, pk, mono_ns()) : kNicMiss;
-        bool fwd;
-        int c = which(d, m[k]->data_len, &fwd);
-        if (r >= 0) {
-          out = r;
-          seen.nic++;
-        } else if (r != kNicMiss) {
-          seen.dropped++;
-        } else if (pk.has_mark && (pk.mark & HwMarkTable::kTag) && !(pk.mark & HwMarkTable::kRule)) {
-          out = static_cast<int>(pk.mark & ~HwMarkTable::kTag);
-          seen.marked++;
-        } else if (c >= 0) {
-          to_ct(std::vector<uint8_t>(d, d + m[k]->data_len), static_cast<uint16_t>(i));
-          out = fwd ? conns[c].out : conns[c].in;
-          seen.software++;
-        }
-        if (out >= 0 && static_cast<size_t>(out) < ports.size() && rte_eth_tx_burst(ports[out], 0, &m[k], 1) == 1)
-          continue;
-        rte_pktmbuf_free(m[k]);
+  }
+  memcpy(d, f.data(), f.size());
+  if (rte_eth_tx_burst(port, 0, &m, 1) == 1) return true;
+  rte_pktmbuf_free(m);
+  return false;
+}
+
+// Which connection and direction a frame is (-1: none of ours).
+int HwCheck::which(const uint8_t* d, uint32_t len, bool* fwd) const {
+  ctrack::Parsed pp;
+  if (ctrack::parse_packet(d, len, 0, &pp) != ctrack::Drop::kNone) return -1;
+  for (size_t k = 0; k < conns_.size(); k++) {
+    auto f = tcp(conns_[k], true, 0, 0, 0, 0), r = tcp(conns_[k], false, 0, 0, 0, 0);
+    ctrack::Parsed a, b;
+    ctrack::parse_packet(f.data(), static_cast<uint32_t>(f.size()), 0, &a);
+    ctrack::parse_packet(r.data(), static_cast<uint32_t>(r.size()), 0, &b);
+    if (pp.ct.key == a.ct.key) return *fwd = true, static_cast<int>(k);
+    if (pp.ct.key == b.ct.key) return *fwd = false, static_cast<int>(k);
+  }
+  return -1;
+}
+
+// The check's own forwarding, standing in for the daemon's worker: each
+// frame through the NIC stage (the model; on a NIC that stage already ran,
+// and what it forwarded never arrives here), a mark read as the NIC's
+// verdict, the rest through ctrack to the connection's other side.
+void HwCheck::forward() {
+  for (size_t i = 0; i < ports_.size(); i++) {
+    rte_mbuf* m[32];
+    uint16_t n = rte_eth_rx_burst(ports_[i], 0, m, 32);
+    for (uint16_t k = 0; k < n; k++) {
+      const uint8_t* d = rte_pktmbuf_mtod(m[k], const uint8_t*);
+      PacketIn pk{d, m[k]->data_len, m[k]->pkt_len, static_cast<uint16_t>(i), false, 0};
+      if (m[k]->ol_flags & RTE_MBUF_F_RX_FDIR_ID) {
+        pk.has_mark = true;
+        pk.mark = m[k]->hash.fdir.hi;
       }
-    }
-  };
-  // The peer cabled to checked port index `to`: what arrived for `c`.
-  std::vector<uint64_t> got(conns.size() * 2);
-  auto peer_rx = [&] {
-    for (uint16_t q : cab.peer) {
-      rte_mbuf* m[32];
-      uint16_t n = rte_eth_rx_burst(q, 0, m, 32);
-      for (uint16_t k = 0; k < n; k++) {
-        bool fwd;
-        int c = which(rte_pktmbuf_mtod(m[k], const uint8_t*), m[k]->data_len, &fwd);
-        if (c >= 0) got[2 * c + (fwd ? 0 : 1)]++;
-        rte_pktmbuf_free(m[k]);
+      int out = -1;
+      int16_t r = nic_ ? nic_->rx(0, pk, mono_ns()) : kNicMiss;
+      bool fwd;
+      int c = which(d, m[k]->data_len, &fwd);
+      if (r >= 0) {
+        out = r;
+        seen_.nic++;
+      } else if (r != kNicMiss) {
+        seen_.dropped++;
+      } else if (pk.has_mark && (pk.mark & HwMarkTable::kTag) && !(pk.mark & HwMarkTable::kRule)) {
+        out = static_cast<int>(pk.mark & ~HwMarkTable::kTag);
+        seen_.marked++;
+      } else if (c >= 0) {
+        to_ct(std::vector<uint8_t>(d, d + m[k]->data_len), static_cast<uint16_t>(i));
+        out = fwd ? conns_[c].out : conns_[c].in;
+        seen_.software++;
       }
+      if (out >= 0 && static_cast<size_t>(out) < ports_.size() && rte_eth_tx_burst(ports_[out], 0, &m[k], 1) == 1)
+        continue;
+      rte_pktmbuf_free(m[k]);
     }
-  };
-  auto peer_of = [&](uint16_t idx) { return cab.peer[cab.peer.size() > 1 ? idx : 0]; };
-  // Sends a frame of c from the peer and waits until it is back.
-  auto through = [&](size_t c, bool fwd, const std::vector<uint8_t>& f) {
-    uint64_t before = got[2 * c + (fwd ? 0 : 1)];
-    if (!send(peer_of(fwd ? conns[c].in : conns[c].out), f)) return false;
-    for (uint64_t end = mono_ns() + 1'000'000'000ull; mono_ns() < end;) {
-      forward();
-      peer_rx();
-      control();
-      if (got[2 * c + (fwd ? 0 : 1)] > before) return true;
+  }
+}
+
+// What arrived at the peer ports, per connection and direction.
+void HwCheck::peer_rx() {
+  for (uint16_t q : cab_.peer) {
+    rte_mbuf* m[32];
+    uint16_t n = rte_eth_rx_burst(q, 0, m, 32);
+    for (uint16_t k = 0; k < n; k++) {
+      bool fwd;
+      int c = which(rte_pktmbuf_mtod(m[k], const uint8_t*), m[k]->data_len, &fwd);
+      if (c >= 0) got_[2 * c + (fwd ? 0 : 1)]++;
+      rte_pktmbuf_free(m[k]);
     }
-    return false;
-  };
+  }
+}
+
+// Sends a frame of connection c from the peer and waits until it is back.
+bool HwCheck::through(size_t c, bool fwd, const std::vector<uint8_t>& f) {
+  uint64_t before = got_[2 * c + (fwd ? 0 : 1)];
+  const uint16_t idx = fwd ? conns_[c].in : conns_[c].out;
+  if (!send(cab_.peer[cab_.peer.size() > 1 ? idx : 0], f)) return false;
+  for (uint64_t end = mono_ns() + 1'000'000'000ull; mono_ns() < end;) {
+    forward();
+    peer_rx();
+    control();
+    if (got_[2 * c + (fwd ? 0 : 1)] > before) return true;
+  }
+  return false;
+}
+
+int HwCheck::handshakes() {
   int rc = 0;
-  for (size_t k = 0; k < conns.size(); k++) {
-    const C& c = conns[k];
+  for (size_t k = 0; k < conns_.size(); k++) {
+    const CheckConn& c = conns_[k];
     auto syn = tcp(c, true, ctrack::kSyn, 100, 0, 0), synack = tcp(c, false, ctrack::kSyn | ctrack::kAck, 500, 101, 0),
          ack = tcp(c, true, ctrack::kAck, 101, 501, 0);
-    if (!cabled) {
+    if (cab_.peer.empty()) {
       to_ct(syn, c.in);
       to_ct(synack, c.out);
       to_ct(ack, c.in);
     } else if (!through(k, true, syn) || !through(k, false, synack) || !through(k, true, ack)) {
       rc = fail(std::string("the handshake of ") + c.cli + " -> " + c.srv + " did not come back to the peer (" +
-                cab.peer_what + ")");
+                cab_.peer_what + ")");
     }
   }
+  return rc;
+}
+
+int HwCheck::wait_installed() {
   uint64_t deadline = mono_ns() + 5'000'000'000ull;
-  while (mono_ns() < deadline && o.stats().get("installed") < conns.size()) {
+  while (mono_ns() < deadline && off_->stats().get("installed") < conns_.size()) {
     control();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  OffloadStats st = o.stats();
+  OffloadStats st = off_->stats();
   for (const auto& [k, v] : st.notes) step(k + " " + v);
-  if (rc == 0 && st.get("installed") != conns.size()) {
+  if (st.get("installed") != conns_.size()) {
     printf("hw-check: provider counters:");
     for (const auto& [k, v] : st.counters) printf(" %s=%llu", k.c_str(), static_cast<unsigned long long>(v));
     printf("\n");
-    rc = fail("offloaded " + std::to_string(st.get("installed")) + " of " + std::to_string(conns.size()) +
-              " connections (see failed_* and the log above)");
-  } else {
-    step(std::to_string(conns.size()) + " TCP connection(s) offloaded: " + std::to_string(st.get("offloads_aso")) +
-         " with a CONNTRACK object, " + std::to_string(st.get("offloads_flows")) +
-         " by exact rules (SYN/FIN/RST to software), a rule per direction each");
+    return fail("offloaded " + std::to_string(st.get("installed")) + " of " + std::to_string(conns_.size()) +
+                " connections (see failed_* and the log above)");
   }
+  step(std::to_string(conns_.size()) + " TCP connection(s) offloaded: " + std::to_string(st.get("offloads_aso")) +
+       " with a CONNTRACK object, " + std::to_string(st.get("offloads_flows")) +
+       " by exact rules (SYN/FIN/RST to software), a rule per direction each");
+  return 0;
+}
 
-  // 3. Data segments from the peer, each way: back at the peer, none
-  // forwarded by software, and counted by the NIC.
-  if (rc == 0 && cabled) {
-    const Seen before = seen;
-    const int per = 10;
-    int back = 0;
-    for (size_t k = 0; k < conns.size(); k++) {
-      uint32_t seq = 101, peer = 501;
-      for (int i = 0; i < per; i++) {
-        back += through(k, true, tcp(conns[k], true, ctrack::kAck, seq, peer, 100));
-        seq += 100;
-        back += through(k, false, tcp(conns[k], false, ctrack::kAck, peer, seq, 0));
-      }
+// Data segments from the peer, each way: back at the peer, none forwarded
+// by software, and counted by the NIC.
+int HwCheck::data_path() {
+  const Seen before = seen_;
+  const int per = 10;
+  int back = 0;
+  for (size_t k = 0; k < conns_.size(); k++) {
+    uint32_t seq = 101, peer = 501;
+    for (int i = 0; i < per; i++) {
+      back += through(k, true, tcp(conns_[k], true, ctrack::kAck, seq, peer, 100));
+      seq += 100;
+      back += through(k, false, tcp(conns_[k], false, ctrack::kAck, peer, seq, 0));
     }
-    const int want = 2 * per * static_cast<int>(conns.size());
-    const uint64_t sw = seen.software - before.software, by_nic = seen.nic - before.nic,
-                   marked = seen.marked - before.marked;
-    if (back != want)
-      rc = fail(std::to_string(back) + " of " + std::to_string(want) + " data segments came back to the peer (" +
-                cab.peer_what + ")");
-    else if (sw)
-      rc = fail(std::to_string(sw) + " of " + std::to_string(want) + " data segments were forwarded by software");
-    // The NIC's own counters, folded into ctrack: the handshake (3) and the
-    // segments.
-    deadline = mono_ns() + 3'000'000'000ull;
-    uint64_t least = 0;
-    while (rc == 0 && mono_ns() < deadline) {
-      control();
-      least = UINT64_MAX;
-      ct.value()->for_each(mono_ns(), [&](const ctrack::ConnInfo& ci) {
-        least = std::min<uint64_t>(least, ci.packets[0] + ci.packets[1]);
-      });
-      if (least >= 3 + 2 * per) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (rc == 0 && least < 3 + 2 * per)
-      rc = fail("the NIC's counters, folded into ctrack, show " + std::to_string(least) + " packets for a connection (" +
+  }
+  const int want = 2 * per * static_cast<int>(conns_.size());
+  const uint64_t sw = seen_.software - before.software, by_nic = seen_.nic - before.nic,
+                 marked = seen_.marked - before.marked;
+  if (back != want)
+    return fail(std::to_string(back) + " of " + std::to_string(want) + " data segments came back to the peer (" +
+                cab_.peer_what + ")");
+  if (sw) return fail(std::to_string(sw) + " of " + std::to_string(want) + " data segments were forwarded by software");
+  // The NIC's own counters, folded into ctrack: the handshake (3) and the
+  // segments.
+  uint64_t deadline = mono_ns() + 3'000'000'000ull;
+  uint64_t least = 0;
+  while (mono_ns() < deadline) {
+    control();
+    least = UINT64_MAX;
+    ct_->for_each(mono_ns(), [&](const ctrack::ConnInfo& ci) {
+      least = std::min<uint64_t>(least, ci.packets[0] + ci.packets[1]);
+    });
+    if (least >= 3 + 2 * per) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (least < 3 + 2 * per)
+    return fail("the NIC's counters, folded into ctrack, show " + std::to_string(least) + " packets for a connection (" +
                 std::to_string(3 + 2 * per) + " expected)");
-    if (rc == 0) {
-      std::string how = marked ? std::to_string(marked) + " classified, tracked and marked with their output port by "
-                                                          "the NIC, sent on by software without a lookup"
-                               : std::to_string(want) + " forwarded by the NIC";
-      if (by_nic && marked) how = std::to_string(by_nic) + " forwarded by the NIC, " + how;
-      step(std::to_string(want) + " data segments through " + cab.peer_what + " and back: " + how +
-           ", 0 by software; the NIC's counters read back (each connection shows >= " + std::to_string(least) +
-           " in ctrack)");
-    }
-  } else if (rc == 0) {
-    step("the data path was not checked: no peer (--peer DEV: a port cabled to " + std::to_string(ports.front()) +
-         "'s; then a connection is sent through and must come back with the NIC's counters, not software, "
-         "forwarding it)");
-  }
-  printf("%s", o.testpmd_commands().c_str());
+  std::string how = marked ? std::to_string(marked) + " classified, tracked and marked with their output port by "
+                                                      "the NIC, sent on by software without a lookup"
+                           : std::to_string(want) + " forwarded by the NIC";
+  if (by_nic && marked) how = std::to_string(by_nic) + " forwarded by the NIC, " + how;
+  step(std::to_string(want) + " data segments through " + cab_.peer_what + " and back: " + how +
+       ", 0 by software; the NIC's counters read back (each connection shows >= " + std::to_string(least) +
+       " in ctrack)");
+  return 0;
+}
 
-  // 4. Flush leaves nothing.
-  if (Status s = o.flush(); !s) {
-    rc = fail("flush: " + s.message());
-  } else if (nic && (nic->flows_in_use() || nic->ct_in_use() || nic->templates_in_use())) {
-    rc = fail("after flush the NIC still holds " + std::to_string(nic->flows_in_use()) + " rules, " +
-              std::to_string(nic->ct_in_use()) + " conntrack objects, " + std::to_string(nic->templates_in_use()) +
-              " templates/tables");
-  } else {
-    step("flush left nothing behind");
-  }
-  stop_ports(o, ports);
-  for (uint16_t q : cab.peer) rte_eth_dev_stop(q);
-  delete marks.load();
-  if (nic && nic->refusals()) printf("hw-check: the model refused %llu call(s); last: %s\n",
-                                     static_cast<unsigned long long>(nic->refusals()), nic->last_error().c_str());
-  return rc;
+int HwCheck::flush_leaves_nothing() {
+  if (Status s = off_->flush(); !s) return fail("flush: " + s.message());
+  if (nic_ && (nic_->flows_in_use() || nic_->ct_in_use() || nic_->templates_in_use()))
+    return fail("after flush the NIC still holds " + std::to_string(nic_->flows_in_use()) + " rules, " +
+                std::to_string(nic_->ct_in_use()) + " conntrack objects, " + std::to_string(nic_->templates_in_use()) +
+                " templates/tables");
+  step("flush left nothing behind");
+  return 0;
+}
+
+}  // namespace
+
+int hw_check_run(const std::string&, bool model, const std::string& profile, const Cabling& cab) {
+  HwCheck check(model, profile, cab);
+  return check.run();
 }
 
 }  // namespace dp
