@@ -13,6 +13,7 @@
 #include "harness/preconditions.h"
 #include "sdn/yaml_load.h"
 #include "harness/sweep.h"
+#include "ovs.h"
 #include "util.h"
 
 #include <nlohmann/json.hpp>
@@ -302,61 +303,22 @@ class OvsDpdkDut final : public Dut {
   std::string name() const override { return "ovs-dpdk"; }
   std::string version() const override { return first_line({"ovs-vswitchd", "--version"}); }
   Status start(Bed& bed) override {
-    const char* vswitchd = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk";
-    if (access(vswitchd, X_OK) != 0)
-      return Status::error(std::string(vswitchd) + " missing (Debian package openvswitch-switch-dpdk)");
     bed_ = &bed;
     run_ = dir_ + "/ovs";
-    mkdir(run_.c_str(), 0755);
-    env_ = {"OVS_RUNDIR=" + run_, "OVS_DBDIR=" + run_, "OVS_LOGDIR=" + run_, "OVS_SYSCONFDIR=" + run_};
-    std::string db = run_ + "/conf.db", sock = "unix:" + run_ + "/db.sock";
-    unlink(db.c_str());
-    if (Status s = cmd({"ovsdb-tool", "create", db, "/usr/share/openvswitch/vswitch.ovsschema"}, nullptr); !s) return s;
-    SpawnOptions o;
-    o.ns = bed.dut;
-    o.env = env_;
-    o.stdout_path = run_ + "/ovsdb-server.out";
-    o.stderr_path = "=stdout";
-    auto d = Process::spawn({"ovsdb-server", db, "--remote=punix:" + run_ + "/db.sock", "--pidfile=" + run_ + "/ovsdb.pid",
-                             "--unixctl=" + run_ + "/ovsdb.ctl"},
-                            o);
-    if (!d) return d.status();
-    db_ = std::move(d.value());
-    for (int i = 0; i < 50 && access((run_ + "/db.sock").c_str(), F_OK) != 0; i++) std::this_thread::sleep_for(100ms);
-    std::string extra = "--no-pci --file-prefix harness-ovs-" + std::to_string(getpid());
-    if (!huge_ok()) extra += " --no-huge -m 1024";
-    if (Status s = vsctl(bed, {"--no-wait", "init", "--", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
-                               "other_config:dpdk-lcore-mask=0x1", "other_config:pmd-cpu-mask=0x2",
-                               "other_config:dpdk-extra=" + extra});
-        !s)
-      return s;
-    o.stdout_path = run_ + "/ovs-vswitchd.out";
-    auto v = Process::spawn({vswitchd, sock, "--pidfile=" + run_ + "/vswitchd.pid", "--unixctl=" + run_ + "/vswitchd.ctl",
-                             "--log-file=" + run_ + "/ovs-vswitchd.log"},
-                            o);
-    if (!v) return v.status();
-    vs_ = std::move(v.value());
-    std::string mtu = std::to_string(bed.mtu);
-    if (Status s = vsctl(bed, {"add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev", "--", "add-port",
-                               "br0", "p0", "--", "set", "Interface", "p0", "type=dpdk",
-                               "options:dpdk-devargs=" + afp(0, "d0", bed.mtu), "mtu_request=" + mtu, "ofport_request=1",
-                               "--", "add-port", "br0", "p1", "--", "set", "Interface", "p1", "type=dpdk",
-                               "options:dpdk-devargs=" + afp(1, "d1", bed.mtu), "mtu_request=" + mtu,
-                               "ofport_request=2"});
-        !s)
-      return s;
-    std::string flows = run_ + "/flows.txt";
-    std::ofstream(flows) << util::ovs_firewall_flows();
-    if (Status s = cmd({"ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "unix:" + run_ + "/br0.mgmt", flows}, bed.dut); !s)
-      return s;
+    OvsSpec spec;
+    spec.run_dir = run_;
+    spec.ns = bed.dut;
+    spec.file_prefix = "harness-ovs-" + std::to_string(getpid());
+    spec.lcore_mask = "0x1";
+    spec.pmd_mask = "0x2";
+    spec.dev0 = afp(0, "d0", bed.mtu);
+    spec.dev1 = afp(1, "d1", bed.mtu);
+    spec.mtu = bed.mtu;
+    SDN_TRY(ovs_.start(spec));
     return ping_across(bed, 20s);
   }
   void stop() override {
-    if (vs_.pid() > 0) {
-      vs_.stop(5000ms);
-      testbed::Testbed::remove_dpdk_prefix("harness-ovs-" + std::to_string(getpid()));
-    }
-    if (db_.pid() > 0) db_.stop(2000ms);
+    ovs_.stop();
     bed_ = nullptr;
   }
   long long ct_entries() override {
@@ -399,25 +361,9 @@ class OvsDpdkDut final : public Dut {
   }
 
  private:
-  Status cmd(const std::vector<std::string>& argv, testbed::Netns* ns) {
-    SpawnOptions o;
-    o.ns = ns;
-    o.env = env_;
-    o.stdout_path = run_ + "/cmd.out";
-    o.stderr_path = "=stdout";
-    auto p = Process::spawn(argv, o);
-    if (!p) return p.status();
-    auto rc = p->wait(60s);
-    if (!rc || *rc != 0) return Status::error(argv[0] + " failed: " + slurp(run_ + "/cmd.out").substr(0, 400));
-    return {};
-  }
-  Status vsctl(Bed& bed, std::vector<std::string> args) {
-    args.insert(args.begin(), {"ovs-vsctl", "--db=unix:" + run_ + "/db.sock", "--timeout=60"});
-    return cmd(args, bed.dut);
-  }
+  Status cmd(const std::vector<std::string>& argv, testbed::Netns*) { return ovs_.cmd(argv); }
   std::string dir_, run_;
-  std::vector<std::string> env_;
-  Process db_, vs_;
+  LocalOvs ovs_;
   Bed* bed_ = nullptr;
 };
 

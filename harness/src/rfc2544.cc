@@ -31,6 +31,7 @@
 #include "testbed/process.h"
 #include "testbed/telemetry.h"
 #include "testbed/testbed.h"
+#include "ovs.h"
 #include "util.h"
 
 namespace harness {
@@ -215,60 +216,20 @@ class DataplaneMemif final : public MemifDut {
 class OvsMemif final : public MemifDut {
  public:
   OvsMemif(const Rfc2544Config& c, std::string dir) : cfg_(c), dir_(std::move(dir)) {}
-  ~OvsMemif() override {
-    if (vs_.pid() > 0) vs_.stop(5000ms);
-    if (db_.pid() > 0) db_.stop(2000ms);
-    testbed::Testbed::remove_dpdk_prefix("harness-rfc-ovs-" + std::to_string(getpid()));
-  }
   std::string version() const override { return util::first_line({"ovs-vswitchd", "--version"}); }
   int gen_rx_queues() const override { return 2; }
   Status start(const std::string& a, const std::string& b) override {
-    const char* vswitchd = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk";
-    if (access(vswitchd, X_OK) != 0)
-      return Status::error(std::string(vswitchd) + " missing (Debian package openvswitch-switch-dpdk)");
     run_ = dir_ + "/ovs";
-    std::filesystem::create_directories(run_);
-    env_ = {"OVS_RUNDIR=" + run_, "OVS_DBDIR=" + run_, "OVS_LOGDIR=" + run_, "OVS_SYSCONFDIR=" + run_};
-    const std::string db = run_ + "/conf.db", sock = "unix:" + run_ + "/db.sock";
-    std::filesystem::remove(db);
-    if (Status s = cmd({"ovsdb-tool", "create", db, "/usr/share/openvswitch/vswitch.ovsschema"}); !s) return s;
-    SpawnOptions o;
-    o.env = env_;
-    o.stdout_path = run_ + "/ovsdb-server.out";
-    o.stderr_path = "=stdout";
-    auto d = Process::spawn({"ovsdb-server", db, "--remote=punix:" + run_ + "/db.sock",
-                             "--pidfile=" + run_ + "/ovsdb.pid", "--unixctl=" + run_ + "/ovsdb.ctl"},
-                            o);
-    if (!d) return d.status();
-    db_ = std::move(d.value());
-    for (int i = 0; i < 50 && access((run_ + "/db.sock").c_str(), F_OK) != 0; i++) std::this_thread::sleep_for(100ms);
-    std::string extra = "--no-pci --file-prefix harness-rfc-ovs-" + std::to_string(getpid());
-    if (!huge_ok()) extra += " --no-huge -m 1024";
+    OvsSpec spec;
+    spec.run_dir = run_;
+    spec.file_prefix = "harness-rfc-ovs-" + std::to_string(getpid());
     // Main thread on core 1, the PMD thread on core 0: the dataplane's placement.
-    if (Status s = vsctl({"--no-wait", "init", "--", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
-                          "other_config:dpdk-lcore-mask=0x2", "other_config:pmd-cpu-mask=0x1",
-                          "other_config:dpdk-extra=" + extra});
-        !s)
-      return s;
-    o.stdout_path = run_ + "/ovs-vswitchd.out";
-    auto v = Process::spawn({vswitchd, sock, "--pidfile=" + run_ + "/vswitchd.pid", "--unixctl=" + run_ + "/vswitchd.ctl",
-                             "--log-file=" + run_ + "/ovs-vswitchd.log"},
-                            o);
-    if (!v) return v.status();
-    vs_ = std::move(v.value());
-    if (Status s = vsctl({"add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev", "--", "add-port", "br0",
-                          "p0", "--", "set", "Interface", "p0", "type=dpdk",
-                          "options:dpdk-devargs=net_memif0,role=server,socket=" + a, "ofport_request=1", "--",
-                          "add-port", "br0", "p1", "--", "set", "Interface", "p1", "type=dpdk",
-                          "options:dpdk-devargs=net_memif1,role=server,socket=" + b, "ofport_request=2"});
-        !s)
-      return s;
-    const std::string flows = run_ + "/flows.txt";
-    std::ofstream(flows) << util::ovs_firewall_flows();
-    if (Status s = cmd({"ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "unix:" + run_ + "/br0.mgmt", flows}); !s)
-      return s;
-    if (Status s = appctl({"dpctl/ct-set-maxconns", std::to_string(tracker_room(cfg_))}); !s) return s;
-    return {};
+    spec.lcore_mask = "0x2";
+    spec.pmd_mask = "0x1";
+    spec.dev0 = "net_memif0,role=server,socket=" + a;
+    spec.dev1 = "net_memif1,role=server,socket=" + b;
+    SDN_TRY(ovs_.start(spec));
+    return appctl({"dpctl/ct-set-maxconns", std::to_string(tracker_room(cfg_))});
   }
   Status flush() override { return appctl({"dpctl/flush-conntrack"}); }
   // Per port: transmit failures (into the generator's rings) are the
@@ -302,30 +263,11 @@ class OvsMemif final : public MemifDut {
   }
 
  private:
-  Status cmd(const std::vector<std::string>& argv, std::string* out = nullptr) {
-    SpawnOptions o;
-    o.env = env_;
-    o.stdout_path = run_ + "/cmd.out";
-    o.stderr_path = "=stdout";
-    auto p = Process::spawn(argv, o);
-    if (!p) return p.status();
-    auto rc = p->wait(60s);
-    if (out) *out = slurp(run_ + "/cmd.out");
-    if (!rc || *rc != 0) return Status::error(argv[0] + " failed: " + slurp(run_ + "/cmd.out").substr(0, 400));
-    return {};
-  }
-  Status vsctl(std::vector<std::string> args) {
-    args.insert(args.begin(), {"ovs-vsctl", "--db=unix:" + run_ + "/db.sock", "--timeout=60"});
-    return cmd(args);
-  }
-  Status appctl(std::vector<std::string> args, std::string* out = nullptr) {
-    args.insert(args.begin(), {"ovs-appctl", "-t", run_ + "/vswitchd.ctl"});
-    return cmd(args, out);
-  }
+  Status cmd(const std::vector<std::string>& argv, std::string* out = nullptr) { return ovs_.cmd(argv, out); }
+  Status appctl(std::vector<std::string> args, std::string* out = nullptr) { return ovs_.appctl(std::move(args), out); }
   Rfc2544Config cfg_;
   std::string dir_, run_;
-  std::vector<std::string> env_;
-  Process db_, vs_;
+  LocalOvs ovs_;
 };
 
 // harness-gen's stderr, a complete line at a time as it grows.
