@@ -1,0 +1,564 @@
+// Internal to ctrack: the tracker's state (Tracker::Impl: the table,
+// the free-entry bitmap, the event ring, the timeouts) and its per-packet
+// work, shared by tracker.cc (the burst pipeline, expiry) and
+// tracker_control.cc (listings, flush, the offload hand-off, invariants).
+#pragma once
+
+#include "ctrack/tracker.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+#include "icmp.h"
+#include "proto.h"
+#include "table.h"
+#include "tcp.h"
+#include "udp.h"
+
+namespace ctrack {
+
+using detail::Conn;
+using detail::kEmpty;
+
+namespace impl {
+
+using proto::Outcome;
+using proto::Verdict;
+using proto::tcp::after;
+using proto::tcp::seg_end;
+using proto::tcp::sES;
+using proto::tcp::sFW;
+using proto::tcp::sCL;
+
+// Destroy reasons in events.
+enum : uint8_t { kWhyExpired = 0, kWhyClosed = 1, kWhyFlushed = 2, kWhyEvicted = 3, kWhyReopened = 4 };
+
+inline uint32_t now_ms(uint64_t ns) { return static_cast<uint32_t>(ns / 1000000u); }
+
+}  // namespace impl
+using namespace impl;  // this folder's own names
+
+struct Tracker::Impl {
+  static constexpr uint32_t kChunkMax = 32;
+  Config cfg;
+  detail::Table table;
+  Conn* conns = nullptr;
+  uint32_t cap = 0;
+  // Free entries: one bit each (so allocation never reads the entry, and the
+  // entries a burst will take can be prefetched before they are written).
+  std::vector<uint64_t> free_bits;
+  uint32_t free_count = 0;
+  uint32_t alloc_word = 0;
+  // Entries taken from the bitmap ahead of a burst's misses, prefetched.
+  uint32_t reserved[kChunkMax];
+  uint32_t n_reserved = 0, next_reserved = 0;
+  uint32_t sweep_cursor = 0;
+  uint32_t inserts = 0;  // entries put in the index so far: a miss seen at an earlier count is still one
+  Stats st;
+  std::atomic<bool> lock{false};
+
+  bool zones_limited = false;
+  std::vector<uint32_t> zone_count, zone_limit;
+
+  // Event ring: single producer (the worker, under the lock), single consumer.
+  std::vector<Event> ring;
+  uint32_t ring_mask = 0;
+  std::atomic<uint32_t> ring_head{0}, ring_tail{0};
+
+  proto::Times times;  // the timeouts in ms
+
+  void set_timeouts(const Timeouts& T) {
+    cfg.timeouts = T;
+    times.set(T);
+  }
+
+  void acquire() {
+    while (lock.exchange(true, std::memory_order_acquire))
+      while (lock.load(std::memory_order_relaxed)) std::this_thread::yield();
+  }
+  void release() { lock.store(false, std::memory_order_release); }
+
+  static Key orig_key(const Conn& c) { return (c.flags & detail::kOrigCanon) ? c.key : c.key.reversed(); }
+
+  // ---- events
+  uint32_t ring_space() const {
+    return ring.empty() ? 0 : static_cast<uint32_t>(ring.size()) - (ring_head.load(std::memory_order_relaxed) -
+                                                                     ring_tail.load(std::memory_order_acquire));
+  }
+  // What an event or snapshot says about a connection's TCP state.
+  static void fill_state(const Conn& c, Event& e) {
+    e.in_port[0] = c.in_port[0];
+    e.in_port[1] = c.in_port[1];
+    e.last_index = c.last_index & 7;
+    for (int d = 0; d < 2; d++) {
+      int r = !d;
+      e.tcp[d] = TcpDirState{c.td_end[d], c.td_maxend[d], c.td_maxwin[d], c.td_scale[d], c.td_flags[d], 0};
+      // See TcpDirState::maxack.
+      uint32_t lower = c.td_maxend[r] - c.td_maxwin[d];
+      e.tcp[d].maxack = !(c.td_flags[r] & kTcpDataUnacked) || after(lower, c.td_end[r]) ? c.td_end[r] : lower;
+    }
+  }
+
+  bool push_event(EventType t, uint32_t idx, const Conn& c, const Packet* p, uint8_t dir, uint8_t why) {
+    if (ring.empty()) return false;
+    if (ring_space() == 0) {
+      st.events_dropped++;
+      return false;
+    }
+    uint32_t h = ring_head.load(std::memory_order_relaxed);
+    Event& e = ring[h & ring_mask];
+    e.type = t;
+    e.l4_state = c.state;
+    e.last_dir = dir;
+    e.reason = why;
+    e.conn = idx;
+    e.orig = orig_key(c);
+    fill_state(c, e);
+    if (p) {
+      e.last_seq = p->seq;
+      e.last_ack = p->ack;
+      e.last_end = seg_end(*p);
+      e.last_win = p->win;
+      e.l2_len = p->l2_len;
+    } else {
+      e.last_seq = e.last_ack = e.last_end = 0;
+      e.last_win = 0;
+      e.l2_len = 0;
+    }
+    ring_head.store(h + 1, std::memory_order_release);
+    st.events++;
+    return true;
+  }
+
+  // ---- allocation
+  void push_free(uint32_t idx) {
+    free_bits[idx >> 6] |= 1ull << (idx & 63);
+    free_count++;
+  }
+  uint32_t pop_free() {
+    if (free_count == 0) return kEmpty;
+    uint32_t words = static_cast<uint32_t>(free_bits.size());
+    for (uint32_t k = 0; k < words; k++) {
+      uint32_t w = alloc_word;
+      if (free_bits[w]) {
+        int b = __builtin_ctzll(free_bits[w]);
+        free_bits[w] &= free_bits[w] - 1;
+        free_count--;
+        return w * 64 + static_cast<uint32_t>(b);
+      }
+      alloc_word = w + 1 == words ? 0 : w + 1;
+    }
+    return kEmpty;  // unreachable while free_count is right
+  }
+  // Takes up to n entries for this burst's misses and prefetches them for writing.
+  void reserve(uint32_t n) {
+    n_reserved = next_reserved = 0;
+    while (n_reserved < n) {
+      uint32_t idx = pop_free();
+      if (idx == kEmpty) break;
+      reserved[n_reserved++] = idx;
+      const char* cp = reinterpret_cast<const char*>(&conns[idx]);
+      __builtin_prefetch(cp, 1);
+      __builtin_prefetch(cp + 64, 1);
+      __builtin_prefetch(cp + sizeof(Conn) - 1, 1);
+    }
+  }
+  void unreserve() {
+    while (next_reserved < n_reserved) push_free(reserved[next_reserved++]);
+    n_reserved = next_reserved = 0;
+  }
+  uint32_t take_free() {
+    if (next_reserved < n_reserved) return reserved[next_reserved++];
+    return pop_free();
+  }
+
+  void free_conn(uint32_t idx) {
+    Conn& c = conns[idx];
+    table.erase(hash_key(c.key), idx);
+    if (zones_limited) zone_count[c.key.zone]--;
+    if (c.flags & detail::kOffloaded) st.offloaded--;
+    c.flags = 0;
+    push_free(idx);
+    st.active--;
+  }
+
+  // Removes an entry, announcing it to the offload provider first when it
+  // was announced as established. Returns false (entry kept, retried later)
+  // when the event ring is full: a lost kDestroyed would leak a NIC rule.
+  [[gnu::noinline]] bool destroy(uint32_t idx, uint8_t why, uint32_t now) {
+    Conn& c = conns[idx];
+    if (c.flags & detail::kEvented) {
+      if (!push_event(EventType::kDestroyed, idx, c, nullptr, 0, why)) {
+        st.events_deferred++;
+        c.expires = now;  // the sweep retries
+        return false;
+      }
+    }
+    switch (why) {
+      case kWhyExpired: st.expired++; break;
+      case kWhyClosed: st.closed++; break;
+      case kWhyFlushed: st.flushed++; break;
+      case kWhyEvicted: st.evicted++; break;
+      case kWhyReopened: st.reopened++; break;
+      default: break;
+    }
+    free_conn(idx);
+    return true;
+  }
+
+  static bool expired(const Conn& c, uint32_t now) { return static_cast<int32_t>(now - c.expires) >= 0; }
+
+  // Early drop (like Linux): scan a bounded window for the best victim:
+  // expired first, then unreplied, then closing. Assured and offloaded
+  // connections are never evicted.
+  bool early_drop(uint32_t now) {
+    uint32_t best = kEmpty;
+    int best_rank = 0;
+    for (uint32_t k = 0; k < cfg.early_drop_scan; k++) {
+      uint32_t i = sweep_cursor;
+      sweep_cursor = sweep_cursor + 1 == cap ? 0 : sweep_cursor + 1;
+      const Conn& c = conns[i];
+      if (!(c.flags & detail::kAlive) || (c.flags & detail::kOffloaded)) continue;
+      int rank = 0;
+      if (expired(c, now)) rank = 3;
+      else if (!(c.flags & detail::kSeenReply)) rank = 2;
+      else if (!(c.flags & detail::kAssured) ||
+               (c.key.proto == IPPROTO_TCP && c.state >= kTcpFinWait && c.state <= kTcpClose)) rank = 1;
+      if (rank > best_rank) {
+        best_rank = rank;
+        best = i;
+        if (rank == 3) break;
+      }
+    }
+    if (best == kEmpty) return false;
+    return destroy(best, best_rank == 3 ? kWhyExpired : kWhyEvicted, now);
+  }
+
+  // Takes a free entry for `ck` or reports why not.
+  uint32_t alloc(const Key& ck, uint32_t now, Invalid* why) {
+    if (zones_limited && zone_limit[ck.zone] != 0 && zone_count[ck.zone] >= zone_limit[ck.zone]) {
+      st.zone_limited++;
+      *why = Invalid::kZoneLimit;
+      return kEmpty;
+    }
+    uint32_t idx = take_free();
+    if (idx == kEmpty) {
+      if (!early_drop(now) || (idx = take_free()) == kEmpty) {
+        st.table_full++;
+        *why = Invalid::kTableFull;
+        return kEmpty;
+      }
+    }
+    return idx;
+  }
+  // Can this packet start a connection? kNone if so.
+  Invalid check_new(const Packet& p) const {
+    switch (p.key.proto) {
+      case IPPROTO_TCP: return proto::tcp::check_new(p, cfg.tcp_midstream);
+      case IPPROTO_ICMP:
+      case IPPROTO_ICMPV6: return proto::icmp::check_new(p);
+      default: return Invalid::kNone;
+    }
+  }
+
+  [[gnu::always_inline]] Outcome update(uint32_t idx, Conn& c, int dir, const Packet& p, uint32_t now) {
+    Outcome o;
+    switch (c.key.proto) {
+      case IPPROTO_TCP: o = proto::tcp::update(c, dir, p, now, times, cfg.tcp_liberal); break;
+      case IPPROTO_UDP: o = proto::udp::update(c, dir, now, times); break;
+      case IPPROTO_ICMP:
+      case IPPROTO_ICMPV6: o = proto::icmp::update(c, dir, now, times); break;
+      default: o = proto::other::update(c, dir, now, times); break;
+    }
+    if (o.v == Verdict::kAccept || o.v == Verdict::kKill) {
+      c.in_port[dir] = p.in_port;
+      if (!(p.meta & kMetaCounted)) {
+        c.packets[dir]++;
+        c.bytes[dir] += p.l3_len;
+      }
+      const bool first_reply = dir == 1 && !(c.flags & detail::kSeenReply);
+      if (first_reply) {
+        c.flags |= detail::kSeenReply;
+        if (c.key.proto == IPPROTO_UDP && !(c.flags & detail::kNoOffload)) raise_established(idx, c, &p, 1);
+      }
+      if (c.key.proto == IPPROTO_TCP && o.changed) tcp_events(idx, c, p, dir);
+      // Offered to the NIC again: a connection that left it while alive
+      // (aged out, its rules changed) has kEvented cleared, and its next
+      // packet raises kEstablished once more.
+      else if (!first_reply && !(c.flags & (detail::kEvented | detail::kNoOffload)) &&
+               (c.key.proto == IPPROTO_UDP ? (c.flags & detail::kSeenReply) != 0
+                                           : c.key.proto == IPPROTO_TCP && c.state == sES &&
+                                                 (c.flags & detail::kAssured)))
+        raise_established(idx, c, &p, static_cast<uint8_t>(dir));
+      // An ACK or data segment of an offloaded connection reached software:
+      // the NIC judged it out of its window, so its context is behind (see
+      // EventType::kResync). SYN, FIN and RST come here by design.
+      if (c.key.proto == IPPROTO_TCP && (c.flags & detail::kOffloaded) &&
+          !(p.tcp_flags & (kSyn | kFin | kRst)) && !(c.td_flags[0] & kTcpResyncAsked) &&
+          push_event(EventType::kResync, idx, c, &p, static_cast<uint8_t>(dir), 0))
+        c.td_flags[0] |= kTcpResyncAsked;
+    } else if (o.v == Verdict::kIgnore && !(p.meta & kMetaCounted)) {
+      c.packets[dir]++;
+      c.bytes[dir] += p.l3_len;
+    }
+    return o;
+  }
+
+  void raise_established(uint32_t idx, Conn& c, const Packet* p, uint8_t dir) {
+    if (ring.empty() || (c.flags & (detail::kEvented | detail::kNoOffload))) return;
+    if (push_event(EventType::kEstablished, idx, c, p, dir, 0)) c.flags |= detail::kEvented;
+  }
+
+  void tcp_events(uint32_t idx, Conn& c, const Packet& p, int dir) {
+    if (c.state == sES && (c.flags & detail::kAssured)) {
+      raise_established(idx, c, &p, static_cast<uint8_t>(dir));
+    } else if (c.state >= sFW && c.state <= sCL && (c.flags & (detail::kOffloaded | detail::kEvented)) &&
+               !(c.flags & detail::kClosingSent)) {
+      // Offloaded, or offered and perhaps still going in: the provider
+      // removes it (or drops the offer).
+      if (push_event(EventType::kClosing, idx, c, &p, static_cast<uint8_t>(dir), 0)) c.flags |= detail::kClosingSent;
+    }
+  }
+
+  // Creates and inserts an entry for a new connection's first packet.
+  void create(const Packet& p, const Key& ck, bool canon, uint32_t h, uint32_t now, CtResult& r) {
+    Invalid why = Invalid::kNone;
+    uint32_t idx = alloc(ck, now, &why);
+    if (idx != kEmpty) inserts++;
+    if (idx != kEmpty && !table.insert(h, idx)) {
+      // Cuckoo walk failed: give the entry back.
+      push_free(idx);
+      st.table_full++;
+      why = Invalid::kTableFull;
+      idx = kEmpty;
+    }
+    if (idx == kEmpty) {
+      if (cfg.full_policy == FullPolicy::kPassUntracked) {
+        st.untracked++;
+        r.state = kCtUntracked | kCtNew;
+      } else {
+        st.invalid[static_cast<int>(why)]++;
+        r.state = kCtTrk | kCtInv;
+        r.reason = why;
+      }
+      return;
+    }
+    Conn& c = conns[idx];
+    c.key = ck;
+    c.created = now;
+    c.flags = static_cast<uint8_t>(detail::kAlive | (canon ? detail::kOrigCanon : 0));
+    c.packets[0] = c.packets[1] = c.bytes[0] = c.bytes[1] = 0;
+    c.in_port[0] = c.in_port[1] = p.in_port;
+    c.state = 0;
+    if (zones_limited) zone_count[ck.zone]++;
+    st.active++;
+    if (ck.proto == IPPROTO_TCP) proto::tcp::init(c, p);
+    Outcome o = update(idx, c, 0, p, now);
+    if (o.v == Verdict::kInvalid) {
+      c.flags = detail::kAlive;  // nothing announced yet
+      free_conn(idx);
+      st.invalid[static_cast<int>(o.reason)]++;
+      r.state = kCtTrk | kCtInv;
+      r.reason = o.reason;
+      return;
+    }
+    st.created++;
+    r.conn = idx;
+    r.state = kCtTrk | kCtNew;
+    r.changed = 1;
+  }
+
+  [[gnu::noinline]] void miss(const Packet& p, bool canon, uint32_t h, uint32_t now, bool commit, CtResult& r) {
+    if (p.meta & kMetaIcmpError) {
+      st.invalid[static_cast<int>(Invalid::kIcmpNoConn)]++;
+      r.state = kCtTrk | kCtInv;
+      r.reason = Invalid::kIcmpNoConn;
+      return;
+    }
+    Invalid why = check_new(p);
+    if (why != Invalid::kNone) {
+      st.invalid[static_cast<int>(why)]++;
+      r.state = kCtTrk | kCtInv;
+      r.reason = why;
+      return;
+    }
+    if (!commit) {
+      r.state = kCtTrk | kCtNew;
+      return;
+    }
+    Key ck;
+    canonicalize(p.key, &ck);
+    create(p, ck, canon, h, now, r);
+  }
+
+  [[gnu::always_inline]] void hit(uint32_t idx, const Packet& p, bool canon, uint32_t h, uint32_t now, bool commit,
+                                 CtResult& r) {
+    Conn& c = conns[idx];
+    st.hits++;
+    int dir = canon == ((c.flags & detail::kOrigCanon) != 0) ? 0 : 1;
+    if (expired(c, now) && !(c.flags & detail::kOffloaded)) {
+      if (destroy(idx, kWhyExpired, now)) return miss(p, canon, h, now, commit, r);
+    }
+    if (p.meta & kMetaIcmpError) {
+      st.related++;
+      r.conn = idx;
+      r.dir = static_cast<uint8_t>(dir);
+      r.state = kCtTrk | kCtRel;
+      return;
+    }
+    Outcome o = update(idx, c, dir, p, now);
+    switch (o.v) {
+      case Verdict::kInvalid:
+        st.invalid[static_cast<int>(o.reason)]++;
+        r.state = kCtTrk | kCtInv;
+        r.reason = o.reason;
+        r.conn = idx;
+        r.dir = static_cast<uint8_t>(dir);
+        return;
+      case Verdict::kReopen:
+        if (!destroy(idx, kWhyReopened, now)) {
+          r.state = kCtTrk | kCtInv;
+          r.reason = Invalid::kTcpState;
+          st.invalid[static_cast<int>(Invalid::kTcpState)]++;
+          return;
+        }
+        return miss(p, canon, h, now, commit, r);
+      case Verdict::kKill:
+        r.conn = kNoConn;
+        r.changed = 1;
+        r.dir = static_cast<uint8_t>(dir);
+        r.state = static_cast<uint8_t>(kCtTrk | (dir ? (kCtEst | kCtRpl) : kCtNew));
+        destroy(idx, kWhyClosed, now);
+        return;
+      default:
+        break;
+    }
+    r.conn = idx;
+    r.dir = static_cast<uint8_t>(dir);
+    r.changed = o.changed;
+    r.state = static_cast<uint8_t>(kCtTrk | (dir ? (kCtEst | kCtRpl)
+                                                 : ((c.flags & detail::kSeenReply) ? kCtEst : kCtNew)));
+  }
+
+  uint32_t sweep(uint32_t now, uint32_t budget) {
+    uint32_t freed = 0;
+    for (uint32_t k = 0; k < budget; k++) {
+      uint32_t i = sweep_cursor;
+      sweep_cursor = sweep_cursor + 1 == cap ? 0 : sweep_cursor + 1;
+      Conn& c = conns[i];
+      if ((c.flags & detail::kAlive) && expired(c, now) && destroy(i, kWhyExpired, now)) freed++;
+    }
+    return freed;
+  }
+
+  static constexpr uint32_t kChunk = kChunkMax;
+
+  // Stage 1: canonical hash; prefetch the first candidate bucket (most keys
+  // live there; a second prefetch per packet costs more than the few misses).
+  [[gnu::always_inline]] void stage1(const Packet& p, uint32_t& h, uint32_t& b1, uint32_t& b2, bool& canon) {
+    h = hash_canonical(p.key, &canon);
+    b1 = table.b1(h);
+    b2 = table.alt(b1, detail::Table::sig(h));
+    __builtin_prefetch(&table.buckets()[b1]);
+  }
+
+  // Stage 2: signature match; prefetch the candidate connection.
+  [[gnu::always_inline]] uint32_t stage2(uint32_t h, uint32_t b1, uint32_t b2, bool key_only = false) {
+    uint16_t s = detail::Table::sig(h);
+    uint32_t c = kEmpty;
+    for (uint32_t b : {b1, b2}) {
+      const detail::Bucket& B = table.buckets()[b];
+      for (uint32_t m = detail::match_mask(B, s); m && c == kEmpty; m &= m - 1) c = B.idx[__builtin_ctz(m)];
+      if (c != kEmpty) break;
+    }
+    if (c != kEmpty) {
+      // A 120-byte entry spans two or three cache lines.
+      uintptr_t first = reinterpret_cast<uintptr_t>(&conns[c]) & ~uintptr_t{63};
+      uintptr_t last = (reinterpret_cast<uintptr_t>(&conns[c]) + sizeof(Conn) - 1) & ~uintptr_t{63};
+      __builtin_prefetch(reinterpret_cast<const void*>(first));
+      if (key_only) {
+        // The key and flags (the first 50 bytes) only: the rest is asked for
+        // once the key matched (prefetch_rest).
+        uintptr_t kl = (reinterpret_cast<uintptr_t>(&conns[c]) + 49) & ~uintptr_t{63};
+        if (kl != first) __builtin_prefetch(reinterpret_cast<const void*>(kl));
+      } else {
+        __builtin_prefetch(reinterpret_cast<const void*>(first + 64));
+        if (last > first + 64) __builtin_prefetch(reinterpret_cast<const void*>(last));
+      }
+    }
+    return c;
+  }
+  [[gnu::always_inline]] void prefetch_rest(uint32_t c) {
+    uintptr_t kl = (reinterpret_cast<uintptr_t>(&conns[c]) + 49) & ~uintptr_t{63};
+    uintptr_t last = (reinterpret_cast<uintptr_t>(&conns[c]) + sizeof(Conn) - 1) & ~uintptr_t{63};
+    for (uintptr_t l = kl + 64; l <= last; l += 64) __builtin_prefetch(reinterpret_cast<const void*>(l), 1);
+  }
+
+  // Stage 3 for a packet known to have no entry (looked up, and nothing
+  // inserted since).
+  [[gnu::always_inline]] void stage3_miss(const Packet& p, uint32_t h, bool canon, uint32_t now, bool commit,
+                                          CtResult& r) {
+    r = CtResult{};
+    st.lookups++;
+    if (p.meta & kMetaFragment) {
+      st.invalid[static_cast<int>(Invalid::kFragment)]++;
+      r.state = kCtTrk | kCtInv;
+      r.reason = Invalid::kFragment;
+      return;
+    }
+    miss(p, canon, h, now, commit, r);
+  }
+
+  // Stage 3: verify the candidate, then run the state machines.
+  [[gnu::always_inline]] void stage3(const Packet& p, uint32_t c, uint32_t h, bool canon, uint32_t now, bool commit,
+                                     CtResult& r) {
+    r = CtResult{};
+    st.lookups++;
+    if (p.meta & kMetaFragment) {
+      st.invalid[static_cast<int>(Invalid::kFragment)]++;
+      r.state = kCtTrk | kCtInv;
+      r.reason = Invalid::kFragment;
+      return;
+    }
+    if (c == kEmpty || !(conns[c].flags & detail::kAlive) ||
+        !(canon ? keys_equal(conns[c].key, p.key) : keys_equal_reversed(conns[c].key, p.key))) {
+      // A second signature match, or an entry changed earlier in this burst:
+      // the full probe (its buckets are in cache by now).
+      Key ck;
+      canonicalize(p.key, &ck);
+      c = table.find(ck, h);
+      if (c == kEmpty) return miss(p, canon, h, now, commit, r);
+    }
+    hit(c, p, canon, h, now, commit, r);
+  }
+
+  // Stage by stage over the burst (VPP's stateful lookup): all hashes and
+  // bucket prefetches, then all signature matches and entry prefetches, then
+  // the state machines. Measured against a software pipeline a few packets
+  // apart: with this VM's ~300 ns memory latency and a dependent bucket ->
+  // entry load, a 32-packet pipeline never fills, and staging was ~1.6x faster
+  // at 1M connections.
+  void process_burst(const Packet* const* pkts, uint32_t n, uint32_t now, bool commit, CtResult* out) {
+    uint32_t h[kChunk], b1[kChunk], b2[kChunk], cand[kChunk];
+    bool canon[kChunk];
+    for (uint32_t i = 0; i < n; i++) stage1(*pkts[i], h[i], b1[i], b2[i], canon[i]);
+    uint32_t misses = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      cand[i] = stage2(h[i], b1[i], b2[i]);
+      misses += cand[i] == kEmpty;
+    }
+    if (commit && misses) reserve(misses);
+    for (uint32_t i = 0; i < n; i++) stage3(*pkts[i], cand[i], h[i], canon[i], now, commit, out[i]);
+    if (n_reserved) unreserve();
+  }
+
+
+
+};
+
+}  // namespace ctrack
