@@ -82,4 +82,8 @@ struct FlowApi {
   static const FlowApi& dpdk();
 };
 
+// The size of an item type's spec/mask struct, for the items the provider
+// uses; 0 for others.
+size_t flow_item_size(rte_flow_item_type t);
+
 }  // namespace dp

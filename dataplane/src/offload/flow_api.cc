@@ -125,4 +125,18 @@ const FlowApi& FlowApi::dpdk() {
   return api;
 }
 
+size_t flow_item_size(rte_flow_item_type t) {
+  switch (t) {
+    case RTE_FLOW_ITEM_TYPE_ETH: return sizeof(rte_flow_item_eth);
+    case RTE_FLOW_ITEM_TYPE_VLAN: return sizeof(rte_flow_item_vlan);
+    case RTE_FLOW_ITEM_TYPE_IPV4: return sizeof(rte_flow_item_ipv4);
+    case RTE_FLOW_ITEM_TYPE_IPV6: return sizeof(rte_flow_item_ipv6);
+    case RTE_FLOW_ITEM_TYPE_TCP: return sizeof(rte_flow_item_tcp);
+    case RTE_FLOW_ITEM_TYPE_UDP: return sizeof(rte_flow_item_udp);
+    case RTE_FLOW_ITEM_TYPE_CONNTRACK: return sizeof(rte_flow_item_conntrack);
+    case RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT: return sizeof(rte_flow_item_ethdev);
+    default: return 0;
+  }
+}
+
 }  // namespace dp

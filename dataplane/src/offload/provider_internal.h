@@ -52,20 +52,6 @@ inline std::string errno_reason(int err) {
   }
 }
 
-inline size_t item_size(rte_flow_item_type t) {
-  switch (t) {
-    case RTE_FLOW_ITEM_TYPE_ETH: return sizeof(rte_flow_item_eth);
-    case RTE_FLOW_ITEM_TYPE_VLAN: return sizeof(rte_flow_item_vlan);
-    case RTE_FLOW_ITEM_TYPE_IPV4: return sizeof(rte_flow_item_ipv4);
-    case RTE_FLOW_ITEM_TYPE_IPV6: return sizeof(rte_flow_item_ipv6);
-    case RTE_FLOW_ITEM_TYPE_TCP: return sizeof(rte_flow_item_tcp);
-    case RTE_FLOW_ITEM_TYPE_UDP: return sizeof(rte_flow_item_udp);
-    case RTE_FLOW_ITEM_TYPE_CONNTRACK: return sizeof(rte_flow_item_conntrack);
-    case RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT: return sizeof(rte_flow_item_ethdev);
-    default: return 0;
-  }
-}
-
 // The template a flow belongs to: port, attributes, item types and masks,
 // action types (raw bytes: it is computed for every rule).
 inline std::string shape(const hw::Flow& f) {
@@ -79,7 +65,7 @@ inline std::string shape(const hw::Flow& f) {
   put(&dir, 1);
   for (const auto& i : f.pattern) {
     put(&i.type, sizeof i.type);
-    if (i.mask) put(i.mask, item_size(i.type));
+    if (i.mask) put(i.mask, flow_item_size(i.type));
   }
   k.push_back('|');
   for (const auto& a : f.actions) put(&a.type, sizeof a.type);

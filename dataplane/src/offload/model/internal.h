@@ -433,7 +433,6 @@ struct ModelCalls {
   static int validate(void*, uint16_t port, const rte_flow_attr*, const rte_flow_item[], const rte_flow_action[],
                       rte_flow_error*);
 
-  static size_t item_size(rte_flow_item_type t);
 
   static bool zero(const void* p, size_t n);
 

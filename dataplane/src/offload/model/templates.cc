@@ -3,20 +3,6 @@
 
 namespace dp {
 
-size_t ModelCalls::item_size(rte_flow_item_type t) {
-  switch (t) {
-    case RTE_FLOW_ITEM_TYPE_ETH: return sizeof(rte_flow_item_eth);
-    case RTE_FLOW_ITEM_TYPE_VLAN: return sizeof(rte_flow_item_vlan);
-    case RTE_FLOW_ITEM_TYPE_IPV4: return sizeof(rte_flow_item_ipv4);
-    case RTE_FLOW_ITEM_TYPE_IPV6: return sizeof(rte_flow_item_ipv6);
-    case RTE_FLOW_ITEM_TYPE_TCP: return sizeof(rte_flow_item_tcp);
-    case RTE_FLOW_ITEM_TYPE_UDP: return sizeof(rte_flow_item_udp);
-    case RTE_FLOW_ITEM_TYPE_CONNTRACK: return sizeof(rte_flow_item_conntrack);
-    case RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT: return sizeof(rte_flow_item_ethdev);
-    default: return 0;
-  }
-}
-
 bool ModelCalls::zero(const void* p, size_t n) {
   const auto* b = static_cast<const uint8_t*>(p);
   return std::all_of(b, b + n, [](uint8_t x) { return x == 0; });
@@ -139,7 +125,7 @@ rte_flow_pattern_template* ModelCalls::pattern_template_create(void* self, uint1
     sh.type = it->type;
     if (it->mask) {
       sh.has_mask = true;
-      memcpy(sh.mask.data(), it->mask, item_size(it->type));
+      memcpy(sh.mask.data(), it->mask, flow_item_size(it->type));
     }
     pt->items.push_back(sh);
   }
