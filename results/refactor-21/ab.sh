@@ -10,7 +10,7 @@ for r in $(seq 1 "$rounds"); do
   for side in base new; do
     dir=$base; [[ $side == new ]] && dir=$new
     "$dir/dataplane/dataplane-bench" --json | sed "s/^{/{\"side\": \"$side\", \"round\": $r, /"
-    "$dir/ctrack/bench/ctrack-bench" --json --only established | sed "s/^{/{\"side\": \"$side\", \"round\": $r, /"
+    "$dir/ctrack/bench/ctrack-bench" --json --only established --conns 1000000 | sed "s/^{/{\"side\": \"$side\", \"round\": $r, /"
     "$dir/ctrack/bench/ctrack-bench" --json --only new | sed "s/^{/{\"side\": \"$side\", \"round\": $r, /"
   done
 done
