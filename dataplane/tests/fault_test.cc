@@ -518,17 +518,45 @@ TEST_F(Faults, StatsAnswersFastWhileFiftyClientsSitIdle) {
     idle.push_back(fd);
   }
   std::this_thread::sleep_for(200ms);
+  // The daemon's answer, from connect to the end marker, as dataplane-ctl
+  // gets it (not dataplane-ctl's own start: an ASan build takes 50-130 ms
+  // to start on a loaded host, which is not the daemon's latency).
+  auto ask = [&](const std::string& req, std::string* reply) {
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path.c_str());
+    timeval tv{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    bool ended = false;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
+        send(fd, req.data(), req.size(), 0) == static_cast<ssize_t>(req.size())) {
+      char buf[1 << 16];
+      for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) {
+        if (n == 1 && buf[0] == '\x04') {
+          ended = true;
+          break;
+        }
+        reply->append(buf, static_cast<size_t>(n));
+      }
+    }
+    close(fd);
+    return ended;
+  };
   std::vector<double> ms;
   for (int i = 0; i < 20; i++) {
     auto t0 = std::chrono::steady_clock::now();
-    std::string out = ctl("stats");
+    std::string out;
+    EXPECT_TRUE(ask("stats", &out));
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     EXPECT_EQ(out.rfind("ok", 0), 0u) << out;
   }
   std::sort(ms.begin(), ms.end());
-  printf("[ faults ] dataplane-ctl stats with 50 idle clients, 20 runs: min %.1f ms, median %.1f ms, max %.1f ms\n",
+  printf("[ faults ] stats over the control socket with 50 idle clients, 20 runs: min %.1f ms, median %.1f ms, "
+         "max %.1f ms\n",
          ms.front(), ms[ms.size() / 2], ms.back());
   EXPECT_LT(ms.back(), 100.0);
+  EXPECT_EQ(ctl("stats").rfind("ok", 0), 0u);  // and dataplane-ctl gets the same answer
   for (int fd : idle) close(fd);
 }
 
