@@ -1,413 +1,509 @@
-// DUT profiles. All four forward between d0 and d1 in the DUT namespace,
-// with the same endpoints on either side, so rows compare fairly.
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/stat.h>
+// The DUT profiles, each once, on any DutHost and any port attachment. All
+// forward between port 0 (client side) and port 1 (server side) with the
+// same stateful firewall, so rows compare fairly.
 #include <unistd.h>
 
-#include <chrono>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
-#include "harness/preconditions.h"
-#include "sdn/yaml_load.h"
-#include "harness/sweep.h"
-#include "ovs.h"
-#include "util.h"
-
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+
+#include "harness/dut.h"
+#include "ovs.h"
+#include "sdn/yaml_load.h"
 #include "testbed/telemetry.h"
+#include "util.h"
 
 namespace harness {
 
 using namespace std::chrono_literals;
 using sdn::Result;
 using sdn::Status;
-using testbed::Process;
-using testbed::run_capture;
-using testbed::SpawnOptions;
-
-using util::first_line;
-using util::huge_ok;
+using util::pairs_on_line;
 using util::slurp;
-using util::wait_for_log;
+using util::tail;
 
 namespace {
 
-// af_packet devargs for an interface, with frames large enough for the MTU.
-std::string afp(int idx, const char* iface, int mtu) {
-  std::string d = "net_af_packet" + std::to_string(idx) + ",iface=" + iface;
-  if (mtu > 1500) d += ",framesz=16384,blocksz=16384,framecnt=256";
-  return d;
-}
-
-// Waits until a ping crosses the DUT (ARP included).
-Status ping_across(Bed& bed, std::chrono::seconds within) {
-  auto deadline = std::chrono::steady_clock::now() + within;
-  std::string last;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto r = run_capture({"ping", "-c", "1", "-W", "1", Bed::kServerIp}, bed.client, 5s);
-    if (r && r->status == 0) return {};
-    last = r ? r->output : r.message();
-  }
-  return Status::error("health check: no ping across the DUT: " + last.substr(0, 200));
-}
-
-class DataplaneDut final : public Dut {
+// What every profile shares: its site, its main program, and how it is
+// found gone.
+class Profile : public Dut {
  public:
-  DataplaneDut(const SweepConfig& c, std::string dir) : cfg_(c), dir_(std::move(dir)) {}
-  std::string name() const override { return "dataplane"; }
-  std::string version() const override { return "dataplane " + first_line({"git", "-C", cfg_.source_dir, "rev-parse", "--short", "HEAD"}); }
-  Status start(Bed& bed) override {
-    // The config's two ports become the testbed's interfaces (its first
-    // port faces the client).
-    auto loaded = sdn::load_yaml_file(cfg_.dataplane_config);
+  Profile(std::string name, const DutSite& site) : name_(std::move(name)), site_(site), host_(*site.host) {}
+  ~Profile() override { Profile::stop(); }
+  std::string name() const override { return name_; }
+  Status alive() override {
+    if (main_.pid() > 0 && !main_.running())
+      return Status::error(name_ + " on " + host_.describe() + " is gone (it exited" +
+                           (host_.local() ? "" : ", or its SSH session ended") + "): " + tail(slurp(log_), 200));
+    if (!host_.local())
+      if (Status s = host_.run({"true"}, nullptr, 15s); !s)
+        return Status::error(host_.describe() + " does not answer over SSH: " + s.message());
+    return {};
+  }
+  void stop() override {
+    main_ = Job();
+    host_.undo();
+  }
+
+ protected:
+  // The file prefix of a DPDK program of this run, noted for undo.
+  Result<std::string> dpdk_prefix(const char* program) {
+    std::string p = site_.prefix_tag + program + "-" + std::to_string(getpid());
+    SDN_TRY(host_.note_dpdk_prefix(p));
+    return p;
+  }
+  // Waits for `needle` in the program's output.
+  Status await_log(const std::string& needle, std::chrono::seconds within) {
+    for (auto deadline = std::chrono::steady_clock::now() + within;;) {
+      if (slurp(log_).find(needle) != std::string::npos) return {};
+      if (!main_.running())
+        return Status::error(name_ + " exited during start on " + host_.describe() + ": " + tail(slurp(log_)));
+      if (std::chrono::steady_clock::now() > deadline)
+        return Status::error(name_ + " is not ready after " + std::to_string(within.count()) + " s on " +
+                             host_.describe() + ": " + tail(slurp(log_)));
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+  Status spawn_main(const std::vector<std::string>& argv, const std::string& log_name) {
+    log_ = site_.dir + "/" + log_name;
+    auto j = host_.spawn(argv, log_, true);
+    if (!j) return j.status();
+    main_ = std::move(j.value());
+    return {};
+  }
+  bool any_port(Attach a) const { return site_.ports[0].attach == a || site_.ports[1].attach == a; }
+  std::string host_suffix() const { return host_.local() ? "" : " on " + host_.describe(); }
+  std::string first_line_on_host(const std::vector<std::string>& argv) const {
+    std::string out;
+    if (!host_.run(argv, &out, 20s)) return "unknown";
+    return out.substr(0, out.find('\n'));
+  }
+  // Its kernel interfaces (af_packet ports), for counters read from the kernel.
+  std::vector<std::string> interfaces() const {
+    std::vector<std::string> v;
+    for (const auto& p : site_.ports)
+      if (p.attach == Attach::kAfPacket) v.push_back(p.name);
+    return v;
+  }
+
+  std::string name_;
+  DutSite site_;
+  DutHost& host_;
+  Job main_;
+  std::string log_;
+};
+
+// The dataplane daemon. Read through dataplane-ctl, here or on the lab host.
+class DataplaneDut final : public Profile {
+ public:
+  using Profile::Profile;
+  std::string version() const override {
+    const std::string rev = site_.source_dir.empty()
+                                ? site_.dataplane
+                                : util::first_line({"git", "-C", site_.source_dir, "rev-parse", "--short", "HEAD"});
+    return "dataplane " + rev + host_suffix();
+  }
+  Status start() override {
+    std::string config = site_.dataplane_config;
+    if (site_.config_as_is) SDN_TRY(check_on_host());
+    else SDN_TRY(write_config(&config));
+    auto prefix = dpdk_prefix("dp");
+    if (!prefix) return prefix.status();
+    prefix_ = *prefix;
+    std::vector<std::string> argv = {site_.dataplane, "--config", config, "--file-prefix", prefix_};
+    if (!util::huge_ok()) argv.push_back("--no-huge");
+    SDN_TRY(spawn_main(argv, "dataplane.log"));
+    return await_log("dataplane: running", 60s);
+  }
+  void stop() override {
+    Profile::stop();
+    prefix_.clear();
+  }
+  long long ct_entries() override { return stat("ct", "active"); }
+  long long offloaded() override { return stat("ct", "offloaded"); }
+  Result<std::string> make_room(long long) override { return room_; }
+  Status flush() override { return ctl({"ct", "flush"}, nullptr); }
+  Result<std::map<std::string, long long>> drops() override {
+    std::string out;
+    SDN_TRY(ctl({"stats"}, &out));
+    if (out.find("\nports:") == std::string::npos)
+      return Status::error("dataplane-ctl stats has no ports line (a dataplane older than the harness?)");
+    return util::dataplane_drops(pairs_on_line(out, "drops"), pairs_on_line(out, "ports"));
+  }
+  // tx_full and transmit errors are the generator's; every other reason,
+  // and the ports' receive misses and errors, the dataplane's own.
+  Result<DropSplit> drop_split() override {
+    std::string out;
+    SDN_TRY(ctl({"stats"}, &out));
+    DropSplit d;
+    for (const auto& [k, v] : pairs_on_line(out, "drops")) (k == "tx_full" ? d.gen : d.own) += v;
+    for (const auto& [k, v] : pairs_on_line(out, "ports")) {
+      if (k.ends_with("_tx_errors")) d.gen += v;
+      else if (k.ends_with("_rx_missed") || k.ends_with("_rx_errors")) d.own += v;
+    }
+    return d;
+  }
+
+ private:
+  // A lab host's own config, checked there before it starts.
+  Status check_on_host() {
+    std::string out;
+    if (Status s = host_.run({site_.dataplane, "--check", "--config", site_.dataplane_config}, &out, 60s); !s)
+      return Status::error("dataplane --check on " + host_.describe() + ": " + s.message());
+    room_ = "conntrack.capacity as configured on " + host_.describe() + " (checked per row)";
+    if (site_.hw_check.empty()) return {};
+    if (Status s = host_.run({site_.dataplane, "--hw-check", site_.hw_check}, &out, 120s); !s)
+      return Status::error("dataplane --hw-check " + site_.hw_check + " on " + host_.describe() + ": " + s.message());
+    return host_.write_file(site_.dir + "/hw-check.txt", out);
+  }
+  // The config with the site's ports (its first port faces the client),
+  // lcores and tracker room, written to the host.
+  Status write_config(std::string* path) {
+    auto loaded = sdn::load_yaml_file(site_.dataplane_config);
     if (!loaded) return loaded.status();
     YAML::Node n = *loaded;
     YAML::Node ports = n["ports"];
     if (!ports || !ports.IsSequence() || ports.size() != 2)
-      return Status::error(cfg_.dataplane_config + ": the harness needs exactly two ports (client side, server side)");
+      return Status::error(site_.dataplane_config + ": the harness needs exactly two ports (client side, server side)");
     for (size_t i = 0; i < 2; i++) {
-      ports[i]["devargs"] = afp(static_cast<int>(i), i == 0 ? "d0" : "d1", bed.mtu);
-      ports[i]["mtu"] = bed.mtu;
+      ports[i]["devargs"] = port_devargs(site_.ports[i], static_cast<int>(i), site_.mtu);
+      if (site_.ports[i].attach != Attach::kMemif) ports[i]["mtu"] = site_.mtu;
     }
-    // The tracker is preallocated at start: room for the background
-    // connections (each worker's shard could get all of them) goes in now.
-    room_ = "conntrack.capacity " + (n["conntrack"]["capacity"] ? n["conntrack"]["capacity"].as<std::string>() : "default");
-    if (cfg_.background_conns > 0) {
-      long long want = cfg_.background_conns + kRoomHeadroom;
-      long long have = n["conntrack"]["capacity"] ? n["conntrack"]["capacity"].as<long long>() : 0;
-      if (have < want) {
-        n["conntrack"]["capacity"] = want;
-        room_ = "conntrack.capacity " + std::to_string(have) + " -> " + std::to_string(want) + " (config rewritten)";
-      }
+    if (site_.place_dataplane) {
+      n["workers"]["main_lcore"] = site_.main_lcore;
+      YAML::Node lc;
+      lc.push_back(site_.fwd_lcore);
+      n["workers"]["lcores"] = lc;
     }
-    std::string cfgp = dir_ + "/dataplane.yaml";
+    // The tracker is preallocated at start: the room goes in now.
+    const bool set = static_cast<bool>(n["conntrack"]["capacity"]);
+    const long long have = set ? n["conntrack"]["capacity"].as<long long>() : 0;
+    room_ = "conntrack.capacity " + (set ? std::to_string(have) : std::string("default"));
+    if (site_.tracker_room > 0 && (have < site_.tracker_room || site_.tracker_room_exact)) {
+      n["conntrack"]["capacity"] = site_.tracker_room;
+      room_ = "conntrack.capacity " + std::to_string(have) + " -> " + std::to_string(site_.tracker_room) +
+              " (config rewritten)";
+    }
     YAML::Emitter out;
     out << n;
-    std::ofstream(cfgp) << out.c_str() << "\n";
-    prefix_ = "harness-dp-" + std::to_string(getpid());
-    log_ = dir_ + "/dataplane.log";
-    SpawnOptions o;
-    o.ns = bed.dut;
-    o.stdout_path = log_;
-    o.stderr_path = "=stdout";
-    std::vector<std::string> argv = {cfg_.build_dir + "/dataplane/dataplane", "--config", cfgp, "--file-prefix", prefix_};
-    if (!huge_ok()) argv.push_back("--no-huge");
-    auto p = Process::spawn(argv, o);
-    if (!p) return p.status();
-    proc_ = std::move(p.value());
-    if (Status s = wait_for_log(proc_, log_, "dataplane: running", 30s); !s) return s;
-    return ping_across(bed, 10s);
+    *path = host_.work_dir() + "/dataplane.yaml";
+    return host_.write_file(*path, std::string(out.c_str()) + "\n");
   }
-  void stop() override {
-    if (proc_.pid() > 0) {
-      proc_.signal(SIGTERM);
-      proc_.wait(10s);
-      proc_.stop();
-      testbed::Testbed::remove_dpdk_prefix(prefix_);
-    }
+  Status ctl(std::vector<std::string> args, std::string* out) {
+    args.insert(args.begin(), {site_.dataplane_ctl, "--prefix", prefix_});
+    return host_.run(args, out, 30s);
   }
-  long long ct_entries() override {
-    auto r = testbed::telemetry_query(prefix_, "/dataplane/stats");
-    return r ? testbed::json_number(*r, "active") : -1;
+  long long stat(const char* line, const char* key) {
+    std::string out;
+    if (prefix_.empty() || !ctl({"stats"}, &out)) return -1;
+    auto m = pairs_on_line(out, line);
+    auto it = m.find(key);
+    return it == m.end() ? -1 : it->second;
   }
-  Status alive() override {
-    if (proc_.pid() > 0 && !proc_.running()) return Status::error("the dataplane exited: " + util::tail(slurp(log_)));
-    return {};
-  }
-  Result<std::string> make_room(long long) override { return room_; }
-  long long offloaded() override {
-    auto r = testbed::telemetry_query(prefix_, "/dataplane/stats");
-    return r ? testbed::json_number(*r, "offloaded") : -1;
-  }
-  Result<std::map<std::string, long long>> drops() override {
-    auto r = testbed::telemetry_query(prefix_, "/dataplane/stats");
-    if (!r) return r.status();
-    auto j = nlohmann::json::parse(*r, nullptr, false);
-    if (j.is_discarded() || !j.contains("/dataplane/stats")) return Status::error("telemetry: not the stats reply");
-    const auto& st = j["/dataplane/stats"];
-    std::map<std::string, long long> reasons, ports;
-    for (const char* part : {"drops", "ports"})
-      if (st.contains(part))
-        for (auto& [k, v] : st[part].items())
-          if (v.is_number()) (part[0] == 'd' ? reasons : ports)[k] = v.get<long long>();
-    return util::dataplane_drops(reasons, ports);
-  }
-
- private:
-  SweepConfig cfg_;
-  std::string dir_, prefix_, log_, room_;
-  Process proc_;
+  std::string prefix_, room_;
 };
 
-class TestpmdDut final : public Dut {
+// dpdk-testpmd forwarding between the ports: io (the sweep's baseline), or
+// rxonly (the RFC 2544 generator's own ceiling).
+class TestpmdDut final : public Profile {
  public:
-  explicit TestpmdDut(std::string dir) : dir_(std::move(dir)) {}
-  std::string name() const override { return "testpmd-io"; }
-  std::string version() const override { return "dpdk-testpmd " + first_line({"pkg-config", "--modversion", "libdpdk"}); }
+  TestpmdDut(std::string name, const DutSite& site, std::string mode) : Profile(std::move(name), site), mode_(std::move(mode)) {}
+  std::string version() const override {
+    return "dpdk-testpmd " + mode_ + " " + first_line_on_host({"pkg-config", "--modversion", "libdpdk"}) + host_suffix();
+  }
   std::string no_tracker() const override { return "n/a: io forwarding tracks no connections"; }
   std::string drops_blind_spot() const override {
-    return "af_packet ring drops are not in testpmd's ethdev stats (the kernel counts them per socket)";
+    return any_port(Attach::kAfPacket)
+               ? "af_packet ring drops are not in testpmd's ethdev stats (the kernel counts them per socket)"
+               : "";
+  }
+  Status start() override {
+    auto prefix = dpdk_prefix("tp");
+    if (!prefix) return prefix.status();
+    prefix_ = *prefix;
+    std::vector<std::string> argv = {"dpdk-testpmd", "-l",
+                                     std::to_string(std::min(site_.main_lcore, site_.fwd_lcore)) + "," +
+                                         std::to_string(std::max(site_.main_lcore, site_.fwd_lcore)),
+                                     "--main-lcore", std::to_string(site_.main_lcore), "--file-prefix", prefix_};
+    if (!any_port(Attach::kPci)) argv.push_back("--no-pci");
+    for (int i = 0; i < 2; i++) {
+      const DutPort& p = site_.ports[static_cast<size_t>(i)];
+      argv.insert(argv.end(), {p.attach == Attach::kPci ? "-a" : "--vdev", port_devargs(p, i, site_.mtu)});
+    }
+    if (!util::huge_ok()) argv.insert(argv.end(), {"--no-huge", "-m", "1024"});
+    argv.insert(argv.end(), {"--", "--forward-mode=" + mode_, "--auto-start", "--stats-period", "10", "--nb-cores=1"});
+    if (site_.mtu > 1500) argv.insert(argv.end(), {"--mbuf-size=10240", "--max-pkt-len=9018", "--total-num-mbufs=16384"});
+    SDN_TRY(spawn_main(argv, "testpmd-" + mode_ + ".log"));
+    return await_log("packet forwarding - ports=", 60s);
   }
   Result<std::map<std::string, long long>> drops() override {
     std::map<std::string, long long> m;
     for (int port : {0, 1}) {
-      auto r = testbed::telemetry_query(prefix_, "/ethdev/stats," + std::to_string(port));
-      if (!r) return r.status();
-      auto j = nlohmann::json::parse(*r, nullptr, false);
-      if (j.is_discarded() || !j.contains("/ethdev/stats")) return Status::error("telemetry: no /ethdev/stats reply");
+      auto st = ethdev_stats(port);
+      if (!st) return st.status();
       for (const char* k : {"imissed", "ierrors", "oerrors", "rx_nombuf"})
-        if (j["/ethdev/stats"].contains(k)) m["p" + std::to_string(port) + "_" + k] = j["/ethdev/stats"][k].get<long long>();
+        if (st->contains(k)) m["p" + std::to_string(port) + "_" + k] = (*st)[k].get<long long>();
     }
     return m;
   }
-  Status start(Bed& bed) override {
-    prefix_ = "harness-tp-" + std::to_string(getpid());
-    const std::string& prefix = prefix_;
-    log_ = dir_ + "/testpmd.log";
-    std::vector<std::string> argv = {"dpdk-testpmd", "-l", "0,1", "--no-pci", "--file-prefix", prefix,
-                                     "--vdev", afp(0, "d0", bed.mtu), "--vdev", afp(1, "d1", bed.mtu)};
-    if (!huge_ok()) argv.insert(argv.end(), {"--no-huge", "-m", "1024"});
-    argv.insert(argv.end(), {"--", "--forward-mode=io", "--auto-start", "--stats-period", "10", "--nb-cores=1"});
-    if (bed.mtu > 1500) argv.insert(argv.end(), {"--mbuf-size=10240", "--max-pkt-len=9018", "--total-num-mbufs=16384"});
-    SpawnOptions o;
-    o.ns = bed.dut;
-    o.stdout_path = log_;
-    o.stderr_path = "=stdout";
-    auto p = Process::spawn(argv, o);
-    if (!p) return p.status();
-    proc_ = std::move(p.value());
-    if (Status s = wait_for_log(proc_, log_, "packet forwarding - ports=", 30s); !s) return s;
-    return ping_across(bed, 10s);
-  }
-  void stop() override {
-    if (proc_.pid() > 0) {
-      proc_.signal(SIGINT);
-      proc_.wait(10s);
-      proc_.stop();
-      testbed::Testbed::remove_dpdk_prefix(prefix_);
+  // memif counts no transmit errors; io forwarding drops only what its
+  // transmit refused, so that is what it received and did not send.
+  Result<DropSplit> drop_split() override {
+    DropSplit d;
+    long long in = 0, out = 0;
+    for (int port : {0, 1}) {
+      auto st = ethdev_stats(port);
+      if (!st) return st.status();
+      in += st->value("ipackets", 0ll);
+      out += st->value("opackets", 0ll);
+      d.own += st->value("imissed", 0ll) + st->value("ierrors", 0ll) + st->value("rx_nombuf", 0ll);
+      d.gen += st->value("oerrors", 0ll);
     }
+    d.gen += std::max(0ll, in - out);
+    return d;
   }
 
  private:
-  std::string dir_, log_, prefix_;
-  Process proc_;
-};
-
-// Linux as a router with proxy ARP (so the endpoints keep their /24) and an
-// nftables stateful firewall: the same policy as the dataplane's.
-class KernelCtDut final : public Dut {
- public:
-  explicit KernelCtDut(std::string dir) : dir_(std::move(dir)) {}
-  std::string name() const override { return "kernel-ct"; }
-  std::string version() const override {
-    return "linux " + first_line({"uname", "-r"}) + ", " + first_line({"nft", "--version"});
-  }
-  long long ct_entries() override {
-    long long n = -1;
-    if (bed_)
-      testbed::run_in(bed_->dut, [&] {
-        std::ifstream f("/proc/sys/net/netfilter/nf_conntrack_count");
-        if (!(f >> n)) n = -1;
-      });
-    return n;
-  }
-  // nf_conntrack_max is one value for the whole kernel (read-only inside a
-  // namespace): raised on the host when it is short, and put back at stop().
-  Result<std::string> make_room(long long conns) override {
-    const char* path = "/proc/sys/net/netfilter/nf_conntrack_max";
-    long long have = -1;
-    std::ifstream(path) >> have;
-    if (have < 0) return Status::error(std::string("cannot read ") + path);
-    long long want = conns + kRoomHeadroom;
-    if (have >= want) return "nf_conntrack_max " + std::to_string(have);
-    std::ofstream f(path);
-    f << want;
-    f.close();
-    if (!f) return Status::error(std::string("cannot raise ") + path + " to " + std::to_string(want));
-    restore_max_ = have;
-    return "nf_conntrack_max " + std::to_string(have) + " -> " + std::to_string(want) + " (host-wide, restored at the end)";
-  }
-  Result<std::map<std::string, long long>> drops() override {
-    if (!bed_) return Status::error("not started");
-    auto r = run_capture({"ip", "-s", "-j", "link", "show"}, bed_->dut, 10s);
-    if (!r || r->status != 0) return Status::error("ip -s -j link: " + (r ? r->output : r.message()));
-    auto j = nlohmann::json::parse(r->output, nullptr, false);
-    if (!j.is_array()) return Status::error("ip -s -j link: not a JSON array");
-    std::map<std::string, long long> m;
-    for (auto& l : j) {
-      std::string ifn = l.value("ifname", "");
-      if ((ifn != "d0" && ifn != "d1") || !l.contains("stats64")) continue;
-      for (const char* dir : {"rx", "tx"})
-        for (const char* k : {"dropped", "errors", "missed"})
-          if (l["stats64"].contains(dir) && l["stats64"][dir].contains(k))
-            m[ifn + "_" + dir + "_" + k] = l["stats64"][dir][k].get<long long>();
-    }
-    return m;
-  }
-  Status start(Bed& bed) override {
-    bed_ = &bed;
-    auto& tb = *bed.tb;
-    Status st;
-    auto sysctl = [&](const std::string& path, const char* v) {
-      testbed::run_in(bed.dut, [&] {
-        std::ofstream f("/proc/sys/" + path);
-        f << v;
-        if (!f) st = Status::error("cannot set " + path);
-      });
-    };
-    sysctl("net/ipv4/ip_forward", "1");
-    for (const char* i : {"d0", "d1", "all", "default"}) sysctl(std::string("net/ipv4/conf/") + i + "/rp_filter", "0");
-    sysctl("net/ipv4/conf/d0/proxy_arp", "1");
-    sysctl("net/ipv4/conf/d1/proxy_arp", "1");
-    if (!st) return st;
-    if (Status s = tb.add_address(bed.dut, "d0", "192.0.2.1/32"); !s) return s;
-    if (Status s = tb.add_address(bed.dut, "d1", "192.0.2.2/32"); !s) return s;
-    if (Status s = tb.add_route(bed.dut, std::string(Bed::kClientIp) + "/32", "", "d0"); !s) return s;
-    if (Status s = tb.add_route(bed.dut, std::string(Bed::kServerIp) + "/32", "", "d1"); !s) return s;
-    std::string rules = dir_ + "/kernel-ct.nft";
-    std::ofstream(rules) << "table inet harness {\n"
-                            " chain forward {\n"
-                            "  type filter hook forward priority 0; policy drop;\n"
-                            "  ct state established,related accept\n"
-                            "  ct state invalid drop\n"
-                            "  iifname \"d0\" ct state new accept\n"
-                            " }\n"
-                            "}\n";
-    auto r = run_capture({"nft", "-f", rules}, bed.dut, 10s);
+  // Over DPDK telemetry, whose socket is only reachable on this machine.
+  Result<nlohmann::json> ethdev_stats(int port) {
+    if (!host_.local()) return Status::error("testpmd's counters are not read on " + host_.describe());
+    auto r = testbed::telemetry_query(prefix_, "/ethdev/stats," + std::to_string(port));
     if (!r) return r.status();
-    if (r->status != 0) return Status::error("nft: " + r->output);
-    return ping_across(bed, 10s);
+    auto j = nlohmann::json::parse(*r, nullptr, false);
+    if (j.is_discarded() || !j.contains("/ethdev/stats")) return Status::error("telemetry: no /ethdev/stats reply");
+    return j["/ethdev/stats"];
   }
-  void stop() override {  // the namespace goes with the testbed
-    bed_ = nullptr;
-    if (restore_max_ >= 0) std::ofstream("/proc/sys/net/netfilter/nf_conntrack_max") << restore_max_;
-    restore_max_ = -1;
-  }
-  ~KernelCtDut() override { stop(); }
-
- private:
-  std::string dir_;
-  Bed* bed_ = nullptr;
-  long long restore_max_ = -1;
+  std::string mode_, prefix_;
 };
 
-// Open vSwitch with DPDK (the dpdk build of ovs-vswitchd), netdev bridge,
-// the two af_packet ports as type=dpdk, and the stateful firewall in ct().
-class OvsDpdkDut final : public Dut {
+// The kernel's netfilter counts of the DUT's namespace, and the drop
+// counters of its interfaces.
+long long kernel_ct_count(DutHost& h) {
+  auto n = h.read_sysctl("net.netfilter.nf_conntrack_count", false);
+  return n ? *n : -1;
+}
+
+// nf_conntrack_max is one value for the whole kernel (read-only inside a
+// namespace): raised on the host when short, put back by the host's undo.
+Result<std::string> kernel_make_room(DutHost& h, long long conns) {
+  const char* key = "net.netfilter.nf_conntrack_max";
+  auto have = h.read_sysctl(key, true);
+  if (!have) return have.status();
+  const long long want = conns + kRoomHeadroom;
+  if (*have >= want) return "nf_conntrack_max " + std::to_string(*have);
+  SDN_TRY(h.set_sysctl(key, want, true));
+  return "nf_conntrack_max " + std::to_string(*have) + " -> " + std::to_string(want) + " (host-wide, put back at the end)";
+}
+
+Result<std::map<std::string, long long>> link_drops(DutHost& h, const std::vector<std::string>& ifaces) {
+  std::map<std::string, long long> m;
+  for (const auto& ifc : ifaces) {
+    std::string out;
+    if (Status s = h.run({"ip", "-s", "-j", "link", "show", "dev", ifc}, &out, 20s); !s)
+      return Status::error("ip -s -j link: " + s.message());
+    auto j = nlohmann::json::parse(out, nullptr, false);
+    if (!j.is_array() || j.empty() || !j[0].contains("stats64")) return Status::error("ip -s -j link: no statistics");
+    for (const char* dir : {"rx", "tx"})
+      for (const char* k : {"dropped", "errors", "missed"})
+        if (j[0]["stats64"].contains(dir) && j[0]["stats64"][dir].contains(k))
+          m[ifc + "_" + dir + "_" + k] = j[0]["stats64"][dir][k].get<long long>();
+  }
+  return m;
+}
+
+// Linux as a router (proxy ARP on the testbed, so the endpoints keep their
+// /24) with an nftables stateful firewall: the same policy as the
+// dataplane's.
+class KernelCtDut final : public Profile {
  public:
-  explicit OvsDpdkDut(std::string dir) : dir_(std::move(dir)) {}
-  std::string name() const override { return "ovs-dpdk"; }
-  std::string version() const override { return first_line({"ovs-vswitchd", "--version"}); }
-  Status start(Bed& bed) override {
-    bed_ = &bed;
-    run_ = dir_ + "/ovs";
+  using Profile::Profile;
+  std::string version() const override {
+    return "linux " + first_line_on_host({"uname", "-r"}) + ", " + first_line_on_host({"nft", "--version"}) +
+           host_suffix();
+  }
+  long long ct_entries() override { return kernel_ct_count(host_); }
+  Result<std::string> make_room(long long conns) override { return kernel_make_room(host_, conns); }
+  Result<std::map<std::string, long long>> drops() override { return link_drops(host_, interfaces()); }
+  Status start() override {
+    if (interfaces().size() != 2) return Status::error("kernel-ct needs two kernel interfaces (the kernel has no DPDK port)");
+    const std::string& in0 = site_.ports[0].name;
+    const std::string& in1 = site_.ports[1].name;
+    if (!site_.router_client_ip.empty()) SDN_TRY(make_router(in0, in1));
+    const std::vector<std::vector<std::string>> cmds = {
+        {"nft", "add", "table", "inet", "harness"},
+        {"nft", "add", "chain", "inet", "harness", "forward", "{ type filter hook forward priority 0; policy drop; }"},
+        {"nft", "add", "rule", "inet", "harness", "forward", "ct", "state", "established,related", "accept"},
+        {"nft", "add", "rule", "inet", "harness", "forward", "ct", "state", "invalid", "drop"},
+        // nft joins its arguments and parses them: the (validated) name goes
+        // in as a quoted string, never as syntax.
+        {"nft", "add", "rule", "inet", "harness", "forward", "iifname", "\"" + in0 + "\"", "ct", "state", "new", "accept"}};
+    // What to put back, noted before changing it.
+    SDN_TRY(host_.note_nft_table("inet harness"));
+    SDN_TRY(host_.set_sysctl("net.ipv4.ip_forward", 1, false));
+    for (const auto& c : cmds)
+      if (Status s = host_.run(c, nullptr, 20s); !s) return Status::error("kernel-ct on " + host_.describe() + ": " + s.message());
+    return {};
+  }
+
+ private:
+  Status make_router(const std::string& in0, const std::string& in1) {
+    for (const std::string& i : {in0, in1, std::string("all"), std::string("default")})
+      SDN_TRY(host_.set_sysctl("net.ipv4.conf." + i + ".rp_filter", 0, false));
+    for (const std::string& i : {in0, in1}) SDN_TRY(host_.set_sysctl("net.ipv4.conf." + i + ".proxy_arp", 1, false));
+    const std::vector<std::vector<std::string>> cmds = {
+        {"ip", "addr", "add", "192.0.2.1/32", "dev", in0},
+        {"ip", "addr", "add", "192.0.2.2/32", "dev", in1},
+        {"ip", "route", "add", site_.router_client_ip + "/32", "dev", in0},
+        {"ip", "route", "add", site_.router_server_ip + "/32", "dev", in1}};
+    for (const auto& c : cmds) SDN_TRY(host_.run(c, nullptr, 10s));
+    return {};
+  }
+};
+
+// Open vSwitch with the same ct() firewall:
+// - ovs-dpdk: a netdev bridge with the two ports as type=dpdk;
+// - ovs-dpdk-offload: the same with other_config:hw-offload=true (rte_flow
+//   into the NIC);
+// - ovs-kernel-tc: the kernel datapath with the two interfaces (switchdev
+//   representors), hw-offload=true and tc-policy=none: flows and ct() in
+//   TC flower, offloaded by the NIC where it can. Its conntrack is the
+//   kernel's (nf_conntrack_count, nf_conntrack_max).
+// The offloaded ones count dpctl/dump-flows type=offloaded per row.
+class OvsDut final : public Profile {
+ public:
+  using Profile::Profile;
+  std::string version() const override {
+    const std::string ovs = first_line_on_host({"ovs-vswitchd", "--version"});
+    return (kernel() ? "linux " + first_line_on_host({"uname", "-r"}) + ", " + ovs : ovs) + host_suffix();
+  }
+  // OVS gives a port one tx queue per PMD thread plus one (its PMD sends on
+  // queue 1): a generator on memif ports polls two.
+  int gen_rx_queues() const override { return any_port(Attach::kMemif) ? 2 : 1; }
+  Status start() override {
     OvsSpec spec;
-    spec.run_dir = run_;
-    spec.ns = bed.dut;
-    spec.file_prefix = "harness-ovs-" + std::to_string(getpid());
-    spec.lcore_mask = "0x1";
-    spec.pmd_mask = "0x2";
-    spec.dev0 = afp(0, "d0", bed.mtu);
-    spec.dev1 = afp(1, "d1", bed.mtu);
-    spec.mtu = bed.mtu;
+    spec.host = &host_;
+    spec.log_dir = site_.dir;
+    spec.dpdk = !kernel();
+    spec.hw_offload = name_ != "ovs-dpdk";
+    spec.lcore_mask = mask(site_.main_lcore);
+    spec.pmd_mask = mask(site_.fwd_lcore);
+    spec.pci = any_port(Attach::kPci);
+    for (size_t i = 0; i < 2; i++)
+      spec.ports[i] = kernel() ? site_.ports[i].name : port_devargs(site_.ports[i], static_cast<int>(i), site_.mtu);
+    spec.mtu = any_port(Attach::kMemif) ? 0 : site_.mtu;
+    if (spec.dpdk) {
+      auto prefix = dpdk_prefix("ovs");
+      if (!prefix) return prefix.status();
+      spec.file_prefix = *prefix;
+    }
     SDN_TRY(ovs_.start(spec));
-    return ping_across(bed, 20s);
+    log_ = ovs_.log();
+    if (site_.tracker_room > 0 && !kernel())
+      return ovs_.appctl({"dpctl/ct-set-maxconns", std::to_string(site_.tracker_room)});
+    return {};
   }
   void stop() override {
     ovs_.stop();
-    bed_ = nullptr;
+    Profile::stop();
   }
+  Status alive() override {
+    if (!log_.empty() && !ovs_.running())
+      return Status::error(name_ + " on " + host_.describe() + " is gone: ovs-vswitchd exited: " + tail(slurp(log_), 200));
+    return Profile::alive();
+  }
+  Status flush() override { return ovs_.appctl({"dpctl/flush-conntrack"}); }
   long long ct_entries() override {
-    if (!bed_) return -1;
-    auto r = run_capture({"ovs-appctl", "-t", run_ + "/vswitchd.ctl", "dpctl/ct-get-nconns"}, bed_->dut, 10s);
-    if (!r || r->status != 0) return -1;
+    if (kernel()) return kernel_ct_count(host_);
+    std::string out;
+    if (!ovs_.appctl({"dpctl/ct-get-nconns"}, &out)) return -1;
     char* end;
-    long long n = strtoll(r->output.c_str(), &end, 10);
-    return end == r->output.c_str() ? -1 : n;
+    long long n = strtoll(out.c_str(), &end, 10);
+    return end == out.c_str() ? -1 : n;
   }
   Result<std::string> make_room(long long conns) override {
-    if (!bed_) return Status::error("not started");
-    auto r = run_capture({"ovs-appctl", "-t", run_ + "/vswitchd.ctl", "dpctl/ct-get-maxconns"}, bed_->dut, 10s);
-    if (!r || r->status != 0) return Status::error("dpctl/ct-get-maxconns: " + (r ? r->output : r.message()));
-    long long have = atoll(r->output.c_str()), want = conns + kRoomHeadroom;
+    if (kernel()) return kernel_make_room(host_, conns);
+    std::string out;
+    SDN_TRY(ovs_.appctl({"dpctl/ct-get-maxconns"}, &out));
+    long long have = atoll(out.c_str()), want = conns + kRoomHeadroom;
     if (have >= want) return "dpctl/ct-get-maxconns " + std::to_string(have);
-    if (Status s = cmd({"ovs-appctl", "-t", run_ + "/vswitchd.ctl", "dpctl/ct-set-maxconns", std::to_string(want)},
-                       bed_->dut);
-        !s)
-      return s;
+    SDN_TRY(ovs_.appctl({"dpctl/ct-set-maxconns", std::to_string(want)}));
     return "dpctl/ct-set-maxconns " + std::to_string(have) + " -> " + std::to_string(want);
   }
+  long long offloaded() override {
+    std::string out;
+    if (name_ == "ovs-dpdk" || !ovs_.running() || !ovs_.appctl({"dpctl/dump-flows", "type=offloaded"}, &out)) return -1;
+    long long n = 0;
+    std::istringstream in(out);
+    for (std::string l; std::getline(in, l);) n += !l.empty();
+    return n;
+  }
   std::string drops_blind_spot() const override {
-    return "af_packet ring drops are not in OVS's port statistics (the kernel counts them per socket)";
+    return any_port(Attach::kAfPacket) && !kernel()
+               ? "af_packet ring drops are not in OVS's port statistics (the kernel counts them per socket)"
+               : "";
   }
   // dpctl/show's "lost" (upcalls dropped) and each port's statistics.
   Result<std::map<std::string, long long>> drops() override {
-    if (!bed_) return Status::error("not started");
     std::map<std::string, long long> m;
-    auto r = run_capture({"ovs-appctl", "-t", run_ + "/vswitchd.ctl", "dpctl/show"}, bed_->dut, 10s);
-    if (!r || r->status != 0) return Status::error("dpctl/show: " + (r ? r->output : r.message()));
-    if (size_t p = r->output.find("lost:"); p != std::string::npos) m["dp_lost"] = atoll(r->output.c_str() + p + 5);
-    for (const char* port : {"p0", "p1"}) {
-      auto s = run_capture({"ovs-vsctl", "--db=unix:" + run_ + "/db.sock", "get", "Interface", port, "statistics"},
-                           bed_->dut, 10s);
-      if (!s || s->status != 0) return Status::error(std::string("statistics of ") + port);
-      util::ovs_port_drops(port, s->output, &m);
+    std::string out;
+    if (Status s = ovs_.appctl({"dpctl/show"}, &out); !s) return Status::error("dpctl/show: " + s.message());
+    if (size_t p = out.find("lost:"); p != std::string::npos) m["dp_lost"] = atoll(out.c_str() + p + 5);
+    for (const std::string& port : ports()) {
+      if (Status s = ovs_.vsctl({"get", "Interface", port, "statistics"}, &out); !s)
+        return Status::error("statistics of " + port + ": " + s.message());
+      util::ovs_port_drops(port, out, &m);
     }
     return m;
   }
-
- private:
-  Status cmd(const std::vector<std::string>& argv, testbed::Netns*) { return ovs_.cmd(argv); }
-  std::string dir_, run_;
-  LocalOvs ovs_;
-  Bed* bed_ = nullptr;
-};
-
-// The seed's hardware profiles (OVS-DPDK with rte_flow conntrack offload;
-// kernel OVS with TC flower and conntrack offload). Both need a ConnectX in
-// switchdev mode on the DUT host: their preconditions are checked on the DUT
-// host before any traffic, and a failed one is the start error (so every row
-// names what is missing, never a number).
-class HardwareProfileDut final : public Dut {
- public:
-  explicit HardwareProfileDut(std::string profile) : profile_(std::move(profile)) {}
-  std::string name() const override { return profile_; }
-  std::string version() const override {
-    return profile_ == "ovs-kernel-tc" ? "linux " + first_line({"uname", "-r"}) + ", " + first_line({"ovs-vswitchd", "--version"})
-                                       : first_line({"ovs-vswitchd", "--version"});
-  }
-  std::string no_tracker() const override { return "n/a: not started (preconditions)"; }
-  Status start(Bed& bed) override {
-    HostFacts f = gather_host_facts(util::netns_runner(bed.dut), {"d0", "d1"});
-    // What the profile itself sets in OVS before its first flow.
-    std::map<std::string, std::string> ovs = {{"hw-offload", "true"}, {"tc-policy", "none"}};
-    auto miss = missing_for(profile_, f, ovs);
-    if (!miss.empty()) {
-      std::string m;
-      for (auto& x : miss) m += (m.empty() ? "" : "; ") + x;
-      return Status::error("preconditions not met on the DUT host: " + m);
+  // Per port: transmit failures (into the generator's rings) are the
+  // generator's; every other drop, error or miss, and upcalls lost, OVS's.
+  Result<DropSplit> drop_split() override {
+    auto all = drops();
+    if (!all) return all.status();
+    auto& m = *all;
+    DropSplit d;
+    d.own += m["dp_lost"];
+    for (const std::string& port : ports()) {
+      const std::string P = port + "_";
+      const long long fail = m.count(P + "ovs_tx_failure_drops") ? m[P + "ovs_tx_failure_drops"] : m[P + "tx_dropped"];
+      d.gen += fail;
+      for (const auto& [k, v] : m)
+        if (k.rfind(P, 0) == 0 && k.rfind(P + "ovs_", 0) != 0) d.own += v;
+      d.own -= fail;  // tx_dropped counts the failures too
     }
-    return Status::error("preconditions met, but this profile runs only on a lab DUT host driven over SSH "
-                         "(--lab FILE), which is not built yet");
+    return d;
   }
-  void stop() override {}
 
  private:
-  std::string profile_;
+  bool kernel() const { return name_ == "ovs-kernel-tc"; }
+  std::vector<std::string> ports() const {
+    return kernel() ? std::vector<std::string>{site_.ports[0].name, site_.ports[1].name}
+                    : std::vector<std::string>{"p0", "p1"};
+  }
+  static std::string mask(int lcore) {
+    char b[32];
+    snprintf(b, sizeof b, "0x%llx", 1ull << lcore);
+    return b;
+  }
+  Ovs ovs_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const SweepConfig& cfg, const std::string& run_dir) {
-  if (name == "dataplane") return std::unique_ptr<Dut>(new DataplaneDut(cfg, run_dir));
-  if (name == "testpmd-io") return std::unique_ptr<Dut>(new TestpmdDut(run_dir));
-  if (name == "kernel-ct") return std::unique_ptr<Dut>(new KernelCtDut(run_dir));
-  if (name == "ovs-dpdk") return std::unique_ptr<Dut>(new OvsDpdkDut(run_dir));
-  if (name == "ovs-dpdk-offload" || name == "ovs-kernel-tc") return std::unique_ptr<Dut>(new HardwareProfileDut(name));
+Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const DutSite& site) {
+  if (!site.host) return Status::error("no host for DUT " + name);
+  if (name == "dataplane") return std::unique_ptr<Dut>(new DataplaneDut(name, site));
+  if (name == "testpmd-io") return std::unique_ptr<Dut>(new TestpmdDut(name, site, "io"));
+  if (name == "testpmd-rxonly") return std::unique_ptr<Dut>(new TestpmdDut(name, site, "rxonly"));
+  if (name == "kernel-ct") {
+    if (site.ports[0].attach != Attach::kAfPacket || site.ports[1].attach != Attach::kAfPacket)
+      return Status::error("the kernel has no DPDK port to attach to memif or a PCI device");
+    return std::unique_ptr<Dut>(new KernelCtDut(name, site));
+  }
+  if (name == "ovs-dpdk" || name == "ovs-dpdk-offload" || name == "ovs-kernel-tc")
+    return std::unique_ptr<Dut>(new OvsDut(name, site));
   return Status::error("unknown DUT '" + name +
                        "' (known: dataplane, ovs-dpdk, kernel-ct, testpmd-io, ovs-dpdk-offload, ovs-kernel-tc)");
 }

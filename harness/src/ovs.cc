@@ -1,103 +1,111 @@
 #include "ovs.h"
 
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
 #include <thread>
 
-#include "testbed/testbed.h"
 #include "util.h"
 
 namespace harness {
 
 using namespace std::chrono_literals;
+using sdn::Result;
 using sdn::Status;
-using testbed::Process;
-using testbed::SpawnOptions;
 
 namespace {
-constexpr const char* kVswitchd = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk";
+constexpr const char* kVswitchdDpdk = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk";
 }
 
-Status LocalOvs::start(const OvsSpec& spec) {
-  if (access(kVswitchd, X_OK) != 0)
-    return Status::error(std::string(kVswitchd) + " missing (Debian package openvswitch-switch-dpdk)");
+// Debian's DPDK build of ovs-vswitchd, else one on PATH built with DPDK;
+// the kernel datapath takes the one on PATH.
+Result<std::string> Ovs::vswitchd() {
+  if (!spec_.dpdk) return std::string("ovs-vswitchd");
+  if (spec_.host->run({"test", "-x", kVswitchdDpdk}, nullptr, 10s)) return std::string(kVswitchdDpdk);
+  std::string v;
+  if (spec_.host->run({"ovs-vswitchd", "--version"}, &v, 10s) && v.find("DPDK") != std::string::npos)
+    return std::string("ovs-vswitchd");
+  return Status::error(std::string(kVswitchdDpdk) + " missing on " + spec_.host->describe() +
+                       " (Debian package openvswitch-switch-dpdk), and the ovs-vswitchd on PATH has no DPDK");
+}
+
+Status Ovs::start(const OvsSpec& spec) {
   spec_ = spec;
-  const std::string& run = spec_.run_dir;
-  std::filesystem::create_directories(run);
-  env_ = {"OVS_RUNDIR=" + run, "OVS_DBDIR=" + run, "OVS_LOGDIR=" + run, "OVS_SYSCONFDIR=" + run};
-  const std::string db = run + "/conf.db", sock = "unix:" + run + "/db.sock";
-  std::filesystem::remove(db);
+  DutHost& h = *spec_.host;
+  run_ = h.work_dir() + "/ovs";
+  const std::string db = run_ + "/conf.db", sock = run_ + "/db.sock";
+  auto vswitchd_path = vswitchd();
+  if (!vswitchd_path) return vswitchd_path.status();
+  SDN_TRY(h.run({"sh", "-c", "mkdir -p \"$1\" && rm -f \"$1/conf.db\"", "sh", run_}, nullptr, 20s));
   SDN_TRY(cmd({"ovsdb-tool", "create", db, "/usr/share/openvswitch/vswitch.ovsschema"}));
-  SpawnOptions o;
-  o.ns = spec_.ns;
-  o.env = env_;
-  o.stdout_path = run + "/ovsdb-server.out";
-  o.stderr_path = "=stdout";
-  auto d = Process::spawn({"ovsdb-server", db, "--remote=punix:" + run + "/db.sock", "--pidfile=" + run + "/ovsdb.pid",
-                           "--unixctl=" + run + "/ovsdb.ctl"},
-                          o);
+  std::vector<std::string> env = {"env", "OVS_RUNDIR=" + run_, "OVS_DBDIR=" + run_, "OVS_LOGDIR=" + run_,
+                                  "OVS_SYSCONFDIR=" + run_};
+  std::vector<std::string> a = env;
+  a.insert(a.end(), {"ovsdb-server", db, "--remote=punix:" + sock, "--unixctl=" + run_ + "/ovsdb.ctl"});
+  auto d = h.spawn(a, spec_.log_dir + "/ovsdb-server.out", false);
   if (!d) return d.status();
   db_ = std::move(d.value());
-  for (int i = 0; i < 50 && access((run + "/db.sock").c_str(), F_OK) != 0; i++) std::this_thread::sleep_for(100ms);
-  std::string extra = "--no-pci --file-prefix " + spec_.file_prefix;
-  if (!util::huge_ok()) extra += " --no-huge -m 1024";
-  SDN_TRY(vsctl({"--no-wait", "init", "--", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
-                 "other_config:dpdk-lcore-mask=" + spec_.lcore_mask, "other_config:pmd-cpu-mask=" + spec_.pmd_mask,
-                 "other_config:dpdk-extra=" + extra}));
-  o.stdout_path = run + "/ovs-vswitchd.out";
-  auto v = Process::spawn({kVswitchd, sock, "--pidfile=" + run + "/vswitchd.pid", "--unixctl=" + run + "/vswitchd.ctl",
-                           "--log-file=" + run + "/ovs-vswitchd.log"},
-                          o);
+  Status up = Status::error("the OVS database on " + h.describe() + " did not answer");
+  for (int i = 0; i < 50 && !up; i++) {
+    up = h.run({"test", "-S", sock}, nullptr, 10s);
+    if (!up) std::this_thread::sleep_for(100ms);
+  }
+  if (!up) return up;
+  std::vector<std::string> init = {"--no-wait", "init", "--", "set", "Open_vSwitch", "."};
+  if (spec_.dpdk) {
+    std::string extra = (spec_.pci ? "" : "--no-pci ") + std::string("--file-prefix ") + spec_.file_prefix;
+    if (!util::huge_ok()) extra += " --no-huge -m 1024";
+    SDN_TRY(h.note_dpdk_prefix(spec_.file_prefix));
+    init.insert(init.end(), {"other_config:dpdk-init=true", "other_config:dpdk-extra=" + extra});
+    if (!spec_.lcore_mask.empty()) init.push_back("other_config:dpdk-lcore-mask=" + spec_.lcore_mask);
+    if (!spec_.pmd_mask.empty()) init.push_back("other_config:pmd-cpu-mask=" + spec_.pmd_mask);
+  }
+  if (spec_.hw_offload) init.push_back("other_config:hw-offload=true");
+  if (spec_.hw_offload && !spec_.dpdk) init.push_back("other_config:tc-policy=none");
+  if (Status s = vsctl(init); !s) return Status::error("ovs-vsctl init: " + s.message());
+  a = env;
+  a.insert(a.end(), {*vswitchd_path, "unix:" + sock, "--unixctl=" + run_ + "/vswitchd.ctl",
+                     "--log-file=" + run_ + "/ovs-vswitchd.log"});
+  log_ = spec_.log_dir + "/ovs-vswitchd.out";
+  auto v = h.spawn(a, log_, true);
   if (!v) return v.status();
   vs_ = std::move(v.value());
-  std::vector<std::string> br = {"add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev"};
-  int ofport = 1;
-  for (const std::string* dev : {&spec_.dev0, &spec_.dev1}) {
-    const std::string p = "p" + std::to_string(ofport - 1);
+  std::vector<std::string> br = {"add-br", "br0", "--", "set", "bridge", "br0",
+                                 spec_.dpdk ? "datapath_type=netdev" : "datapath_type=system"};
+  for (size_t i = 0; i < 2; i++) {
+    const std::string ofport = "ofport_request=" + std::to_string(i + 1);
+    if (!spec_.dpdk) {
+      br.insert(br.end(), {"--", "add-port", "br0", spec_.ports[i], "--", "set", "Interface", spec_.ports[i], ofport});
+      continue;
+    }
+    const std::string p = "p" + std::to_string(i);
     br.insert(br.end(), {"--", "add-port", "br0", p, "--", "set", "Interface", p, "type=dpdk",
-                         "options:dpdk-devargs=" + *dev, "ofport_request=" + std::to_string(ofport)});
+                         "options:dpdk-devargs=" + spec_.ports[i], ofport});
     if (spec_.mtu > 0) br.push_back("mtu_request=" + std::to_string(spec_.mtu));
-    ofport++;
   }
-  SDN_TRY(vsctl(br));
-  const std::string flows = run + "/flows.txt";
-  std::ofstream(flows) << util::ovs_firewall_flows();
-  return cmd({"ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "unix:" + run + "/br0.mgmt", flows});
-}
-
-void LocalOvs::stop() {
-  if (vs_.pid() > 0) {
-    vs_.stop(5000ms);
-    testbed::Testbed::remove_dpdk_prefix(spec_.file_prefix);
-  }
-  vs_ = Process();
-  if (db_.pid() > 0) db_.stop(2000ms);
-  db_ = Process();
-}
-
-Status LocalOvs::cmd(const std::vector<std::string>& argv, std::string* out) {
-  SpawnOptions o;
-  o.ns = spec_.ns;
-  o.env = env_;
-  o.stdout_path = spec_.run_dir + "/cmd.out";
-  o.stderr_path = "=stdout";
-  auto p = Process::spawn(argv, o);
-  if (!p) return p.status();
-  auto rc = p->wait(60s);
-  if (out) *out = util::slurp(spec_.run_dir + "/cmd.out");
-  if (!rc || *rc != 0) return Status::error(argv[0] + " failed: " + util::slurp(spec_.run_dir + "/cmd.out").substr(0, 400));
+  if (Status s = vsctl(br); !s)
+    return Status::error("OVS bridge on " + h.describe() + ": " + s.message() + "; " + util::tail(util::slurp(log_)));
+  const std::string flows = run_ + "/flows.txt";
+  SDN_TRY(h.write_file(flows, util::ovs_firewall_flows()));
+  if (Status s = cmd({"ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "unix:" + run_ + "/br0.mgmt", flows}); !s)
+    return Status::error("ovs-ofctl replace-flows: " + s.message());
   return {};
 }
 
-Status LocalOvs::vsctl(std::vector<std::string> args, std::string* out) {
-  args.insert(args.begin(), {"ovs-vsctl", "--db=unix:" + spec_.run_dir + "/db.sock", "--timeout=60"});
-  return cmd(args, out);
+void Ovs::stop() {
+  vs_ = Job();
+  db_ = Job();
 }
 
-Status LocalOvs::appctl(std::vector<std::string> args, std::string* out) {
-  args.insert(args.begin(), {"ovs-appctl", "-t", spec_.run_dir + "/vswitchd.ctl"});
+Status Ovs::cmd(std::vector<std::string> argv, std::string* out, std::chrono::milliseconds timeout) {
+  argv.insert(argv.begin(), {"env", "OVS_RUNDIR=" + run_, "OVS_DBDIR=" + run_, "OVS_LOGDIR=" + run_});
+  return spec_.host->run(argv, out, timeout);
+}
+
+Status Ovs::vsctl(std::vector<std::string> args, std::string* out) {
+  args.insert(args.begin(), {"ovs-vsctl", "--db=unix:" + run_ + "/db.sock", "--timeout=60"});
+  return cmd(args, out, 90s);
+}
+
+Status Ovs::appctl(std::vector<std::string> args, std::string* out) {
+  args.insert(args.begin(), {"ovs-appctl", "-t", run_ + "/vswitchd.ctl"});
   return cmd(args, out);
 }
 

@@ -1,48 +1,50 @@
-// A private Open vSwitch with DPDK for one run, here or in a namespace: its
-// database, sockets and logs in the run's directory, ovsdb-server and the
-// DPDK build of ovs-vswitchd, a netdev bridge br0 with two type=dpdk ports
-// (p0 and p1, OpenFlow ports 1 and 2) and the ct() firewall flows. The
-// sweep's ovs-dpdk (af_packet ports) and RFC 2544's (memif ports) both
-// start it; the lab's runs it over SSH on the DUT host (lab_dut.cc).
+// A private Open vSwitch for one DUT session, on its DutHost (a namespace
+// here or a lab's DUT host): its database, sockets and logs in the host's
+// work directory, ovsdb-server and ovs-vswitchd, a bridge br0 with two
+// ports (p0 and p1, OpenFlow ports 1 and 2) and the ct() firewall flows.
+// Every OVS profile (ovs-dpdk on af_packet, memif or PCI ports,
+// ovs-dpdk-offload, ovs-kernel-tc) starts it here.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
-#include "harness/tools.h"
+#include "harness/dut.h"
 #include "sdn/status.h"
-#include "testbed/process.h"
-
-namespace testbed {
-class Netns;
-}
 
 namespace harness {
 
 struct OvsSpec {
-  std::string run_dir;           // database, sockets, logs
-  const testbed::Netns* ns = nullptr;  // where its processes run; null: here
-  std::string file_prefix;       // DPDK's (its hugepage files are removed at stop)
-  std::string lcore_mask, pmd_mask;
-  std::string dev0, dev1;        // the ports' dpdk-devargs
+  DutHost* host = nullptr;
+  std::string log_dir;           // here: the programs' output
+  bool dpdk = true;              // netdev bridge with type=dpdk ports; else the kernel datapath
+  bool hw_offload = false;       // other_config:hw-offload=true (and tc-policy=none on the kernel datapath)
+  bool pci = false;               // a port is a PCI device (else EAL gets --no-pci)
+  std::string file_prefix;       // DPDK's (noted on the host, removed by its undo)
+  std::string lcore_mask, pmd_mask;  // empty: OVS's defaults
+  std::array<std::string, 2> ports;  // dpdk: the ports' devargs; kernel: interface names
   int mtu = 0;                   // the ports' mtu_request; 0: OVS's default
 };
 
-class LocalOvs {
+class Ovs {
  public:
-  ~LocalOvs() { stop(); }
+  ~Ovs() { stop(); }
   sdn::Status start(const OvsSpec& spec);
   void stop();
   // ovs-vsctl on its database; ovs-appctl to its vswitchd. `out`: the output.
   sdn::Status vsctl(std::vector<std::string> args, std::string* out = nullptr);
   sdn::Status appctl(std::vector<std::string> args, std::string* out = nullptr);
-  sdn::Status cmd(const std::vector<std::string>& argv, std::string* out = nullptr);
-  const std::string& run_dir() const { return spec_.run_dir; }
+  bool running() { return vs_.pid() > 0 && vs_.running(); }
+  const std::string& log() const { return log_; }
 
  private:
+  sdn::Status cmd(std::vector<std::string> argv, std::string* out = nullptr,
+                  std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  sdn::Result<std::string> vswitchd();
   OvsSpec spec_;
-  std::vector<std::string> env_;
-  testbed::Process db_, vs_;
+  std::string run_, log_;
+  Job db_, vs_;
 };
 
 }  // namespace harness

@@ -59,216 +59,27 @@ long long tracker_room(const Rfc2544Config& c) {
   return k + (c.churn_s > 0 && c.proto == "tcp" ? c.churn_conns : 0) + kRoomHeadroom;
 }
 
-// A DUT whose two ports are memif servers on sockets `a` (client side) and
-// `b` (server side).
-class MemifDut {
- public:
-  virtual ~MemifDut() {
-    if (proc_.pid() > 0) {
-      proc_.signal(SIGTERM);  // a clean stop (testpmd: SIGTERM; the dataplane: ports stopped, socket removed)
-      proc_.wait(10s);
-      proc_.stop(std::chrono::milliseconds(3000));
-    }
-    if (!prefix_.empty()) testbed::Testbed::remove_dpdk_prefix(prefix_);
-  }
-  virtual Status start(const std::string& a, const std::string& b) = 0;
-  virtual Status flush() { return {}; }         // forget the last cell's connections
-  virtual long long ct_entries() { return -1; }  // -1: no tracker, -2: it did not answer
-  virtual std::string version() const = 0;
-  // Receive queues the generator needs per port: as many as the DUT sends on.
-  virtual int gen_rx_queues() const { return 1; }
-  // The DUT's drop counters so far, split in two: frames it dropped itself
-  // (`own`: rx misses, its policy, full tables) and its transmits into the
-  // generator's receive rings that failed (`gen`: every port of a memif DUT
-  // faces the generator, so that is the generator not draining). Differences
-  // around a trial say whose loss it was.
-  struct Drops {
-    long long own = 0, gen = 0;
-  };
-  virtual Result<Drops> drops() { return Status::error("this DUT's drop counters are not read"); }
-
- protected:
-  Process proc_;
-  std::string prefix_;  // its DPDK file prefix
-};
-
-class TestpmdMemif final : public MemifDut {
- public:
-  TestpmdMemif(std::string dir, std::string mode) : dir_(std::move(dir)), mode_(std::move(mode)) {}
-  std::string version() const override { return "dpdk-testpmd " + mode_; }
-  Status start(const std::string& a, const std::string& b) override {
-    std::string log = dir_ + "/testpmd-" + mode_ + ".log";
-    prefix_ = "harness-rfc-tp-" + std::to_string(getpid());
-    std::vector<std::string> argv = {"dpdk-testpmd", "-l", "0,1", "--main-lcore", "1", "--no-pci", "--file-prefix",
-                                     prefix_, "--vdev",
-                                     "net_memif0,role=server,socket=" + a, "--vdev", "net_memif1,role=server,socket=" + b};
-    if (!huge_ok()) argv.insert(argv.end(), {"--no-huge", "-m", "1024"});
-    argv.insert(argv.end(), {"--", "--forward-mode=" + mode_, "--auto-start", "--nb-cores=1", "--stats-period", "60"});
-    SpawnOptions o;
-    o.stdout_path = log;
-    o.stderr_path = "=stdout";
-    auto p = Process::spawn(argv, o);
-    if (!p) return p.status();
-    proc_ = std::move(p.value());
-    return wait_for_log(proc_, log, "packet forwarding - ports=", 30s);
-  }
-  // ethdev stats over telemetry. memif counts no transmit errors; io
-  // forwarding drops only what its transmit refused, so that is what it
-  // received and did not send.
-  Result<Drops> drops() override {
-    Drops d;
-    long long in = 0, out = 0;
-    for (int port : {0, 1}) {
-      auto r = testbed::telemetry_query(prefix_, "/ethdev/stats," + std::to_string(port));
-      if (!r) return r.status();
-      auto j = nlohmann::json::parse(*r, nullptr, false);
-      if (j.is_discarded() || !j.contains("/ethdev/stats")) return Status::error("telemetry: no /ethdev/stats reply");
-      const auto& st = j["/ethdev/stats"];
-      in += st.value("ipackets", 0ll);
-      out += st.value("opackets", 0ll);
-      d.own += st.value("imissed", 0ll) + st.value("ierrors", 0ll) + st.value("rx_nombuf", 0ll);
-      d.gen += st.value("oerrors", 0ll);
-    }
-    d.gen += std::max(0ll, in - out);
-    return d;
-  }
-
- private:
-  std::string dir_, mode_;
-};
-
-class DataplaneMemif final : public MemifDut {
- public:
-  DataplaneMemif(const Rfc2544Config& c, std::string dir) : cfg_(c), dir_(std::move(dir)) {}
-  std::string version() const override { return "dataplane"; }
-  Status start(const std::string& a, const std::string& b) override {
-    auto loaded = sdn::load_yaml_file(cfg_.dataplane_config);
-    if (!loaded) return loaded.status();
-    YAML::Node n = *loaded;
-    if (!n["ports"] || !n["ports"].IsSequence() || n["ports"].size() != 2)
-      return Status::error(cfg_.dataplane_config + ": needs exactly two ports (client side, server side)");
-    n["ports"][0]["devargs"] = "net_memif0,role=server,socket=" + a;
-    n["ports"][1]["devargs"] = "net_memif1,role=server,socket=" + b;
-    prefix_ = "harness-rfc-dp-" + std::to_string(getpid());
-    n["eal"]["file_prefix"] = prefix_;
-    if (!huge_ok()) n["eal"]["no_huge"] = true;
-    n["workers"]["main_lcore"] = 1;
-    YAML::Node lc;
-    lc.push_back(0);
-    n["workers"]["lcores"] = lc;
-    long long cap = n["conntrack"]["capacity"] ? n["conntrack"]["capacity"].as<long long>() : 0;
-    if (long long want = tracker_room(cfg_); cap < want || cfg_.tracker_capacity > 0) n["conntrack"]["capacity"] = want;
-    std::string path = dir_ + "/dataplane-memif.yaml", log = dir_ + "/dataplane.log";
-    YAML::Emitter e;
-    e << n;
-    std::ofstream(path) << e.c_str() << "\n";
-    SpawnOptions o;
-    o.stdout_path = log;
-    o.stderr_path = "=stdout";
-    auto p = Process::spawn({cfg_.build_dir + "/dataplane/dataplane", "--config", path}, o);
-    if (!p) return p.status();
-    proc_ = std::move(p.value());
-    return wait_for_log(proc_, log, "dataplane: running", 30s);
-  }
-  Status flush() override {
-    auto r = testbed::run_capture({cfg_.build_dir + "/dataplane/dataplane-ctl", "--prefix", prefix_, "ct", "flush"},
-                                  nullptr, 30s);
-    if (!r || r->status != 0) return Status::error("ct flush: " + (r ? r->output : r.message()));
-    return {};
-  }
-  long long ct_entries() override {
-    auto r = testbed::run_capture({cfg_.build_dir + "/dataplane/dataplane-ctl", "--prefix", prefix_, "stats"}, nullptr,
-                                  30s);
-    if (!r || r->status != 0) return -2;
-    size_t at = r->output.find(" active=");
-    return at == std::string::npos ? -2 : atoll(r->output.c_str() + at + 8);
-  }
-  // tx_full and transmit errors are the generator's; every other reason,
-  // and the ports' receive misses and errors, the dataplane's own.
-  Result<Drops> drops() override {
-    auto r = testbed::telemetry_query(prefix_, "/dataplane/stats");
-    if (!r) return r.status();
-    auto j = nlohmann::json::parse(*r, nullptr, false);
-    if (j.is_discarded() || !j.contains("/dataplane/stats")) return Status::error("telemetry: not the stats reply");
-    const auto& st = j["/dataplane/stats"];
-    Drops d;
-    if (st.contains("drops"))
-      for (auto& [k, v] : st["drops"].items())
-        if (v.is_number()) (k == "tx_full" ? d.gen : d.own) += v.get<long long>();
-    if (st.contains("ports"))
-      for (auto& [k, v] : st["ports"].items()) {
-        if (!v.is_number()) continue;
-        if (k.ends_with("_tx_errors")) d.gen += v.get<long long>();
-        else if (k.ends_with("_rx_missed") || k.ends_with("_rx_errors")) d.own += v.get<long long>();
-      }
-    return d;
-  }
-
- private:
-  Rfc2544Config cfg_;
-  std::string dir_;
-};
-
-// Open vSwitch with DPDK, a netdev bridge whose two type=dpdk ports are
-// memif servers, and the same ct() firewall as the sweep's ovs-dpdk. OVS
-// gives a port one tx queue per PMD thread plus one (its PMD sends on
-// queue 1), so the generator polls two receive queues.
-class OvsMemif final : public MemifDut {
- public:
-  OvsMemif(const Rfc2544Config& c, std::string dir) : cfg_(c), dir_(std::move(dir)) {}
-  std::string version() const override { return util::first_line({"ovs-vswitchd", "--version"}); }
-  int gen_rx_queues() const override { return 2; }
-  Status start(const std::string& a, const std::string& b) override {
-    run_ = dir_ + "/ovs";
-    OvsSpec spec;
-    spec.run_dir = run_;
-    spec.file_prefix = "harness-rfc-ovs-" + std::to_string(getpid());
-    // Main thread on core 1, the PMD thread on core 0: the dataplane's placement.
-    spec.lcore_mask = "0x2";
-    spec.pmd_mask = "0x1";
-    spec.dev0 = "net_memif0,role=server,socket=" + a;
-    spec.dev1 = "net_memif1,role=server,socket=" + b;
-    SDN_TRY(ovs_.start(spec));
-    return appctl({"dpctl/ct-set-maxconns", std::to_string(tracker_room(cfg_))});
-  }
-  Status flush() override { return appctl({"dpctl/flush-conntrack"}); }
-  // Per port: transmit failures (into the generator's rings) are the
-  // generator's; every other drop, error or miss, and upcalls lost, OVS's.
-  Result<Drops> drops() override {
-    Drops d;
-    std::string out;
-    if (Status s = appctl({"dpctl/show"}, &out); !s) return s;
-    if (size_t p = out.find("lost:"); p != std::string::npos) d.own += atoll(out.c_str() + p + 5);
-    for (const char* port : {"p0", "p1"}) {
-      std::map<std::string, long long> m;
-      if (Status s = cmd({"ovs-vsctl", "--db=unix:" + run_ + "/db.sock", "get", "Interface", port, "statistics"}, &out);
-          !s)
-        return s;
-      util::ovs_port_drops(port, out, &m);
-      const std::string P = std::string(port) + "_";
-      const long long fail = m.count(P + "ovs_tx_failure_drops") ? m[P + "ovs_tx_failure_drops"] : m[P + "tx_dropped"];
-      d.gen += fail;
-      for (const auto& [k, v] : m)
-        if (k != P + "ovs_tx_failure_drops" && k.rfind(P + "ovs_", 0) != 0) d.own += v;
-      d.own -= fail;  // tx_dropped counts the failures too
-    }
-    return d;
-  }
-  long long ct_entries() override {
-    std::string out;
-    if (!appctl({"dpctl/ct-get-nconns"}, &out)) return -2;
-    char* end;
-    long long n = strtoll(out.c_str(), &end, 10);
-    return end == out.c_str() ? -2 : n;
-  }
-
- private:
-  Status cmd(const std::vector<std::string>& argv, std::string* out = nullptr) { return ovs_.cmd(argv, out); }
-  Status appctl(std::vector<std::string> args, std::string* out = nullptr) { return ovs_.appctl(std::move(args), out); }
-  Rfc2544Config cfg_;
-  std::string dir_, run_;
-  LocalOvs ovs_;
-};
+// A DUT on this machine whose two ports are memif servers on sockets `a`
+// (client side) and `b` (server side): its main lcore 1 (shared with the
+// generator), forwarding on lcore 0.
+Result<std::unique_ptr<Dut>> memif_dut(const std::string& name, const Rfc2544Config& c, DutHost& host,
+                                       const std::string& dir, const std::string& a, const std::string& b) {
+  DutSite site;
+  site.host = &host;
+  site.ports = {DutPort{Attach::kMemif, a}, DutPort{Attach::kMemif, b}};
+  site.main_lcore = 1;
+  site.fwd_lcore = 0;
+  site.place_dataplane = true;
+  site.dir = dir;
+  site.prefix_tag = "harness-rfc-";
+  site.tracker_room = tracker_room(c);
+  site.tracker_room_exact = c.tracker_capacity > 0;
+  site.dataplane = c.build_dir + "/dataplane/dataplane";
+  site.dataplane_ctl = c.build_dir + "/dataplane/dataplane-ctl";
+  site.dataplane_config = c.dataplane_config;
+  site.source_dir = c.source_dir;
+  return make_dut(name, site);
+}
 
 // harness-gen's stderr, a complete line at a time as it grows.
 class LogLines {
@@ -301,7 +112,7 @@ class LogLines {
 // generator waits while the DUT's drop counters are read (--sync), and is
 // told the difference. `drops_why` says why they could not be read, if so.
 Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, const std::string& b, int frame,
-                                int conns, MemifDut* dut, const std::string& raw, long long* ct_seen = nullptr,
+                                int conns, Dut* dut, const std::string& raw, long long* ct_seen = nullptr,
                                 std::string* drops_why = nullptr) {
   const std::string prefix = "harness-rfc-gen-" + std::to_string(getpid());
   std::vector<std::string> argv = {cfg.build_dir + "/harness/harness-gen", "-l", "1", "--no-pci", "--file-prefix",
@@ -364,7 +175,7 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, 
   LogLines lines(raw + ".err");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(setup_s + 40);
   bool held = false;
-  MemifDut::Drops before;
+  Dut::DropSplit before;
   bool before_ok = false;
   std::string why_not;
   for (;;) {
@@ -376,7 +187,8 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, 
     }
     if (l.rfind("harness-gen: set-up done", 0) == 0) {
       held = true;
-      const long long ct = dut->ct_entries();
+      long long ct = dut->ct_entries();
+      if (ct < 0 && dut->no_tracker().empty()) ct = -2;
       if (ct_seen) *ct_seen = ct;
       std::string why;
       if (ct == -2) why = "the DUT did not answer for its tracker's count";
@@ -392,13 +204,13 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, 
       if (!say("go\n")) break;
       deadline = std::chrono::steady_clock::now() + std::chrono::seconds(budget);
     } else if (l.rfind("harness-gen: trial ", 0) == 0 && l.ends_with(" ready")) {
-      auto d = dut->drops();
+      auto d = dut->drop_split();
       before_ok = d.ok();
       if (d) before = *d;
       else why_not = d.message();
       if (!say("go\n")) break;
     } else if (l.rfind("harness-gen: trial ", 0) == 0 && l.ends_with(" done")) {
-      auto d = dut->drops();
+      auto d = dut->drop_split();
       if (!d) why_not = d.message();
       const bool known = before_ok && d.ok();
       if (!say(known ? "dut " + std::to_string(std::max(0ll, d->own - before.own)) + " " +
@@ -490,8 +302,9 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
     // everything), what the generator offers at full rate.
     std::map<int, std::string> ceiling;
     {
-      TestpmdMemif rx(out + "/raw", "rxonly");
-      Status s = rx.start(a, b);
+      auto host = local_host(nullptr, out + "/raw");
+      auto rx = memif_dut("testpmd-rxonly", cfg, *host, out + "/raw", a, b);
+      Status s = rx ? (*rx)->start() : rx.status();
       for (int f : cfg.frames) {
         if (!s) {
           ceiling[f] = "unknown: rxonly peer: " + s.message();
@@ -507,15 +320,13 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
       if (round_done(dname, round)) continue;
       std::string ddir = out + "/raw/" + dname + "-r" + std::to_string(round);
       std::filesystem::create_directories(ddir, ec);
-      std::unique_ptr<MemifDut> dut;
+      auto host = local_host(nullptr, ddir);
+      std::unique_ptr<Dut> dut;
       std::string why;
-      if (dname == "testpmd-io") dut = std::make_unique<TestpmdMemif>(ddir, "io");
-      else if (dname == "dataplane") dut = std::make_unique<DataplaneMemif>(cfg, ddir);
-      else if (dname == "kernel-ct") why = "skipped: the kernel has no DPDK port to attach to memif";
-      else if (dname == "ovs-dpdk") dut = std::make_unique<OvsMemif>(cfg, ddir);
-      else why = "no memif profile for " + dname;
-      if (dut && why.empty())
-        if (Status s = dut->start(a, b); !s) why = "start: " + s.message();
+      if (auto d = memif_dut(dname, cfg, *host, ddir, a, b); !d)
+        why = (dname == "kernel-ct" ? "skipped: " : "") + d.message();
+      else if (Status s = (dut = std::move(d.value()))->start(); !s)
+        why = "start: " + s.message();
       for (int k : cfg.conns)
         for (int f : cfg.frames) {
           if (stop) break;

@@ -155,6 +155,9 @@ class DutSession {
  private:
   void open_lab();
   void open_testbed();
+  void start_dut(int round);
+  Status testbed_path_check();
+  Status lab_path_check();
   void describe_endpoints();
   Status start_server(int i);
   void start_sockperf();
@@ -166,6 +169,9 @@ class DutSession {
   std::unique_ptr<SshSession> ssh_;
   std::unique_ptr<Transport> tr_;
   std::unique_ptr<Bed> bed_;
+  std::unique_ptr<DutHost> host_;
+  DutSite site_;
+  std::string facts_label_;  // how machine.txt names the DUT host
   std::unique_ptr<Dut> dut_;
   std::vector<Job> servers_;  // iperf3 instance i's server
   Job sockperf_;
@@ -178,15 +184,7 @@ DutSession::DutSession(SweepRun& run, const std::string& name, int round)
   std::filesystem::create_directories(dir_, mk);
   if (cfg_.inventory) open_lab();
   else open_testbed();
-  if (dut_) version_ = dut_->version();
-  if (bed_ && bed_->dut) {
-    // The DUT host as it is, before any traffic: in the machine info.
-    std::ofstream(run_.out + "/machine.txt", std::ios::app)
-        << "dut host of " << name_ << " (round " << round << "):\n"
-        << gather_host_facts(util::netns_runner(bed_->dut), {"d0", "d1"}).describe();
-  }
-  if (error_.empty())
-    if (Status s = dut_->start(*bed_); !s) error_ = "start: " + s.message();
+  if (error_.empty()) start_dut(round);
   if (!cfg_.inventory && bed_ && cfg_.lab == "testbed-ssh") {
     ssh_ = std::make_unique<SshSession>(bed_->ssh_hosts(), run_.run_id, bed_->mgmt);
     std::string report;
@@ -205,7 +203,9 @@ DutSession::DutSession(SweepRun& run, const std::string& name, int round)
   if (cfg_.background_conns > 0 && error_.empty()) error_ = open_background();
 }
 
-// A lab: every host over SSH, nothing built here (the Bed stays empty).
+// A lab: every host over SSH, nothing built here (the Bed stays empty); the
+// DUT on the inventory's DUT host, its ports as that host has them (PCI
+// devices by bus address, other interfaces through net_af_packet).
 void DutSession::open_lab() {
   const Inventory& inv = *cfg_.inventory;
   bed_ = std::make_unique<Bed>();
@@ -216,11 +216,18 @@ void DutSession::open_lab() {
   if (!report.empty()) fprintf(stderr, "harness: %s", report.c_str());
   tr_ = std::make_unique<SshTransport>(*ssh_, inv.server.address, inv.mtu, &inv);
   if (error_.empty() && !run_.endpoints_described) describe_endpoints();
-  if (error_.empty()) {
-    auto d = make_lab_dut(name_, inv, *ssh_, dir_, run_.out + "/machine.txt");
-    if (!d) error_ = d.message();
-    else dut_ = std::move(d.value());
-  }
+  host_ = ssh_host(*ssh_);
+  site_.mtu = inv.mtu;
+  site_.prefix_tag = "harness-lab-";
+  site_.dataplane = inv.dut.dataplane_program;
+  site_.dataplane_ctl = inv.dut.dataplane_ctl;
+  site_.dataplane_config = inv.dut.dataplane_config;
+  site_.config_as_is = true;
+  site_.hw_check = inv.dut.hw_check;
+  facts_label_ = "dut host " + inv.dut.ssh.destination + " for " + name_ + ":\n";
+  bool listed = false;
+  for (const auto& p : inv.dut.profiles) listed = listed || p == name_;
+  if (!listed && error_.empty()) error_ = "start: the inventory's DUT host does not list profile " + name_;
 }
 
 // The client and server hosts, once per run, as the DUT host is.
@@ -239,25 +246,101 @@ void DutSession::describe_endpoints() {
   }
 }
 
+// The namespace testbed: the DUT in its DUT namespace on d0 and d1.
 void DutSession::open_testbed() {
   auto b = Bed::build(cfg_.mtu, cfg_.lab == "testbed-ssh");
-  if (!b) error_ = b.message();
-  else bed_ = std::move(b.value());
-  if (error_.empty()) {
-    auto d = make_dut(name_, cfg_, dir_);
-    if (!d) error_ = d.message();
-    else dut_ = std::move(d.value());
+  if (!b) {
+    error_ = b.message();
+    return;
   }
+  bed_ = std::move(b.value());
+  host_ = local_host(bed_->dut, dir_);
+  site_.ports = {DutPort{Attach::kAfPacket, "d0"}, DutPort{Attach::kAfPacket, "d1"}};
+  site_.mtu = bed_->mtu;
+  site_.prefix_tag = "harness-";
+  site_.dataplane = cfg_.build_dir + "/dataplane/dataplane";
+  site_.dataplane_ctl = cfg_.build_dir + "/dataplane/dataplane-ctl";
+  site_.dataplane_config = cfg_.dataplane_config;
+  site_.source_dir = cfg_.source_dir;
+  // The tracker is preallocated at start: room for the background
+  // connections (each worker's shard could get all of them) goes in now.
+  if (cfg_.background_conns > 0) site_.tracker_room = cfg_.background_conns + kRoomHeadroom;
+  site_.router_client_ip = Bed::kClientIp;
+  site_.router_server_ip = Bed::kServerIp;
 }
 
-// Stops in order: the load first, then the DUT (a lab DUT stops itself
-// through the session), then the transport, the session and the bed.
+// The DUT host as it is before any traffic (in the machine info), the
+// profile's preconditions there, then the DUT started and the path through
+// it checked.
+void DutSession::start_dut(int round) {
+  site_.host = host_.get();
+  site_.dir = dir_;
+  std::vector<std::string> ifaces = cfg_.inventory ? cfg_.inventory->dut.interfaces : std::vector<std::string>{"d0", "d1"};
+  HostFacts facts = gather_host_facts(host_->runner(), ifaces);
+  if (facts_label_.empty()) facts_label_ = "dut host of " + name_ + " (round " + std::to_string(round) + "):\n";
+  std::ofstream(run_.out + "/machine.txt", std::ios::app) << facts_label_ << facts.describe();
+  if (cfg_.inventory)
+    for (size_t i = 0; i < 2; i++) {
+      const NicFacts* n = i < facts.nics.size() ? &facts.nics[i] : nullptr;
+      site_.ports[i] = n && is_pci_bus(n->bus) ? DutPort{Attach::kPci, n->bus} : DutPort{Attach::kAfPacket, ifaces[i]};
+    }
+  auto d = make_dut(name_, site_);
+  if (!d) {
+    error_ = d.message();
+    return;
+  }
+  dut_ = std::move(d.value());
+  version_ = dut_->version();
+  // What the profile itself sets in OVS before its first flow.
+  const std::map<std::string, std::string> ovs = {{"hw-offload", "true"}, {"tc-policy", "none"}};
+  if (auto miss = missing_for(name_, facts, ovs); !miss.empty()) {
+    std::string m;
+    for (auto& x : miss) m += (m.empty() ? "" : "; ") + x;
+    error_ = "start: preconditions not met on the DUT host: " + m;
+    return;
+  }
+  if (Status s = dut_->start(); !s) error_ = "start: " + s.message();
+  else if (Status h = cfg_.inventory ? lab_path_check() : testbed_path_check(); !h) error_ = "start: " + h.message();
+}
+
+// Waits until a ping crosses the DUT (ARP included).
+Status DutSession::testbed_path_check() {
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  std::string last;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto r = testbed::run_capture({"ping", "-c", "1", "-W", "1", Bed::kServerIp}, bed_->client, 5s);
+    if (r && r->status == 0) return {};
+    last = r ? r->output : r.message();
+  }
+  return Status::error("health check: no ping across the DUT: " + last.substr(0, 200));
+}
+
+// The endpoints may hold the neighbour entries of the DUT run before (a
+// bump in the wire passes the hosts' own MACs; a router answers for them):
+// each DUT starts from empty neighbour tables.
+Status DutSession::lab_path_check() {
+  const Inventory& inv = *cfg_.inventory;
+  for (const LabHost* h : {&inv.client, &inv.server})
+    if (Status s = ssh_->run(h->ssh.name, {"ip", "neigh", "flush", "dev", h->interface}, nullptr, 20s); !s)
+      return Status::error("flushing the neighbour table: " + s.message());
+  std::string last;
+  for (int i = 0; i < 10; i++) {
+    if (ssh_->run("client", {"ping", "-c", "1", "-W", "1", inv.server.address}, &last, 10s)) return {};
+    std::this_thread::sleep_for(500ms);
+  }
+  return Status::error("health check: no ping from the client host to " + inv.server.address + " across the DUT: " +
+                       util::tail(last));
+}
+
+// Stops in order: the load first, then the DUT and what it changed on its
+// host, then the transport, the session and the bed.
 DutSession::~DutSession() {
   bg_.reset();
   servers_.clear();
   sockperf_ = Job();
   if (dut_) dut_->stop();
   dut_.reset();
+  host_.reset();
   tr_.reset();
   ssh_.reset();
   bed_.reset();

@@ -50,8 +50,11 @@ std::vector<std::string> ssh_argv(const SshHost& h, const std::string& control_d
 class Job {
  public:
   Job() = default;
-  explicit Job(testbed::Process p, std::function<void()> kill_remote = {}, std::string host = {})
-      : p_(std::move(p)), kill_remote_(std::move(kill_remote)), host_(std::move(host)) {}
+  // `grace`: how long a local program gets between TERM and KILL when the
+  // job ends (a DPDK program gives its ports and hugepages back).
+  explicit Job(testbed::Process p, std::function<void()> kill_remote = {}, std::string host = {},
+               std::chrono::milliseconds grace = std::chrono::milliseconds(500))
+      : p_(std::move(p)), kill_remote_(std::move(kill_remote)), host_(std::move(host)), grace_(grace) {}
   Job(Job&& o) noexcept = default;
   Job& operator=(Job&& o) noexcept {
     if (this != &o) {
@@ -59,6 +62,7 @@ class Job {
       p_ = std::move(o.p_);
       kill_remote_ = std::move(o.kill_remote_);
       host_ = std::move(o.host_);
+      grace_ = o.grace_;
       exited_ = o.exited_;
     }
     return *this;
@@ -82,13 +86,14 @@ class Job {
 
  private:
   void end() {
-    if (p_.pid() > 0) p_.stop(std::chrono::milliseconds(500));
+    if (p_.pid() > 0) p_.stop(grace_);
     if (kill_remote_ && !exited_) kill_remote_();
     kill_remote_ = nullptr;
   }
   testbed::Process p_;
   std::function<void()> kill_remote_;
   std::string host_;
+  std::chrono::milliseconds grace_{500};
   bool exited_ = false;
 };
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/dut.h"
 #include "harness/lab.h"
 #include "harness/rfc2544.h"
 #include "harness/results.h"
@@ -66,8 +67,6 @@ struct Limit {
 };
 inline constexpr Limit kInstancesLimit{1, 128}, kSizesLimit{16, 65000}, kDurationLimit{1, 3600},
     kRepeatLimit{1, 100}, kWarmupLimit{0, 600}, kOmitLimit{0, 60}, kBackgroundLimit{0, 2000000}, kMtuLimit{576, 9000};
-inline const std::vector<std::string> kDutNames{"dataplane",  "ovs-dpdk",         "kernel-ct",
-                                                "testpmd-io", "ovs-dpdk-offload", "ovs-kernel-tc"};
 inline const std::vector<std::string> kProtoNames{"tcp", "udp"};
 
 // Loads configs/harness/*.yaml over the defaults. Errors name file, line, key.
@@ -186,41 +185,6 @@ class SshTransport final : public Transport {
   const Inventory* inv_;
 };
 
-class Dut {
- public:
-  virtual ~Dut() = default;
-  virtual std::string name() const = 0;
-  virtual std::string version() const = 0;
-  virtual sdn::Status start(Bed& bed) = 0;
-  virtual void stop() = 0;
-  // The tracker's entries now; -1 when it cannot be read (or there is none).
-  virtual long long ct_entries() { return -1; }
-  virtual long long offloaded() { return -1; }
-  // Makes room in the tracker for `conns` connections beyond the sweep's own
-  // (--background-conns) and says what it set; called after start(). A DUT
-  // whose limit is fixed at start does it there.
-  virtual sdn::Result<std::string> make_room(long long /*conns*/) { return std::string("no tracker to size"); }
-  // Why ct_entries() has no figure when the DUT has no tracker at all.
-  virtual std::string no_tracker() const { return ""; }
-  // The DUT's own drop counters, cumulative, by name (the sweep reports what
-  // each run added). Policy drops (its rules dropping, as a firewall does)
-  // are named "policy:...".
-  virtual sdn::Result<std::map<std::string, long long>> drops() {
-    return sdn::Status::error("this DUT reports no drop counters");
-  }
-  // What its drop counters cannot see, said next to them.
-  virtual std::string drops_blind_spot() const { return ""; }
-  // Still there after a cell: its programs running, its host answering. A
-  // cell after which the DUT is gone is an error, and so is every later one.
-  virtual sdn::Status alive() { return {}; }
-};
-
-sdn::Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const SweepConfig& cfg, const std::string& run_dir);
-// A profile on the inventory's DUT host, over `ssh` (hosts client, server, dut).
-// Its host facts are appended to machine_txt.
-sdn::Result<std::unique_ptr<Dut>> make_lab_dut(const std::string& name, const Inventory& inv, SshSession& ssh,
-                                               const std::string& run_dir, const std::string& machine_txt);
-
 struct SweepOutcome {
   int error_rows = 0;
   std::string dir;  // the run directory
@@ -229,10 +193,6 @@ struct SweepOutcome {
 // Runs the sweep, appending rows to DIR/results.csv. `stop` is polled
 // between steps (SIGINT).
 sdn::Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& stop);
-
-// Tracker entries a DUT gets beyond the connections it must hold
-// (--background-conns K, --mode rfc2544's K): the sweep's own.
-inline constexpr long long kRoomHeadroom = 16384;
 
 // --background-conns: harness-conns on the server side (listening) and the
 // client side (connecting), started through the transport like the traffic
