@@ -348,105 +348,59 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
   return *r > 0 ? 1 : 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  struct sigaction sa{};
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  // A tool that exits early (harness-gen refusing a flag, an ssh that
-  // died) must be an error row, not the death of the harness on a write.
-  signal(SIGPIPE, SIG_IGN);
-  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-    fputs(kHelp, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
-  }
-  std::string cmd = argv[1];
-  std::string build_dir = exe_dir() + "/..";
-  if (cmd == "check") return cmd_check(build_dir);
-  if (cmd == "testbed") {
-    std::string sub = argc > 2 ? argv[2] : "", inventory;
-    if (argc == 5 && std::string(argv[3]) == "--inventory") inventory = argv[4];
-    else if (argc != 3) sub = "";
-    return cmd_testbed(sub, inventory, exe_dir() + "/../../..", build_dir);
-  }
-  if (cmd == "report") {
-    if (argc != 3) {
-      fprintf(stderr, "usage: harness report DIR\n");
-      return 2;
-    }
-    if (auto s = write_report(argv[2]); !s) {
-      fprintf(stderr, "harness: %s\n", s.message().c_str());
-      return 1;
-    }
-    printf("%s/report.md\n%s/report.html\n", argv[2], argv[2]);
-    return 0;
-  }
-  if (cmd == "compare") {
-    const char* usage = "usage: harness compare OLD.csv NEW.csv [--max-regression PCT]\n";
-    std::vector<std::string> files;
-    double pct = 5;
-    for (int i = 2; i < argc; i++) {
-      std::string x = argv[i];
-      if (x == "--max-regression") {
-        if (i + 1 >= argc) {
-          fprintf(stderr, "harness: --max-regression needs a value\n%s", usage);
-          return 2;
-        }
-        std::string v = argv[++i];
-        if (!sdn::parse_number(v, false, 0, 100, &pct)) {
-          fprintf(stderr, "harness: bad value '%s' for --max-regression: want a percentage in 0..100\n", v.c_str());
-          return 2;
-        }
-      } else if (x.rfind("-", 0) == 0) {
-        fprintf(stderr, "harness: compare: unknown flag '%s'\n%s", x.c_str(), usage);
-        return 2;
-      } else {
-        files.push_back(x);
-      }
-    }
-    if (files.size() != 2) {
-      fputs(usage, stderr);
-      return 2;
-    }
-    auto r = compare(files[0], files[1], pct);
-    if (!r) {
-      fprintf(stderr, "harness: %s\n", r.message().c_str());
-      return 2;
-    }
-    for (const auto& l : *r) printf("%s\n", l.c_str());
-    printf("%zu problem(s): regressions over %.1f%%, missing or failing cells\n", r->size(), pct);
-    return r->empty() ? 0 : 1;
-  }
-  if (cmd != "run") {
-    fprintf(stderr, "harness: unknown command '%s' (see --help)\n", cmd.c_str());
+int cmd_report(int argc, char** argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: harness report DIR\n");
     return 2;
   }
+  if (auto s = write_report(argv[2]); !s) {
+    fprintf(stderr, "harness: %s\n", s.message().c_str());
+    return 1;
+  }
+  printf("%s/report.md\n%s/report.html\n", argv[2], argv[2]);
+  return 0;
+}
 
-  for (int i = 2; i + 1 < argc; i++)
-    if (!strcmp(argv[i], "--mode")) {
-      std::string m = argv[i + 1];
-      if (m == "rfc2544") return cmd_rfc2544(argc, argv, build_dir);
-      if (m != "sweep") {
-        fprintf(stderr, "harness: --mode '%s': want sweep (the default) or rfc2544\n", m.c_str());
+int cmd_compare(int argc, char** argv) {
+  const char* usage = "usage: harness compare OLD.csv NEW.csv [--max-regression PCT]\n";
+  std::vector<std::string> files;
+  double pct = 5;
+  for (int i = 2; i < argc; i++) {
+    std::string x = argv[i];
+    if (x == "--max-regression") {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "harness: --max-regression needs a value\n%s", usage);
         return 2;
       }
+      std::string v = argv[++i];
+      if (!sdn::parse_number(v, false, 0, 100, &pct)) {
+        fprintf(stderr, "harness: bad value '%s' for --max-regression: want a percentage in 0..100\n", v.c_str());
+        return 2;
+      }
+    } else if (x.rfind("-", 0) == 0) {
+      fprintf(stderr, "harness: compare: unknown flag '%s'\n%s", x.c_str(), usage);
+      return 2;
+    } else {
+      files.push_back(x);
     }
-  SweepConfig cfg;
-  bool no_rfc2544 = false;
-  cfg.build_dir = build_dir;
-  std::string src = exe_dir() + "/../../..";
-  char real[4096];
-  cfg.source_dir = realpath(src.c_str(), real) ? real : src;
-  cfg.dataplane_config = cfg.source_dir + "/configs/dataplane/firewall.yaml";
-  // The YAML first, then the flags over it.
-  for (int i = 2; i + 1 < argc; i++)
-    if (!strcmp(argv[i], "--config"))
-      if (auto s = load_sweep_config(argv[i + 1], &cfg); !s) {
-        fprintf(stderr, "harness: %s\n", s.message().c_str());
-        return 2;
-      }
+  }
+  if (files.size() != 2) {
+    fputs(usage, stderr);
+    return 2;
+  }
+  auto r = compare(files[0], files[1], pct);
+  if (!r) {
+    fprintf(stderr, "harness: %s\n", r.message().c_str());
+    return 2;
+  }
+  for (const auto& l : *r) printf("%s\n", l.c_str());
+  printf("%zu problem(s): regressions over %.1f%%, missing or failing cells\n", r->size(), pct);
+  return r->empty() ? 0 : 1;
+}
+
+// `harness run`'s flags over the YAML's settings. Returns an exit status
+// (--help, a bad flag), or -1 to go on.
+int parse_sweep_flags(int argc, char** argv, SweepConfig* cfg, bool* no_rfc2544) {
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
     auto val = [&]() -> std::string {
@@ -498,32 +452,32 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (a == "--config") val();
-    else if (a == "--instances") ints(kInstancesLimit, &cfg.instances);
-    else if (a == "--sizes") ints(kSizesLimit, &cfg.sizes);
-    else if (a == "--proto") names(kProtoNames, &cfg.protos);
-    else if (a == "--dut") names(kDutNames, &cfg.duts);
-    else if (a == "--duration") cfg.duration_s = num(kDurationLimit.lo, kDurationLimit.hi);
-    else if (a == "--repeat") cfg.repeat = num(kRepeatLimit.lo, kRepeatLimit.hi);
-    else if (a == "--warmup") cfg.warmup_s = num(kWarmupLimit.lo, kWarmupLimit.hi);
-    else if (a == "--omit") cfg.omit_s = num(kOmitLimit.lo, kOmitLimit.hi);
-    else if (a == "--background-conns") cfg.background_conns = num(kBackgroundLimit.lo, kBackgroundLimit.hi);
-    else if (a == "--no-sockperf") cfg.sockperf = false;
-    else if (a == "--no-rfc2544") no_rfc2544 = true;
-    else if (a == "--no-interleave") cfg.interleave = false;
-    else if (a == "--mtu") cfg.mtu = num(kMtuLimit.lo, kMtuLimit.hi);
-    else if (a == "--dataplane-config") cfg.dataplane_config = val();
-    else if (a == "--out") cfg.out_dir = absolute(val());
-    else if (a == "--resume") cfg.resume_dir = absolute(val());
-    else if (a == "--ci") cfg.ci = true;
+    else if (a == "--instances") ints(kInstancesLimit, &cfg->instances);
+    else if (a == "--sizes") ints(kSizesLimit, &cfg->sizes);
+    else if (a == "--proto") names(kProtoNames, &cfg->protos);
+    else if (a == "--dut") names(kDutNames, &cfg->duts);
+    else if (a == "--duration") cfg->duration_s = num(kDurationLimit.lo, kDurationLimit.hi);
+    else if (a == "--repeat") cfg->repeat = num(kRepeatLimit.lo, kRepeatLimit.hi);
+    else if (a == "--warmup") cfg->warmup_s = num(kWarmupLimit.lo, kWarmupLimit.hi);
+    else if (a == "--omit") cfg->omit_s = num(kOmitLimit.lo, kOmitLimit.hi);
+    else if (a == "--background-conns") cfg->background_conns = num(kBackgroundLimit.lo, kBackgroundLimit.hi);
+    else if (a == "--no-sockperf") cfg->sockperf = false;
+    else if (a == "--no-rfc2544") *no_rfc2544 = true;
+    else if (a == "--no-interleave") cfg->interleave = false;
+    else if (a == "--mtu") cfg->mtu = num(kMtuLimit.lo, kMtuLimit.hi);
+    else if (a == "--dataplane-config") cfg->dataplane_config = val();
+    else if (a == "--out") cfg->out_dir = absolute(val());
+    else if (a == "--resume") cfg->resume_dir = absolute(val());
+    else if (a == "--ci") cfg->ci = true;
     else if (a == "--lab") {
-      cfg.lab = val();
-      if (cfg.lab != "testbed-ssh") {
-        auto inv = load_inventory(cfg.lab);
+      cfg->lab = val();
+      if (cfg->lab != "testbed-ssh") {
+        auto inv = load_inventory(cfg->lab);
         if (!inv) {
           fprintf(stderr, "harness: --lab: %s\n", inv.message().c_str());
           return 2;
         }
-        cfg.inventory = std::make_shared<const Inventory>(inv.value());
+        cfg->inventory = std::make_shared<const Inventory>(inv.value());
       }
     }
     else {
@@ -531,6 +485,97 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  return -1;
+}
+
+// --ci: the summary rows as a table on stdout.
+void print_ci_table(const std::string& dir) {
+  auto rows = read_csv(dir + "/results.csv");
+  if (rows) {
+    printf("%-11s %-10s %-4s %4s %6s %10s %9s %s\n", "dut", "kind", "prot", "inst", "size", "gbps", "p50_us", "status");
+    for (auto& r : *rows)
+      if (r["repeat"] == "summary")
+        printf("%-11s %-10s %-4s %4s %6s %10s %9s %s\n", r["dut"].c_str(), r["kind"].c_str(), r["proto"].c_str(),
+               r["instances"].c_str(), r["size_bytes"].c_str(), r["throughput_gbps"].c_str(),
+               r["latency_p50_us"].c_str(), (r["status"] + (r["error"].empty() ? "" : ": " + r["error"])).c_str());
+  }
+}
+
+// The config's rfc2544 stage after the sweep, into the same directory.
+// Returns its error rows (1 when it could not run).
+int rfc2544_stage(const SweepConfig& cfg, const std::string& dir) {
+  if (!cfg.lab.empty()) {
+    fprintf(stderr, "harness: the config's rfc2544 stage is skipped with --lab (memif runs on one host)\n");
+    return 0;
+  }
+  Rfc2544Config rc = cfg.rfc;
+  rc.build_dir = cfg.build_dir;
+  rc.source_dir = cfg.source_dir;
+  rc.dataplane_config = cfg.dataplane_config;
+  rc.out_dir = dir;
+  fprintf(stderr, "harness: the config's rfc2544 stage (memif) into %s\n", dir.c_str());
+  auto r = run_rfc2544(rc, g_stop);
+  if (!r) {
+    fprintf(stderr, "harness: rfc2544: %s\n", r.message().c_str());
+    return 1;
+  }
+  return *r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  // A tool that exits early (harness-gen refusing a flag, an ssh that
+  // died) must be an error row, not the death of the harness on a write.
+  signal(SIGPIPE, SIG_IGN);
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    fputs(kHelp, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string cmd = argv[1];
+  std::string build_dir = exe_dir() + "/..";
+  if (cmd == "check") return cmd_check(build_dir);
+  if (cmd == "testbed") {
+    std::string sub = argc > 2 ? argv[2] : "", inventory;
+    if (argc == 5 && std::string(argv[3]) == "--inventory") inventory = argv[4];
+    else if (argc != 3) sub = "";
+    return cmd_testbed(sub, inventory, exe_dir() + "/../../..", build_dir);
+  }
+  if (cmd == "report") return cmd_report(argc, argv);
+  if (cmd == "compare") return cmd_compare(argc, argv);
+  if (cmd != "run") {
+    fprintf(stderr, "harness: unknown command '%s' (see --help)\n", cmd.c_str());
+    return 2;
+  }
+
+  for (int i = 2; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--mode")) {
+      std::string m = argv[i + 1];
+      if (m == "rfc2544") return cmd_rfc2544(argc, argv, build_dir);
+      if (m != "sweep") {
+        fprintf(stderr, "harness: --mode '%s': want sweep (the default) or rfc2544\n", m.c_str());
+        return 2;
+      }
+    }
+  SweepConfig cfg;
+  bool no_rfc2544 = false;
+  cfg.build_dir = build_dir;
+  std::string src = exe_dir() + "/../../..";
+  char real[4096];
+  cfg.source_dir = realpath(src.c_str(), real) ? real : src;
+  cfg.dataplane_config = cfg.source_dir + "/configs/dataplane/firewall.yaml";
+  // The YAML first, then the flags over it.
+  for (int i = 2; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--config"))
+      if (auto s = load_sweep_config(argv[i + 1], &cfg); !s) {
+        fprintf(stderr, "harness: %s\n", s.message().c_str());
+        return 2;
+      }
+  if (int rc = parse_sweep_flags(argc, argv, &cfg, &no_rfc2544); rc >= 0) return rc;
   if (cfg.inventory) {
     cfg.mtu = cfg.inventory->mtu;
     for (const auto& d : cfg.duts)
@@ -554,40 +599,12 @@ int main(int argc, char** argv) {
   }
   std::string dir = outcome->dir;
   int rfc_errors = 0;
-  if (cfg.rfc2544 && !no_rfc2544 && !g_stop && !dir.empty()) {
-    if (!cfg.lab.empty()) {
-      fprintf(stderr, "harness: the config's rfc2544 stage is skipped with --lab (memif runs on one host)\n");
-    } else {
-      Rfc2544Config rc = cfg.rfc;
-      rc.build_dir = cfg.build_dir;
-      rc.source_dir = cfg.source_dir;
-      rc.dataplane_config = cfg.dataplane_config;
-      rc.out_dir = dir;
-      fprintf(stderr, "harness: the config's rfc2544 stage (memif) into %s\n", dir.c_str());
-      auto r = run_rfc2544(rc, g_stop);
-      if (!r) {
-        fprintf(stderr, "harness: rfc2544: %s\n", r.message().c_str());
-        rfc_errors = 1;
-      } else {
-        rfc_errors = *r;
-      }
-    }
-  }
+  if (cfg.rfc2544 && !no_rfc2544 && !g_stop && !dir.empty()) rfc_errors = rfc2544_stage(cfg, dir);
   if (!dir.empty()) {
     if (auto s = write_report(dir); !s) fprintf(stderr, "harness: report: %s\n", s.message().c_str());
     else fprintf(stderr, "harness: report in %s/report.md\n", dir.c_str());
   }
-  if (cfg.ci && !dir.empty()) {
-    auto rows = read_csv(dir + "/results.csv");
-    if (rows) {
-      printf("%-11s %-10s %-4s %4s %6s %10s %9s %s\n", "dut", "kind", "prot", "inst", "size", "gbps", "p50_us", "status");
-      for (auto& r : *rows)
-        if (r["repeat"] == "summary")
-          printf("%-11s %-10s %-4s %4s %6s %10s %9s %s\n", r["dut"].c_str(), r["kind"].c_str(), r["proto"].c_str(),
-                 r["instances"].c_str(), r["size_bytes"].c_str(), r["throughput_gbps"].c_str(),
-                 r["latency_p50_us"].c_str(), (r["status"] + (r["error"].empty() ? "" : ": " + r["error"])).c_str());
-    }
-  }
+  if (cfg.ci && !dir.empty()) print_ci_table(dir);
   if (g_stop) {
     fprintf(stderr, "harness: interrupted; rows so far are kept (resume with --resume %s)\n", dir.c_str());
     return 130;

@@ -241,30 +241,49 @@ std::string to_html(const std::string& title, const std::vector<Section>& secs) 
 }
 
 // The iperf3/sockperf sweep (results.csv).
-void sweep_sections(const std::vector<Row>* rows, const std::stringstream& machine, std::vector<Section>& secs) {
+// What the sweep's sections are built from: the summary table, its DUTs,
+// the throughput cells grouped by (proto, instances), and the ceiling.
+struct SweepView {
+  Table t;
   std::vector<std::string> duts;
-  Table t = summarize(*rows, &duts);
-  auto cell_size = [](const std::string& k) { return static_cast<int>(to_num(split(k)[3], 0)); };
-  auto by_size = [&](const std::string& a, const std::string& b) { return cell_size(a) < cell_size(b); };
-
-  // Throughput: groups (proto, instances) in numeric order of instances.
   std::map<std::pair<std::string, int>, std::vector<std::string>> groups;
+  std::vector<int> sizes;
+  bool have_ceiling = false;
+  // The line rate: the lab inventory's link speed (machine.txt); 0 on the
+  // namespace testbed, where the testpmd-io ceiling stands in for it.
+  double line_rate = 0;
+};
+
+int cell_size(const std::string& k) { return static_cast<int>(to_num(split(k)[3], 0)); }
+bool by_size(const std::string& a, const std::string& b) { return cell_size(a) < cell_size(b); }
+
+SweepView sweep_view(const std::vector<Row>& rows, const std::stringstream& machine) {
+  SweepView v;
+  v.t = summarize(rows, &v.duts);
   std::set<int> sizes_set;
-  for (const auto& [k, m] : t) {
+  for (const auto& [k, m] : v.t) {
     auto p = split(k);
     if (p[0] != "throughput") continue;
-    groups[{p[1], static_cast<int>(to_num(p[2], 0))}].push_back(k);
+    v.groups[{p[1], static_cast<int>(to_num(p[2], 0))}].push_back(k);
     sizes_set.insert(cell_size(k));
   }
-  std::vector<int> sizes(sizes_set.begin(), sizes_set.end());
-  if (sizes.empty()) sizes = {64};
-  const bool have_ceiling = std::find(duts.begin(), duts.end(), "testpmd-io") != duts.end();
-  // The line rate: the lab inventory's link speed (machine.txt), else, on
-  // the namespace testbed, the testpmd-io ceiling stands in for it.
-  double line_rate = 0;
+  v.sizes.assign(sizes_set.begin(), sizes_set.end());
+  if (v.sizes.empty()) v.sizes = {64};
+  v.have_ceiling = std::find(v.duts.begin(), v.duts.end(), "testpmd-io") != v.duts.end();
   std::istringstream ms(machine.str());
   for (std::string line; std::getline(ms, line);)
-    if (line.rfind("line_rate_gbps: ", 0) == 0) line_rate = to_num(line.substr(16), 0);
+    if (line.rfind("line_rate_gbps: ", 0) == 0) v.line_rate = to_num(line.substr(16), 0);
+  return v;
+}
+
+// The throughput charts (one per instance count) and their tables.
+void throughput_sections(SweepView& v, Section* charts_out, std::vector<Section>* tables_out) {
+  auto& t = v.t;
+  const auto& duts = v.duts;
+  auto& groups = v.groups;
+  const auto& sizes = v.sizes;
+  const bool have_ceiling = v.have_ceiling;
+  const double line_rate = v.line_rate;
   Section charts;
   charts.title = "Throughput against size";
   charts.text = "All instances together, Gbit/s. One chart per instance count" +
@@ -306,6 +325,13 @@ void sweep_sections(const std::vector<Row>* rows, const std::stringstream& machi
     tables.push_back(s);
   }
 
+  *charts_out = charts;
+  *tables_out = tables;
+}
+
+Section paired_section(const std::vector<Row>* rows, SweepView& v) {
+  const auto& duts = v.duts;
+  const bool have_ceiling = v.have_ceiling;
   // Paired ratios: repetition k of a DUT against repetition k of testpmd-io.
   // With interleaved rounds both ran in the same round, minutes apart, so the
   // ratio cancels most of the host's drift; the median over rounds is the figure.
@@ -353,16 +379,16 @@ void sweep_sections(const std::vector<Row>* rows, const std::stringstream& machi
           }
         }
         // Every ratio with the rounds it stands on; a missing pair says why.
-        auto show = [&](std::vector<double> v, const std::string& why) -> std::string {
-          if (v.empty() && why.empty()) return "not measured";
+        auto show = [&](std::vector<double> vals, const std::string& why) -> std::string {
+          if (vals.empty() && why.empty()) return "not measured";
           std::string o;
-          if (!v.empty()) {
-            Spread sp = spread(v);
+          if (!vals.empty()) {
+            Spread sp = spread(vals);
             char b[96];
-            snprintf(b, sizeof b, "%.3f [%.2f..%.2f], %zu of %zu rounds", sp.median, sp.min, sp.max, v.size(), npaired);
+            snprintf(b, sizeof b, "%.3f [%.2f..%.2f], %zu of %zu rounds", sp.median, sp.min, sp.max, vals.size(), npaired);
             o = b;
           }
-          if (v.size() < npaired && !why.empty()) o += (o.empty() ? "" : "; ") + std::string("missing: ") + why;
+          if (vals.size() < npaired && !why.empty()) o += (o.empty() ? "" : "; ") + std::string("missing: ") + why;
           return o;
         };
         paired.rows.push_back({cell, d, p[0] == "latency" ? "not measured (latency cell)" : show(tr, ""),
@@ -371,6 +397,15 @@ void sweep_sections(const std::vector<Row>* rows, const std::stringstream& machi
     }
   }
 
+  return paired;
+}
+
+Section reach_section(SweepView& v) {
+  auto& t = v.t;
+  const auto& duts = v.duts;
+  auto& groups = v.groups;
+  const bool have_ceiling = v.have_ceiling;
+  const double line_rate = v.line_rate;
   // The smallest size that reaches 90% of the ceiling.
   Section reach;
   reach.title = line_rate > 0 ? "Smallest size reaching 90% of the line rate (" + f2(line_rate) + " Gbit/s)"
@@ -401,6 +436,12 @@ void sweep_sections(const std::vector<Row>* rows, const std::stringstream& machi
     }
   }
 
+  return reach;
+}
+
+Section latency_section(SweepView& v) {
+  auto& t = v.t;
+  const auto& duts = v.duts;
   // Latency without load.
   Section lat;
   lat.title = "Latency, sockperf ping-pong without load (µs, p50 / p99)";
@@ -431,6 +472,12 @@ void sweep_sections(const std::vector<Row>* rows, const std::stringstream& machi
     lat.svgs.push_back(svg_chart("Latency p50 without load", "µs", std::vector<int>(lsizes.begin(), lsizes.end()), duts,
                                  lseries, 0, ""));
 
+  return lat;
+}
+
+Section relative_section(SweepView& v) {
+  auto& t = v.t;
+  const auto& duts = v.duts;
   // Relative, in the blog's terms: ours against each peer.
   Section rel;
   if (std::find(duts.begin(), duts.end(), "dataplane") != duts.end()) {
@@ -454,63 +501,87 @@ void sweep_sections(const std::vector<Row>* rows, const std::stringstream& machi
         }
       }
       // "12.3% higher" / "4.5% lower": the word carries the sign.
-      auto pct = [](double v, const char* up, const char* down) { return f2(std::fabs(v)) + "% " + (v >= 0 ? up : down); };
+      auto pct = [](double x, const char* up, const char* down) { return f2(std::fabs(x)) + "% " + (x >= 0 ? up : down); };
       rel.rows.push_back({peer, nt ? pct((std::exp(lt / nt) - 1) * 100, "higher", "lower") : "no common cell",
                           nl ? pct((std::exp(ll / nl) - 1) * 100, "higher", "lower") : "no common cell"});
     }
   }
+  return rel;
+}
+
+void sweep_sections(const std::vector<Row>* rows, const std::stringstream& machine, std::vector<Section>& secs) {
+  SweepView v = sweep_view(*rows, machine);
+  Section charts;
+  std::vector<Section> tables;
+  throughput_sections(v, &charts, &tables);
+  Section paired = paired_section(rows, v), rel = relative_section(v);
   // The order the post reads in: charts, the ratios at a glance, tables.
-  if (!groups.empty()) secs.push_back(charts);
+  if (!v.groups.empty()) secs.push_back(charts);
   if (!paired.rows.empty()) secs.push_back(paired);
   if (!rel.title.empty()) secs.push_back(rel);
   for (auto& s : tables) secs.push_back(s);
-  secs.push_back(reach);
-  secs.push_back(lat);
+  secs.push_back(reach_section(v));
+  secs.push_back(latency_section(v));
 }
 
 // RFC 2544 over memif (rfc2544.csv): zero-loss rate against frame size per
 // DUT and K, ratios paired by round against testpmd-io and OVS-DPDK, churn,
 // latency at 10/50/90 % of the zero-loss rate.
-void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) {
+// K with its protocol ("100000", "100000 udp").
+using Kp = std::pair<std::string, int>;
+std::string kp_label(const Kp& k) { return std::to_string(k.second) + (k.first == "tcp" ? "" : " " + k.first); }
+double ok_num(const Row* r, const char* c) { return col(*r, "status") == "ok" ? to_num(col(*r, c), -1) : -1; }
+
+// Median [min..max] of a column over the rounds, or the first error.
+std::string round_summary(const std::map<std::string, const Row*>& by_round, const char* c, int prec = 2) {
+  std::vector<double> v;
+  std::string err;
+  for (auto& [round, r] : by_round) {
+    double x = ok_num(r, c);
+    if (x >= 0) v.push_back(x);
+    else if (err.empty()) err = col(*r, "status") == "ok" ? col(*r, c) : col(*r, "status") + ": " + col(*r, "error");
+  }
+  if (v.empty()) return err.empty() ? "not measured" : err;
+  Spread sp = spread(v);
+  auto f = [&](double x) { return prec == 0 ? std::to_string(std::llround(x)) : f2(x); };
+  std::string o = f(sp.median);
+  if (v.size() > 1) o += " [" + f(sp.min) + ".." + f(sp.max) + "]";
+  if (v.size() < by_round.size()) o += " (" + std::to_string(v.size()) + " of " + std::to_string(by_round.size()) + " rounds)";
+  return o;
+}
+
+// The RFC 2544 rows by cell: (conns, frame, dut) -> round -> row.
+struct RfcView {
   std::vector<std::string> duts;
-  // K with its protocol ("100000", "100000 udp"), in order.
-  using Kp = std::pair<std::string, int>;
-  std::set<int> frames_set;
+  std::vector<int> frames;
   std::set<Kp> conns_set;
-  auto label = [](const Kp& k) { return std::to_string(k.second) + (k.first == "tcp" ? "" : " " + k.first); };
-  // (conns, frame, dut) -> round -> row
   std::map<std::tuple<Kp, int, std::string>, std::map<std::string, const Row*>> cells;
   std::map<int, std::vector<double>> ceiling;  // frame -> generator ceiling (Mpps)
+};
+
+RfcView rfc_view(const std::vector<Row>& rows) {
+  RfcView v;
+  std::set<int> frames_set;
   for (const auto& r : rows) {
     const std::string& d = col(r, "dut");
-    if (std::find(duts.begin(), duts.end(), d) == duts.end()) duts.push_back(d);
+    if (std::find(v.duts.begin(), v.duts.end(), d) == v.duts.end()) v.duts.push_back(d);
     const int f = static_cast<int>(to_num(col(r, "frame_bytes"), 0));
     const Kp k{col(r, "proto").empty() ? "tcp" : col(r, "proto"), static_cast<int>(to_num(col(r, "conns"), 0))};
     frames_set.insert(f);
-    conns_set.insert(k);
-    cells[{k, f, d}][col(r, "repeat")] = &r;
-    if (double c = to_num(col(r, "generator_ceiling_mpps"), 0); c > 0) ceiling[f].push_back(c);
+    v.conns_set.insert(k);
+    v.cells[{k, f, d}][col(r, "repeat")] = &r;
+    if (double c = to_num(col(r, "generator_ceiling_mpps"), 0); c > 0) v.ceiling[f].push_back(c);
   }
-  const std::vector<int> frames(frames_set.begin(), frames_set.end());
-  auto num_of = [](const Row* r, const char* c) { return col(*r, "status") == "ok" ? to_num(col(*r, c), -1) : -1; };
-  // Median [min..max] of a column over the rounds, or the first error.
-  auto summary = [&](const std::map<std::string, const Row*>& by_round, const char* c, int prec = 2) -> std::string {
-    std::vector<double> v;
-    std::string err;
-    for (auto& [round, r] : by_round) {
-      double x = num_of(r, c);
-      if (x >= 0) v.push_back(x);
-      else if (err.empty()) err = col(*r, "status") == "ok" ? col(*r, c) : col(*r, "status") + ": " + col(*r, "error");
-    }
-    if (v.empty()) return err.empty() ? "not measured" : err;
-    Spread sp = spread(v);
-    auto f = [&](double x) { return prec == 0 ? std::to_string(std::llround(x)) : f2(x); };
-    std::string o = f(sp.median);
-    if (v.size() > 1) o += " [" + f(sp.min) + ".." + f(sp.max) + "]";
-    if (v.size() < by_round.size()) o += " (" + std::to_string(v.size()) + " of " + std::to_string(by_round.size()) + " rounds)";
-    return o;
-  };
+  v.frames.assign(frames_set.begin(), frames_set.end());
+  return v;
+}
 
+void rfc_rate_sections(RfcView& view, Section* charts_out, std::vector<Section>* tables_out) {
+  auto& ceiling = view.ceiling;
+  const auto& duts = view.duts;
+  const auto& frames = view.frames;
+  const auto& conns_set = view.conns_set;
+  auto& cells = view.cells;
   Section charts;
   charts.title = "RFC 2544 over memif: zero-loss rate against frame size";
   charts.text = "harness-gen against each DUT over net_memif, K live TCP connections through the same stateful "
@@ -521,7 +592,7 @@ void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) 
     Series series;
     Section t;
     t.level = 3;
-    t.title = "Zero-loss rate, " + label(k) + " connections (Mpps; Gbit/s at the frame size)";
+    t.title = "Zero-loss rate, " + kp_label(k) + " connections (Mpps; Gbit/s at the frame size)";
     t.header = {"frame (B)"};
     for (const auto& d : duts) t.header.push_back(d);
     t.header.push_back("generator ceiling (Mpps)");
@@ -535,24 +606,33 @@ void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) 
         }
         std::vector<double> v;
         for (auto& [round, r] : it->second)
-          if (double x = num_of(r, "zero_loss_mpps"); x >= 0) v.push_back(x);
+          if (double x = ok_num(r, "zero_loss_mpps"); x >= 0) v.push_back(x);
         if (!v.empty()) {
           Spread sp = spread(v);
           series[d][f] = Point{sp.median, sp.min, sp.max};
         }
-        std::string cell = summary(it->second, "zero_loss_mpps");
-        if (!v.empty()) cell += "; " + summary(it->second, "zero_loss_gbps") + " Gbit/s";
+        std::string cell = round_summary(it->second, "zero_loss_mpps");
+        if (!v.empty()) cell += "; " + round_summary(it->second, "zero_loss_gbps") + " Gbit/s";
         row.push_back(cell);
       }
       row.push_back(ceiling.count(f) ? f2(spread(ceiling[f]).median) : "unknown");
       t.rows.push_back(row);
     }
     const double ref = frames.empty() || !ceiling.count(frames.front()) ? 0 : spread(ceiling[frames.front()]).median;
-    charts.svgs.push_back(svg_chart("Zero-loss rate, K = " + label(k), "Mpps", frames, duts, series, ref,
+    charts.svgs.push_back(svg_chart("Zero-loss rate, K = " + kp_label(k), "Mpps", frames, duts, series, ref,
                                     "generator ceiling"));
     tables.push_back(t);
   }
 
+  *charts_out = charts;
+  *tables_out = tables;
+}
+
+Section rfc_paired_section(RfcView& view) {
+  const auto& duts = view.duts;
+  const auto& frames = view.frames;
+  const auto& conns_set = view.conns_set;
+  auto& cells = view.cells;
   // Paired ratios: round r of a DUT against round r of the peer.
   Section paired;
   paired.title = "RFC 2544: paired against testpmd-io and OVS-DPDK, round by round";
@@ -572,7 +652,7 @@ void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) 
             for (auto& [round, r] : mine) {
               auto o = theirs.find(round);
               if (o == theirs.end()) continue;
-              double x = num_of(r, c), y = num_of(o->second, c);
+              double x = ok_num(r, c), y = ok_num(o->second, c);
               if (x > 0 && y > 0) v.push_back(x / y);
               else if (why.empty())
                 why = x > 0 ? std::string(peer) + ": " + (col(*o->second, "status") == "ok" ? col(*o->second, c)
@@ -583,10 +663,18 @@ void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) 
             Spread sp = spread(v);
             return f2(sp.median) + " [" + f2(sp.min) + ".." + f2(sp.max) + "], " + std::to_string(v.size()) + " rounds";
           };
-          paired.rows.push_back({label(k), std::to_string(f), d, peer, ratio("zero_loss_mpps"),
+          paired.rows.push_back({kp_label(k), std::to_string(f), d, peer, ratio("zero_loss_mpps"),
                                  std::string(peer) == "testpmd-io" ? "n/a: testpmd-io tracks nothing"
                                                                    : ratio("cps_established")});
         }
+  return paired;
+}
+
+Section rfc_headroom_section(RfcView& view) {
+  const auto& duts = view.duts;
+  const auto& frames = view.frames;
+  const auto& conns_set = view.conns_set;
+  auto& cells = view.cells;
   // The generator's headroom: its ceiling in a round over a DUT's zero-loss
   // rate in the same round. Below 1.5 the generator, not the DUT, may be
   // what the figure shows.
@@ -600,16 +688,24 @@ void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) 
         if (it == cells.end()) continue;
         std::vector<double> v;
         for (auto& [round, r] : it->second) {
-          double c = to_num(col(*r, "generator_ceiling_mpps"), -1), z = num_of(r, "zero_loss_mpps");
+          double c = to_num(col(*r, "generator_ceiling_mpps"), -1), z = ok_num(r, "zero_loss_mpps");
           if (c > 0 && z > 0) v.push_back(c / z);
         }
         if (v.empty()) continue;
         Spread sp = spread(v);
-        headroom.rows.push_back({label(k), std::to_string(f), d,
+        headroom.rows.push_back({kp_label(k), std::to_string(f), d,
                                  f2(sp.median) + " [" + f2(sp.min) + ".." + f2(sp.max) + "], " + std::to_string(v.size()) +
                                      " rounds"});
       }
 
+  return headroom;
+}
+
+void rfc_churn_latency_sections(RfcView& view, Section* churn_out, Section* lat_out) {
+  const auto& duts = view.duts;
+  const auto& frames = view.frames;
+  const auto& conns_set = view.conns_set;
+  auto& cells = view.cells;
   Section churn;
   churn.title = "RFC 2544: churn (connections opened and closed per second beside the K)";
   churn.header = {"conns", "frame (B)", "DUT", "established/s", "closed/s", "failed", "set-up of the K (/s)", "tracker count"};
@@ -621,17 +717,28 @@ void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) 
       for (const auto& d : duts) {
         auto it = cells.find({k, f, d});
         if (it == cells.end()) continue;
-        churn.rows.push_back({label(k), std::to_string(f), d, summary(it->second, "cps_established", 0),
-                              summary(it->second, "cps_closed", 0), summary(it->second, "cps_failed", 0),
-                              summary(it->second, "setup_per_s", 0), summary(it->second, "ct_entries", 0)});
-        std::vector<std::string> row = {label(k), std::to_string(f), d};
+        churn.rows.push_back({kp_label(k), std::to_string(f), d, round_summary(it->second, "cps_established", 0),
+                              round_summary(it->second, "cps_closed", 0), round_summary(it->second, "cps_failed", 0),
+                              round_summary(it->second, "setup_per_s", 0), round_summary(it->second, "ct_entries", 0)});
+        std::vector<std::string> row = {kp_label(k), std::to_string(f), d};
         for (const char* pct : {"10", "50", "90"}) {
           std::string c = std::string("lat") + pct + "_";
-          row.push_back(summary(it->second, (c + "p50_us").c_str()) + " / " + summary(it->second, (c + "p99_us").c_str()) +
-                        " / " + summary(it->second, (c + "p999_us").c_str()));
+          row.push_back(round_summary(it->second, (c + "p50_us").c_str()) + " / " + round_summary(it->second, (c + "p99_us").c_str()) +
+                        " / " + round_summary(it->second, (c + "p999_us").c_str()));
         }
         lat.rows.push_back(row);
       }
+  *churn_out = churn;
+  *lat_out = lat;
+}
+
+void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) {
+  RfcView v = rfc_view(rows);
+  Section charts, churn, lat;
+  std::vector<Section> tables;
+  rfc_rate_sections(v, &charts, &tables);
+  Section paired = rfc_paired_section(v), headroom = rfc_headroom_section(v);
+  rfc_churn_latency_sections(v, &churn, &lat);
   secs.push_back(charts);
   if (!paired.rows.empty()) secs.push_back(paired);
   if (!headroom.rows.empty()) secs.push_back(headroom);

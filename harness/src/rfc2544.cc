@@ -226,9 +226,82 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, 
   return j;
 }
 
-}  // namespace
+// The row's measured columns from harness-gen's JSON, and a trials row per
+// trial. `drops_why`: why the DUT's drop counters could not be read, if so.
+void fill_from_gen(const Rfc2544Config& cfg, const nlohmann::json& g, const std::string& drops_why, Row& r,
+                   CsvWriter& tw) {
+    r["zero_loss_mpps"] = fmt(g.value("zero_loss_mpps", 0.0));
+    r["zero_loss_gbps"] = fmt(g.value("zero_loss_gbps", 0.0));
+    r["max_fwd_mpps"] = fmt(g["full_rate"].value("fwd_mpps", 0.0));
+    r["offered_at_max_mpps"] = fmt(g["full_rate"].value("offered_mpps", 0.0));
+    r["loss_at_max"] = fmt(g["full_rate"].value("loss", 0.0), 6);
+    r["lost_at_max_to_server"] = std::to_string(g["full_rate"].value("lost_to_server", 0ull));
+    r["lost_at_max_to_client"] = std::to_string(g["full_rate"].value("lost_to_client", 0ull));
+    r["limited_by"] = g.value("limited_by", "");
+    r["retried"] = std::to_string(g.value("retried", 0));
+    // A trial's drop counts, or why there are none.
+    auto drops = [&](const nlohmann::json& t, const char* key) {
+      if (t.contains(key) && t[key].is_number()) return std::to_string(t[key].get<long long>());
+      return "unavailable: " + (drops_why.empty() ? std::string("the DUT's counters were not read") : drops_why);
+    };
+    r["dut_drops_at_max"] = drops(g["full_rate"], "dut_drops");
+    r["gen_drops_at_max"] = drops(g["full_rate"], "gen_drops");
+    if (g.contains("zero_loss_trial") && g["zero_loss_trial"].is_object()) {
+      const auto& z = g["zero_loss_trial"];
+      r["zero_loss_trial_lost"] = std::to_string(z.value("lost", 0ll));
+      r["zero_loss_trial_dut_drops"] = drops(z, "dut_drops");
+      r["zero_loss_trial_gen_drops"] = drops(z, "gen_drops");
+    } else {
+      for (const char* c : {"zero_loss_trial_lost", "zero_loss_trial_dut_drops", "zero_loss_trial_gen_drops"})
+        r[c] = "n/a: no zero-loss rate";
+    }
+    for (const char* pct : {"10", "50", "90"}) {
+      const std::string L = std::string("lat") + pct + "_";
+      if (!g.contains("latency_at") || !g["latency_at"].contains(pct)) {
+        for (const char* q : {"p50_us", "p99_us", "p999_us", "offered_mpps", "lost"})
+          r[L + q] = "n/a: no zero-loss rate to take it at";
+        continue;
+      }
+      const auto& t = g["latency_at"][pct];
+      const double target = t.value("target_mpps", 0.0), offered = t.value("offered_mpps", 0.0);
+      r[L + "offered_mpps"] = fmt(offered);
+      r[L + "lost"] = std::to_string(t.value("lost", 0ll));
+      // Latency at a load the generator did not reach is not latency at that load.
+      const bool reached = offered >= 0.97 * target;
+      for (const char* q : {"p50", "p99", "p999"})
+        r[L + q + "_us"] = reached ? fmt(t["latency_us"].value(q, 0.0))
+                                   : "n/a: the trial reached " + fmt(offered) + " of " + fmt(target) + " Mpps";
+    }
+    if (g.contains("trials"))
+      for (const auto& t : g["trials"]) {
+        Row tr;
+        for (const char* c : {"dut", "frame_bytes", "conns", "proto", "repeat"}) tr[c] = r[c];
+        tr["trial"] = std::to_string(t.value("id", 0));
+        tr["kind"] = t.value("kind", "");
+        for (const char* c : {"target_mpps", "offered_mpps", "fwd_mpps"}) tr[c] = fmt(t.value(c, 0.0));
+        for (const char* c : {"sent", "received", "lost", "late", "tx_full"}) tr[c] = std::to_string(t.value(c, 0ll));
+        tr["dut_drops"] = drops(t, "dut_drops");
+        tr["gen_drops"] = drops(t, "gen_drops");
+        tr["generator_dropped"] = t.value("generator_dropped", false) ? "yes" : "no";
+        tr["drain_ms"] = fmt(t.value("drain_ms", 0.0), 1);
+        tw.write(tr);
+      }
+    r["setup_per_s"] = fmt(g["setup"].value("per_s", 0.0), 0);
+    if (g.contains("churn")) {
+      const auto& c = g["churn"];
+      r["cps_established"] = fmt(c.value("established_per_s", 0.0), 0);
+      r["cps_closed"] = fmt(c.value("closed_per_s", 0.0), 0);
+      r["cps_failed"] = std::to_string(c.value("failed", 0));
+    } else {
+      for (const char* c : {"cps_established", "cps_closed", "cps_failed"})
+        r[c] = cfg.proto == "udp" ? "n/a: churn opens and closes TCP connections" : "n/a: no churn (--churn 0)";
+    }
+}
 
-Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop) {
+// The run directory (absolute: handed to programs that chdir), and what
+// killed runs left: their DPDK hugepage files and runtime dirs, and their
+// memif sockets (named by the dead harness's pid).
+Result<std::string> prepare_out_dir(const Rfc2544Config& cfg) {
   std::string out = cfg.out_dir;
   if (out.empty()) {
     char b[32];
@@ -237,11 +310,9 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
     out = cfg.source_dir + "/results/runs/rfc2544-" + b;
   }
   std::error_code ec;
-  out = std::filesystem::absolute(out, ec).lexically_normal().string();  // handed to programs that chdir
+  out = std::filesystem::absolute(out, ec).lexically_normal().string();
   std::filesystem::create_directories(out + "/raw", ec);
   if (ec) return Status::error(out + ": " + ec.message());
-  // What killed runs left: their DPDK hugepage files and runtime dirs, and
-  // their memif sockets (named by the dead harness's pid).
   if (auto swept = testbed::Testbed::sweep_stale(); !swept)
     fprintf(stderr, "harness: %s\n", swept.message().c_str());
   for (const auto& e : std::filesystem::directory_iterator("/run", ec)) {
@@ -250,21 +321,55 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
     const pid_t pid = static_cast<pid_t>(atol(f.c_str() + 14));
     if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) std::filesystem::remove(e.path(), ec);
   }
-  // --resume: the cells already in the CSV (same columns) are not measured again.
+  return out;
+}
+
+// --resume: the cells already in the CSV (same columns), as dut|frame|conns|repeat.
+Status cells_done(const Rfc2544Config& cfg, const std::string& csv, std::set<std::string>* done) {
+  if (!cfg.resume || !std::filesystem::exists(csv)) return {};
+  std::ifstream in(csv);
+  std::string header, want;
+  std::getline(in, header);
+  for (const auto& c : rfc2544_columns()) want += (want.empty() ? "" : ",") + c;
+  if (header != want) return Status::error(csv + ": its columns are not this version's; resume it with the version that began it");
+  auto rows = read_csv(csv);
+  if (!rows) return rows.status();
+  for (auto& r : *rows)
+    if (r["proto"] == cfg.proto) done->insert(r["dut"] + "|" + r["frame_bytes"] + "|" + r["conns"] + "|" + r["repeat"]);
+  fprintf(stderr, "harness: resuming %s: %zu rows already measured\n", csv.c_str(), rows->size());
+  return {};
+}
+
+// The generator's own ceiling per frame size, in every round next to the
+// DUTs (this host's speed drifts): against testpmd rxonly (it drops
+// everything), what the generator offers at full rate.
+std::map<int, std::string> generator_ceilings(const Rfc2544Config& cfg, const std::string& out, const std::string& a,
+                                              const std::string& b, int round) {
+  std::map<int, std::string> ceiling;
+  auto host = local_host(nullptr, out + "/raw");
+  auto rx = memif_dut("testpmd-rxonly", cfg, *host, out + "/raw", a, b);
+  Status s = rx ? (*rx)->start() : rx.status();
+  for (int f : cfg.frames) {
+    if (!s) {
+      ceiling[f] = "unknown: rxonly peer: " + s.message();
+      continue;
+    }
+    auto j = generate(cfg, a, b, f, 1000, nullptr, out + "/raw/ceiling-" + std::to_string(f) + "-r" + std::to_string(round));
+    ceiling[f] = j ? fmt((*j)["full_rate"].value("offered_mpps", 0.0)) : "unknown: " + j.message();
+  }
+  return ceiling;
+}
+
+}  // namespace
+
+Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop) {
+  auto prepared = prepare_out_dir(cfg);
+  if (!prepared) return prepared.status();
+  const std::string out = *prepared;
+  std::error_code ec;
   std::set<std::string> done;
   const std::string csv = out + "/rfc2544.csv";
-  if (cfg.resume && std::filesystem::exists(csv)) {
-    std::ifstream in(csv);
-    std::string header, want;
-    std::getline(in, header);
-    for (const auto& c : rfc2544_columns()) want += (want.empty() ? "" : ",") + c;
-    if (header != want) return Status::error(csv + ": its columns are not this version's; resume it with the version that began it");
-    auto rows = read_csv(csv);
-    if (!rows) return rows.status();
-    for (auto& r : *rows)
-      if (r["proto"] == cfg.proto) done.insert(r["dut"] + "|" + r["frame_bytes"] + "|" + r["conns"] + "|" + r["repeat"]);
-    fprintf(stderr, "harness: resuming %s: %zu rows already measured\n", out.c_str(), rows->size());
-  }
+  SDN_TRY(cells_done(cfg, csv, &done));
   auto cell_done = [&](const std::string& d, int f, int k, int round) {
     return done.count(d + "|" + std::to_string(f) + "|" + std::to_string(k) + "|" + std::to_string(round)) > 0;
   };
@@ -297,24 +402,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
     bool all_done = true;
     for (const std::string& d : cfg.duts) all_done = all_done && round_done(d, round);
     if (all_done) continue;
-    // The generator's own ceiling per frame size, in every round next to the
-    // DUTs (this host's speed drifts): against testpmd rxonly (it drops
-    // everything), what the generator offers at full rate.
-    std::map<int, std::string> ceiling;
-    {
-      auto host = local_host(nullptr, out + "/raw");
-      auto rx = memif_dut("testpmd-rxonly", cfg, *host, out + "/raw", a, b);
-      Status s = rx ? (*rx)->start() : rx.status();
-      for (int f : cfg.frames) {
-        if (!s) {
-          ceiling[f] = "unknown: rxonly peer: " + s.message();
-          continue;
-        }
-        auto j = generate(cfg, a, b, f, 1000, nullptr,
-                          out + "/raw/ceiling-" + std::to_string(f) + "-r" + std::to_string(round));
-        ceiling[f] = j ? fmt((*j)["full_rate"].value("offered_mpps", 0.0)) : "unknown: " + j.message();
-      }
-    }
+    std::map<int, std::string> ceiling = generator_ceilings(cfg, out, a, b, round);
     for (const std::string& dname : cfg.duts) {
       if (stop) break;
       if (round_done(dname, round)) continue;
@@ -373,72 +461,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
             continue;
           }
           const auto& g = *j;
-          r["zero_loss_mpps"] = fmt(g.value("zero_loss_mpps", 0.0));
-          r["zero_loss_gbps"] = fmt(g.value("zero_loss_gbps", 0.0));
-          r["max_fwd_mpps"] = fmt(g["full_rate"].value("fwd_mpps", 0.0));
-          r["offered_at_max_mpps"] = fmt(g["full_rate"].value("offered_mpps", 0.0));
-          r["loss_at_max"] = fmt(g["full_rate"].value("loss", 0.0), 6);
-          r["lost_at_max_to_server"] = std::to_string(g["full_rate"].value("lost_to_server", 0ull));
-          r["lost_at_max_to_client"] = std::to_string(g["full_rate"].value("lost_to_client", 0ull));
-          r["limited_by"] = g.value("limited_by", "");
-          r["retried"] = std::to_string(g.value("retried", 0));
-          // A trial's drop counts, or why there are none.
-          auto drops = [&](const nlohmann::json& t, const char* key) {
-            if (t.contains(key) && t[key].is_number()) return std::to_string(t[key].get<long long>());
-            return "unavailable: " + (drops_why.empty() ? std::string("the DUT's counters were not read") : drops_why);
-          };
-          r["dut_drops_at_max"] = drops(g["full_rate"], "dut_drops");
-          r["gen_drops_at_max"] = drops(g["full_rate"], "gen_drops");
-          if (g.contains("zero_loss_trial") && g["zero_loss_trial"].is_object()) {
-            const auto& z = g["zero_loss_trial"];
-            r["zero_loss_trial_lost"] = std::to_string(z.value("lost", 0ll));
-            r["zero_loss_trial_dut_drops"] = drops(z, "dut_drops");
-            r["zero_loss_trial_gen_drops"] = drops(z, "gen_drops");
-          } else {
-            for (const char* c : {"zero_loss_trial_lost", "zero_loss_trial_dut_drops", "zero_loss_trial_gen_drops"})
-              r[c] = "n/a: no zero-loss rate";
-          }
-          for (const char* pct : {"10", "50", "90"}) {
-            const std::string L = std::string("lat") + pct + "_";
-            if (!g.contains("latency_at") || !g["latency_at"].contains(pct)) {
-              for (const char* q : {"p50_us", "p99_us", "p999_us", "offered_mpps", "lost"})
-                r[L + q] = "n/a: no zero-loss rate to take it at";
-              continue;
-            }
-            const auto& t = g["latency_at"][pct];
-            const double target = t.value("target_mpps", 0.0), offered = t.value("offered_mpps", 0.0);
-            r[L + "offered_mpps"] = fmt(offered);
-            r[L + "lost"] = std::to_string(t.value("lost", 0ll));
-            // Latency at a load the generator did not reach is not latency at that load.
-            const bool reached = offered >= 0.97 * target;
-            for (const char* q : {"p50", "p99", "p999"})
-              r[L + q + "_us"] = reached ? fmt(t["latency_us"].value(q, 0.0))
-                                         : "n/a: the trial reached " + fmt(offered) + " of " + fmt(target) + " Mpps";
-          }
-          if (g.contains("trials"))
-            for (const auto& t : g["trials"]) {
-              Row tr;
-              for (const char* c : {"dut", "frame_bytes", "conns", "proto", "repeat"}) tr[c] = r[c];
-              tr["trial"] = std::to_string(t.value("id", 0));
-              tr["kind"] = t.value("kind", "");
-              for (const char* c : {"target_mpps", "offered_mpps", "fwd_mpps"}) tr[c] = fmt(t.value(c, 0.0));
-              for (const char* c : {"sent", "received", "lost", "late", "tx_full"}) tr[c] = std::to_string(t.value(c, 0ll));
-              tr["dut_drops"] = drops(t, "dut_drops");
-              tr["gen_drops"] = drops(t, "gen_drops");
-              tr["generator_dropped"] = t.value("generator_dropped", false) ? "yes" : "no";
-              tr["drain_ms"] = fmt(t.value("drain_ms", 0.0), 1);
-              tw.write(tr);
-            }
-          r["setup_per_s"] = fmt(g["setup"].value("per_s", 0.0), 0);
-          if (g.contains("churn")) {
-            const auto& c = g["churn"];
-            r["cps_established"] = fmt(c.value("established_per_s", 0.0), 0);
-            r["cps_closed"] = fmt(c.value("closed_per_s", 0.0), 0);
-            r["cps_failed"] = std::to_string(c.value("failed", 0));
-          } else {
-            for (const char* c : {"cps_established", "cps_closed", "cps_failed"})
-              r[c] = cfg.proto == "udp" ? "n/a: churn opens and closes TCP connections" : "n/a: no churn (--churn 0)";
-          }
+          fill_from_gen(cfg, g, drops_why, r, tw);
           if (ct == -1) r["ct_entries"] = "n/a: no tracker";
           r["status"] = "ok";
           if (g.value("zero_loss_mpps", 0.0) <= 0) {

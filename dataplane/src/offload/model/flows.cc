@@ -3,13 +3,8 @@
 
 namespace dp {
 
-int ModelCalls::compile(Mlx5Model& m, Impl::Table& t, const rte_flow_item items[], const rte_flow_action actions[],
-                   MRule& r, int32_t* ct_out, rte_flow_error* e) {
+int ModelCalls::compile_items(Mlx5Model& m, Impl::Table& t, const rte_flow_item items[], MRule& r, rte_flow_error* e) {
   Impl& s = *m.impl_;
-  r.group = t.igroup;
-  r.prio = t.attr.flow_attr.priority;
-  r.dom = t.fdb ? 0xFFFF : static_cast<uint16_t>(s.index_of(t.port));
-  if (!t.fdb || t.pt->implicit_port) r.in_port = static_cast<int16_t>(s.index_of(t.port));
   size_t k = 0;
   for (const rte_flow_item* it = items; it->type != RTE_FLOW_ITEM_TYPE_END; it++) {
     if (it->type == RTE_FLOW_ITEM_TYPE_VOID) continue;
@@ -113,8 +108,13 @@ int ModelCalls::compile(Mlx5Model& m, Impl::Table& t, const rte_flow_item items[
     }
   }
   if (k != t.pt->items.size()) return refuse(m, e, EINVAL, "rule-shape", "rule has fewer items than its template");
-  // Actions.
-  k = 0;
+  return 0;
+}
+
+int ModelCalls::compile_actions(Mlx5Model& m, Impl::Table& t, const rte_flow_action actions[], MRule& r,
+                                int32_t* ct_out, rte_flow_error* e) {
+  Impl& s = *m.impl_;
+  size_t k = 0;
   for (const rte_flow_action* a = actions; a->type != RTE_FLOW_ACTION_TYPE_END; a++) {
     if (a->type == RTE_FLOW_ACTION_TYPE_VOID) continue;
     if (k >= t.at->acts.size() || t.at->acts[k].type != a->type)
@@ -177,6 +177,18 @@ int ModelCalls::compile(Mlx5Model& m, Impl::Table& t, const rte_flow_item items[
     }
   }
   if (k != t.at->acts.size()) return refuse(m, e, EINVAL, "rule-shape", "rule has fewer actions than its template");
+  return 0;
+}
+
+int ModelCalls::compile(Mlx5Model& m, Impl::Table& t, const rte_flow_item items[], const rte_flow_action actions[],
+                   MRule& r, int32_t* ct_out, rte_flow_error* e) {
+  Impl& s = *m.impl_;
+  r.group = t.igroup;
+  r.prio = t.attr.flow_attr.priority;
+  r.dom = t.fdb ? 0xFFFF : static_cast<uint16_t>(s.index_of(t.port));
+  if (!t.fdb || t.pt->implicit_port) r.in_port = static_cast<int16_t>(s.index_of(t.port));
+  if (int rc = compile_items(m, t, items, r, e); rc) return rc;
+  if (int rc = compile_actions(m, t, actions, r, ct_out, e); rc) return rc;
   // An exact 5-tuple rule goes to the hash table.
   int alen = r.family == 4 ? 4 : 16;
   auto full = [&](const uint8_t* mk) { return std::all_of(mk, mk + alen, [](uint8_t b) { return b == 0xFF; }); };

@@ -486,6 +486,10 @@ struct ModelCalls {
 
   // Builds the rule the hardware will run from the rule's items/actions and
   // its templates; refuses what the driver or the model would not take.
+  // A rule's items and actions against its table's templates, into r.
+  static int compile_items(Mlx5Model& m, Impl::Table& t, const rte_flow_item items[], MRule& r, rte_flow_error* e);
+  static int compile_actions(Mlx5Model& m, Impl::Table& t, const rte_flow_action actions[], MRule& r, int32_t* ct_out,
+                             rte_flow_error* e);
   static int compile(Mlx5Model& m, Impl::Table& t, const rte_flow_item items[], const rte_flow_action actions[],
                      MRule& r, int32_t* ct_out, rte_flow_error* e);
 
