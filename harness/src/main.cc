@@ -494,10 +494,10 @@ void print_ci_table(const std::string& dir) {
   if (rows) {
     printf("%-11s %-10s %-4s %4s %6s %10s %9s %s\n", "dut", "kind", "prot", "inst", "size", "gbps", "p50_us", "status");
     for (auto& r : *rows)
-      if (r["repeat"] == "summary")
-        printf("%-11s %-10s %-4s %4s %6s %10s %9s %s\n", r["dut"].c_str(), r["kind"].c_str(), r["proto"].c_str(),
-               r["instances"].c_str(), r["size_bytes"].c_str(), r["throughput_gbps"].c_str(),
-               r["latency_p50_us"].c_str(), (r["status"] + (r["error"].empty() ? "" : ": " + r["error"])).c_str());
+      if (r[Col::repeat] == "summary")
+        printf("%-11s %-10s %-4s %4s %6s %10s %9s %s\n", r[Col::dut].c_str(), r[Col::kind].c_str(), r[Col::proto].c_str(),
+               r[Col::instances].c_str(), r[Col::size_bytes].c_str(), r[Col::throughput_gbps].c_str(),
+               r[Col::latency_p50_us].c_str(), (r[Col::status] + (r[Col::error].empty() ? "" : ": " + r[Col::error])).c_str());
   }
 }
 

@@ -24,33 +24,26 @@ struct Cell {
 // (kind|proto|instances|size) -> dut -> summary cell
 using Table = std::map<std::string, std::map<std::string, Cell>>;
 
-// A column of a row; empty when the CSV has no such column (an older run).
-const std::string& col(const Row& r, const char* k) {
-  static const std::string none;
-  auto it = r.find(k);
-  return it == r.end() ? none : it->second;
-}
-
 std::string key(const Row& r) {
-  return col(r, "kind") + "|" + col(r, "proto") + "|" + col(r, "instances") + "|" + col(r, "size_bytes");
+  return r[Col::kind] + "|" + r[Col::proto] + "|" + r[Col::instances] + "|" + r[Col::size_bytes];
 }
 
 Table summarize(const std::vector<Row>& rows, std::vector<std::string>* duts) {
   Table t;
   for (const auto& r : rows) {
-    if (col(r, "repeat") != "summary") continue;
-    if (std::find(duts->begin(), duts->end(), col(r, "dut")) == duts->end()) duts->push_back(col(r, "dut"));
+    if (r[Col::repeat] != "summary") continue;
+    if (std::find(duts->begin(), duts->end(), r[Col::dut]) == duts->end()) duts->push_back(r[Col::dut]);
     Cell c;
-    c.ok = col(r, "status") == "ok";
-    c.error = col(r, "error");
-    c.gbps = to_num(col(r, "throughput_gbps"));
-    c.gmin = to_num(col(r, "throughput_gbps_min"));
-    c.gmax = to_num(col(r, "throughput_gbps_max"));
-    c.p50 = to_num(col(r, "latency_p50_us"));
-    c.p50min = to_num(col(r, "latency_p50_us_min"));
-    c.p50max = to_num(col(r, "latency_p50_us_max"));
-    c.p99 = to_num(col(r, "latency_p99_us"));
-    t[key(r)][col(r, "dut")] = c;
+    c.ok = r[Col::status] == "ok";
+    c.error = r[Col::error];
+    c.gbps = to_num(r[Col::throughput_gbps]);
+    c.gmin = to_num(r[Col::throughput_gbps_min]);
+    c.gmax = to_num(r[Col::throughput_gbps_max]);
+    c.p50 = to_num(r[Col::latency_p50_us]);
+    c.p50min = to_num(r[Col::latency_p50_us_min]);
+    c.p50max = to_num(r[Col::latency_p50_us_max]);
+    c.p99 = to_num(r[Col::latency_p99_us]);
+    t[key(r)][r[Col::dut]] = c;
   }
   return t;
 }
@@ -339,7 +332,7 @@ Section paired_section(const std::vector<Row>* rows, SweepView& v) {
   if (have_ceiling) {
     std::map<std::string, std::map<std::string, std::map<std::string, const Row*>>> reps;  // key -> dut -> rep
     for (const auto& r : *rows)
-      if (col(r, "repeat") != "summary" && col(r, "status") == "ok") reps[key(r)][col(r, "dut")][col(r, "repeat")] = &r;
+      if (r[Col::repeat] != "summary" && r[Col::status] == "ok") reps[key(r)][r[Col::dut]][r[Col::repeat]] = &r;
     paired.title = "Paired against testpmd-io, round by round";
     paired.text = "Per cell, DUT / testpmd-io in each repetition (round), then the median [min..max] over rounds. "
                   "Throughput: higher is better; latency p50: lower is better (throughput cells: under that load).";
@@ -366,14 +359,14 @@ Section paired_section(const std::vector<Row>* rows, SweepView& v) {
           auto b = base->second.find(rep);
           if (b == base->second.end()) continue;
           npaired++;
-          double x = to_num(col(*row, "throughput_gbps")), y = to_num(col(*b->second, "throughput_gbps"));
+          double x = to_num((*row)[Col::throughput_gbps]), y = to_num((*b->second)[Col::throughput_gbps]);
           if (x > 0 && y > 0) tr.push_back(x / y);
-          x = to_num(col(*row, "latency_p50_us"));
-          y = to_num(col(*b->second, "latency_p50_us"));
+          x = to_num((*row)[Col::latency_p50_us]);
+          y = to_num((*b->second)[Col::latency_p50_us]);
           if (x > 0 && y > 0) lr.push_back(x / y);
           else if (why_missing.empty())
           {
-            const std::string& e = !(x > 0) ? col(*row, "error") : col(*b->second, "error");
+            const std::string& e = !(x > 0) ? (*row)[Col::error] : (*b->second)[Col::error];
             why_missing = (!(x > 0) ? d : std::string("testpmd-io")) + ": " +
                           (e.empty() ? std::string("no latency figure, no reason recorded") : e);
           }
@@ -530,16 +523,16 @@ void sweep_sections(const std::vector<Row>* rows, const std::stringstream& machi
 // K with its protocol ("100000", "100000 udp").
 using Kp = std::pair<std::string, int>;
 std::string kp_label(const Kp& k) { return std::to_string(k.second) + (k.first == "tcp" ? "" : " " + k.first); }
-double ok_num(const Row* r, const char* c) { return col(*r, "status") == "ok" ? to_num(col(*r, c), -1) : -1; }
+double ok_num(const Row* r, Col c) { return (*r)[Col::status] == "ok" ? to_num((*r)[c], -1) : -1; }
 
 // Median [min..max] of a column over the rounds, or the first error.
-std::string round_summary(const std::map<std::string, const Row*>& by_round, const char* c, int prec = 2) {
+std::string round_summary(const std::map<std::string, const Row*>& by_round, Col c, int prec = 2) {
   std::vector<double> v;
   std::string err;
   for (auto& [round, r] : by_round) {
     double x = ok_num(r, c);
     if (x >= 0) v.push_back(x);
-    else if (err.empty()) err = col(*r, "status") == "ok" ? col(*r, c) : col(*r, "status") + ": " + col(*r, "error");
+    else if (err.empty()) err = (*r)[Col::status] == "ok" ? (*r)[c] : (*r)[Col::status] + ": " + (*r)[Col::error];
   }
   if (v.empty()) return err.empty() ? "not measured" : err;
   Spread sp = spread(v);
@@ -563,14 +556,14 @@ RfcView rfc_view(const std::vector<Row>& rows) {
   RfcView v;
   std::set<int> frames_set;
   for (const auto& r : rows) {
-    const std::string& d = col(r, "dut");
+    const std::string& d = r[Col::dut];
     if (std::find(v.duts.begin(), v.duts.end(), d) == v.duts.end()) v.duts.push_back(d);
-    const int f = static_cast<int>(to_num(col(r, "frame_bytes"), 0));
-    const Kp k{col(r, "proto").empty() ? "tcp" : col(r, "proto"), static_cast<int>(to_num(col(r, "conns"), 0))};
+    const int f = static_cast<int>(to_num(r[Col::frame_bytes], 0));
+    const Kp k{r[Col::proto].empty() ? "tcp" : r[Col::proto], static_cast<int>(to_num(r[Col::conns], 0))};
     frames_set.insert(f);
     v.conns_set.insert(k);
-    v.cells[{k, f, d}][col(r, "repeat")] = &r;
-    if (double c = to_num(col(r, "generator_ceiling_mpps"), 0); c > 0) v.ceiling[f].push_back(c);
+    v.cells[{k, f, d}][r[Col::repeat]] = &r;
+    if (double c = to_num(r[Col::generator_ceiling_mpps], 0); c > 0) v.ceiling[f].push_back(c);
   }
   v.frames.assign(frames_set.begin(), frames_set.end());
   return v;
@@ -606,13 +599,13 @@ void rfc_rate_sections(RfcView& view, Section* charts_out, std::vector<Section>*
         }
         std::vector<double> v;
         for (auto& [round, r] : it->second)
-          if (double x = ok_num(r, "zero_loss_mpps"); x >= 0) v.push_back(x);
+          if (double x = ok_num(r, Col::zero_loss_mpps); x >= 0) v.push_back(x);
         if (!v.empty()) {
           Spread sp = spread(v);
           series[d][f] = Point{sp.median, sp.min, sp.max};
         }
-        std::string cell = round_summary(it->second, "zero_loss_mpps");
-        if (!v.empty()) cell += "; " + round_summary(it->second, "zero_loss_gbps") + " Gbit/s";
+        std::string cell = round_summary(it->second, Col::zero_loss_mpps);
+        if (!v.empty()) cell += "; " + round_summary(it->second, Col::zero_loss_gbps) + " Gbit/s";
         row.push_back(cell);
       }
       row.push_back(ceiling.count(f) ? f2(spread(ceiling[f]).median) : "unknown");
@@ -646,7 +639,7 @@ Section rfc_paired_section(RfcView& view) {
           if (d == peer || d == "testpmd-io" || !cells.count({k, f, d}) || !cells.count({k, f, peer})) continue;
           auto& mine = cells[{k, f, d}];
           auto& theirs = cells[{k, f, peer}];
-          auto ratio = [&](const char* c) -> std::string {
+          auto ratio = [&](Col c) -> std::string {
             std::vector<double> v;
             std::string why;
             for (auto& [round, r] : mine) {
@@ -655,17 +648,17 @@ Section rfc_paired_section(RfcView& view) {
               double x = ok_num(r, c), y = ok_num(o->second, c);
               if (x > 0 && y > 0) v.push_back(x / y);
               else if (why.empty())
-                why = x > 0 ? std::string(peer) + ": " + (col(*o->second, "status") == "ok" ? col(*o->second, c)
-                                                                                             : col(*o->second, "error"))
-                            : d + ": " + (col(*r, "status") == "ok" ? col(*r, c) : col(*r, "error"));
+                why = x > 0 ? std::string(peer) + ": " + ((*o->second)[Col::status] == "ok" ? (*o->second)[c]
+                                                                                             : (*o->second)[Col::error])
+                            : d + ": " + ((*r)[Col::status] == "ok" ? (*r)[c] : (*r)[Col::error]);
             }
             if (v.empty()) return why.empty() ? "no common round" : "missing: " + why;
             Spread sp = spread(v);
             return f2(sp.median) + " [" + f2(sp.min) + ".." + f2(sp.max) + "], " + std::to_string(v.size()) + " rounds";
           };
-          paired.rows.push_back({kp_label(k), std::to_string(f), d, peer, ratio("zero_loss_mpps"),
+          paired.rows.push_back({kp_label(k), std::to_string(f), d, peer, ratio(Col::zero_loss_mpps),
                                  std::string(peer) == "testpmd-io" ? "n/a: testpmd-io tracks nothing"
-                                                                   : ratio("cps_established")});
+                                                                   : ratio(Col::cps_established)});
         }
   return paired;
 }
@@ -688,7 +681,7 @@ Section rfc_headroom_section(RfcView& view) {
         if (it == cells.end()) continue;
         std::vector<double> v;
         for (auto& [round, r] : it->second) {
-          double c = to_num(col(*r, "generator_ceiling_mpps"), -1), z = ok_num(r, "zero_loss_mpps");
+          double c = to_num((*r)[Col::generator_ceiling_mpps], -1), z = ok_num(r, Col::zero_loss_mpps);
           if (c > 0 && z > 0) v.push_back(c / z);
         }
         if (v.empty()) continue;
@@ -717,14 +710,14 @@ void rfc_churn_latency_sections(RfcView& view, Section* churn_out, Section* lat_
       for (const auto& d : duts) {
         auto it = cells.find({k, f, d});
         if (it == cells.end()) continue;
-        churn.rows.push_back({kp_label(k), std::to_string(f), d, round_summary(it->second, "cps_established", 0),
-                              round_summary(it->second, "cps_closed", 0), round_summary(it->second, "cps_failed", 0),
-                              round_summary(it->second, "setup_per_s", 0), round_summary(it->second, "ct_entries", 0)});
+        churn.rows.push_back({kp_label(k), std::to_string(f), d, round_summary(it->second, Col::cps_established, 0),
+                              round_summary(it->second, Col::cps_closed, 0), round_summary(it->second, Col::cps_failed, 0),
+                              round_summary(it->second, Col::setup_per_s, 0), round_summary(it->second, Col::ct_entries, 0)});
         std::vector<std::string> row = {kp_label(k), std::to_string(f), d};
         for (const char* pct : {"10", "50", "90"}) {
           std::string c = std::string("lat") + pct + "_";
-          row.push_back(round_summary(it->second, (c + "p50_us").c_str()) + " / " + round_summary(it->second, (c + "p99_us").c_str()) +
-                        " / " + round_summary(it->second, (c + "p999_us").c_str()));
+          row.push_back(round_summary(it->second, col(c + "p50_us")) + " / " + round_summary(it->second, col(c + "p99_us")) +
+                        " / " + round_summary(it->second, col(c + "p999_us")));
         }
         lat.rows.push_back(row);
       }
@@ -772,7 +765,7 @@ sdn::Status write_report(const std::string& dir) {
     if (!rows) return rows.status();
     if (std::string(file) == "results.csv") sweep_sections(&rows.value(), machine, secs);
     else rfc2544_sections(rows.value(), secs);
-    for (const auto& r : *rows) errors += col(r, "status") != "ok" && col(r, "status") != "skipped";
+    for (const auto& r : *rows) errors += r[Col::status] != "ok" && r[Col::status] != "skipped";
     total += rows->size();
   }
   Section end;
@@ -795,7 +788,7 @@ sdn::Result<std::vector<std::string>> compare(const std::string& old_csv, const 
   auto b = read_csv(new_csv);
   if (!b) return b.status();
   auto name = [](Row& r) {
-    return r["dut"] + " " + r["kind"] + " " + r["proto"] + " x" + r["instances"] + " " + r["size_bytes"] + "B";
+    return r[Col::dut] + " " + r[Col::kind] + " " + r[Col::proto] + " x" + r[Col::instances] + " " + r[Col::size_bytes] + "B";
   };
   // A value that is there: a finite number.
   auto value = [](const std::string& v, double* out) {
@@ -807,18 +800,18 @@ sdn::Result<std::vector<std::string>> compare(const std::string& old_csv, const 
   std::map<std::string, Row> fresh;
   std::map<std::string, int> fresh_duts;
   for (auto& r : *b)
-    if (r["repeat"] == "summary") {
+    if (r[Col::repeat] == "summary") {
       fresh[cell_key(r)] = r;
-      fresh_duts[r["dut"]]++;
+      fresh_duts[r[Col::dut]]++;
     }
   std::vector<std::string> out;
   if (fresh.empty()) return std::vector<std::string>{"MISSING " + new_csv + ": no summary rows (an empty or unfinished run)"};
   std::map<std::string, int> gone;  // DUTs of OLD with no cell in NEW
   for (auto& r : *a) {
-    if (r["repeat"] != "summary" || r["status"] != "ok") continue;
+    if (r[Col::repeat] != "summary" || r[Col::status] != "ok") continue;
     std::string cell = name(r);
-    if (!fresh_duts.count(r["dut"])) {
-      gone[r["dut"]]++;
+    if (!fresh_duts.count(r[Col::dut])) {
+      gone[r[Col::dut]]++;
       continue;
     }
     auto it = fresh.find(cell_key(r));
@@ -827,22 +820,22 @@ sdn::Result<std::vector<std::string>> compare(const std::string& old_csv, const 
       continue;
     }
     Row& n = it->second;
-    if (n["status"] != "ok") {
-      out.push_back("FAILING " + cell + ": " + n["status"] + ": " + n["error"]);
+    if (n[Col::status] != "ok") {
+      out.push_back("FAILING " + cell + ": " + n[Col::status] + ": " + n[Col::error]);
       continue;
     }
     double ot, nt, ol, nl;
-    if (value(r["throughput_gbps"], &ot)) {
-      if (!value(n["throughput_gbps"], &nt)) {
-        out.push_back("MISSING " + cell + ": throughput_gbps is '" + n["throughput_gbps"] + "' in NEW");
+    if (value(r[Col::throughput_gbps], &ot)) {
+      if (!value(n[Col::throughput_gbps], &nt)) {
+        out.push_back("MISSING " + cell + ": throughput_gbps is '" + n[Col::throughput_gbps] + "' in NEW");
       } else if (ot > 0 && (ot - nt) / ot * 100 > max_pct) {
         out.push_back("REGRESSION " + cell + ": throughput " + f2(ot) + " -> " + f2(nt) + " Gbit/s (" +
                       f2((ot - nt) / ot * 100) + "% lower)");
       }
     }
-    if (r["kind"] == "latency" && value(r["latency_p50_us"], &ol)) {
-      if (!value(n["latency_p50_us"], &nl)) {
-        out.push_back("MISSING " + cell + ": latency_p50_us is '" + n["latency_p50_us"] + "' in NEW");
+    if (r[Col::kind] == "latency" && value(r[Col::latency_p50_us], &ol)) {
+      if (!value(n[Col::latency_p50_us], &nl)) {
+        out.push_back("MISSING " + cell + ": latency_p50_us is '" + n[Col::latency_p50_us] + "' in NEW");
       } else if (ol > 0 && (nl - ol) / ol * 100 > max_pct) {
         out.push_back("REGRESSION " + cell + ": latency p50 " + f2(ol) + " -> " + f2(nl) + " us (" +
                       f2((nl - ol) / ol * 100) + "% higher)");

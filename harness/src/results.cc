@@ -11,44 +11,76 @@
 
 namespace harness {
 
-const std::vector<std::string>& csv_columns() {
-  static const std::vector<std::string> c = {
-      "timestamp", "git_rev", "dut", "dut_version", "kind", "proto", "instances", "size_bytes", "repeat",
-      "throughput_gbps", "throughput_gbps_min", "throughput_gbps_max", "throughput_min_instance_gbps",
-      "throughput_max_instance_gbps", "retransmits", "cpu_host_pct", "rtt_us", "lost_percent", "latency_p50_us",
-      "latency_p50_us_min", "latency_p50_us_max", "latency_p90_us", "latency_p99_us", "latency_p99_us_min",
-      "latency_p99_us_max", "latency_p999_us", "latency_max_us", "latency_dropped", "ct_entries", "offloaded_entries", "dut_drops",
-      "dut_drops_detail",
-      "background_conns", "background_setup_per_s", "status", "error"};
+namespace {
+constexpr std::array<std::string_view, kColumnCount> kNames = {
+#define HARNESS_COLUMN_NAME(n) #n,
+    HARNESS_COLUMNS(HARNESS_COLUMN_NAME)
+#undef HARNESS_COLUMN_NAME
+};
+}  // namespace
+
+std::string_view col_name(Col c) { return kNames[static_cast<size_t>(c)]; }
+
+std::optional<Col> col_named(std::string_view name) {
+  for (size_t i = 0; i < kColumnCount; i++)
+    if (kNames[i] == name) return static_cast<Col>(i);
+  return std::nullopt;
+}
+
+Col col(std::string_view name) {
+  if (auto c = col_named(name)) return *c;
+  fprintf(stderr, "harness: internal error: no column named '%.*s'\n", static_cast<int>(name.size()), name.data());
+  abort();
+}
+
+std::vector<Col> Row::columns() const {
+  std::vector<Col> out;
+  for (size_t k = 0; k < kColumnCount; k++)
+    if (has_.test(k)) out.push_back(static_cast<Col>(k));
+  return out;
+}
+
+const std::vector<Col>& csv_columns() {
+  static const std::vector<Col> c = {
+      Col::timestamp, Col::git_rev, Col::dut, Col::dut_version, Col::kind, Col::proto,
+      Col::instances, Col::size_bytes, Col::repeat, Col::throughput_gbps, Col::throughput_gbps_min, Col::throughput_gbps_max,
+      Col::throughput_min_instance_gbps, Col::throughput_max_instance_gbps, Col::retransmits, Col::cpu_host_pct, Col::rtt_us, Col::lost_percent,
+      Col::latency_p50_us, Col::latency_p50_us_min, Col::latency_p50_us_max, Col::latency_p90_us, Col::latency_p99_us, Col::latency_p99_us_min,
+      Col::latency_p99_us_max, Col::latency_p999_us, Col::latency_max_us, Col::latency_dropped, Col::ct_entries, Col::offloaded_entries,
+      Col::dut_drops, Col::dut_drops_detail, Col::background_conns, Col::background_setup_per_s, Col::status, Col::error};
   return c;
 }
 
-const std::vector<std::string>& rfc2544_columns() {
-  static const std::vector<std::string> c = {
-      "timestamp", "git_rev", "dut", "dut_version", "frame_bytes", "conns", "proto", "repeat", "zero_loss_mpps",
-      "zero_loss_gbps", "max_fwd_mpps", "offered_at_max_mpps", "loss_at_max", "lost_at_max_to_server",
-      "lost_at_max_to_client", "dut_drops_at_max", "gen_drops_at_max", "limited_by", "retried",
-      "zero_loss_trial_lost", "zero_loss_trial_dut_drops", "zero_loss_trial_gen_drops", "lat10_offered_mpps",
-      "lat10_lost", "lat10_p50_us", "lat10_p99_us", "lat10_p999_us", "lat50_offered_mpps", "lat50_lost",
-      "lat50_p50_us", "lat50_p99_us", "lat50_p999_us", "lat90_offered_mpps", "lat90_lost", "lat90_p50_us",
-      "lat90_p99_us", "lat90_p999_us", "cps_established", "cps_closed", "cps_failed", "setup_per_s",
-      "generator_ceiling_mpps", "ct_entries", "status", "error"};
+const std::vector<Col>& rfc2544_columns() {
+  static const std::vector<Col> c = {
+      Col::timestamp, Col::git_rev, Col::dut, Col::dut_version, Col::frame_bytes, Col::conns,
+      Col::proto, Col::repeat, Col::zero_loss_mpps, Col::zero_loss_gbps, Col::max_fwd_mpps, Col::offered_at_max_mpps,
+      Col::loss_at_max, Col::lost_at_max_to_server, Col::lost_at_max_to_client, Col::dut_drops_at_max, Col::gen_drops_at_max, Col::limited_by,
+      Col::retried, Col::zero_loss_trial_lost, Col::zero_loss_trial_dut_drops, Col::zero_loss_trial_gen_drops, Col::lat10_offered_mpps, Col::lat10_lost,
+      Col::lat10_p50_us, Col::lat10_p99_us, Col::lat10_p999_us, Col::lat50_offered_mpps, Col::lat50_lost, Col::lat50_p50_us,
+      Col::lat50_p99_us, Col::lat50_p999_us, Col::lat90_offered_mpps, Col::lat90_lost, Col::lat90_p50_us, Col::lat90_p99_us,
+      Col::lat90_p999_us, Col::cps_established, Col::cps_closed, Col::cps_failed, Col::setup_per_s, Col::generator_ceiling_mpps,
+      Col::ct_entries, Col::status, Col::error};
   return c;
 }
 
-const std::vector<std::string>& rfc2544_trial_columns() {
-  static const std::vector<std::string> c = {
-      "dut", "frame_bytes", "conns", "proto", "repeat", "trial", "kind", "target_mpps", "offered_mpps", "fwd_mpps",
-      "sent", "received", "lost", "late", "tx_full", "dut_drops", "gen_drops", "generator_dropped", "drain_ms"};
+const std::vector<Col>& rfc2544_trial_columns() {
+  static const std::vector<Col> c = {
+      Col::dut, Col::frame_bytes, Col::conns, Col::proto, Col::repeat, Col::trial,
+      Col::kind, Col::target_mpps, Col::offered_mpps, Col::fwd_mpps, Col::sent, Col::received,
+      Col::lost, Col::late, Col::tx_full, Col::dut_drops, Col::gen_drops, Col::generator_dropped,
+      Col::drain_ms};
   return c;
+}
+
+std::string csv_header(const std::vector<Col>& columns) {
+  std::string h;
+  for (Col c : columns) h += (h.empty() ? "" : ",") + std::string(col_name(c));
+  return h;
 }
 
 std::string cell_key(const Row& r) {
-  auto g = [&](const char* k) {
-    auto it = r.find(k);
-    return it == r.end() ? std::string() : it->second;
-  };
-  return g("dut") + "|" + g("kind") + "|" + g("proto") + "|" + g("instances") + "|" + g("size_bytes");
+  return r[Col::dut] + "|" + r[Col::kind] + "|" + r[Col::proto] + "|" + r[Col::instances] + "|" + r[Col::size_bytes];
 }
 
 std::string csv_escape(const std::string& v) {
@@ -93,11 +125,10 @@ CsvWriter::~CsvWriter() {
   if (f_) fclose(f_);
 }
 
-sdn::Status CsvWriter::open(const std::string& path, const std::vector<std::string>& columns) {
+sdn::Status CsvWriter::open(const std::string& path, const std::vector<Col>& columns) {
   path_ = path;
   cols_ = &columns;
-  std::string want;
-  for (const auto& c : *cols_) want += (want.empty() ? "" : ",") + c;
+  const std::string want = csv_header(columns);
   // An existing file: the same columns, and whole lines only. A run killed
   // mid-row leaves a cut last line (read_csv skips it): it goes, so that the
   // next row starts on its own line.
@@ -134,14 +165,13 @@ sdn::Status CsvWriter::open(const std::string& path, const std::vector<std::stri
 }
 
 sdn::Status CsvWriter::write(const Row& r) {
-  for (const auto& [k, v] : r)
+  for (Col k : r.columns())
     if (std::find(cols_->begin(), cols_->end(), k) == cols_->end())
-      return sdn::Status::error("row has a column the schema lacks: " + k);
+      return sdn::Status::error("row has a column the schema lacks: " + std::string(col_name(k)));
   std::string line;
   bool first = true;
-  for (const auto& c : *cols_) {
-    auto it = r.find(c);
-    line += (first ? "" : ",") + (it == r.end() ? std::string() : csv_escape(it->second));
+  for (Col c : *cols_) {
+    line += (first ? "" : ",") + csv_escape(r[c]);
     first = false;
   }
   if (fprintf(f_, "%s\n", line.c_str()) < 0 || fflush(f_) != 0)
@@ -155,7 +185,12 @@ sdn::Result<std::vector<Row>> read_csv(const std::string& path) {
   if (!in) return sdn::Status::error(path + ": cannot open");
   std::string line;
   if (!std::getline(in, line)) return sdn::Status::error(path + ":1: empty file");
-  std::vector<std::string> header = csv_split(line);
+  std::vector<Col> header;
+  for (const auto& w : csv_split(line)) {
+    auto c = col_named(w);
+    if (!c) return sdn::Status::error(path + ":1: column '" + w + "' is in no results schema of this version");
+    header.push_back(*c);
+  }
   std::vector<Row> rows;
   int n = 1;
   while (std::getline(in, line)) {

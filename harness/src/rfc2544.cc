@@ -230,70 +230,70 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, 
 // trial. `drops_why`: why the DUT's drop counters could not be read, if so.
 void fill_from_gen(const Rfc2544Config& cfg, const nlohmann::json& g, const std::string& drops_why, Row& r,
                    CsvWriter& tw) {
-    r["zero_loss_mpps"] = fmt(g.value("zero_loss_mpps", 0.0));
-    r["zero_loss_gbps"] = fmt(g.value("zero_loss_gbps", 0.0));
-    r["max_fwd_mpps"] = fmt(g["full_rate"].value("fwd_mpps", 0.0));
-    r["offered_at_max_mpps"] = fmt(g["full_rate"].value("offered_mpps", 0.0));
-    r["loss_at_max"] = fmt(g["full_rate"].value("loss", 0.0), 6);
-    r["lost_at_max_to_server"] = std::to_string(g["full_rate"].value("lost_to_server", 0ull));
-    r["lost_at_max_to_client"] = std::to_string(g["full_rate"].value("lost_to_client", 0ull));
-    r["limited_by"] = g.value("limited_by", "");
-    r["retried"] = std::to_string(g.value("retried", 0));
+    r[Col::zero_loss_mpps] = fmt(g.value("zero_loss_mpps", 0.0));
+    r[Col::zero_loss_gbps] = fmt(g.value("zero_loss_gbps", 0.0));
+    r[Col::max_fwd_mpps] = fmt(g["full_rate"].value("fwd_mpps", 0.0));
+    r[Col::offered_at_max_mpps] = fmt(g["full_rate"].value("offered_mpps", 0.0));
+    r[Col::loss_at_max] = fmt(g["full_rate"].value("loss", 0.0), 6);
+    r[Col::lost_at_max_to_server] = std::to_string(g["full_rate"].value("lost_to_server", 0ull));
+    r[Col::lost_at_max_to_client] = std::to_string(g["full_rate"].value("lost_to_client", 0ull));
+    r[Col::limited_by] = g.value("limited_by", "");
+    r[Col::retried] = std::to_string(g.value("retried", 0));
     // A trial's drop counts, or why there are none.
     auto drops = [&](const nlohmann::json& t, const char* key) {
       if (t.contains(key) && t[key].is_number()) return std::to_string(t[key].get<long long>());
       return "unavailable: " + (drops_why.empty() ? std::string("the DUT's counters were not read") : drops_why);
     };
-    r["dut_drops_at_max"] = drops(g["full_rate"], "dut_drops");
-    r["gen_drops_at_max"] = drops(g["full_rate"], "gen_drops");
+    r[Col::dut_drops_at_max] = drops(g["full_rate"], "dut_drops");
+    r[Col::gen_drops_at_max] = drops(g["full_rate"], "gen_drops");
     if (g.contains("zero_loss_trial") && g["zero_loss_trial"].is_object()) {
       const auto& z = g["zero_loss_trial"];
-      r["zero_loss_trial_lost"] = std::to_string(z.value("lost", 0ll));
-      r["zero_loss_trial_dut_drops"] = drops(z, "dut_drops");
-      r["zero_loss_trial_gen_drops"] = drops(z, "gen_drops");
+      r[Col::zero_loss_trial_lost] = std::to_string(z.value("lost", 0ll));
+      r[Col::zero_loss_trial_dut_drops] = drops(z, "dut_drops");
+      r[Col::zero_loss_trial_gen_drops] = drops(z, "gen_drops");
     } else {
-      for (const char* c : {"zero_loss_trial_lost", "zero_loss_trial_dut_drops", "zero_loss_trial_gen_drops"})
+      for (Col c : {Col::zero_loss_trial_lost, Col::zero_loss_trial_dut_drops, Col::zero_loss_trial_gen_drops})
         r[c] = "n/a: no zero-loss rate";
     }
     for (const char* pct : {"10", "50", "90"}) {
       const std::string L = std::string("lat") + pct + "_";
       if (!g.contains("latency_at") || !g["latency_at"].contains(pct)) {
         for (const char* q : {"p50_us", "p99_us", "p999_us", "offered_mpps", "lost"})
-          r[L + q] = "n/a: no zero-loss rate to take it at";
+          r[col(L + q)] = "n/a: no zero-loss rate to take it at";
         continue;
       }
       const auto& t = g["latency_at"][pct];
       const double target = t.value("target_mpps", 0.0), offered = t.value("offered_mpps", 0.0);
-      r[L + "offered_mpps"] = fmt(offered);
-      r[L + "lost"] = std::to_string(t.value("lost", 0ll));
+      r[col(L + "offered_mpps")] = fmt(offered);
+      r[col(L + "lost")] = std::to_string(t.value("lost", 0ll));
       // Latency at a load the generator did not reach is not latency at that load.
       const bool reached = offered >= 0.97 * target;
       for (const char* q : {"p50", "p99", "p999"})
-        r[L + q + "_us"] = reached ? fmt(t["latency_us"].value(q, 0.0))
+        r[col(L + q + "_us")] = reached ? fmt(t["latency_us"].value(q, 0.0))
                                    : "n/a: the trial reached " + fmt(offered) + " of " + fmt(target) + " Mpps";
     }
     if (g.contains("trials"))
       for (const auto& t : g["trials"]) {
         Row tr;
-        for (const char* c : {"dut", "frame_bytes", "conns", "proto", "repeat"}) tr[c] = r[c];
-        tr["trial"] = std::to_string(t.value("id", 0));
-        tr["kind"] = t.value("kind", "");
-        for (const char* c : {"target_mpps", "offered_mpps", "fwd_mpps"}) tr[c] = fmt(t.value(c, 0.0));
-        for (const char* c : {"sent", "received", "lost", "late", "tx_full"}) tr[c] = std::to_string(t.value(c, 0ll));
-        tr["dut_drops"] = drops(t, "dut_drops");
-        tr["gen_drops"] = drops(t, "gen_drops");
-        tr["generator_dropped"] = t.value("generator_dropped", false) ? "yes" : "no";
-        tr["drain_ms"] = fmt(t.value("drain_ms", 0.0), 1);
+        for (Col c : {Col::dut, Col::frame_bytes, Col::conns, Col::proto, Col::repeat}) tr[c] = r[c];
+        tr[Col::trial] = std::to_string(t.value("id", 0));
+        tr[Col::kind] = t.value("kind", "");
+        for (const char* c : {"target_mpps", "offered_mpps", "fwd_mpps"}) tr[col(c)] = fmt(t.value(c, 0.0));
+        for (const char* c : {"sent", "received", "lost", "late", "tx_full"}) tr[col(c)] = std::to_string(t.value(c, 0ll));
+        tr[Col::dut_drops] = drops(t, "dut_drops");
+        tr[Col::gen_drops] = drops(t, "gen_drops");
+        tr[Col::generator_dropped] = t.value("generator_dropped", false) ? "yes" : "no";
+        tr[Col::drain_ms] = fmt(t.value("drain_ms", 0.0), 1);
         tw.write(tr);
       }
-    r["setup_per_s"] = fmt(g["setup"].value("per_s", 0.0), 0);
+    r[Col::setup_per_s] = fmt(g["setup"].value("per_s", 0.0), 0);
     if (g.contains("churn")) {
       const auto& c = g["churn"];
-      r["cps_established"] = fmt(c.value("established_per_s", 0.0), 0);
-      r["cps_closed"] = fmt(c.value("closed_per_s", 0.0), 0);
-      r["cps_failed"] = std::to_string(c.value("failed", 0));
+      r[Col::cps_established] = fmt(c.value("established_per_s", 0.0), 0);
+      r[Col::cps_closed] = fmt(c.value("closed_per_s", 0.0), 0);
+      r[Col::cps_failed] = std::to_string(c.value("failed", 0));
     } else {
-      for (const char* c : {"cps_established", "cps_closed", "cps_failed"})
+      for (Col c : {Col::cps_established, Col::cps_closed, Col::cps_failed})
         r[c] = cfg.proto == "udp" ? "n/a: churn opens and closes TCP connections" : "n/a: no churn (--churn 0)";
     }
 }
@@ -328,14 +328,13 @@ Result<std::string> prepare_out_dir(const Rfc2544Config& cfg) {
 Status cells_done(const Rfc2544Config& cfg, const std::string& csv, std::set<std::string>* done) {
   if (!cfg.resume || !std::filesystem::exists(csv)) return {};
   std::ifstream in(csv);
-  std::string header, want;
+  std::string header;
   std::getline(in, header);
-  for (const auto& c : rfc2544_columns()) want += (want.empty() ? "" : ",") + c;
-  if (header != want) return Status::error(csv + ": its columns are not this version's; resume it with the version that began it");
+  if (header != csv_header(rfc2544_columns())) return Status::error(csv + ": its columns are not this version's; resume it with the version that began it");
   auto rows = read_csv(csv);
   if (!rows) return rows.status();
   for (auto& r : *rows)
-    if (r["proto"] == cfg.proto) done->insert(r["dut"] + "|" + r["frame_bytes"] + "|" + r["conns"] + "|" + r["repeat"]);
+    if (r[Col::proto] == cfg.proto) done->insert(r[Col::dut] + "|" + r[Col::frame_bytes] + "|" + r[Col::conns] + "|" + r[Col::repeat]);
   fprintf(stderr, "harness: resuming %s: %zu rows already measured\n", csv.c_str(), rows->size());
   return {};
 }
@@ -420,15 +419,15 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           if (stop) break;
           if (cell_done(dname, f, k, round)) continue;
           Row r;
-          r["timestamp"] = now_iso();
-          r["git_rev"] = rev;
-          r["dut"] = dname;
-          r["dut_version"] = dut ? dut->version() : dname;
-          r["frame_bytes"] = std::to_string(f);
-          r["conns"] = std::to_string(k);
-          r["proto"] = cfg.proto;
-          r["repeat"] = std::to_string(round);
-          r["generator_ceiling_mpps"] = ceiling[f];
+          r[Col::timestamp] = now_iso();
+          r[Col::git_rev] = rev;
+          r[Col::dut] = dname;
+          r[Col::dut_version] = dut ? dut->version() : dname;
+          r[Col::frame_bytes] = std::to_string(f);
+          r[Col::conns] = std::to_string(k);
+          r[Col::proto] = cfg.proto;
+          r[Col::repeat] = std::to_string(round);
+          r[Col::generator_ceiling_mpps] = ceiling[f];
           std::string err = why;
           if (err.empty())
             if (Status s = dut->flush(); !s) err = s.message();
@@ -439,21 +438,21 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
             j = generate(cfg, a, b, f, k, dut.get(), ddir + "/gen-" + std::to_string(k) + "-" + std::to_string(f), &ct,
                          &drops_why);
           if (ct != -1)
-            r["ct_entries"] = ct == -2 ? "unavailable: the DUT did not answer" : std::to_string(ct);
+            r[Col::ct_entries] = ct == -2 ? "unavailable: the DUT did not answer" : std::to_string(ct);
           if (!j && dname == "kernel-ct") {
-            r["status"] = "skipped";
-            r["error"] = j.message();
+            r[Col::status] = "skipped";
+            r[Col::error] = j.message();
             w.write(r);
             continue;
           }
           if (!j) {
-            r["status"] = "error";
-            r["error"] = j.message();
+            r[Col::status] = "error";
+            r[Col::error] = j.message();
             if (dut && err.empty() && ct == -1) {  // failed before the count: what the DUT holds now
               const long long now_ct = dut->ct_entries();
               if (now_ct >= 0) {
-                r["ct_entries"] = std::to_string(now_ct);
-                r["error"] += "; the DUT's tracker holds " + std::to_string(now_ct);
+                r[Col::ct_entries] = std::to_string(now_ct);
+                r[Col::error] += "; the DUT's tracker holds " + std::to_string(now_ct);
               }
             }
             errors++;
@@ -462,17 +461,17 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           }
           const auto& g = *j;
           fill_from_gen(cfg, g, drops_why, r, tw);
-          if (ct == -1) r["ct_entries"] = "n/a: no tracker";
-          r["status"] = "ok";
+          if (ct == -1) r[Col::ct_entries] = "n/a: no tracker";
+          r[Col::status] = "ok";
           if (g.value("zero_loss_mpps", 0.0) <= 0) {
-            r["status"] = "error";
-            r["error"] = "no rate without loss: every trial lost packets (full rate: " + r["max_fwd_mpps"] + " of " +
-                         r["offered_at_max_mpps"] + " Mpps forwarded)";
+            r[Col::status] = "error";
+            r[Col::error] = "no rate without loss: every trial lost packets (full rate: " + r[Col::max_fwd_mpps] + " of " +
+                         r[Col::offered_at_max_mpps] + " Mpps forwarded)";
             errors++;
           }
           w.write(r);
           fprintf(stderr, "harness: %s %d conns %d B: zero-loss %s Mpps, full rate %s Mpps fwd (%s)\n", dname.c_str(), k, f,
-                  r["zero_loss_mpps"].c_str(), r["max_fwd_mpps"].c_str(), r["limited_by"].c_str());
+                  r[Col::zero_loss_mpps].c_str(), r[Col::max_fwd_mpps].c_str(), r[Col::limited_by].c_str());
         }
     }
   }

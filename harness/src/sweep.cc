@@ -91,8 +91,8 @@ Status prepare_run_dir(SweepRun& run) {
     auto rows = read_csv(run.csv);
     if (!rows) return rows.status();
     for (auto& r : rows.value()) {
-      run.done.insert(cell_key(r) + "|" + r["repeat"]);
-      if (r["repeat"] != "summary") run.cell_reps[cell_key(r)].push_back(r);
+      run.done.insert(cell_key(r) + "|" + r[Col::repeat]);
+      if (r[Col::repeat] != "summary") run.cell_reps[cell_key(r)].push_back(r);
     }
     fprintf(stderr, "harness: resuming %s: %zu rows already measured\n", out.c_str(), rows->size());
   }
@@ -418,46 +418,46 @@ std::string DutSession::open_background() {
 
 Row DutSession::base_row(const std::string& kind, const std::string& proto, int inst, int size) const {
   Row r;
-  r["timestamp"] = now_iso();
-  r["git_rev"] = run_.git;
-  r["dut"] = name_;
-  r["dut_version"] = version_;
-  r["kind"] = kind;
-  r["proto"] = proto;
-  r["instances"] = std::to_string(inst);
-  r["size_bytes"] = std::to_string(size);
-  r["background_conns"] = std::to_string(bg_ ? bg_->setup().established : 0);
-  r["background_setup_per_s"] = bg_ ? fmt(bg_->setup().per_s, 0) : std::string("n/a: none asked for");
+  r[Col::timestamp] = now_iso();
+  r[Col::git_rev] = run_.git;
+  r[Col::dut] = name_;
+  r[Col::dut_version] = version_;
+  r[Col::kind] = kind;
+  r[Col::proto] = proto;
+  r[Col::instances] = std::to_string(inst);
+  r[Col::size_bytes] = std::to_string(size);
+  r[Col::background_conns] = std::to_string(bg_ ? bg_->setup().established : 0);
+  r[Col::background_setup_per_s] = bg_ ? fmt(bg_->setup().per_s, 0) : std::string("n/a: none asked for");
   return r;
 }
 
 void DutSession::dut_view(Row& r, const Result<std::map<std::string, long long>>& before) {
   if (Status a = dut_->alive(); !a) {
-    if (r["status"] == "ok") run_.errors++;
-    r["status"] = "error";
-    r["error"] = a.message() + (r["error"].empty() ? "" : "; " + r["error"]);
+    if (r[Col::status] == "ok") run_.errors++;
+    r[Col::status] = "error";
+    r[Col::error] = a.message() + (r[Col::error].empty() ? "" : "; " + r[Col::error]);
     error_ = "the DUT was lost in an earlier cell: " + a.message();
   }
   long long ce = dut_->ct_entries(), off = dut_->offloaded();
   // The background connections must still be there: generators alive,
   // the tracker still holding them.
-  if (bg_ && r["status"] == "ok") {
+  if (bg_ && r[Col::status] == "ok") {
     Status a = bg_->alive();
     if (!a || (ce >= 0 && ce < cfg_.background_conns)) {
-      r["status"] = "error";
-      r["error"] = !a ? a.message()
+      r[Col::status] = "error";
+      r[Col::error] = !a ? a.message()
                       : "the tracker holds " + std::to_string(ce) + " entries, fewer than the " +
                             std::to_string(cfg_.background_conns) + " background connections";
       run_.errors++;
     }
   }
-  r["ct_entries"] = ce >= 0 ? std::to_string(ce)
+  r[Col::ct_entries] = ce >= 0 ? std::to_string(ce)
                             : !dut_->no_tracker().empty() ? dut_->no_tracker()
                                                           : std::string("unavailable: the DUT did not report it");
-  r["offloaded_entries"] = off >= 0 ? std::to_string(off) : std::string("n/a: no offload counters");
+  r[Col::offloaded_entries] = off >= 0 ? std::to_string(off) : std::string("n/a: no offload counters");
   auto after = dut_->drops();
   if (!before || !after) {
-    r["dut_drops"] = "unavailable: " + (before ? after.message() : before.message());
+    r[Col::dut_drops] = "unavailable: " + (before ? after.message() : before.message());
     return;
   }
   long long total = 0;
@@ -469,9 +469,9 @@ void DutSession::dut_view(Row& r, const Result<std::map<std::string, long long>>
     if (k.rfind("policy:", 0) != 0) total += d;
     detail += (detail.empty() ? "" : " ") + k + "=" + std::to_string(d);
   }
-  r["dut_drops"] = std::to_string(total);
-  r["dut_drops_detail"] = detail.empty() ? "none" : detail;
-  if (!dut_->drops_blind_spot().empty()) r["dut_drops_detail"] += "; not seen: " + dut_->drops_blind_spot();
+  r[Col::dut_drops] = std::to_string(total);
+  r[Col::dut_drops_detail] = detail.empty() ? "none" : detail;
+  if (!dut_->drops_blind_spot().empty()) r[Col::dut_drops_detail] += "; not seen: " + dut_->drops_blind_spot();
 }
 
 // The summary row of a cell: medians and spreads over its repetitions, the
@@ -481,42 +481,42 @@ void finish_cell(SweepRun& run, Row base, std::vector<Row> reps) {
   std::vector<double> tp, p50, p99;
   std::string first_err;
   for (auto& r : reps) {
-    if (r["status"] == "ok") {
-      if (!r["throughput_gbps"].empty()) tp.push_back(to_num(r["throughput_gbps"]));
-      if (!r["latency_p50_us"].empty()) p50.push_back(to_num(r["latency_p50_us"]));
-      if (!r["latency_p99_us"].empty()) p99.push_back(to_num(r["latency_p99_us"]));
+    if (r[Col::status] == "ok") {
+      if (!r[Col::throughput_gbps].empty()) tp.push_back(to_num(r[Col::throughput_gbps]));
+      if (!r[Col::latency_p50_us].empty()) p50.push_back(to_num(r[Col::latency_p50_us]));
+      if (!r[Col::latency_p99_us].empty()) p99.push_back(to_num(r[Col::latency_p99_us]));
     } else if (first_err.empty()) {
-      first_err = r["error"];
+      first_err = r[Col::error];
     }
   }
-  base["repeat"] = "summary";
-  auto put = [&](const std::string& col, const std::vector<double>& v) {
+  base[Col::repeat] = "summary";
+  auto put = [&](Col median, Col min, Col max, const std::vector<double>& v) {
     if (v.empty()) return;
     Spread s = spread(v);
-    base[col] = fmt(s.median);
-    base[col + "_min"] = fmt(s.min);
-    base[col + "_max"] = fmt(s.max);
+    base[median] = fmt(s.median);
+    base[min] = fmt(s.min);
+    base[max] = fmt(s.max);
   };
-  put("throughput_gbps", tp);
-  put("latency_p50_us", p50);
-  put("latency_p99_us", p99);
+  put(Col::throughput_gbps, Col::throughput_gbps_min, Col::throughput_gbps_max, tp);
+  put(Col::latency_p50_us, Col::latency_p50_us_min, Col::latency_p50_us_max, p50);
+  put(Col::latency_p99_us, Col::latency_p99_us_min, Col::latency_p99_us_max, p99);
   long long drops = 0, ct = -1, off = -1;
   std::string drops_why, ct_why, off_why;
   for (auto& r : reps) {
-    double d = to_num(r["dut_drops"], -1), c = to_num(r["ct_entries"], -1), o = to_num(r["offloaded_entries"], -1);
+    double d = to_num(r[Col::dut_drops], -1), c = to_num(r[Col::ct_entries], -1), o = to_num(r[Col::offloaded_entries], -1);
     if (d >= 0) drops += static_cast<long long>(d);
-    else if (drops_why.empty()) drops_why = r["dut_drops"].empty() ? "not measured" : r["dut_drops"];
+    else if (drops_why.empty()) drops_why = r[Col::dut_drops].empty() ? "not measured" : r[Col::dut_drops];
     if (c >= 0) ct = std::max(ct, static_cast<long long>(c));
-    else if (ct_why.empty()) ct_why = r["ct_entries"].empty() ? "not measured" : r["ct_entries"];
+    else if (ct_why.empty()) ct_why = r[Col::ct_entries].empty() ? "not measured" : r[Col::ct_entries];
     if (o >= 0) off = std::max(off, static_cast<long long>(o));
-    else if (off_why.empty()) off_why = r["offloaded_entries"].empty() ? "not measured" : r["offloaded_entries"];
+    else if (off_why.empty()) off_why = r[Col::offloaded_entries].empty() ? "not measured" : r[Col::offloaded_entries];
   }
-  base["dut_drops"] = drops_why.empty() ? std::to_string(drops) : drops_why;
-  base["ct_entries"] = ct >= 0 ? std::to_string(ct) : ct_why;
-  base["offloaded_entries"] = off >= 0 ? std::to_string(off) : off_why;
+  base[Col::dut_drops] = drops_why.empty() ? std::to_string(drops) : drops_why;
+  base[Col::ct_entries] = ct >= 0 ? std::to_string(ct) : ct_why;
+  base[Col::offloaded_entries] = off >= 0 ? std::to_string(off) : off_why;
   bool any_ok = !tp.empty() || !p50.empty();
-  base["status"] = any_ok ? "ok" : "error";
-  if (!any_ok) base["error"] = first_err.empty() ? "no repetition succeeded" : first_err;
+  base[Col::status] = any_ok ? "ok" : "error";
+  if (!any_ok) base[Col::error] = first_err.empty() ? "no repetition succeeded" : first_err;
   run.w.write(base);
 }
 
@@ -553,24 +553,24 @@ void throughput_rep(SweepRun& run, DutSession& s, const std::string& proto, int 
   }
   if (o.error.empty() && !o.inst.empty()) {
     double k = static_cast<double>(o.inst.size());
-    r["throughput_gbps"] = fmt(sum);
-    r["throughput_min_instance_gbps"] = fmt(mn);
-    r["throughput_max_instance_gbps"] = fmt(mx);
-    r["retransmits"] = std::to_string(retr);
-    r["cpu_host_pct"] = fmt(cpu / k, 1);
-    if (proto == "tcp") r["rtt_us"] = fmt(rtt / k, 1);
-    else r["lost_percent"] = fmt(loss / k, 3);
-    r["status"] = "ok";
+    r[Col::throughput_gbps] = fmt(sum);
+    r[Col::throughput_min_instance_gbps] = fmt(mn);
+    r[Col::throughput_max_instance_gbps] = fmt(mx);
+    r[Col::retransmits] = std::to_string(retr);
+    r[Col::cpu_host_pct] = fmt(cpu / k, 1);
+    if (proto == "tcp") r[Col::rtt_us] = fmt(rtt / k, 1);
+    else r[Col::lost_percent] = fmt(loss / k, 3);
+    r[Col::status] = "ok";
   } else {
-    r["status"] = "error";
-    r["error"] = o.error.empty() ? "no iperf3 instance ran" : o.error;
+    r[Col::status] = "error";
+    r[Col::error] = o.error.empty() ? "no iperf3 instance ran" : o.error;
     run.errors++;
   }
   // The latency columns are numbers or the error says why not.
   if (o.have_lat && o.lat.ok) {
     put_latency(r, o.lat);
-  } else if (o.have_lat && r["status"] == "ok") {
-    r["error"] = "latency under load: " + o.lat.error;
+  } else if (o.have_lat && r[Col::status] == "ok") {
+    r[Col::error] = "latency under load: " + o.lat.error;
   }
   s.dut_view(r, drops_before);
 }
@@ -594,11 +594,11 @@ Status throughput_cells(SweepRun& run, DutSession& s, int rep_lo, int rep_hi) {
             continue;
           }
           Row r = base;
-          r["timestamp"] = now_iso();
-          r["repeat"] = std::to_string(rep);
+          r[Col::timestamp] = now_iso();
+          r[Col::repeat] = std::to_string(rep);
           if (!s.error().empty()) {
-            r["status"] = "error";
-            r["error"] = s.error();
+            r[Col::status] = "error";
+            r[Col::error] = s.error();
             run.errors++;
           } else {
             throughput_rep(run, s, proto, inst, size, rep, what, r);
@@ -630,10 +630,10 @@ Status latency_cells(SweepRun& run, DutSession& s, int rep_lo, int rep_hi) {
         continue;
       }
       Row r = base;
-      r["repeat"] = std::to_string(rep);
+      r[Col::repeat] = std::to_string(rep);
       if (!s.error().empty()) {
-        r["status"] = "error";
-        r["error"] = s.error();
+        r[Col::status] = "error";
+        r[Col::error] = s.error();
         run.errors++;
       } else {
         auto drops_before = s.dut().drops();
@@ -642,10 +642,10 @@ Status latency_cells(SweepRun& run, DutSession& s, int rep_lo, int rep_hi) {
         s.renew_servers(o, 0);
         if (o.have_lat && o.lat.ok) {
           put_latency(r, o.lat);
-          r["status"] = "ok";
+          r[Col::status] = "ok";
         } else {
-          r["status"] = "error";
-          r["error"] = o.have_lat ? o.lat.error : "sockperf did not start";
+          r[Col::status] = "error";
+          r[Col::error] = o.have_lat ? o.lat.error : "sockperf did not start";
           run.errors++;
         }
         s.dut_view(r, drops_before);

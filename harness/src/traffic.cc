@@ -163,12 +163,12 @@ using util::fmt;
 
 
 void put_latency(Row& r, const SockperfResult& l) {
-  r["latency_p50_us"] = fmt(l.p50_us);
-  r["latency_p90_us"] = fmt(l.p90_us);
-  r["latency_p99_us"] = fmt(l.p99_us);
-  r["latency_p999_us"] = fmt(l.p999_us);
-  r["latency_max_us"] = fmt(l.max_us);
-  r["latency_dropped"] = l.dropped >= 0 ? std::to_string(l.dropped) : std::string("not reported by sockperf");
+  r[Col::latency_p50_us] = fmt(l.p50_us);
+  r[Col::latency_p90_us] = fmt(l.p90_us);
+  r[Col::latency_p99_us] = fmt(l.p99_us);
+  r[Col::latency_p999_us] = fmt(l.p999_us);
+  r[Col::latency_max_us] = fmt(l.max_us);
+  r[Col::latency_dropped] = l.dropped >= 0 ? std::to_string(l.dropped) : std::string("not reported by sockperf");
 }
 
 

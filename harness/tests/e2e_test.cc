@@ -24,6 +24,8 @@
 #include "testbed/process.h"
 #include "testbed/testbed.h"
 
+using harness::Col;
+
 namespace {
 
 std::string g_harness;
@@ -125,10 +127,10 @@ TEST(E2E, SmallSweepAllRowsOkAndNothingLeftBehind) {
   ASSERT_TRUE(rows.ok()) << rows.message();
   int throughput_rows = 0;
   for (auto& row : *rows) {
-    EXPECT_EQ(row["status"], "ok") << row["dut"] << " " << row["kind"] << ": " << row["error"];
-    if (row["kind"] == "throughput") {
+    EXPECT_EQ(row[Col::status], "ok") << row[Col::dut] << " " << row[Col::kind] << ": " << row[Col::error];
+    if (row[Col::kind] == "throughput") {
       throughput_rows++;
-      EXPECT_GT(harness::to_num(row["throughput_gbps"], 0), 0) << row["dut"];
+      EXPECT_GT(harness::to_num(row[Col::throughput_gbps], 0), 0) << row[Col::dut];
     }
   }
   EXPECT_EQ(throughput_rows, 2 * 2 * 2);  // 2 DUTs x 2 instance counts x (1 repetition + summary)
@@ -155,13 +157,13 @@ TEST(E2E, ADutThatFailsItsHealthCheckYieldsErrorRowsAndTheOthersRun) {
   ASSERT_TRUE(rows.ok());
   int dp_err = 0, tp_ok = 0;
   for (auto& row : *rows) {
-    if (row["dut"] == "dataplane") {
-      EXPECT_EQ(row["status"], "error");
-      EXPECT_NE(row["error"].find("health check"), std::string::npos) << row["error"];
-      EXPECT_TRUE(row["throughput_gbps"].empty()) << "an error row must not carry a zero";
+    if (row[Col::dut] == "dataplane") {
+      EXPECT_EQ(row[Col::status], "error");
+      EXPECT_NE(row[Col::error].find("health check"), std::string::npos) << row[Col::error];
+      EXPECT_TRUE(row[Col::throughput_gbps].empty()) << "an error row must not carry a zero";
       dp_err++;
     }
-    if (row["dut"] == "testpmd-io" && row["status"] == "ok") tp_ok++;
+    if (row[Col::dut] == "testpmd-io" && row[Col::status] == "ok") tp_ok++;
   }
   EXPECT_GT(dp_err, 0);
   EXPECT_GT(tp_ok, 0);
@@ -203,9 +205,9 @@ TEST(E2E, AStuckServerFailsOneCellNotTheRest) {
   ASSERT_TRUE(rows.ok()) << rows.message();
   std::map<std::string, std::string> status, error;
   for (auto& row : *rows)
-    if (row["repeat"] == "1") {
-      status[row["size_bytes"]] = row["status"];
-      error[row["size_bytes"]] = row["error"];
+    if (row[Col::repeat] == "1") {
+      status[row[Col::size_bytes]] = row[Col::status];
+      error[row[Col::size_bytes]] = row[Col::error];
     }
   EXPECT_EQ(status["1024"], "error");
   EXPECT_NE(error["1024"].find("instance 1: "), std::string::npos) << error["1024"];
@@ -235,15 +237,14 @@ TEST(E2E, SshTransportGivesTheSameRowsAndLeavesNothing) {
   for (size_t i = 0; i < got["ssh"].size(); i++) {
     auto& a = got["ssh"][i];
     auto& b = got["netns"][i];
-    EXPECT_EQ(a.size(), b.size());
-    for (auto& [k, v] : b) EXPECT_TRUE(a.count(k)) << "column " << k;
-    EXPECT_EQ(a["status"], "ok") << a["dut"] << " " << a["kind"] << ": " << a["error"];
+    EXPECT_EQ(a.columns(), b.columns());
+    EXPECT_EQ(a[Col::status], "ok") << a[Col::dut] << " " << a[Col::kind] << ": " << a[Col::error];
     EXPECT_EQ(harness::cell_key(a), harness::cell_key(b));
     // No silent holes, summaries included: a figure or a reason.
-    for (const char* c : {"ct_entries", "offloaded_entries", "dut_drops"})
-      EXPECT_FALSE(a[c].empty()) << c << " blank in " << a["dut"] << " " << a["kind"] << " repeat " << a["repeat"];
-    if (a["kind"] == "throughput") {
-      EXPECT_GT(harness::to_num(a["throughput_gbps"], 0), 0);
+    for (Col c : {Col::ct_entries, Col::offloaded_entries, Col::dut_drops})
+      EXPECT_FALSE(a[c].empty()) << harness::col_name(c) << " blank in " << a[Col::dut] << " " << a[Col::kind] << " repeat " << a[Col::repeat];
+    if (a[Col::kind] == "throughput") {
+      EXPECT_GT(harness::to_num(a[Col::throughput_gbps], 0), 0);
     }
   }
   // Nothing of the run on the hosts: no pid files, no tools, no sshd.
@@ -372,10 +373,10 @@ TEST(E2E, BackgroundConnectionsOverSshAreHeldAndCounted) {
   ASSERT_TRUE(rows.ok()) << rows.message();
   ASSERT_EQ(rows->size(), 4u);
   for (auto& row : *rows) {
-    EXPECT_EQ(row["status"], "ok") << row["dut"] << ": " << row["error"];
-    EXPECT_EQ(row["background_conns"], std::to_string(k)) << row["dut"];
-    EXPECT_GE(harness::to_num(row["ct_entries"], 0), k) << row["dut"];
-    EXPECT_GT(harness::to_num(row["background_setup_per_s"], 0), 0) << row["dut"];
+    EXPECT_EQ(row[Col::status], "ok") << row[Col::dut] << ": " << row[Col::error];
+    EXPECT_EQ(row[Col::background_conns], std::to_string(k)) << row[Col::dut];
+    EXPECT_GE(harness::to_num(row[Col::ct_entries], 0), k) << row[Col::dut];
+    EXPECT_GT(harness::to_num(row[Col::background_setup_per_s], 0), 0) << row[Col::dut];
   }
   std::ifstream in(out + "/machine.txt");
   std::string machine((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -431,12 +432,12 @@ TEST(E2E, SshConnectionCutMidCellIsAnErrorRowAndTheSweepGoesOn) {
   ASSERT_TRUE(rows.ok()) << rows.message();
   std::map<std::string, harness::Row> cell;
   for (auto& r : *rows)
-    if (r["repeat"] == "1") cell[r["kind"] + " " + r["size_bytes"]] = r;
+    if (r[Col::repeat] == "1") cell[r[Col::kind] + " " + r[Col::size_bytes]] = r;
   ASSERT_TRUE(cell.count("throughput 1024") && cell.count("throughput 1460")) << "rows missing";
-  EXPECT_EQ(cell["throughput 1024"]["status"], "error");
-  EXPECT_NE(cell["throughput 1024"]["error"].find("host client"), std::string::npos) << cell["throughput 1024"]["error"];
-  EXPECT_EQ(cell["throughput 1460"]["status"], "ok") << cell["throughput 1460"]["error"];
-  EXPECT_EQ(cell["latency 1460"]["status"], "ok") << cell["latency 1460"]["error"];
+  EXPECT_EQ(cell["throughput 1024"][Col::status], "error");
+  EXPECT_NE(cell["throughput 1024"][Col::error].find("host client"), std::string::npos) << cell["throughput 1024"][Col::error];
+  EXPECT_EQ(cell["throughput 1460"][Col::status], "ok") << cell["throughput 1460"][Col::error];
+  EXPECT_EQ(cell["latency 1460"][Col::status], "ok") << cell["latency 1460"][Col::error];
   // No tool of the run left on any host.
   expect_none_running({"iperf3", "sockperf", "sshd"});
 }
@@ -467,19 +468,19 @@ TEST(E2E, LabInventoryDrivesEveryHostOverSsh) {
   ASSERT_TRUE(rows.ok()) << rows.message() << "\n" << r->output;
   int ok = 0, refused = 0;
   for (auto& row : *rows) {
-    if (row["dut"] == "ovs-kernel-tc" || row["dut"] == "ovs-dpdk-offload") {
-      EXPECT_EQ(row["status"], "error");
-      EXPECT_NE(row["error"].find("preconditions not met on the DUT host"), std::string::npos) << row["error"];
-      EXPECT_NE(row["error"].find("d0: driver veth, not mlx5_core"), std::string::npos) << row["error"];
+    if (row[Col::dut] == "ovs-kernel-tc" || row[Col::dut] == "ovs-dpdk-offload") {
+      EXPECT_EQ(row[Col::status], "error");
+      EXPECT_NE(row[Col::error].find("preconditions not met on the DUT host"), std::string::npos) << row[Col::error];
+      EXPECT_NE(row[Col::error].find("d0: driver veth, not mlx5_core"), std::string::npos) << row[Col::error];
       refused++;
       continue;
     }
-    EXPECT_EQ(row["status"], "ok") << row["dut"] << " " << row["kind"] << ": " << row["error"];
-    if (row["kind"] == "throughput") {
-      EXPECT_GT(harness::to_num(row["throughput_gbps"], 0), 0) << row["dut"];
+    EXPECT_EQ(row[Col::status], "ok") << row[Col::dut] << " " << row[Col::kind] << ": " << row[Col::error];
+    if (row[Col::kind] == "throughput") {
+      EXPECT_GT(harness::to_num(row[Col::throughput_gbps], 0), 0) << row[Col::dut];
     }
-    if (row["dut"] != "testpmd-io") {
-      EXPECT_GE(harness::to_num(row["ct_entries"], -1), 0) << row["dut"] << ": " << row["ct_entries"];
+    if (row[Col::dut] != "testpmd-io") {
+      EXPECT_GE(harness::to_num(row[Col::ct_entries], -1), 0) << row[Col::dut] << ": " << row[Col::ct_entries];
     }
     ok++;
   }
@@ -623,9 +624,9 @@ TEST(E2E, KilledLabRunIsUndoneByTheNextAndALostDutIsAnError) {
   ASSERT_TRUE(rows.ok()) << rows.message();
   int lost = 0;
   for (auto& r : *rows) {
-    if (r["repeat"] != "1") continue;
-    EXPECT_EQ(r["status"], "error") << r["size_bytes"] << ": the DUT host's daemon was gone, yet: " << r["ct_entries"];
-    lost += r["error"].find("the DUT host 192.168.251.10") != std::string::npos;
+    if (r[Col::repeat] != "1") continue;
+    EXPECT_EQ(r[Col::status], "error") << r[Col::size_bytes] << ": the DUT host's daemon was gone, yet: " << r[Col::ct_entries];
+    lost += r[Col::error].find("the DUT host 192.168.251.10") != std::string::npos;
   }
   EXPECT_EQ(lost, 2) << "each row names the lost DUT host";
   for (pid_t run : {k1, k2, p3->pid()})
@@ -671,35 +672,35 @@ TEST(E2E, Rfc2544ModeOverMemif) {
   ASSERT_TRUE(rows.ok()) << rows.message();
   ASSERT_EQ(rows->size(), 4u) << r->output;
   for (auto& row : *rows) {
-    EXPECT_GT(harness::to_num(row["generator_ceiling_mpps"], 0), 0) << row["generator_ceiling_mpps"];
-    if (row["dut"] == "kernel-ct") {
-      EXPECT_EQ(row["status"], "skipped");
-      EXPECT_NE(row["error"].find("no DPDK port"), std::string::npos) << row["error"];
+    EXPECT_GT(harness::to_num(row[Col::generator_ceiling_mpps], 0), 0) << row[Col::generator_ceiling_mpps];
+    if (row[Col::dut] == "kernel-ct") {
+      EXPECT_EQ(row[Col::status], "skipped");
+      EXPECT_NE(row[Col::error].find("no DPDK port"), std::string::npos) << row[Col::error];
       continue;
     }
-    EXPECT_EQ(row["status"], "ok") << row["dut"] << ": " << row["error"];
-    EXPECT_GT(harness::to_num(row["zero_loss_mpps"], 0), 0) << row["dut"];
-    EXPECT_GT(harness::to_num(row["max_fwd_mpps"], 0), 0) << row["dut"];
-    EXPECT_GT(harness::to_num(row["setup_per_s"], 0), 0) << row["dut"];
-    EXPECT_GE(harness::to_num(row["lost_at_max_to_server"], -1), 0) << row["lost_at_max_to_server"];
-    EXPECT_GE(harness::to_num(row["lost_at_max_to_client"], -1), 0) << row["lost_at_max_to_client"];
-    EXPECT_GT(harness::to_num(row["cps_established"], 0), 0) << row["dut"];
-    EXPECT_GT(harness::to_num(row["cps_closed"], 0), 0) << row["dut"];
-    EXPECT_GE(harness::to_num(row["cps_failed"], -1), 0) << row["dut"];
-    EXPECT_GT(harness::to_num(row["lat50_p50_us"], 0), 0) << row["dut"];
+    EXPECT_EQ(row[Col::status], "ok") << row[Col::dut] << ": " << row[Col::error];
+    EXPECT_GT(harness::to_num(row[Col::zero_loss_mpps], 0), 0) << row[Col::dut];
+    EXPECT_GT(harness::to_num(row[Col::max_fwd_mpps], 0), 0) << row[Col::dut];
+    EXPECT_GT(harness::to_num(row[Col::setup_per_s], 0), 0) << row[Col::dut];
+    EXPECT_GE(harness::to_num(row[Col::lost_at_max_to_server], -1), 0) << row[Col::lost_at_max_to_server];
+    EXPECT_GE(harness::to_num(row[Col::lost_at_max_to_client], -1), 0) << row[Col::lost_at_max_to_client];
+    EXPECT_GT(harness::to_num(row[Col::cps_established], 0), 0) << row[Col::dut];
+    EXPECT_GT(harness::to_num(row[Col::cps_closed], 0), 0) << row[Col::dut];
+    EXPECT_GE(harness::to_num(row[Col::cps_failed], -1), 0) << row[Col::dut];
+    EXPECT_GT(harness::to_num(row[Col::lat50_p50_us], 0), 0) << row[Col::dut];
     // Issue 19, item 3: the DUT's own drops and the generator's, per trial;
     // the zero-loss rate's trial lost nothing, and the latency trials say
     // what they reached and lost.
-    for (const char* c : {"dut_drops_at_max", "gen_drops_at_max", "zero_loss_trial_dut_drops",
-                          "zero_loss_trial_gen_drops", "lat10_offered_mpps", "lat50_lost", "lat90_lost", "retried"})
-      EXPECT_GE(harness::to_num(row[c], -1), 0) << row["dut"] << " " << c << ": '" << row[c] << "'";
-    EXPECT_EQ(row["zero_loss_trial_lost"], "0") << row["dut"];
-    EXPECT_FALSE(row["limited_by"].empty()) << row["dut"];
-    if (row["dut"] == "testpmd-io") {
-      EXPECT_EQ(row["ct_entries"].rfind("n/a", 0), 0u) << row["ct_entries"];
+    for (Col c : {Col::dut_drops_at_max, Col::gen_drops_at_max, Col::zero_loss_trial_dut_drops,
+                  Col::zero_loss_trial_gen_drops, Col::lat10_offered_mpps, Col::lat50_lost, Col::lat90_lost, Col::retried})
+      EXPECT_GE(harness::to_num(row[c], -1), 0) << row[Col::dut] << " " << harness::col_name(c) << ": '" << row[c] << "'";
+    EXPECT_EQ(row[Col::zero_loss_trial_lost], "0") << row[Col::dut];
+    EXPECT_FALSE(row[Col::limited_by].empty()) << row[Col::dut];
+    if (row[Col::dut] == "testpmd-io") {
+      EXPECT_EQ(row[Col::ct_entries].rfind("n/a", 0), 0u) << row[Col::ct_entries];
     } else {
       // Counted after the set-up, before any trial.
-      EXPECT_GE(harness::to_num(row["ct_entries"], 0), 10000) << row["dut"];
+      EXPECT_GE(harness::to_num(row[Col::ct_entries], 0), 10000) << row[Col::dut];
     }
   }
   // Every trial on its own row; issue 19, item 4: no trial is credited with
@@ -708,11 +709,11 @@ TEST(E2E, Rfc2544ModeOverMemif) {
   ASSERT_TRUE(trials.ok()) << trials.message();
   std::map<std::string, int> per_dut;
   for (auto& t : *trials) {
-    per_dut[t["dut"]]++;
-    EXPECT_LE(harness::to_num(t["received"], 0), harness::to_num(t["sent"], -1)) << t["dut"] << " trial " << t["trial"];
-    EXPECT_GE(harness::to_num(t["late"], -1), 0);
-    EXPECT_GE(harness::to_num(t["dut_drops"], -1), 0) << t["dut"] << " trial " << t["trial"] << ": " << t["dut_drops"];
-    EXPECT_GE(harness::to_num(t["gen_drops"], -1), 0) << t["dut"] << " trial " << t["trial"] << ": " << t["gen_drops"];
+    per_dut[t[Col::dut]]++;
+    EXPECT_LE(harness::to_num(t[Col::received], 0), harness::to_num(t[Col::sent], -1)) << t[Col::dut] << " trial " << t[Col::trial];
+    EXPECT_GE(harness::to_num(t[Col::late], -1), 0);
+    EXPECT_GE(harness::to_num(t[Col::dut_drops], -1), 0) << t[Col::dut] << " trial " << t[Col::trial] << ": " << t[Col::dut_drops];
+    EXPECT_GE(harness::to_num(t[Col::gen_drops], -1), 0) << t[Col::dut] << " trial " << t[Col::trial] << ": " << t[Col::gen_drops];
   }
   for (const char* d : {"testpmd-io", "dataplane", "ovs-dpdk"}) EXPECT_GE(per_dut[d], 4) << d;
   // The report has the section: a chart, the paired ratios.
@@ -739,12 +740,12 @@ TEST(E2E, Rfc2544UdpFlows) {
   ASSERT_TRUE(rows.ok()) << rows.message();
   ASSERT_EQ(rows->size(), 2u) << r->output;
   for (auto& row : *rows) {
-    EXPECT_EQ(row["proto"], "udp");
-    EXPECT_EQ(row["status"], "ok") << row["dut"] << ": " << row["error"];
-    EXPECT_GT(harness::to_num(row["zero_loss_mpps"], 0), 0) << row["dut"];
-    EXPECT_NE(row["cps_established"].find("TCP"), std::string::npos) << row["cps_established"];
-    if (row["dut"] == "dataplane") {
-      EXPECT_GE(harness::to_num(row["ct_entries"], 0), 3000) << row["ct_entries"];
+    EXPECT_EQ(row[Col::proto], "udp");
+    EXPECT_EQ(row[Col::status], "ok") << row[Col::dut] << ": " << row[Col::error];
+    EXPECT_GT(harness::to_num(row[Col::zero_loss_mpps], 0), 0) << row[Col::dut];
+    EXPECT_NE(row[Col::cps_established].find("TCP"), std::string::npos) << row[Col::cps_established];
+    if (row[Col::dut] == "dataplane") {
+      EXPECT_GE(harness::to_num(row[Col::ct_entries], 0), 3000) << row[Col::ct_entries];
     }
   }
   auto bad = testbed::run_capture({g_harness, "run", "--mode", "rfc2544", "--proto", "sctp"}, nullptr,
@@ -781,9 +782,9 @@ TEST(E2E, Rfc2544ResumeMeasuresOnlyWhatIsMissing) {
   ASSERT_TRUE(rows.ok()) << rows.message();
   ASSERT_EQ(rows->size(), 2u);
   EXPECT_EQ(read_proc(out + "/rfc2544.csv").rfind(kept, 0), 0u) << "the first row was rewritten";
-  EXPECT_EQ((*rows)[0]["frame_bytes"], "64");
-  EXPECT_EQ((*rows)[1]["frame_bytes"], "128");
-  EXPECT_EQ((*rows)[1]["status"], "ok") << (*rows)[1]["error"];
+  EXPECT_EQ((*rows)[0][Col::frame_bytes], "64");
+  EXPECT_EQ((*rows)[1][Col::frame_bytes], "128");
+  EXPECT_EQ((*rows)[1][Col::status], "ok") << (*rows)[1][Col::error];
   const std::string resumed = read_proc(out + "/rfc2544.csv");
   EXPECT_EQ(std::count(resumed.begin(), resumed.end(), '\n'), 3) << resumed;
   // --out into a directory whose CSV has other columns is refused, not appended to.
@@ -853,7 +854,7 @@ TEST(E2E, Rfc2544RelativeOutDirWorksForOvs) {
   auto rows = harness::read_csv(rel + "/rfc2544.csv");
   ASSERT_TRUE(rows.ok()) << rows.message();
   ASSERT_EQ(rows->size(), 1u);
-  EXPECT_EQ((*rows)[0]["status"], "ok") << (*rows)[0]["error"];
+  EXPECT_EQ((*rows)[0][Col::status], "ok") << (*rows)[0][Col::error];
   std::filesystem::remove_all(rel);
 }
 
@@ -871,10 +872,10 @@ TEST(E2E, Rfc2544FullTableAndADutThatDropsAllAreErrorRows) {
   ASSERT_TRUE(rows.ok()) << rows.message();
   ASSERT_EQ(rows->size(), 1u);
   auto& full = (*rows)[0];
-  EXPECT_EQ(full["status"], "error");
-  EXPECT_NE(full["error"].find("of 6000 connections established"), std::string::npos) << full["error"];
-  EXPECT_NE(full["error"].find("the DUT's tracker holds 4000"), std::string::npos) << full["error"];
-  EXPECT_EQ(full["zero_loss_mpps"], "");
+  EXPECT_EQ(full[Col::status], "error");
+  EXPECT_NE(full[Col::error].find("of 6000 connections established"), std::string::npos) << full[Col::error];
+  EXPECT_NE(full[Col::error].find("the DUT's tracker holds 4000"), std::string::npos) << full[Col::error];
+  EXPECT_EQ(full[Col::zero_loss_mpps], "");
 
   // A firewall that drops every packet.
   const std::string cfg = out + "-drop.yaml";
@@ -897,9 +898,9 @@ TEST(E2E, Rfc2544FullTableAndADutThatDropsAllAreErrorRows) {
   ASSERT_TRUE(rows.ok()) << rows.message();
   ASSERT_EQ(rows->size(), 1u);
   auto& drop = (*rows)[0];
-  EXPECT_EQ(drop["status"], "error");
-  EXPECT_NE(drop["error"].find("0 of 1000 connections established"), std::string::npos) << drop["error"];
-  EXPECT_EQ(drop["zero_loss_mpps"], "");
+  EXPECT_EQ(drop[Col::status], "error");
+  EXPECT_NE(drop[Col::error].find("0 of 1000 connections established"), std::string::npos) << drop[Col::error];
+  EXPECT_EQ(drop[Col::zero_loss_mpps], "");
   expect_none_running({"harness-gen", "dataplane"});
 }
 

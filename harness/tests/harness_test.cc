@@ -28,6 +28,8 @@
 
 using namespace harness;
 
+using harness::Col;
+
 namespace {
 
 std::string data(const std::string& f) {
@@ -113,25 +115,49 @@ TEST(Sockperf, TooFewRepliesSayHowSlowTheyWere) {
       << r.error;
 }
 
+// One column list: every schema's words are columns, each name maps back
+// to its column, and a header word no schema has is refused by the reader
+// with the file and line.
+TEST(Csv, OneColumnListFeedsEverySchema) {
+  for (const auto* schema : {&harness::csv_columns(), &harness::rfc2544_columns(), &harness::rfc2544_trial_columns()}) {
+    std::set<Col> seen;
+    for (Col c : *schema) {
+      EXPECT_TRUE(seen.insert(c).second) << "twice in a schema: " << harness::col_name(c);
+      EXPECT_EQ(harness::col_named(harness::col_name(c)), c);
+    }
+  }
+  for (const char* pct : {"10", "50", "90"})
+    for (const char* q : {"p50_us", "p99_us", "p999_us", "offered_mpps", "lost"})
+      EXPECT_TRUE(harness::col_named(std::string("lat") + pct + "_" + q).has_value()) << pct << q;
+  EXPECT_FALSE(harness::col_named("throughput").has_value());
+  std::string p = tmp("foreign.csv");
+  std::ofstream(p) << "dut,status,colour\ndataplane,ok,blue\n";
+  auto rows = read_csv(p);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_NE(rows.message().find(p + ":1: column 'colour'"), std::string::npos) << rows.message();
+  EXPECT_EQ(harness::csv_header({Col::dut, Col::status}), "dut,status");
+}
+
 TEST(Csv, WritesFlushesAndReadsBack) {
   std::string p = tmp("w.csv");
   unlink(p.c_str());
   {
     CsvWriter w;
     ASSERT_TRUE(w.open(p).ok());
-    ASSERT_TRUE(w.write({{"dut", "dataplane"}, {"status", "ok"}, {"error", "a, \"quoted\" thing"}}).ok());
-    EXPECT_FALSE(w.write({{"nonsense", "x"}}).ok());
+    ASSERT_TRUE(w.write({{Col::dut, "dataplane"}, {Col::status, "ok"}, {Col::error, "a, \"quoted\" thing"}}).ok());
+    // A column of another schema (rfc2544.csv's) is refused.
+    EXPECT_FALSE(w.write({{Col::frame_bytes, "64"}}).ok());
   }
   {
     CsvWriter w;  // reopen: no second header
     ASSERT_TRUE(w.open(p).ok());
-    ASSERT_TRUE(w.write({{"dut", "kernel-ct"}, {"status", "error"}}).ok());
+    ASSERT_TRUE(w.write({{Col::dut, "kernel-ct"}, {Col::status, "error"}}).ok());
   }
   auto rows = read_csv(p);
   ASSERT_TRUE(rows.ok()) << rows.message();
   ASSERT_EQ(rows->size(), 2u);
-  EXPECT_EQ((*rows)[0]["error"], "a, \"quoted\" thing");
-  EXPECT_EQ((*rows)[1]["dut"], "kernel-ct");
+  EXPECT_EQ((*rows)[0][Col::error], "a, \"quoted\" thing");
+  EXPECT_EQ((*rows)[1][Col::dut], "kernel-ct");
   // A run killed mid-row leaves a short last line: resume ignores it.
   std::ofstream(p, std::ios::app) << "2026-01-01,abc,dataplane";
   rows = read_csv(p);
@@ -142,15 +168,15 @@ TEST(Csv, WritesFlushesAndReadsBack) {
   {
     CsvWriter w;
     ASSERT_TRUE(w.open(p).ok());
-    ASSERT_TRUE(w.write({{"dut", "ovs-dpdk"}, {"status", "ok"}}).ok());
+    ASSERT_TRUE(w.write({{Col::dut, "ovs-dpdk"}, {Col::status, "ok"}}).ok());
   }
   rows = read_csv(p);
   ASSERT_TRUE(rows.ok()) << rows.message();
   ASSERT_EQ(rows->size(), 3u);
-  EXPECT_EQ((*rows)[2]["dut"], "ovs-dpdk");
-  EXPECT_EQ((*rows)[2]["status"], "ok");
+  EXPECT_EQ((*rows)[2][Col::dut], "ovs-dpdk");
+  EXPECT_EQ((*rows)[2][Col::status], "ok");
   // Another schema's file is refused, never appended to under its header.
-  const std::vector<std::string> other = {"dut", "status", "new_column"};
+  const std::vector<Col> other = {Col::dut, Col::status, Col::frame_bytes};
   CsvWriter w2;
   auto s = w2.open(p, other);
   ASSERT_FALSE(s.ok());
@@ -195,14 +221,14 @@ TEST(Config, ErrorsNameFileLineAndKey) {
 
 Row summary(const std::string& dut, const std::string& kind, int size, double gbps, double p50,
             const std::string& status = "ok") {
-  return {{"dut", dut},         {"kind", kind},
-          {"proto", "tcp"},     {"instances", kind == "latency" ? "0" : "4"},
-          {"size_bytes", std::to_string(size)}, {"repeat", "summary"},
-          {"throughput_gbps", gbps >= 0 ? std::to_string(gbps) : ""},
-          {"throughput_gbps_min", gbps >= 0 ? std::to_string(gbps * 0.95) : ""},
-          {"throughput_gbps_max", gbps >= 0 ? std::to_string(gbps * 1.05) : ""},
-          {"latency_p50_us", p50 >= 0 ? std::to_string(p50) : ""},
-          {"status", status},   {"error", status == "ok" ? "" : "boom"}};
+  return {{Col::dut, dut},         {Col::kind, kind},
+          {Col::proto, "tcp"},     {Col::instances, kind == "latency" ? "0" : "4"},
+          {Col::size_bytes, std::to_string(size)}, {Col::repeat, "summary"},
+          {Col::throughput_gbps, gbps >= 0 ? std::to_string(gbps) : ""},
+          {Col::throughput_gbps_min, gbps >= 0 ? std::to_string(gbps * 0.95) : ""},
+          {Col::throughput_gbps_max, gbps >= 0 ? std::to_string(gbps * 1.05) : ""},
+          {Col::latency_p50_us, p50 >= 0 ? std::to_string(p50) : ""},
+          {Col::status, status},   {Col::error, status == "ok" ? "" : "boom"}};
 }
 
 TEST(Compare, FindsRegressionsOverTheLimit) {
@@ -261,7 +287,7 @@ TEST(Compare, MissingCellsDutsAndValuesFail) {
     CsvWriter w;
     ASSERT_TRUE(w.open(b).ok());
     Row nan = summary("dataplane", "throughput", 1460, 2.0, -1);
-    nan["throughput_gbps"] = "nan";
+    nan[Col::throughput_gbps] = "nan";
     w.write(nan);
     w.write(summary("dataplane", "latency", 64, -1, -1));  // blank p50
   }
@@ -887,7 +913,7 @@ TEST(Report, RendersInHeadlessChromium) {
       for (int size : {64, 512, 1460}) {
         for (const char* dut : {"testpmd-io", "dataplane", "ovs-dpdk"}) {
           Row r = summary(dut, "throughput", size, size / 1000.0 + inst / 40.0, -1);
-          r["instances"] = std::to_string(inst);
+          r[Col::instances] = std::to_string(inst);
           w.write(r);
         }
       }
@@ -937,13 +963,13 @@ TEST(Report, OrdersInstancesNumericallyAndEscapesNames) {
     ASSERT_TRUE(w.open(p).ok());
     for (int inst : {16, 32, 4}) {
       Row r = summary("testpmd-io", "throughput", 1024, 1.0, -1);
-      r["instances"] = std::to_string(inst);
+      r[Col::instances] = std::to_string(inst);
       w.write(r);
-      r["dut"] = "<script>alert(1)</script>";
+      r[Col::dut] = "<script>alert(1)</script>";
       w.write(r);
     }
     Row e = summary("dataplane", "throughput", 1024, -1, -1, "error");
-    e["instances"] = "4";
+    e[Col::instances] = "4";
     w.write(e);
   }
   ASSERT_TRUE(write_report(d).ok());

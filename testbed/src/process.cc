@@ -183,7 +183,7 @@ Result<int> Process::wait(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!reap(false)) {
     if (std::chrono::steady_clock::now() >= deadline)
-      return Status::error("timed out after " + std::to_string(timeout.count()) + " ms");
+      return Status::error(sdn::ErrorKind::kTimeout, "timed out after " + std::to_string(timeout.count()) + " ms");
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return status_;
@@ -224,7 +224,7 @@ Result<RunOutput> run_capture(const std::vector<std::string>& argv, const Netns*
   std::stringstream ss;
   ss << in.rdbuf();
   unlink(tmpl);
-  if (!st) return Status::error(argv[0] + ": " + st.message());
+  if (!st) return st.status().context(argv[0] + ": ");
   return RunOutput{*st, ss.str()};
 }
 

@@ -34,7 +34,7 @@ Status Rtnl::request(nlmsghdr* nlh, const std::string& what) {
     ssize_t n = mnl_socket_recvfrom(sock_, buf.data(), buf.size());
     if (n < 0) return Status::error(what + ": netlink recv: " + strerror(errno));
     int rc = mnl_cb_run(buf.data(), n, nlh->nlmsg_seq, portid_, nullptr, nullptr);
-    if (rc == MNL_CB_ERROR) return Status::error(what + ": " + strerror(errno));
+    if (rc == MNL_CB_ERROR) return Status::error(sdn::kind_of_errno(errno), what + ": " + strerror(errno));
     if (rc == MNL_CB_STOP) return {};
     // An ACK arrives as NLMSG_ERROR with error 0, which mnl_cb_run reports as STOP.
   }
@@ -61,7 +61,7 @@ Status Rtnl::dump(nlmsghdr* nlh, const std::function<void(const nlmsghdr*)>& cb,
     ssize_t n = mnl_socket_recvfrom(sock_, buf.data(), buf.size());
     if (n < 0) return Status::error(what + ": netlink recv: " + strerror(errno));
     int rc = mnl_cb_run(buf.data(), n, nlh->nlmsg_seq, portid_, dump_cb, &ctx);
-    if (rc == MNL_CB_ERROR) return Status::error(what + ": " + strerror(errno));
+    if (rc == MNL_CB_ERROR) return Status::error(sdn::kind_of_errno(errno), what + ": " + strerror(errno));
     if (rc == MNL_CB_STOP) return {};
   }
 }
@@ -105,7 +105,7 @@ Result<int> Rtnl::link_index(const std::string& ifname) {
   if (!all) return all.status();
   for (const auto& l : *all)
     if (l.name == ifname) return l.index;
-  return Status::error("no interface named '" + ifname + "'");
+  return Status::error(sdn::ErrorKind::kNotFound, "no interface named '" + ifname + "'");
 }
 
 Status Rtnl::del_link(const std::string& ifname) {

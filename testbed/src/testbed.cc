@@ -513,7 +513,7 @@ Status Testbed::tear_down() {
   // namespace would leave that to an asynchronous kernel worker.
   for (auto it = root_links_.rbegin(); it != root_links_.rend(); ++it) {
     Status s = root_->del_link(*it);
-    if (!s && s.message().find("No such device") == std::string::npos) note(s);
+    if (!s && !s.is(sdn::ErrorKind::kNotFound)) note(s);
   }
   root_links_.clear();
   for (auto it = netns_.rbegin(); it != netns_.rend(); ++it) {
@@ -571,7 +571,7 @@ Result<int> Testbed::sweep_stale() {
     if (run_alive(id)) continue;
     Status s = root.value()->del_link(l.name);
     if (s) removed++;
-    else if (s.message().find("No such device") == std::string::npos) errors += s.message() + "; ";
+    else if (!s.is(sdn::ErrorKind::kNotFound)) errors += s.message() + "; ";
   }
   if (DIR* d = opendir(run_dir.c_str())) {
     while (dirent* e = readdir(d)) {

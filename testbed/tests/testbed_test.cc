@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "testbed/process.h"
+#include "sdn/number.h"
 #include "testbed/testbed.h"
 
 using namespace testbed;
@@ -169,6 +170,30 @@ TEST(Testbed, ProcessRunsInsideNamespace) {
   auto bad = Process::spawn({"/nonexistent/program"});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("No such file"), std::string::npos) << bad.message();
+  // A program that outlives its time is a timeout, whoever wraps the error.
+  auto slow = run_capture({"sleep", "5"}, nullptr, std::chrono::milliseconds(100));
+  ASSERT_FALSE(slow.ok());
+  EXPECT_TRUE(slow.status().is(sdn::ErrorKind::kTimeout)) << slow.message();
+  EXPECT_EQ(slow.message().rfind("sleep: ", 0), 0u) << slow.message();
+}
+
+// Callers branch on an error's kind, which survives added context; errno
+// values map to the kinds callers act on.
+TEST(Status, KindsSurviveContextAndComeFromErrno) {
+  EXPECT_TRUE(sdn::Status().ok());
+  EXPECT_EQ(sdn::Status().kind(), sdn::ErrorKind::kNone);
+  sdn::Status s = sdn::Status::error("plain");
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(s.is(sdn::ErrorKind::kFailed));
+  sdn::Status nf = sdn::Status::error(sdn::kind_of_errno(ENODEV), "gone").context("delete link x: ");
+  EXPECT_TRUE(nf.is(sdn::ErrorKind::kNotFound));
+  EXPECT_EQ(nf.message(), "delete link x: gone");
+  EXPECT_TRUE(sdn::Status::error(sdn::ErrorKind::kNone, "x").is(sdn::ErrorKind::kFailed)) << "an error is never ok";
+  EXPECT_EQ(sdn::kind_of_errno(EADDRINUSE), sdn::ErrorKind::kBusy);
+  EXPECT_EQ(sdn::kind_of_errno(ETIMEDOUT), sdn::ErrorKind::kTimeout);
+  EXPECT_EQ(sdn::kind_of_errno(EPERM), sdn::ErrorKind::kFailed);
+  double v;
+  EXPECT_TRUE(sdn::parse_number("nan", false, 0, 1, &v).is(sdn::ErrorKind::kInvalid));
 }
 
 TEST(Testbed, TeardownLeavesNothing) {
@@ -335,6 +360,7 @@ TEST(Testbed, BadInputGetsClearErrors) {
   s = t.add_address(*n, "nosuch0", "10.1.2.3/24");
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("no interface named 'nosuch0'"), std::string::npos) << s.message();
+  EXPECT_TRUE(s.is(sdn::ErrorKind::kNotFound)) << static_cast<int>(s.kind());
   s = t.add_veth({*n, "m0"}, {*n, "m1"}, 20);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("MTU"), std::string::npos);

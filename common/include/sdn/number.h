@@ -23,22 +23,22 @@ inline Status parse_number(const std::string& s, bool integer, double lo, double
   const size_t d = s.size() > 1 && (s[0] == '-' || s[0] == '+') ? 1 : 0;
   const bool hex = integer && s.size() > d + 2 && s[d] == '0' && (s[d + 1] == 'x' || s[d + 1] == 'X');
   if (!hex && s.size() > d + 1 && s[d] == '0' && isdigit(static_cast<unsigned char>(s[d + 1])))
-    return Status::error(q + ": a leading zero is ambiguous (octal?); write the decimal number");
-  if (s.empty() || isspace(static_cast<unsigned char>(s[0]))) return Status::error(q + " is not a number");
+    return Status::error(ErrorKind::kInvalid, q + ": a leading zero is ambiguous (octal?); write the decimal number");
+  if (s.empty() || isspace(static_cast<unsigned char>(s[0]))) return Status::error(ErrorKind::kInvalid, q + " is not a number");
   char* end = nullptr;
   double v;
   if (integer) {
     errno = 0;
     long long i = strtoll(s.c_str(), &end, hex ? 16 : 10);
-    if (*end || errno == ERANGE) return Status::error(q + " is not a number");
+    if (*end || errno == ERANGE) return Status::error(ErrorKind::kInvalid, q + " is not a number");
     v = static_cast<double>(i);
   } else {
     v = strtod(s.c_str(), &end);
-    if (*end) return Status::error(q + " is not a number");
-    if (!std::isfinite(v)) return Status::error(q + " is not a finite number");
+    if (*end) return Status::error(ErrorKind::kInvalid, q + " is not a number");
+    if (!std::isfinite(v)) return Status::error(ErrorKind::kInvalid, q + " is not a finite number");
   }
   if (!(v >= lo && v <= hi))
-    return Status::error(q + " is out of range " + number_text(lo) + ".." + number_text(hi));
+    return Status::error(ErrorKind::kInvalid, q + " is out of range " + number_text(lo) + ".." + number_text(hi));
   *out = v;
   return {};
 }

@@ -2,23 +2,63 @@
 // of bool and exceptions. (std::expected arrives with C++23; this is its shape.)
 #pragma once
 
+#include <cerrno>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <variant>
 
 namespace sdn {
 
+// What kind of failure a Status is, for callers that act on it (skip a
+// device that is already gone, retry a busy peer); the message is for
+// people. Branch on kinds, never on message text.
+enum class ErrorKind : uint8_t {
+  kNone,      // ok
+  kFailed,    // anything not named below
+  kInvalid,   // bad input: a config, a flag, a malformed reply
+  kNotFound,  // the thing asked for is not there (ENOENT, ENODEV, ESRCH)
+  kBusy,      // held by someone else now; may work later (EBUSY, EADDRINUSE)
+  kTimeout,   // no answer in the time given
+};
+
+inline ErrorKind kind_of_errno(int e) {
+  switch (e) {
+    case ENOENT:
+    case ENODEV:
+    case ESRCH:
+      return ErrorKind::kNotFound;
+    case EBUSY:
+    case EADDRINUSE:
+    case EAGAIN:
+      return ErrorKind::kBusy;
+    case ETIMEDOUT:
+      return ErrorKind::kTimeout;
+    case EINVAL:
+      return ErrorKind::kInvalid;
+    default:
+      return ErrorKind::kFailed;
+  }
+}
+
 class Status {
  public:
   Status() = default;
-  static Status error(std::string msg) { return Status(std::move(msg)); }
-  bool ok() const { return !failed_; }
+  static Status error(std::string msg) { return Status(ErrorKind::kFailed, std::move(msg)); }
+  static Status error(ErrorKind kind, std::string msg) {
+    return Status(kind == ErrorKind::kNone ? ErrorKind::kFailed : kind, std::move(msg));
+  }
+  bool ok() const { return kind_ == ErrorKind::kNone; }
   explicit operator bool() const { return ok(); }
+  ErrorKind kind() const { return kind_; }
+  bool is(ErrorKind k) const { return kind_ == k; }
   const std::string& message() const { return msg_; }
+  // The same kind with more said in front ("starting X: ...").
+  Status context(const std::string& what) const { return ok() ? *this : Status(kind_, what + msg_); }
 
  private:
-  explicit Status(std::string msg) : failed_(true), msg_(std::move(msg)) {}
-  bool failed_ = false;
+  Status(ErrorKind kind, std::string msg) : kind_(kind), msg_(std::move(msg)) {}
+  ErrorKind kind_ = ErrorKind::kNone;
   std::string msg_;
 };
 
