@@ -550,6 +550,14 @@ struct RfcView {
   std::set<Kp> conns_set;
   std::map<std::tuple<Kp, int, std::string>, std::map<std::string, const Row*>> cells;
   std::map<int, std::vector<double>> ceiling;  // frame -> generator ceiling (Mpps)
+  // fn(conns, frame, dut, rounds) for each cell that ran, in table order.
+  template <typename F>
+  void each_cell(F fn) const {
+    for (const Kp& k : conns_set)
+      for (int f : frames)
+        for (const auto& d : duts)
+          if (auto it = cells.find({k, f, d}); it != cells.end()) fn(k, f, d, it->second);
+  }
 };
 
 RfcView rfc_view(const std::vector<Row>& rows) {
@@ -663,66 +671,45 @@ Section rfc_paired_section(RfcView& view) {
   return paired;
 }
 
-Section rfc_headroom_section(RfcView& view) {
-  const auto& duts = view.duts;
-  const auto& frames = view.frames;
-  const auto& conns_set = view.conns_set;
-  auto& cells = view.cells;
+Section rfc_headroom_section(const RfcView& view) {
   // The generator's headroom: its ceiling in a round over a DUT's zero-loss
   // rate in the same round. Below 1.5 the generator, not the DUT, may be
   // what the figure shows.
   Section headroom;
   headroom.title = "RFC 2544: the generator's headroom (its ceiling / the DUT's zero-loss rate, same round)";
   headroom.header = {"conns", "frame (B)", "DUT", "ceiling / zero-loss"};
-  for (const Kp& k : conns_set)
-    for (int f : frames)
-      for (const auto& d : duts) {
-        auto it = cells.find({k, f, d});
-        if (it == cells.end()) continue;
-        std::vector<double> v;
-        for (auto& [round, r] : it->second) {
-          double c = to_num((*r)[Col::generator_ceiling_mpps], -1), z = ok_num(r, Col::zero_loss_mpps);
-          if (c > 0 && z > 0) v.push_back(c / z);
-        }
-        if (v.empty()) continue;
-        Spread sp = spread(v);
-        headroom.rows.push_back({kp_label(k), std::to_string(f), d,
-                                 f2(sp.median) + " [" + f2(sp.min) + ".." + f2(sp.max) + "], " + std::to_string(v.size()) +
-                                     " rounds"});
-      }
-
+  view.each_cell([&](const Kp& k, int f, const std::string& d, const std::map<std::string, const Row*>& rounds) {
+    std::vector<double> v;
+    for (auto& [round, r] : rounds) {
+      double c = to_num((*r)[Col::generator_ceiling_mpps], -1), z = ok_num(r, Col::zero_loss_mpps);
+      if (c > 0 && z > 0) v.push_back(c / z);
+    }
+    if (v.empty()) return;
+    Spread sp = spread(v);
+    headroom.rows.push_back({kp_label(k), std::to_string(f), d,
+                             f2(sp.median) + " [" + f2(sp.min) + ".." + f2(sp.max) + "], " + std::to_string(v.size()) +
+                                 " rounds"});
+  });
   return headroom;
 }
 
-void rfc_churn_latency_sections(RfcView& view, Section* churn_out, Section* lat_out) {
-  const auto& duts = view.duts;
-  const auto& frames = view.frames;
-  const auto& conns_set = view.conns_set;
-  auto& cells = view.cells;
-  Section churn;
-  churn.title = "RFC 2544: churn (connections opened and closed per second beside the K)";
-  churn.header = {"conns", "frame (B)", "DUT", "established/s", "closed/s", "failed", "set-up of the K (/s)", "tracker count"};
-  Section lat;
-  lat.title = "RFC 2544: latency at 10 / 50 / 90 % of the zero-loss rate (µs, p50 / p99 / p99.9)";
-  lat.header = {"conns", "frame (B)", "DUT", "10 %", "50 %", "90 %"};
-  for (const Kp& k : conns_set)
-    for (int f : frames)
-      for (const auto& d : duts) {
-        auto it = cells.find({k, f, d});
-        if (it == cells.end()) continue;
-        churn.rows.push_back({kp_label(k), std::to_string(f), d, round_summary(it->second, Col::cps_established, 0),
-                              round_summary(it->second, Col::cps_closed, 0), round_summary(it->second, Col::cps_failed, 0),
-                              round_summary(it->second, Col::setup_per_s, 0), round_summary(it->second, Col::ct_entries, 0)});
-        std::vector<std::string> row = {kp_label(k), std::to_string(f), d};
-        for (const char* pct : {"10", "50", "90"}) {
-          std::string c = std::string("lat") + pct + "_";
-          row.push_back(round_summary(it->second, col(c + "p50_us")) + " / " + round_summary(it->second, col(c + "p99_us")) +
-                        " / " + round_summary(it->second, col(c + "p999_us")));
-        }
-        lat.rows.push_back(row);
-      }
-  *churn_out = churn;
-  *lat_out = lat;
+void rfc_churn_latency_sections(const RfcView& view, Section* churn, Section* lat) {
+  churn->title = "RFC 2544: churn (connections opened and closed per second beside the K)";
+  churn->header = {"conns", "frame (B)", "DUT", "established/s", "closed/s", "failed", "set-up of the K (/s)", "tracker count"};
+  lat->title = "RFC 2544: latency at 10 / 50 / 90 % of the zero-loss rate (µs, p50 / p99 / p99.9)";
+  lat->header = {"conns", "frame (B)", "DUT", "10 %", "50 %", "90 %"};
+  view.each_cell([&](const Kp& k, int f, const std::string& d, const std::map<std::string, const Row*>& rounds) {
+    churn->rows.push_back({kp_label(k), std::to_string(f), d, round_summary(rounds, Col::cps_established, 0),
+                           round_summary(rounds, Col::cps_closed, 0), round_summary(rounds, Col::cps_failed, 0),
+                           round_summary(rounds, Col::setup_per_s, 0), round_summary(rounds, Col::ct_entries, 0)});
+    std::vector<std::string> row = {kp_label(k), std::to_string(f), d};
+    for (const char* pct : {"10", "50", "90"}) {
+      std::string c = std::string("lat") + pct + "_";
+      row.push_back(round_summary(rounds, col(c + "p50_us")) + " / " + round_summary(rounds, col(c + "p99_us")) + " / " +
+                    round_summary(rounds, col(c + "p999_us")));
+    }
+    lat->rows.push_back(row);
+  });
 }
 
 void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) {

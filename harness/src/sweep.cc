@@ -575,6 +575,31 @@ void throughput_rep(SweepRun& run, DutSession& s, const std::string& proto, int 
   s.dut_view(r, drops_before);
 }
 
+// Repetition `rep` of the cell `base`: skipped when a resumed run has it,
+// an error row when the session cannot run cells, else `measure` fills it.
+// The row is written and kept for the cell's summary.
+Status one_rep(SweepRun& run, DutSession& s, const Row& base, int rep, const std::string& what, std::vector<Row>& reps,
+               const std::function<void(Row&)>& measure) {
+  if (run.measured(base, std::to_string(rep))) {
+    run.prog.step(what + " (resumed)");
+    return {};
+  }
+  Row r = base;
+  r[Col::timestamp] = now_iso();
+  r[Col::repeat] = std::to_string(rep);
+  if (!s.error().empty()) {
+    r[Col::status] = "error";
+    r[Col::error] = s.error();
+    run.errors++;
+  } else {
+    measure(r);
+  }
+  SDN_TRY(run.w.write(r));
+  reps.push_back(r);
+  run.prog.step(what);
+  return {};
+}
+
 // Throughput cells (with sockperf under load), repetitions rep_lo..rep_hi.
 Status throughput_cells(SweepRun& run, DutSession& s, int rep_lo, int rep_hi) {
   const SweepConfig& cfg = run.cfg;
@@ -589,23 +614,8 @@ Status throughput_cells(SweepRun& run, DutSession& s, int rep_lo, int rep_hi) {
           if (run.stop) break;
           std::string what = s.name() + " " + proto + " x" + std::to_string(inst) + " " + std::to_string(size) +
                              "B rep " + std::to_string(rep);
-          if (run.measured(base, std::to_string(rep))) {
-            run.prog.step(what + " (resumed)");
-            continue;
-          }
-          Row r = base;
-          r[Col::timestamp] = now_iso();
-          r[Col::repeat] = std::to_string(rep);
-          if (!s.error().empty()) {
-            r[Col::status] = "error";
-            r[Col::error] = s.error();
-            run.errors++;
-          } else {
-            throughput_rep(run, s, proto, inst, size, rep, what, r);
-          }
-          SDN_TRY(run.w.write(r));
-          reps.push_back(r);
-          run.prog.step(what);
+          SDN_TRY(one_rep(run, s, base, rep, what, reps,
+                          [&](Row& r) { throughput_rep(run, s, proto, inst, size, rep, what, r); }));
         }
         bool all_done = true;
         for (int rep = 1; rep <= cfg.repeat; rep++)
@@ -625,17 +635,7 @@ Status latency_cells(SweepRun& run, DutSession& s, int rep_lo, int rep_hi) {
     std::vector<Row>& reps = run.cell_reps[cell_key(base)];
     for (int rep = rep_lo; rep <= rep_hi && !run.stop; rep++) {
       std::string what = s.name() + " latency " + std::to_string(size) + "B rep " + std::to_string(rep);
-      if (run.measured(base, std::to_string(rep))) {
-        run.prog.step(what + " (resumed)");
-        continue;
-      }
-      Row r = base;
-      r[Col::repeat] = std::to_string(rep);
-      if (!s.error().empty()) {
-        r[Col::status] = "error";
-        r[Col::error] = s.error();
-        run.errors++;
-      } else {
+      SDN_TRY(one_rep(run, s, base, rep, what, reps, [&](Row& r) {
         auto drops_before = s.dut().drops();
         RunOut o = run_traffic(s.transport(), "udp", 0, size, cfg.duration_s, 0,
                                s.dir() + "/latency-" + std::to_string(size) + "-r" + std::to_string(rep), true);
@@ -649,10 +649,7 @@ Status latency_cells(SweepRun& run, DutSession& s, int rep_lo, int rep_hi) {
           run.errors++;
         }
         s.dut_view(r, drops_before);
-      }
-      SDN_TRY(run.w.write(r));
-      reps.push_back(r);
-      run.prog.step(what);
+      }));
     }
     if (rep_hi == cfg.repeat && !run.stop && !run.measured(base, "summary")) finish_cell(run, base, reps);
   }
