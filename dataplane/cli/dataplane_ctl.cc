@@ -18,9 +18,13 @@ int main(int argc, char** argv) {
     if (a == "--socket" && i + 1 < argc) sock = argv[++i];
     else if (a == "--prefix" && i + 1 < argc) sock = std::string("/run/dataplane/") + argv[++i] + ".sock";
     else if (a == "--help" || a == "-h") {
-      printf("usage: dataplane-ctl [--prefix NAME | --socket PATH] COMMAND\n%s"
-             "Exit status 0 when the daemon answers ok, 1 otherwise (an error, or a reply cut short).\n",
+      printf("usage: dataplane-ctl [--prefix NAME | --socket PATH] COMMAND | --help | --commands\n%s"
+             "Exit status 0 when the daemon answers ok, 1 otherwise (an error, or a reply cut short).\n"
+             "dataplane-ctl --commands lists the command words, one command per line (shell completion).\n",
              dp::commands_help().c_str());
+      return 0;
+    } else if (a == "--commands") {
+      for (const dp::CommandSpec& c : dp::kCommands) printf("%s\n", c.name);
       return 0;
     } else break;
   }

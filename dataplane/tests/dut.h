@@ -60,6 +60,8 @@ class Dut : public ::testing::Test {
   static inline std::string offload = "provider: none";  // the config's offload block (one line)
   // Text replacements a derived fixture makes in the config, in order.
   static inline std::vector<std::pair<std::string, std::string>> edits;
+  // NAME=VALUE entries the daemon's environment gets (a derived fixture's).
+  static inline std::vector<std::string> daemon_env;
 
   static void SetUpTestSuite() {
     auto t = Testbed::create();
@@ -98,6 +100,7 @@ class Dut : public ::testing::Test {
     o.ns = dut;
     o.stdout_path = log_path;
     o.stderr_path = "=stdout";
+    o.env = daemon_env;
     auto p = Process::spawn({g_bindir + "/dataplane", "--config", cfg_path, "--file-prefix", prefix, "--no-huge"}, o);
     ASSERT_TRUE(p.ok()) << p.message();
     daemon = std::move(p.value());
@@ -128,6 +131,7 @@ class Dut : public ::testing::Test {
     unlink(cfg_path.c_str());
     offload = "provider: none";
     edits.clear();
+    daemon_env.clear();
   }
 
   static std::string ctl(const std::string& cmd) {

@@ -1,6 +1,8 @@
 // System tests: the real daemon on net_af_packet ports in a namespace
 // testbed, with real traffic (dut.h has the fixture). Faults and bad input
 // are in fault_test.cc.
+#include <sys/un.h>
+
 #include "dut.h"
 
 namespace dptest {
@@ -508,6 +510,80 @@ TEST_F(Offload, ChurnLeavesNothingInTheNic) {
   EXPECT_EQ(off("nic_rules_in_use"), off("shared_rules"));  // no connection rule left
   EXPECT_EQ(off("nic_ct_in_use"), 0);
   EXPECT_NE(ctl("offload testpmd").find("flow queue"), std::string::npos);
+}
+
+// systemd's Type=notify, checked without systemd: the daemon started with
+// NOTIFY_SOCKET at this test's datagram socket and a 200 ms watchdog, as
+// the unit (packaging/systemd/dataplane@.service.in) starts it.
+class Notify : public Dut {
+ public:
+  static inline int sock = -1;
+  static inline std::string path;
+  static void SetUpTestSuite() {
+    path = "/tmp/dpsys-notify-" + std::to_string(getpid()) + ".sock";
+    unlink(path.c_str());
+    sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    ASSERT_EQ(bind(sock, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+    daemon_env = {"NOTIFY_SOCKET=" + path, "WATCHDOG_USEC=200000"};
+    Dut::SetUpTestSuite();
+  }
+  static void TearDownTestSuite() {
+    Dut::TearDownTestSuite();
+    close(sock);
+    unlink(path.c_str());
+  }
+  // The next datagram within `t`, or "".
+  static std::string next(std::chrono::milliseconds t) {
+    pollfd p{sock, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(t.count())) != 1) return "";
+    char buf[4096];
+    ssize_t n = recv(sock, buf, sizeof buf, 0);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  }
+  // Messages until one holds `want` (returned), skipping watchdog pings.
+  static std::string until(const std::string& want, std::chrono::milliseconds t) {
+    for (auto end = std::chrono::steady_clock::now() + t; std::chrono::steady_clock::now() < end;) {
+      std::string m = next(100ms);
+      if (m.find(want) != std::string::npos) return m;
+    }
+    return "";
+  }
+};
+
+TEST_F(Notify, ReadyWhenForwardingWatchdogPingsReloadAndStopping) {
+  // READY=1 (with its status) once the ports and workers run: a datagram
+  // sent the moment it arrives crosses the daemon.
+  std::string ready = until("READY=1", 5s);
+  ASSERT_FALSE(ready.empty()) << "no READY=1 on NOTIFY_SOCKET";
+  EXPECT_NE(ready.find("STATUS=forwarding: 2 ports, 1 workers"), std::string::npos) << ready;
+  EXPECT_NE(ready.find("MAINPID=" + std::to_string(daemon.pid())), std::string::npos) << ready;
+  int c = sock_in(client, SOCK_DGRAM), sv = sock_in(server, SOCK_DGRAM);
+  auto ca = addr("10.0.0.1", 7101), sa = addr("10.0.0.2", 7102);
+  ASSERT_EQ(bind(c, reinterpret_cast<sockaddr*>(&ca), sizeof ca), 0);
+  ASSERT_EQ(bind(sv, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  sendto(c, "first", 5, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  std::string got;
+  EXPECT_TRUE(recv_within(sv, 3s, &got)) << "READY=1 was sent before the daemon forwarded";
+  EXPECT_EQ(got, "first");
+  close(c);
+  close(sv);
+  // WATCHDOG=1 at half the interval (every 100 ms) while the control loop
+  // and the worker run.
+  int pings = 0;
+  for (auto end = std::chrono::steady_clock::now() + 1s; std::chrono::steady_clock::now() < end;)
+    pings += next(200ms) == "WATCHDOG=1\n";
+  EXPECT_GE(pings, 3);
+  EXPECT_LE(pings, 15);
+  // A reload through the control socket (the unit's ExecReload): RELOADING=1, then READY=1.
+  EXPECT_NE(ctl("reload").find("ok"), std::string::npos);
+  EXPECT_FALSE(until("RELOADING=1", 3s).empty());
+  EXPECT_NE(until("READY=1", 3s).find("STATUS=forwarding; reloaded"), std::string::npos);
+  // STOPPING=1 on SIGTERM.
+  stop_daemon();
+  EXPECT_FALSE(until("STOPPING=1", 3s).empty()) << "no STOPPING=1 on SIGTERM";
 }
 
 }  // namespace

@@ -253,8 +253,10 @@ int Daemon::run() {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
-  log("running: " + std::to_string(port_ids_.size()) + " ports, " + std::to_string(workers_.size()) + " workers, " +
-      std::to_string(rules_.size()) + " rules, offload " + offload_->name() + ", control " + ctl_->path());
+  const std::string running = std::to_string(port_ids_.size()) + " ports, " + std::to_string(workers_.size()) +
+                              " workers, " + std::to_string(rules_.size()) + " rules, offload " + offload_->name();
+  log("running: " + running + ", control " + ctl_->path());
+  notify_.ready("forwarding: " + running);
   std::vector<ctrack::Event> ev(256);
   const bool offload_active = cfg_.offload.provider != "none";
   const ControlServer::Handler handler = [this](const std::string& r) { return handle(r); };
@@ -276,6 +278,7 @@ int Daemon::run() {
     }
     uint64_t now = mono_ns();
     offload_->poll(now);
+    if (notify_.watchdog_due(now) && workers_polling()) notify_.watchdog_ping(now);
     if (++loops % 16 == 0) {  // the telemetry thread reads this copy, never the provider
       OffloadStats os = offload_->stats();
       std::lock_guard<std::mutex> lk(off_mu_);
@@ -287,8 +290,25 @@ int Daemon::run() {
       last_sample = now;
     }
   }
+  notify_.stopping();
   log("stopping");
   return 0;
+}
+
+// Every worker has polled since the last look (its poll counters moved).
+bool Daemon::workers_polling() {
+  bool all = true;
+  polls_seen_.resize(workers_.size());
+  for (size_t i = 0; i < workers_.size(); i++) {
+    const WorkerStats s = workers_[i]->stats.snapshot();
+    const uint64_t polls = s.busy_polls + s.idle_polls;
+    if (polls == polls_seen_[i]) {
+      warn("worker " + std::to_string(i) + " has not polled since the last watchdog ping; not pinging");
+      all = false;
+    }
+    polls_seen_[i] = polls;
+  }
+  return all;
 }
 
 void Daemon::shutdown() {

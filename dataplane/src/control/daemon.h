@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "notify.h"
 #include "socket.h"
 #include "dataplane/config.h"
 #include "dataplane/offload.h"
@@ -54,7 +55,9 @@ class Daemon {
   Status register_stats_commands(CommandTable& t);
   Status setup_port(size_t i);
   Status install(std::vector<Rule> rules);
+  // Reload, told to the service manager (RELOADING=1, then READY=1).
   Status reload();
+  Status reload_config();
   std::string rule_add(const std::string& yaml);
   ControlServer::Reply ct_list(int zone);
   std::string stats_text();
@@ -85,6 +88,9 @@ class Daemon {
   std::atomic<const HwMarkTable*> marks_{nullptr};
   std::atomic<bool> stop_{false};
   std::unique_ptr<OffloadProvider> offload_;
+  ServiceNotifier notify_;  // systemd's Type=notify, when started by it
+  bool workers_polling();
+  std::vector<uint64_t> polls_seen_;
   OffloadHost host_;
 
   std::mutex mu_;  // rules_, retired_, pipeline swaps (control and telemetry threads)

@@ -102,6 +102,13 @@ bool same_timeouts(const ctrack::Timeouts& a, const ctrack::Timeouts& b) { retur
 // running state whole. Ports are bound by name: the file's port order does
 // not matter.
 Status Daemon::reload() {
+  notify_.reloading();
+  Status s = reload_config();
+  notify_.reloaded(s ? "forwarding; reloaded " + cfg_.file : "forwarding; reload refused: " + s.message().substr(0, 200));
+  return s;
+}
+
+Status Daemon::reload_config() {
   auto next = load_config(cfg_.file);
   if (!next) return next.status();
   Config& c = next.value();

@@ -1,0 +1,67 @@
+#include "notify.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+
+#include "dataplane/log.h"
+#include "sdn/number.h"
+
+namespace dp {
+
+ServiceNotifier::ServiceNotifier() {
+  const char* path = getenv("NOTIFY_SOCKET");
+  if (!path || !*path) return;
+  // A path, or an abstract socket written with a leading '@'.
+  if ((path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(sockaddr_un::sun_path)) {
+    log_warning(LogType::kControl, std::string("NOTIFY_SOCKET '") + path + "' is not a socket path; not notifying the service manager");
+    return;
+  }
+  addr_ = path;
+  fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) {
+    log_warning(LogType::kControl, std::string("NOTIFY_SOCKET: socket: ") + strerror(errno));
+    return;
+  }
+  const char* usec = getenv("WATCHDOG_USEC");
+  const char* pid = getenv("WATCHDOG_PID");
+  double us = 0, p = 0;
+  const bool for_me = !pid || (sdn::parse_number(pid, true, 1, 4194304, &p) && static_cast<pid_t>(p) == getpid());
+  if (usec && for_me) {
+    if (sdn::Status s = sdn::parse_number(usec, true, 1, 3.6e12, &us); !s)
+      log_warning(LogType::kControl, "WATCHDOG_USEC: " + s.message() + "; no watchdog pings");
+    else watchdog_ns_ = static_cast<uint64_t>(us) * 1000;
+  }
+}
+
+ServiceNotifier::~ServiceNotifier() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void ServiceNotifier::send(const std::string& msg) {
+  if (fd_ < 0) return;
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  memcpy(a.sun_path, addr_.data(), addr_.size());
+  if (a.sun_path[0] == '@') a.sun_path[0] = '\0';
+  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + addr_.size());
+  if (sendto(fd_, msg.data(), msg.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&a), len) < 0)
+    log_warning(LogType::kControl, std::string("NOTIFY_SOCKET ") + addr_ + ": " + strerror(errno));
+}
+
+void ServiceNotifier::ready(const std::string& s) { send("READY=1\nSTATUS=" + s + "\nMAINPID=" + std::to_string(getpid()) + "\n"); }
+void ServiceNotifier::status(const std::string& s) { send("STATUS=" + s + "\n"); }
+void ServiceNotifier::reloading() { send("RELOADING=1\nSTATUS=reloading\n"); }
+void ServiceNotifier::reloaded(const std::string& s) { send("READY=1\nSTATUS=" + s + "\n"); }
+void ServiceNotifier::stopping() { send("STOPPING=1\nSTATUS=stopping\n"); }
+
+void ServiceNotifier::watchdog_ping(uint64_t now_ns) {
+  last_ping_ns_ = now_ns;
+  send("WATCHDOG=1\n");
+}
+
+}  // namespace dp
