@@ -581,7 +581,7 @@ void throughput_rep(SweepRun& run, DutSession& s, const std::string& proto, int 
 Status one_rep(SweepRun& run, DutSession& s, const Row& base, int rep, const std::string& what, std::vector<Row>& reps,
                const std::function<void(Row&)>& measure) {
   if (run.measured(base, std::to_string(rep))) {
-    run.prog.step(what + " (resumed)");
+    run.prog.step(what, "measured before (resumed)");
     return {};
   }
   Row r = base;
@@ -596,7 +596,7 @@ Status one_rep(SweepRun& run, DutSession& s, const Row& base, int rep, const std
   }
   SDN_TRY(run.w.write(r));
   reps.push_back(r);
-  run.prog.step(what);
+  run.prog.step(what, r[Col::status] == "ok" ? std::string("ok") : "error: " + r[Col::error].substr(0, 160));
   return {};
 }
 

@@ -18,24 +18,29 @@ inline std::string cmd_line(const std::vector<std::string>& argv) { return util:
 void put_latency(Row& r, const SockperfResult& l);
 
 // The sweep's progress line on a terminal.
+// Where the sweep is. On a terminal one line redrawn in place; elsewhere
+// (CI, nohup, a log file) a line per finished repetition:
+//   harness: [12/192] dataplane tcp x16 1460B rep 2: ok, 3m10s elapsed, ETA 47m30s
 struct Progress {
   int done = 0, total = 0;
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   bool tty = isatty(2);
-  void step(const std::string& what) {
+  void step(const std::string& what, const std::string& status) {
     done++;
-    if (!tty) return;
-    double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double eta = done ? el / done * (total - done) : 0;
-    fprintf(stderr, "\r\033[K[%d/%d] %s  ETA %dm%02ds", done, total, what.c_str(), static_cast<int>(eta) / 60,
-            static_cast<int>(eta) % 60);
+    const int el = static_cast<int>(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    const int eta = done ? static_cast<int>(static_cast<double>(el) / done * (total - done)) : 0;
+    if (tty)
+      fprintf(stderr, "\r\033[K[%d/%d] %s: %s  ETA %dm%02ds", done, total, what.c_str(), status.c_str(), eta / 60,
+              eta % 60);
+    else
+      fprintf(stderr, "harness: [%d/%d] %s: %s, %dm%02ds elapsed, ETA %dm%02ds\n", done, total, what.c_str(),
+              status.c_str(), el / 60, el % 60, eta / 60, eta % 60);
     fflush(stderr);
   }
   void end() {
     if (tty) fprintf(stderr, "\n");
   }
 };
-
 
 struct RunOut {
   std::vector<IperfResult> inst;

@@ -134,6 +134,15 @@ TEST(E2E, SmallSweepAllRowsOkAndNothingLeftBehind) {
     }
   }
   EXPECT_EQ(throughput_rows, 2 * 2 * 2);  // 2 DUTs x 2 instance counts x (1 repetition + summary)
+  // Issue 23: with stderr not a terminal, a progress line per repetition
+  // (2 DUTs x (2 throughput + 1 latency)), with its status and the time left.
+  int progress = 0;
+  std::istringstream log(r->output);
+  for (std::string l; std::getline(log, l);)
+    if (l.rfind("harness: [", 0) == 0 && l.find("/6] ") != std::string::npos && l.find(": ok, ") != std::string::npos &&
+        l.find(" elapsed, ETA ") != std::string::npos)
+      progress++;
+  EXPECT_EQ(progress, 6) << r->output;
   expect_no_new_namespaces(before);
   EXPECT_EQ(access((out + "/report.md").c_str(), F_OK), 0);
   EXPECT_EQ(access((out + "/machine.txt").c_str(), F_OK), 0);
