@@ -12,14 +12,17 @@
 
 int main(int argc, char** argv) {
   std::string sock = "/run/dataplane/dataplane.sock", req;
+  bool json = false;
   int i = 1;
   for (; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--socket" && i + 1 < argc) sock = argv[++i];
     else if (a == "--prefix" && i + 1 < argc) sock = std::string("/run/dataplane/") + argv[++i] + ".sock";
+    else if (a == "--json") json = true;
     else if (a == "--help" || a == "-h") {
-      printf("usage: dataplane-ctl [--prefix NAME | --socket PATH] COMMAND | --help | --commands\n%s"
+      printf("usage: dataplane-ctl [--prefix NAME | --socket PATH] [--json] COMMAND | --help | --commands\n%s"
              "Exit status 0 when the daemon answers ok, 1 otherwise (an error, or a reply cut short).\n"
+             "--json: the reply as JSON, one object per line (README: dataplane-ctl --json).\n"
              "dataplane-ctl --commands lists the command words, one command per line (shell completion).\n",
              dp::commands_help().c_str());
       return 0;
@@ -29,6 +32,7 @@ int main(int argc, char** argv) {
     } else break;
   }
   for (; i < argc; i++) req += (req.empty() ? "" : " ") + std::string(argv[i]);
+  if (!req.empty() && json) req = "--json " + req;
   if (req.empty()) {
     fprintf(stderr, "dataplane-ctl: no command (see --help)\n");
     return 2;
@@ -75,7 +79,8 @@ int main(int argc, char** argv) {
       ended = true;
       break;
     }
-    if (first) ok = n >= 2 && strncmp(buf, "ok", 2) == 0;
+    if (first)
+      ok = json ? !(n >= 9 && strncmp(buf, "{\"error\":", 9) == 0) : n >= 2 && strncmp(buf, "ok", 2) == 0;
     first = false;
     fwrite(buf, 1, static_cast<size_t>(n), stdout);
     nl = buf[n - 1] == '\n';

@@ -3,6 +3,11 @@
 // are in fault_test.cc.
 #include <sys/un.h>
 
+#include <tuple>
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
 #include "dut.h"
 
 namespace dptest {
@@ -245,6 +250,78 @@ TEST_F(Dut, TelemetryAnswersWithStatsRulesAndConnections) {
   EXPECT_NE(out.find("rule_hits"), std::string::npos) << out;
   unlink(in.c_str());
   unlink(o.stdout_path.c_str());
+}
+
+// dataplane-ctl --json: every reply is JSON, one object per line; stats
+// carries the same counters as the text (one snapshot feeds both), rules
+// and ct list their fields, errors {"error": ...} with exit status 1.
+TEST_F(Dut, CtlJsonRepliesParseAndMatchTheText) {
+  auto ctl_json = [](const std::string& cmd, int* status) {
+    std::vector<std::string> argv = {g_bindir + "/dataplane-ctl", "--prefix", prefix, "--json"};
+    std::istringstream in(cmd);
+    for (std::string w; in >> w;) argv.push_back(w);
+    auto r = run_capture(argv);
+    *status = r.ok() ? r->status : -1;
+    std::vector<nlohmann::json> lines;
+    std::istringstream out(r.ok() ? r->output : "");
+    for (std::string l; std::getline(out, l);) {
+      auto j = nlohmann::json::parse(l, nullptr, false);
+      EXPECT_FALSE(j.is_discarded()) << cmd << ": not JSON: " << l;
+      lines.push_back(j);
+    }
+    return lines;
+  };
+  // A connection, so that ct list has an entry and the counters move.
+  int ls = listen_in(server, "10.0.0.2", 7201);
+  int cs = sock_in(client, SOCK_STREAM);
+  ASSERT_TRUE(connect_within(cs, addr("10.0.0.2", 7201), 3s));
+  int rc;
+  auto st = ctl_json("stats", &rc);
+  EXPECT_EQ(rc, 0);
+  ASSERT_EQ(st.size(), 1u);
+  const auto& j = st[0];
+  for (const char* k : {"workers", "ports", "drops", "rules", "ct", "offload"}) EXPECT_TRUE(j.contains(k)) << k;
+  ASSERT_TRUE(j["workers"].is_array() && !j["workers"].empty());
+  EXPECT_GT(j["workers"][0].value("rx_packets", 0ull), 0u);
+  EXPECT_GE(j["ct"].value("active", 0ull), 1u);
+  EXPECT_GT(j["ports"]["inside"].value("rx_packets", 0ull), 0u);
+  EXPECT_TRUE(j["drops"].contains("rule_drop") && j["drops"].contains("parse_trunc_eth")) << j["drops"].dump();
+  EXPECT_EQ(j["offload"].value("provider", ""), "none");
+  // The text's counters are the same values (read a moment apart: the
+  // ones that do not move without traffic must be equal).
+  const std::string text = ctl("stats");
+  EXPECT_NE(text.find(" active=" + std::to_string(j["ct"]["active"].get<uint64_t>())), std::string::npos) << text;
+  EXPECT_NE(text.find(" new=" + std::to_string(j["ct"]["new"].get<uint64_t>())), std::string::npos) << text;
+  EXPECT_NE(text.find(" inside_link_up=" + std::to_string(j["ports"]["inside"]["link_up"].get<uint64_t>())),
+            std::string::npos) << text;
+  auto rules = ctl_json("rules", &rc);
+  EXPECT_EQ(rc, 0);
+  ASSERT_EQ(rules.size(), 1u);
+  ASSERT_FALSE(rules[0]["rules"].empty());
+  for (const char* k : {"id", "table", "priority", "match", "actions", "packets", "bytes"})
+    EXPECT_TRUE(rules[0]["rules"][0].contains(k)) << k;
+  auto ct = ctl_json("ct list", &rc);
+  EXPECT_EQ(rc, 0);
+  ASSERT_GE(ct.size(), 2u);
+  EXPECT_EQ(ct.back().value("total", 0ull), ct.size() - 1);
+  bool ours = false;
+  for (size_t i = 0; i + 1 < ct.size(); i++) ours |= ct[i].value("tuple", "").find("10.0.0.1") != std::string::npos;
+  EXPECT_TRUE(ours);
+  EXPECT_TRUE(ct[0].contains("state") && ct[0].contains("zone") && ct[0].contains("timeout_s"));
+  auto bad = ctl_json("rule del 999999", &rc);
+  EXPECT_EQ(rc, 1);
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_TRUE(bad[0].contains("error")) << bad[0].dump();
+  auto unknown = ctl_json("frobnicate", &rc);
+  EXPECT_EQ(rc, 1);
+  ASSERT_FALSE(unknown.empty());
+  EXPECT_NE(unknown[0].value("error", "").find("unknown command"), std::string::npos);
+  auto tr = ctl_json("trace in_port=inside,tcp,10.0.0.1:1234>10.0.0.2:80,flags=S", &rc);
+  EXPECT_EQ(rc, 0);
+  ASSERT_GE(tr.size(), 2u);
+  EXPECT_TRUE(tr[0].value("ok", false));
+  close(cs);
+  close(ls);
 }
 
 TEST(Config, ErrorsExitWith2AndNameFileLineKeyWithoutTouchingPorts) {
@@ -584,6 +661,153 @@ TEST_F(Notify, ReadyWhenForwardingWatchdogPingsReloadAndStopping) {
   // STOPPING=1 on SIGTERM.
   stop_daemon();
   EXPECT_FALSE(until("STOPPING=1", 3s).empty()) << "no STOPPING=1 on SIGTERM";
+}
+
+// Prometheus: /metrics on a unix socket (metrics.listen in the config),
+// scraped under traffic, checked by promtool and against dataplane-ctl
+// --json stats read at the same moment.
+class Metrics : public Dut {
+ public:
+  static inline std::string path;
+  static void SetUpTestSuite() {
+    path = "/tmp/dpsys-metrics-" + std::to_string(getpid()) + ".sock";
+    edits = {{"\ntables:", "\nmetrics:\n  listen: unix:" + path + "\ntables:"}};
+    Dut::SetUpTestSuite();
+  }
+  // One HTTP exchange on the unix socket; the whole reply.
+  static std::string http(const std::string& request) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      close(fd);
+      return "connect: " + std::string(strerror(errno));
+    }
+    send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    std::string out;
+    char buf[65536];
+    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+    close(fd);
+    return out;
+  }
+  // The value of the sample `name{labels}` (labels as written), or -1.
+  static double sample(const std::string& body, const std::string& name) {
+    std::istringstream in(body);
+    for (std::string l; std::getline(in, l);)
+      if (l.rfind(name + " ", 0) == 0) return std::stod(l.substr(name.size() + 1));
+    return -1;
+  }
+};
+
+TEST_F(Metrics, ScrapeUnderTrafficPassesPromtoolAndMatchesJsonStats) {
+  // Traffic through the daemon while scraping: a TCP connection held open
+  // and UDP datagrams.
+  int ls = listen_in(server, "10.0.0.2", 7301);
+  int cs = sock_in(client, SOCK_STREAM);
+  ASSERT_TRUE(connect_within(cs, addr("10.0.0.2", 7301), 3s));
+  int c = sock_in(client, SOCK_DGRAM);
+  auto sa = addr("10.0.0.2", 7302);
+  for (int i = 0; i < 200; i++) sendto(c, "x", 1, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  const std::string reply = http("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_EQ(reply.rfind("HTTP/1.0 200 OK\r\n", 0), 0u) << reply.substr(0, 300);
+  EXPECT_NE(reply.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
+  const std::string body = reply.substr(reply.find("\r\n\r\n") + 4);
+  // promtool (Debian's, via scripts/promtool) on the scrape.
+  auto tool = run_capture({g_srcdir + "/scripts/promtool"}, nullptr, 120s);
+  ASSERT_TRUE(tool.ok() && tool->status == 0) << (tool.ok() ? tool->output : tool.message());
+  std::string promtool = tool->output.substr(tool->output.rfind('\n', tool->output.size() - 2) + 1);
+  while (!promtool.empty() && promtool.back() == '\n') promtool.pop_back();
+  const std::string scrape = "/tmp/dpsys-scrape-" + std::to_string(getpid()) + ".txt";
+  std::ofstream(scrape) << body;
+  SpawnOptions o;
+  o.stdin_path = scrape;
+  o.stdout_path = scrape + ".out";
+  o.stderr_path = "=stdout";
+  auto p = Process::spawn({promtool, "check", "metrics"}, o);
+  ASSERT_TRUE(p.ok()) << p.message();
+  auto rc = p->wait(60s);
+  ASSERT_TRUE(rc.ok());
+  EXPECT_EQ(*rc, 0) << read_file(scrape + ".out");
+  EXPECT_EQ(read_file(scrape + ".out").find("error"), std::string::npos) << read_file(scrape + ".out");
+  // Ten counters against dataplane-ctl --json stats, traffic stopped: read
+  // one right after the other, equal up to the packets in between.
+  std::this_thread::sleep_for(300ms);
+  const std::string b2 = http("GET /metrics HTTP/1.0\r\n\r\n");
+  const std::string m = b2.substr(b2.find("\r\n\r\n") + 4);
+  auto js = run_capture({g_bindir + "/dataplane-ctl", "--prefix", prefix, "--json", "stats"});
+  ASSERT_TRUE(js.ok() && js->status == 0);
+  auto j = nlohmann::json::parse(js->output);
+  const auto& w = j["workers"][0];
+  const std::string wl = "{worker=\"0\",lcore=\"" + std::to_string(w["lcore"].get<int>()) + "\"}";
+  const std::vector<std::tuple<std::string, double, double>> pairs = {
+      {"dataplane_worker_rx_packets_total" + wl, w["rx_packets"].get<double>(), 5},
+      {"dataplane_worker_tx_packets_total" + wl, w["tx_packets"].get<double>(), 5},
+      {"dataplane_worker_rx_bytes_total" + wl, w["rx_bytes"].get<double>(), 1000},
+      {"dataplane_port_rx_packets_total{port=\"inside\"}", j["ports"]["inside"]["rx_packets"].get<double>(), 5},
+      {"dataplane_port_tx_packets_total{port=\"outside\"}", j["ports"]["outside"]["tx_packets"].get<double>(), 5},
+      {"dataplane_port_link_up{port=\"inside\"}", j["ports"]["inside"]["link_up"].get<double>(), 0},
+      {"dataplane_ct_active", j["ct"]["active"].get<double>(), 0},
+      {"dataplane_ct_new_total", j["ct"]["new"].get<double>(), 0},
+      {"dataplane_ct_lookups_total", j["ct"]["lookups"].get<double>(), 10},
+      {"dataplane_drops_total{reason=\"no_match\"}", j["drops"]["no_match"].get<double>(), 5},
+  };
+  for (const auto& [name, want, slack] : pairs) {
+    const double got = sample(m, name);
+    EXPECT_GE(got, 0) << name << " missing in:\n" << m.substr(0, 2000);
+    EXPECT_LE(std::fabs(got - want), slack) << name << ": metrics " << got << ", json " << want;
+  }
+  EXPECT_GE(sample(m, "dataplane_ct_active"), 2) << "the TCP and UDP connections";
+  EXPECT_NE(m.find("# TYPE dataplane_ct_active gauge"), std::string::npos);
+  EXPECT_NE(m.find("# TYPE dataplane_drops_total counter"), std::string::npos);
+  // Anything but GET /metrics: 404 or 405, the daemon unharmed.
+  EXPECT_EQ(http("GET / HTTP/1.0\r\n\r\n").rfind("HTTP/1.0 404", 0), 0u);
+  EXPECT_EQ(http("POST /metrics HTTP/1.0\r\n\r\n").rfind("HTTP/1.0 405", 0), 0u);
+  EXPECT_EQ(http("garbage\n\n").rfind("HTTP/1.0 405", 0), 0u);
+  EXPECT_TRUE(daemon.running());
+  unlink(scrape.c_str());
+  unlink((scrape + ".out").c_str());
+  close(c);
+  close(cs);
+  close(ls);
+}
+
+// A metrics address that is malformed, or in use, is a config error with
+// file:line:key, found by --check before EAL.
+TEST(Config, MetricsListenErrorsNameFileLineKey) {
+  const std::string f = "/tmp/dpsys-metrics-bad-" + std::to_string(getpid()) + ".yaml";
+  auto check = [&](const std::string& listen) {
+    std::string cfg = read_file(g_srcdir + "/configs/dataplane/firewall.yaml");
+    cfg = replace_all(cfg, "\ntables:", "\nmetrics:\n  listen: \"" + listen + "\"\ntables:");
+    std::ofstream(f) << cfg;
+    auto r = run_capture({g_bindir + "/dataplane", "--config", f, "--check", "--no-host-checks"});
+    auto h = run_capture({g_bindir + "/dataplane", "--config", f, "--check"});
+    return std::make_pair(r.ok() ? r->output : r.message(), h.ok() ? h->output : h.message());
+  };
+  // listen: sits on the line after the one `tables:` had.
+  const std::string base = read_file(g_srcdir + "/configs/dataplane/firewall.yaml");
+  const std::string L = ":" + std::to_string(std::count(base.begin(), base.begin() + base.find("\ntables:") + 1, '\n') + 2);
+  auto [syntax, _] = check("localhost:9469");
+  EXPECT_NE(syntax.find(f + L + ": key 'metrics.listen': 'localhost:9469': 'localhost' is not an IPv4 or IPv6 address"),
+            std::string::npos) << syntax;
+  EXPECT_NE(check("127.0.0.1:70000").first.find("port '70000' is out of range 1..65535"), std::string::npos);
+  EXPECT_NE(check("unix:relative.sock").first.find("unix: needs an absolute path"), std::string::npos);
+  // In use: a listener holds the port; --check (with its host checks) says so.
+  int busy = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(busy, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(busy, 1), 0);
+  socklen_t len = sizeof a;
+  getsockname(busy, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string held = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  auto [ok_syntax, in_use] = check(held);
+  EXPECT_NE(ok_syntax.find(": ok:"), std::string::npos) << ok_syntax;
+  EXPECT_NE(in_use.find(f + L + ": key 'metrics.listen': " + held + ": Address already in use"), std::string::npos)
+      << in_use;
+  close(busy);
+  unlink(f.c_str());
 }
 
 }  // namespace

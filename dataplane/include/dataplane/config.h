@@ -52,6 +52,8 @@ struct Config {
   OffloadConfig offload;
   std::string control_socket;  // default /run/dataplane/<file_prefix>.sock
   int control_line = 0;
+  std::string metrics_listen;  // Prometheus /metrics: "HOST:PORT" or "unix:/PATH"; empty: off
+  int metrics_line = 0;
   int capacity_line = 0;
   std::vector<Rule> rules;
   PortNames port_names() const;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@ struct OffloadHost {
 struct OffloadStats {
   std::vector<std::pair<std::string, uint64_t>> counters;  // name, value
   std::vector<std::pair<std::string, std::string>> notes;   // name, words (the domain and strategy, and why)
+  std::set<std::string> gauges;  // which counters are levels (in flight, installed), not counts
   uint64_t get(const std::string& name) const {
     for (const auto& [k, v] : counters)
       if (k == name) return v;

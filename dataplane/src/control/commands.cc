@@ -1,6 +1,9 @@
 #include "commands.h"
 
+#include <memory>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 namespace dp {
 
@@ -11,6 +14,66 @@ sdn::Status CommandTable::add(const char* name, Handler h) {
     if (e.spec == c) return sdn::Status::error(std::string("command '") + name + "' registered twice");
   entries_.push_back({c, std::move(h)});
   return {};
+}
+
+sdn::Status CommandTable::add_text(const char* name, TextHandler h) {
+  return add(name, [h = std::move(h)](const std::string& args, Format f) {
+    ControlServer::Reply r = h(args);
+    return f == Format::kJson ? as_json_lines(std::move(r)) : r;
+  });
+}
+
+namespace {
+// "ok" -> "", "ok: rule 7 added" -> "rule 7 added", anything else as it is.
+std::string ok_message(const std::string& line) {
+  if (line.rfind("ok", 0) != 0) return line;
+  size_t i = 2;
+  if (i < line.size() && line[i] == ':') i++;
+  while (i < line.size() && line[i] == ' ') i++;
+  return line.substr(i);
+}
+}  // namespace
+
+ControlServer::Reply CommandTable::as_json_lines(ControlServer::Reply r) {
+  // Whole lines only: a streamed chunk's unfinished last line waits for the next.
+  struct State {
+    bool first = true;
+    std::string partial;
+  };
+  auto st = std::make_shared<State>();
+  auto convert = [st](const std::string& chunk, bool last) {
+    std::string in = st->partial + chunk, out;
+    st->partial.clear();
+    size_t at = 0;
+    for (size_t nl; (nl = in.find('\n', at)) != std::string::npos || (last && at < in.size()); at = nl + 1) {
+      if (nl == std::string::npos) nl = in.size();
+      const std::string line = in.substr(at, nl - at);
+      nlohmann::json j;
+      if (st->first && line.rfind("error: ", 0) == 0) j = {{"error", line.substr(7)}};
+      else if (st->first && line.rfind("error", 0) == 0) j = {{"error", line}};
+      else if (st->first) j = {{"ok", true}, {"message", ok_message(line)}};
+      else j = {{"line", line}};
+      st->first = false;
+      out += j.dump() + "\n";
+      if (nl == in.size()) break;
+    }
+    if (!last && at < in.size()) st->partial = in.substr(at);
+    return out;
+  };
+  ControlServer::Reply o;
+  o.ready = r.ready;
+  if (!r.more) {
+    o.text = convert(r.text, true);
+    return o;
+  }
+  o.text = convert(r.text, false);
+  o.more = [convert, more = r.more](std::string* out) {
+    std::string chunk;
+    const bool again = more(&chunk);
+    *out += convert(chunk, !again);
+    return again;
+  };
+  return o;
 }
 
 sdn::Status CommandTable::complete() const {
@@ -51,7 +114,13 @@ Words words(const std::string& s, size_t most) {
 
 }  // namespace
 
-ControlServer::Reply CommandTable::dispatch(const std::string& req) const {
+ControlServer::Reply CommandTable::dispatch(const std::string& request) const {
+  Format f = Format::kText;
+  std::string req = request;
+  if (Words j = words(req, 1); !j.w.empty() && j.w[0] == "--json") {
+    f = Format::kJson;
+    req = req.substr(j.end[0]);
+  }
   Words rw = words(req, 2);
   const Entry* best = nullptr;
   size_t best_words = 0;
@@ -68,16 +137,21 @@ ControlServer::Reply CommandTable::dispatch(const std::string& req) const {
   if (best) {
     size_t at = rw.end[best_words - 1];
     while (at < req.size() && isspace(static_cast<unsigned char>(req[at]))) at++;
-    return best->h(req.substr(at));
+    return best->h(req.substr(at), f);
   }
   // A known first word: the usages of the commands it starts.
   std::string first = rw.w.empty() ? "" : rw.w[0], usages;
   for (const CommandSpec& c : kCommands)
     if (words(c.name, 1).w[0] == first) usages += (usages.empty() ? "" : " | ") + command_usage(c);
-  if (!usages.empty()) return text("error: usage: " + usages);
-  std::string names;
-  for (const CommandSpec& c : kCommands) names += (names.empty() ? "" : "|") + std::string(c.name);
-  return text("error: unknown command '" + first + "' (" + names + ")");
+  ControlServer::Reply r;
+  if (!usages.empty()) {
+    r = text("error: usage: " + usages);
+  } else {
+    std::string names;
+    for (const CommandSpec& c : kCommands) names += (names.empty() ? "" : "|") + std::string(c.name);
+    r = text("error: unknown command '" + first + "' (" + names + ")");
+  }
+  return f == Format::kJson ? as_json_lines(std::move(r)) : r;
 }
 
 }  // namespace dp

@@ -12,16 +12,27 @@
 
 namespace dp {
 
+// How a reply is written: text, or JSON (a request that starts with
+// "--json", as `dataplane-ctl --json COMMAND` sends it).
+enum class Format { kText, kJson };
+
 class CommandTable {
  public:
   // `args`: the request after the command's name, leading blanks removed.
-  using Handler = std::function<ControlServer::Reply(const std::string& args)>;
+  using Handler = std::function<ControlServer::Reply(const std::string& args, Format f)>;
+  using TextHandler = std::function<ControlServer::Reply(const std::string& args)>;
 
   // `name` must be one of kCommands; registering it twice is an error.
   sdn::Status add(const char* name, Handler h);
+  // A command whose reply is text only: in JSON its reply becomes JSON
+  // lines: {"ok": true, "message": ...} or {"error": ...} for the first
+  // line, then {"line": ...} for each further line.
+  sdn::Status add_text(const char* name, TextHandler h);
   // Every command of kCommands has a handler.
   sdn::Status complete() const;
   ControlServer::Reply dispatch(const std::string& request) const;
+  // A text reply as JSON lines (see add_text).
+  static ControlServer::Reply as_json_lines(ControlServer::Reply r);
 
   static ControlServer::Reply text(std::string s) { return ControlServer::Reply{std::move(s), nullptr, nullptr}; }
   // "error: usage: NAME ARGS" for a registered command.

@@ -1,4 +1,5 @@
 #include "dataplane/config.h"
+#include "metrics.h"
 
 #include <sched.h>
 #include <sys/un.h>
@@ -401,7 +402,7 @@ Result<Config> parse_config(const std::string& text, const std::string& name) {
   // the flow cache's ct calls change when entries go.
   cfg.ct.sweep_per_call = 0;
   try {
-    TRY(check_keys(c, root, "", {"eal", "ports", "workers", "conntrack", "offload", "control", "tables"}));
+    TRY(check_keys(c, root, "", {"eal", "ports", "workers", "conntrack", "offload", "control", "metrics", "tables"}));
     if (root["eal"]) TRY(parse_eal(c, root["eal"], &cfg.eal));
     TRY(parse_ports(c, root["ports"], &cfg.ports));
     if (root["workers"]) TRY(parse_workers(c, root["workers"], &cfg.workers));
@@ -415,6 +416,14 @@ Result<Config> parse_config(const std::string& text, const std::string& name) {
       if (ctl["socket"]) {
         cfg.control_line = ctl["socket"].Mark().line + 1;
         if (Status s = check_socket_path(cfg.control_socket); !s) return c.err(ctl["socket"], "control.socket", s.message());
+      }
+    }
+    if (YAML::Node m = root["metrics"]) {
+      TRY(check_keys(c, m, "metrics", {"listen"}));
+      TRY(get_str(c, m, "listen", "metrics", &cfg.metrics_listen));
+      if (m["listen"]) {
+        cfg.metrics_line = m["listen"].Mark().line + 1;
+        if (Status s = parse_metrics_listen(cfg.metrics_listen); !s) return c.err(m["listen"], "metrics.listen", s.message());
       }
     }
     if (!root["tables"]) return c.err(root, "tables", "is required (the pipeline's rules)");
@@ -582,6 +591,11 @@ Status check_host(const Config& cfg) {
                   " workers need " + std::to_string(need >> 20) + " MiB" +
                   (cfg.eal.no_huge ? " (with eal.memory_mb under no_huge)" : "") + "; this host has " +
                   std::to_string(avail >> 20) + " MiB available (at most 3/4 of it may go to conntrack)");
+  // The metrics address must be free now (a daemon binds it before EAL).
+  if (!cfg.metrics_listen.empty()) {
+    auto m = MetricsServer::open(cfg.metrics_listen);
+    if (!m) return at(cfg.metrics_line, "metrics.listen", m.message());
+  }
   return {};
 }
 

@@ -36,11 +36,13 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 namespace dp {
 
 using sdn::mono_ns;
 
-ControlServer::Reply Daemon::ct_list(int zone) {
+ControlServer::Reply Daemon::ct_list(int zone, Format f) {
   // Streamed a slice of slots at a time: 10^6 entries never sit in one
   // string, and the control loop (offload events) runs between slices.
   struct Cursor {
@@ -50,24 +52,39 @@ ControlServer::Reply Daemon::ct_list(int zone) {
   };
   auto cur = std::make_shared<Cursor>();
   ControlServer::Reply r;
-  r.text = "ok\n";
-  r.more = [this, cur, zone](std::string* out) {
+  r.text = f == Format::kJson ? "" : "ok\n";
+  r.more = [this, cur, zone, f](std::string* out) {
     if (cur->shard >= shards_.size()) return false;
     ctrack::Tracker& t = *shards_[cur->shard];
     std::ostringstream o;
     cur->at = t.for_each_from(
         mono_ns(), cur->at, 4096,
         [&](const ctrack::ConnInfo& c) {
-          o << c.orig.str() << " " << c.state << (c.offloaded ? " offloaded" : "") << " pkts=" << c.packets[0] << "/"
-            << c.packets[1] << " bytes=" << c.bytes[0] << "/" << c.bytes[1] << " age=" << c.age_ms / 1000
-            << "s timeout=" << c.timeout_ms / 1000 << "s\n";
+          if (f == Format::kJson)
+            o << nlohmann::json{{"zone", c.orig.zone},
+                                {"tuple", c.orig.str()},
+                                {"state", c.state},
+                                {"offloaded", c.offloaded},
+                                {"packets_orig", c.packets[0]},
+                                {"packets_reply", c.packets[1]},
+                                {"bytes_orig", c.bytes[0]},
+                                {"bytes_reply", c.bytes[1]},
+                                {"age_s", c.age_ms / 1000},
+                                {"timeout_s", c.timeout_ms / 1000}}
+                     .dump()
+              << "\n";
+          else
+            o << c.orig.str() << " " << c.state << (c.offloaded ? " offloaded" : "") << " pkts=" << c.packets[0] << "/"
+              << c.packets[1] << " bytes=" << c.bytes[0] << "/" << c.bytes[1] << " age=" << c.age_ms / 1000
+              << "s timeout=" << c.timeout_ms / 1000 << "s\n";
           cur->n++;
         },
         zone);
     if (cur->at >= t.capacity()) {
       cur->shard++;
       cur->at = 0;
-      if (cur->shard == shards_.size()) o << "total " << cur->n << "\n";
+      if (cur->shard == shards_.size())
+        o << (f == Format::kJson ? nlohmann::json{{"total", cur->n}}.dump() : "total " + std::to_string(cur->n)) << "\n";
     }
     *out += o.str();
     return true;
@@ -139,13 +156,13 @@ Status Daemon::register_ct_commands(CommandTable& t) {
     *zone = static_cast<int>(v);
     return true;
   };
-  SDN_TRY(t.add("ct list", [this, zone_of](const std::string& a) {
+  SDN_TRY(t.add("ct list", [this, zone_of](const std::string& a, Format f) {
     int zone;
     std::string bad;
-    if (!zone_of(a, &zone, &bad)) return C::text(bad);
-    return ct_list(zone);
+    if (!zone_of(a, &zone, &bad)) return f == Format::kJson ? C::as_json_lines(C::text(bad)) : C::text(bad);
+    return ct_list(zone, f);
   }));
-  SDN_TRY(t.add("ct flush", [this, zone_of](const std::string& a) {
+  SDN_TRY(t.add_text("ct flush", [this, zone_of](const std::string& a) {
     int zone;
     std::string bad;
     if (!zone_of(a, &zone, &bad)) return C::text(bad);

@@ -109,11 +109,13 @@ std::vector<std::string> eal_args(const Config& cfg, bool force_no_huge) {
 }
 
 // ------------------------------------------------------------------ workers
-Daemon::Daemon(Config cfg, std::unique_ptr<ControlServer> ctl) : cfg_(std::move(cfg)), ctl_(std::move(ctl)) {
+Daemon::Daemon(Config cfg, std::unique_ptr<ControlServer> ctl, std::unique_ptr<MetricsServer> metrics)
+    : cfg_(std::move(cfg)), ctl_(std::move(ctl)), metrics_(std::move(metrics)) {
   for (const Rule& r : cfg_.rules) next_rule_id_ = std::max(next_rule_id_, r.id + 1);
 }
 
 Daemon::~Daemon() {
+  metrics_.reset();  // its thread reads the workers' counters and the shards
   ctl_.reset();  // its clients' replies (a live trace's session) end while the workers are still here
   shutdown();
   delete pipeline_.load();
@@ -255,7 +257,8 @@ int Daemon::run() {
   sigaction(SIGHUP, &sa, nullptr);
   const std::string running = std::to_string(port_ids_.size()) + " ports, " + std::to_string(workers_.size()) +
                               " workers, " + std::to_string(rules_.size()) + " rules, offload " + offload_->name();
-  log("running: " + running + ", control " + ctl_->path());
+  if (metrics_) metrics_->start([this] { return stats_prometheus(snapshot(false)); });
+  log("running: " + running + ", control " + ctl_->path() + (metrics_ ? ", metrics " + metrics_->spec() : ""));
   notify_.ready("forwarding: " + running);
   std::vector<ctrack::Event> ev(256);
   const bool offload_active = cfg_.offload.provider != "none";
@@ -314,6 +317,7 @@ bool Daemon::workers_polling() {
 void Daemon::shutdown() {
   if (shut_) return;
   shut_ = true;
+  metrics_.reset();
   started_ = false;
   if (launched_) {
     stop_.store(true);

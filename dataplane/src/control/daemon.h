@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "commands.h"
+#include "metrics.h"
 #include "notify.h"
+#include "stats_snapshot.h"
 #include "socket.h"
 #include "dataplane/config.h"
 #include "dataplane/offload.h"
@@ -28,7 +30,7 @@ std::vector<std::string> eal_args(const Config& cfg, bool force_no_huge);
 
 class Daemon {
  public:
-  Daemon(Config cfg, std::unique_ptr<ControlServer> ctl);
+  Daemon(Config cfg, std::unique_ptr<ControlServer> ctl, std::unique_ptr<MetricsServer> metrics = nullptr);
   ~Daemon();
   Status start();  // after rte_eal_init
   int run();       // control loop until SIGINT/SIGTERM; returns the exit code
@@ -59,14 +61,15 @@ class Daemon {
   Status reload();
   Status reload_config();
   std::string rule_add(const std::string& yaml);
-  ControlServer::Reply ct_list(int zone);
-  std::string stats_text();
+  ControlServer::Reply ct_list(int zone, Format f);
+  StatsSnapshot snapshot(bool control_thread);
   std::string trace(const std::string& packet_desc);
   ControlServer::Reply live_trace(uint32_t n, uint32_t seconds);
   void end_live_trace();
   void sample_port_drops();  // af_packet ring drops, kernel reassembly failures
   void shutdown();
   std::string rules_text();
+  nlohmann::json rules_json();
   RuleCounters rule_counters(const Pipeline& pl, size_t i) const;  // with counters from before swaps; hold mu_
 
   Config cfg_;
@@ -106,6 +109,7 @@ class Daemon {
   std::mutex off_mu_;  // off_snap_: the control loop writes, telemetry reads
   OffloadStats off_snap_;
   std::unique_ptr<ControlServer> ctl_;
+  std::unique_ptr<MetricsServer> metrics_;  // Prometheus /metrics, when configured
   CommandTable commands_;
   bool started_ = false, shut_ = false;
   bool live_ = false;  // a live trace is running (one at a time)

@@ -10,6 +10,7 @@
 
 #include "socket.h"
 #include "daemon.h"
+#include "metrics.h"
 #include "dataplane/config.h"
 
 namespace dp {
@@ -130,6 +131,17 @@ int main(int argc, char** argv) {
     fprintf(stderr, "dataplane: %s\n", ctl.message().c_str());
     return 2;
   }
+  // The metrics endpoint too, when configured (an address in use stops here).
+  std::unique_ptr<dp::MetricsServer> metrics;
+  if (!cfg->metrics_listen.empty()) {
+    auto m = dp::MetricsServer::open(cfg->metrics_listen);
+    if (!m) {
+      fprintf(stderr, "dataplane: %s:%d: key 'metrics.listen': %s\n", cfg->file.c_str(), cfg->metrics_line,
+              m.message().c_str());
+      return 2;
+    }
+    metrics = std::move(m.value());
+  }
   // A peer that goes away (a telemetry or control client) is its problem:
   // DPDK's telemetry thread write()s without MSG_NOSIGNAL.
   signal(SIGPIPE, SIG_IGN);
@@ -142,7 +154,7 @@ int main(int argc, char** argv) {
   }
   int rc;
   {
-    dp::Daemon d(std::move(cfg.value()), std::move(ctl.value()));
+    dp::Daemon d(std::move(cfg.value()), std::move(ctl.value()), std::move(metrics));
     if (dp::Status s = d.start(); !s) {
       fprintf(stderr, "dataplane: %s\n", s.message().c_str());
       rc = 1;

@@ -141,6 +141,7 @@ Status Daemon::reload_config() {
       wa.mbufs != wb.mbufs ||
       wa.mbuf_cache != wb.mbuf_cache)
     refused.push_back("workers: changed (needs a restart)");
+  if (cfg_.metrics_listen != c.metrics_listen) refused.push_back("metrics: changed (needs a restart)");
   if (!same_ct_except_timeouts(cfg_.ct, c.ct))
     refused.push_back("conntrack: only timeouts change on reload (capacity, policy and zones need a restart)");
   const OffloadConfig &oa = cfg_.offload, &ob = c.offload;
@@ -192,6 +193,24 @@ std::string Daemon::rules_text() {
   return o.str();
 }
 
+nlohmann::json Daemon::rules_json() {
+  std::lock_guard<std::mutex> lk(mu_);
+  nlohmann::json j = {{"rules", nlohmann::json::array()}};
+  Pipeline* pl = pipeline_.load();
+  for (size_t i = 0; i < pl->rules().size(); i++) {
+    const Rule& r = pl->rules()[i];
+    RuleCounters c = rule_counters(*pl, i);
+    j["rules"].push_back({{"id", r.id},
+                          {"table", r.table},
+                          {"priority", r.priority},
+                          {"match", r.match_text},
+                          {"actions", r.actions_text},
+                          {"packets", c.packets},
+                          {"bytes", c.bytes}});
+  }
+  return j;
+}
+
 std::string Daemon::rule_add(const std::string& yaml) {
   auto r = parse_rule_yaml(yaml, cfg_.port_names());
   if (!r) return "error: " + r.message();
@@ -238,8 +257,8 @@ void Daemon::telemetry_rules(rte_tel_data* d) {
 
 Status Daemon::register_rule_commands(CommandTable& t) {
   using C = CommandTable;
-  SDN_TRY(t.add("rule add", [this](const std::string& a) { return C::text(rule_add(a)); }));
-  SDN_TRY(t.add("rule del", [this](const std::string& a) {
+  SDN_TRY(t.add_text("rule add", [this](const std::string& a) { return C::text(rule_add(a)); }));
+  SDN_TRY(t.add_text("rule del", [this](const std::string& a) {
     std::istringstream in(a);
     uint32_t id = 0;
     std::string extra;
@@ -255,8 +274,10 @@ Status Daemon::register_rule_commands(CommandTable& t) {
     if (Status s = install(std::move(next)); !s) return C::text("error: " + s.message());
     return C::text("ok");
   }));
-  SDN_TRY(t.add("rules", [this](const std::string&) { return C::text("ok\n" + rules_text()); }));
-  SDN_TRY(t.add("reload", [this](const std::string&) {
+  SDN_TRY(t.add("rules", [this](const std::string&, Format f) {
+    return C::text(f == Format::kJson ? rules_json().dump() + "\n" : "ok\n" + rules_text());
+  }));
+  SDN_TRY(t.add_text("reload", [this](const std::string&) {
     if (Status s = reload(); !s) return C::text("error: " + s.message());
     return C::text("ok");
   }));

@@ -40,40 +40,61 @@
 namespace dp {
 
 
-std::string Daemon::stats_text() {
-  std::ostringstream o;
-  o << "ok\n";
+// Every counter, read once. `control_thread`: called by the control loop,
+// which owns the offload provider; other threads (metrics) read the copy
+// the loop refreshes.
+StatsSnapshot Daemon::snapshot(bool control_thread) {
+  StatsSnapshot s;
   WorkerStats sum;
   for (auto& w : workers_) {
-    WorkerStats s = w->stats.snapshot();
-    o << "worker " << w->id << " lcore " << w->lcore << ":";
-    auto put = [&](const char* k, uint64_t v) { o << " " << k << "=" << v; };
-    s.visit(put);
-    s.ratios(put);
-    o << "\n";
-    for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) sum.parse_drop[i] += s.parse_drop[i];
-    for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) sum.drop[i] += s.drop[i];
+    const WorkerStats ws = w->stats.snapshot();
+    StatsSnapshot::Worker x;
+    x.id = w->id;
+    x.lcore = w->lcore;
+    ws.visit([&](const char* k, uint64_t v) { x.counters.emplace_back(k, v); });
+    ws.ratios([&](const char* k, uint64_t v) { x.ratios.emplace_back(k, v); });
+    s.workers.push_back(std::move(x));
+    for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) sum.parse_drop[i] += ws.parse_drop[i];
+    for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) sum.drop[i] += ws.drop[i];
   }
-  o << "ports:";
-  for (const auto& [k, v] : port_counters()) o << " " << k << "=" << v;
-  o << "\n";
-  o << "drops:";
+  for (auto& [k, v] : port_counters()) {
+    size_t i = 0;
+    for (; i < cfg_.ports.size(); i++)
+      if (k.rfind(cfg_.ports[i].name + "_", 0) == 0) break;
+    if (i == cfg_.ports.size()) {
+      s.host.emplace_back(k, v);
+      continue;
+    }
+    if (s.ports.empty() || s.ports.back().name != cfg_.ports[i].name) s.ports.push_back({cfg_.ports[i].name, {}});
+    s.ports.back().counters.emplace_back(k.substr(cfg_.ports[i].name.size() + 1), v);
+  }
   for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++)
-    o << " " << drop_why_name(static_cast<DropWhy>(i)) << "=" << sum.drop[i];
+    s.drops.emplace_back(drop_why_name(static_cast<DropWhy>(i)), sum.drop[i]);
   for (int i = 1; i < static_cast<int>(ctrack::Drop::kCount); i++)
-    o << " parse_" << ctrack::drop_name(static_cast<ctrack::Drop>(i)) << "=" << sum.parse_drop[i];
-  o << "\n";
+    s.drops.emplace_back(std::string("parse_") + ctrack::drop_name(static_cast<ctrack::Drop>(i)), sum.parse_drop[i]);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    Pipeline* pl = pipeline_.load();
+    for (size_t i = 0; i < pl->rules().size(); i++) {
+      const RuleCounters c = rule_counters(*pl, i);
+      s.rules.push_back({pl->rules()[i].id, pl->rules()[i].table, c.packets, c.bytes});
+    }
+  }
   ctrack::Stats cs;
   for (auto& sh : shards_) cs += sh->stats();
-  o << "ct:";
-  cs.visit([&](const std::string& k, uint64_t v) { o << " " << k << "=" << v; });
-  o << "\n";
-  const OffloadStats os = offload_->stats();
-  o << "offload " << offload_->name() << ":";
-  for (const auto& [k, v] : os.counters) o << " " << k << "=" << v;
-  o << "\n";
-  for (const auto& [k, v] : os.notes) o << "offload " << k << ": " << v << "\n";
-  return o.str();
+  cs.visit([&](const std::string& k, uint64_t v) { s.ct.emplace_back(k, v); });
+  OffloadStats os;
+  if (control_thread) {
+    os = offload_->stats();
+  } else {
+    std::lock_guard<std::mutex> lk(off_mu_);
+    os = off_snap_;
+  }
+  s.offload_provider = offload_->name();
+  s.offload = std::move(os.counters);
+  s.offload_gauges = std::move(os.gauges);
+  s.offload_notes = std::move(os.notes);
+  return s;
 }
 
 void Daemon::telemetry_stats(rte_tel_data* d) {
@@ -143,8 +164,11 @@ void Daemon::telemetry_stats(rte_tel_data* d) {
 
 Status Daemon::register_stats_commands(CommandTable& t) {
   using C = CommandTable;
-  SDN_TRY(t.add("stats", [this](const std::string&) { return C::text(stats_text()); }));
-  SDN_TRY(t.add("offload testpmd", [this](const std::string&) { return C::text("ok\n" + offload_->testpmd_commands()); }));
+  SDN_TRY(t.add("stats", [this](const std::string&, Format f) {
+    StatsSnapshot s = snapshot(true);
+    return C::text(f == Format::kJson ? stats_json(s).dump() + "\n" : stats_text(s));
+  }));
+  SDN_TRY(t.add_text("offload testpmd", [this](const std::string&) { return C::text("ok\n" + offload_->testpmd_commands()); }));
   return {};
 }
 

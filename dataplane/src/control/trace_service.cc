@@ -226,8 +226,8 @@ void Daemon::end_live_trace() {
 
 Status Daemon::register_trace_commands(CommandTable& t) {
   using C = CommandTable;
-  SDN_TRY(t.add("trace", [this](const std::string& a) { return C::text(trace(a)); }));
-  SDN_TRY(t.add("trace --live", [this](const std::string& a) {
+  SDN_TRY(t.add_text("trace", [this](const std::string& a) { return C::text(trace(a)); }));
+  SDN_TRY(t.add_text("trace --live", [this](const std::string& a) {
     auto num = [](const std::string& w, uint32_t lo, uint32_t hi, uint32_t* v) {
       char* end;
       long x = strtol(w.c_str(), &end, 10);

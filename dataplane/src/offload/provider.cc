@@ -345,6 +345,12 @@ OffloadStats RteFlowProvider::stats() const {
       if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
     s.counters.emplace_back(n, v);
   }
+  // Levels (what is there now) rather than counts since start.
+  s.gauges = {"installed",        "in_flight",          "pending",       "jobs_in_use",      "hw_templates",
+              "shared_rules",     "hw_max_counters",    "domain_transfer", "conntrack_aso",  "ct_ops_outstanding",
+              "ct_ops_outstanding_max", "ct_ops_limit", "nic_rules_in_use", "nic_ct_in_use", "nic_counters_in_use",
+              "nic_ct_wqes_max"};
+  for (int t = 0; t < 4; t++) s.gauges.insert(std::string("rules_") + hw::tier_name(static_cast<hw::Tier>(t)));
   if (Mlx5Model* model = given_nic_ ? given_nic_ : model_.get()) {
     NicStats t;
     for (unsigned q = 0; q < workers_; q++) t += model->stats(q);
