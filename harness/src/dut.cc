@@ -20,7 +20,6 @@ namespace harness {
 using namespace std::chrono_literals;
 using sdn::Result;
 using sdn::Status;
-using util::pairs_on_line;
 using util::slurp;
 using util::tail;
 
@@ -121,25 +120,23 @@ class DataplaneDut final : public Profile {
     Profile::stop();
     prefix_.clear();
   }
-  long long ct_entries() override { return stat("ct", "active"); }
-  long long offloaded() override { return stat("ct", "offloaded"); }
+  long long ct_entries() override { return stat("active"); }
+  long long offloaded() override { return stat("offloaded"); }
   Result<std::string> make_room(long long) override { return room_; }
   Status flush() override { return ctl({"ct", "flush"}, nullptr); }
   Result<std::map<std::string, long long>> drops() override {
-    std::string out;
-    SDN_TRY(ctl({"stats"}, &out));
-    if (out.find("\nports:") == std::string::npos)
-      return Status::error("dataplane-ctl stats has no ports line (a dataplane older than the harness?)");
-    return util::dataplane_drops(pairs_on_line(out, "drops"), pairs_on_line(out, "ports"));
+    auto c = counters();
+    if (!c) return c.status();
+    return util::dataplane_drops(c->reasons, c->ports);
   }
   // tx_full and transmit errors are the generator's; every other reason,
   // and the ports' receive misses and errors, the dataplane's own.
   Result<DropSplit> drop_split() override {
-    std::string out;
-    SDN_TRY(ctl({"stats"}, &out));
+    auto c = counters();
+    if (!c) return c.status();
     DropSplit d;
-    for (const auto& [k, v] : pairs_on_line(out, "drops")) (k == "tx_full" ? d.gen : d.own) += v;
-    for (const auto& [k, v] : pairs_on_line(out, "ports")) {
+    for (const auto& [k, v] : c->reasons) (k == "tx_full" ? d.gen : d.own) += v;
+    for (const auto& [k, v] : c->ports) {
       if (k.ends_with("_tx_errors")) d.gen += v;
       else if (k.ends_with("_rx_missed") || k.ends_with("_rx_errors")) d.own += v;
     }
@@ -195,12 +192,38 @@ class DataplaneDut final : public Profile {
     args.insert(args.begin(), {site_.dataplane_ctl, "--prefix", prefix_});
     return host_.run(args, out, 30s);
   }
-  long long stat(const char* line, const char* key) {
+  // `dataplane-ctl --json stats` (README: dataplane-ctl --json).
+  Result<nlohmann::json> stats() {
     std::string out;
-    if (prefix_.empty() || !ctl({"stats"}, &out)) return -1;
-    auto m = pairs_on_line(out, line);
-    auto it = m.find(key);
-    return it == m.end() ? -1 : it->second;
+    if (prefix_.empty()) return Status::error("the dataplane is not started");
+    SDN_TRY(ctl({"--json", "stats"}, &out));
+    auto j = nlohmann::json::parse(out, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("ct") || !j.contains("ports"))
+      return Status::error(sdn::ErrorKind::kInvalid, "dataplane-ctl --json stats: not the stats object (a dataplane "
+                                                     "older than the harness?): " + tail(out, 200));
+    return j;
+  }
+  struct Counters {
+    std::map<std::string, long long> reasons, ports;  // drops by reason; PORT_counter and host counters
+  };
+  Result<Counters> counters() {
+    auto j = stats();
+    if (!j) return j.status();
+    Counters c;
+    for (const auto& [k, v] : (*j)["drops"].items())
+      if (v.is_number()) c.reasons[k] = v.get<long long>();
+    for (const auto& [port, m] : (*j)["ports"].items())
+      for (const auto& [k, v] : m.items())
+        if (v.is_number()) c.ports[port + "_" + k] = v.get<long long>();
+    if (j->contains("host"))
+      for (const auto& [k, v] : (*j)["host"].items())
+        if (v.is_number()) c.ports[k] = v.get<long long>();
+    return c;
+  }
+  long long stat(const char* key) {
+    auto j = stats();
+    if (!j || !(*j)["ct"].contains(key) || !(*j)["ct"][key].is_number()) return -1;
+    return (*j)["ct"][key].get<long long>();
   }
   std::string prefix_, room_;
 };
