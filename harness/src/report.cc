@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <variant>
 
 namespace harness {
 
@@ -333,6 +334,141 @@ Section relative_section(SweepView& v) {
   return rel;
 }
 
+// "87 % [80..93]" / "1.05 [0.98..1.10]" / "+3.2 [-1.0..+5.5]": the median
+// of `v` (times `scale`) with its range when there is more than one value.
+std::string spread_text(const std::vector<double>& v, double scale, int prec, const char* suffix, bool sign = false) {
+  Spread sp = spread(v);
+  auto one = [&](double x) {
+    char b[48];
+    snprintf(b, sizeof b, sign ? "%+.*f" : "%.*f", prec, x * scale);
+    return std::string(b);
+  };
+  std::string o = one(sp.median) + suffix;
+  if (v.size() > 1) o += " [" + one(sp.min) + ".." + one(sp.max) + "]";
+  return o;
+}
+
+// The findings, first in the report: per instance count and DUT, over the
+// sizes measured, throughput as a share of the line rate (or of testpmd-io's
+// figure in the same cell), the dataplane against the DUT, and latency
+// under that load; then latency without load.
+std::vector<Section> findings_sections(SweepView& v) {
+  const bool line = v.line_rate > 0;
+  const bool have_dp = std::find(v.duts.begin(), v.duts.end(), "dataplane") != v.duts.end();
+  Section f;
+  f.title = "Findings";
+  f.text = "Per instance count, over the sizes measured (median [min..max] over sizes): each DUT's throughput as a "
+           "share of " +
+           std::string(line ? "the line rate (" + f2(v.line_rate) + " Gbit/s)" : "testpmd-io's throughput in the same cell") +
+           ", the dataplane's throughput over the DUT's, and latency p50 under that load, dataplane minus the DUT. "
+           "The sections after this one hold the evidence.";
+  f.header = {"cell", "DUT", line ? "share of line rate" : "share of testpmd-io", "dataplane / DUT throughput",
+              "latency p50 under load, dataplane - DUT (µs)"};
+  for (auto& [g, keys] : v.groups)
+    for (const auto& d : v.duts) {
+      std::vector<double> share, ratio, dlat;
+      std::string why;
+      for (const auto& k : keys) {
+        auto& m = v.t[k];
+        if (!m.count(d)) continue;
+        const Cell& c = m[d];
+        if (!c.ok || c.gbps <= 0) {
+          if (why.empty()) why = c.error.empty() ? "no figure" : c.error;
+          continue;
+        }
+        const double ref = line ? v.line_rate : m.count("testpmd-io") && m["testpmd-io"].ok ? m["testpmd-io"].gbps : 0;
+        if (ref > 0) share.push_back(c.gbps / ref);
+        if (have_dp && d != "dataplane" && m.count("dataplane") && m["dataplane"].ok && m["dataplane"].gbps > 0) {
+          ratio.push_back(m["dataplane"].gbps / c.gbps);
+          if (m["dataplane"].p50 > 0 && c.p50 > 0) dlat.push_back(m["dataplane"].p50 - c.p50);
+        }
+      }
+      // A DUT without a figure says why once (its rows carry the whole reason).
+      if (share.empty() && !why.empty()) {
+        f.rows.push_back({g.first + " x" + std::to_string(g.second), d,
+                          "no figure: " + (why.size() > 160 ? why.substr(0, 160) + "..." : why), "-", "-"});
+        continue;
+      }
+      const std::string peer = d == "dataplane" ? "-" : !have_dp ? "no dataplane rows" : "";
+      f.rows.push_back({g.first + " x" + std::to_string(g.second), d,
+                        share.empty() ? (line || v.have_ceiling ? "no cell with testpmd-io's figure"
+                                                                : "no line rate or testpmd-io rows")
+                                      : spread_text(share, 100, 0, " %"),
+                        !peer.empty() ? peer : ratio.empty() ? "no common cell" : spread_text(ratio, 1, 2, ""),
+                        !peer.empty() ? peer : dlat.empty() ? "no latency figures under load" : spread_text(dlat, 1, 1, "", true)});
+    }
+  Section idle;
+  idle.level = 3;
+  idle.title = "Findings: latency without load";
+  idle.text = "sockperf ping-pong alone: p50 in µs, median [min..max] over sizes, and the dataplane minus the DUT.";
+  idle.header = {"DUT", "latency p50 (µs)", "dataplane - DUT (µs)"};
+  for (const auto& d : v.duts) {
+    std::vector<double> p50, diff;
+    for (auto& [k, m] : v.t) {
+      if (split(k)[0] != "latency" || !m.count(d) || !m[d].ok || m[d].p50 <= 0) continue;
+      p50.push_back(m[d].p50);
+      if (have_dp && d != "dataplane" && m.count("dataplane") && m["dataplane"].ok && m["dataplane"].p50 > 0)
+        diff.push_back(m["dataplane"].p50 - m[d].p50);
+    }
+    if (p50.empty()) continue;
+    idle.rows.push_back({d, spread_text(p50, 1, 1, ""),
+                         d == "dataplane" ? "-" : diff.empty() ? "no common size" : spread_text(diff, 1, 1, "", true)});
+  }
+  std::vector<Section> out;
+  if (!f.rows.empty()) out.push_back(f);
+  if (!idle.rows.empty()) out.push_back(idle);
+  return out;
+}
+
+// machine.txt with each distinct set of host facts printed once: blocks
+// ("dut host of X (round N):" and the lines under it) whose lines are the
+// same are merged under one heading naming them all.
+std::string dedupe_host_facts(const std::string& machine) {
+  struct Block {
+    std::vector<std::string> heads;
+    std::string body;
+  };
+  std::vector<std::variant<std::string, size_t>> order;  // a plain line, or a block's index
+  std::vector<Block> blocks;
+  std::map<std::string, size_t> by_body;
+  std::istringstream in(machine);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  auto is_head = [](const std::string& l) {
+    return !l.empty() && l.back() == ':' && l.find(" host") != std::string::npos && l.find(": ") == std::string::npos;
+  };
+  for (size_t i = 0; i < lines.size();) {
+    if (!is_head(lines[i])) {
+      order.emplace_back(lines[i++]);
+      continue;
+    }
+    const std::string head = lines[i].substr(0, lines[i].size() - 1);
+    i++;
+    std::string body;
+    while (i < lines.size() && !is_head(lines[i])) body += lines[i++] + "\n";
+    auto it = by_body.find(body);
+    if (it != by_body.end()) {
+      blocks[it->second].heads.push_back(head);
+      continue;
+    }
+    by_body[body] = blocks.size();
+    order.emplace_back(blocks.size());
+    blocks.push_back({{head}, body});
+  }
+  std::string out;
+  for (const auto& o : order) {
+    if (const auto* l = std::get_if<std::string>(&o)) {
+      out += *l + "\n";
+      continue;
+    }
+    const Block& b = blocks[std::get<size_t>(o)];
+    std::string heads;
+    for (const auto& h : b.heads) heads += (heads.empty() ? "" : "; ") + h;
+    out += heads + (b.heads.size() > 1 ? " (the same facts):\n" : ":\n") + b.body;
+  }
+  return out;
+}
+
 void sweep_sections(const std::vector<Row>* rows, const std::stringstream& machine, std::vector<Section>& secs) {
   SweepView v = sweep_view(*rows, machine);
   Section charts;
@@ -357,32 +493,40 @@ sdn::Status write_report(const std::string& dir) {
   const bool have_sweep = access((dir + "/results.csv").c_str(), F_OK) == 0,
              have_rfc = access((dir + "/rfc2544.csv").c_str(), F_OK) == 0;
   if (!have_sweep && !have_rfc) return sdn::Status::error(dir + ": no results.csv or rfc2544.csv");
-  std::vector<Section> secs;
   std::ifstream mi(dir + "/machine.txt");
   std::stringstream machine;
   machine << mi.rdbuf();
-  {
-    Section s;
-    s.title = "Run";
-    s.text = "Run directory: " + dir + ". Figures are medians over repetitions with [min..max] beside them (bars in the "
-             "charts). A cell without a figure names its failure.";
-    s.pre = machine.str().empty() ? "(no machine.txt)" : machine.str();
-    secs.push_back(s);
-  }
+  // The findings first, then the evidence, then the machines.
+  std::vector<Section> findings, body;
   size_t errors = 0, total = 0;
   for (const char* file : {"results.csv", "rfc2544.csv"}) {
     if (access((dir + "/" + file).c_str(), F_OK) != 0) continue;
     auto rows = read_csv(dir + "/" + file);
     if (!rows) return rows.status();
-    if (std::string(file) == "results.csv") sweep_sections(&rows.value(), machine, secs);
-    else rfc2544_sections(rows.value(), secs);
+    if (std::string(file) == "results.csv") {
+      SweepView v = sweep_view(*rows, machine);
+      for (auto& f : findings_sections(v)) findings.push_back(std::move(f));
+      sweep_sections(&rows.value(), machine, body);
+    } else {
+      if (Section h = rfc2544_headline(*rows); !h.rows.empty()) findings.push_back(std::move(h));
+      rfc2544_sections(rows.value(), body);
+    }
     for (const auto& r : *rows) errors += r[Col::status] != "ok" && r[Col::status] != "skipped";
     total += rows->size();
   }
+  std::vector<Section> secs = std::move(findings);
+  for (auto& b : body) secs.push_back(std::move(b));
   Section end;
   end.title = "Errors";
   end.text = "Rows with errors: " + std::to_string(errors) + " of " + std::to_string(total) + ".";
   secs.push_back(end);
+  Section run;
+  run.title = "Run";
+  run.text = "Run directory: " + dir + ". Figures are medians over repetitions with [min..max] beside them (bars in the "
+             "charts). A cell without a figure names its failure. The hosts as they were, each distinct set of facts "
+             "once:";
+  run.pre = machine.str().empty() ? "(no machine.txt)" : dedupe_host_facts(machine.str());
+  secs.push_back(run);
 
   const std::string title = "Benchmark report";
   std::ofstream md(dir + "/report.md");

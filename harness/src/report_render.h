@@ -39,7 +39,10 @@ struct Section {
 std::string to_markdown(const std::string& title, const std::vector<Section>& secs);
 std::string to_html(const std::string& title, const std::vector<Section>& secs);
 
-// The RFC 2544 mode's sections (report_rfc2544.cc).
+// The RFC 2544 mode's sections (report_rfc2544.cc), and its headline for
+// the findings: the zero-loss rate per DUT at the smallest frame for each K,
+// and the dataplane's over each DUT's round by round.
 void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs);
+Section rfc2544_headline(const std::vector<Row>& rows);
 
 }  // namespace harness::report_detail

@@ -205,6 +205,45 @@ void rfc_churn_latency_sections(const RfcView& view, Section* churn, Section* la
 
 }  // namespace
 
+Section rfc2544_headline(const std::vector<Row>& rows) {
+  RfcView v = rfc_view(rows);
+  Section h;
+  h.level = 3;
+  h.title = "Findings: RFC 2544 over memif";
+  h.text = "The zero-loss rate at the smallest frame, median [min..max] over rounds, and the dataplane's over the "
+           "DUT's in the same round.";
+  h.header = {"conns", "frame (B)", "DUT", "zero-loss Mpps", "dataplane / DUT"};
+  if (v.frames.empty()) return h;
+  const int f = v.frames.front();
+  for (const Kp& k : v.conns_set)
+    for (const auto& d : v.duts) {
+      auto it = v.cells.find({k, f, d});
+      if (it == v.cells.end()) continue;
+      std::string ratio = "-";
+      auto dp = v.cells.find({k, f, std::string("dataplane")});
+      if (d != "dataplane" && dp != v.cells.end()) {
+        std::vector<double> r;
+        for (auto& [round, row] : it->second) {
+          auto o = dp->second.find(round);
+          if (o == dp->second.end()) continue;
+          const double x = ok_num(o->second, Col::zero_loss_mpps), y = ok_num(row, Col::zero_loss_mpps);
+          if (x > 0 && y > 0) r.push_back(x / y);
+        }
+        if (r.empty()) {
+          ratio = "no round with both figures";
+        } else {
+          Spread sp = spread(r);
+          ratio = f2(sp.median) + (r.size() > 1 ? " [" + f2(sp.min) + ".." + f2(sp.max) + "]" : "") + ", " +
+                  std::to_string(r.size()) + " rounds";
+        }
+      } else if (d != "dataplane") {
+        ratio = "no dataplane rows";
+      }
+      h.rows.push_back({kp_label(k), std::to_string(f), d, round_summary(it->second, Col::zero_loss_mpps), ratio});
+    }
+  return h;
+}
+
 void rfc2544_sections(const std::vector<Row>& rows, std::vector<Section>& secs) {
   RfcView v = rfc_view(rows);
   Section charts, churn, lat;

@@ -857,6 +857,47 @@ TEST(Report, WritesMarkdownAndSvg) {
   EXPECT_NE(html.str().find("class='ceiling'"), std::string::npos) << "no ceiling line";
 }
 
+// Issue 23: the report opens with the findings (per instance count: share
+// of the ceiling, the dataplane against each DUT with the spread over
+// sizes, latency), and the host facts come last, each distinct set once.
+TEST(Report, OpensWithFindingsAndPrintsEachHostOnce) {
+  std::string d = tmp("run-findings");
+  mkdir(d.c_str(), 0755);
+  unlink((d + "/results.csv").c_str());
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(d + "/results.csv").ok());
+    for (int size : {64, 1460}) {
+      w.write(summary("testpmd-io", "throughput", size, 10, -1));
+      w.write(summary("dataplane", "throughput", size, size == 64 ? 9 : 10, -1));
+      w.write(summary("ovs-dpdk", "throughput", size, size == 64 ? 6 : 5, -1));
+    }
+    w.write(summary("dataplane", "latency", 64, -1, 18));
+    w.write(summary("ovs-dpdk", "latency", 64, -1, 20));
+  }
+  const std::string facts = "kernel: 6.1\ncores: 2\nd0: driver veth\n";
+  std::ofstream(d + "/machine.txt") << "harness host (this machine):\ncores: 2\n"
+                                    << "dut host of dataplane (round 1):\n" << facts
+                                    << "dut host of ovs-dpdk (round 1):\n" << facts
+                                    << "dut host of kernel-ct (round 1):\nkernel: 6.2\ncores: 2\nd0: driver veth\n";
+  ASSERT_TRUE(write_report(d).ok());
+  std::ifstream in(d + "/report.md");
+  std::stringstream md;
+  md << in.rdbuf();
+  const std::string m = md.str();
+  EXPECT_EQ(m.find("## "), m.find("## Findings")) << m.substr(0, 400);
+  EXPECT_NE(m.find("| tcp x4 | dataplane | 95 % [90..100] | - | - |"), std::string::npos) << m;
+  EXPECT_NE(m.find("| tcp x4 | ovs-dpdk | 55 % [50..60] | 1.75 [1.50..2.00] |"), std::string::npos) << m;
+  EXPECT_NE(m.find("| ovs-dpdk | 20.0 | -2.0 |"), std::string::npos) << m;
+  EXPECT_GT(m.find("## Run"), m.find("## Errors")) << "host facts after the evidence";
+  EXPECT_NE(m.find("dut host of dataplane (round 1); dut host of ovs-dpdk (round 1) (the same facts):\nkernel: 6.1"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("dut host of kernel-ct (round 1):\nkernel: 6.2"), std::string::npos) << "a different host stays";
+  size_t n = 0;
+  for (size_t at = m.find("kernel: 6.1"); at != std::string::npos; at = m.find("kernel: 6.1", at + 1)) n++;
+  EXPECT_EQ(n, 1u) << m;
+}
+
 // A lab run's machine.txt gives the line rate: the charts draw it, the
 // throughput cells give their share of it, and "smallest size reaching 90%"
 // is against it, not against testpmd-io.
