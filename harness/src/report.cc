@@ -508,7 +508,10 @@ sdn::Status write_report(const std::string& dir) {
       for (auto& f : findings_sections(v)) findings.push_back(std::move(f));
       sweep_sections(&rows.value(), machine, body);
     } else {
-      if (Section h = rfc2544_headline(*rows); !h.rows.empty()) findings.push_back(std::move(h));
+      if (Section h = rfc2544_headline(*rows); !h.rows.empty()) {
+        if (findings.empty()) h.level = 2;  // the report's first section
+        findings.push_back(std::move(h));
+      }
       rfc2544_sections(rows.value(), body);
     }
     for (const auto& r : *rows) errors += r[Col::status] != "ok" && r[Col::status] != "skipped";
