@@ -701,15 +701,32 @@ class Metrics : public Dut {
 };
 
 TEST_F(Metrics, ScrapeUnderTrafficPassesPromtoolAndMatchesJsonStats) {
-  // Traffic through the daemon while scraping: a TCP connection held open
-  // and UDP datagrams.
+  // Traffic through the daemon while scraping: iperf3 for 3 s, a TCP
+  // connection held open and UDP datagrams.
+  SpawnOptions io;
+  io.ns = server;
+  io.stdout_path = "/dev/null";
+  io.stderr_path = "/dev/null";
+  auto srv = Process::spawn({"iperf3", "-s", "-p", "7305", "-1"}, io);
+  ASSERT_TRUE(srv.ok()) << srv.message();
+  std::this_thread::sleep_for(300ms);
+  io.ns = client;
+  auto cli = Process::spawn({"iperf3", "-c", "10.0.0.2", "-p", "7305", "-t", "3"}, io);
+  ASSERT_TRUE(cli.ok()) << cli.message();
   int ls = listen_in(server, "10.0.0.2", 7301);
   int cs = sock_in(client, SOCK_STREAM);
   ASSERT_TRUE(connect_within(cs, addr("10.0.0.2", 7301), 3s));
   int c = sock_in(client, SOCK_DGRAM);
   auto sa = addr("10.0.0.2", 7302);
   for (int i = 0; i < 200; i++) sendto(c, "x", 1, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  std::this_thread::sleep_for(1500ms);
   const std::string reply = http("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  const double moving = sample(reply, "dataplane_worker_rx_bytes_total{worker=\"0\",lcore=\"1\"}");
+  EXPECT_TRUE(cli->running()) << "the scrape was not taken under iperf3 traffic";
+  auto crc = cli->wait(20s);
+  EXPECT_TRUE(crc.ok() && *crc == 0) << "iperf3 failed through the daemon";
+  srv->wait(5s);
+  EXPECT_GT(moving, 1e6) << "iperf3's bytes are in the scrape";
   ASSERT_EQ(reply.rfind("HTTP/1.0 200 OK\r\n", 0), 0u) << reply.substr(0, 300);
   EXPECT_NE(reply.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
   const std::string body = reply.substr(reply.find("\r\n\r\n") + 4);
