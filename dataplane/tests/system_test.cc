@@ -5,6 +5,7 @@
 
 #include <tuple>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -318,8 +319,39 @@ TEST_F(Dut, CtlJsonRepliesParseAndMatchTheText) {
   EXPECT_NE(unknown[0].value("error", "").find("unknown command"), std::string::npos);
   auto tr = ctl_json("trace in_port=inside,tcp,10.0.0.1:1234>10.0.0.2:80,flags=S", &rc);
   EXPECT_EQ(rc, 0);
-  ASSERT_GE(tr.size(), 2u);
-  EXPECT_TRUE(tr[0].value("ok", false));
+  ASSERT_EQ(tr.size(), 1u);
+  EXPECT_EQ(tr[0].value("packet", ""), "in_port=inside,tcp,10.0.0.1:1234>10.0.0.2:80,flags=S");
+  ASSERT_TRUE(tr[0]["steps"].is_array() && !tr[0]["steps"].empty()) << tr[0].dump();
+  auto trbad = ctl_json("trace in_port=nowhere,tcp,1.2.3.4:1>5.6.7.8:2", &rc);
+  EXPECT_EQ(rc, 1);
+  ASSERT_EQ(trbad.size(), 1u);
+  EXPECT_TRUE(trbad[0].contains("error")) << trbad[0].dump();
+  // trace --live: a header object, then one per packet the workers handled.
+  std::atomic<bool> sending{true};
+  std::thread udp([&] {
+    int u = sock_in(client, SOCK_DGRAM);
+    auto ua = addr("10.0.0.2", 7203);
+    while (sending) {
+      sendto(u, "y", 1, 0, reinterpret_cast<sockaddr*>(&ua), sizeof ua);
+      std::this_thread::sleep_for(20ms);
+    }
+    close(u);
+  });
+  auto live = ctl_json("trace --live 3 5", &rc);
+  sending = false;
+  udp.join();
+  EXPECT_EQ(rc, 0);
+  ASSERT_EQ(live.size(), 4u) << (live.empty() ? "" : live[0].dump());
+  EXPECT_EQ(live[0].value("packets", 0), 3);
+  EXPECT_FALSE(live[0].value("timed_out", true));
+  for (size_t i = 1; i < live.size(); i++) {
+    EXPECT_EQ(live[i].value("n", 0u), i);
+    // (the server's ICMP port-unreachable replies come in on outside)
+    const std::string in = live[i].value("in_port", "");
+    EXPECT_TRUE(in == "inside" || in == "outside") << live[i].dump();
+    EXPECT_NE(live[i].value("frame", "").find("10.0.0."), std::string::npos) << live[i].dump();
+    EXPECT_TRUE(live[i].contains("stage") && (live[i].contains("output") || live[i].contains("drop"))) << live[i].dump();
+  }
   close(cs);
   close(ls);
 }

@@ -25,6 +25,8 @@ struct rte_tel_data;
 
 namespace dp {
 
+struct TraceRecord;
+
 // EAL arguments for a config (main lcore, workers, ports as --vdev / -a).
 std::vector<std::string> eal_args(const Config& cfg, bool force_no_huge);
 
@@ -63,8 +65,9 @@ class Daemon {
   std::string rule_add(const std::string& yaml);
   ControlServer::Reply ct_list(int zone, Format f);
   StatsSnapshot snapshot(bool control_thread);
-  std::string trace(const std::string& packet_desc);
-  ControlServer::Reply live_trace(uint32_t n, uint32_t seconds);
+  std::string trace(const std::string& packet_desc, Format f);
+  ControlServer::Reply live_trace(uint32_t n, uint32_t seconds, Format f);
+  std::string live_trace_json(const std::vector<const TraceRecord*>& recs, uint32_t n, uint32_t seconds);
   void end_live_trace();
   void sample_port_drops();  // af_packet ring drops, kernel reassembly failures
   void shutdown();

@@ -39,20 +39,25 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 namespace dp {
 
 using sdn::mono_ns;
 
-std::string Daemon::trace(const std::string& text) {
+std::string Daemon::trace(const std::string& text, Format fmt) {
   std::string desc = text.substr(std::min(text.size(), text.find_first_not_of(" \t")));
   while (!desc.empty() && (desc.back() == '\n' || desc.back() == ' ')) desc.pop_back();
   auto d = parse_packet_desc(desc, cfg_.port_names());
-  if (!d) return "error: trace: " + d.message();
+  auto error = [fmt](const std::string& m) {
+    return fmt == Format::kJson ? nlohmann::json{{"error", "trace: " + m}}.dump() + "\n" : "error: trace: " + m;
+  };
+  if (!d) return error(d.message());
   std::vector<uint8_t> frame = ctrack::build_frame(d->spec);
   ctrack::Parsed pp;
   if (ctrack::Drop why = ctrack::parse_packet(frame.data(), static_cast<uint32_t>(frame.size()), 0, &pp);
       why != ctrack::Drop::kNone)
-    return std::string("error: trace: the packet does not parse: ") + ctrack::drop_name(why);
+    return error(std::string("the packet does not parse: ") + ctrack::drop_name(why));
   pp.ct.in_port = static_cast<uint8_t>(d->in_port);
   unsigned shard = steer_ ? steer_->owner(pp.ct.key) : 0;
   uint64_t now = mono_ns();
@@ -82,9 +87,11 @@ std::string Daemon::trace(const std::string& text) {
   };
   std::lock_guard<std::mutex> lk(mu_);  // the pipeline stays while we read it
   Pipeline* pl = pipeline_.load();
+  const std::vector<std::string> steps = pl->explain(pp, d->in_port, cfg_.port_names(), peek);
+  if (fmt == Format::kJson) return nlohmann::json{{"packet", desc}, {"steps", steps}}.dump() + "\n";
   std::string o = "ok\n";
   o += "packet: " + desc + "\n";
-  for (const std::string& l : pl->explain(pp, d->in_port, cfg_.port_names(), peek)) o += l + "\n";
+  for (const std::string& l : steps) o += l + "\n";
   return o;
 }
 
@@ -122,10 +129,59 @@ std::string describe_frame(const TraceRecord& r) {
 
 }  // namespace
 
+// The live trace as JSON lines: {"packets", "wanted", "timed_out"}, then per
+// packet {"n", "t_s", "worker", "in_port", "frame", "stage": "nic" |
+// "handoff" | "software", and what happened: "handoff_to", "parse_drop",
+// "nic_mark", "flow_cache", "rules", "ct", "mark", "output" or "drop"}.
+std::string Daemon::live_trace_json(const std::vector<const TraceRecord*>& recs, uint32_t n, uint32_t seconds) {
+  const PortNames names = cfg_.port_names();
+  auto port = [&](int p) {
+    return p >= 0 && static_cast<size_t>(p) < names.names.size() ? names.names[static_cast<size_t>(p)]
+                                                                    : std::to_string(p);
+  };
+  std::string o = nlohmann::json{{"packets", recs.size()}, {"wanted", n}, {"timed_out", recs.size() < n},
+                                 {"seconds", seconds}}
+                      .dump() +
+                  "\n";
+  const uint64_t t0 = recs.empty() ? 0 : recs.front()->ns;
+  for (size_t k = 0; k < recs.size(); k++) {
+    const TraceRecord& t = *recs[k];
+    nlohmann::json j = {{"n", k + 1},
+                        {"t_s", static_cast<double>(t.ns - t0) / 1e9},
+                        {"worker", unsigned{t.worker}},
+                        {"in_port", port(t.port)},
+                        {"frame", describe_frame(t)}};
+    const PacketNote& nt = t.note;
+    if (t.stage == TraceRecord::kNicStage) {
+      j["stage"] = "nic";
+      if (t.out_port >= 0) j["output"] = port(t.out_port);
+      else j["drop"] = "nic_rules";
+    } else if (t.handoff >= 0) {
+      j["stage"] = "handoff";
+      j["handoff_to"] = int{t.handoff};
+    } else if (nt.why & PacketNote::kParseDrop) {
+      j["stage"] = "software";
+      j["drop"] = std::string("parse_") + ctrack::drop_name(static_cast<ctrack::Drop>(nt.why & ~PacketNote::kParseDrop));
+    } else {
+      j["stage"] = "software";
+      j["nic_mark"] = bool(nt.hw_marked);
+      j["flow_cache"] = bool(nt.cached);
+      j["rules"] = nlohmann::json::array();
+      for (uint32_t i = 0; i < nt.nrules; i++) j["rules"].push_back(nt.rule_ids[i]);
+      if (t.ct_state) j["ct"] = ct_state_str(t.ct_state);
+      if (t.mark) j["mark"] = t.mark;
+      if (t.out_port >= 0) j["output"] = port(t.out_port);
+      else j["drop"] = nt.why ? drop_why_name(static_cast<DropWhy>(nt.why - 1)) : "dropped";
+    }
+    o += j.dump() + "\n";
+  }
+  return o;
+}
+
 // The next n packets the workers handle, as they were handled: recorded by
 // each worker into its LiveTrace, answered when n have arrived or after
 // `seconds`. The reply waits without holding up the control loop.
-ControlServer::Reply Daemon::live_trace(uint32_t n, uint32_t seconds) {
+ControlServer::Reply Daemon::live_trace(uint32_t n, uint32_t seconds, Format f) {
   auto err = [](std::string m) { return ControlServer::Reply{"error: trace --live: " + m, nullptr, nullptr}; };
   if (live_) return err("another live trace is running");
   if (workers_.empty() || !launched_) return err("no workers are running");
@@ -150,7 +206,7 @@ ControlServer::Reply Daemon::live_trace(uint32_t n, uint32_t seconds) {
   };
   ControlServer::Reply r;
   r.ready = [=] { return total() >= n || mono_ns() >= deadline; };
-  r.more = [this, n, seconds, session](std::string* out) {
+  r.more = [this, n, seconds, session, f](std::string* out) {
     for (auto& w : workers_) w->trace.want.store(0, std::memory_order_relaxed);
     std::vector<const TraceRecord*> recs;
     for (auto& w : workers_) {
@@ -164,6 +220,10 @@ ControlServer::Reply Daemon::live_trace(uint32_t n, uint32_t seconds) {
       return p >= 0 && static_cast<size_t>(p) < names.names.size() ? names.names[static_cast<size_t>(p)]
                                                                       : std::to_string(p);
     };
+    if (f == Format::kJson) {
+      *out += live_trace_json(recs, n, seconds);
+      return false;
+    }
     std::ostringstream o;
     o << "ok\n";
     o << "live trace: " << recs.size() << " of " << n << " packets";
@@ -226,8 +286,8 @@ void Daemon::end_live_trace() {
 
 Status Daemon::register_trace_commands(CommandTable& t) {
   using C = CommandTable;
-  SDN_TRY(t.add_text("trace", [this](const std::string& a) { return C::text(trace(a)); }));
-  SDN_TRY(t.add_text("trace --live", [this](const std::string& a) {
+  SDN_TRY(t.add("trace", [this](const std::string& a, Format f) { return C::text(trace(a, f)); }));
+  SDN_TRY(t.add("trace --live", [this](const std::string& a, Format f) {
     auto num = [](const std::string& w, uint32_t lo, uint32_t hi, uint32_t* v) {
       char* end;
       long x = strtol(w.c_str(), &end, 10);
@@ -240,10 +300,11 @@ Status Daemon::register_trace_commands(CommandTable& t) {
     uint32_t n = 0, secs = 10;
     ControlServer::Reply usage = C::usage("trace --live");
     usage.text += " (N 1.." + std::to_string(LiveTrace::kCap) + ", SECONDS 1..50, default 10)";
+    if (f == Format::kJson) usage = C::as_json_lines(std::move(usage));
     if (!(in >> ns) || !num(ns, 1, LiveTrace::kCap, &n)) return usage;
     if (in >> ss && !num(ss, 1, 50, &secs)) return usage;
     if (in >> extra) return usage;
-    return live_trace(n, secs);
+    return live_trace(n, secs, f);
   }));
   return {};
 }
