@@ -69,11 +69,7 @@ RfcView rfc_view(const std::vector<Row>& rows) {
 }
 
 void rfc_rate_sections(RfcView& view, Section* charts_out, std::vector<Section>* tables_out) {
-  auto& ceiling = view.ceiling;
-  const auto& duts = view.duts;
-  const auto& frames = view.frames;
-  const auto& conns_set = view.conns_set;
-  auto& cells = view.cells;
+  auto& [duts, frames, conns_set, cells, ceiling] = view;
   Section charts;
   charts.title = "RFC 2544 over memif: zero-loss rate against frame size";
   charts.text = "harness-gen against each DUT over net_memif, K live TCP connections through the same stateful "
@@ -121,10 +117,7 @@ void rfc_rate_sections(RfcView& view, Section* charts_out, std::vector<Section>*
 }
 
 Section rfc_paired_section(RfcView& view) {
-  const auto& duts = view.duts;
-  const auto& frames = view.frames;
-  const auto& conns_set = view.conns_set;
-  auto& cells = view.cells;
+  auto& [duts, frames, conns_set, cells, ceiling] = view;
   // Paired ratios: round r of a DUT against round r of the peer.
   Section paired;
   paired.title = "RFC 2544: paired against testpmd-io and OVS-DPDK, round by round";
