@@ -190,8 +190,9 @@ TEST(E2E, AStuckServerFailsOneCellNotTheRest) {
     const std::string want = std::string("iperf3\0-s\0-p\0005202\0", 18);
     while (!done && stopped < 0) {
       for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-        std::ifstream in(e.path() / "cmdline");
-        std::string c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        // (read_proc: an istreambuf_iterator over a /proc file of a process
+        // that exits mid-read throws from underflow: ESRCH)
+        const std::string c = read_proc(e.path() / "cmdline");
         if (c.rfind(want, 0) == 0) {
           pid_t pid = static_cast<pid_t>(atoi(e.path().filename().c_str()));
           kill(pid, SIGSTOP);
