@@ -343,7 +343,7 @@ TEST(Testbed, BadInputGetsClearErrors) {
   EXPECT_NE(s.message().find("this-name-is-far-too-long"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("at most 15"), std::string::npos) << s.message();
 
-  s = t.add_veth({nullptr, "elevenchars"}, {*n, "ok0"});  // too long once prefixed
+  s = t.add_veth({nullptr, "fifteencharsxyz"}, {*n, "ok0"});  // 15: too long once prefixed, whatever the prefix
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("run prefix"), std::string::npos) << s.message();
 
