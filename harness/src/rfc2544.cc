@@ -457,6 +457,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
             }
             errors++;
             w.write(r);
+            fprintf(stderr, "harness: %s %d conns %d B: error: %s\n", dname.c_str(), k, f, r[Col::error].c_str());
             continue;
           }
           const auto& g = *j;
@@ -468,6 +469,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
             r[Col::error] = "no rate without loss: every trial lost packets (full rate: " + r[Col::max_fwd_mpps] + " of " +
                          r[Col::offered_at_max_mpps] + " Mpps forwarded)";
             errors++;
+            fprintf(stderr, "harness: %s %d conns %d B: error: %s\n", dname.c_str(), k, f, r[Col::error].c_str());
           }
           w.write(r);
           fprintf(stderr, "harness: %s %d conns %d B: zero-loss %s Mpps, full rate %s Mpps fwd (%s)\n", dname.c_str(), k, f,

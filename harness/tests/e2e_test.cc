@@ -774,7 +774,7 @@ TEST(E2E, Rfc2544ResumeMeasuresOnlyWhatIsMissing) {
   first.insert(first.end(), {"--out", out});
   auto r = testbed::run_capture(first, nullptr, std::chrono::minutes(4));
   ASSERT_TRUE(r.ok()) << r.message();
-  ASSERT_EQ(r->status, 0) << r->output;
+  ASSERT_EQ(r->status, 0) << r->output << read_proc(out + "/rfc2544.csv");
   // As if killed while writing the second cell's row (issue 19, item 5:
   // the next row was glued to the cut one).
   std::string csv = read_proc(out + "/rfc2544.csv");
