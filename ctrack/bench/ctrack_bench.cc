@@ -8,6 +8,9 @@
 //   teardown        FIN, FIN-ACK, ACK on established connections
 //   mixed           90% established traffic, 10% handshakes + teardowns, 100K live
 //   scaling         2 worker threads: a shard each vs. one shared (locked) tracker
+//   nat             1M connections through source NAT: handshakes (new-nat), then
+//                   established packets both ways (established-nat); bytes per
+//                   connection with NAT's side table
 //   ovs-equivalent  OVS's `test-conntrack benchmark 1 10000000 32 1`: 32 UDP
 //                   connections, batches of 32, from packet bytes (parse included)
 // With --ovstest PATH (OVS's tests/ovstest), the OVS run is made in the same
@@ -73,9 +76,10 @@ struct Runner {
   uint64_t now = 1'000'000'000'000ull;
   std::vector<CtResult> out = std::vector<CtResult>(kBurst);
 
-  explicit Runner(uint32_t cap) {
+  explicit Runner(uint32_t cap, bool nat = false) {
     Config c;
     c.capacity = cap;
+    c.nat = nat;
     auto r = Tracker::create(c);
     if (!r) {
       fprintf(stderr, "ctrack-bench: %s\n", r.message().c_str());
@@ -84,11 +88,14 @@ struct Runner {
     t = std::move(r.value());
   }
   // Runs packets through in bursts of 32. Returns invalid results seen.
-  uint64_t run(const std::vector<const Packet*>& pp) {
+  // With `nat`, commits translate from it and nat_out (one per packet) gets
+  // each packet's translated tuple.
+  uint64_t run(const std::vector<const Packet*>& pp, const NatRange* nat = nullptr, Key* nat_out = nullptr) {
     uint64_t bad = 0;
+    Key scratch[kBurst];
     for (size_t i = 0; i < pp.size(); i += kBurst) {
       uint32_t n = static_cast<uint32_t>(std::min<size_t>(kBurst, pp.size() - i));
-      t->process(pp.data() + i, n, now, true, out.data());
+      t->process(pp.data() + i, n, now, true, out.data(), nat, nat_out ? nat_out + i : scratch);
       for (uint32_t j = 0; j < n; j++) bad += (out[j].state & kCtInv) != 0;
     }
     return bad;
@@ -203,6 +210,58 @@ void bench_established(uint32_t n) {
   auto secs = repeat(kReps, [&] { return timed_chunks(r, total / 3, random_acks, &bad); });
   if (bad) fprintf(stderr, "established: %llu invalid results\n", (unsigned long long)bad);
   emit("established", r.t->stats().active, static_cast<double>(total / 3 * 3), secs,
+       static_cast<double>(r.t->bytes_per_conn()));
+}
+
+// The same connections through source NAT (4096 addresses, ports
+// 1024-65535): the SYN's commit chooses the translation; the server's
+// packets come to the translated tuple. Timed: the handshakes (new), then
+// established packets both ways. Bytes per connection with NAT's side table.
+void bench_nat(uint32_t n) {
+  NatRange snat;
+  snat.kind = NatKind::kSrc;
+  const uint8_t lo[4] = {203, 0, 112, 0}, hi[4] = {203, 0, 127, 255};
+  memcpy(snat.addr_min, lo, 4);
+  memcpy(snat.addr_max, hi, 4);
+  snat.port_min = 1024;
+  snat.port_max = 65535;
+  Runner r(2 * n, true);
+  std::vector<Key> xlat(n);
+  uint64_t bad = 0;
+  double secs = 0;
+  for (uint32_t first = 0; first < n; first += kGenChunk) {
+    const uint32_t m = std::min(kGenChunk, n - first);
+    std::vector<Packet> syn(m), synack(m), ack(m);
+    for (uint32_t i = 0; i < m; i++) syn[i] = tcp_pkt(conn_key(first + i), kSyn, CISN, 0);
+    auto t0 = Clock::now();
+    bad += r.run(ptrs(syn), &snat, xlat.data() + first);
+    secs += seconds_since(t0);
+    for (uint32_t i = 0; i < m; i++) {
+      synack[i] = tcp_pkt(xlat[first + i].reversed(), kSyn | kAck, SISN, CISN + 1);
+      ack[i] = tcp_pkt(conn_key(first + i), kAck, CISN + 1, SISN + 1);
+    }
+    t0 = Clock::now();
+    bad += r.run(ptrs(synack)) + r.run(ptrs(ack));
+    secs += seconds_since(t0);
+  }
+  if (bad || r.t->stats().active != n)
+    fprintf(stderr, "nat: %llu invalid, %llu active\n", (unsigned long long)bad, (unsigned long long)r.t->stats().active);
+  emit("new-nat", n, 3.0 * n, {secs}, static_cast<double>(r.t->bytes_per_conn()), true);
+  std::mt19937 rng(1);
+  auto random_acks = [&](uint32_t, uint32_t m) {
+    std::vector<Packet> pk(3 * m);
+    for (size_t i = 0; i < pk.size(); i++) {
+      uint32_t c = rng() % n;
+      pk[i] = (i & 1) ? tcp_pkt(xlat[c].reversed(), kAck, SISN + 1, CISN + 1, 0)
+                      : tcp_pkt(conn_key(c), kAck | kPsh, CISN + 1, SISN + 1, 0);
+    }
+    return pk;
+  };
+  uint32_t total = g_quick ? 4'000'000 : 20'000'000;
+  timed_chunks(r, total / 30, random_acks, &bad);
+  auto esecs = repeat(kReps, [&] { return timed_chunks(r, total / 3, random_acks, &bad); });
+  if (bad) fprintf(stderr, "established-nat: %llu invalid results\n", (unsigned long long)bad);
+  emit("established-nat", r.t->stats().active, static_cast<double>(total / 3 * 3), esecs,
        static_cast<double>(r.t->bytes_per_conn()));
 }
 
@@ -396,8 +455,8 @@ void usage() {
       "usage: ctrack-bench [--json] [--quick] [--only NAME] [--conns N] [--ovstest PATH]\n"
       "  --json          one JSON object per line\n"
       "  --quick         smaller sizes (a smoke run, not for the record)\n"
-      "  --only NAME     established | new | teardown | mixed | ovs-equivalent | scaling\n"
-      "  --conns N       established: only this many live connections\n"
+      "  --only NAME     established | new | teardown | mixed | ovs-equivalent | scaling | nat\n"
+      "  --conns N       established, nat: only this many live connections\n"
       "  --ovstest PATH  OVS tests/ovstest: run its conntrack benchmark in the same run\n");
 }
 
@@ -434,5 +493,6 @@ int main(int argc, char** argv) {
   if (want("teardown")) bench_teardown(g_quick ? 100000 : 1000000);
   if (want("mixed")) bench_mixed();
   if (want("scaling")) bench_scaling();
+  if (want("nat")) bench_nat(conns ? conns : g_quick ? 100000 : 1000000);
   return 0;
 }

@@ -26,14 +26,22 @@ void* alloc_prefaulted(size_t bytes, size_t* mapped) {
 Table::~Table() {
   if (b_) munmap(b_, bmap_);
   if (c_) munmap(c_, cmap_);
+  if (n_) munmap(n_, nmap_);
 }
 
-bool Table::init(uint32_t capacity) {
-  nb_ = (capacity + 8) / 9;  // 90% load at full capacity
+bool Table::init(uint32_t capacity, bool nat) {
+  // 90% load at full capacity; a translated connection takes two slots, so
+  // with NAT the index has room for every entry to be one.
+  nb_ = (capacity * (nat ? 2 : 1) + 8) / 9;
   if (nb_ < 2) nb_ = 2;
   b_ = static_cast<Bucket*>(alloc_prefaulted(static_cast<size_t>(nb_) * sizeof(Bucket), &bmap_));
   c_ = static_cast<Conn*>(alloc_prefaulted(static_cast<size_t>(capacity) * sizeof(Conn), &cmap_));
   if (!b_ || !c_) return false;
+  if (nat) {
+    nmap_bytes_ = static_cast<size_t>(capacity) * sizeof(NatExt);
+    n_ = static_cast<NatExt*>(alloc_prefaulted(nmap_bytes_, &nmap_));
+    if (!n_) return false;
+  }
   for (uint32_t i = 0; i < nb_; i++)
     for (int s = 0; s < kSlots; s++) b_[i].idx[s] = kEmpty;
   return true;
@@ -46,7 +54,7 @@ uint32_t Table::find(const Key& k, uint32_t h) const {
     const Bucket& bk = b_[b];
     for (uint32_t m = match_mask(bk, s); m; m &= m - 1) {
       uint32_t idx = bk.idx[__builtin_ctz(m)];
-      if (idx != kEmpty && keys_equal(c_[idx].key, k)) return idx;
+      if (idx != kEmpty && keys_equal(slot_key(idx), k)) return idx;
     }
     b = alt(b, s);
   }

@@ -23,6 +23,10 @@ namespace ctrack::detail {
 
 inline constexpr int kSlots = 10;
 inline constexpr uint32_t kEmpty = 0xFFFFFFFFu;
+// An index slot naming a translated connection's reply side: the entry is
+// found under the canonical form of its reply tuple (NatExt::rkey), not its
+// key. Connection indices stay below 2^31 (Tracker::create checks).
+inline constexpr uint32_t kNatTag = 0x80000000u;
 
 struct alignas(64) Bucket {
   uint16_t sig[kSlots];
@@ -53,6 +57,15 @@ struct Conn {
   uint64_t bytes[2];
 };
 static_assert(sizeof(Conn) == 120, "bytes per connection is part of the bar");
+
+// A translated connection's second tuple, kept apart from Conn (so that a
+// tracker without NAT stays at 120 bytes per connection): allocated for
+// every entry only when the tracker is created with Config::nat.
+struct NatExt {
+  Key rkey;            // canonical form of the reply tuple (its index key)
+  uint8_t kind;        // 0: not translated; NatKind
+  uint8_t rcanon;      // the reply tuple, as replies travel, is rkey's orientation
+};
 
 enum ConnFlag : uint8_t {
   kAlive = 0x01,
@@ -93,11 +106,14 @@ class Table {
  public:
   Table() = default;
   ~Table();
-  bool init(uint32_t capacity);  // false on allocation failure
+  bool init(uint32_t capacity, bool nat);  // false on allocation failure
 
   uint32_t nbuckets() const { return nb_; }
   Bucket* buckets() const { return b_; }
   Conn* conns() const { return c_; }
+  NatExt* nat() const { return n_; }
+  // The key an index slot is found under.
+  const Key& slot_key(uint32_t e) const { return (e & kNatTag) ? n_[e & ~kNatTag].rkey : c_[e].key; }
 
   uint32_t b1(uint32_t h) const { return static_cast<uint32_t>((static_cast<uint64_t>(h) * nb_) >> 32); }
   static uint16_t sig(uint32_t h) { return static_cast<uint16_t>(h); }
@@ -113,14 +129,16 @@ class Table {
   // Removes idx (whose key hashes to h). False if not found.
   bool erase(uint32_t h, uint32_t idx);
 
-  size_t bytes() const { return static_cast<size_t>(nb_) * sizeof(Bucket); }
+  // The index and the NAT side table (the connection array is the caller's to count).
+  size_t bytes() const { return static_cast<size_t>(nb_) * sizeof(Bucket) + nmap_bytes_; }
 
  private:
   bool place(uint32_t b, uint16_t s, uint32_t idx);
   Bucket* b_ = nullptr;
   Conn* c_ = nullptr;
+  NatExt* n_ = nullptr;
   uint32_t nb_ = 0;
-  size_t bmap_ = 0, cmap_ = 0;
+  size_t bmap_ = 0, cmap_ = 0, nmap_ = 0, nmap_bytes_ = 0;
   uint32_t rng_ = 0x2545F491u;
 };
 

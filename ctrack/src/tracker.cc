@@ -18,7 +18,8 @@ const char* udp_state_name(uint8_t s) {
 const char* invalid_name(Invalid r) {
   static const char* const n[] = {"none",        "tcp_flags",    "tcp_no_syn",   "tcp_state",    "tcp_seq_over",
                                   "tcp_seq_under", "tcp_ack_over", "tcp_ack_under", "tcp_rst_window", "fragment",
-                                  "icmp_no_conn", "icmp_type",    "table_full",   "zone_limit"};
+                                  "icmp_no_conn", "icmp_type",    "table_full",   "zone_limit",   "nat_exhausted",
+                                  "nat_clash"};
   static_assert(sizeof(n) / sizeof(n[0]) == static_cast<size_t>(Invalid::kCount));
   return n[static_cast<int>(r)];
 }
@@ -106,8 +107,9 @@ sdn::Result<std::unique_ptr<Tracker>> Tracker::create(const Config& cfg) {
   Impl& m = *t->impl_;
   m.cfg = cfg;
   m.cap = cfg.capacity;
-  if (!m.table.init(cfg.capacity)) return sdn::Status::error("conntrack: cannot allocate table memory");
+  if (!m.table.init(cfg.capacity, cfg.nat)) return sdn::Status::error("conntrack: cannot allocate table memory");
   m.conns = m.table.conns();
+  m.nat = m.table.nat();
   m.free_bits.assign((m.cap + 63) / 64, ~0ull);
   if (m.cap % 64) m.free_bits.back() = (1ull << (m.cap % 64)) - 1;
   m.free_count = m.cap;
@@ -125,14 +127,18 @@ sdn::Result<std::unique_ptr<Tracker>> Tracker::create(const Config& cfg) {
   return t;
 }
 
-void Tracker::process(const Packet* const* pkts, uint32_t n, uint64_t now_ns, bool commit, CtResult* out) {
+void Tracker::process(const Packet* const* pkts, uint32_t n, uint64_t now_ns, bool commit, CtResult* out,
+                      const NatRange* nat, Key* nat_out) {
   Impl& m = *impl_;
   uint32_t now = now_ms(now_ns);
   m.acquire();
+  m.cur_nat = commit ? nat : nullptr;
   for (uint32_t off = 0; off < n; off += Impl::kChunk) {
     uint32_t k = std::min(Impl::kChunk, n - off);
-    m.process_burst(pkts + off, k, now, commit, out + off);
+    m.process_burst(pkts + off, k, now, commit, out + off, nat_out ? nat_out + off : nullptr);
   }
+  m.cur_nat = nullptr;
+  m.cur_nat_out = nullptr;
   if (m.cfg.sweep_per_call) m.sweep(now, m.cfg.sweep_per_call);
   m.release();
 }
@@ -152,41 +158,54 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
       uint32_t c = cand[i];
       // No signature in either bucket: not there. A signature of another
       // key: the full probe.
-      if (c != kEmpty && (!(m.conns[c].flags & detail::kAlive) ||
-                          !(f[i].canon ? keys_equal(m.conns[c].key, p.key) : keys_equal_reversed(m.conns[c].key, p.key)))) {
+      if (c != kEmpty && !m.slot_matches(c, p.key, f[i].canon)) {
         Key ck;
         canonicalize(p.key, &ck);
         c = m.table.find(ck, f[i].hash);
       }
       f[i].dir = 0;
+      f[i].rside = false;
       f[i].epoch = m.inserts;
       if (c == kEmpty || (p.meta & kMetaFragment)) {
         f[i].conn = kNoConn;
         continue;
       }
-      f[i].conn = c;
-      f[i].dir = f[i].canon == ((m.conns[c].flags & detail::kOrigCanon) != 0) ? 0 : 1;
-      m.prefetch_rest(c);
+      const uint32_t idx = c & ~kNatTag;
+      f[i].conn = idx;
+      f[i].rside = (c & kNatTag) != 0;
+      if (m.nat && m.nat[idx].kind) {
+        const uint8_t side = m.nat_side(c, f[i].canon);
+        f[i].dir = side == kNatOrig || side == kNatReplyRev ? 0 : 1;
+      } else {
+        f[i].dir = f[i].canon == ((m.conns[idx].flags & detail::kOrigCanon) != 0) ? 0 : 1;
+      }
+      m.prefetch_rest(idx);
     }
   }
   m.release();
 }
 
 void Tracker::process_found(const Packet* const* pkts, const Found* const* found, uint32_t n, uint64_t now_ns,
-                            bool commit, CtResult* out) {
+                            bool commit, CtResult* out, const NatRange* nat, Key* nat_out) {
   Impl& m = *impl_;
   uint32_t now = now_ms(now_ns);
   m.acquire();
+  m.cur_nat = commit ? nat : nullptr;
   for (uint32_t i = 0; i < n; i++) {
+    m.cur_nat_out = nat_out ? nat_out + i : nullptr;
     if (const Found* f = found[i]) {
       if (f->conn == kNoConn && f->epoch == m.inserts) m.stage3_miss(*pkts[i], f->hash, f->canon, now, commit, out[i]);
-      else m.stage3(*pkts[i], f->conn == kNoConn ? kEmpty : f->conn, f->hash, f->canon, now, commit, out[i]);
+      else
+        m.stage3(*pkts[i], f->conn == kNoConn ? kEmpty : f->conn | (f->rside ? kNatTag : 0), f->hash, f->canon, now,
+                 commit, out[i]);
     } else {
       bool canon;
       uint32_t h = hash_canonical(pkts[i]->key, &canon);
       m.stage3(*pkts[i], kEmpty, h, canon, now, commit, out[i]);
     }
   }
+  m.cur_nat = nullptr;
+  m.cur_nat_out = nullptr;
   if (m.cfg.sweep_per_call) m.sweep(now, m.cfg.sweep_per_call);
   m.release();
 }

@@ -40,6 +40,10 @@ uint32_t Tracker::for_each_from(uint64_t now_ns, uint32_t start, uint32_t slots,
         ci.bytes[d] = c.bytes[d];
         ci.tcp[d] = ev.tcp[d];
       }
+      if (m.nat && m.nat[i].kind) {
+        ci.nat = static_cast<NatKind>(m.nat[i].kind);
+        ci.reply = m.nat_target(i, kNatOrigRev);
+      }
       ci.age_ms = static_cast<uint32_t>(now - c.created);
       ci.timeout_ms = static_cast<int32_t>(c.expires - now);
       batch.push_back(std::move(ci));
@@ -85,7 +89,9 @@ void Tracker::set_timeouts(const Timeouts& t) {
 
 size_t Tracker::memory_needed(const Config& cfg) {
   size_t cap = cfg.capacity;
-  size_t b = cap * sizeof(Conn) + std::max<size_t>(2, (cap + 8) / 9) * sizeof(detail::Bucket) + (cap + 63) / 64 * 8;
+  size_t b = cap * sizeof(Conn) + std::max<size_t>(2, (cap * (cfg.nat ? 2 : 1) + 8) / 9) * sizeof(detail::Bucket) +
+             (cap + 63) / 64 * 8;
+  if (cfg.nat) b += cap * sizeof(detail::NatExt);
   if (cfg.default_zone_limit || !cfg.zone_limits.empty()) b += 2 * 65536 * sizeof(uint32_t);
   b += static_cast<size_t>(cfg.event_ring) * sizeof(Event);
   return b;
@@ -97,6 +103,14 @@ size_t Tracker::memory_bytes() const {
   b += (m.zone_count.size() + m.zone_limit.size()) * sizeof(uint32_t);
   b += m.ring.size() * sizeof(Event);
   return b;
+}
+
+void Tracker::set_nat_filter(NatTupleOk ok, const void* ctx) {
+  Impl& m = *impl_;
+  m.acquire();
+  m.nat_ok = ok;
+  m.nat_ok_ctx = ctx;
+  m.release();
 }
 
 uint32_t Tracker::poll_events(Event* out, uint32_t max) {
@@ -230,7 +244,7 @@ sdn::Status Tracker::check_invariants() const {
   Impl& m = *impl_;
   m.acquire();
   std::string err;
-  uint64_t alive = 0, offl = 0;
+  uint64_t alive = 0, offl = 0, natted = 0;
   std::vector<uint32_t> zc(m.zones_limited ? 65536 : 0, 0);
   for (uint32_t i = 0; i < m.cap && err.empty(); i++) {
     const Conn& c = m.conns[i];
@@ -242,6 +256,14 @@ sdn::Status Tracker::check_invariants() const {
     canonicalize(c.key, &ck);
     if (!keys_equal(ck, c.key)) err = "entry " + std::to_string(i) + " key is not canonical";
     else if (m.table.find(c.key, hash_key(c.key)) != i) err = "entry " + std::to_string(i) + " not findable";
+    else if (m.nat && m.nat[i].kind) {
+      natted++;
+      const Key& rk = m.nat[i].rkey;
+      canonicalize(rk, &ck);
+      if (!keys_equal(ck, rk)) err = "entry " + std::to_string(i) + " reply key is not canonical";
+      else if (m.table.find(rk, hash_key(rk)) != (i | kNatTag))
+        err = "entry " + std::to_string(i) + " not findable under its reply tuple";
+    }
   }
   uint64_t slots = 0;
   for (uint32_t b = 0; b < m.table.nbuckets() && err.empty(); b++) {
@@ -250,11 +272,12 @@ sdn::Status Tracker::check_invariants() const {
       uint32_t idx = B.idx[j];
       if (idx == kEmpty) continue;
       slots++;
-      if (idx >= m.cap || !(m.conns[idx].flags & detail::kAlive)) {
+      const uint32_t ci = idx & ~kNatTag;
+      if (ci >= m.cap || !(m.conns[ci].flags & detail::kAlive) || ((idx & kNatTag) && !(m.nat && m.nat[ci].kind))) {
         err = "bucket " + std::to_string(b) + " points at a free entry";
         break;
       }
-      uint32_t h = hash_key(m.conns[idx].key);
+      uint32_t h = hash_key(m.table.slot_key(idx));
       uint32_t b1 = m.table.b1(h);
       if (B.sig[j] != detail::Table::sig(h) || (b != b1 && b != m.table.alt(b1, detail::Table::sig(h))))
         err = "bucket " + std::to_string(b) + " holds an entry that does not hash there";
@@ -269,7 +292,9 @@ sdn::Status Tracker::check_invariants() const {
   if (err.empty() && nfree != m.free_count) err = "free count mismatch";
   if (err.empty() && m.n_reserved != 0) err = "reserved entries leaked";
   if (err.empty() && alive != m.st.active) err = "active count " + std::to_string(m.st.active) + " != " + std::to_string(alive);
-  if (err.empty() && slots != alive) err = "index holds " + std::to_string(slots) + " entries for " + std::to_string(alive);
+  if (err.empty() && slots != alive + natted)
+    err = "index holds " + std::to_string(slots) + " entries for " + std::to_string(alive) + " (" +
+          std::to_string(natted) + " translated)";
   if (err.empty() && alive + nfree != m.cap) err = "live + free != capacity";
   if (err.empty() && offl != m.st.offloaded) err = "offloaded count mismatch";
   if (err.empty() && m.zones_limited && zc != m.zone_count) err = "zone counts mismatch";

@@ -24,6 +24,8 @@ namespace ctrack {
 
 using detail::Conn;
 using detail::kEmpty;
+using detail::kNatTag;
+using detail::NatExt;
 
 namespace impl {
 
@@ -48,6 +50,12 @@ struct Tracker::Impl {
   Config cfg;
   detail::Table table;
   Conn* conns = nullptr;
+  NatExt* nat = nullptr;  // with Config::nat
+  // The burst's NAT range and where translated tuples go (process()).
+  const NatRange* cur_nat = nullptr;
+  Key* cur_nat_out = nullptr;
+  Tracker::NatTupleOk nat_ok = nullptr;  // set_nat_filter
+  const void* nat_ok_ctx = nullptr;
   uint32_t cap = 0;
   // Free entries: one bit each (so allocation never reads the entry, and the
   // entries a burst will take can be prefetched before they are written).
@@ -180,6 +188,10 @@ struct Tracker::Impl {
   void free_conn(uint32_t idx) {
     Conn& c = conns[idx];
     table.erase(hash_key(c.key), idx);
+    if (nat && nat[idx].kind) {
+      table.erase(hash_key(nat[idx].rkey), idx | kNatTag);
+      nat[idx].kind = 0;
+    }
     if (zones_limited) zone_count[c.key.zone]--;
     if (c.flags & detail::kOffloaded) st.offloaded--;
     c.flags = 0;
@@ -351,7 +363,8 @@ struct Tracker::Impl {
     Conn& c = conns[idx];
     c.key = ck;
     c.created = now;
-    c.flags = static_cast<uint8_t>(detail::kAlive | (canon ? detail::kOrigCanon : 0));
+    c.flags = static_cast<uint8_t>(detail::kAlive | (canon ? detail::kOrigCanon : 0) |
+                                   ((p.meta & kMetaNoOffload) ? detail::kNoOffload : 0));
     c.packets[0] = c.packets[1] = c.bytes[0] = c.bytes[1] = 0;
     c.in_port[0] = c.in_port[1] = p.in_port;
     c.state = 0;
@@ -367,10 +380,85 @@ struct Tracker::Impl {
       r.reason = o.reason;
       return;
     }
+    if (cur_nat && cur_nat->kind != NatKind::kNone && !translate(idx, c, p, *cur_nat, r)) return;
     st.created++;
     r.conn = idx;
     r.state = kCtTrk | kCtNew;
     r.changed = 1;
+  }
+
+  // The tuple a translated connection's packet on `side` is rewritten to.
+  Key nat_target(uint32_t idx, uint8_t side) const {
+    const NatExt& x = nat[idx];
+    const Key reply = x.rcanon ? x.rkey : x.rkey.reversed();
+    switch (side) {
+      case kNatOrig: return reply.reversed();
+      case kNatOrigRev: return reply;
+      case kNatReply: return orig_key(conns[idx]).reversed();
+      default: return orig_key(conns[idx]);
+    }
+  }
+
+  // Chooses the new connection's translated tuple from `R`: the first of its
+  // candidates (from a start that hashes the original tuple) that no other
+  // entry is found under, and indexes the connection under it too. Fails
+  // (entry freed, kNatExhausted) after kNatAttempts tries.
+  [[gnu::noinline]] bool translate(uint32_t idx, Conn& c, const Packet& p, const NatRange& R, CtResult& r) {
+    Invalid why = Invalid::kNatExhausted;
+    const bool src = R.kind == NatKind::kSrc;
+    const bool icmp = p.key.proto == IPPROTO_ICMP || p.key.proto == IPPROTO_ICMPV6;
+    // Ports (ICMP: the echo id, which replies carry in dport) move with SNAT
+    // for TCP, UDP and echo; with DNAT for TCP and UDP.
+    const bool ports = (p.key.proto == IPPROTO_TCP || p.key.proto == IPPROTO_UDP ||
+                        (icmp && src && (p.meta & kMetaIcmpEcho)));
+    Key reply = p.key.reversed();
+    uint8_t* addr = src ? reply.dst : reply.src;
+    uint16_t* port = src ? &reply.dport : &reply.sport;
+    const int ao = R.family == 6 ? 12 : 0;  // the address bytes a range walks
+    auto rd32 = [](const uint8_t* b) { return static_cast<uint32_t>(b[0]) << 24 | b[1] << 16 | b[2] << 8 | b[3]; };
+    const uint32_t a0 = rd32(R.addr_min + ao), na = rd32(R.addr_max + ao) - a0 + 1;
+    const bool keep = ports && R.port_min == 0 && R.port_max == 0;
+    const uint32_t p0 = !ports ? 0 : keep ? 1024 : R.port_min;
+    const uint32_t np = !ports ? 1 : keep ? 65536 - 1024 : uint32_t{R.port_max} - R.port_min + 1;
+    const uint16_t own = *port;
+    const uint64_t total = static_cast<uint64_t>(na) * np + (keep ? na : 0);
+    const uint32_t tries = nat == nullptr || R.family != p.key.family ? 0
+                           : total <= kNatAttempts ? static_cast<uint32_t>(total) : kNatAttempts;
+    const uint32_t hs = hash_key(c.key);
+    for (uint32_t t = 0; t < tries; t++) {
+      // With `keep`, each address is tried with the connection's own port first.
+      uint64_t k = keep ? (t < na ? t * (np + 1ull) : t) : t;
+      const uint32_t ai = static_cast<uint32_t>((hs + k / (keep ? np + 1 : np)) % na);
+      const uint64_t pk = keep ? k % (np + 1) : k % np;
+      memcpy(addr, R.addr_min, 16);
+      const uint32_t a = a0 + ai;
+      const uint8_t ab[4] = {static_cast<uint8_t>(a >> 24), static_cast<uint8_t>(a >> 16), static_cast<uint8_t>(a >> 8),
+                             static_cast<uint8_t>(a)};
+      memcpy(addr + ao, ab, 4);
+      if (ports) *port = keep && pk == 0 ? own : static_cast<uint16_t>(p0 + (hs / 7 + (keep ? pk - 1 : pk)) % np);
+      Key rc;
+      const bool rcanon = canonicalize(reply, &rc);
+      if (keys_equal(rc, c.key)) return true;  // the range maps it to itself: nothing to translate
+      if (nat_ok && !nat_ok(reply, nat_ok_ctx)) continue;  // its replies would reach another shard
+      const uint32_t h2 = hash_key(rc);
+      if (table.find(rc, h2) != kEmpty) continue;
+      if (!table.insert(h2, idx | kNatTag)) {
+        why = Invalid::kTableFull;
+        st.table_full++;
+        break;
+      }
+      nat[idx] = NatExt{rc, static_cast<uint8_t>(R.kind), static_cast<uint8_t>(rcanon)};
+      c.flags |= detail::kNoOffload;  // translation stays in software for now
+      r.nat = kNatOrig;
+      if (cur_nat_out) *cur_nat_out = nat_target(idx, kNatOrig);
+      return true;
+    }
+    c.flags = static_cast<uint8_t>(c.flags & ~detail::kEvented);  // nothing announced for it
+    free_conn(idx);
+    st.invalid[static_cast<int>(why)]++;
+    r.state = kCtTrk | kCtInv;
+    r.reason = why;
+    return false;
   }
 
   [[gnu::noinline]] void miss(const Packet& p, bool canon, uint32_t h, uint32_t now, bool commit, CtResult& r) {
@@ -396,11 +484,25 @@ struct Tracker::Impl {
     create(p, ck, canon, h, now, r);
   }
 
-  [[gnu::always_inline]] void hit(uint32_t idx, const Packet& p, bool canon, uint32_t h, uint32_t now, bool commit,
+  // The side of a translated connection the packet's tuple is, found under
+  // index slot e (kNatTag: the reply tuple's).
+  uint8_t nat_side(uint32_t e, bool canon) const {
+    const uint32_t idx = e & ~kNatTag;
+    if (e & kNatTag) return canon == (nat[idx].rcanon != 0) ? kNatReply : kNatReplyRev;
+    return canon == ((conns[idx].flags & detail::kOrigCanon) != 0) ? kNatOrig : kNatOrigRev;
+  }
+
+  [[gnu::always_inline]] void hit(uint32_t e, const Packet& p, bool canon, uint32_t h, uint32_t now, bool commit,
                                  CtResult& r) {
+    const uint32_t idx = e & ~kNatTag;
     Conn& c = conns[idx];
     st.hits++;
     int dir = canon == ((c.flags & detail::kOrigCanon) != 0) ? 0 : 1;
+    uint8_t side = kNatNone;
+    if (nat && nat[idx].kind) [[unlikely]] {
+      side = nat_side(e, canon);
+      dir = side == kNatOrig || side == kNatReplyRev ? 0 : 1;
+    }
     if (expired(c, now) && !(c.flags & detail::kOffloaded)) {
       if (destroy(idx, kWhyExpired, now)) return miss(p, canon, h, now, commit, r);
     }
@@ -409,6 +511,16 @@ struct Tracker::Impl {
       r.conn = idx;
       r.dir = static_cast<uint8_t>(dir);
       r.state = kCtTrk | kCtRel;
+      if (side != kNatNone) {
+        r.nat = side;
+        if (cur_nat_out) *cur_nat_out = nat_target(idx, side);
+      }
+      return;
+    }
+    if (side == kNatOrigRev || side == kNatReplyRev) [[unlikely]] {
+      st.invalid[static_cast<int>(Invalid::kNatClash)]++;
+      r.state = kCtTrk | kCtInv;
+      r.reason = Invalid::kNatClash;
       return;
     }
     Outcome o = update(idx, c, dir, p, now);
@@ -433,6 +545,10 @@ struct Tracker::Impl {
         r.changed = 1;
         r.dir = static_cast<uint8_t>(dir);
         r.state = static_cast<uint8_t>(kCtTrk | (dir ? (kCtEst | kCtRpl) : kCtNew));
+        if (side != kNatNone) {  // the last packet (an RST) still goes as the connection's
+          r.nat = side;
+          if (cur_nat_out) *cur_nat_out = nat_target(idx, side);
+        }
         destroy(idx, kWhyClosed, now);
         return;
       default:
@@ -443,6 +559,10 @@ struct Tracker::Impl {
     r.changed = o.changed;
     r.state = static_cast<uint8_t>(kCtTrk | (dir ? (kCtEst | kCtRpl)
                                                  : ((c.flags & detail::kSeenReply) ? kCtEst : kCtNew)));
+    if (side != kNatNone) {
+      r.nat = side;
+      if (cur_nat_out) *cur_nat_out = nat_target(idx, side);
+    }
   }
 
   uint32_t sweep(uint32_t now, uint32_t budget) {
@@ -478,13 +598,15 @@ struct Tracker::Impl {
     }
     if (c != kEmpty) {
       // A 120-byte entry spans two or three cache lines.
-      uintptr_t first = reinterpret_cast<uintptr_t>(&conns[c]) & ~uintptr_t{63};
-      uintptr_t last = (reinterpret_cast<uintptr_t>(&conns[c]) + sizeof(Conn) - 1) & ~uintptr_t{63};
+      const Conn* cp = &conns[c & ~kNatTag];
+      if (c & kNatTag) __builtin_prefetch(&nat[c & ~kNatTag]);
+      uintptr_t first = reinterpret_cast<uintptr_t>(cp) & ~uintptr_t{63};
+      uintptr_t last = (reinterpret_cast<uintptr_t>(cp) + sizeof(Conn) - 1) & ~uintptr_t{63};
       __builtin_prefetch(reinterpret_cast<const void*>(first));
       if (key_only) {
         // The key and flags (the first 50 bytes) only: the rest is asked for
         // once the key matched (prefetch_rest).
-        uintptr_t kl = (reinterpret_cast<uintptr_t>(&conns[c]) + 49) & ~uintptr_t{63};
+        uintptr_t kl = (reinterpret_cast<uintptr_t>(cp) + 49) & ~uintptr_t{63};
         if (kl != first) __builtin_prefetch(reinterpret_cast<const void*>(kl));
       } else {
         __builtin_prefetch(reinterpret_cast<const void*>(first + 64));
@@ -514,6 +636,13 @@ struct Tracker::Impl {
     miss(p, canon, h, now, commit, r);
   }
 
+  // Is index slot e a live entry found under p's key (in either orientation)?
+  [[gnu::always_inline]] bool slot_matches(uint32_t e, const Key& k, bool canon) const {
+    if (!(conns[e & ~kNatTag].flags & detail::kAlive)) return false;
+    const Key& sk = table.slot_key(e);
+    return canon ? keys_equal(sk, k) : keys_equal_reversed(sk, k);
+  }
+
   // Stage 3: verify the candidate, then run the state machines.
   [[gnu::always_inline]] void stage3(const Packet& p, uint32_t c, uint32_t h, bool canon, uint32_t now, bool commit,
                                      CtResult& r) {
@@ -525,8 +654,7 @@ struct Tracker::Impl {
       r.reason = Invalid::kFragment;
       return;
     }
-    if (c == kEmpty || !(conns[c].flags & detail::kAlive) ||
-        !(canon ? keys_equal(conns[c].key, p.key) : keys_equal_reversed(conns[c].key, p.key))) {
+    if (c == kEmpty || !slot_matches(c, p.key, canon)) {
       // A second signature match, or an entry changed earlier in this burst:
       // the full probe (its buckets are in cache by now).
       Key ck;
@@ -543,7 +671,7 @@ struct Tracker::Impl {
   // apart: with this VM's ~300 ns memory latency and a dependent bucket ->
   // entry load, a 32-packet pipeline never fills, and staging was ~1.6x faster
   // at 1M connections.
-  void process_burst(const Packet* const* pkts, uint32_t n, uint32_t now, bool commit, CtResult* out) {
+  void process_burst(const Packet* const* pkts, uint32_t n, uint32_t now, bool commit, CtResult* out, Key* nat_out) {
     uint32_t h[kChunk], b1[kChunk], b2[kChunk], cand[kChunk];
     bool canon[kChunk];
     for (uint32_t i = 0; i < n; i++) stage1(*pkts[i], h[i], b1[i], b2[i], canon[i]);
@@ -553,7 +681,10 @@ struct Tracker::Impl {
       misses += cand[i] == kEmpty;
     }
     if (commit && misses) reserve(misses);
-    for (uint32_t i = 0; i < n; i++) stage3(*pkts[i], cand[i], h[i], canon[i], now, commit, out[i]);
+    for (uint32_t i = 0; i < n; i++) {
+      cur_nat_out = nat_out ? nat_out + i : nullptr;
+      stage3(*pkts[i], cand[i], h[i], canon[i], now, commit, out[i]);
+    }
     if (n_reserved) unreserve();
   }
 

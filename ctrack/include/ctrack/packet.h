@@ -29,6 +29,7 @@ enum PacketMeta : uint8_t {
   kMetaSack = 0x10,       // TCP SACK blocks present (sack = highest right edge)
   kMetaIcmpEcho = 0x20,   // ICMP/ICMPv6 echo request or reply
   kMetaCounted = 0x40,    // an earlier ct() of the same packet counted it: do not count it again
+  kMetaNoOffload = 0x80,  // a connection it starts stays in software (the front end decapsulated it)
 };
 
 struct alignas(64) Packet {

@@ -49,9 +49,36 @@ enum class Invalid : uint8_t {
   kIcmpType,         // ICMP type that cannot start a connection
   kTableFull,        // no entry free and nothing to evict (drop policy)
   kZoneLimit,        // zone at its connection limit (drop policy)
+  kNatExhausted,     // ct(commit,nat(...)) found no free translated tuple in its range
+  kNatClash,         // the tuple is a translated connection's, in the orientation neither side sends
   kCount,
 };
 const char* invalid_name(Invalid r);
+
+// NAT, as OVS's ct(commit,nat(src=A[-B][:P[-Q]])) / nat(dst=...): the range
+// a new connection's translation is chosen from, at commit. The choice is
+// kept with the connection, applied to every later packet of the original
+// direction and reversed for replies.
+enum class NatKind : uint8_t { kNone = 0, kSrc = 1, kDst = 2 };
+struct NatRange {
+  NatKind kind = NatKind::kNone;
+  uint8_t family = 4;
+  uint8_t addr_min[16] = {}, addr_max[16] = {};  // inclusive; IPv6: may differ only in the last 32 bits
+  // Inclusive; 0-0: keep the connection's port where the translated tuple
+  // is unique, else take one of 1024-65535 (ICMP echo: the id).
+  uint16_t port_min = 0, port_max = 0;
+};
+
+// Which side of a translated connection a packet's tuple is (CtResult::nat;
+// for an ICMP error, its embedded header's). Each is rewritten to its
+// partner: kNatOrig <-> kNatReplyRev, kNatOrigRev <-> kNatReply.
+enum NatSide : uint8_t {
+  kNatNone = 0,
+  kNatOrig = 1,      // the original direction as its sender wrote it
+  kNatOrigRev = 2,   // its reverse: replies as they reach the original sender
+  kNatReply = 3,     // replies as their sender wrote them
+  kNatReplyRev = 4,  // the original direction as it reaches the replier
+};
 
 struct CtResult {
   uint32_t conn = kNoConn;  // handle; kNoConn when none
@@ -59,6 +86,7 @@ struct CtResult {
   uint8_t changed = 0;      // 1 if the packet created or changed the connection's state
   Invalid reason = Invalid::kNone;
   uint8_t dir = 0;          // 0 original, 1 reply
+  uint8_t nat = kNatNone;   // NatSide: the packet's tuple is to be rewritten (nat_out)
 };
 
 enum class FullPolicy : uint8_t { kDrop, kPassUntracked };
@@ -74,7 +102,15 @@ struct Config {
   uint32_t event_ring = 0;        // offload events queued (power of two); 0 = off
   uint32_t sweep_per_call = 8;    // entries checked for expiry per process(); 0: only expire() sweeps
   uint32_t early_drop_scan = 64;  // entries scanned for a victim when full
+  // Room for NAT: a side table of NatExt (42 bytes) per entry and an index
+  // twice as large (a translated connection is found under both tuples).
+  // Without it, ranges passed to process() are refused as kNatExhausted.
+  bool nat = false;
 };
+
+// Tries per new translated connection: every tuple of a range up to this
+// size, this many of a larger one (as Linux, which gives up after 128).
+inline constexpr uint32_t kNatAttempts = 1024;
 
 struct Stats {
   uint64_t lookups = 0, hits = 0, created = 0, related = 0, untracked = 0;
@@ -144,6 +180,8 @@ struct ConnInfo {
   uint64_t age_ms;
   int64_t timeout_ms;  // remaining
   TcpDirState tcp[2];
+  NatKind nat = NatKind::kNone;
+  Key reply{};  // with nat: the reply tuple as replies are sent
 };
 
 class Tracker {
@@ -155,7 +193,12 @@ class Tracker {
 
   // The per-packet path. For each pkts[i] fills out[i]. With commit, new
   // connections get an entry; without, they are only reported as +new.
-  void process(const Packet* const* pkts, uint32_t n, uint64_t now_ns, bool commit, CtResult* out);
+  // With `nat` (and commit), a new connection is translated from its range;
+  // every packet of a translated connection gets out[i].nat and, in
+  // nat_out[i], the tuple to write into it (for an ICMP error: into its
+  // embedded header). nat_out may be null only when nothing is translated.
+  void process(const Packet* const* pkts, uint32_t n, uint64_t now_ns, bool commit, CtResult* out,
+               const NatRange* nat = nullptr, Key* nat_out = nullptr);
 
   // For callers that pick, per packet, from the entry it belongs to, how to
   // go on (the dataplane's established-flow cache): lookup() finds each
@@ -170,13 +213,14 @@ class Tracker {
     uint32_t epoch;  // the shard's insert count then: a miss stays one until it moves
     uint8_t dir;     // 0 original, 1 reply
     bool canon;      // the packet's key is the canonical orientation
+    bool rside;      // found under a translated connection's reply tuple
   };
   // Of each entry it prefetches the key's lines first and the rest once the
   // key matched, so that the caller's work between lookup() and
   // process_found() overlaps the entries' remaining misses.
   void lookup(const Packet* const* pkts, uint32_t n, Found* out);
   void process_found(const Packet* const* pkts, const Found* const* found, uint32_t n, uint64_t now_ns, bool commit,
-                     CtResult* out);
+                     CtResult* out, const NatRange* nat = nullptr, Key* nat_out = nullptr);
 
   // Checks up to `budget` entries for expiry (a cursor walks the table).
   // Returns entries freed.
@@ -212,6 +256,12 @@ class Tracker {
   // seen at last_seen_ns.
   bool fold_hw_counters(uint32_t handle, const Key& orig, const uint64_t packets[2], const uint64_t bytes[2],
                         uint64_t last_seen_ns);
+  // With several shards: a translated tuple is only taken when replies to it
+  // will reach this shard (`ok(reply tuple, ctx)`, the caller's steering);
+  // without a filter, any. Set before traffic.
+  using NatTupleOk = bool (*)(const Key& reply, const void* ctx);
+  void set_nat_filter(NatTupleOk ok, const void* ctx);
+
   // Excludes a connection from offload (set by a rule).
   bool set_no_offload(uint32_t handle, const Key& orig);
   // The connection's current state as an event (type kEstablished), taken

@@ -1,0 +1,303 @@
+// NAT on conntrack, as OVS's ct(commit,nat(...)): the translation chosen at
+// commit, kept with the connection, reversed for replies; unique translated
+// tuples; exhaustion; related ICMP errors; zones.
+#include <set>
+
+#include "ct_test_util.h"
+
+namespace ctrack::test {
+namespace {
+
+constexpr uint8_t NEW = kCtTrk | kCtNew, EST = kCtTrk | kCtEst, RPL = kCtTrk | kCtEst | kCtRpl,
+                  REL = kCtTrk | kCtRel, INV = kCtTrk | kCtInv;
+
+Config nat_config(uint32_t capacity = 1024) {
+  Config c = Harness::small_config();
+  c.capacity = capacity;
+  c.nat = true;
+  return c;
+}
+
+NatRange range(NatKind kind, const char* lo, const char* hi, uint16_t pmin = 0, uint16_t pmax = 0) {
+  NatRange r;
+  r.kind = kind;
+  r.family = strchr(lo, ':') ? 6 : 4;
+  inet_pton(r.family == 6 ? AF_INET6 : AF_INET, lo, r.addr_min);
+  inet_pton(r.family == 6 ? AF_INET6 : AF_INET, hi, r.addr_max);
+  r.port_min = pmin;
+  r.port_max = pmax;
+  return r;
+}
+
+struct Out {
+  CtResult r;
+  Key to{};
+};
+
+Out run(Harness& h, const Packet& p, const NatRange* nat = nullptr, bool commit = true) {
+  const Packet* pp = &p;
+  Out o;
+  h.tracker->process(&pp, 1, h.now_ns, commit, &o.r, nat, &o.to);
+  return o;
+}
+
+std::string addr(const uint8_t* a, int family = 4) {
+  char b[64];
+  inet_ntop(family == 6 ? AF_INET6 : AF_INET, a, b, sizeof b);
+  return b;
+}
+
+const Key kClient = make_key("10.0.0.5", 40000, "192.0.2.10", 80, IPPROTO_TCP);
+
+TEST(Nat, SourceTranslationIsKeptAndReversedForReplies) {
+  Harness h(nat_config());
+  const NatRange snat = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7");
+  Out syn = run(h, tcp(kClient, kSyn, 100, 0), &snat);
+  ASSERT_EQ(+syn.r.state, +NEW);
+  ASSERT_EQ(syn.r.nat, kNatOrig);
+  EXPECT_EQ(addr(syn.to.src), "203.0.113.7");
+  EXPECT_EQ(syn.to.sport, 40000) << "the port is kept where the translated tuple is unique";
+  EXPECT_EQ(addr(syn.to.dst), "192.0.2.10");
+  EXPECT_EQ(syn.to.dport, 80);
+
+  // The server answers the translated address; the reply is found and
+  // rewritten back to the client.
+  Key back = syn.to.reversed();
+  Out synack = run(h, tcp(back, kSyn | kAck, 500, 101), &snat);
+  ASSERT_EQ(+synack.r.state, +RPL);
+  ASSERT_EQ(synack.r.nat, kNatReply);
+  EXPECT_EQ(synack.r.conn, syn.r.conn);
+  EXPECT_TRUE(synack.to == kClient.reversed()) << synack.to.str();
+
+  // Later packets of the original direction keep the same translation, even
+  // if the commit's range is another one now (chosen at commit, kept).
+  const NatRange other = range(NatKind::kSrc, "198.51.100.1", "198.51.100.1");
+  Out ack = run(h, tcp(kClient, kAck, 101, 501), &other);
+  ASSERT_EQ(+ack.r.state, +EST);
+  EXPECT_TRUE(ack.to == syn.to) << ack.to.str();
+
+  // Listed with its reply tuple.
+  int seen = 0;
+  h.tracker->for_each(h.now_ns, [&](const ConnInfo& ci) {
+    seen++;
+    EXPECT_EQ(ci.nat, NatKind::kSrc);
+    EXPECT_TRUE(ci.reply == back) << ci.reply.str();
+    EXPECT_TRUE(ci.orig == kClient);
+  });
+  EXPECT_EQ(seen, 1);
+  EXPECT_TRUE(h.tracker->check_invariants().ok()) << h.tracker->check_invariants().message();
+}
+
+TEST(Nat, DestinationTranslation) {
+  Harness h(nat_config());
+  const Key vip = make_key("198.51.100.9", 5555, "203.0.113.80", 53, IPPROTO_UDP);
+  const NatRange dnat = range(NatKind::kDst, "10.1.0.20", "10.1.0.20", 5353, 5353);
+  Out q = run(h, udp(vip), &dnat);
+  ASSERT_EQ(q.r.nat, kNatOrig);
+  EXPECT_EQ(addr(q.to.dst), "10.1.0.20");
+  EXPECT_EQ(q.to.dport, 5353);
+  EXPECT_EQ(addr(q.to.src), "198.51.100.9");
+  EXPECT_EQ(q.to.sport, 5555);
+  Out a = run(h, udp(q.to.reversed()));
+  ASSERT_EQ(+a.r.state, +RPL);
+  EXPECT_TRUE(a.to == vip.reversed()) << a.to.str();
+}
+
+TEST(Nat, NoTwoConnectionsShareATranslatedTuple) {
+  Harness h(nat_config(4096));
+  const NatRange snat = range(NatKind::kSrc, "203.0.113.1", "203.0.113.2", 1000, 1099);
+  std::set<std::pair<std::string, uint16_t>> used;
+  // 200 clients to one server: as many tuples as the range holds.
+  for (int i = 0; i < 200; i++) {
+    Key k = make_key("10.0.0.1", static_cast<uint16_t>(20000 + i % 3), "192.0.2.10", 443, IPPROTO_UDP);
+    k.src[3] = static_cast<uint8_t>(1 + i / 3);
+    Out o = run(h, udp(k), &snat);
+    ASSERT_EQ(o.r.nat, kNatOrig) << i << ": " << invalid_name(o.r.reason);
+    EXPECT_GE(o.to.sport, 1000);
+    EXPECT_LE(o.to.sport, 1099);
+    EXPECT_TRUE(used.insert({addr(o.to.src), o.to.sport}).second) << "tuple reused at " << i;
+  }
+  // The range is full: the next is refused and counted, and nothing is kept.
+  Key k = make_key("10.0.9.9", 1, "192.0.2.10", 443, IPPROTO_UDP);
+  Out o = run(h, udp(k), &snat);
+  EXPECT_EQ(+o.r.state, +INV);
+  EXPECT_EQ(o.r.reason, Invalid::kNatExhausted);
+  EXPECT_EQ(o.r.nat, kNatNone);
+  EXPECT_EQ(h.tracker->stats().invalid[static_cast<int>(Invalid::kNatExhausted)], 1u);
+  EXPECT_EQ(h.tracker->stats().active, 200u);
+  // Another server: the same translated address and port make another tuple.
+  Key k2 = make_key("10.0.9.9", 1, "192.0.2.11", 443, IPPROTO_UDP);
+  EXPECT_EQ(run(h, udp(k2), &snat).r.nat, kNatOrig);
+  EXPECT_TRUE(h.tracker->check_invariants().ok()) << h.tracker->check_invariants().message();
+  // One gone: its tuple is free again.
+  EXPECT_EQ(h.tracker->flush(), 201u);
+  EXPECT_TRUE(h.tracker->check_invariants().ok()) << h.tracker->check_invariants().message();
+  EXPECT_EQ(run(h, udp(k), &snat).r.nat, kNatOrig);
+}
+
+TEST(Nat, AClientPortTakenByAnotherIsMoved) {
+  Harness h(nat_config());
+  const NatRange snat = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7");
+  Key a = kClient, b = kClient;
+  b.src[3] = 6;  // another client, same port
+  Out oa = run(h, tcp(a, kSyn, 1, 0), &snat);
+  Out ob = run(h, tcp(b, kSyn, 1, 0), &snat);
+  ASSERT_EQ(ob.r.nat, kNatOrig);
+  EXPECT_EQ(oa.to.sport, 40000);
+  EXPECT_NE(ob.to.sport, 40000);
+  EXPECT_GE(ob.to.sport, 1024);
+  // Each reply reaches its own client.
+  EXPECT_TRUE(run(h, tcp(ob.to.reversed(), kSyn | kAck, 9, 2)).to == b.reversed());
+  EXPECT_TRUE(run(h, tcp(oa.to.reversed(), kSyn | kAck, 9, 2)).to == a.reversed());
+}
+
+TEST(Nat, RelatedIcmpErrorsAreTranslatedBothWays) {
+  Harness h(nat_config());
+  const NatRange snat = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7");
+  const Key k = make_key("10.0.0.5", 7000, "192.0.2.10", 53, IPPROTO_UDP);
+  Out o = run(h, udp(k), &snat);
+  // A router past the NAT reports the translated packet (its embedded
+  // header is the original direction as it left): back to the client's form.
+  Packet err = udp(o.to);
+  err.meta = kMetaIcmpError;
+  err.icmp_type = 3;
+  Out e = run(h, err);
+  ASSERT_EQ(+e.r.state, +REL);
+  ASSERT_EQ(e.r.nat, kNatReplyRev);
+  EXPECT_TRUE(e.to == k) << e.to.str();
+  // The client reports a reply (port unreachable): its embedded header is
+  // the reply as the client got it; outside it must read as the server sent it.
+  Packet err2 = udp(k.reversed());
+  err2.meta = kMetaIcmpError;
+  err2.icmp_type = 3;
+  Out e2 = run(h, err2);
+  ASSERT_EQ(+e2.r.state, +REL);
+  ASSERT_EQ(e2.r.nat, kNatOrigRev);
+  EXPECT_TRUE(e2.to == o.to.reversed()) << e2.to.str();
+}
+
+TEST(Nat, ATupleOfNeitherSideIsInvalidNotTheConnection) {
+  Harness h(nat_config());
+  const NatRange snat = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7");
+  Out o = run(h, tcp(kClient, kSyn, 1, 0), &snat);
+  // The server writing to the client's own address (it cannot reach it):
+  // not this connection's reply.
+  Out r = run(h, tcp(kClient.reversed(), kSyn | kAck, 9, 2));
+  EXPECT_EQ(+r.r.state, +INV);
+  EXPECT_EQ(r.r.reason, Invalid::kNatClash);
+  EXPECT_EQ(r.r.nat, kNatNone);
+  // Nor is the translated tuple sent from the outside the original direction.
+  Out r2 = run(h, tcp(o.to, kAck, 2, 0));
+  EXPECT_EQ(r2.r.reason, Invalid::kNatClash);
+  EXPECT_EQ(h.tracker->stats().invalid[static_cast<int>(Invalid::kNatClash)], 2u);
+}
+
+TEST(Nat, ZonesKeepTheirOwnTuples) {
+  Harness h(nat_config());
+  const NatRange snat = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7", 2000, 2000);
+  Key z1 = kClient, z2 = kClient;
+  z1.zone = 1;
+  z2.zone = 2;
+  Out a = run(h, tcp(z1, kSyn, 1, 0), &snat);
+  Out b = run(h, tcp(z2, kSyn, 1, 0), &snat);
+  ASSERT_EQ(a.r.nat, kNatOrig);
+  ASSERT_EQ(b.r.nat, kNatOrig) << "one port, two zones: two connections";
+  EXPECT_EQ(a.to.sport, 2000);
+  EXPECT_EQ(b.to.sport, 2000);
+  Key z1b = kClient;
+  z1b.zone = 1;
+  z1b.sport = 40001;
+  EXPECT_EQ(run(h, tcp(z1b, kSyn, 1, 0), &snat).r.reason, Invalid::kNatExhausted);
+  EXPECT_EQ(h.tracker->flush(2), 1u);
+  EXPECT_EQ(+run(h, tcp(a.to.reversed(), kSyn | kAck, 9, 2)).r.state, +RPL);
+  EXPECT_TRUE(h.tracker->check_invariants().ok()) << h.tracker->check_invariants().message();
+}
+
+TEST(Nat, IcmpEchoIdIsTranslatedForSnat) {
+  Harness h(nat_config());
+  const NatRange snat = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7", 100, 100);
+  Key req = make_key("10.0.0.5", 77, "192.0.2.10", 0, IPPROTO_ICMP);  // echo request, id 77
+  Packet p = udp(req);
+  p.meta = kMetaIcmpEcho;
+  p.icmp_type = 8;
+  Out o = run(h, p, &snat);
+  ASSERT_EQ(o.r.nat, kNatOrig) << invalid_name(o.r.reason);
+  EXPECT_EQ(o.to.sport, 100);
+  Packet rep = udp(o.to.reversed());
+  rep.meta = kMetaIcmpEcho;
+  rep.icmp_type = 0;
+  Out r = run(h, rep);
+  EXPECT_EQ(+r.r.state, +RPL);
+  EXPECT_TRUE(r.to == req.reversed()) << r.to.str();
+}
+
+TEST(Nat, Ipv6SourceRange) {
+  Harness h(nat_config());
+  const NatRange snat = range(NatKind::kSrc, "2001:db8::100", "2001:db8::101");
+  Key k = make_key("fd00::5", 1234, "2001:db8:1::1", 443, IPPROTO_TCP);
+  Out o = run(h, tcp(k, kSyn, 1, 0), &snat);
+  ASSERT_EQ(o.r.nat, kNatOrig);
+  const std::string a = addr(o.to.src, 6);
+  EXPECT_TRUE(a == "2001:db8::100" || a == "2001:db8::101") << a;
+  EXPECT_TRUE(run(h, tcp(o.to.reversed(), kSyn | kAck, 9, 2)).to == k.reversed());
+  // A range of the other family translates nothing: refused.
+  const NatRange v4 = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7");
+  k.sport = 1235;
+  EXPECT_EQ(run(h, tcp(k, kSyn, 1, 0), &v4).r.reason, Invalid::kNatExhausted);
+}
+
+TEST(Nat, AFilterKeepsRepliesOnTheirShard) {
+  Harness h(nat_config());
+  // As a steering function would: this shard owns replies to even ports.
+  h.tracker->set_nat_filter([](const Key& reply, const void*) { return reply.dport % 2 == 0; }, nullptr);
+  const NatRange snat = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7", 3000, 3009);
+  for (int i = 0; i < 5; i++) {
+    Key k = kClient;
+    k.sport = static_cast<uint16_t>(41000 + i);
+    Out o = run(h, tcp(k, kSyn, 1, 0), &snat);
+    ASSERT_EQ(o.r.nat, kNatOrig) << i;
+    EXPECT_EQ(o.to.sport % 2, 0) << o.to.sport;
+  }
+  Key k = kClient;
+  k.sport = 42000;
+  EXPECT_EQ(run(h, tcp(k, kSyn, 1, 0), &snat).r.reason, Invalid::kNatExhausted) << "five even ports, all taken";
+}
+
+TEST(Nat, WithoutNatRoomARangeIsRefused) {
+  Harness h;  // Config::nat off
+  const NatRange snat = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7");
+  EXPECT_EQ(run(h, tcp(kClient, kSyn, 1, 0), &snat).r.reason, Invalid::kNatExhausted);
+  EXPECT_EQ(h.tracker->stats().active, 0u);
+}
+
+TEST(Nat, ChurnKeepsInvariants) {
+  Harness h(nat_config(512));
+  const NatRange snat = range(NatKind::kSrc, "203.0.113.1", "203.0.113.4", 3000, 3063);
+  uint32_t rng = 12345;
+  for (int i = 0; i < 20000; i++) {
+    rng = rng * 1103515245u + 12345u;
+    Key k = make_key("10.0.0.1", static_cast<uint16_t>(1000 + (rng >> 8) % 700), "192.0.2.10", 53, IPPROTO_UDP);
+    k.src[3] = static_cast<uint8_t>((rng >> 20) % 8);
+    if ((rng >> 4) % 3 == 0) h.advance_s(7);
+    Out o = run(h, udp(k), (rng >> 12) % 4 ? &snat : nullptr);
+    if (o.r.nat == kNatOrig) run(h, udp(o.to.reversed()));
+    if (i % 1000 == 0) {
+      ASSERT_TRUE(h.tracker->check_invariants().ok()) << i << ": " << h.tracker->check_invariants().message();
+    }
+  }
+  EXPECT_TRUE(h.tracker->check_invariants().ok()) << h.tracker->check_invariants().message();
+}
+
+TEST(Nat, MemoryWithAndWithoutNat) {
+  Config plain = nat_config(1 << 16);
+  plain.nat = false;
+  Config with = nat_config(1 << 16);
+  auto a = Tracker::create(plain);
+  auto b = Tracker::create(with);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_LE((*a)->bytes_per_conn(), 128u);
+  EXPECT_LE((*b)->bytes_per_conn(), 180u);
+}
+
+}  // namespace
+}  // namespace ctrack::test
