@@ -110,7 +110,7 @@ uint64_t run_mbufs(Env& e, rte_mbuf** mb, size_t n, uint64_t* dropped) {
     uint32_t k = static_cast<uint32_t>(std::min<size_t>(dp::kMaxBurst, n - off));
     for (uint32_t i = 0; i < k; i++) {
       rte_mbuf* m = mb[off + i];
-      in[i] = dp::PacketIn{rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, m->pkt_len, m->port, false, 0};
+      in[i] = dp::PacketIn{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, m->pkt_len, m->port, false, 0};
     }
     e.dp->run(*e.pl, in, k, e.now, v);
     for (uint32_t i = 0; i < k; i++) drops += v[i].out_port < 0;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 #include <memory>
 #include <string>
 
@@ -135,7 +136,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   return 0;
 }
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
+  // The pipeline writes into frames (NAT): a copy of the fuzzer's bytes.
+  static std::vector<uint8_t> copy;
+  copy.assign(input, input + size);
+  uint8_t* data = copy.data();
   dp::PacketIn in[dp::kMaxBurst];
   dp::Verdict v[dp::kMaxBurst];
   uint32_t n = 0;

@@ -137,7 +137,7 @@ struct Rig {
   Mlx5Model& nic() { return *off->nic(); }
   uint64_t conn_rules() { return nic().flows_in_use() - base_rules; }
 
-  Sent send(uint16_t port, const std::vector<uint8_t>& f) {
+  Sent send(uint16_t port, std::vector<uint8_t> f) {
     nic().service(0, now);
     PacketIn in{f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), port, false, 0};
     now += 10'000;

@@ -11,6 +11,7 @@
 #include "ctrack/frame.h"
 #include "dataplane/config.h"
 #include "dataplane/pipeline.h"
+#include "pipeline_fixture.h"
 #include "test_main.h"
 
 namespace dp {
@@ -30,34 +31,6 @@ std::string firewall_yaml() {
   return ss.str();
 }
 
-struct Fixture {
-  std::unique_ptr<ctrack::Tracker> ct;
-  std::unique_ptr<Pipeline> pl;
-  WorkerStats st;
-  std::unique_ptr<Datapath> dp;
-  uint64_t now = 1'000'000'000'000ull;
-
-  explicit Fixture(const std::string& yaml = firewall_yaml(), uint32_t capacity = 4096,
-                   ctrack::FullPolicy policy = ctrack::FullPolicy::kDrop) {
-    auto cfg = parse_config(yaml, "test.yaml");
-    EXPECT_TRUE(cfg.ok()) << cfg.message();
-    ctrack::Config cc;
-    cc.capacity = capacity;
-    cc.full_policy = policy;
-    ct = std::move(ctrack::Tracker::create(cc).value());
-    auto p = Pipeline::build(cfg->rules, 1);
-    EXPECT_TRUE(p.ok()) << p.message();
-    pl = std::move(p.value());
-    dp = std::make_unique<Datapath>(0, ct.get(), &st);
-  }
-  Verdict send(uint16_t port, const std::vector<uint8_t>& f) {
-    PacketIn in{f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), port, false, 0};
-    Verdict v;
-    dp->run(*pl, &in, 1, now, &v);
-    now += 1'000'000;
-    return v;
-  }
-};
 
 FrameSpec tcp(bool from_inside, uint8_t flags, uint32_t seq, uint32_t ack) {
   FrameSpec s;
@@ -73,7 +46,7 @@ FrameSpec tcp(bool from_inside, uint8_t flags, uint32_t seq, uint32_t ack) {
 }
 
 TEST(Firewall, ArpAndNdCrossBothWays) {
-  Fixture f;
+  Fixture f(firewall_yaml());
   std::vector<uint8_t> arp(42, 0);
   arp[12] = 0x08;
   arp[13] = 0x06;
@@ -89,7 +62,7 @@ TEST(Firewall, ArpAndNdCrossBothWays) {
 }
 
 TEST(Firewall, InsideOpensOutsideAnswers) {
-  Fixture f;
+  Fixture f(firewall_yaml());
   using ctrack::kAck;
   using ctrack::kSyn;
   Verdict v = f.send(kIn, build_frame(tcp(true, kSyn, 100, 0)));
@@ -106,7 +79,7 @@ TEST(Firewall, InsideOpensOutsideAnswers) {
 }
 
 TEST(Firewall, OutsideCannotOpen) {
-  Fixture f;
+  Fixture f(firewall_yaml());
   auto syn = tcp(false, ctrack::kSyn, 100, 0);
   Verdict v = f.send(kOut, build_frame(syn));
   EXPECT_EQ(v.out_port, kDrop);
@@ -116,7 +89,7 @@ TEST(Firewall, OutsideCannotOpen) {
 }
 
 TEST(Firewall, UdpReplyOnlyAfterRequest) {
-  Fixture f;
+  Fixture f(firewall_yaml());
   FrameSpec req;
   req.proto = IPPROTO_UDP;
   req.sport = 5353;
@@ -130,7 +103,7 @@ TEST(Firewall, UdpReplyOnlyAfterRequest) {
 }
 
 TEST(Firewall, InvalidTcpIsDropped) {
-  Fixture f;
+  Fixture f(firewall_yaml());
   using ctrack::kAck;
   using ctrack::kSyn;
   f.send(kIn, build_frame(tcp(true, kSyn, 100, 0)));
@@ -146,7 +119,7 @@ TEST(Firewall, InvalidTcpIsDropped) {
 }
 
 TEST(Firewall, IcmpErrorIsRelated) {
-  Fixture f;
+  Fixture f(firewall_yaml());
   FrameSpec req;
   req.proto = IPPROTO_UDP;
   req.sport = 5000;
@@ -166,7 +139,7 @@ TEST(Firewall, IcmpErrorIsRelated) {
 }
 
 TEST(Firewall, MalformedFramesAreCountedByReason) {
-  Fixture f;
+  Fixture f(firewall_yaml());
   auto good = build_frame(tcp(true, ctrack::kSyn, 1, 0));
   std::vector<uint8_t> shortf(good.begin(), good.begin() + 10);
   auto badihl = good;
@@ -212,7 +185,7 @@ TEST(Firewall, FullTablePassPolicyPassesUntrackedAndCountsIt) {
 TEST(Firewall, TwoCtPassesCountAPacketOnce) {
   // firewall.yaml runs ct(table=1), then ct(commit) for new connections:
   // both find the same entry for every datagram after the first.
-  Fixture f;
+  Fixture f(firewall_yaml());
   FrameSpec u = tcp(true, 0, 0, 0);
   u.proto = IPPROTO_UDP;
   u.dport = 53;
@@ -233,7 +206,7 @@ TEST(Firewall, TwoCtPassesCountAPacketOnce) {
 }
 
 TEST(Firewall, OversizeFramesAreDroppedByTheirReason) {
-  Fixture f;
+  Fixture f(firewall_yaml());
   f.dp->set_mtu(kIn, 1500);
   f.dp->set_mtu(kOut, 1400);
   FrameSpec u = tcp(true, ctrack::kSyn, 1, 0);
@@ -270,7 +243,7 @@ TEST(Firewall, OversizeFramesAreDroppedByTheirReason) {
 }
 
 TEST(Firewall, ThreeVlanTagsAreCountedAsVlanDepth) {
-  Fixture f;
+  Fixture f(firewall_yaml());
   auto fr = build_frame(tcp(true, ctrack::kSyn, 1, 0));
   const uint8_t tag[4] = {0x81, 0x00, 0x00, 0x05};
   for (int i = 0; i < 3; i++) fr.insert(fr.begin() + 12, tag, tag + 4);
@@ -280,7 +253,7 @@ TEST(Firewall, ThreeVlanTagsAreCountedAsVlanDepth) {
 }
 
 TEST(Firewall, Ipv6ConnectionFromInside) {
-  Fixture f;
+  Fixture f(firewall_yaml());
   auto s = tcp(true, ctrack::kSyn, 1, 0);
   s.src = "fd00::1";
   s.dst = "fd00::2";
@@ -399,6 +372,195 @@ TEST(Classifier, ThousandsOfRules) {
   EXPECT_EQ(f.send(0, build_frame(u)).out_port, 1);
   u.dport = 2784;
   EXPECT_EQ(f.send(0, build_frame(u)).out_port, kDrop);
+}
+
+
+// NAT through the pipeline, OVS style: a ct() to learn the state, then
+// ct(commit,nat(...)) for new connections from inside. Every frame that
+// leaves must be byte for byte the frame built from scratch with the
+// translated fields (the builder computes every checksum from the start;
+// the pipeline updates them incrementally).
+std::string nat_yaml(const std::string& nat = "src=203.0.113.7:1024-1100") {
+  return R"Y(eal: {file_prefix: nat, no_huge: true}
+ports:
+  - {name: inside, devargs: "net_af_packet0,iface=a"}
+  - {name: outside, devargs: "net_af_packet1,iface=b"}
+tables:
+  0:
+    - {priority: 50, match: "eth_type=ipv4", actions: "ct(table=1)"}
+    - {priority: 50, match: "eth_type=ipv6", actions: "ct(table=1)"}
+    - {priority: 0, match: "", actions: "drop"}
+  1:
+    - {priority: 100, match: "in_port=inside,ct_state=+trk+new", actions: "ct(commit,nat()Y" +
+         nat + R"Y()),output:outside"}
+    - {priority: 100, match: "in_port=inside,ct_state=+trk+est", actions: "output:outside"}
+    - {priority: 100, match: "in_port=outside,ct_state=+trk+est", actions: "output:inside"}
+    - {priority: 90, match: "in_port=outside,ct_state=+trk+rel", actions: "output:inside"}
+    - {priority: 90, match: "in_port=inside,ct_state=+trk+rel", actions: "output:outside"}
+    - {priority: 10, match: "ct_state=+trk+inv", actions: "drop"}
+    - {priority: 0, match: "", actions: "drop"}
+)Y";
+}
+
+uint16_t sport_of(const std::vector<uint8_t>& f) { return static_cast<uint16_t>(f[34] << 8 | f[35]); }
+
+TEST(Nat, SourceNatFramesEqualFramesBuiltWithTheTranslation) {
+  Fixture f(nat_yaml());
+  using ctrack::kAck;
+  using ctrack::kPsh;
+  using ctrack::kSyn;
+  FrameSpec syn = tcp(true, kSyn, 100, 0);
+  syn.src = "10.0.0.1";
+  syn.dst = "192.0.2.10";
+  ASSERT_EQ(f.send(kIn, build_frame(syn)).out_port, kOut);
+  const uint16_t port = sport_of(f.last);
+  EXPECT_GE(port, 1024);
+  EXPECT_LE(port, 1100);
+  FrameSpec want = syn;
+  want.src = "203.0.113.7";
+  want.sport = port;
+  EXPECT_EQ(f.last, build_frame(want)) << "the SYN as it leaves";
+  // The reply to the translated tuple reaches the client as if never translated.
+  FrameSpec synack = tcp(false, kSyn | kAck, 500, 101);
+  synack.src = "192.0.2.10";
+  synack.dst = "203.0.113.7";
+  synack.dport = port;
+  ASSERT_EQ(f.send(kOut, build_frame(synack)).out_port, kIn);
+  FrameSpec synack_in = synack;
+  synack_in.dst = "10.0.0.1";
+  synack_in.dport = 40000;
+  EXPECT_EQ(f.last, build_frame(synack_in));
+  // Established both ways, with data: through the tables and the flow cache.
+  for (int i = 0; i < 6; i++) {
+    FrameSpec d = tcp(true, kAck | kPsh, 101 + 100 * i, 501);
+    d.src = syn.src;
+    d.dst = syn.dst;
+    d.payload = 100;
+    d.ip_id = static_cast<uint16_t>(7 + i);
+    ASSERT_EQ(f.send(kIn, build_frame(d)).out_port, kOut) << i;
+    FrameSpec dw = d;
+    dw.src = want.src;
+    dw.sport = port;
+    EXPECT_EQ(f.last, build_frame(dw)) << "data " << i;
+    FrameSpec a = synack;
+    a.tcp_flags = kAck;
+    a.seq = 501;
+    a.ack = 201 + 100 * i;
+    ASSERT_EQ(f.send(kOut, build_frame(a)).out_port, kIn) << i;
+    FrameSpec aw = a;
+    aw.dst = "10.0.0.1";
+    aw.dport = 40000;
+    EXPECT_EQ(f.last, build_frame(aw)) << "ack " << i;
+  }
+  EXPECT_GT(f.st.cache_hits, 0u) << "the flow cache's path translates too";
+  // The untranslated reply (the server writing to the client's own address)
+  // is no packet of this connection.
+  FrameSpec stray = synack_in;
+  stray.tcp_flags = kAck;
+  EXPECT_EQ(f.send(kOut, build_frame(stray)).out_port, kDrop);
+}
+
+TEST(Nat, IcmpErrorAboutATranslatedPacketReachesTheClient) {
+  Fixture f(nat_yaml());
+  FrameSpec q;
+  q.proto = IPPROTO_UDP;
+  q.src = "10.0.0.1";
+  q.dst = "192.0.2.10";
+  q.sport = 5353;
+  q.dport = 53;
+  q.payload = 20;
+  const std::vector<uint8_t> sent = build_frame(q);
+  ASSERT_EQ(f.send(kIn, sent).out_port, kOut);
+  const std::vector<uint8_t> out = f.last;
+  // A router past the NAT quotes the packet as it saw it (IP header + 8 bytes).
+  FrameSpec err;
+  err.proto = IPPROTO_ICMP;
+  err.icmp_type = 3;
+  err.icmp_code = 3;
+  err.src = "198.51.100.1";
+  err.dst = "203.0.113.7";
+  err.inner.assign(out.begin() + 14, out.begin() + 14 + 28);
+  ASSERT_EQ(f.send(kOut, build_frame(err)).out_port, kIn);
+  FrameSpec want = err;
+  want.dst = "10.0.0.1";
+  want.inner.assign(sent.begin() + 14, sent.begin() + 14 + 28);
+  EXPECT_EQ(f.last, build_frame(want));
+  // The same from the server itself: its own address stays as it is.
+  err.src = "192.0.2.10";
+  want.src = "192.0.2.10";
+  ASSERT_EQ(f.send(kOut, build_frame(err)).out_port, kIn);
+  EXPECT_EQ(f.last, build_frame(want));
+}
+
+TEST(Nat, DestinationNatAndEchoIds) {
+  Fixture f(nat_yaml("dst=10.9.0.5:8080"));
+  FrameSpec s = tcp(true, ctrack::kSyn, 1, 0);
+  s.dst = "198.51.100.80";
+  s.dport = 80;
+  ASSERT_EQ(f.send(kIn, build_frame(s)).out_port, kOut);
+  FrameSpec w = s;
+  w.dst = "10.9.0.5";
+  w.dport = 8080;
+  EXPECT_EQ(f.last, build_frame(w));
+  FrameSpec r = tcp(false, ctrack::kSyn | ctrack::kAck, 9, 2);
+  r.src = "10.9.0.5";
+  r.sport = 8080;
+  ASSERT_EQ(f.send(kOut, build_frame(r)).out_port, kIn);
+  FrameSpec rw = r;
+  rw.src = "198.51.100.80";
+  rw.sport = 80;
+  EXPECT_EQ(f.last, build_frame(rw));
+
+  Fixture g(nat_yaml("src=203.0.113.9:700"));
+  FrameSpec ping;
+  ping.proto = IPPROTO_ICMP;
+  ping.icmp_type = 8;
+  ping.icmp_id = 42;
+  ping.payload = 8;
+  ASSERT_EQ(g.send(kIn, build_frame(ping)).out_port, kOut);
+  FrameSpec pw = ping;
+  pw.src = "203.0.113.9";
+  pw.icmp_id = 700;
+  EXPECT_EQ(g.last, build_frame(pw));
+  FrameSpec pong = pw;
+  std::swap(pong.src, pong.dst);
+  pong.icmp_type = 0;
+  ASSERT_EQ(g.send(kOut, build_frame(pong)).out_port, kIn);
+  FrameSpec pongw = ping;
+  std::swap(pongw.src, pongw.dst);
+  pongw.icmp_type = 0;
+  EXPECT_EQ(g.last, build_frame(pongw));
+}
+
+TEST(Nat, Ipv6SourceNat) {
+  Fixture f(nat_yaml("src=[2001:db8::7]"));
+  FrameSpec s = tcp(true, ctrack::kSyn, 1, 0);
+  s.src = "fd00::1";
+  s.dst = "2001:db8:1::10";
+  ASSERT_EQ(f.send(kIn, build_frame(s)).out_port, kOut);
+  FrameSpec w = s;
+  w.src = "2001:db8::7";
+  EXPECT_EQ(f.last, build_frame(w));
+  FrameSpec r = tcp(false, ctrack::kSyn | ctrack::kAck, 9, 2);
+  r.src = s.dst;
+  r.dst = "2001:db8::7";
+  ASSERT_EQ(f.send(kOut, build_frame(r)).out_port, kIn);
+  FrameSpec rw = r;
+  rw.dst = "fd00::1";
+  EXPECT_EQ(f.last, build_frame(rw));
+}
+
+TEST(Nat, ExhaustedRangeDropsAndCounts) {
+  Fixture f(nat_yaml("src=203.0.113.7:2000"));
+  FrameSpec a = tcp(true, ctrack::kSyn, 1, 0);
+  EXPECT_EQ(f.send(kIn, build_frame(a)).out_port, kOut);
+  a.sport = 40001;  // the one translated tuple is taken
+  EXPECT_EQ(f.send(kIn, build_frame(a)).out_port, kDrop);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kNatExhausted)], 1u);
+  EXPECT_EQ(f.ct->stats().invalid[static_cast<int>(ctrack::Invalid::kNatExhausted)], 1u);
+  EXPECT_EQ(f.ct->stats().active, 1u);
+  a.dst = "10.0.0.3";  // another server: another tuple
+  EXPECT_EQ(f.send(kIn, build_frame(a)).out_port, kOut);
 }
 
 }  // namespace

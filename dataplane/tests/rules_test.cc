@@ -102,7 +102,45 @@ TEST(Actions, ParseAndCheck) {
 
   EXPECT_NE(parse_actions("output:mars", two_ports()).message().find("no port named"), std::string::npos);
   EXPECT_NE(parse_actions("ct(zone=99999)", two_ports()).message().find("zone must be"), std::string::npos);
-  EXPECT_NE(parse_actions("ct(nat)", two_ports()).message().find("unknown ct argument"), std::string::npos);
+  EXPECT_NE(parse_actions("ct(snat)", two_ports()).message().find("unknown ct argument"), std::string::npos);
+}
+
+TEST(Actions, NatRangesAsOvsWritesThem) {
+  auto a = parse_actions("ct(commit,nat(src=203.0.113.1-203.0.113.4:1024-2047),table=1)", two_ports());
+  ASSERT_TRUE(a.ok()) << a.message();
+  const ctrack::NatRange& n = (*a)[0].nat;
+  EXPECT_EQ(n.kind, ctrack::NatKind::kSrc);
+  EXPECT_EQ(n.family, 4);
+  EXPECT_EQ(n.addr_min[3], 1);
+  EXPECT_EQ(n.addr_max[3], 4);
+  EXPECT_EQ(n.port_min, 1024);
+  EXPECT_EQ(n.port_max, 2047);
+  EXPECT_EQ(nat_str(n), "src=203.0.113.1-203.0.113.4:1024-2047");
+  auto d = parse_actions("ct(commit,nat(dst=10.1.0.20:8080)),output:inside", two_ports());
+  ASSERT_TRUE(d.ok()) << d.message();
+  EXPECT_EQ(nat_str((*d)[0].nat), "dst=10.1.0.20:8080");
+  auto v6 = parse_actions("ct(commit,nat(src=[2001:db8::1]-[2001:db8::ff]:5000))", two_ports());
+  ASSERT_TRUE(v6.ok()) << v6.message();
+  EXPECT_EQ(nat_str((*v6)[0].nat), "src=[2001:db8::1]-[2001:db8::ff]:5000");
+  EXPECT_TRUE(parse_actions("ct(nat,table=1)", two_ports()).ok());
+  struct Bad {
+    const char* text;
+    const char* want;
+  } bad[] = {
+      {"ct(commit,nat(src=1.2.3.5-1.2.3.4))", "ends before it starts"},
+      {"ct(commit,nat(src=1.2.3.4-[2001:db8::1]))", "of one family"},
+      {"ct(commit,nat(src=[2001:db8::1]-[2001:db9::1]))", "only in its last 32 bits"},
+      {"ct(commit,nat(src=1.2.3.4:2000-1000))", "within 1..65535"},
+      {"ct(commit,nat(src=1.2.3.4:0))", "within 1..65535"},
+      {"ct(commit,nat(via=1.2.3.4))", "expected src="},
+      {"ct(commit,nat(src=mars))", "expected an address"},
+  };
+  for (const Bad& b : bad)
+    EXPECT_NE(parse_actions(b.text, two_ports()).message().find(b.want), std::string::npos)
+        << b.text << ": " << parse_actions(b.text, two_ports()).message();
+  Rule r;
+  r.actions = *parse_actions("ct(nat(src=1.2.3.4)),output:inside", two_ports());
+  EXPECT_NE(check_rule(r).message().find("choose a translation at commit"), std::string::npos);
   EXPECT_NE(parse_actions("flood", two_ports()).message().find("unknown action"), std::string::npos);
   EXPECT_NE(parse_actions("", two_ports()).message().find("no actions"), std::string::npos);
 }
@@ -150,6 +188,23 @@ std::string replace(std::string s, const std::string& from, const std::string& t
   return s.replace(p, from.size(), to);
 }
 
+TEST(Config, NatRoomFollowsTheRules) {
+  EXPECT_FALSE(parse_config(kGood, "good.yaml")->ct.nat);
+  auto c = parse_config(replace(kGood, "\"output:outside\"}", "\"ct(commit,nat(src=192.0.2.1)),output:outside\"}"),
+                        "nat.yaml");
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_TRUE(c->ct.nat);
+  // Same pool in two rules: one pool.
+  auto same = parse_config(replace(kGood, "\"output:outside\"}",
+                                   "\"ct(commit,nat(src=192.0.2.1)),output:outside\"}\n"
+                                   "    - {priority: 2, match: \"\", actions: \"ct(commit,nat(src=192.0.2.1)),output:inside\"}"),
+                           "nat.yaml");
+  EXPECT_TRUE(same.ok()) << same.message();
+  auto asked = parse_config(replace(kGood, "capacity: 1000", "capacity: 1000\n  nat: true"), "nat.yaml");
+  ASSERT_TRUE(asked.ok()) << asked.message();
+  EXPECT_TRUE(asked->ct.nat);
+}
+
 TEST(Config, ErrorsNameFileLineAndKey) {
   struct Case {
     std::string text;
@@ -183,6 +238,17 @@ TEST(Config, ErrorsNameFileLineAndKey) {
       {replace(kGood, "tables:", "control: {socket: /run/" + std::string(110, 'x') + "}\ntables:"),
        "key 'control.socket': '/run/xxx"},
       {replace(kGood, "file_prefix: t1", "file_prefix: ../x"), "bad.yaml:2: key 'eal.file_prefix': '../x': use letters"},
+      // NAT: pools of one kind are the same or apart; translation needs commit and the tracker's room.
+      {replace(kGood, "\"output:outside\"}", "\"ct(commit,nat(src=192.0.2.1-192.0.2.9)),output:outside\"}\n"
+                                              "    - {priority: 2, match: \"ip_proto=udp\", actions: "
+                                              "\"ct(commit,nat(src=192.0.2.9:4000-5000)),output:outside\"}"),
+       "bad.yaml:18: key 'tables.1.actions': rule 3's nat(src=192.0.2.9:4000-5000) overlaps rule 2's "
+       "nat(src=192.0.2.1-192.0.2.9)"},
+      {replace(kGood, "\"output:outside\"}", "\"ct(nat(dst=192.0.2.1)),output:outside\"}"),
+       "bad.yaml:17: key 'tables.1[0].actions': nat(src=...) and nat(dst=...) choose a translation at commit"},
+      {replace(replace(kGood, "\"output:outside\"}", "\"ct(commit,nat(dst=192.0.2.1)),output:outside\"}"),
+               "capacity: 1000", "capacity: 1000\n  nat: false"),
+       "bad.yaml:9: key 'conntrack.nat': is false, but rules translate"},
   };
   for (const auto& c : cases) {
     auto r = parse_config(c.text, "bad.yaml");

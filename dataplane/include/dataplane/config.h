@@ -7,6 +7,7 @@
 
 #include "ctrack/tracker.h"
 #include "dataplane/offload_config.h"
+#include "dataplane/overlay.h"
 #include "dataplane/rules.h"
 
 namespace dp {
@@ -50,6 +51,7 @@ struct Config {
   WorkerConfig workers;
   ctrack::Config ct;
   OffloadConfig offload;
+  OverlayConfig overlay;
   std::string control_socket;  // default /run/dataplane/<file_prefix>.sock
   int control_line = 0;
   std::string metrics_listen;  // Prometheus /metrics: "HOST:PORT" or "unix:/PATH"; empty: off

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "ctrack/tracker.h"
+
 namespace dp {
 
 inline constexpr uint16_t kEthArp = 0x0806, kEthIpv4 = 0x0800, kEthIpv6 = 0x86DD;
@@ -22,6 +24,7 @@ enum MatchBit : uint32_t {
   kMTcpFlags = 1u << 8,
   kMCtState = 1u << 9,
   kMCtZone = 1u << 10,
+  kMTunId = 1u << 11,
 };
 
 struct Match {
@@ -37,6 +40,7 @@ struct Match {
   uint8_t tcp_flags = 0, tcp_flags_mask = 0;
   uint8_t ct_state = 0, ct_state_mask = 0;
   uint16_t ct_zone = 0;
+  uint32_t tun_id = 0;  // the VNI a packet was decapsulated with; 0: it came in no tunnel
 
   bool has(MatchBit b) const { return (fields & b) != 0; }
   // Which classifier lists this rule belongs to.
@@ -45,7 +49,7 @@ struct Match {
   bool applies_other() const;  // ARP, ND and non-IP ethertypes
 };
 
-enum class ActType : uint8_t { kCt, kOutput, kDrop, kCount, kSetMark, kGotoTable };
+enum class ActType : uint8_t { kCt, kOutput, kDrop, kCount, kSetMark, kGotoTable, kEncap };
 
 struct Action {
   ActType type = ActType::kDrop;
@@ -54,6 +58,10 @@ struct Action {
   int16_t table = -1;    // ct(table=T) or goto_table:T
   uint16_t port = 0;     // output
   uint32_t mark = 0;     // set_mark
+  ctrack::NatRange nat;  // ct(commit,nat(src=...|dst=...)): kind kNone when none
+  uint32_t vni = 0;      // encap(vxlan,vni=N,remote=IP)
+  uint8_t remote[4] = {};
+  uint16_t encap = 0;    // its outer header in the pipeline's list, set by Pipeline::build
 };
 
 }  // namespace dp

@@ -17,6 +17,7 @@
 #include "ctrack/parse.h"
 #include "ctrack/tracker.h"
 #include "dataplane/match.h"
+#include "dataplane/overlay.h"
 #include "sdn/status.h"
 #include "dataplane/steer.h"
 
@@ -42,7 +43,29 @@ inline constexpr unsigned kMaxPorts = 64;
 //                full_policy: drop). With `pass` it goes on untracked and
 //                ct counts it as `untracked`.
 //   handoff_full: the ring to the worker that owns the connection was full.
-enum class DropWhy : uint8_t { kNoMatch, kRule, kTxFull, kTxMtu, kRxOversize, kCtFull, kHandoffFull, kCount };
+//   nat_exhausted: ct(commit,nat(...)) found no free tuple in its range;
+//   vxlan_header:  to this VTEP's VXLAN port, but without the I flag, a
+//                  fragment, or lengths that disagree;
+//   vxlan_unknown_vni: a VNI overlay.vxlan.vnis does not list;
+//   vxlan_truncated: the UDP, VXLAN or inner Ethernet header cut short;
+//   encap_mtu:     longer than the egress port's MTU once encapsulated;
+//   encap_headroom: no room before the frame for the outer headers.
+enum class DropWhy : uint8_t {
+  kNoMatch,
+  kRule,
+  kTxFull,
+  kTxMtu,
+  kRxOversize,
+  kCtFull,
+  kHandoffFull,
+  kNatExhausted,
+  kVxlanHeader,
+  kVxlanVni,
+  kVxlanTrunc,
+  kEncapMtu,
+  kEncapHeadroom,
+  kCount
+};
 const char* drop_why_name(DropWhy d);
 
 // A worker's counters, one list: the struct's fields, `stats` and telemetry
@@ -107,7 +130,10 @@ struct CompiledRule {
 
 class Pipeline {
  public:
-  static Result<std::unique_ptr<Pipeline>> build(std::vector<Rule> rules, unsigned workers);
+  // `overlay`: this host's VTEP (decap, and the outer headers encap() puts
+  // on); rules with encap() need one.
+  static Result<std::unique_ptr<Pipeline>> build(std::vector<Rule> rules, unsigned workers,
+                                                 const OverlayConfig* overlay = nullptr);
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -157,6 +183,21 @@ class Pipeline {
   uint32_t gen_ = 0;                 // distinct per build: the flow cache's validity
   int32_t fast_zone_ = -1;           // the one zone every ct() uses, or -1 (no flow cache)
   uint32_t tcp_flag_tables_ = 0;     // bit t: a rule in table t matches tcp_flags
+  OverlayConfig ov_;                 // ov_.vxlan: decapsulate on ov_.port
+
+ public:
+  struct Encap {
+    uint8_t hdr[kVxlanOverhead];     // outer Ethernet, IPv4, UDP, VXLAN; lengths and checksum per packet
+    uint32_t ip_sum;                 // the IPv4 header's one's-complement sum without its total length
+  };
+
+ private:
+  std::vector<Encap> encaps_;        // index = Action::encap - 1
+
+ public:
+  // Puts encap `idx`'s outer headers at `hdr` (kVxlanOverhead bytes before
+  // an inner frame of `inner_len` bytes), with UDP source port `sport`.
+  void write_encap(uint8_t* hdr, uint16_t idx, uint32_t inner_len, uint16_t sport) const;
 };
 
 // Marks the NIC puts on packets it has classified, and what they mean. The
@@ -174,7 +215,7 @@ struct HwMarkTable {
 };
 
 struct PacketIn {
-  const uint8_t* data;
+  uint8_t* data;      // written by actions that rewrite the packet (NAT)
   uint32_t len;       // bytes in data (first segment)
   uint32_t pkt_len;   // whole frame
   uint16_t port;      // index into the config's ports
@@ -191,6 +232,9 @@ struct Verdict {
   uint8_t ct_state;
   int8_t handoff;    // >= 0: another worker owns the connection: hand the packet to it
   uint32_t mark;
+  uint16_t strip;    // bytes of outer headers (VXLAN decap) to remove before sending
+  uint16_t encap;    // > 0: put Pipeline::write_encap(encap) before it
+  uint16_t encap_sport;
 };
 
 // The established-flow cache (VPP's session fast path, OVS's exact-match
@@ -205,6 +249,8 @@ struct Verdict {
 struct FlowPath {
   uint32_t hash = 0;  // 0: empty slot
   uint16_t in_port = 0, vlan = 0;
+  uint32_t tun_id = 0;
+  uint16_t encap = 0;
   uint8_t state = 0;  // ct_state the packet had after its ct()
   uint8_t nrules = 0;
   bool commit = false;
@@ -263,7 +309,8 @@ class Datapath {
   void classify(Burst& b, int table);   // rte_acl, or the NIC's table-0 match
   void actions(Burst& b);               // hits counted, actions up to a ct()
   void exec(Burst& b, uint32_t i, uint32_t from);
-  void conntrack(Burst& b);             // batched per (zone, commit), then the actions after it
+  void conntrack(Burst& b);             // batched per (zone, commit, nat), then the actions after it
+  void translate(Burst& b, uint32_t i, const ctrack::Key& to);  // NAT: bytes and classifier key
   void finish(Burst& b);                // no match past the last table, path recording, egress MTU
   void note(const Burst& b, PacketNote* notes) const;
 

@@ -5,14 +5,18 @@
 //   ip_src=A.B.C.D/N  ip_dst=...  ipv6_src=X::/N  ipv6_dst=...
 //   ip_proto=tcp|udp|icmp|icmpv6|N  tp_src=N|N-M  tp_dst=N|N-M
 //   tcp_flags=+syn-ack...   ct_state=+trk+new-est... (trk new est rel rpl inv)
-//   ct_zone=N
+//   ct_zone=N  tun_id=N (the VNI a packet was decapsulated with; 0: none)
 // `eth_type=nd` names IPv6 neighbour discovery/MLD, which passes through the
 // tables like ARP and never reaches the tracker.
 //
 // Actions (comma separated, run in order; exactly one terminal action last):
 //   ct(commit,zone=N,table=T)  ct(table=T)  ct(commit)   -- table=T is terminal
+//   ct(commit,nat(src=A[-B][:P[-Q]]),...)  ct(commit,nat(dst=...),...)
+//     (IPv6: nat(src=[X::1]-[X::2]:P-Q)); `nat` alone is accepted and does
+//     nothing more: every ct() in a translated connection's zone applies
+//     its translation (see README, NAT)
 //   output:PORT  drop  goto_table:T                      -- terminal
-//   count  set_mark:N
+//   count  set_mark:N  encap(vxlan,vni=N,remote=A.B.C.D)   -- before an output:
 #pragma once
 
 #include <cstdint>
@@ -53,7 +57,9 @@ Result<std::vector<Action>> parse_actions(std::string_view text, const PortNames
 Status check_rule(const Rule& r);
 
 // Checks a whole rule set: every goto_table / ct(table=N) reaches a table
-// that has rules. On error *bad is the offending rule's index.
+// that has rules; NAT ranges of one kind are the same range or apart (two
+// pools sharing addresses would hand out the same tuples). On error *bad is
+// the offending rule's index.
 Status check_rule_set(const std::vector<Rule>& rules, size_t* bad = nullptr);
 
 // What makes a rule the same rule across swaps (its counters carry over
@@ -65,5 +71,7 @@ std::string rule_fingerprint(const Rule& r);
 void remap_ports(std::vector<Rule>& rules, const std::vector<int>& map);
 
 std::string ct_state_str(uint8_t bits);  // "+trk+est+rpl"
+std::string nat_str(const ctrack::NatRange& r);  // "src=203.0.113.1-203.0.113.4:1024-65535"
+bool uses_nat(const std::vector<Rule>& rules);
 
 }  // namespace dp

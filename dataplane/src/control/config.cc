@@ -1,10 +1,13 @@
 #include "dataplane/config.h"
 #include "metrics.h"
 
+#include <arpa/inet.h>
 #include <sched.h>
 #include <sys/un.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -232,7 +235,8 @@ Status parse_workers(const Ctx& c, const YAML::Node& n, WorkerConfig* w) {
 Status parse_conntrack(const Ctx& c, const YAML::Node& n, ctrack::Config* ct) {
   TRY(check_keys(c, n, "conntrack",
                  {"capacity", "full_policy", "tcp_liberal", "tcp_midstream", "timeouts", "zones", "sweep_per_call",
-                  "early_drop_scan"}));
+                  "early_drop_scan", "nat"}));
+  TRY(get_bool(c, n, "nat", "conntrack", &ct->nat));
   TRY(get_uint(c, n, "capacity", "conntrack", &ct->capacity, 16, 1u << 30));
   TRY(get_bool(c, n, "tcp_liberal", "conntrack", &ct->tcp_liberal));
   TRY(get_bool(c, n, "tcp_midstream", "conntrack", &ct->tcp_midstream));
@@ -382,10 +386,114 @@ Status parse_tables(const Ctx& c, const YAML::Node& n, const PortNames& ports, s
 
 }  // namespace
 
+bool OverlayConfig::has_vni(uint32_t v) const { return std::binary_search(vnis.begin(), vnis.end(), v); }
+
+const VxlanRemote* OverlayConfig::remote(const uint8_t ip[4]) const {
+  for (const VxlanRemote& r : remotes)
+    if (memcmp(r.ip, ip, 4) == 0) return &r;
+  return nullptr;
+}
+
+bool OverlayConfig::operator==(const OverlayConfig& o) const {
+  if (vxlan != o.vxlan || memcmp(local, o.local, 4) || memcmp(mac, o.mac, 6) || port != o.port ||
+      udp_port != o.udp_port || ttl != o.ttl || df != o.df || vnis != o.vnis || remotes.size() != o.remotes.size())
+    return false;
+  for (size_t i = 0; i < remotes.size(); i++)
+    if (memcmp(remotes[i].ip, o.remotes[i].ip, 4) || memcmp(remotes[i].mac, o.remotes[i].mac, 6)) return false;
+  return true;
+}
+
 PortNames Config::port_names() const {
   PortNames p;
   for (const auto& port : ports) p.names.push_back(port.name);
   return p;
+}
+
+Status parse_mac(const Ctx& c, const YAML::Node& n, const std::string& key, uint8_t mac[6]) {
+  unsigned b[6];
+  char tail;
+  if (!n.IsScalar() || sscanf(n.Scalar().c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+                              &tail) != 6)
+    return c.err(n, key, "expected a MAC address aa:bb:cc:dd:ee:ff");
+  for (int i = 0; i < 6; i++) mac[i] = static_cast<uint8_t>(b[i]);
+  return {};
+}
+
+Status parse_ipv4(const Ctx& c, const YAML::Node& n, const std::string& key, uint8_t ip[4]) {
+  if (!n.IsScalar() || inet_pton(AF_INET, n.Scalar().c_str(), ip) != 1)
+    return c.err(n, key, "expected an IPv4 address (the underlay is IPv4)");
+  return {};
+}
+
+// overlay: {vxlan: {local, port, mac, udp_port, ttl, df, vnis, remotes}}
+Status parse_overlay(const Ctx& c, const YAML::Node& n, const PortNames& ports, OverlayConfig* o) {
+  TRY(check_keys(c, n, "overlay", {"vxlan"}));
+  YAML::Node v = n["vxlan"];
+  if (!v) return {};
+  const std::string P = "overlay.vxlan";
+  TRY(check_keys(c, v, P, {"local", "port", "mac", "udp_port", "ttl", "df", "vnis", "remotes"}));
+  o->vxlan = true;
+  o->line = v.Mark().line + 1;
+  for (const char* k : {"local", "port", "mac", "vnis"})
+    if (!v[k]) return c.err(v, P + "." + k, "is required");
+  TRY(parse_ipv4(c, v["local"], P + ".local", o->local));
+  TRY(parse_mac(c, v["mac"], P + ".mac", o->mac));
+  std::string port;
+  TRY(get_str(c, v, "port", P, &port));
+  const int pi = ports.find(port);
+  if (pi < 0) return c.err(v["port"], P + ".port", "no port named '" + port + "'");
+  o->port = static_cast<uint16_t>(pi);
+  TRY(get_uint(c, v, "udp_port", P, &o->udp_port, 1, 65535));
+  TRY(get_uint(c, v, "ttl", P, &o->ttl, 1, 255));
+  TRY(get_bool(c, v, "df", P, &o->df));
+  YAML::Node vn = v["vnis"];
+  if (!vn.IsSequence() || vn.size() == 0) return c.err(vn, P + ".vnis", "expected a list of VNIs");
+  std::map<uint32_t, int> seen;
+  for (size_t i = 0; i < vn.size(); i++) {
+    const std::string k = P + ".vnis[" + std::to_string(i) + "]";
+    uint32_t vni = 0;
+    TRY(parse_uint(c, vn[i], k, &vni, 1, kVxlanMaxVni));
+    if (auto [at, fresh] = seen.emplace(vni, vn[i].Mark().line + 1); !fresh)
+      return c.err(vn[i], k, "VNI " + std::to_string(vni) + " is listed twice (first at line " +
+                                 std::to_string(at->second) + ")");
+    o->vnis.push_back(vni);
+  }
+  std::sort(o->vnis.begin(), o->vnis.end());
+  if (YAML::Node rs = v["remotes"]) {
+    if (!rs.IsSequence()) return c.err(rs, P + ".remotes", "expected a list of {ip, mac}");
+    for (size_t i = 0; i < rs.size(); i++) {
+      const std::string k = P + ".remotes[" + std::to_string(i) + "]";
+      TRY(check_keys(c, rs[i], k, {"ip", "mac"}));
+      if (!rs[i]["ip"] || !rs[i]["mac"]) return c.err(rs[i], k, "needs ip and mac (the next hop toward it)");
+      VxlanRemote r;
+      r.line = rs[i].Mark().line + 1;
+      TRY(parse_ipv4(c, rs[i]["ip"], k + ".ip", r.ip));
+      TRY(parse_mac(c, rs[i]["mac"], k + ".mac", r.mac));
+      if (o->remote(r.ip)) return c.err(rs[i]["ip"], k + ".ip", "remote listed twice");
+      if (memcmp(r.ip, o->local, 4) == 0) return c.err(rs[i]["ip"], k + ".ip", "is this VTEP's own address");
+      o->remotes.push_back(r);
+    }
+  }
+  return {};
+}
+
+// Every encap() names a configured VNI and a remote with a next hop.
+Status check_encaps(const Ctx& c, const std::vector<Rule>& rules, const OverlayConfig& o) {
+  for (const Rule& r : rules)
+    for (const Action& a : r.actions) {
+      if (a.type != ActType::kEncap) continue;
+      auto err = [&](const std::string& m) {
+        return Status::error(c.file + ":" + std::to_string(r.line) + ": key 'tables." + std::to_string(r.table) +
+                             ".actions': rule " + std::to_string(r.id) + ": " + m);
+      };
+      char ip[INET_ADDRSTRLEN];
+      inet_ntop(AF_INET, a.remote, ip, sizeof ip);
+      if (!o.vxlan) return err("encap(vxlan,...) needs overlay.vxlan (this host's VTEP)");
+      if (!o.has_vni(a.vni)) return err("VNI " + std::to_string(a.vni) + " is not in overlay.vxlan.vnis");
+      if (!o.remote(a.remote))
+        return err("no next hop for remote " + std::string(ip) + " (overlay.vxlan.remotes lists none)");
+    }
+  return {};
 }
 
 Result<Config> parse_config(const std::string& text, const std::string& name) {
@@ -402,7 +510,8 @@ Result<Config> parse_config(const std::string& text, const std::string& name) {
   // the flow cache's ct calls change when entries go.
   cfg.ct.sweep_per_call = 0;
   try {
-    TRY(check_keys(c, root, "", {"eal", "ports", "workers", "conntrack", "offload", "control", "metrics", "tables"}));
+    TRY(check_keys(c, root, "",
+                   {"eal", "ports", "workers", "conntrack", "offload", "control", "metrics", "overlay", "tables"}));
     if (root["eal"]) TRY(parse_eal(c, root["eal"], &cfg.eal));
     TRY(parse_ports(c, root["ports"], &cfg.ports));
     if (root["workers"]) TRY(parse_workers(c, root["workers"], &cfg.workers));
@@ -426,8 +535,18 @@ Result<Config> parse_config(const std::string& text, const std::string& name) {
         if (Status s = parse_metrics_listen(cfg.metrics_listen); !s) return c.err(m["listen"], "metrics.listen", s.message());
       }
     }
+    if (root["overlay"]) TRY(parse_overlay(c, root["overlay"], cfg.port_names(), &cfg.overlay));
     if (!root["tables"]) return c.err(root, "tables", "is required (the pipeline's rules)");
     TRY(parse_tables(c, root["tables"], cfg.port_names(), &cfg.rules));
+    TRY(check_encaps(c, cfg.rules, cfg.overlay));
+    // NAT needs the tracker's side table: on when the rules translate, or
+    // asked for (rules added later may then translate).
+    if (uses_nat(cfg.rules)) {
+      YAML::Node ct = root["conntrack"];
+      if (ct && ct["nat"] && !cfg.ct.nat)
+        return c.err(ct["nat"], "conntrack.nat", "is false, but rules translate with ct(commit,nat(...))");
+      cfg.ct.nat = true;
+    }
   } catch (const YAML::Exception& e) {
     return Status::error(name + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }

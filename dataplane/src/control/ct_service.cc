@@ -60,23 +60,30 @@ ControlServer::Reply Daemon::ct_list(int zone, Format f) {
     cur->at = t.for_each_from(
         mono_ns(), cur->at, 4096,
         [&](const ctrack::ConnInfo& c) {
-          if (f == Format::kJson)
-            o << nlohmann::json{{"zone", c.orig.zone},
-                                {"tuple", c.orig.str()},
-                                {"state", c.state},
-                                {"offloaded", c.offloaded},
-                                {"packets_orig", c.packets[0]},
-                                {"packets_reply", c.packets[1]},
-                                {"bytes_orig", c.bytes[0]},
-                                {"bytes_reply", c.bytes[1]},
-                                {"age_s", c.age_ms / 1000},
-                                {"timeout_s", c.timeout_ms / 1000}}
-                     .dump()
-              << "\n";
-          else
-            o << c.orig.str() << " " << c.state << (c.offloaded ? " offloaded" : "") << " pkts=" << c.packets[0] << "/"
+          const char* nat = c.nat == ctrack::NatKind::kSrc ? "snat" : c.nat == ctrack::NatKind::kDst ? "dnat" : nullptr;
+          if (f == Format::kJson) {
+            nlohmann::json j{{"zone", c.orig.zone},
+                             {"tuple", c.orig.str()},
+                             {"state", c.state},
+                             {"offloaded", c.offloaded},
+                             {"packets_orig", c.packets[0]},
+                             {"packets_reply", c.packets[1]},
+                             {"bytes_orig", c.bytes[0]},
+                             {"bytes_reply", c.bytes[1]},
+                             {"age_s", c.age_ms / 1000},
+                             {"timeout_s", c.timeout_ms / 1000}};
+            if (nat) {
+              j["nat"] = nat;
+              j["reply_tuple"] = c.reply.str();
+            }
+            o << j.dump() << "\n";
+          } else {
+            o << c.orig.str() << " " << c.state << (c.offloaded ? " offloaded" : "");
+            if (nat) o << " " << nat << " reply=" << c.reply.str().substr(0, c.reply.str().rfind(" zone"));
+            o << " pkts=" << c.packets[0] << "/"
               << c.packets[1] << " bytes=" << c.bytes[0] << "/" << c.bytes[1] << " age=" << c.age_ms / 1000
               << "s timeout=" << c.timeout_ms / 1000 << "s\n";
+          }
           cur->n++;
         },
         zone);

@@ -192,6 +192,17 @@ Status Daemon::start() {
     // judged by the worker that owns it (steer.h); others hand them over.
     steer_ = std::make_unique<Steering>(kSymmetricRssKey, sizeof kSymmetricRssKey, nw);
     for (auto& w : workers_) w->dp->set_steering(steer_.get(), w->id);
+    // NAT: each shard takes only translated tuples whose replies it owns.
+    nat_owners_.resize(nw);
+    for (unsigned i = 0; i < nw; i++) {
+      nat_owners_[i] = NatOwner{steer_.get(), i};
+      shards_[i]->set_nat_filter(
+          [](const ctrack::Key& reply, const void* ctx) {
+            const auto* o = static_cast<const NatOwner*>(ctx);
+            return o->steer->owner(reply) == o->self;
+          },
+          &nat_owners_[i]);
+    }
     for (unsigned from = 0; from < nw; from++)
       for (unsigned to = 0; to < nw; to++) {
         rte_ring* r = nullptr;
@@ -207,7 +218,7 @@ Status Daemon::start() {
   for (size_t i = 0; i < cfg_.ports.size(); i++)
     if (Status s = setup_port(i); !s) return s;
 
-  auto pl = Pipeline::build(cfg_.rules, nw);
+  auto pl = Pipeline::build(cfg_.rules, nw, &cfg_.overlay);
   if (!pl) return pl.status();
   log_pipeline(*pl.value());
   pipeline_.store(pl.value().release());

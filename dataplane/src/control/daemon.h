@@ -80,6 +80,11 @@ class Daemon {
   std::vector<uint16_t> port_ids_;
   std::vector<uint16_t> port_index_;   // DPDK port id -> index in the config's ports
   std::unique_ptr<Steering> steer_;    // with several workers: who owns a connection
+  struct NatOwner {
+    const Steering* steer;
+    unsigned self;
+  };
+  std::vector<NatOwner> nat_owners_;   // each shard's NAT tuple filter (set_nat_filter), sized once
   std::vector<rte_ring*> handoff_;     // [from * workers + to], single producer / single consumer
   size_t started_ports_ = 0;
   std::vector<bool> promisc_on_;  // we turned it on: turn it off on stop

@@ -39,10 +39,11 @@
 
 namespace dp {
 
-
-
 Status Daemon::install(std::vector<Rule> rules) {
-  auto pl = Pipeline::build(rules, static_cast<unsigned>(workers_.size()));
+  if (!cfg_.ct.nat && uses_nat(rules))
+    return Status::error("ct(commit,nat(...)) needs the tracker's room for NAT, and it was started without it "
+                         "(set conntrack.nat: true; needs a restart)");
+  auto pl = Pipeline::build(rules, static_cast<unsigned>(workers_.size()), &cfg_.overlay);
   if (!pl) return pl.status();
   log_pipeline(*pl.value());
   std::lock_guard<std::mutex> lk(mu_);
@@ -142,6 +143,12 @@ Status Daemon::reload_config() {
       wa.mbuf_cache != wb.mbuf_cache)
     refused.push_back("workers: changed (needs a restart)");
   if (cfg_.metrics_listen != c.metrics_listen) refused.push_back("metrics: changed (needs a restart)");
+  if (!(cfg_.overlay == c.overlay)) refused.push_back("overlay: changed (needs a restart)");
+  // NAT's room stays once there (rules without NAT run in it too).
+  if (c.ct.nat && !cfg_.ct.nat)
+    refused.push_back("conntrack.nat: the rules now translate, and the tracker was started without room for NAT "
+                      "(set conntrack.nat: true; needs a restart)");
+  c.ct.nat = cfg_.ct.nat;
   if (!same_ct_except_timeouts(cfg_.ct, c.ct))
     refused.push_back("conntrack: only timeouts change on reload (capacity, policy and zones need a restart)");
   const OffloadConfig &oa = cfg_.offload, &ob = c.offload;

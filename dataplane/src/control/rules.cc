@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstring>
 
 #include "ctrack/tracker.h"
 
@@ -203,10 +204,13 @@ Result<Match> parse_match(std::string_view text, const PortNames& ports) {
     } else if (f == "ct_zone") {
       if (!(st = once(kMCtZone))) return st;
       if (!parse_num(v, &m.ct_zone, uint16_t{0xFFFF})) return bad(f, v, "zone must be 0..65535");
+    } else if (f == "tun_id") {
+      if (!(st = once(kMTunId))) return st;
+      if (!parse_num(v, &m.tun_id, uint32_t{0xFFFFFF})) return bad(f, v, "tun_id (a VNI) must be 0..16777215");
     } else {
       return Status::error("unknown match field '" + std::string(f) +
                            "' (known: in_port eth_type vlan ip_src ip_dst ipv6_src ipv6_dst ip_proto tp_src tp_dst "
-                           "tcp_flags ct_state ct_zone)");
+                           "tcp_flags ct_state ct_zone tun_id)");
     }
   }
   // Cross-field checks.
@@ -221,6 +225,85 @@ Result<Match> parse_match(std::string_view text, const PortNames& ports) {
       (m.fields & (kMProto | kMTpSrc | kMTpDst | kMTcpFlags | kMCtState | kMCtZone)))
     return Status::error("IP fields given with a non-IP eth_type");
   return m;
+}
+
+// One end of a NAT address range: A.B.C.D or [X::Y].
+bool parse_nat_addr(std::string_view v, int* family, uint8_t* out) {
+  std::string a(v);
+  int f = 4;
+  if (!a.empty() && a.front() == '[' && a.back() == ']') {
+    a = a.substr(1, a.size() - 2);
+    f = 6;
+  }
+  if (inet_pton(f == 6 ? AF_INET6 : AF_INET, a.c_str(), out) != 1) return false;
+  if (*family && *family != f) return false;
+  *family = f;
+  return true;
+}
+
+// src=A[-B][:P[-Q]] or dst=..., as OVS writes them.
+Status parse_nat(std::string_view v, ctrack::NatRange* r) {
+  v = trim(v);
+  if (v.rfind("src=", 0) == 0) r->kind = ctrack::NatKind::kSrc;
+  else if (v.rfind("dst=", 0) == 0) r->kind = ctrack::NatKind::kDst;
+  else return Status::error("expected src=ADDR[-ADDR][:PORT[-PORT]] or dst=...");
+  v.remove_prefix(4);
+  // The port part starts at the last ':' outside brackets.
+  size_t colon = std::string_view::npos;
+  int depth = 0;
+  for (size_t i = 0; i < v.size(); i++) {
+    if (v[i] == '[') depth++;
+    else if (v[i] == ']') depth--;
+    else if (v[i] == ':' && depth == 0) colon = i;
+  }
+  std::string_view addrs = v.substr(0, colon), ports = colon == std::string_view::npos ? "" : v.substr(colon + 1);
+  size_t dash = std::string_view::npos;
+  depth = 0;
+  for (size_t i = 0; i < addrs.size(); i++) {
+    if (addrs[i] == '[') depth++;
+    else if (addrs[i] == ']') depth--;
+    else if (addrs[i] == '-' && depth == 0) dash = i;
+  }
+  int family = 0;
+  std::string_view lo = addrs.substr(0, dash), hi = dash == std::string_view::npos ? lo : addrs.substr(dash + 1);
+  if (!parse_nat_addr(lo, &family, r->addr_min) || !parse_nat_addr(hi, &family, r->addr_max))
+    return Status::error("'" + std::string(addrs) + "': expected an address or a range A-B of one family (IPv6 in [])");
+  r->family = static_cast<uint8_t>(family);
+  const int n = family == 6 ? 16 : 4;
+  if (memcmp(r->addr_min, r->addr_max, static_cast<size_t>(n)) > 0)
+    return Status::error("'" + std::string(addrs) + "': the range ends before it starts");
+  if (family == 6 && memcmp(r->addr_min, r->addr_max, 12) != 0)
+    return Status::error("'" + std::string(addrs) + "': an IPv6 range may differ only in its last 32 bits");
+  if (colon != std::string_view::npos) {
+    size_t pd = ports.find('-');
+    std::string_view plo = ports.substr(0, pd), phi = pd == std::string_view::npos ? plo : ports.substr(pd + 1);
+    if (!parse_num(plo, &r->port_min, uint16_t{0xFFFF}) || !parse_num(phi, &r->port_max, uint16_t{0xFFFF}) ||
+        r->port_min == 0 || r->port_min > r->port_max)
+      return Status::error("'" + std::string(ports) + "': expected a port or a range P-Q within 1..65535");
+  }
+  return {};
+}
+
+uint64_t nat_addr_key(const uint8_t* a, int family) {
+  const uint8_t* p = a + (family == 6 ? 12 : 0);
+  return static_cast<uint64_t>(p[0]) << 24 | p[1] << 16 | p[2] << 8 | p[3];
+}
+
+// Do two ranges of one kind share a translated address and port?
+bool nat_overlap(const ctrack::NatRange& a, const ctrack::NatRange& b) {
+  if (a.kind != b.kind || a.family != b.family) return false;
+  if (a.family == 6 && memcmp(a.addr_min, b.addr_min, 12) != 0) return false;
+  if (nat_addr_key(a.addr_max, a.family) < nat_addr_key(b.addr_min, b.family) ||
+      nat_addr_key(b.addr_max, b.family) < nat_addr_key(a.addr_min, a.family))
+    return false;
+  const bool a_all = a.port_min == 0, b_all = b.port_min == 0;
+  if (a_all || b_all) return true;
+  return !(a.port_max < b.port_min || b.port_max < a.port_min);
+}
+
+bool same_nat(const ctrack::NatRange& a, const ctrack::NatRange& b) {
+  return a.kind == b.kind && a.family == b.family && memcmp(a.addr_min, b.addr_min, 16) == 0 &&
+         memcmp(a.addr_max, b.addr_max, 16) == 0 && a.port_min == b.port_min && a.port_max == b.port_max;
 }
 
 Result<std::vector<Action>> parse_actions(std::string_view text, const PortNames& ports) {
@@ -247,6 +330,26 @@ Result<std::vector<Action>> parse_actions(std::string_view text, const PortNames
       a.type = ActType::kSetMark;
       if (!parse_num(item.substr(9), &a.mark, uint32_t{0xFFFFFFFF}))
         return Status::error("'" + std::string(item) + "': mark must be a 32-bit number");
+    } else if (item.rfind("encap(", 0) == 0 && item.back() == ')') {
+      a.type = ActType::kEncap;
+      bool vxlan = false, vni = false, remote = false;
+      for (std::string_view arg : split_top(item.substr(6, item.size() - 7))) {
+        if (arg == "vxlan") {
+          vxlan = true;
+        } else if (arg.rfind("vni=", 0) == 0) {
+          if (!parse_num(arg.substr(4), &a.vni, uint32_t{0xFFFFFF}) || a.vni == 0)
+            return Status::error("'" + std::string(item) + "': vni must be 1..16777215");
+          vni = true;
+        } else if (arg.rfind("remote=", 0) == 0) {
+          if (inet_pton(AF_INET, std::string(arg.substr(7)).c_str(), a.remote) != 1)
+            return Status::error("'" + std::string(item) + "': remote must be an IPv4 address (the underlay is IPv4)");
+          remote = true;
+        } else {
+          return Status::error("'" + std::string(item) + "': unknown encap argument '" + std::string(arg) +
+                               "' (known: vxlan vni=N remote=IP)");
+        }
+      }
+      if (!vxlan || !vni || !remote) return Status::error("'" + std::string(item) + "': expected encap(vxlan,vni=N,remote=IP)");
     } else if (item.rfind("ct(", 0) == 0 && item.back() == ')') {
       a.type = ActType::kCt;
       for (std::string_view arg : split_top(item.substr(3, item.size() - 4))) {
@@ -259,14 +362,18 @@ Result<std::vector<Action>> parse_actions(std::string_view text, const PortNames
         } else if (arg.rfind("table=", 0) == 0) {
           if (!parse_num(arg.substr(6), &a.table, int16_t{kMaxTables - 1}))
             return Status::error("'" + std::string(item) + "': table must be 0.." + std::to_string(kMaxTables - 1));
+        } else if (arg == "nat") {
+        } else if (arg.rfind("nat(", 0) == 0 && arg.back() == ')') {
+          if (Status st = parse_nat(arg.substr(4, arg.size() - 5), &a.nat); !st)
+            return Status::error("'" + std::string(arg) + "': " + st.message());
         } else {
           return Status::error("'" + std::string(item) + "': unknown ct argument '" + std::string(arg) +
-                               "' (known: commit zone=N table=N)");
+                               "' (known: commit zone=N table=N nat nat(src=...) nat(dst=...))");
         }
       }
     } else {
       return Status::error("unknown action '" + std::string(item) +
-                           "' (known: ct(...) output:PORT drop count set_mark:N goto_table:N)");
+                           "' (known: ct(...) output:PORT drop count set_mark:N goto_table:N encap(vxlan,...))");
     }
     out.push_back(a);
   }
@@ -281,6 +388,15 @@ Status check_rule(const Rule& r) {
     bool terminal = a.type == ActType::kOutput || a.type == ActType::kDrop || a.type == ActType::kGotoTable ||
                     (a.type == ActType::kCt && a.table >= 0);
     if (a.type == ActType::kCt && ++cts > 1) return Status::error("at most one ct() per rule");
+    if (a.type == ActType::kEncap && (i + 1 >= r.actions.size() || r.actions.back().type != ActType::kOutput))
+      return Status::error("encap(...) goes before the output: that sends the encapsulated packet");
+    if (a.type == ActType::kEncap) {
+      for (size_t k = i + 1; k < r.actions.size(); k++)
+        if (r.actions[k].type == ActType::kCt || r.actions[k].type == ActType::kEncap)
+          return Status::error("nothing but count, set_mark and output after encap(...)");
+    }
+    if (a.type == ActType::kCt && a.nat.kind != ctrack::NatKind::kNone && !a.commit)
+      return Status::error("nat(src=...) and nat(dst=...) choose a translation at commit: ct(commit,nat(...))");
     if (terminal && i + 1 != r.actions.size())
       return Status::error("actions after a terminal action (output, drop, goto_table, ct(table=N)) never run");
     if (!terminal && i + 1 == r.actions.size())
@@ -304,6 +420,19 @@ Status check_rule_set(const std::vector<Rule>& rules, size_t* bad) {
                              ", which has no rules (every packet sent there would be dropped as no_match)");
       }
     }
+  std::vector<std::pair<size_t, const ctrack::NatRange*>> pools;
+  for (size_t i = 0; i < rules.size(); i++)
+    for (const Action& a : rules[i].actions) {
+      if (a.type != ActType::kCt || a.nat.kind == ctrack::NatKind::kNone) continue;
+      for (const auto& [j, q] : pools)
+        if (!same_nat(a.nat, *q) && nat_overlap(a.nat, *q)) {
+          if (bad) *bad = i;
+          return Status::error("rule " + std::to_string(rules[i].id) + "'s nat(" + nat_str(a.nat) +
+                               ") overlaps rule " + std::to_string(rules[j].id) + "'s nat(" + nat_str(*q) +
+                               "): pools are the same range or apart (two would hand out the same tuples)");
+        }
+      pools.push_back({i, &a.nat});
+    }
   return {};
 }
 
@@ -318,6 +447,29 @@ void remap_ports(std::vector<Rule>& rules, const std::vector<int>& map) {
     for (Action& a : r.actions)
       if (a.type == ActType::kOutput) a.port = static_cast<uint16_t>(map[a.port]);
   }
+}
+
+std::string nat_str(const ctrack::NatRange& r) {
+  if (r.kind == ctrack::NatKind::kNone) return "";
+  char lo[INET6_ADDRSTRLEN], hi[INET6_ADDRSTRLEN];
+  const int af = r.family == 6 ? AF_INET6 : AF_INET;
+  inet_ntop(af, r.addr_min, lo, sizeof lo);
+  inet_ntop(af, r.addr_max, hi, sizeof hi);
+  auto a = [&](const char* x) { return r.family == 6 ? "[" + std::string(x) + "]" : std::string(x); };
+  std::string s = (r.kind == ctrack::NatKind::kSrc ? "src=" : "dst=") + a(lo);
+  if (strcmp(lo, hi) != 0) s += "-" + a(hi);
+  if (r.port_min) {
+    s += ":" + std::to_string(r.port_min);
+    if (r.port_max != r.port_min) s += "-" + std::to_string(r.port_max);
+  }
+  return s;
+}
+
+bool uses_nat(const std::vector<Rule>& rules) {
+  for (const Rule& r : rules)
+    for (const Action& a : r.actions)
+      if (a.type == ActType::kCt && a.nat.kind != ctrack::NatKind::kNone) return true;
+  return false;
 }
 
 std::string ct_state_str(uint8_t b) {

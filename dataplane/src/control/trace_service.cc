@@ -81,6 +81,9 @@ std::string Daemon::trace(const std::string& text, Format fmt) {
     t.for_each_from(now, f.conn, 1, [&](const ctrack::ConnInfo& c) {
       *note = "connection " + c.orig.str() + " " + c.state + ", entry " + std::to_string(f.conn) + where +
               " (the TCP window check is not run here)";
+      if (c.nat != ctrack::NatKind::kNone)
+        *note += "; translated (" + std::string(c.nat == ctrack::NatKind::kSrc ? "snat" : "dnat") +
+                 "): replies travel as " + c.reply.str();
     });
     if (q.meta & ctrack::kMetaIcmpError) return ctrack::kCtTrk | ctrack::kCtRel;
     return static_cast<uint8_t>(ctrack::kCtTrk | ctrack::kCtEst | (f.dir ? ctrack::kCtRpl : 0));

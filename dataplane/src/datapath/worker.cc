@@ -42,6 +42,7 @@ class Worker {
   bool poll_handoff(Pipeline& pl, uint64_t now);
   uint16_t nic_stage(uint16_t n, uint64_t now);  // what the NIC model did; returns the packets left for software
   void judge(Pipeline& pl, uint16_t n, uint64_t now);
+  bool tunnel(const Pipeline& pl, rte_mbuf* m, const Verdict& v);  // false: no room for the outer headers
   void publish_trace(uint32_t traced_before);
   void flush(size_t p);
   void hand(unsigned to);
@@ -51,7 +52,7 @@ class Worker {
     if (b.n == 2 * kMaxBurst) flush(static_cast<size_t>(o));
   }
   void packet_in(uint16_t i, rte_mbuf* m) {
-    in_[i] = PacketIn{rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, m->pkt_len, e_.port_index[m->port],
+    in_[i] = PacketIn{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, m->pkt_len, e_.port_index[m->port],
                       (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0, m->hash.fdir.hi};
   }
   TraceRecord* record(const PacketIn& p, uint64_t now, uint8_t stage);
@@ -129,7 +130,9 @@ void Worker::judge(Pipeline& pl, uint16_t n, uint64_t now) {
     }
   }
   for (uint16_t i = 0; i < n; i++) {
-    if (v_[i].out_port >= 0) {
+    if (v_[i].out_port >= 0 && (v_[i].strip || v_[i].encap) && !tunnel(pl, mb_[i], v_[i])) {
+      rte_pktmbuf_free(mb_[i]);
+    } else if (v_[i].out_port >= 0) {
       to_tx(mb_[i], v_[i].out_port);
     } else if (v_[i].handoff >= 0) {
       TxBuf& b = ho_[static_cast<unsigned>(v_[i].handoff)];
@@ -141,6 +144,21 @@ void Worker::judge(Pipeline& pl, uint16_t n, uint64_t now) {
   }
   for (size_t o = 0; o < nports_; o++) flush(o);
   for (unsigned t = 0; t < nw_; t++) hand(t);
+}
+
+// VXLAN: the outer headers of a decapsulated frame come off, an
+// encapsulated one's go on (the mbuf's headroom holds them).
+bool Worker::tunnel(const Pipeline& pl, rte_mbuf* m, const Verdict& v) {
+  if (v.strip) rte_pktmbuf_adj(m, v.strip);
+  if (!v.encap) return true;
+  const uint32_t inner = m->pkt_len;
+  auto* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, kVxlanOverhead));
+  if (!h) {
+    st_.drop[static_cast<int>(DropWhy::kEncapHeadroom)]++;
+    return false;
+  }
+  pl.write_encap(h, v.encap, inner, v.encap_sport);
+  return true;
 }
 
 // The NIC model's steering runs first; what it handles never reaches the

@@ -289,7 +289,7 @@ tables:
 )Y";
   auto cfg = parse_config(yaml, "hw-check");
   if (!cfg) return fail(cfg.message());
-  auto pl = Pipeline::build(cfg->rules, 1);
+  auto pl = Pipeline::build(cfg->rules, 1, &cfg->overlay);
   if (!pl) return fail(pl.message());
   pl_ = std::move(pl.value());
   ctrack::Config cc;
@@ -395,7 +395,7 @@ void HwCheck::forward() {
     rte_mbuf* m[32];
     uint16_t n = rte_eth_rx_burst(ports_[i], 0, m, 32);
     for (uint16_t k = 0; k < n; k++) {
-      const uint8_t* d = rte_pktmbuf_mtod(m[k], const uint8_t*);
+      uint8_t* d = rte_pktmbuf_mtod(m[k], uint8_t*);
       PacketIn pk{d, m[k]->data_len, m[k]->pkt_len, static_cast<uint16_t>(i), false, 0};
       if (m[k]->ol_flags & RTE_MBUF_F_RX_FDIR_ID) {
         pk.has_mark = true;

@@ -319,6 +319,7 @@ const char* field_name(uint32_t bit) {
     case kMTcpFlags: return "tcp_flags";
     case kMCtState: return "ct_state";
     case kMCtZone: return "ct_zone";
+    case kMTunId: return "tun_id";
   }
   return "?";
 }
@@ -425,6 +426,7 @@ uint32_t build_pattern(Flow& f, const Match& m, int family) {
 std::string refuse_match(const Match& m) {
   if (m.has(kMCtState)) return "ct_state: only software conntrack sets it";
   if (m.has(kMCtZone)) return "ct_zone: only software conntrack sets it";
+  if (m.has(kMTunId)) return "tun_id: VXLAN decap runs in software (the NIC's rules would see the outer headers)";
   if (m.has(kMEthType) && m.eth_type == kEthNd) return "eth_type=nd: neighbour discovery is five ICMPv6 types";
   if (m.has(kMTpSrc) && m.tp_src_lo != m.tp_src_hi && !(m.tp_src_lo == 0 && m.tp_src_hi == 0xFFFF))
     return "tp_src range: mlx5 matches exact ports only";
@@ -462,6 +464,7 @@ bool may_overlap(const Match& a, const Match& b) {
   if (a.has(kMTpDst) && b.has(kMTpDst) && ranges_disjoint(a.tp_dst_lo, a.tp_dst_hi, b.tp_dst_lo, b.tp_dst_hi))
     return false;
   if (a.has(kMCtZone) && b.has(kMCtZone) && a.ct_zone != b.ct_zone) return false;
+  if (a.has(kMTunId) && b.has(kMTunId) && a.tun_id != b.tun_id) return false;
   return true;
 }
 
@@ -491,6 +494,11 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
       }
       term = &a;
       break;
+    }
+    for (const Action& a : r.actions) {
+      if (!why.empty()) break;
+      if (a.type == ActType::kEncap) why = "encap(vxlan): VXLAN encap runs in software";
+      if (a.type == ActType::kCt && a.nat.kind != ctrack::NatKind::kNone) why = "ct(nat): NAT runs in software";
     }
     if (!term) why = why.empty() ? "no terminal action" : why;
     else if (term->type == ActType::kCt) tier = side ? Tier::kMark : Tier::kJumpCt;

@@ -24,8 +24,9 @@ struct AclKey4 {
   uint16_t in_port, vlan;
   uint8_t tcp_flags, ct_state;
   uint16_t zone;
+  uint32_t tun_id;
 };
-static_assert(sizeof(AclKey4) == 24 && std::has_unique_object_representations_v<AclKey4>);
+static_assert(sizeof(AclKey4) == 28 && std::has_unique_object_representations_v<AclKey4>);
 
 struct AclKey6 {
   uint8_t proto;
@@ -36,8 +37,9 @@ struct AclKey6 {
   uint16_t in_port, vlan;
   uint8_t tcp_flags, ct_state;
   uint16_t zone;
+  uint32_t tun_id;
 };
-static_assert(sizeof(AclKey6) == 48 && std::has_unique_object_representations_v<AclKey6>);
+static_assert(sizeof(AclKey6) == 52 && std::has_unique_object_representations_v<AclKey6>);
 
 
 

@@ -17,12 +17,12 @@ namespace dp {
 
 namespace {
 
-enum F4 { F4_PROTO, F4_SRC, F4_DST, F4_SPORT, F4_DPORT, F4_INPORT, F4_VLAN, F4_TCPF, F4_CT, F4_ZONE, F4_NUM };
+enum F4 { F4_PROTO, F4_SRC, F4_DST, F4_SPORT, F4_DPORT, F4_INPORT, F4_VLAN, F4_TCPF, F4_CT, F4_ZONE, F4_TUN, F4_NUM };
 enum F6 {
   F6_PROTO,
   F6_SRC0, F6_SRC1, F6_SRC2, F6_SRC3,
   F6_DST0, F6_DST1, F6_DST2, F6_DST3,
-  F6_SPORT, F6_DPORT, F6_INPORT, F6_VLAN, F6_TCPF, F6_CT, F6_ZONE, F6_NUM
+  F6_SPORT, F6_DPORT, F6_INPORT, F6_VLAN, F6_TCPF, F6_CT, F6_ZONE, F6_TUN, F6_NUM
 };
 
 RTE_ACL_RULE_DEF(Acl4Rule, F4_NUM);
@@ -50,6 +50,7 @@ void defs4(rte_acl_config* c) {
   c->defs[F4_TCPF] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F4_TCPF, 5, offsetof(AclKey4, tcp_flags));
   c->defs[F4_CT] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F4_CT, 5, offsetof(AclKey4, ct_state));
   c->defs[F4_ZONE] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F4_ZONE, 5, offsetof(AclKey4, zone));
+  c->defs[F4_TUN] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 4, F4_TUN, 6, offsetof(AclKey4, tun_id));
 }
 
 void defs6(rte_acl_config* c) {
@@ -70,6 +71,7 @@ void defs6(rte_acl_config* c) {
   c->defs[F6_TCPF] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F6_TCPF, 11, offsetof(AclKey6, tcp_flags));
   c->defs[F6_CT] = fdef(RTE_ACL_FIELD_TYPE_BITMASK, 1, F6_CT, 11, offsetof(AclKey6, ct_state));
   c->defs[F6_ZONE] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 2, F6_ZONE, 11, offsetof(AclKey6, zone));
+  c->defs[F6_TUN] = fdef(RTE_ACL_FIELD_TYPE_RANGE, 4, F6_TUN, 12, offsetof(AclKey6, tun_id));
 }
 
 void set_range16(rte_acl_field& f, bool has, uint16_t lo, uint16_t hi) {
@@ -79,7 +81,7 @@ void set_range16(rte_acl_field& f, bool has, uint16_t lo, uint16_t hi) {
 
 template <typename R>
 void common_fields(R& r, const Match& m, int proto, int sport, int dport, int inport, int vlan, int tcpf, int ct,
-                   int zone) {
+                   int zone, int tun) {
   r.field[proto].value.u8 = m.has(kMProto) ? m.proto : 0;
   r.field[proto].mask_range.u8 = m.has(kMProto) ? 0xFF : 0;
   set_range16(r.field[sport], m.has(kMTpSrc), m.tp_src_lo, m.tp_src_hi);
@@ -91,6 +93,8 @@ void common_fields(R& r, const Match& m, int proto, int sport, int dport, int in
   r.field[ct].value.u8 = m.ct_state;
   r.field[ct].mask_range.u8 = m.ct_state_mask;
   set_range16(r.field[zone], m.has(kMCtZone), m.ct_zone, m.ct_zone);
+  r.field[tun].value.u32 = m.has(kMTunId) ? m.tun_id : 0;
+  r.field[tun].mask_range.u32 = m.has(kMTunId) ? m.tun_id : 0xFFFFFFFF;
 }
 
 uint32_t word(const uint8_t* a, int i) {
@@ -118,7 +122,42 @@ RuleCounters Pipeline::counters(size_t r) const {
   return c;
 }
 
-Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsigned workers) {
+namespace {
+
+// encap(vxlan,...)'s outer headers, all but the per-packet fields (IPv4
+// total length and checksum, UDP length and source port).
+Pipeline::Encap make_encap(const OverlayConfig& o, const VxlanRemote& r, uint32_t vni) {
+  Pipeline::Encap e{};
+  uint8_t* h = e.hdr;
+  memcpy(h, r.mac, 6);
+  memcpy(h + 6, o.mac, 6);
+  h[12] = 0x08;
+  h[13] = 0x00;
+  uint8_t* ip = h + 14;
+  ip[0] = 0x45;
+  if (o.df) ip[6] = 0x40;
+  ip[8] = o.ttl;
+  ip[9] = IPPROTO_UDP;
+  memcpy(ip + 12, o.local, 4);
+  memcpy(ip + 16, r.ip, 4);
+  uint32_t sum = 0;
+  for (int i = 0; i < 20; i += 2) sum += static_cast<uint32_t>(ip[i] << 8 | ip[i + 1]);
+  e.ip_sum = sum;
+  uint8_t* udp = ip + 20;
+  udp[2] = static_cast<uint8_t>(o.udp_port >> 8);
+  udp[3] = static_cast<uint8_t>(o.udp_port);
+  uint8_t* vx = udp + 8;
+  vx[0] = 0x08;  // I: the VNI is valid
+  vx[4] = static_cast<uint8_t>(vni >> 16);
+  vx[5] = static_cast<uint8_t>(vni >> 8);
+  vx[6] = static_cast<uint8_t>(vni);
+  return e;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsigned workers,
+                                                  const OverlayConfig* overlay) {
   if (workers == 0 || workers > kMaxWorkers) return Status::error("pipeline: bad worker count");
   std::unique_ptr<Pipeline> pl(new Pipeline());
   pl->rules_ = std::move(rules);
@@ -151,10 +190,19 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
     for (const Action& a : R[i].actions) {
       pl->acts_.push_back(a);
       if (a.type == ActType::kCt) zones.insert(a.zone);
+      if (a.type == ActType::kEncap) {
+        const VxlanRemote* rem = overlay && overlay->vxlan ? overlay->remote(a.remote) : nullptr;
+        if (!rem || !overlay->has_vni(a.vni))
+          return Status::error("rule " + std::to_string(R[i].id) +
+                               ": encap(vxlan) names a VNI or remote overlay.vxlan does not configure");
+        pl->encaps_.push_back(make_encap(*overlay, *rem, a.vni));
+        pl->acts_.back().encap = static_cast<uint16_t>(pl->encaps_.size());
+      }
     }
     if (R[i].match.has(kMTcpFlags)) pl->tcp_flag_tables_ |= 1u << R[i].table;
   }
   pl->fast_zone_ = zones.size() == 1 ? *zones.begin() : -1;
+  if (overlay) pl->ov_ = *overlay;
   for (int t = 0; t <= pl->max_table_; t++) {
     std::vector<uint32_t> in;
     for (uint32_t i = 0; i < R.size(); i++)
@@ -174,7 +222,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
         a.data.category_mask = 1;
         a.data.priority = prio;
         a.data.userdata = in[k] + 1;
-        common_fields(a, m, F4_PROTO, F4_SPORT, F4_DPORT, F4_INPORT, F4_VLAN, F4_TCPF, F4_CT, F4_ZONE);
+        common_fields(a, m, F4_PROTO, F4_SPORT, F4_DPORT, F4_INPORT, F4_VLAN, F4_TCPF, F4_CT, F4_ZONE, F4_TUN);
         a.field[F4_SRC].value.u32 = m.has(kMSrc) ? word(m.src, 0) : 0;
         a.field[F4_SRC].mask_range.u32 = m.has(kMSrc) ? m.src_len : 0;
         a.field[F4_DST].value.u32 = m.has(kMDst) ? word(m.dst, 0) : 0;
@@ -187,7 +235,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
         a.data.category_mask = 1;
         a.data.priority = prio;
         a.data.userdata = in[k] + 1;
-        common_fields(a, m, F6_PROTO, F6_SPORT, F6_DPORT, F6_INPORT, F6_VLAN, F6_TCPF, F6_CT, F6_ZONE);
+        common_fields(a, m, F6_PROTO, F6_SPORT, F6_DPORT, F6_INPORT, F6_VLAN, F6_TCPF, F6_CT, F6_ZONE, F6_TUN);
         for (int i = 0; i < 4; i++) {
           a.field[F6_SRC0 + i].value.u32 = m.has(kMSrc) ? word(m.src, i) : 0;
           a.field[F6_SRC0 + i].mask_range.u32 = m.has(kMSrc) ? word_len(m.src_len, i) : 0;
@@ -295,6 +343,9 @@ Pipeline::Trace Pipeline::trace_established(const ctrack::Key& k, uint16_t in_po
           if (a.table >= 0) next = a.table;
           break;
         }
+        case ActType::kEncap:
+          tr.refuse = "the path encapsulates (VXLAN encap runs in software)";
+          return tr;
         case ActType::kOutput:
           if (!tracked) tr.refuse = "the path does not run ct";
           tr.out_port = static_cast<int16_t>(a.port);
@@ -355,6 +406,7 @@ std::vector<std::string> Pipeline::explain(const ctrack::Parsed& pp, uint16_t in
         if (m.has(kMInPort) && m.in_port != in_port) continue;
         if (m.has(kMEthType) && m.eth_type != other_type) continue;
         if (m.has(kMVlan) && m.vlan != pp.vlan) continue;
+        if (m.has(kMTunId) && m.tun_id != 0) continue;  // a traced packet comes in no tunnel
         res = o.rule + 1;
         break;
       }
@@ -374,11 +426,20 @@ std::vector<std::string> Pipeline::explain(const ctrack::Parsed& pp, uint16_t in
         case ActType::kSetMark:
           mark = a.mark;
           continue;
+        case ActType::kEncap: {
+          char vtep[INET_ADDRSTRLEN];
+          inet_ntop(AF_INET, a.remote, vtep, sizeof vtep);
+          out.push_back("  encap(vxlan): VNI " + std::to_string(a.vni) + " to the VTEP " + vtep);
+          continue;
+        }
         case ActType::kCt: {
           std::string note;
           uint8_t st = ip ? ct_peek(cp, a.zone, a.commit, &note) : 0;
           if (!ip) note = "not IP: stays untracked";
+          if (ip && a.nat.kind != ctrack::NatKind::kNone && (st & ctrack::kCtNew))
+            note += "; a new connection is translated from nat(" + nat_str(a.nat) + ")";
           out.push_back("  ct(" + std::string(a.commit ? "commit," : "") + "zone=" + std::to_string(a.zone) +
+                        (a.nat.kind != ctrack::NatKind::kNone ? ",nat(" + nat_str(a.nat) + ")" : "") +
                         "): " + ct_state_str(st) + (note.empty() ? "" : ": " + note));
           k4.ct_state = k6.ct_state = st;
           k4.zone = k6.zone = htons(a.zone);

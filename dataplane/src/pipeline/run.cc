@@ -11,11 +11,15 @@
 
 #include "acl.h"
 #include "dataplane/pipeline.h"
+#include "nat_rewrite.h"
 
 namespace dp {
 
 const char* drop_why_name(DropWhy d) {
-  static const char* const n[] = {"no_match", "rule_drop", "tx_full", "tx_mtu", "rx_oversize", "ct_full", "handoff_full"};
+  static const char* const n[] = {"no_match",     "rule_drop",         "tx_full",         "tx_mtu",
+                                  "rx_oversize",  "ct_full",           "handoff_full",    "nat_exhausted",
+                                  "vxlan_header", "vxlan_unknown_vni", "vxlan_truncated", "encap_mtu",
+                                  "encap_headroom"};
   static_assert(sizeof(n) / sizeof(n[0]) == static_cast<size_t>(DropWhy::kCount));
   return n[static_cast<int>(d)];
 }
@@ -37,7 +41,7 @@ namespace {
 
 // The classifier's view of a parsed packet (network byte order).
 template <typename K>
-inline void fill_acl_key(K& k, const ctrack::Packet& cp, uint16_t nport, uint16_t nvlan) {
+inline void fill_acl_key(K& k, const ctrack::Packet& cp, uint16_t nport, uint16_t nvlan, uint32_t tun_id) {
   k.proto = cp.key.proto;
   k.pad[0] = k.pad[1] = k.pad[2] = 0;
   memcpy(k.src, cp.key.src, sizeof k.src);
@@ -49,10 +53,13 @@ inline void fill_acl_key(K& k, const ctrack::Packet& cp, uint16_t nport, uint16_
   k.tcp_flags = cp.key.proto == IPPROTO_TCP ? cp.tcp_flags : 0;
   k.ct_state = 0;
   k.zone = 0;
+  k.tun_id = htonl(tun_id);
 }
 
 struct PktState {
-  ctrack::Parsed parsed;
+  ctrack::Parsed parsed;  // of the frame at in.data + off
+  uint16_t off;           // VXLAN decap: the outer headers' length
+  uint32_t tun_id;        // the VNI it came in with, 0: none
   union {
     AclKey4 k4;
     AclKey6 k6;
@@ -77,6 +84,8 @@ struct PktState {
   uint8_t ncts, nhits;
   ctrack::CtResult first;
   bool first_commit;
+  bool natted;           // a ct() rewrote it to its connection's translated tuple
+  ctrack::Key nat_to;    // with have_ct and first.nat: the tuple the flow cache's ct() gave
   uint32_t hits[kMaxTables];
 };
 
@@ -105,10 +114,74 @@ inline uint32_t ip_claimed(const uint8_t* d, uint32_t len, const ctrack::Parsed&
   return 0;
 }
 
+// VXLAN decap (RFC 7348) of a frame received on the underlay port: 0 when
+// it is not VXLAN to this VTEP (it goes through the tables as it is), the
+// outer headers' length when it is, or a drop reason.
+struct Decap {
+  uint16_t off = 0;
+  uint32_t vni = 0;
+  DropWhy why = DropWhy::kCount;  // kCount: not dropped
+};
+inline Decap vxlan_decap(const uint8_t* d, uint32_t len, const OverlayConfig& ov) {
+  Decap r;
+  uint32_t off = 14;
+  if (len < off) return r;
+  uint16_t et = rd16(d + 12);
+  if (et == 0x8100) {
+    if (len < 18) return r;
+    et = rd16(d + 16);
+    off = 18;
+  }
+  if (et != 0x0800 || len < off + 20) return r;
+  const uint8_t* ip = d + off;
+  if ((ip[0] >> 4) != 4 || ip[9] != IPPROTO_UDP || memcmp(ip + 16, ov.local, 4) != 0) return r;
+  const uint32_t ihl = (ip[0] & 0x0F) * 4u, iplen = rd16(ip + 2);
+  if (ihl < 20 || len < off + ihl + 4) return r;
+  const uint8_t* udp = ip + ihl;
+  if (rd16(udp + 2) != ov.udp_port) return r;
+  r.why = DropWhy::kVxlanHeader;
+  if (rd16(ip + 6) & 0x3FFF) return r;  // a fragment: this VTEP does not reassemble
+  if (len < off + ihl + 16) {
+    r.why = DropWhy::kVxlanTrunc;
+    return r;
+  }
+  const uint32_t ulen = rd16(udp + 4);
+  if (iplen < ihl + 16 || ulen != iplen - ihl) return r;
+  if (off + iplen > len) {
+    r.why = DropWhy::kVxlanTrunc;
+    return r;
+  }
+  const uint8_t* vx = udp + 8;
+  if (!(vx[0] & 0x08)) return r;  // I clear: no VNI
+  r.vni = static_cast<uint32_t>(vx[4]) << 16 | static_cast<uint32_t>(vx[5]) << 8 | vx[6];
+  if (!std::binary_search(ov.vnis.begin(), ov.vnis.end(), r.vni)) {
+    r.why = DropWhy::kVxlanVni;
+    return r;
+  }
+  if (iplen < ihl + 16 + 14) {
+    r.why = DropWhy::kVxlanTrunc;
+    return r;
+  }
+  r.why = DropWhy::kCount;
+  r.off = static_cast<uint16_t>(off + ihl + 16);
+  return r;
+}
+
+// The UDP source port of an encapsulated flow: its inner tuple's hash in
+// the dynamic range (RFC 7348 section 5: entropy for ECMP).
+inline uint16_t encap_sport(const ctrack::Key& k) {
+  ctrack::Key c;
+  ctrack::canonicalize(k, &c);
+  c.zone = 0;
+  return static_cast<uint16_t>(49152 + ctrack::hash_key(c) % 16384);
+}
+
 inline uint32_t path_hash(const FlowPath& p) {
   uint32_t h = 2166136261u;
   auto mix = [&](uint32_t v) { h = (h ^ v) * 16777619u; };
   mix(p.in_port | static_cast<uint32_t>(p.vlan) << 16);
+  mix(p.tun_id);
+  mix(p.encap);
   mix(p.state | static_cast<uint32_t>(p.nrules) << 8 | static_cast<uint32_t>(p.commit) << 16);
   mix(static_cast<uint16_t>(p.out_port));
   mix(p.mark);
@@ -117,7 +190,8 @@ inline uint32_t path_hash(const FlowPath& p) {
 }
 
 inline bool same_path(const FlowPath& a, const FlowPath& b) {
-  if (a.in_port != b.in_port || a.vlan != b.vlan || a.state != b.state || a.nrules != b.nrules ||
+  if (a.in_port != b.in_port || a.vlan != b.vlan || a.tun_id != b.tun_id || a.encap != b.encap ||
+      a.state != b.state || a.nrules != b.nrules ||
       a.commit != b.commit || a.out_port != b.out_port || a.mark != b.mark)
     return false;
   for (uint32_t i = 0; i < a.nrules; i++)
@@ -215,9 +289,11 @@ inline void Datapath::ingress(Burst& b, bool noting) {
   WorkerStats& st = b.st;
   uint64_t rx_bytes = 0, handed = 0, handed_bytes = 0;
   for (uint32_t i = 0; i < b.n; i++) {
-    out[i] = Verdict{-1, 0, -1, 0};
+    out[i] = Verdict{-1, 0, -1, 0, 0, 0, 0};
     rx_bytes += in[i].pkt_len;
     PktState& p = b.s[i];
+    p.off = 0;
+    p.tun_id = 0;
     p.table = -1;
     p.ct_state = 0;
     p.pre = -1;
@@ -229,8 +305,21 @@ inline void Datapath::ingress(Burst& b, bool noting) {
     p.hw_marked = false;
     p.why = 0;
     p.cached = nullptr;
+    p.natted = false;
     p.ncts = p.nhits = 0;
-    if (in[i].has_mark && b.hw && (in[i].mark & HwMarkTable::kTag)) {
+    if (b.pl.ov_.vxlan && in[i].port == b.pl.ov_.port) {
+      const Decap dc = vxlan_decap(in[i].data, in[i].len, b.pl.ov_);
+      if (dc.why != DropWhy::kCount) {
+        b.drop(i, dc.why);
+        continue;
+      }
+      p.off = dc.off;
+      p.tun_id = dc.vni;
+      out[i].strip = dc.off;
+    }
+    // The NIC's marks and parse are of the outer frame: a decapsulated one
+    // takes neither.
+    if (p.off == 0 && in[i].has_mark && b.hw && (in[i].mark & HwMarkTable::kTag)) {
       uint32_t idx = in[i].mark & ~HwMarkTable::kTag;
       if (idx & HwMarkTable::kRule) {
         idx &= ~HwMarkTable::kRule;
@@ -247,11 +336,11 @@ inline void Datapath::ingress(Burst& b, bool noting) {
       }
     }
     ctrack::Drop d;
-    if (in[i].parsed) {  // the NIC stage's parse
+    if (in[i].parsed && p.off == 0) {  // the NIC stage's parse
       p.parsed = *in[i].parsed;
       d = in[i].parse_drop;
     } else {
-      d = ctrack::parse_packet(in[i].data, in[i].len, 0, &p.parsed);
+      d = ctrack::parse_packet(in[i].data + p.off, in[i].len - p.off, 0, &p.parsed);
     }
     const uint16_t mtu = mtu_[in[i].port];
     if (d != ctrack::Drop::kNone) {
@@ -260,7 +349,7 @@ inline void Datapath::ingress(Burst& b, bool noting) {
       // it and past the MTU: the port cut an oversize packet short
       // (af_packet truncates to its ring's frame size), not a malformed
       // header. A short frame claiming more is malformed.
-      if (d == ctrack::Drop::kIpLen && in[i].pkt_len - p.parsed.l3_off + 8u >= mtu &&
+      if (d == ctrack::Drop::kIpLen && p.off == 0 && in[i].pkt_len - p.parsed.l3_off + 8u >= mtu &&
           ip_claimed(in[i].data, in[i].len, p.parsed) > mtu) {
         b.drop(i, DropWhy::kRxOversize);
       } else {
@@ -269,12 +358,13 @@ inline void Datapath::ingress(Burst& b, bool noting) {
       }
       continue;
     }
-    b.l3len[i] = in[i].pkt_len - p.parsed.l3_off;
-    if (b.l3len[i] > mtu) {
+    b.l3len[i] = in[i].pkt_len - p.off - p.parsed.l3_off;
+    if (in[i].pkt_len - (p.off ? 14u : p.parsed.l3_off) > mtu) {  // the frame as the port took it
       b.drop(i, DropWhy::kRxOversize);
       continue;
     }
     p.parsed.ct.in_port = static_cast<uint8_t>(in[i].port);
+    if (p.off) p.parsed.ct.meta |= ctrack::kMetaNoOffload;
     if (p.parsed.kind == ctrack::L3Kind::kIp) {
       if (steer_) {
         unsigned owner = steer_->owner(p.parsed.ct.key);
@@ -336,7 +426,7 @@ inline void Datapath::flow_cache(Burst& b) {
       uint16_t slot = e.path[found[k].dir];
       if (e.gen == b.pl.gen_ && slot != FlowCacheEntry::kNone) {
         const FlowPath& c = paths_[slot];
-        if (c.in_port == in[i].port && c.vlan == s[i].parsed.vlan) fp = &c;
+        if (c.in_port == in[i].port && c.vlan == s[i].parsed.vlan && c.tun_id == s[i].tun_id) fp = &c;
       }
     }
     if (fp) {
@@ -374,7 +464,8 @@ inline void Datapath::flow_cache(Burst& b) {
     }
     if (!m) continue;
     ctrack::CtResult res[kMaxBurst];
-    ct_->process_found(hp, hf, m, b.now_ns, commit == 1, res);
+    ctrack::Key nat_to[kMaxBurst];
+    ct_->process_found(hp, hf, m, b.now_ns, commit == 1, res, nullptr, nat_to);
     for (uint32_t j = 0; j < m; j++) {
       const FlowPath& fp = *path[which[j]];
       uint32_t i = idx[hit[which[j]]];
@@ -384,8 +475,10 @@ inline void Datapath::flow_cache(Burst& b) {
         // with this result as its first ct()'s.
         p.have_ct = true;
         p.first = res[j];
+        if (res[j].nat) p.nat_to = nat_to[j];
         continue;
       }
+      if (res[j].nat) translate(b, i, nat_to[j]);
       b.out[i].ct_state = res[j].state;
       b.out[i].mark = fp.mark;
       for (uint32_t r = 0; r < fp.nrules; r++) {
@@ -394,6 +487,10 @@ inline void Datapath::flow_cache(Burst& b) {
       }
       if (fp.out_port >= 0) b.out[i].out_port = fp.out_port;
       else b.drop(i, DropWhy::kRule);
+      if (fp.encap) {
+        b.out[i].encap = fp.encap;
+        b.out[i].encap_sport = encap_sport(p.parsed.ct.key);
+      }
       p.cached = &fp;
       p.cacheable = false;
       b.done(i);
@@ -408,8 +505,8 @@ inline void Datapath::classifier_keys(Burst& b) {
     PktState& p = b.s[i];
     if (p.table != 0 || p.kind == 0) continue;
     uint16_t nport = htons(b.in[i].port), nvlan = htons(p.parsed.vlan);
-    if (p.kind == 4) fill_acl_key(p.k4, p.parsed.ct, nport, nvlan);
-    else fill_acl_key(p.k6, p.parsed.ct, nport, nvlan);
+    if (p.kind == 4) fill_acl_key(p.k4, p.parsed.ct, nport, nvlan, p.tun_id);
+    else fill_acl_key(p.k6, p.parsed.ct, nport, nvlan, p.tun_id);
   }
 }
 
@@ -451,6 +548,7 @@ inline void Datapath::classify(Burst& b, int t) {
         if (m.has(kMInPort) && m.in_port != b.in[i].port) continue;
         if (m.has(kMEthType) && m.eth_type != s[i].other_type) continue;
         if (m.has(kMVlan) && m.vlan != s[i].parsed.vlan) continue;
+        if (m.has(kMTunId) && m.tun_id != s[i].tun_id) continue;
         s[i].rule = o.rule + 1;
         break;
       }
@@ -512,6 +610,10 @@ inline void Datapath::exec(Burst& b, uint32_t i, uint32_t from) {
       case ActType::kSetMark:
         b.out[i].mark = act.mark;
         break;
+      case ActType::kEncap:
+        b.out[i].encap = act.encap;
+        b.out[i].encap_sport = encap_sport(p.parsed.ct.key);
+        break;
       case ActType::kCt:
         p.resume = static_cast<uint8_t>(a);
         b.ctq[b.nct++] = i;
@@ -532,7 +634,28 @@ inline void Datapath::exec(Burst& b, uint32_t i, uint32_t from) {
   }
 }
 
-// Conntrack for the packets waiting at a ct(), grouped by (zone, commit);
+// A translated connection's packet: its bytes, then what the classifier
+// reads in later tables. The tracker keeps being asked with the tuple the
+// packet came in with (a second ct() finds the connection as the first did).
+inline void Datapath::translate(Burst& b, uint32_t i, const ctrack::Key& to) {
+  PktState& p = b.s[i];
+  nat::rewrite(b.in[i].data + p.off, b.in[i].len - p.off, p.parsed, to);
+  p.natted = true;
+  if (p.table < 0) return;  // the flow cache judged it: no table reads it
+  if (p.kind == 4) {
+    memcpy(p.k4.src, to.src, sizeof p.k4.src);
+    memcpy(p.k4.dst, to.dst, sizeof p.k4.dst);
+    p.k4.sport = htons(to.sport);
+    p.k4.dport = htons(to.dport);
+  } else if (p.kind == 6) {
+    memcpy(p.k6.src, to.src, sizeof p.k6.src);
+    memcpy(p.k6.dst, to.dst, sizeof p.k6.dst);
+    p.k6.sport = htons(to.sport);
+    p.k6.dport = htons(to.dport);
+  }
+}
+
+// Conntrack for the packets waiting at a ct(), grouped by (zone, commit, nat);
 // non-IP packets stay untracked. Then each goes on: to the ct's table, or
 // the rest of its rule's actions.
 inline void Datapath::conntrack(Burst& b) {
@@ -542,6 +665,7 @@ inline void Datapath::conntrack(Burst& b) {
   const ctrack::Packet* cpk[kMaxBurst];
   const ctrack::Tracker::Found* cfd[kMaxBurst];
   ctrack::CtResult res[kMaxBurst];
+  ctrack::Key nat_to[kMaxBurst];
   bool done[kMaxBurst] = {};
   for (uint32_t a = 0; a < nct; a++) {
     if (done[a]) continue;
@@ -552,7 +676,8 @@ inline void Datapath::conntrack(Burst& b) {
     for (uint32_t x = a; x < nct; x++) {
       if (done[x]) continue;
       const Action& act = b.acts[b.crules[s[ctq[x]].rule].first + s[ctq[x]].resume];
-      if (act.zone != lead.zone || act.commit != lead.commit) continue;
+      if (act.zone != lead.zone || act.commit != lead.commit || memcmp(&act.nat, &lead.nat, sizeof act.nat) != 0)
+        continue;
       done[x] = true;
       PktState& p = s[ctq[x]];
       if (p.kind == 0) continue;
@@ -568,15 +693,18 @@ inline void Datapath::conntrack(Burst& b) {
       any_found |= cfd[ng] != nullptr;
       cpk[ng++] = &p.parsed.ct;
     }
-    if (ng && any_found) ct_->process_found(cpk, cfd, ng, b.now_ns, lead.commit, res);
-    else if (ng) ct_->process(cpk, ng, b.now_ns, lead.commit, res);
+    const ctrack::NatRange* nat = lead.nat.kind != ctrack::NatKind::kNone ? &lead.nat : nullptr;
+    if (ng && any_found) ct_->process_found(cpk, cfd, ng, b.now_ns, lead.commit, res, nat, nat_to);
+    else if (ng) ct_->process(cpk, ng, b.now_ns, lead.commit, res, nat, nat_to);
     for (uint32_t g = 0, k = 0; g < nall; g++) {
       PktState& p = s[all[g]];
       ctrack::CtResult r;
       if (p.have_ct) {
         r = p.first;
         p.have_ct = false;
+        if (r.nat && !p.natted) translate(b, all[g], p.nat_to);
       } else {
+        if (res[k].nat && !p.natted) translate(b, all[g], nat_to[k]);
         r = res[k++];
       }
       p.ct_state = r.state;
@@ -592,6 +720,7 @@ inline void Datapath::conntrack(Burst& b) {
       if (r.conn != ctrack::kNoConn) p.ct_zone = lead.zone;
       if (lead.commit && (r.reason == ctrack::Invalid::kTableFull || r.reason == ctrack::Invalid::kZoneLimit))
         p.ct_zone = -2;  // commit failed under full_policy: drop
+      if (r.reason == ctrack::Invalid::kNatExhausted) p.ct_zone = -3;
       if (p.kind == 4) {
         p.k4.ct_state = r.state;
         p.k4.zone = htons(lead.zone);
@@ -605,8 +734,8 @@ inline void Datapath::conntrack(Burst& b) {
     uint32_t i = ctq[a];
     PktState& p = s[i];
     b.out[i].ct_state = p.ct_state;
-    if (p.ct_zone == -2) {
-      b.drop(i, DropWhy::kCtFull);
+    if (p.ct_zone == -2 || p.ct_zone == -3) {
+      b.drop(i, p.ct_zone == -2 ? DropWhy::kCtFull : DropWhy::kNatExhausted);
       p.cacheable = false;
       b.done(i);
       continue;
@@ -634,6 +763,8 @@ inline void Datapath::finish(Burst& b) {
       FlowPath fp;
       fp.in_port = b.in[i].port;
       fp.vlan = p.parsed.vlan;
+      fp.tun_id = p.tun_id;
+      fp.encap = out[i].encap;
       fp.state = p.first.state;
       fp.commit = p.first_commit;
       fp.out_port = out[i].out_port;
@@ -647,11 +778,35 @@ inline void Datapath::finish(Burst& b) {
         e.path[p.first.dir] = slot;
       }
     }
-    if (out[i].out_port >= 0 && b.l3len[i] > mtu_[out[i].out_port]) {
+    if (out[i].out_port >= 0 && out[i].encap) {
+      // The outer IPv4 packet: the inner frame and 36 bytes of IPv4, UDP, VXLAN.
+      if (b.in[i].pkt_len - p.off + (kVxlanOverhead - 14) > mtu_[out[i].out_port]) {
+        b.drop(i, DropWhy::kEncapMtu);
+        out[i].out_port = -1;
+      }
+    } else if (out[i].out_port >= 0 && b.l3len[i] > mtu_[out[i].out_port]) {
       b.drop(i, DropWhy::kTxMtu);
       out[i].out_port = -1;
     }
   }
+}
+
+void Pipeline::write_encap(uint8_t* h, uint16_t idx, uint32_t inner_len, uint16_t sport) const {
+  const Encap& e = encaps_[idx - 1u];
+  memcpy(h, e.hdr, kVxlanOverhead);
+  uint8_t* ip = h + 14;
+  const uint32_t total = inner_len + (kVxlanOverhead - 14);
+  ip[2] = static_cast<uint8_t>(total >> 8);
+  ip[3] = static_cast<uint8_t>(total);
+  const uint16_t csum = static_cast<uint16_t>(~nat::fold(e.ip_sum + total));
+  ip[10] = static_cast<uint8_t>(csum >> 8);
+  ip[11] = static_cast<uint8_t>(csum);
+  uint8_t* udp = ip + 20;
+  udp[0] = static_cast<uint8_t>(sport >> 8);
+  udp[1] = static_cast<uint8_t>(sport);
+  const uint32_t ulen = total - 20;
+  udp[4] = static_cast<uint8_t>(ulen >> 8);
+  udp[5] = static_cast<uint8_t>(ulen);
 }
 
 // What happened to each packet, for a live trace.

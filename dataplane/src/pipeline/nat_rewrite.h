@@ -1,0 +1,160 @@
+// Per packet: writes a translated connection's tuple into a frame (IPv4 and
+// IPv6; TCP, UDP, ICMP echo; ICMP errors with their embedded header), with
+// checksums updated incrementally (RFC 1624) where a field changed and the
+// ICMP error's checksum computed again over the message it covers.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "ctrack/parse.h"
+
+namespace dp::nat {
+
+inline uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+inline void put16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+
+// The one's-complement sum of `n` bytes (n even) as 16-bit words.
+inline uint32_t sum16(const uint8_t* p, uint32_t n, uint32_t s = 0) {
+  for (uint32_t i = 0; i + 1 < n; i += 2) s += get16(p + i);
+  if (n & 1) s += static_cast<uint32_t>(p[n - 1]) << 8;
+  return s;
+}
+inline uint16_t fold(uint32_t s) {
+  while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+  return static_cast<uint16_t>(s);
+}
+
+// RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), for the words [old, old+n)
+// becoming [neu, neu+n).
+inline void adjust(uint8_t* csum, const uint8_t* old, const uint8_t* neu, uint32_t n) {
+  uint32_t s = static_cast<uint16_t>(~get16(csum));
+  for (uint32_t i = 0; i < n; i += 2) {
+    s += static_cast<uint16_t>(~get16(old + i));
+    s += get16(neu + i);
+  }
+  put16(csum, static_cast<uint16_t>(~fold(s)));
+}
+
+// Sets the n bytes at `field` to `v`, adjusting each checksum in `sums`
+// (null entries skipped).
+inline void set_field(uint8_t* field, const uint8_t* v, uint32_t n, uint8_t* s1, uint8_t* s2 = nullptr) {
+  if (memcmp(field, v, n) == 0) return;
+  if (s1) adjust(s1, field, v, n);
+  if (s2) adjust(s2, field, v, n);
+  memcpy(field, v, n);
+}
+
+// Where an IP header's addresses and an L4 header's checksum are.
+struct Hdr {
+  uint8_t* src;
+  uint8_t* dst;
+  uint8_t alen;
+  uint8_t* ipsum;  // IPv4 header checksum, null for IPv6
+};
+inline Hdr ip_hdr(uint8_t* ip, bool v6) {
+  return v6 ? Hdr{ip + 8, ip + 24, 16, nullptr} : Hdr{ip + 12, ip + 16, 4, ip + 10};
+}
+
+// The L4 checksum that covers the pseudo-header (null: none, or UDP over
+// IPv4 sent without one), if it lies within `avail` bytes.
+inline uint8_t* l4_sum(uint8_t* l4, uint32_t avail, uint8_t proto, bool v6) {
+  if (proto == IPPROTO_TCP && avail >= 18) return l4 + 16;
+  if (proto == IPPROTO_UDP && avail >= 8) return (v6 || get16(l4 + 6)) ? l4 + 6 : nullptr;
+  if (proto == IPPROTO_ICMPV6 && avail >= 4) return l4 + 2;
+  return nullptr;
+}
+
+// Rewrites one IP header and the L4 ports after it to `to` (its src/dst
+// and ports; ICMP echo: the id, which a request carries as sport and a
+// reply as dport). `ip` starts the header, `hl` its length, `avail` the
+// bytes from `ip` that may be touched.
+inline void rewrite_ip(uint8_t* ip, uint32_t hl, uint32_t avail, bool v6, uint8_t proto, bool frag,
+                       const ctrack::Key& to, uint8_t icmp_type) {
+  Hdr h = ip_hdr(ip, v6);
+  uint8_t* l4 = ip + hl;
+  const uint32_t l4avail = avail > hl ? avail - hl : 0;
+  uint8_t* ls = frag ? nullptr : l4_sum(l4, l4avail, proto, v6);
+  set_field(h.src, to.src, h.alen, h.ipsum, ls);
+  set_field(h.dst, to.dst, h.alen, h.ipsum, ls);
+  if (frag || l4avail < 8) return;
+  uint8_t b[2];
+  if (proto == IPPROTO_TCP || proto == IPPROTO_UDP) {
+    put16(b, to.sport);
+    set_field(l4, b, 2, ls);
+    put16(b, to.dport);
+    set_field(l4 + 2, b, 2, ls);
+  } else if (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6) {
+    const bool request = icmp_type == 8 || icmp_type == 128;
+    const bool reply = icmp_type == 0 || icmp_type == 129;
+    if (!request && !reply) return;
+    put16(b, request ? to.sport : to.dport);
+    set_field(l4 + 4, b, 2, l4 + 2);  // the ICMP checksum covers the id
+  }
+}
+
+// ICMP's checksum over [l4, l4+len) (ICMPv6: with its pseudo-header).
+inline void icmp_checksum(uint8_t* ip, uint8_t* l4, uint32_t len, bool v6) {
+  put16(l4 + 2, 0);
+  uint32_t s = sum16(l4, len);
+  if (v6) {
+    s = sum16(ip + 8, 32, s);
+    s += len >> 16;
+    s += len & 0xFFFF;
+    s += IPPROTO_ICMPV6;
+  }
+  put16(l4 + 2, static_cast<uint16_t>(~fold(s)));
+}
+
+// Writes `to` into the frame the parser read as `pp`. An ICMP error's
+// embedded header takes `to`; its outer header follows (the error goes back
+// to the embedded packet's sender: outer dst becomes to.src, and outer src
+// becomes to.dst when the embedded packet's destination sent the error; a
+// router on the way keeps its own address).
+inline void rewrite(uint8_t* frame, uint32_t len, const ctrack::Parsed& pp, const ctrack::Key& to) {
+  const bool v6 = pp.ct.key.family == 6;
+  uint8_t* ip = frame + pp.l3_off;
+  const uint32_t avail = len - pp.l3_off;
+  const uint32_t hl = pp.l4_off - pp.l3_off;
+  const bool frag = (pp.ct.meta & ctrack::kMetaFragment) != 0;
+  if (!(pp.ct.meta & ctrack::kMetaIcmpError)) {
+    rewrite_ip(ip, hl, avail, v6, pp.ct.key.proto, frag, to, pp.ct.icmp_type);
+    return;
+  }
+  uint8_t* icmp = ip + hl;
+  // The message up to the IP length (parse checked it against the frame),
+  // not the Ethernet padding after it.
+  const uint32_t ip_len = v6 ? 40u + get16(ip + 4) : get16(ip + 2);
+  const uint32_t icmp_len = (ip_len < avail ? ip_len : avail) - hl;
+  uint8_t* in = icmp + 8;
+  const uint32_t in_avail = icmp_len - 8;
+  const uint32_t in_hl = v6 ? 40 : (in[0] & 0x0F) * 4u;
+  const uint8_t in_proto = v6 ? in[6] : in[9];
+  const bool in_frag = !v6 && (get16(in + 6) & 0x1FFF) != 0;
+  Hdr outer = ip_hdr(ip, v6), inner = ip_hdr(in, v6);
+  const uint8_t n = outer.alen;
+  const bool from_dst = memcmp(outer.src, inner.dst, n) == 0;
+  // The embedded packet: its IP header checksum and (where present) its L4
+  // checksum follow its fields; its ICMP type for an echo's id.
+  rewrite_ip(in, in_hl, in_avail, v6, in_proto, in_frag, to, in_hl + 1 <= in_avail ? in[in_hl] : 0);
+  uint8_t* outer_sum = v6 ? nullptr : outer.ipsum;
+  set_field(outer.dst, to.src, n, outer_sum);
+  if (from_dst) set_field(outer.src, to.dst, n, outer_sum);
+  icmp_checksum(ip, icmp, icmp_len, v6);
+}
+
+// The key the classifier reads after a rewrite (ICMP errors: the embedded
+// tuple, as the parser gave it).
+inline void rewrite_key(ctrack::Key& k, const ctrack::Key& to) {
+  memcpy(k.src, to.src, 16);
+  memcpy(k.dst, to.dst, 16);
+  k.sport = to.sport;
+  k.dport = to.dport;
+}
+
+}  // namespace dp::nat

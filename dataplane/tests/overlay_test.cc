@@ -1,0 +1,259 @@
+// The overlay through the real pipeline: VXLAN decap and encap (RFC 7348)
+// with source NAT on the same connections, as a cloud host's DPU runs them
+// between a VM and the wire. Encapsulated frames are compared byte for byte
+// with scapy's VXLAN layer (tests/vxlan_golden.py, run with Debian's python).
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+
+#include <nlohmann/json.hpp>
+
+#include "ctrack/frame.h"
+#include "pipeline_fixture.h"
+#include "test_main.h"
+#include "testbed/process.h"
+
+namespace dp {
+namespace {
+
+using ctrack::FrameSpec;
+
+constexpr int kVm = 0, kWire = 1, kDrop = -1;
+
+// The VM's side is port vm; the wire (underlay) carries VNI 100 to the
+// remote VTEP 192.0.2.2. New connections from the VM are source-NATed to
+// the floating address 203.0.113.7.
+std::string overlay_yaml(const std::string& wire_mtu = "1500") {
+  return R"Y(eal: {file_prefix: ov, no_huge: true}
+ports:
+  - {name: vm, devargs: "net_af_packet0,iface=a"}
+  - {name: wire, devargs: "net_af_packet1,iface=b", mtu: )Y" +
+         wire_mtu + R"Y(}
+overlay:
+  vxlan:
+    local: 192.0.2.1
+    port: wire
+    mac: "02:00:00:00:01:01"
+    ttl: 32
+    vnis: [100, 200]
+    remotes:
+      - {ip: 192.0.2.2, mac: "02:00:00:00:02:02"}
+tables:
+  0:
+    - {priority: 100, match: "in_port=vm,eth_type=ipv4", actions: "ct(zone=1,table=1)"}
+    - {priority: 100, match: "in_port=wire,tun_id=100,eth_type=ipv4", actions: "ct(zone=1,table=1)"}
+    - {priority: 0, match: "", actions: "drop"}
+  1:
+    - {priority: 100, match: "in_port=vm,ct_state=+trk+new",
+       actions: "ct(commit,zone=1,nat(src=203.0.113.7)),encap(vxlan,vni=100,remote=192.0.2.2),output:wire"}
+    - {priority: 100, match: "in_port=vm,ct_state=+trk+est", actions: "encap(vxlan,vni=100,remote=192.0.2.2),output:wire"}
+    - {priority: 100, match: "in_port=wire,ct_state=+trk+est", actions: "output:vm"}
+    - {priority: 0, match: "", actions: "drop"}
+)Y";
+}
+
+std::string hex(const std::vector<uint8_t>& v) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (uint8_t b : v) {
+    s += d[b >> 4];
+    s += d[b & 15];
+  }
+  return s;
+}
+
+std::vector<uint8_t> unhex(const std::string& s) {
+  std::vector<uint8_t> v;
+  for (size_t i = 0; i + 1 < s.size(); i += 2) v.push_back(static_cast<uint8_t>(std::stoi(s.substr(i, 2), nullptr, 16)));
+  return v;
+}
+
+// scapy's frame: the outer headers `outer` around `inner`.
+std::vector<uint8_t> scapy_vxlan(const nlohmann::json& outer, const std::vector<uint8_t>& inner) {
+  nlohmann::json spec = nlohmann::json::array({{{"outer", outer}, {"inner_hex", hex(inner)}}});
+  auto r = testbed::run_capture({"/usr/bin/python3", std::string(SOURCE_ROOT) + "/dataplane/tests/vxlan_golden.py",
+                                 spec.dump()});
+  EXPECT_TRUE(r.ok() && r->status == 0) << (r.ok() ? r->output : r.message());
+  if (!r.ok()) return {};
+  std::string line = r->output.substr(0, r->output.find('\n'));
+  return unhex(line);
+}
+
+// The remote VTEP's frame to this one.
+nlohmann::json from_remote(uint32_t vni = 100) {
+  return {{"smac", "02:00:00:00:02:02"}, {"dmac", "02:00:00:00:01:01"}, {"src", "192.0.2.2"},
+          {"dst", "192.0.2.1"},          {"sport", 51000},              {"vni", vni}};
+}
+
+FrameSpec vm_tcp(uint8_t flags, uint32_t seq, uint32_t ack) {
+  FrameSpec s;
+  s.src = "10.0.0.5";
+  s.dst = "198.51.100.20";
+  s.sport = 40000;
+  s.dport = 443;
+  s.tcp_flags = flags;
+  s.seq = seq;
+  s.ack = ack;
+  return s;
+}
+
+// What left on the wire: the encap's outer headers before the (translated) inner frame.
+std::vector<uint8_t> on_wire(const Fixture& f, const Verdict& v) {
+  std::vector<uint8_t> w(kVxlanOverhead);
+  f.pl->write_encap(w.data(), v.encap, static_cast<uint32_t>(f.last.size()), v.encap_sport);
+  w.insert(w.end(), f.last.begin(), f.last.end());
+  return w;
+}
+
+TEST(Overlay, EncapsulatedNatFramesEqualScapys) {
+  Fixture f(overlay_yaml());
+  FrameSpec syn = vm_tcp(ctrack::kSyn, 100, 0);
+  Verdict v = f.send(kVm, build_frame(syn));
+  ASSERT_EQ(v.out_port, kWire);
+  ASSERT_NE(v.encap, 0);
+  EXPECT_GE(v.encap_sport, 49152);
+  FrameSpec inner = syn;
+  inner.src = "203.0.113.7";  // source NAT, port kept
+  nlohmann::json outer = {{"smac", "02:00:00:00:01:01"}, {"dmac", "02:00:00:00:02:02"}, {"src", "192.0.2.1"},
+                          {"dst", "192.0.2.2"},          {"sport", v.encap_sport},      {"vni", 100},
+                          {"ttl", 32},                   {"df", true}};
+  EXPECT_EQ(hex(on_wire(f, v)), hex(scapy_vxlan(outer, build_frame(inner))));
+
+  // The reply comes back in the tunnel, to the floating address: decapsulated
+  // (the worker strips the outer headers) and translated back to the VM.
+  FrameSpec synack = vm_tcp(ctrack::kSyn | ctrack::kAck, 900, 101);
+  std::swap(synack.src, synack.dst);
+  std::swap(synack.sport, synack.dport);
+  synack.dst = "203.0.113.7";
+  Verdict r = f.send(kWire, scapy_vxlan(from_remote(), build_frame(synack)));
+  ASSERT_EQ(r.out_port, kVm);
+  EXPECT_EQ(r.strip, kVxlanOverhead);
+  EXPECT_EQ(r.encap, 0);
+  FrameSpec to_vm = synack;
+  to_vm.dst = "10.0.0.5";
+  EXPECT_EQ(hex(std::vector<uint8_t>(f.last.begin() + r.strip, f.last.end())), hex(build_frame(to_vm)));
+
+  // Established, both ways, a few times: the flow cache's paths encapsulate too,
+  // with the flow's one source port.
+  for (int i = 0; i < 5; i++) {
+    FrameSpec a = vm_tcp(ctrack::kAck, 101, 901);
+    a.ip_id = static_cast<uint16_t>(10 + i);
+    Verdict va = f.send(kVm, build_frame(a));
+    ASSERT_EQ(va.out_port, kWire) << i;
+    EXPECT_EQ(va.encap_sport, v.encap_sport);
+    FrameSpec aw = a;
+    aw.src = "203.0.113.7";
+    EXPECT_EQ(hex(on_wire(f, va)), hex(scapy_vxlan(outer, build_frame(aw)))) << i;
+    FrameSpec b = synack;
+    b.tcp_flags = ctrack::kAck;
+    b.seq = 901;
+    b.ack = 101;
+    EXPECT_EQ(f.send(kWire, scapy_vxlan(from_remote(), build_frame(b))).out_port, kVm) << i;
+  }
+  EXPECT_GT(f.st.cache_hits, 0u);
+  // A tunnelled connection stays in software (the NIC's rules would see the outer headers).
+  f.ct->for_each(f.now, [&](const ctrack::ConnInfo& c) { EXPECT_FALSE(c.offloaded); });
+}
+
+TEST(Overlay, BadOuterHeadersAreCountedByReason) {
+  Fixture f(overlay_yaml());
+  auto count = [&](DropWhy w) { return f.st.drop[static_cast<int>(w)]; };
+  const std::vector<uint8_t> inner = build_frame(vm_tcp(ctrack::kSyn, 1, 0));
+  nlohmann::json no_i = from_remote();
+  no_i["flags"] = 0;
+  EXPECT_EQ(f.send(kWire, scapy_vxlan(no_i, inner)).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kVxlanHeader), 1u);
+  EXPECT_EQ(f.send(kWire, scapy_vxlan(from_remote(300), inner)).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kVxlanVni), 1u);
+  std::vector<uint8_t> cut = scapy_vxlan(from_remote(), inner);
+  cut.resize(14 + 20 + 8 + 4);
+  EXPECT_EQ(f.send(kWire, cut).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kVxlanTrunc), 1u);
+  // A bare VXLAN header (no inner Ethernet): truncated too.
+  std::vector<uint8_t> empty = scapy_vxlan(from_remote(), {});
+  EXPECT_EQ(f.send(kWire, empty).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kVxlanTrunc), 2u);
+  // A fragment of a VXLAN datagram: not reassembled here.
+  std::vector<uint8_t> frag = scapy_vxlan(from_remote(), inner);
+  frag[14 + 6] |= 0x20;  // MF
+  EXPECT_EQ(f.send(kWire, frag).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kVxlanHeader), 2u);
+  // VNI 200 is this host's, but no rule takes it: the tables drop it.
+  EXPECT_EQ(f.send(kWire, scapy_vxlan(from_remote(200), inner)).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kRule), 1u);
+  // Not VXLAN (another UDP port): a plain packet to the tables, which drop it.
+  nlohmann::json other = from_remote();
+  other["dport"] = 4790;
+  EXPECT_EQ(f.send(kWire, scapy_vxlan(other, inner)).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kRule), 2u);
+  EXPECT_EQ(f.ct->stats().active, 0u);
+}
+
+TEST(Overlay, EncapBeyondTheWireMtuIsDroppedNotSent) {
+  Fixture f(overlay_yaml("1400"));
+  FrameSpec big = vm_tcp(ctrack::kSyn, 1, 0);
+  // The outer IPv4 packet is the inner one plus 50 bytes (inner Ethernet,
+  // VXLAN, UDP, IPv4): one byte over the wire's 1400.
+  big.payload = 1400 - 50 - 40 + 1;
+  EXPECT_EQ(f.send(kVm, build_frame(big)).out_port, kDrop);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kEncapMtu)], 1u);
+  big.payload--;
+  big.sport++;
+  EXPECT_EQ(f.send(kVm, build_frame(big)).out_port, kWire);
+}
+
+TEST(Overlay, SourcePortsSpreadFlows) {
+  Fixture f(overlay_yaml());
+  std::set<uint16_t> ports;
+  for (int i = 0; i < 64; i++) {
+    FrameSpec s = vm_tcp(ctrack::kSyn, 1, 0);
+    s.sport = static_cast<uint16_t>(30000 + i);
+    Verdict v = f.send(kVm, build_frame(s));
+    ASSERT_EQ(v.out_port, kWire);
+    EXPECT_GE(v.encap_sport, 49152);
+    ports.insert(v.encap_sport);
+  }
+  EXPECT_GT(ports.size(), 48u) << "64 flows share too few source ports for ECMP to spread them";
+}
+
+TEST(Overlay, ConfigErrorsNameFileLineAndKey) {
+  auto edit = [](std::string s, const std::string& from, const std::string& to) {
+    size_t p = s.find(from);
+    EXPECT_NE(p, std::string::npos) << from;
+    return s.replace(p, from.size(), to);
+  };
+  struct Case {
+    std::string text, want;
+  } cases[] = {
+      {edit(overlay_yaml(), "vnis: [100, 200]", "vnis: [100, 200, 100]"),
+       "test.yaml:11: key 'overlay.vxlan.vnis[2]': VNI 100 is listed twice (first at line 11)"},
+      {edit(overlay_yaml(), "remote=192.0.2.2),output:wire\"}\n    - {priority: 100, match: \"in_port=vm,ct_state=+trk+est\"",
+            "remote=192.0.2.9),output:wire\"}\n    - {priority: 100, match: \"in_port=vm,ct_state=+trk+est\""),
+       "test.yaml:20: key 'tables.1.actions': rule 4: no next hop for remote 192.0.2.9"},
+      {edit(overlay_yaml(), "encap(vxlan,vni=100,remote=192.0.2.2),output:wire\"}\n    - {priority: 100, match: "
+                            "\"in_port=wire",
+            "encap(vxlan,vni=300,remote=192.0.2.2),output:wire\"}\n    - {priority: 100, match: \"in_port=wire"),
+       "rule 5: VNI 300 is not in overlay.vxlan.vnis"},
+      {edit(overlay_yaml(), "mac: \"02:00:00:00:01:01\"", "mac: \"02:00:00:00:01\""),
+       "test.yaml:9: key 'overlay.vxlan.mac': expected a MAC address"},
+      {edit(overlay_yaml(), "port: wire", "port: mars"), "test.yaml:8: key 'overlay.vxlan.port': no port named 'mars'"},
+      {edit(overlay_yaml(), "local: 192.0.2.1", "local: 2001:db8::1"), "key 'overlay.vxlan.local': expected an IPv4"},
+      {edit(overlay_yaml(), "overlay:\n  vxlan:", "overlay:\n  geneve:"), "key 'overlay.geneve': unknown key"},
+      {edit(overlay_yaml(), ",output:wire\"}\n    - {priority: 100, match: \"in_port=vm,ct_state=+trk+est\"",
+            ",drop\"}\n    - {priority: 100, match: \"in_port=vm,ct_state=+trk+est\""),
+       "encap(...) goes before the output"},
+  };
+  for (const Case& c : cases) {
+    auto r = parse_config(c.text, "test.yaml");
+    ASSERT_FALSE(r.ok()) << c.want;
+    EXPECT_NE(r.message().find(c.want), std::string::npos) << "got: " << r.message() << "\nwant: " << c.want;
+  }
+  std::string no_overlay = overlay_yaml();
+  no_overlay.erase(no_overlay.find("overlay:"), no_overlay.find("tables:") - no_overlay.find("overlay:"));
+  auto r = parse_config(no_overlay, "test.yaml");
+  EXPECT_NE(r.message().find("encap(vxlan,...) needs overlay.vxlan"), std::string::npos) << r.message();
+}
+
+}  // namespace
+}  // namespace dp
+
+int main(int argc, char** argv) { return run_tests_with_eal(argc, argv, "dp-overlay"); }
