@@ -3,8 +3,10 @@
 // the daemon with `emulated`), then the parser and the whole pipeline (firewall tables in
 // rte_acl, conntrack, actions), with arbitrary NIC marks. No input may crash
 // it; verdicts stay in range and the tracker's invariants hold after each
-// burst. The same frames also go through a one-zone rule set twice, with the
-// established-flow cache and without: the verdicts must agree.
+// burst. The rules decapsulate VXLAN (VNI 100 on `outside`), source-NAT and
+// encapsulate. The same frames also go through a one-zone rule set twice,
+// with the established-flow cache and without: the verdicts and the frames
+// they leave must agree.
 #include <rte_eal.h>
 #include <unistd.h>
 
@@ -28,16 +30,26 @@ const char* kRules = R"Y(
 ports:
   - {name: inside, devargs: "net_null0"}
   - {name: outside, devargs: "net_null1"}
+overlay:
+  vxlan:
+    local: 192.0.2.1
+    port: outside
+    mac: "02:00:00:00:00:01"
+    vnis: [100]
+    remotes: [{ip: 192.0.2.2, mac: "02:00:00:00:00:02"}]
 tables:
   0:
     - {priority: 100, match: "eth_type=arp,in_port=inside", actions: "output:outside"}
+    - {priority: 70, match: "in_port=outside,tun_id=100", actions: "ct(table=1)"}
     - {priority: 100, match: "eth_type=nd", actions: "goto_table:2"}
     - {priority: 60, match: "ip_proto=udp,tp_dst=53", actions: "ct(commit,zone=7,table=1)"}
     - {priority: 50, match: "eth_type=ipv4", actions: "ct(table=1)"}
     - {priority: 50, match: "eth_type=ipv6", actions: "ct(table=1)"}
     - {priority: 0, match: "", actions: "drop"}
   1:
-    - {priority: 100, match: "in_port=inside,ct_state=+trk+new", actions: "set_mark:5,ct(commit),output:outside"}
+    - {priority: 100, match: "in_port=inside,ct_state=+trk+new,ip_proto=tcp", actions: "set_mark:5,ct(commit),output:outside"}
+    - {priority: 99, match: "in_port=inside,ct_state=+trk+new",
+       actions: "ct(commit,nat(src=203.0.113.1-203.0.113.2:1024-1040)),encap(vxlan,vni=100,remote=192.0.2.2),output:outside"}
     - {priority: 100, match: "ct_state=+trk+est", actions: "count,goto_table:2"}
     - {priority: 90, match: "ct_state=+trk+rel", actions: "output:inside"}
     - {priority: 50, match: "ip_proto=tcp,tcp_flags=+syn-ack", actions: "drop"}
@@ -96,8 +108,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   ctrack::Config cc;
   cc.capacity = 128;
   cc.event_ring = 256;
+  cc.nat = cfg->ct.nat;
   g->ct = std::move(ctrack::Tracker::create(cc).value());
-  g->pl = std::move(dp::Pipeline::build(cfg->rules, 1).value());
+  g->pl = std::move(dp::Pipeline::build(cfg->rules, 1, &cfg->overlay).value());
   g->dp = std::make_unique<dp::Datapath>(0, g->ct.get(), &g->st);
   g->dp->set_hw_marks(&g->marks);
   auto one = dp::parse_config(one_zone_rules(), "fuzz-one-zone");
@@ -108,7 +121,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   for (int t = 0; t < 2; t++) {
     Twin& w = g->twin[t];
     w.ct = std::move(ctrack::Tracker::create(tc).value());
-    w.pl = std::move(dp::Pipeline::build(one->rules, 1).value());
+    w.pl = std::move(dp::Pipeline::build(one->rules, 1, &one->overlay).value());
     w.dp = std::make_unique<dp::Datapath>(0, w.ct.get(), &w.st);
     w.dp->set_flow_cache(t == 0);
   }
@@ -171,15 +184,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
   }
   if (n) g->dp->run(*g->pl, in, n, g->now, v);
   if (na) {
-    dp::Verdict a[dp::kMaxBurst], b[dp::kMaxBurst];
-    g->twin[0].dp->run(*g->twin[0].pl, all, na, g->now, a);
-    g->twin[1].dp->run(*g->twin[1].pl, all, na, g->now, b);
+    // Each twin on its own copy of the input (NAT writes into frames); the
+    // frames they leave must agree byte for byte too.
+    static std::vector<uint8_t> bytes[2];
+    dp::PacketIn tw[2][dp::kMaxBurst];
+    dp::Verdict vt[2][dp::kMaxBurst];
+    for (int t = 0; t < 2; t++) {
+      bytes[t].assign(input, input + size);
+      for (uint32_t i = 0; i < na; i++) {
+        tw[t][i] = all[i];
+        tw[t][i].data = bytes[t].data() + (all[i].data - data);
+      }
+      g->twin[t].dp->run(*g->twin[t].pl, tw[t], na, g->now, vt[t]);
+    }
+    const dp::Verdict *a = vt[0], *b = vt[1];
     for (uint32_t i = 0; i < na; i++)
-      if (a[i].out_port != b[i].out_port || a[i].ct_state != b[i].ct_state || a[i].mark != b[i].mark) {
-        fprintf(stderr, "flow cache: packet %u: out %d/%d ct_state %x/%x mark %u/%u (cached/not)\n", i, a[i].out_port,
-                b[i].out_port, a[i].ct_state, b[i].ct_state, a[i].mark, b[i].mark);
+      if (a[i].out_port != b[i].out_port || a[i].ct_state != b[i].ct_state || a[i].mark != b[i].mark ||
+          a[i].strip != b[i].strip || a[i].encap != b[i].encap || a[i].encap_sport != b[i].encap_sport) {
+        fprintf(stderr, "flow cache: packet %u: out %d/%d ct_state %x/%x mark %u/%u encap %u/%u (cached/not)\n", i,
+                a[i].out_port, b[i].out_port, a[i].ct_state, b[i].ct_state, a[i].mark, b[i].mark, a[i].encap,
+                b[i].encap);
         abort();
       }
+    if (bytes[0] != bytes[1]) {
+      fprintf(stderr, "flow cache: the frames differ after the twins ran (a rewrite differs)\n");
+      abort();
+    }
   }
   g->now += 50'000'000;
   for (uint32_t i = 0; i < n; i++)
