@@ -58,6 +58,7 @@ class Dut : public ::testing::Test {
   static inline Process daemon;
   static inline std::string prefix, log_path, cfg_path;
   static inline std::string offload = "provider: none";  // the config's offload block (one line)
+  static inline std::string config_name = "firewall.yaml";  // under configs/dataplane/
   // Text replacements a derived fixture makes in the config, in order.
   static inline std::vector<std::pair<std::string, std::string>> edits;
   // NAME=VALUE entries the daemon's environment gets (a derived fixture's).
@@ -81,13 +82,13 @@ class Dut : public ::testing::Test {
     cfg_path = "/tmp/" + prefix + ".yaml";
     // A log per fixture, kept: a daemon that died shows its last words.
     log_path = "/tmp/" + prefix + "-" + ::testing::UnitTest::GetInstance()->current_test_suite()->name() + ".log";
-    std::string cfg = read_file(g_srcdir + "/configs/dataplane/firewall.yaml");
-    ASSERT_FALSE(cfg.empty()) << "configs/dataplane/firewall.yaml not found under " << g_srcdir;
+    std::string cfg = read_file(g_srcdir + "/configs/dataplane/" + config_name);
+    ASSERT_FALSE(cfg.empty()) << "configs/dataplane/" << config_name << " not found under " << g_srcdir;
     cfg = replace_all(cfg, "iface=veth-inside", "iface=d0");
     cfg = replace_all(cfg, "iface=veth-outside", "iface=d1");
     cfg = replace_all(cfg, "provider: none", offload);
     for (const auto& [a, b] : edits) {
-      ASSERT_NE(cfg.find(a), std::string::npos) << "config edit: '" << a << "' not in firewall.yaml";
+      ASSERT_NE(cfg.find(a), std::string::npos) << "config edit: '" << a << "' not in " << config_name;
       cfg = replace_all(cfg, a, b);
     }
     std::ofstream(cfg_path) << cfg;
@@ -130,6 +131,7 @@ class Dut : public ::testing::Test {
     tb.reset();
     unlink(cfg_path.c_str());
     offload = "provider: none";
+    config_name = "firewall.yaml";
     edits.clear();
     daemon_env.clear();
   }

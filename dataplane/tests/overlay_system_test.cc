@@ -1,0 +1,128 @@
+// The overlay and NAT checked from outside: the shipped
+// configs/dataplane/overlay-nat.yaml on the real daemon, with the Linux
+// kernel's own VXLAN device as the remote hypervisor's VTEP. What the kernel
+// decapsulates and answers is what a real VTEP would.
+//
+//   [client ns: the VM] c0 10.0.0.1 --- d0 [dut: dataplane] d1 --- s0 192.0.2.2 [server ns]
+//                                                               vx100 (VNI 100) 198.51.100.20
+//
+// The VM reaches 198.51.100.20 through the tunnel; the server sees it as the
+// floating address 203.0.113.7.
+#include "dut.h"
+
+namespace dptest {
+namespace {
+
+constexpr const char* kC0Mac = "02:00:00:00:0c:00";
+constexpr const char* kS0Mac = "02:00:00:00:02:02";  // the remote VTEP's next hop in overlay-nat.yaml
+constexpr const char* kVxMac = "02:00:00:00:0a:0a";
+constexpr const char* kVtepMac = "02:00:00:00:01:01";  // overlay.vxlan.mac
+
+class Overlay : public Dut {
+ protected:
+  static void SetUpTestSuite() {
+    config_name = "overlay-nat.yaml";
+    Dut::SetUpTestSuite();
+    if (::testing::Test::HasFatalFailure()) return;
+    auto ip = [](Netns* ns, std::vector<std::string> args) {
+      args.insert(args.begin(), "ip");
+      auto r = run_capture(args, ns, 10s);
+      ASSERT_TRUE(r.ok() && r->status == 0) << (r.ok() ? r->output : r.message());
+    };
+    ip(client, {"link", "set", "dev", "c0", "address", kC0Mac});
+    ip(client, {"link", "set", "dev", "c0", "mtu", "1450"});  // the VM's: the underlay's 1500 less VXLAN's 50
+    ip(server, {"link", "set", "dev", "s0", "address", kS0Mac});
+    ASSERT_TRUE(tb->add_address(server, "s0", "192.0.2.2/24").ok());
+    ASSERT_TRUE(tb->add_neighbor(server, "s0", "192.0.2.1", kVtepMac).ok());
+    // The remote hypervisor's VTEP: the kernel's VXLAN device.
+    ip(server, {"link", "add", "vx100", "address", kVxMac, "type", "vxlan", "id", "100", "local", "192.0.2.2", "remote",
+                "192.0.2.1", "dstport", "4789", "dev", "s0"});
+    ip(server, {"link", "set", "dev", "vx100", "up"});
+    ASSERT_TRUE(tb->disable_tx_checksum(server, "vx100").ok());
+    ASSERT_TRUE(tb->add_address(server, "vx100", "198.51.100.20/24").ok());
+    ASSERT_TRUE(tb->add_route(server, "203.0.113.0/24", "", "vx100").ok());
+    ASSERT_TRUE(tb->add_neighbor(server, "vx100", "203.0.113.7", kC0Mac).ok());
+    // The VM's way to the overlay network: on-link, the server's MAC known.
+    ASSERT_TRUE(tb->add_route(client, "198.51.100.0/24", "", "c0").ok());
+    ASSERT_TRUE(tb->add_neighbor(client, "c0", "198.51.100.20", kVxMac).ok());
+  }
+};
+
+TEST_F(Overlay, TcpThroughTheTunnelIsSourceNatedAndAnswered) {
+  int ls = listen_in(server, "198.51.100.20", 7100), cs = sock_in(client, SOCK_STREAM);
+  ASSERT_GE(ls, 0);
+  ASSERT_TRUE(connect_within(cs, addr("198.51.100.20", 7100), 5s)) << ctl("stats") << read_file(log_path);
+  sockaddr_in peer{};
+  socklen_t pl = sizeof peer;
+  int as = accept(ls, reinterpret_cast<sockaddr*>(&peer), &pl);
+  ASSERT_GE(as, 0);
+  char who[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &peer.sin_addr, who, sizeof who);
+  EXPECT_STREQ(who, "203.0.113.7") << "the server sees the floating address";
+  // Data both ways, more than one segment's worth (checksums the kernel checks).
+  std::string big(200000, 'v');
+  std::thread t([&] {
+    size_t off = 0;
+    while (off < big.size()) {
+      ssize_t n = send(cs, big.data() + off, big.size() - off, 0);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+  });
+  size_t got = 0;
+  char buf[65536];
+  while (got < big.size()) {
+    pollfd p{as, POLLIN, 0};
+    ASSERT_EQ(poll(&p, 1, 5000), 1) << "stalled at " << got << "\n" << ctl("stats");
+    ssize_t n = recv(as, buf, sizeof buf, 0);
+    ASSERT_GT(n, 0);
+    got += static_cast<size_t>(n);
+  }
+  t.join();
+  const char reply[] = "from behind the tunnel";
+  ASSERT_EQ(send(as, reply, sizeof reply, 0), static_cast<ssize_t>(sizeof reply));
+  std::string in;
+  ASSERT_TRUE(recv_within(cs, 5s, &in));
+  EXPECT_EQ(in, std::string(reply, sizeof reply));
+  const std::string list = ctl("ct list");
+  EXPECT_NE(list.find("snat reply=tcp 198.51.100.20:7100 -> 203.0.113.7:"), std::string::npos) << list;
+  close(as);
+  close(cs);
+  close(ls);
+}
+
+TEST_F(Overlay, PingThroughTheTunnel) {
+  auto r = run_capture({"ping", "-c", "3", "-i", "0.2", "-W", "2", "198.51.100.20"}, client, 20s);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 0) << r->output << ctl("stats");
+  EXPECT_NE(r->output.find("3 received"), std::string::npos) << r->output;
+}
+
+TEST_F(Overlay, BadTunnelFramesAreCountedNotForwarded) {
+  // From the server's side of the wire: VXLAN to this VTEP with an unknown
+  // VNI, and one without the I flag.
+  int fd = -1;
+  run_in(server, [&] { fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0); });
+  ASSERT_GE(fd, 0);
+  auto to = addr("192.0.2.1", 4789);
+  uint8_t frame[8 + 14 + 20] = {0x08, 0, 0, 0, 0, 0x01, 0x2c, 0};  // VNI 300
+  frame[8 + 12] = 0x08;
+  for (int i = 0; i < 3; i++)
+    ASSERT_EQ(sendto(fd, frame, sizeof frame, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), (ssize_t)sizeof frame);
+  frame[0] = 0;  // I clear
+  frame[6] = 100;
+  frame[5] = 0;
+  ASSERT_EQ(sendto(fd, frame, sizeof frame, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), (ssize_t)sizeof frame);
+  close(fd);
+  std::string s;
+  for (int i = 0; i < 50; i++) {
+    s = ctl("stats");
+    if (s.find("vxlan_unknown_vni=3") != std::string::npos && s.find("vxlan_header=1") != std::string::npos) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_NE(s.find("vxlan_unknown_vni=3"), std::string::npos) << s;
+  EXPECT_NE(s.find("vxlan_header=1"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace dptest
