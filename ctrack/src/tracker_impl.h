@@ -599,7 +599,7 @@ struct Tracker::Impl {
     if (c != kEmpty) {
       // A 120-byte entry spans two or three cache lines.
       const Conn* cp = &conns[c & ~kNatTag];
-      if (c & kNatTag) __builtin_prefetch(&nat[c & ~kNatTag]);
+      if (nat) __builtin_prefetch(&nat[c & ~kNatTag]);  // hit() reads whether it is translated
       uintptr_t first = reinterpret_cast<uintptr_t>(cp) & ~uintptr_t{63};
       uintptr_t last = (reinterpret_cast<uintptr_t>(cp) + sizeof(Conn) - 1) & ~uintptr_t{63};
       __builtin_prefetch(reinterpret_cast<const void*>(first));
@@ -616,6 +616,7 @@ struct Tracker::Impl {
     return c;
   }
   [[gnu::always_inline]] void prefetch_rest(uint32_t c) {
+    if (nat) __builtin_prefetch(&nat[c]);
     uintptr_t kl = (reinterpret_cast<uintptr_t>(&conns[c]) + 49) & ~uintptr_t{63};
     uintptr_t last = (reinterpret_cast<uintptr_t>(&conns[c]) + sizeof(Conn) - 1) & ~uintptr_t{63};
     for (uintptr_t l = kl + 64; l <= last; l += 64) __builtin_prefetch(reinterpret_cast<const void*>(l), 1);

@@ -1,7 +1,7 @@
 // dataplane-bench: the full software pipeline on one core over synthetic
 // mbufs, no kernel I/O. A program that prints numbers, not a timed test.
 //
-//   dataplane-bench [--json] [--rules N] [--conns N] [--packets N]
+//   dataplane-bench [--json] [--rules N] [--conns N] [--packets N] [--overlay-nat]
 //
 // Pipeline: parse -> tables (the stateful firewall plus N filler rules that
 // the traffic never hits, in rte_acl) -> conntrack (N live TCP connections,
@@ -9,6 +9,12 @@
 // established TCP segments of random connections, both directions, bursts of
 // 32, from mbufs filled just before (as rx leaves them). Also printed, from
 // the same run: parse alone over the same mbufs (the floor the pipeline adds to).
+// With --overlay-nat, the same connections also through the cloud pipeline
+// (configs/dataplane/overlay-nat.yaml's rules with the same fillers): the VM's
+// segments source-NATed and VXLAN-encapsulated (the outer headers written as
+// the worker writes them), the replies decapsulated and translated back;
+// printed with its ratio to the plain firewall, paired per repetition.
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <rte_eal.h>
 #include <rte_mbuf.h>
@@ -64,6 +70,56 @@ tables:
   return y;
 }
 
+// The firewall's rules as overlay-nat.yaml writes them: the VM on inside,
+// VNI 100 to the VTEP 192.0.2.2 on outside, source NAT to 203.0.113.1-4.
+std::string overlay_nat(const std::string& firewall) {
+  std::string y = firewall;
+  auto swap = [&](const std::string& a, const std::string& b) {
+    size_t p = y.find(a);
+    if (p == std::string::npos) {
+      fprintf(stderr, "dataplane-bench: '%s' not in the firewall rules\n", a.c_str());
+      exit(1);
+    }
+    y.replace(p, a.size(), b);
+  };
+  swap("tables:", R"Y(overlay:
+  vxlan:
+    local: 192.0.2.1
+    port: outside
+    mac: "02:00:00:00:01:01"
+    vnis: [100]
+    remotes: [{ip: 192.0.2.2, mac: "02:00:00:00:02:02"}]
+tables:)Y");
+  swap(R"Y(match: "eth_type=ipv4", actions: "ct(table=1)")Y",
+       R"Y(match: "in_port=inside,eth_type=ipv4", actions: "ct(table=1)"}
+    - {priority: 50, match: "in_port=outside,tun_id=100,eth_type=ipv4", actions: "ct(table=1)")Y");
+  swap(R"Y(actions: "ct(commit),output:outside")Y",
+       R"Y(actions: "ct(commit,nat(src=203.0.113.1-203.0.113.4)),encap(vxlan,vni=100,remote=192.0.2.2),output:outside")Y");
+  swap(R"Y(match: "in_port=inside,ct_state=+trk+est", actions: "output:outside")Y",
+       R"Y(match: "in_port=inside,ct_state=+trk+est", actions: "encap(vxlan,vni=100,remote=192.0.2.2),output:outside")Y");
+  return y;
+}
+
+// `inner` as the remote VTEP sends it to this one (VNI 100).
+std::vector<uint8_t> vxlan_from_remote(const std::vector<uint8_t>& inner) {
+  std::vector<uint8_t> f = {2, 0, 0, 0, 1, 1, 2, 0, 0, 0, 2, 2, 0x08, 0x00,
+                            0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 192, 0, 2, 2, 192, 0, 2, 1,
+                            0xc3, 0x50, 0x12, 0xb5, 0, 0, 0, 0,
+                            0x08, 0, 0, 0, 0, 0, 100, 0};
+  const size_t ip_len = 20 + 8 + 8 + inner.size(), udp_len = ip_len - 20;
+  f[16] = static_cast<uint8_t>(ip_len >> 8);
+  f[17] = static_cast<uint8_t>(ip_len);
+  f[38] = static_cast<uint8_t>(udp_len >> 8);
+  f[39] = static_cast<uint8_t>(udp_len);
+  uint32_t sum = 0;
+  for (int i = 14; i < 34; i += 2) sum += static_cast<uint32_t>(f[i] << 8 | f[i + 1]);
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  f[24] = static_cast<uint8_t>(~sum >> 8);
+  f[25] = static_cast<uint8_t>(~sum);
+  f.insert(f.end(), inner.begin(), inner.end());
+  return f;
+}
+
 ctrack::FrameSpec conn_frame(uint32_t c, bool reply, uint8_t flags, uint32_t seq, uint32_t ack) {
   ctrack::FrameSpec s;
   s.proto = IPPROTO_TCP;
@@ -82,6 +138,8 @@ ctrack::FrameSpec conn_frame(uint32_t c, bool reply, uint8_t flags, uint32_t seq
 
 struct Env {
   rte_mempool* pool;
+  bool overlay = false;
+  std::vector<std::pair<std::string, uint16_t>> xlat;  // overlay: each connection's translated source
   std::unique_ptr<ctrack::Tracker> ct;
   std::unique_ptr<dp::Pipeline> pl;
   dp::WorkerStats st;
@@ -113,7 +171,17 @@ uint64_t run_mbufs(Env& e, rte_mbuf** mb, size_t n, uint64_t* dropped) {
       in[i] = dp::PacketIn{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, m->pkt_len, m->port, false, 0};
     }
     e.dp->run(*e.pl, in, k, e.now, v);
-    for (uint32_t i = 0; i < k; i++) drops += v[i].out_port < 0;
+    for (uint32_t i = 0; i < k; i++) {
+      drops += v[i].out_port < 0;
+      // The worker's part of a tunnel: outer headers off, or on.
+      rte_mbuf* m = mb[off + i];
+      if (v[i].strip) rte_pktmbuf_adj(m, v[i].strip);
+      if (v[i].encap) {
+        const uint32_t inner = m->pkt_len;
+        e.pl->write_encap(reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, dp::kVxlanOverhead)), v[i].encap, inner,
+                          v[i].encap_sport);
+      }
+    }
   }
   *dropped += drops;
   return n;
@@ -142,6 +210,7 @@ int main(int argc, char** argv) {
   uint64_t packets = 20'000'000;
   std::string simd = "512";
   std::string only;  // "established" or "new": one part, for profiling
+  bool overlay = false;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--json") g_json = true;
@@ -150,13 +219,15 @@ int main(int argc, char** argv) {
     else if (a == "--packets" && i + 1 < argc) packets = strtoull(argv[++i], nullptr, 10);
     else if (a == "--simd-bits" && i + 1 < argc) simd = argv[++i];
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else if (a == "--overlay-nat") overlay = true;
     else {
       printf("usage: dataplane-bench [--json] [--rules N] [--conns N] [--packets N] [--simd-bits 512|256]\n"
              "  --rules N    filler rules on top of the firewall's (default 1000)\n"
              "  --conns N    live TCP connections (default 100000)\n"
              "  --packets N  measured packets per repetition (default 20M)\n"
              "  --simd-bits  widest vectors DPDK may use (default 512, as the daemon; 256 = rte_acl's AVX2 classifier)\n"
-             "  --only established|cached|new  run one part (for perf record; cached: established, cache on)\n");
+             "  --only established|cached|new  run one part (for perf record; cached: established, cache on)\n"
+             "  --overlay-nat  also the cloud pipeline (VXLAN + source NAT) on the same connections, and its ratio\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
@@ -182,24 +253,60 @@ int main(int argc, char** argv) {
   }
   // Two pipelines over the same rules and the same connections, with the
   // flow cache and without: measured in the same run, alternately.
-  auto make_env = [&](bool cache, uint32_t capacity) {
+  auto ovcfg = dp::parse_config(overlay_nat(firewall_with_fillers(fillers)), "bench-overlay");
+  if (!ovcfg) {
+    fprintf(stderr, "dataplane-bench: %s\n", ovcfg.message().c_str());
+    return 1;
+  }
+  auto make_env = [&](bool cache, uint32_t capacity, bool ov = false) {
     auto e = std::make_unique<Env>();
     e->pool = pool;
+    e->overlay = ov;
+    const dp::Config& c = ov ? *ovcfg : *cfg;
     ctrack::Config cc;
     cc.capacity = capacity;
+    cc.nat = c.ct.nat;
     e->ct = std::move(ctrack::Tracker::create(cc).value());
-    e->pl = std::move(dp::Pipeline::build(cfg->rules, 1).value());
+    e->pl = std::move(dp::Pipeline::build(c.rules, 1, &c.overlay).value());
     e->dp = std::make_unique<dp::Datapath>(0, e->ct.get(), &e->st);
     e->dp->set_flow_cache(cache);
     return e;
   };
-  std::unique_ptr<Env> envs[2] = {make_env(true, conns * 2), make_env(false, conns * 2)};
+  std::vector<std::unique_ptr<Env>> envs;
+  envs.push_back(make_env(true, conns * 2));
+  envs.push_back(make_env(false, conns * 2));
+  if (overlay) envs.push_back(make_env(true, conns * 2, true));
 
   // Connections, set up through the pipeline: SYN, SYN-ACK, ACK, in chunks.
   uint64_t dropped = 0;
   for (auto& ep : envs) {
     Env& e = *ep;
-    for (uint32_t base = 0; base < conns; base += 65536) {
+    if (e.overlay) {  // the SYN's translation first: the SYN-ACK comes back to it, in the tunnel
+      e.xlat.resize(conns);
+      for (uint32_t base = 0; base < conns; base += 32768) {
+        uint32_t n = std::min<uint32_t>(32768, conns - base);
+        std::vector<rte_mbuf*> syn, rest;
+        for (uint32_t i = 0; i < n; i++)
+          syn.push_back(make_mbuf(pool, build_frame(conn_frame(base + i, false, ctrack::kSyn, 100, 0)), 0));
+        run_mbufs(e, syn.data(), syn.size(), &dropped);
+        for (uint32_t i = 0; i < n; i++) {
+          const uint8_t* ip = rte_pktmbuf_mtod(syn[i], const uint8_t*) + dp::kVxlanOverhead + 14;
+          char a[INET_ADDRSTRLEN];
+          inet_ntop(AF_INET, ip + 12, a, sizeof a);
+          e.xlat[base + i] = {a, static_cast<uint16_t>(ip[20] << 8 | ip[21])};
+          auto sa = conn_frame(base + i, true, ctrack::kSyn | ctrack::kAck, 900, 101);
+          sa.dst = a;
+          sa.dport = e.xlat[base + i].second;
+          rest.push_back(make_mbuf(pool, vxlan_from_remote(build_frame(sa)), 1));
+        }
+        for (uint32_t i = 0; i < n; i++)
+          rest.push_back(make_mbuf(pool, build_frame(conn_frame(base + i, false, ctrack::kAck, 101, 901)), 0));
+        run_mbufs(e, rest.data(), rest.size(), &dropped);
+        rte_pktmbuf_free_bulk(syn.data(), static_cast<unsigned>(syn.size()));
+        rte_pktmbuf_free_bulk(rest.data(), static_cast<unsigned>(rest.size()));
+      }
+    }
+    for (uint32_t base = 0; base < conns && !e.overlay; base += 65536) {
       uint32_t n = std::min<uint32_t>(65536, conns - base);
       std::vector<rte_mbuf*> hs;
       for (uint32_t b = 0; b < n; b += 32) {
@@ -225,7 +332,7 @@ int main(int argc, char** argv) {
   // are copied into a cache-sized ring of mbufs before each timed chunk, as
   // a NIC's DMA and the PMD's rx would leave them; only the pipeline is timed.
   std::mt19937 rng(5);
-  std::vector<std::vector<uint8_t>> frames(kPool);
+  std::vector<std::vector<uint8_t>> frames(kPool), ov_frames(overlay ? kPool : 0);
   std::vector<uint16_t> ports(kPool);
   for (uint32_t i = 0; i < kPool; i++) {
     uint32_t c = rng() % conns;
@@ -234,10 +341,18 @@ int main(int argc, char** argv) {
     f.payload = 64;
     frames[i] = build_frame(f);
     ports[i] = reply ? 1 : 0;
+    if (overlay) {  // the same segment in the cloud pipeline: a reply comes in the tunnel to the translated tuple
+      if (reply) {
+        f.dst = envs[2]->xlat[c].first;
+        f.dport = envs[2]->xlat[c].second;
+      }
+      ov_frames[i] = reply ? vxlan_from_remote(build_frame(f)) : build_frame(f);
+    }
   }
   const uint32_t kRing = 2048;
   std::vector<rte_mbuf*> ring(kRing);
   for (auto& m : ring) m = make_mbuf(pool, frames[0], 0);
+  auto frames_of = [&](const Env& e) -> const std::vector<std::vector<uint8_t>>& { return e.overlay ? ov_frames : frames; };
   auto timed = [&](Env& e, const std::vector<std::vector<uint8_t>>& fr, const std::vector<uint16_t>& pt,
                    uint64_t count, double* pipe_s, double* parse_s, uint64_t* drops) {
     uint64_t next = 0;
@@ -262,18 +377,20 @@ int main(int argc, char** argv) {
     }
     if (sink) fprintf(stderr, "dataplane-bench: parse errors in the measured frames\n");
   };
-  const char* names[2] = {"pipeline", "pipeline_uncached"};
-  std::vector<double> pipe[2], parse[2];
+  const char* names[3] = {"pipeline", "pipeline_uncached", "overlay_nat"};
+  std::vector<double> pipe[3], parse[3];
   for (auto& ep : envs) {
     double w1 = 0, w2 = 0;
-    timed(*ep, frames, ports, kPool, &w1, &w2, &dropped);  // warm (and, cached, fill the cache)
+    timed(*ep, frames_of(*ep), ports, kPool, &w1, &w2, &dropped);  // warm (and, cached, fill the cache)
   }
   dropped = 0;
   uint64_t per_rep = std::max<uint64_t>(kRing, packets / kRing * kRing);
+  const int nv = only == "cached" ? 1 : static_cast<int>(envs.size());
   for (int rep = 0; rep < 9 && only != "new"; rep++)
-    for (int v = 0; v < (only == "cached" ? 1 : 2); v++) {
+    for (int v = 0; v < nv; v++) {
+      if (only == "cached" && v == 1) continue;
       double a = 0, b = 0;
-      timed(*envs[v], frames, ports, per_rep, &a, &b, &dropped);
+      timed(*envs[v], frames_of(*envs[v]), ports, per_rep, &a, &b, &dropped);
       pipe[v].push_back(a);
       parse[v].push_back(b);
     }
@@ -291,9 +408,14 @@ int main(int argc, char** argv) {
     return median(r);
   };
   double ratio = only == "new" || only == "cached" ? 0 : paired(pipe[1], pipe[0]);
-  for (int v = 0; v < (only == "cached" ? 1 : 2) && only != "new"; v++) {
+  for (int v = 0; v < nv && only != "new"; v++) {
     char extra[160];
-    if (v == 0)
+    if (v == 2)
+      snprintf(extra, sizeof extra,
+               g_json ? ", \"vs_firewall\": %.3f, \"cache_hits\": %llu"
+                      : "  (%.3fx the firewall pipeline, same connections, paired; %llu cache hits)",
+               paired(pipe[0], pipe[2]), (unsigned long long)envs[2]->st.cache_hits);
+    else if (v == 0)
       snprintf(extra, sizeof extra,
                g_json ? ", \"parse_only_mpps\": %.2f, \"vs_uncached\": %.3f, \"cache_hits\": %llu"
                       : "  (parse alone: %.2f Mpps; %.3fx the uncached pipeline; %llu cache hits)",
