@@ -12,6 +12,7 @@
 #include "acl.h"
 #include "dataplane/pipeline.h"
 #include "nat_rewrite.h"
+#include "vxlan.h"
 
 namespace dp {
 
@@ -112,68 +113,6 @@ inline uint32_t ip_claimed(const uint8_t* d, uint32_t len, const ctrack::Parsed&
   if (pp.ethertype == 0x0800 && pp.l3_off + 4u <= len) return rd16(ip + 2);
   if (pp.ethertype == 0x86DD && pp.l3_off + 6u <= len) return 40u + rd16(ip + 4);
   return 0;
-}
-
-// VXLAN decap (RFC 7348) of a frame received on the underlay port: 0 when
-// it is not VXLAN to this VTEP (it goes through the tables as it is), the
-// outer headers' length when it is, or a drop reason.
-struct Decap {
-  uint16_t off = 0;
-  uint32_t vni = 0;
-  DropWhy why = DropWhy::kCount;  // kCount: not dropped
-};
-inline Decap vxlan_decap(const uint8_t* d, uint32_t len, const OverlayConfig& ov) {
-  Decap r;
-  uint32_t off = 14;
-  if (len < off) return r;
-  uint16_t et = rd16(d + 12);
-  if (et == 0x8100) {
-    if (len < 18) return r;
-    et = rd16(d + 16);
-    off = 18;
-  }
-  if (et != 0x0800 || len < off + 20) return r;
-  const uint8_t* ip = d + off;
-  if ((ip[0] >> 4) != 4 || ip[9] != IPPROTO_UDP || memcmp(ip + 16, ov.local, 4) != 0) return r;
-  const uint32_t ihl = (ip[0] & 0x0F) * 4u, iplen = rd16(ip + 2);
-  if (ihl < 20 || len < off + ihl + 4) return r;
-  const uint8_t* udp = ip + ihl;
-  if (rd16(udp + 2) != ov.udp_port) return r;
-  r.why = DropWhy::kVxlanHeader;
-  if (rd16(ip + 6) & 0x3FFF) return r;  // a fragment: this VTEP does not reassemble
-  if (len < off + ihl + 16) {
-    r.why = DropWhy::kVxlanTrunc;
-    return r;
-  }
-  const uint32_t ulen = rd16(udp + 4);
-  if (iplen < ihl + 16 || ulen != iplen - ihl) return r;
-  if (off + iplen > len) {
-    r.why = DropWhy::kVxlanTrunc;
-    return r;
-  }
-  const uint8_t* vx = udp + 8;
-  if (!(vx[0] & 0x08)) return r;  // I clear: no VNI
-  r.vni = static_cast<uint32_t>(vx[4]) << 16 | static_cast<uint32_t>(vx[5]) << 8 | vx[6];
-  if (!std::binary_search(ov.vnis.begin(), ov.vnis.end(), r.vni)) {
-    r.why = DropWhy::kVxlanVni;
-    return r;
-  }
-  if (iplen < ihl + 16 + 14) {
-    r.why = DropWhy::kVxlanTrunc;
-    return r;
-  }
-  r.why = DropWhy::kCount;
-  r.off = static_cast<uint16_t>(off + ihl + 16);
-  return r;
-}
-
-// The UDP source port of an encapsulated flow: its inner tuple's hash in
-// the dynamic range (RFC 7348 section 5: entropy for ECMP).
-inline uint16_t encap_sport(const ctrack::Key& k) {
-  ctrack::Key c;
-  ctrack::canonicalize(k, &c);
-  c.zone = 0;
-  return static_cast<uint16_t>(49152 + ctrack::hash_key(c) % 16384);
 }
 
 inline uint32_t path_hash(const FlowPath& p) {
@@ -789,24 +728,6 @@ inline void Datapath::finish(Burst& b) {
       out[i].out_port = -1;
     }
   }
-}
-
-void Pipeline::write_encap(uint8_t* h, uint16_t idx, uint32_t inner_len, uint16_t sport) const {
-  const Encap& e = encaps_[idx - 1u];
-  memcpy(h, e.hdr, kVxlanOverhead);
-  uint8_t* ip = h + 14;
-  const uint32_t total = inner_len + (kVxlanOverhead - 14);
-  ip[2] = static_cast<uint8_t>(total >> 8);
-  ip[3] = static_cast<uint8_t>(total);
-  const uint16_t csum = static_cast<uint16_t>(~nat::fold(e.ip_sum + total));
-  ip[10] = static_cast<uint8_t>(csum >> 8);
-  ip[11] = static_cast<uint8_t>(csum);
-  uint8_t* udp = ip + 20;
-  udp[0] = static_cast<uint8_t>(sport >> 8);
-  udp[1] = static_cast<uint8_t>(sport);
-  const uint32_t ulen = total - 20;
-  udp[4] = static_cast<uint8_t>(ulen >> 8);
-  udp[5] = static_cast<uint8_t>(ulen);
 }
 
 // What happened to each packet, for a live trace.

@@ -1,0 +1,81 @@
+// Per packet: VXLAN (RFC 7348) decapsulation of frames on the underlay port
+// and the UDP source port of encapsulated flows. The outer headers an
+// encap() puts on are written by Pipeline::write_encap (vxlan.cc).
+#pragma once
+
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "dataplane/overlay.h"
+#include "dataplane/pipeline.h"
+
+namespace dp {
+
+inline uint16_t vx_rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+
+// VXLAN decap (RFC 7348) of a frame received on the underlay port: 0 when
+// it is not VXLAN to this VTEP (it goes through the tables as it is), the
+// outer headers' length when it is, or a drop reason.
+struct Decap {
+  uint16_t off = 0;
+  uint32_t vni = 0;
+  DropWhy why = DropWhy::kCount;  // kCount: not dropped
+};
+inline Decap vxlan_decap(const uint8_t* d, uint32_t len, const OverlayConfig& ov) {
+  Decap r;
+  uint32_t off = 14;
+  if (len < off) return r;
+  uint16_t et = vx_rd16(d + 12);
+  if (et == 0x8100) {
+    if (len < 18) return r;
+    et = vx_rd16(d + 16);
+    off = 18;
+  }
+  if (et != 0x0800 || len < off + 20) return r;
+  const uint8_t* ip = d + off;
+  if ((ip[0] >> 4) != 4 || ip[9] != IPPROTO_UDP || memcmp(ip + 16, ov.local, 4) != 0) return r;
+  const uint32_t ihl = (ip[0] & 0x0F) * 4u, iplen = vx_rd16(ip + 2);
+  if (ihl < 20 || len < off + ihl + 4) return r;
+  const uint8_t* udp = ip + ihl;
+  if (vx_rd16(udp + 2) != ov.udp_port) return r;
+  r.why = DropWhy::kVxlanHeader;
+  if (vx_rd16(ip + 6) & 0x3FFF) return r;  // a fragment: this VTEP does not reassemble
+  if (len < off + ihl + 16) {
+    r.why = DropWhy::kVxlanTrunc;
+    return r;
+  }
+  const uint32_t ulen = vx_rd16(udp + 4);
+  if (iplen < ihl + 16 || ulen != iplen - ihl) return r;
+  if (off + iplen > len) {
+    r.why = DropWhy::kVxlanTrunc;
+    return r;
+  }
+  const uint8_t* vx = udp + 8;
+  if (!(vx[0] & 0x08)) return r;  // I clear: no VNI
+  r.vni = static_cast<uint32_t>(vx[4]) << 16 | static_cast<uint32_t>(vx[5]) << 8 | vx[6];
+  if (!std::binary_search(ov.vnis.begin(), ov.vnis.end(), r.vni)) {
+    r.why = DropWhy::kVxlanVni;
+    return r;
+  }
+  if (iplen < ihl + 16 + 14) {
+    r.why = DropWhy::kVxlanTrunc;
+    return r;
+  }
+  r.why = DropWhy::kCount;
+  r.off = static_cast<uint16_t>(off + ihl + 16);
+  return r;
+}
+
+// The UDP source port of an encapsulated flow: its inner tuple's hash in
+// the dynamic range (RFC 7348 section 5: entropy for ECMP).
+inline uint16_t encap_sport(const ctrack::Key& k) {
+  ctrack::Key c;
+  ctrack::canonicalize(k, &c);
+  c.zone = 0;
+  return static_cast<uint16_t>(49152 + ctrack::hash_key(c) % 16384);
+}
+
+}  // namespace dp
