@@ -84,6 +84,10 @@ TEST_F(Overlay, TcpThroughTheTunnelIsSourceNatedAndAnswered) {
   std::string in;
   ASSERT_TRUE(recv_within(cs, 5s, &in));
   EXPECT_EQ(in, std::string(reply, sizeof reply));
+  const std::string st = ctl("stats");
+  EXPECT_EQ(st.find("vxlan_encap=0"), std::string::npos) << st;
+  EXPECT_EQ(st.find("vxlan_decap=0"), std::string::npos) << st;
+  EXPECT_EQ(st.find("nat_packets=0"), std::string::npos) << st;
   const std::string list = ctl("ct list");
   EXPECT_NE(list.find("snat reply=tcp 198.51.100.20:7100 -> 203.0.113.7:"), std::string::npos) << list;
   close(as);

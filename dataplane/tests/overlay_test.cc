@@ -150,6 +150,9 @@ TEST(Overlay, EncapsulatedNatFramesEqualScapys) {
     EXPECT_EQ(f.send(kWire, scapy_vxlan(from_remote(), build_frame(b))).out_port, kVm) << i;
   }
   EXPECT_GT(f.st.cache_hits, 0u);
+  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kEncap)], 6u);
+  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kDecap)], 6u);
+  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kNat)], 12u);
   // A tunnelled connection stays in software (the NIC's rules would see the outer headers).
   f.ct->for_each(f.now, [&](const ctrack::ConnInfo& c) { EXPECT_FALSE(c.offloaded); });
 }

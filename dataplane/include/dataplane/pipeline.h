@@ -68,6 +68,11 @@ enum class DropWhy : uint8_t {
 };
 const char* drop_why_name(DropWhy d);
 
+// What the overlay did, counted per worker: frames decapsulated, packets
+// encapsulated (sent), packets NAT rewrote.
+enum class Tunnel : uint8_t { kDecap, kEncap, kNat, kCount };
+const char* tunnel_name(Tunnel t);  // vxlan_decap, vxlan_encap, nat_packets
+
 // A worker's counters, one list: the struct's fields, `stats` and telemetry
 // (as w<N>_<name>) all come from it. X(name, what it counts).
 #define DP_WORKER_COUNTERS(X)                                                                \
@@ -95,6 +100,7 @@ struct alignas(64) WorkerStats {
 #undef DP_FIELD
   uint64_t parse_drop[static_cast<int>(ctrack::Drop::kCount)] = {};
   uint64_t drop[static_cast<int>(DropWhy::kCount)] = {};
+  uint64_t tunnel[static_cast<int>(Tunnel::kCount)] = {};
   WorkerStats snapshot() const;
   // name, value for every counter of the list. (Telemetry's dict holds 256
   // entries: 16 workers x (lcore + these 15).)

@@ -56,6 +56,7 @@ StatsSnapshot Daemon::snapshot(bool control_thread) {
     s.workers.push_back(std::move(x));
     for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) sum.parse_drop[i] += ws.parse_drop[i];
     for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) sum.drop[i] += ws.drop[i];
+    for (int i = 0; i < static_cast<int>(Tunnel::kCount); i++) sum.tunnel[i] += ws.tunnel[i];
   }
   for (auto& [k, v] : port_counters()) {
     size_t i = 0;
@@ -72,6 +73,8 @@ StatsSnapshot Daemon::snapshot(bool control_thread) {
     s.drops.emplace_back(drop_why_name(static_cast<DropWhy>(i)), sum.drop[i]);
   for (int i = 1; i < static_cast<int>(ctrack::Drop::kCount); i++)
     s.drops.emplace_back(std::string("parse_") + ctrack::drop_name(static_cast<ctrack::Drop>(i)), sum.parse_drop[i]);
+  for (int i = 0; i < static_cast<int>(Tunnel::kCount); i++)
+    s.overlay.emplace_back(tunnel_name(static_cast<Tunnel>(i)), sum.tunnel[i]);
   {
     std::lock_guard<std::mutex> lk(mu_);
     Pipeline* pl = pipeline_.load();
@@ -118,8 +121,14 @@ void Daemon::telemetry_stats(rte_tel_data* d) {
     s.visit([&](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(workers, (p + k).c_str(), v); });
     for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) sum.parse_drop[i] += s.parse_drop[i];
     for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) sum.drop[i] += s.drop[i];
+    for (int i = 0; i < static_cast<int>(Tunnel::kCount); i++) sum.tunnel[i] += s.tunnel[i];
   }
   rte_tel_data_add_dict_container(d, "workers", workers, 0);
+  rte_tel_data* overlay = rte_tel_data_alloc();
+  rte_tel_data_start_dict(overlay);
+  for (int i = 0; i < static_cast<int>(Tunnel::kCount); i++)
+    rte_tel_data_add_dict_u64(overlay, tunnel_name(static_cast<Tunnel>(i)), sum.tunnel[i]);
+  rte_tel_data_add_dict_container(d, "overlay", overlay, 0);
 
   rte_tel_data* drops = rte_tel_data_alloc();
   rte_tel_data_start_dict(drops);

@@ -26,6 +26,8 @@ std::string stats_text(const StatsSnapshot& s) {
   pairs(s.host);
   o << "\ndrops:";
   pairs(s.drops);
+  o << "\noverlay:";
+  pairs(s.overlay);
   o << "\nct:";
   pairs(s.ct);
   o << "\noffload " << s.offload_provider << ":";
@@ -55,6 +57,7 @@ nlohmann::json stats_json(const StatsSnapshot& s) {
   for (const auto& p : s.ports) j["ports"][p.name] = obj(p.counters);
   j["host"] = obj(s.host);
   j["drops"] = obj(s.drops);
+  j["overlay"] = obj(s.overlay);
   j["rules"] = json::array();
   for (const auto& r : s.rules)
     j["rules"].push_back({{"id", r.id}, {"table", r.table}, {"packets", r.packets}, {"bytes", r.bytes}});
@@ -133,6 +136,7 @@ std::string stats_prometheus(const StatsSnapshot& s) {
   for (const auto& [k, v] : s.host) f.add(k, false, "host counter " + k + " (af_packet ports)", "", v);
   for (const auto& [k, v] : s.drops)
     f.add("drops", false, "packets dropped, by reason", "reason=\"" + label(k) + "\"", v);
+  for (const auto& [k, v] : s.overlay) f.add("overlay_" + k, false, "overlay counter " + k + " (README: Overlay)", "", v);
   for (const auto& r : s.rules) {
     const std::string l = "rule=\"" + std::to_string(r.id) + "\",table=\"" + std::to_string(r.table) + "\"";
     f.add("rule_packets", false, "packets that hit the rule", l, r.packets);

@@ -34,6 +34,7 @@ struct StatsSnapshot {
   std::vector<Port> ports;
   Counters host;     // kernel_ip_reasm_fails (af_packet ports)
   Counters drops;    // by reason: the pipeline's and parse_<reason>
+  Counters overlay;  // vxlan_decap, vxlan_encap, nat_packets
   std::vector<RuleHit> rules;
   Counters ct;       // the trackers' Stats, summed over shards
   std::string offload_provider;
@@ -48,7 +49,8 @@ bool port_is_gauge(const std::string& name);
 
 // `stats`'s text: "ok", then a line per worker, ports, drops, ct, offload.
 std::string stats_text(const StatsSnapshot& s);
-// One JSON object: {"workers": [...], "ports": {...}, "drops": {...}, "rules": [...], "ct": {...}, "offload": {...}}.
+// One JSON object: {"workers": [...], "ports": {...}, "drops": {...}, "overlay": {...}, "rules": [...], "ct": {...},
+// "offload": {...}}.
 nlohmann::json stats_json(const StatsSnapshot& s);
 // Prometheus text exposition format 0.0.4: dataplane_* with labels port,
 // worker, reason, rule, table; counters end in _total.

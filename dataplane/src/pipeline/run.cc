@@ -25,6 +25,12 @@ const char* drop_why_name(DropWhy d) {
   return n[static_cast<int>(d)];
 }
 
+const char* tunnel_name(Tunnel t) {
+  static const char* const n[] = {"vxlan_decap", "vxlan_encap", "nat_packets"};
+  static_assert(sizeof(n) / sizeof(n[0]) == static_cast<size_t>(Tunnel::kCount));
+  return n[static_cast<int>(t)];
+}
+
 WorkerStats WorkerStats::snapshot() const {
   WorkerStats s;
   auto ld = [](const uint64_t& v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); };
@@ -33,6 +39,7 @@ WorkerStats WorkerStats::snapshot() const {
 #undef DP_LOAD
   for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) s.parse_drop[i] = ld(parse_drop[i]);
   for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) s.drop[i] = ld(drop[i]);
+  for (int i = 0; i < static_cast<int>(Tunnel::kCount); i++) s.tunnel[i] = ld(tunnel[i]);
   return s;
 }
 
@@ -254,6 +261,7 @@ inline void Datapath::ingress(Burst& b, bool noting) {
       }
       p.off = dc.off;
       p.tun_id = dc.vni;
+      st.tunnel[static_cast<int>(Tunnel::kDecap)]++;
       out[i].strip = dc.off;
     }
     // The NIC's marks and parse are of the outer frame: a decapsulated one
@@ -580,6 +588,7 @@ inline void Datapath::translate(Burst& b, uint32_t i, const ctrack::Key& to) {
   PktState& p = b.s[i];
   nat::rewrite(b.in[i].data + p.off, b.in[i].len - p.off, p.parsed, to);
   p.natted = true;
+  b.st.tunnel[static_cast<int>(Tunnel::kNat)]++;
   if (p.table < 0) return;  // the flow cache judged it: no table reads it
   if (p.kind == 4) {
     memcpy(p.k4.src, to.src, sizeof p.k4.src);
@@ -722,6 +731,8 @@ inline void Datapath::finish(Burst& b) {
       if (b.in[i].pkt_len - p.off + (kVxlanOverhead - 14) > mtu_[out[i].out_port]) {
         b.drop(i, DropWhy::kEncapMtu);
         out[i].out_port = -1;
+      } else {
+        b.st.tunnel[static_cast<int>(Tunnel::kEncap)]++;
       }
     } else if (out[i].out_port >= 0 && b.l3len[i] > mtu_[out[i].out_port]) {
       b.drop(i, DropWhy::kTxMtu);
