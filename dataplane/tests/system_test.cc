@@ -637,8 +637,10 @@ class Notify : public Dut {
     snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
     ASSERT_EQ(bind(sock, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
     daemon_env = {"NOTIFY_SOCKET=" + path, "WATCHDOG_USEC=200000"};
+    if (!watchdog_pid.empty()) daemon_env.push_back("WATCHDOG_PID=" + watchdog_pid);
     Dut::SetUpTestSuite();
   }
+  static inline std::string watchdog_pid;  // WATCHDOG_PID for the daemon; empty: none
   static void TearDownTestSuite() {
     Dut::TearDownTestSuite();
     close(sock);
@@ -693,6 +695,29 @@ TEST_F(Notify, ReadyWhenForwardingWatchdogPingsReloadAndStopping) {
   // STOPPING=1 on SIGTERM.
   stop_daemon();
   EXPECT_FALSE(until("STOPPING=1", 3s).empty()) << "no STOPPING=1 on SIGTERM";
+}
+
+// WATCHDOG_PID naming another process (as systemd sets it for a service's
+// main pid when the daemon is a child): the watchdog is not this
+// process's, so no pings; READY=1 all the same.
+class NotifyOtherPid : public Notify {
+ public:
+  static void SetUpTestSuite() {
+    watchdog_pid = "1";
+    Notify::SetUpTestSuite();
+  }
+  static void TearDownTestSuite() {
+    Notify::TearDownTestSuite();
+    watchdog_pid.clear();
+  }
+};
+
+TEST_F(NotifyOtherPid, WatchdogOfAnotherPidIsNotPinged) {
+  ASSERT_FALSE(until("READY=1", 5s).empty()) << "no READY=1 on NOTIFY_SOCKET";
+  int pings = 0;
+  for (auto end = std::chrono::steady_clock::now() + 1s; std::chrono::steady_clock::now() < end;)
+    pings += next(200ms) == "WATCHDOG=1\n";
+  EXPECT_EQ(pings, 0);
 }
 
 // Prometheus: /metrics on a unix socket (metrics.listen in the config),

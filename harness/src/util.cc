@@ -101,20 +101,6 @@ std::map<std::string, long long> dataplane_drops(const std::map<std::string, lon
   return m;
 }
 
-std::map<std::string, long long> pairs_on_line(const std::string& text, const std::string& label) {
-  std::map<std::string, long long> m;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) {
-    if (l.rfind(label + ":", 0) != 0) continue;
-    std::istringstream w(l.substr(label.size() + 1));
-    for (std::string kv; w >> kv;) {
-      size_t eq = kv.find('=');
-      if (eq != std::string::npos) m[kv.substr(0, eq)] = atoll(kv.c_str() + eq + 1);
-    }
-  }
-  return m;
-}
-
 HostRunner netns_runner(const testbed::Netns* ns) {
   return [ns](const std::vector<std::string>& argv) -> sdn::Result<std::string> {
     auto r = testbed::run_capture(argv, ns, std::chrono::seconds(10));

@@ -38,8 +38,6 @@ void ovs_port_drops(const std::string& port, const std::string& statistics, std:
 // receive misses and errors, transmit errors and af_packet ring drops.
 std::map<std::string, long long> dataplane_drops(const std::map<std::string, long long>& reasons,
                                                  const std::map<std::string, long long>& ports);
-// "k=v k=v" pairs after `label:` on the line that starts with it.
-std::map<std::string, long long> pairs_on_line(const std::string& text, const std::string& label);
 // Runs commands in a namespace (null: this one) for gather_host_facts().
 HostRunner netns_runner(const testbed::Netns* ns);
 

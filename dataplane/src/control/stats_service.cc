@@ -100,76 +100,50 @@ StatsSnapshot Daemon::snapshot(bool control_thread) {
   return s;
 }
 
+// /dataplane/stats: the snapshot `stats` and /metrics are written from, as
+// telemetry's dicts (ports, workers as w<N>_<counter>, overlay, drops,
+// rule_hits for the first 120 rules, ct, offload).
 void Daemon::telemetry_stats(rte_tel_data* d) {
+  const StatsSnapshot s = snapshot(false);
   rte_tel_data_start_dict(d);
-  rte_tel_data* ports = rte_tel_data_alloc();
-  rte_tel_data_start_dict(ports);
-  for (const auto& [k, v] : port_counters()) rte_tel_data_add_dict_u64(ports, k.c_str(), v);
-  rte_tel_data_add_dict_container(d, "ports", ports, 0);
-
-  rte_tel_data* workers = rte_tel_data_alloc();
-  rte_tel_data_start_dict(workers);
-  WorkerStats sum;
-  for (auto& w : workers_) {
-    WorkerStats s = w->stats.snapshot();
-    std::string p = "w" + std::to_string(w->id) + "_";
-    rte_tel_data_add_dict_u64(workers, (p + "lcore").c_str(), w->lcore);
+  auto dict = [&](const char* name, const auto& fill) {
+    rte_tel_data* x = rte_tel_data_alloc();
+    rte_tel_data_start_dict(x);
+    fill(x);
+    rte_tel_data_add_dict_container(d, name, x, 0);
+  };
+  auto counters = [](rte_tel_data* x, const StatsSnapshot::Counters& c, const std::string& prefix = "") {
+    for (const auto& [k, v] : c) rte_tel_data_add_dict_u64(x, (prefix + k).c_str(), v);
+  };
+  dict("ports", [&](rte_tel_data* x) {
+    for (const auto& p : s.ports) counters(x, p.counters, p.name + "_");
+    counters(x, s.host);
+  });
+  dict("workers", [&](rte_tel_data* x) {
 #define DP_ONE(name, what) +1
     static_assert(kMaxWorkers * (1 DP_WORKER_COUNTERS(DP_ONE)) <= RTE_TEL_MAX_DICT_ENTRIES,
                   "every worker's counters fit telemetry's dict");
 #undef DP_ONE
-    s.visit([&](const char* k, uint64_t v) { rte_tel_data_add_dict_u64(workers, (p + k).c_str(), v); });
-    for (int i = 0; i < static_cast<int>(ctrack::Drop::kCount); i++) sum.parse_drop[i] += s.parse_drop[i];
-    for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) sum.drop[i] += s.drop[i];
-    for (int i = 0; i < static_cast<int>(Tunnel::kCount); i++) sum.tunnel[i] += s.tunnel[i];
-  }
-  rte_tel_data_add_dict_container(d, "workers", workers, 0);
-  rte_tel_data* overlay = rte_tel_data_alloc();
-  rte_tel_data_start_dict(overlay);
-  for (int i = 0; i < static_cast<int>(Tunnel::kCount); i++)
-    rte_tel_data_add_dict_u64(overlay, tunnel_name(static_cast<Tunnel>(i)), sum.tunnel[i]);
-  rte_tel_data_add_dict_container(d, "overlay", overlay, 0);
-
-  rte_tel_data* drops = rte_tel_data_alloc();
-  rte_tel_data_start_dict(drops);
-  for (int i = 1; i < static_cast<int>(ctrack::Drop::kCount); i++)
-    rte_tel_data_add_dict_u64(drops, (std::string("parse_") + ctrack::drop_name(static_cast<ctrack::Drop>(i))).c_str(),
-                              sum.parse_drop[i]);
-  for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++)
-    rte_tel_data_add_dict_u64(drops, drop_why_name(static_cast<DropWhy>(i)), sum.drop[i]);
-  rte_tel_data_add_dict_container(d, "drops", drops, 0);
-
-  rte_tel_data* rules = rte_tel_data_alloc();
-  rte_tel_data_start_dict(rules);
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    Pipeline* pl = pipeline_.load();
-    for (size_t i = 0; i < pl->rules().size() && i < 120; i++) {
-      rte_tel_data_add_dict_u64(rules, std::to_string(pl->rules()[i].id).c_str(), rule_counters(*pl, i).packets);
+    for (const auto& w : s.workers) {
+      const std::string p = "w" + std::to_string(w.id) + "_";
+      rte_tel_data_add_dict_u64(x, (p + "lcore").c_str(), w.lcore);
+      counters(x, w.counters, p);
     }
-  }
-  rte_tel_data_add_dict_container(d, "rule_hits", rules, 0);
-
-  ctrack::Stats cs;
-  for (auto& sh : shards_) cs += sh->stats();
-  rte_tel_data* ct = rte_tel_data_alloc();
-  rte_tel_data_start_dict(ct);
-  cs.visit([&](const std::string& k, uint64_t v) { rte_tel_data_add_dict_u64(ct, k.c_str(), v); });
-  rte_tel_data_add_dict_container(d, "ct", ct, 0);
-
-  OffloadStats os;
-  {
-    std::lock_guard<std::mutex> lk(off_mu_);
-    os = off_snap_;
-  }
-  rte_tel_data* off = rte_tel_data_alloc();
-  rte_tel_data_start_dict(off);
-  rte_tel_data_add_dict_string(off, "provider", offload_->name());
-  for (const auto& [k, v] : os.counters) rte_tel_data_add_dict_u64(off, k.c_str(), v);
-  for (const auto& [k, v] : os.notes) rte_tel_data_add_dict_string(off, k.c_str(), v.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str());
-  rte_tel_data_add_dict_container(d, "offload", off, 0);
+  });
+  dict("overlay", [&](rte_tel_data* x) { counters(x, s.overlay); });
+  dict("drops", [&](rte_tel_data* x) { counters(x, s.drops); });
+  dict("rule_hits", [&](rte_tel_data* x) {
+    for (size_t i = 0; i < s.rules.size() && i < 120; i++)
+      rte_tel_data_add_dict_u64(x, std::to_string(s.rules[i].id).c_str(), s.rules[i].packets);
+  });
+  dict("ct", [&](rte_tel_data* x) { counters(x, s.ct); });
+  dict("offload", [&](rte_tel_data* x) {
+    rte_tel_data_add_dict_string(x, "provider", s.offload_provider.c_str());
+    counters(x, s.offload);
+    for (const auto& [k, v] : s.offload_notes)
+      rte_tel_data_add_dict_string(x, k.c_str(), v.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str());
+  });
 }
-
 
 Status Daemon::register_stats_commands(CommandTable& t) {
   using C = CommandTable;
