@@ -95,6 +95,36 @@ TEST_F(Overlay, TcpThroughTheTunnelIsSourceNatedAndAnswered) {
   close(ls);
 }
 
+// `trace` shows the tunnel, the translation a new connection would get and,
+// for a live one, the tuple each side leaves with.
+TEST_F(Overlay, TraceShowsTheTunnelAndTheTranslation) {
+  std::string t = ctl("trace in_port=inside,tcp,10.0.0.1:41000>198.51.100.20:7200,flags=S");
+  EXPECT_NE(t.find("a new connection is translated from nat(src=203.0.113.7)"), std::string::npos) << t;
+  EXPECT_NE(t.find("encap(vxlan): VNI 100 to the VTEP 192.0.2.2"), std::string::npos) << t;
+  EXPECT_NE(t.find("result: output to outside"), std::string::npos) << t;
+  int ls = listen_in(server, "198.51.100.20", 7200), cs = sock_in(client, SOCK_STREAM);
+  ASSERT_GE(ls, 0);
+  ASSERT_TRUE(connect_within(cs, addr("198.51.100.20", 7200), 5s));
+  sockaddr_in me{};
+  socklen_t ml = sizeof me;
+  getsockname(cs, reinterpret_cast<sockaddr*>(&me), &ml);
+  const std::string port = std::to_string(ntohs(me.sin_port));
+  // The reply as the remote VTEP sends it, in VNI 100, to the floating address.
+  t = ctl("trace in_port=outside,tun_id=100,tcp,198.51.100.20:7200>203.0.113.7:" + port + ",flags=A");
+  EXPECT_NE(t.find("tunnel: VXLAN VNI 100, decapsulated"), std::string::npos) << t;
+  EXPECT_NE(t.find("translated (snat)"), std::string::npos) << t;
+  EXPECT_NE(t.find("it leaves as tcp 198.51.100.20:7200 -> 10.0.0.1:" + port), std::string::npos) << t;
+  EXPECT_NE(t.find("result: output to inside"), std::string::npos) << t;
+  // Not in the tunnel (tun_id 0): table 0 drops it.
+  t = ctl("trace in_port=outside,tcp,198.51.100.20:7200>203.0.113.7:" + port + ",flags=A");
+  EXPECT_NE(t.find("dropped by rule"), std::string::npos) << t;
+  // A VNI this host does not terminate.
+  t = ctl("trace in_port=outside,tun_id=300,tcp,198.51.100.20:7200>203.0.113.7:" + port + ",flags=A");
+  EXPECT_NE(t.find("vxlan_unknown_vni"), std::string::npos) << t;
+  close(cs);
+  close(ls);
+}
+
 TEST_F(Overlay, PingThroughTheTunnel) {
   auto r = run_capture({"ping", "-c", "3", "-i", "0.2", "-W", "2", "198.51.100.20"}, client, 20s);
   ASSERT_TRUE(r.ok()) << r.message();

@@ -4,7 +4,8 @@
 //   in_port=inside,icmp,10.0.0.1>10.0.0.2,type=8
 // Fields: in_port (a port name; required), the protocol (tcp, udp, icmp,
 // icmp6), the addresses (and ports for tcp/udp), flags (TCP: S, A, F, R, P,
-// U letters; default S), vlan, len (payload bytes), type (ICMP), seq, ack.
+// U letters; default S), vlan, len (payload bytes), type (ICMP), seq, ack,
+// tun_id (the VNI it came in with, as if decapsulated on in_port).
 #pragma once
 
 #include <string>
@@ -17,6 +18,7 @@ namespace dp {
 
 struct PacketDesc {
   uint16_t in_port = 0;
+  uint32_t tun_id = 0;
   ctrack::FrameSpec spec;
 };
 

@@ -160,10 +160,14 @@ class Pipeline {
   // What the tables do with one packet, step by step, in words (the
   // control path's `dataplane-ctl trace`, like OVS's ofproto/trace).
   // `ct_peek` tells the conntrack state a ct() would give the packet,
-  // without changing anything, and a note on the entry it found.
-  using CtPeek = std::function<uint8_t(const ctrack::Packet& pkt, uint16_t zone, bool commit, std::string* note)>;
+  // without changing anything, and a note on the entry it found; for a
+  // translated connection's packet, *nat_to = the tuple it leaves with
+  // (later tables match that), else untouched. `tun_id`: the VNI the packet
+  // came in with (as decapsulated), 0 none.
+  using CtPeek = std::function<uint8_t(const ctrack::Packet& pkt, uint16_t zone, bool commit, std::string* note,
+                                       ctrack::Key* nat_to)>;
   std::vector<std::string> explain(const ctrack::Parsed& pkt, uint16_t in_port, const PortNames& ports,
-                                   const CtPeek& ct_peek) const;
+                                   const CtPeek& ct_peek, uint32_t tun_id = 0) const;
 
   // The zone the flow cache looks connections up in; -1 when the rules use
   // several (then no flow cache).

@@ -98,9 +98,11 @@ Result<PacketDesc> parse_packet_desc(const std::string& text, const PortNames& p
       f.seq = static_cast<uint32_t>(n);
     } else if (k == "ack" && number(v, 0xFFFFFFFFull, &n)) {
       f.ack = static_cast<uint32_t>(n);
+    } else if (k == "tun_id" && number(v, 0xFFFFFF, &n)) {
+      d.tun_id = static_cast<uint32_t>(n);
     } else {
       return Status::error("'" + tok + "': not in_port=, tcp|udp|icmp|icmp6, A[:p]>B[:q], flags=, vlan=, len=, "
-                           "type=, seq=, ack=");
+                           "type=, seq=, ack=, tun_id=");
     }
   }
   if (!have_port) return Status::error("in_port= is required");

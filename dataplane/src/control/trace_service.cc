@@ -61,7 +61,8 @@ std::string Daemon::trace(const std::string& text, Format fmt) {
   pp.ct.in_port = static_cast<uint8_t>(d->in_port);
   unsigned shard = steer_ ? steer_->owner(pp.ct.key) : 0;
   uint64_t now = mono_ns();
-  auto peek = [&](const ctrack::Packet& p, uint16_t zone, bool commit, std::string* note) -> uint8_t {
+  auto peek = [&](const ctrack::Packet& p, uint16_t zone, bool commit, std::string* note,
+                  ctrack::Key* nat_to) -> uint8_t {
     ctrack::Packet q = p;
     q.key.zone = zone;
     const ctrack::Packet* qp = &q;
@@ -81,16 +82,24 @@ std::string Daemon::trace(const std::string& text, Format fmt) {
     t.for_each_from(now, f.conn, 1, [&](const ctrack::ConnInfo& c) {
       *note = "connection " + c.orig.str() + " " + c.state + ", entry " + std::to_string(f.conn) + where +
               " (the TCP window check is not run here)";
-      if (c.nat != ctrack::NatKind::kNone)
+      if (c.nat != ctrack::NatKind::kNone) {
         *note += "; translated (" + std::string(c.nat == ctrack::NatKind::kSrc ? "snat" : "dnat") +
                  "): replies travel as " + c.reply.str();
+        // Found under the reply tuple as replies travel, or under the
+        // original as it was sent: each leaves as the other side's reverse.
+        if (f.rside == (f.dir == 1)) *nat_to = f.rside ? c.orig.reversed() : c.reply.reversed();
+      }
     });
     if (q.meta & ctrack::kMetaIcmpError) return ctrack::kCtTrk | ctrack::kCtRel;
+    if (nat_to->family == 0 && note->find("; translated (") != std::string::npos) {
+      *note += "; this tuple is the reverse of one of its sides: invalid (nat_clash)";
+      return ctrack::kCtTrk | ctrack::kCtInv;
+    }
     return static_cast<uint8_t>(ctrack::kCtTrk | ctrack::kCtEst | (f.dir ? ctrack::kCtRpl : 0));
   };
   std::lock_guard<std::mutex> lk(mu_);  // the pipeline stays while we read it
   Pipeline* pl = pipeline_.load();
-  const std::vector<std::string> steps = pl->explain(pp, d->in_port, cfg_.port_names(), peek);
+  const std::vector<std::string> steps = pl->explain(pp, d->in_port, cfg_.port_names(), peek, d->tun_id);
   if (fmt == Format::kJson) return nlohmann::json{{"packet", desc}, {"steps", steps}}.dump() + "\n";
   std::string o = "ok\n";
   o += "packet: " + desc + "\n";

@@ -366,8 +366,12 @@ Pipeline::Trace Pipeline::trace_established(const ctrack::Key& k, uint16_t in_po
 }
 
 std::vector<std::string> Pipeline::explain(const ctrack::Parsed& pp, uint16_t in_port, const PortNames& ports,
-                                           const CtPeek& ct_peek) const {
+                                           const CtPeek& ct_peek, uint32_t tun_id) const {
   std::vector<std::string> out;
+  if (tun_id)
+    out.push_back("tunnel: VXLAN VNI " + std::to_string(tun_id) + ", decapsulated" +
+                  (ov_.vxlan && ov_.has_vni(tun_id) ? "" : " (this VNI is not in overlay.vxlan.vnis: it would be dropped "
+                                                           "as vxlan_unknown_vni before the tables)"));
   auto port_name = [&](uint16_t p) { return p < ports.names.size() ? ports.names[p] : std::to_string(p); };
   const ctrack::Packet& cp = pp.ct;
   const bool ip = pp.kind == ctrack::L3Kind::kIp;
@@ -382,6 +386,7 @@ std::vector<std::string> Pipeline::explain(const ctrack::Parsed& pp, uint16_t in
     a.in_port = htons(in_port);
     a.vlan = htons(pp.vlan);
     a.tcp_flags = cp.key.proto == IPPROTO_TCP ? cp.tcp_flags : 0;
+    a.tun_id = htonl(tun_id);
   };
   if (ip && cp.key.family == 4) fill(k4);
   else if (ip) fill(k6);
@@ -406,7 +411,7 @@ std::vector<std::string> Pipeline::explain(const ctrack::Parsed& pp, uint16_t in
         if (m.has(kMInPort) && m.in_port != in_port) continue;
         if (m.has(kMEthType) && m.eth_type != other_type) continue;
         if (m.has(kMVlan) && m.vlan != pp.vlan) continue;
-        if (m.has(kMTunId) && m.tun_id != 0) continue;  // a traced packet comes in no tunnel
+        if (m.has(kMTunId) && m.tun_id != tun_id) continue;
         res = o.rule + 1;
         break;
       }
@@ -434,7 +439,20 @@ std::vector<std::string> Pipeline::explain(const ctrack::Parsed& pp, uint16_t in
         }
         case ActType::kCt: {
           std::string note;
-          uint8_t st = ip ? ct_peek(cp, a.zone, a.commit, &note) : 0;
+          ctrack::Key to{};
+          to.family = 0;
+          uint8_t st = ip ? ct_peek(cp, a.zone, a.commit, &note, &to) : 0;
+          if (to.family == cp.key.family) {  // translated: later tables see the new tuple
+            note += "; translated, it leaves as " + to.str().substr(0, to.str().rfind(" zone"));
+            auto put = [&](auto& k) {
+              memcpy(k.src, to.src, sizeof k.src);
+              memcpy(k.dst, to.dst, sizeof k.dst);
+              k.sport = htons(to.sport);
+              k.dport = htons(to.dport);
+            };
+            if (cp.key.family == 4) put(k4);
+            else put(k6);
+          }
           if (!ip) note = "not IP: stays untracked";
           if (ip && a.nat.kind != ctrack::NatKind::kNone && (st & ctrack::kCtNew))
             note += "; a new connection is translated from nat(" + nat_str(a.nat) + ")";
