@@ -353,6 +353,7 @@ class KernelCtDut final : public Profile {
     if (interfaces().size() != 2) return Status::error("kernel-ct needs two kernel interfaces (the kernel has no DPDK port)");
     const std::string& in0 = site_.ports[0].name;
     const std::string& in1 = site_.ports[1].name;
+    if (site_.scenario == "overlay-nat") return start_overlay(in0, in1);
     if (!site_.router_client_ip.empty()) SDN_TRY(make_router(in0, in1));
     const std::vector<std::vector<std::string>> cmds = {
         {"nft", "add", "table", "inet", "harness"},
@@ -371,6 +372,41 @@ class KernelCtDut final : public Profile {
   }
 
  private:
+  // overlay-nat: Linux as the VM's hypervisor: the VM's next hop on in0, a
+  // VXLAN device (VNI 100) to the remote VTEP over in1, nftables source NAT
+  // to the floating address on it, the same stateful forward chain.
+  Status start_overlay(const std::string& in0, const std::string& in1) {
+    SDN_TRY(host_.note_nft_table("inet harness"));
+    SDN_TRY(host_.note_nft_table("ip harness_nat"));
+    SDN_TRY(host_.set_sysctl("net.ipv4.ip_forward", 1, false));
+    for (const std::string& i : {in0, std::string("all"), std::string("default")})
+      SDN_TRY(host_.set_sysctl("net.ipv4.conf." + i + ".rp_filter", 0, false));
+    const std::vector<std::vector<std::string>> cmds = {
+        {"ip", "link", "set", "dev", in0, "address", "02:00:00:00:0a:0a"},  // Bed::kNextHopMac
+        {"ip", "link", "set", "dev", in1, "address", "02:00:00:00:01:01"},  // Bed::kVtepMac
+        {"ip", "addr", "add", "10.0.0.254/24", "dev", in0},
+        {"ip", "addr", "add", "192.0.2.1/24", "dev", in1},
+        {"ip", "neigh", "replace", "192.0.2.2", "lladdr", "02:00:00:00:02:02", "dev", in1, "nud", "permanent"},
+        {"ip", "link", "add", "vx100", "address", "02:00:00:00:0c:00", "type", "vxlan", "id", "100", "local",
+         "192.0.2.1", "remote", "192.0.2.2", "dstport", "4789", "dev", in1},
+        {"ip", "link", "set", "dev", "vx100", "mtu", std::to_string(site_.mtu - 50), "up"},
+        {"ip", "route", "add", "198.51.100.0/24", "dev", "vx100"},
+        {"ip", "neigh", "replace", "198.51.100.20", "lladdr", "02:00:00:00:0a:0a", "dev", "vx100", "nud", "permanent"},
+        {"ip", "neigh", "replace", "10.0.0.1", "lladdr", "02:00:00:00:0c:00", "dev", in0, "nud", "permanent"},
+        {"nft", "add", "table", "ip", "harness_nat"},
+        {"nft", "add", "chain", "ip", "harness_nat", "post", "{ type nat hook postrouting priority 100; }"},
+        {"nft", "add", "rule", "ip", "harness_nat", "post", "oifname", "\"vx100\"", "snat", "to", "203.0.113.7"},
+        {"nft", "add", "table", "inet", "harness"},
+        {"nft", "add", "chain", "inet", "harness", "forward", "{ type filter hook forward priority 0; policy drop; }"},
+        {"nft", "add", "rule", "inet", "harness", "forward", "ct", "state", "established,related", "accept"},
+        {"nft", "add", "rule", "inet", "harness", "forward", "ct", "state", "invalid", "drop"},
+        {"nft", "add", "rule", "inet", "harness", "forward", "iifname", "\"" + in0 + "\"", "ct", "state", "new", "accept"}};
+    for (const auto& c : cmds)
+      if (Status s = host_.run(c, nullptr, 20s); !s)
+        return Status::error("kernel-ct overlay-nat on " + host_.describe() + ": " + s.message());
+    return {};
+  }
+
   Status make_router(const std::string& in0, const std::string& in1) {
     for (const std::string& i : {in0, in1, std::string("all"), std::string("default")})
       SDN_TRY(host_.set_sysctl("net.ipv4.conf." + i + ".rp_filter", 0, false));
@@ -517,6 +553,8 @@ class OvsDut final : public Profile {
 
 Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const DutSite& site) {
   if (!site.host) return Status::error("no host for DUT " + name);
+  if (site.scenario == "overlay-nat" && name != "dataplane" && name != "kernel-ct")
+    return Status::error("the overlay-nat scenario is not built for " + name + " yet (dataplane and kernel-ct have it)");
   if (name == "dataplane") return std::unique_ptr<Dut>(new DataplaneDut(name, site));
   if (name == "testpmd-io") return std::unique_ptr<Dut>(new TestpmdDut(name, site, "io"));
   if (name == "testpmd-rxonly") return std::unique_ptr<Dut>(new TestpmdDut(name, site, "rxonly"));

@@ -41,6 +41,7 @@ const char* kHelp = R"(usage: harness COMMAND [options]
   run [--instances 4,16,32] [--sizes 64,512,1024,1460,4096,8192] [--proto tcp,udp]
       [--duration S] [--omit S] [--repeat N] [--warmup S] [--dut dataplane,ovs-dpdk,kernel-ct,testpmd-io]
       [--background-conns K] [--no-sockperf] [--no-interleave] [--mtu N] [--dataplane-config FILE]
+      [--scenario firewall|overlay-nat]
       [--config configs/harness/FILE.yaml] [--out DIR] [--resume DIR] [--ci] [--lab testbed-ssh|FILE] [--no-rfc2544]
         Sweep every DUT over proto x instances x size with iperf3 (one flow per
         instance, one server port each, fixed --cport, all started behind a
@@ -68,6 +69,10 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         --dut also takes ovs-dpdk-offload and ovs-kernel-tc, the hardware
         profiles: their preconditions (a ConnectX in switchdev mode, ...) are
         checked on the DUT host and each missing one is named in error rows.
+        --scenario overlay-nat puts the server behind a VXLAN tunnel (the
+        kernel's VTEP) that the DUT terminates, and has the DUT source-NAT
+        the client to a floating address; each throughput row carries the
+        evidence (overlay_check). dataplane and kernel-ct have it.
         --lab FILE drives the hosts of a lab inventory over SSH
         (configs/harness/lab.example.yaml): iperf3, sockperf and harness-conns
         on the client and server hosts (pinned with taskset to the CPUs the
@@ -466,6 +471,15 @@ int parse_sweep_flags(int argc, char** argv, SweepConfig* cfg, bool* no_rfc2544)
     else if (a == "--no-interleave") cfg->interleave = false;
     else if (a == "--mtu") cfg->mtu = num(kMtuLimit.lo, kMtuLimit.hi);
     else if (a == "--dataplane-config") cfg->dataplane_config = val();
+    else if (a == "--scenario") {
+      std::vector<std::string> one;
+      names(kScenarioNames, &one);
+      if (one.size() != 1) {
+        fprintf(stderr, "harness: --scenario takes one of firewall, overlay-nat\n");
+        return 2;
+      }
+      cfg->scenario = one[0];
+    }
     else if (a == "--out") cfg->out_dir = absolute(val());
     else if (a == "--resume") cfg->resume_dir = absolute(val());
     else if (a == "--ci") cfg->ci = true;

@@ -146,6 +146,8 @@ class DutSession {
 
   // After a run: fresh servers for the instances that failed.
   void renew_servers(const RunOut& o, int n);
+  // overlay-nat: iperf3 server i's JSON log (here; the testbed's server is a namespace of this machine).
+  std::string server_log(int i) const { return dir_ + "/iperf3-server-" + std::to_string(i) + ".json"; }
   // A row's columns every cell of this DUT has.
   Row base_row(const std::string& kind, const std::string& proto, int inst, int size) const;
   // The DUT's own view of a run: its tracker's entries, and what its drop
@@ -190,7 +192,7 @@ DutSession::DutSession(SweepRun& run, const std::string& name, int round)
     std::string report;
     if (Status s = ssh_->open(&report); !s) error_ = "ssh: " + s.message();
     if (!report.empty()) fprintf(stderr, "harness: %s", report.c_str());
-    tr_ = std::make_unique<SshTransport>(*ssh_, Bed::kServerIp, cfg_.mtu);
+    tr_ = std::make_unique<SshTransport>(*ssh_, bed_->server_ip, cfg_.mtu);
   } else if (!cfg_.inventory && bed_) {
     tr_ = std::make_unique<NetnsTransport>(*bed_);
   }
@@ -248,7 +250,7 @@ void DutSession::describe_endpoints() {
 
 // The namespace testbed: the DUT in its DUT namespace on d0 and d1.
 void DutSession::open_testbed() {
-  auto b = Bed::build(cfg_.mtu, cfg_.lab == "testbed-ssh");
+  auto b = Bed::build(cfg_.mtu, cfg_.lab == "testbed-ssh", cfg_.scenario);
   if (!b) {
     error_ = b.message();
     return;
@@ -261,6 +263,9 @@ void DutSession::open_testbed() {
   site_.dataplane = cfg_.build_dir + "/dataplane/dataplane";
   site_.dataplane_ctl = cfg_.build_dir + "/dataplane/dataplane-ctl";
   site_.dataplane_config = cfg_.dataplane_config;
+  site_.scenario = cfg_.scenario;
+  if (cfg_.scenario == "overlay-nat" && site_.dataplane_config.ends_with("configs/dataplane/firewall.yaml"))
+    site_.dataplane_config = cfg_.source_dir + "/configs/dataplane/overlay-nat.yaml";
   site_.source_dir = cfg_.source_dir;
   // The tracker is preallocated at start: room for the background
   // connections (each worker's shard could get all of them) goes in now.
@@ -308,7 +313,7 @@ Status DutSession::testbed_path_check() {
   auto deadline = std::chrono::steady_clock::now() + 20s;
   std::string last;
   while (std::chrono::steady_clock::now() < deadline) {
-    auto r = testbed::run_capture({"ping", "-c", "1", "-W", "1", Bed::kServerIp}, bed_->client, 5s);
+    auto r = testbed::run_capture({"ping", "-c", "1", "-W", "1", bed_->server_ip}, bed_->client, 5s);
     if (r && r->status == 0) return {};
     last = r ? r->output : r.message();
   }
@@ -355,10 +360,13 @@ Status DutSession::start_server(int i) {
   SpawnOptions o;
   o.stdout_path = "/dev/null";
   o.stderr_path = "/dev/null";
-  auto p = tr_->spawn(Side::kServer,
-                      {"iperf3", "-s", "-p", std::to_string(5201 + i), "--rcv-timeout",
-                       std::to_string((cfg_.duration_s + 10) * 1000), "-B", tr_->server_address()},
-                      o);
+  std::vector<std::string> argv = {"iperf3", "-s", "-p", std::to_string(5201 + i), "--rcv-timeout",
+                                   std::to_string((cfg_.duration_s + 10) * 1000), "-B", tr_->server_address()};
+  if (cfg_.scenario == "overlay-nat") {  // its JSON names the peer each test came from (the translation)
+    argv.push_back("-J");
+    o.stdout_path = server_log(i);
+  }
+  auto p = tr_->spawn(Side::kServer, argv, o);
   if (!p) return Status::error("iperf3 server: " + p.message());
   servers_[static_cast<size_t>(i)] = std::move(p.value());
   return {};
@@ -428,6 +436,10 @@ Row DutSession::base_row(const std::string& kind, const std::string& proto, int 
   r[Col::size_bytes] = std::to_string(size);
   r[Col::background_conns] = std::to_string(bg_ ? bg_->setup().established : 0);
   r[Col::background_setup_per_s] = bg_ ? fmt(bg_->setup().per_s, 0) : std::string("n/a: none asked for");
+  r[Col::scenario] = cfg_.scenario;
+  // The throughput rows carry the overlay's evidence; the rest say so.
+  r[Col::overlay_check] = cfg_.scenario == "overlay-nat" ? "n/a: checked in this DUT's throughput rows"
+                                                         : "n/a: no overlay in the firewall scenario";
   return r;
 }
 
@@ -511,6 +523,16 @@ void finish_cell(SweepRun& run, Row base, std::vector<Row> reps) {
     if (o >= 0) off = std::max(off, static_cast<long long>(o));
     else if (off_why.empty()) off_why = r[Col::offloaded_entries].empty() ? "not measured" : r[Col::offloaded_entries];
   }
+  if (base[Col::kind] == "throughput" && base[Col::scenario] == "overlay-nat") {
+    int checked = 0;
+    std::string bad;
+    for (auto& r : reps) {
+      if (r[Col::overlay_check].rfind("ok:", 0) == 0) checked++;
+      else if (bad.empty()) bad = r[Col::overlay_check];
+    }
+    base[Col::overlay_check] = (checked ? "ok in " : "error: ok in ") + std::to_string(checked) + " of " +
+                               std::to_string(reps.size()) + " repetitions" + (bad.empty() ? "" : "; " + bad);
+  }
   base[Col::dut_drops] = drops_why.empty() ? std::to_string(drops) : drops_why;
   base[Col::ct_entries] = ct >= 0 ? std::to_string(ct) : ct_why;
   base[Col::offloaded_entries] = off >= 0 ? std::to_string(off) : off_why;
@@ -518,6 +540,57 @@ void finish_cell(SweepRun& run, Row base, std::vector<Row> reps) {
   base[Col::status] = any_ok ? "ok" : "error";
   if (!any_ok) base[Col::error] = first_err.empty() ? "no repetition succeeded" : first_err;
   run.w.write(base);
+}
+
+// overlay-nat: the server's VTEP (vx100) packet counters, received and sent.
+Result<std::pair<long long, long long>> vtep_packets(Transport& tr) {
+  auto out = tr.capture(Side::kServer, {"ip", "-s", "-j", "link", "show", "dev", "vx100"});
+  if (!out) return out.status();
+  auto j = nlohmann::json::parse(*out, nullptr, false);
+  if (!j.is_array() || j.empty() || !j[0].contains("stats64")) return Status::error("ip -s -j link show vx100: no statistics");
+  return std::pair<long long, long long>{j[0]["stats64"]["rx"]["packets"].get<long long>(),
+                                         j[0]["stats64"]["tx"]["packets"].get<long long>()};
+}
+
+// overlay-nat's evidence in the row: the server's VTEP received
+// (encapsulated by the DUT) and sent (for the DUT to decapsulate) packets in
+// this run, and each iperf3 server saw its last test come from the floating
+// address (the DUT translated). A row without all of it is an error.
+void overlay_check(DutSession& s, const Result<std::pair<long long, long long>>& before, int inst, Row& r) {
+  auto after = vtep_packets(s.transport());
+  std::string why;
+  long long rx = 0, tx = 0;
+  if (!before || !after) {
+    why = "the server's VTEP counters: " + (before ? after.message() : before.message());
+  } else {
+    rx = after->first - before->first;
+    tx = after->second - before->second;
+    if (rx <= 0 || tx <= 0) why = "the server's VTEP saw rx +" + std::to_string(rx) + " tx +" + std::to_string(tx);
+  }
+  int seen = 0;
+  for (int i = 0; i < inst && why.empty(); i++) {
+    std::ifstream in(s.server_log(i));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string log = ss.str();
+    const size_t at = log.rfind("\"remote_host\":");
+    if (at == std::string::npos) continue;
+    const size_t q1 = log.find('"', at + 14), q2 = q1 == std::string::npos ? q1 : log.find('"', q1 + 1);
+    const std::string peer = q2 == std::string::npos ? "" : log.substr(q1 + 1, q2 - q1 - 1);
+    if (peer != Bed::kFloatingIp) why = "iperf3 server " + std::to_string(i) + " saw its peer as " + peer + ", not " + Bed::kFloatingIp;
+    else seen++;
+  }
+  if (why.empty() && seen == 0) why = "no iperf3 server named its peer";
+  if (!why.empty()) {
+    r[Col::overlay_check] = "error: " + why;
+    if (r[Col::status] == "ok") {
+      r[Col::status] = "error";
+      r[Col::error] = "overlay-nat check: " + why;
+    }
+    return;
+  }
+  r[Col::overlay_check] = "ok: server VTEP rx +" + std::to_string(rx) + " tx +" + std::to_string(tx) + " packets; " +
+                          std::to_string(seen) + " iperf3 servers saw " + Bed::kFloatingIp;
 }
 
 // One repetition of a throughput cell (iperf3 instances, sockperf under
@@ -528,6 +601,7 @@ void throughput_rep(SweepRun& run, DutSession& s, const std::string& proto, int 
   std::string rp = s.dir() + "/" + proto + "-x" + std::to_string(inst) + "-" + std::to_string(size) + "-r" +
                    std::to_string(rep);
   auto drops_before = s.dut().drops();
+  auto vtep_before = cfg.scenario == "overlay-nat" ? vtep_packets(s.transport()) : Result<std::pair<long long, long long>>(std::pair<long long, long long>{0, 0});
   RunOut o = run_traffic(s.transport(), proto, inst, size, cfg.duration_s, cfg.omit_s, rp, cfg.sockperf);
   s.renew_servers(o, inst);
   if (o.server_busy && !run.stop) {
@@ -573,6 +647,13 @@ void throughput_rep(SweepRun& run, DutSession& s, const std::string& proto, int 
     r[Col::error] = "latency under load: " + o.lat.error;
   }
   s.dut_view(r, drops_before);
+  if (cfg.scenario == "overlay-nat") {
+    const bool was_ok = r[Col::status] == "ok";
+    overlay_check(s, vtep_before, inst, r);
+    if (was_ok && r[Col::status] != "ok") run.errors++;
+  } else {
+    r[Col::overlay_check] = "n/a: no overlay in the firewall scenario";
+  }
 }
 
 // Repetition `rep` of the cell `base`: skipped when a resumed run has it,

@@ -105,6 +105,9 @@ struct DutSite {
   // kernel-ct on the testbed: the DUT namespace is made a router with proxy
   // ARP for these endpoints (a lab's DUT host is set up as one already).
   std::string router_client_ip, router_server_ip;
+  // "firewall" or "overlay-nat" (SweepConfig::scenario): with overlay-nat
+  // the DUT terminates the bed's VXLAN tunnel and source-NATs the client.
+  std::string scenario = "firewall";
 };
 
 // DPDK devargs of a port (af_packet with frames for the MTU, a memif server,

@@ -26,7 +26,8 @@ namespace harness {
   X(throughput_min_instance_gbps) X(throughput_max_instance_gbps) X(retransmits) X(cpu_host_pct) X(rtt_us) X(lost_percent) \
   X(latency_p50_us) X(latency_p50_us_min) X(latency_p50_us_max) X(latency_p90_us) X(latency_p99_us) X(latency_p99_us_min) \
   X(latency_p99_us_max) X(latency_p999_us) X(latency_max_us) X(latency_dropped) X(ct_entries) X(offloaded_entries) \
-  X(dut_drops) X(dut_drops_detail) X(background_conns) X(background_setup_per_s) X(status) X(error) \
+  X(dut_drops) X(dut_drops_detail) X(background_conns) X(background_setup_per_s) X(scenario) X(overlay_check) \
+  X(status) X(error) \
   X(frame_bytes) X(conns) X(zero_loss_mpps) X(zero_loss_gbps) X(max_fwd_mpps) X(offered_at_max_mpps) \
   X(loss_at_max) X(lost_at_max_to_server) X(lost_at_max_to_client) X(dut_drops_at_max) X(gen_drops_at_max) X(limited_by) \
   X(retried) X(zero_loss_trial_lost) X(zero_loss_trial_dut_drops) X(zero_loss_trial_gen_drops) X(lat10_offered_mpps) X(lat10_lost) \

@@ -42,6 +42,11 @@ struct SweepConfig {
   // With MTU 1500, TCP sizes above the MSS are iperf3's write size.
   int mtu = 1500;
   std::string dataplane_config = "configs/dataplane/firewall.yaml";
+  // "firewall" (client and server on one subnet through a stateful
+  // firewall) or "overlay-nat" (the server behind a VXLAN tunnel the DUT
+  // terminates, the client source-NATed to a floating address; README:
+  // harness, Scenarios).
+  std::string scenario = "firewall";
   std::string out_dir;      // default results/runs/<timestamp>
   std::string resume_dir;
   // Where the traffic tools run: "" the namespace testbed's namespaces;
@@ -68,6 +73,7 @@ struct Limit {
 inline constexpr Limit kInstancesLimit{1, 128}, kSizesLimit{16, 65000}, kDurationLimit{1, 3600},
     kRepeatLimit{1, 100}, kWarmupLimit{0, 600}, kOmitLimit{0, 60}, kBackgroundLimit{0, 2000000}, kMtuLimit{576, 9000};
 inline const std::vector<std::string> kProtoNames{"tcp", "udp"};
+inline const std::vector<std::string> kScenarioNames{"firewall", "overlay-nat"};
 
 // Loads configs/harness/*.yaml over the defaults. Errors name file, line, key.
 sdn::Status load_sweep_config(const std::string& path, SweepConfig* c);
@@ -83,7 +89,7 @@ struct Bed {
   int mtu = 1500;
   std::string ssh_dir;  // keys, sshd configs, known_hosts
   std::vector<testbed::Process> sshd;
-  static sdn::Result<std::unique_ptr<Bed>> build(int mtu, bool ssh = false);
+  static sdn::Result<std::unique_ptr<Bed>> build(int mtu, bool ssh = false, const std::string& scenario = "firewall");
   // The testbed as a lab (`harness testbed up --inventory FILE`): sshd in the
   // client, server and DUT namespaces, reached from this namespace over
   // management links (192.168.251.0/24), the DUT namespace set up as a
@@ -94,6 +100,15 @@ struct Bed {
   ~Bed();
   static constexpr const char* kClientIp = "10.0.0.1";
   static constexpr const char* kServerIp = "10.0.0.2";
+  // overlay-nat: the server's address in the overlay (on its VTEP), the
+  // floating address the DUT translates the client to, and the VXLAN ends.
+  static constexpr const char* kOverlayServerIp = "198.51.100.20";
+  static constexpr const char* kFloatingIp = "203.0.113.7";
+  static constexpr const char* kLocalVtep = "192.0.2.1", *kRemoteVtep = "192.0.2.2";
+  static constexpr const char* kClientMac = "02:00:00:00:0c:00", *kServerMac = "02:00:00:00:02:02",
+                               *kNextHopMac = "02:00:00:00:0a:0a", *kVtepMac = "02:00:00:00:01:01";
+  std::string scenario = "firewall";
+  std::string server_ip = kServerIp;  // where the client's tools go
 };
 
 // Where the traffic tools run: the sweep only asks a Transport to start
@@ -131,7 +146,7 @@ inline constexpr int kClientPortLo = 20000;  // below: services' ports
 class NetnsTransport final : public Transport {
  public:
   explicit NetnsTransport(Bed& bed) : bed_(bed) {}
-  std::string server_address() const override { return Bed::kServerIp; }
+  std::string server_address() const override { return bed_.server_ip; }
   int mtu() const override { return bed_.mtu; }
   sdn::Result<Job> spawn(Side side, const std::vector<std::string>& argv, testbed::SpawnOptions opts) override {
     opts.ns = side == Side::kClient ? bed_.client : bed_.server;
