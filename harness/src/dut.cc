@@ -452,6 +452,7 @@ class OvsDut final : public Profile {
     for (size_t i = 0; i < 2; i++)
       spec.ports[i] = kernel() ? site_.ports[i].name : port_devargs(site_.ports[i], static_cast<int>(i), site_.mtu);
     spec.mtu = any_port(Attach::kMemif) ? 0 : site_.mtu;
+    spec.overlay = site_.scenario == "overlay-nat";
     if (spec.dpdk) {
       auto prefix = dpdk_prefix("ovs");
       if (!prefix) return prefix.status();
@@ -553,8 +554,9 @@ class OvsDut final : public Profile {
 
 Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const DutSite& site) {
   if (!site.host) return Status::error("no host for DUT " + name);
-  if (site.scenario == "overlay-nat" && name != "dataplane" && name != "kernel-ct")
-    return Status::error("the overlay-nat scenario is not built for " + name + " yet (dataplane and kernel-ct have it)");
+  if (site.scenario == "overlay-nat" && name != "dataplane" && name != "kernel-ct" && name != "ovs-dpdk")
+    return Status::error("the overlay-nat scenario is not built for " + name +
+                         " (dataplane, ovs-dpdk and kernel-ct have it)");
   if (name == "dataplane") return std::unique_ptr<Dut>(new DataplaneDut(name, site));
   if (name == "testpmd-io") return std::unique_ptr<Dut>(new TestpmdDut(name, site, "io"));
   if (name == "testpmd-rxonly") return std::unique_ptr<Dut>(new TestpmdDut(name, site, "rxonly"));

@@ -72,7 +72,7 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         --scenario overlay-nat puts the server behind a VXLAN tunnel (the
         kernel's VTEP) that the DUT terminates, and has the DUT source-NAT
         the client to a floating address; each throughput row carries the
-        evidence (overlay_check). dataplane and kernel-ct have it.
+        evidence (overlay_check). dataplane, ovs-dpdk and kernel-ct have it.
         --lab FILE drives the hosts of a lab inventory over SSH
         (configs/harness/lab.example.yaml): iperf3, sockperf and harness-conns
         on the client and server hosts (pinned with taskset to the CPUs the

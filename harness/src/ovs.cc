@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "harness/sweep.h"
 #include "util.h"
 
 namespace harness {
@@ -67,24 +68,76 @@ Status Ovs::start(const OvsSpec& spec) {
   auto v = h.spawn(a, log_, true);
   if (!v) return v.status();
   vs_ = std::move(v.value());
+  return spec_.overlay ? overlay_bridges() : firewall_bridge();
+}
+
+std::vector<std::string> Ovs::dpdk_port(const std::string& bridge, int i) const {
+  const std::string p = "p" + std::to_string(i);
+  std::vector<std::string> a = {"--", "add-port", bridge, p, "--", "set", "Interface", p, "type=dpdk",
+                                "options:dpdk-devargs=" + spec_.ports[i], "ofport_request=" + std::to_string(i + 1)};
+  if (spec_.mtu > 0) a.push_back("mtu_request=" + std::to_string(spec_.mtu));
+  return a;
+}
+
+Status Ovs::firewall_bridge() {
+  DutHost& h = *spec_.host;
   std::vector<std::string> br = {"add-br", "br0", "--", "set", "bridge", "br0",
                                  spec_.dpdk ? "datapath_type=netdev" : "datapath_type=system"};
   for (size_t i = 0; i < 2; i++) {
-    const std::string ofport = "ofport_request=" + std::to_string(i + 1);
-    if (!spec_.dpdk) {
-      br.insert(br.end(), {"--", "add-port", "br0", spec_.ports[i], "--", "set", "Interface", spec_.ports[i], ofport});
+    if (spec_.dpdk) {
+      auto p = dpdk_port("br0", static_cast<int>(i));
+      br.insert(br.end(), p.begin(), p.end());
       continue;
     }
-    const std::string p = "p" + std::to_string(i);
-    br.insert(br.end(), {"--", "add-port", "br0", p, "--", "set", "Interface", p, "type=dpdk",
-                         "options:dpdk-devargs=" + spec_.ports[i], ofport});
-    if (spec_.mtu > 0) br.push_back("mtu_request=" + std::to_string(spec_.mtu));
+    br.insert(br.end(), {"--", "add-port", "br0", spec_.ports[i], "--", "set", "Interface", spec_.ports[i],
+                         "ofport_request=" + std::to_string(i + 1)});
   }
   if (Status s = vsctl(br); !s)
     return Status::error("OVS bridge on " + h.describe() + ": " + s.message() + "; " + util::tail(util::slurp(log_)));
   const std::string flows = run_ + "/flows.txt";
   SDN_TRY(h.write_file(flows, util::ovs_firewall_flows()));
   if (Status s = cmd({"ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "unix:" + run_ + "/br0.mgmt", flows}); !s)
+    return Status::error("ovs-ofctl replace-flows: " + s.message());
+  return {};
+}
+
+// OVS's native tunnelling: a packet output to the vxlan port gets its outer
+// headers from the route to the remote VTEP (OVS learns it from the kernel
+// routes of br-phy's address) and the neighbour set here, and leaves through
+// br-phy; a VXLAN packet reaching br-phy's MAC and the local VTEP is popped
+// into br-int's vxlan port.
+Status Ovs::overlay_bridges() {
+  if (!spec_.dpdk) return Status::error("the overlay-nat scenario is built for OVS's userspace datapath only");
+  DutHost& h = *spec_.host;
+  std::vector<std::string> br = {"add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev",
+                                 std::string("other-config:hwaddr=") + Bed::kVtepMac};
+  auto p1 = dpdk_port("br-phy", 1);
+  br.insert(br.end(), p1.begin(), p1.end());
+  br.insert(br.end(), {"--", "add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev"});
+  auto p0 = dpdk_port("br-int", 0);
+  br.insert(br.end(), p0.begin(), p0.end());
+  br.insert(br.end(), {"--", "add-port", "br-int", "vx100", "--", "set", "Interface", "vx100", "type=vxlan",
+                       std::string("options:remote_ip=") + Bed::kRemoteVtep,
+                       std::string("options:local_ip=") + Bed::kLocalVtep, "options:key=100", "ofport_request=3"});
+  if (Status s = vsctl(br); !s)
+    return Status::error("OVS bridges on " + h.describe() + ": " + s.message() + "; " + util::tail(util::slurp(log_)));
+  for (const auto& c : std::vector<std::vector<std::string>>{
+           {"ip", "addr", "add", std::string(Bed::kLocalVtep) + "/24", "dev", "br-phy"},
+           {"ip", "link", "set", "dev", "br-phy", "up"}})
+    if (Status s = h.run(c, nullptr, 10s); !s) return Status::error("OVS's br-phy on " + h.describe() + ": " + s.message());
+  std::string routes;
+  for (int i = 0; i < 50; i++) {
+    if (Status s = appctl({"ovs/route/show"}, &routes); !s) return s;
+    if (routes.find("192.0.2.0/24 dev br-phy") != std::string::npos) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  if (routes.find("192.0.2.0/24 dev br-phy") == std::string::npos)
+    return Status::error("OVS did not learn the underlay route on br-phy (ovs/route/show: " + util::tail(routes, 300) + ")");
+  if (Status s = appctl({"tnl/neigh/set", "br-phy", Bed::kRemoteVtep, Bed::kServerMac}); !s)
+    return Status::error("tnl/neigh/set: " + s.message());
+  const std::string flows = run_ + "/flows.txt";
+  SDN_TRY(h.write_file(flows, util::ovs_overlay_nat_flows()));
+  if (Status s = cmd({"ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "unix:" + run_ + "/br-int.mgmt", flows}); !s)
     return Status::error("ovs-ofctl replace-flows: " + s.message());
   return {};
 }

@@ -2,6 +2,9 @@
 // here or a lab's DUT host): its database, sockets and logs in the host's
 // work directory, ovsdb-server and ovs-vswitchd, a bridge br0 with two
 // ports (p0 and p1, OpenFlow ports 1 and 2) and the ct() firewall flows.
+// overlay-nat: OVS's userspace tunnelling instead: br-phy holds p1 and the
+// local VTEP's address on its internal (tap) port, br-int holds p0 and a
+// vxlan port toward the remote VTEP, and ct(nat) flows translate the VM.
 // Every OVS profile (ovs-dpdk on af_packet, memif or PCI ports,
 // ovs-dpdk-offload, ovs-kernel-tc) starts it here.
 #pragma once
@@ -25,6 +28,7 @@ struct OvsSpec {
   std::string lcore_mask, pmd_mask;  // empty: OVS's defaults
   std::array<std::string, 2> ports;  // dpdk: the ports' devargs; kernel: interface names
   int mtu = 0;                   // the ports' mtu_request; 0: OVS's default
+  bool overlay = false;          // the overlay-nat scenario's bridges and flows
 };
 
 class Ovs {
@@ -42,6 +46,9 @@ class Ovs {
   sdn::Status cmd(std::vector<std::string> argv, std::string* out = nullptr,
                   std::chrono::milliseconds timeout = std::chrono::seconds(60));
   sdn::Result<std::string> vswitchd();
+  sdn::Status firewall_bridge();
+  sdn::Status overlay_bridges();
+  std::vector<std::string> dpdk_port(const std::string& bridge, int i) const;
   OvsSpec spec_;
   std::string run_, log_;
   Job db_, vs_;

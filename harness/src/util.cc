@@ -76,6 +76,22 @@ std::string ovs_firewall_flows() {
   return fl + "table=1,priority=0,actions=drop\n";
 }
 
+// overlay-nat on br-int (p0 is port 1, the vxlan port 3): the VM's new
+// connections committed with the floating address as their source, every
+// packet of a tracked connection through ct(nat) both ways.
+std::string ovs_overlay_nat_flows() {
+  return "table=0,priority=100,in_port=1,ip,actions=ct(table=1,zone=1,nat)\n"
+         "table=0,priority=100,in_port=3,ip,actions=ct(table=2,zone=1,nat)\n"
+         "table=0,priority=0,actions=drop\n"
+         "table=1,priority=100,ip,ct_state=+trk+new,actions=ct(commit,zone=1,nat(src=203.0.113.7)),output:3\n"
+         "table=1,priority=100,ip,ct_state=+trk+est,actions=output:3\n"
+         "table=1,priority=90,ip,ct_state=+trk+rel,actions=output:3\n"
+         "table=1,priority=0,actions=drop\n"
+         "table=2,priority=100,ip,ct_state=+trk+est,actions=output:1\n"
+         "table=2,priority=90,ip,ct_state=+trk+rel,actions=output:1\n"
+         "table=2,priority=0,actions=drop\n";
+}
+
 void ovs_port_drops(const std::string& port, const std::string& statistics, std::map<std::string, long long>* m) {
   std::string t = statistics;
   for (char& c : t)

@@ -29,6 +29,7 @@ sdn::Status wait_for_log(testbed::Process& p, const std::string& log, const std:
 // ports 1 (client side) and 2 (server side), ct() both ways, new
 // connections only from port 1. Every OVS profile loads the same rules.
 std::string ovs_firewall_flows();
+std::string ovs_overlay_nat_flows();  // 203.0.113.7: Bed::kFloatingIp
 // The drop, error and missed counters of `ovs-vsctl get Interface PORT
 // statistics` output ({k=v, k=v, ...}) into *m as PORT_k.
 void ovs_port_drops(const std::string& port, const std::string& statistics, std::map<std::string, long long>* m);

@@ -148,25 +148,25 @@ TEST(E2E, SmallSweepAllRowsOkAndNothingLeftBehind) {
   EXPECT_EQ(access((out + "/machine.txt").c_str(), F_OK), 0);
 }
 
-// Issue 22: --scenario overlay-nat. The dataplane's rows carry the
-// evidence (the server's VTEP counters, the floating address the servers
-// saw); a DUT without the scenario is an error row naming why.
+// Issue 22: --scenario overlay-nat. The dataplane's and OVS-DPDK's rows
+// carry the evidence (the server's VTEP counters, the floating address the
+// servers saw); a DUT without the scenario is an error row naming why.
 TEST(E2E, OverlayNatRowsCarryTheirEvidence) {
   std::string out = "/tmp/harness-e2e-overlay-" + std::to_string(getpid());
   const auto before = testbed_namespaces();
   auto r = testbed::run_capture({g_harness, "run", "--scenario", "overlay-nat", "--instances", "2", "--sizes", "1024",
                                  "--duration", "1", "--repeat", "1", "--warmup", "0", "--no-sockperf", "--no-rfc2544",
-                                 "--dut", "dataplane,testpmd-io", "--out", out},
+                                 "--dut", "dataplane,ovs-dpdk,testpmd-io", "--out", out},
                                 nullptr, std::chrono::minutes(5));
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r->status, 1) << "testpmd-io has no overlay: its rows are errors\n" << r->output;
   auto rows = harness::read_csv(out + "/results.csv");
   ASSERT_TRUE(rows.ok()) << rows.message();
-  ASSERT_EQ(rows->size(), 4u) << r->output;
+  ASSERT_EQ(rows->size(), 6u) << r->output;
   for (auto& row : *rows) {
     EXPECT_EQ(row[Col::scenario], "overlay-nat");
-    if (row[Col::dut] == "dataplane") {
-      EXPECT_EQ(row[Col::status], "ok") << row[Col::error];
+    if (row[Col::dut] == "dataplane" || row[Col::dut] == "ovs-dpdk") {
+      EXPECT_EQ(row[Col::status], "ok") << row[Col::dut] << ": " << row[Col::error];
       EXPECT_GT(harness::to_num(row[Col::throughput_gbps], 0), 0);
       if (row[Col::repeat] == "1") {
         EXPECT_EQ(row[Col::overlay_check].rfind("ok: server VTEP rx +", 0), 0u) << row[Col::overlay_check];
