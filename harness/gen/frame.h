@@ -10,8 +10,10 @@
 namespace gen {
 
 // Connection i of K: client 10.128.0.0 + i / kPortsPerIp, port 10000 + i %
-// kPortsPerIp, to the server 10.64.0.1:80. The index comes back from either
-// direction's addresses and ports.
+// kPortsPerIp, to the server 10.64.0.1, port 80 + i / kPortsPerIp (so that
+// behind a source NAT to one address, --overlay, the translated tuples of
+// two client addresses need not share 64K ports). The index comes back from
+// either direction's client address and port.
 inline constexpr uint32_t kPortsPerIp = 50000;
 inline constexpr uint32_t kClientNet = 0x0A800000u;  // 10.128.0.0
 inline constexpr uint32_t kServerIp = 0x0A400001u;   // 10.64.0.1
@@ -29,7 +31,7 @@ struct Tuple {
 
 inline Tuple tuple_of(uint32_t i) {
   return Tuple{kClientNet + i / kPortsPerIp, kServerIp, static_cast<uint16_t>(kClientPortBase + i % kPortsPerIp),
-               kServerPort};
+               static_cast<uint16_t>(kServerPort + i / kPortsPerIp)};
 }
 // The connection a client address and port name; UINT32_MAX when none.
 inline uint32_t index_of(uint32_t cip, uint16_t cport, uint32_t conns) {

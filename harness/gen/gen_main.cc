@@ -38,6 +38,7 @@
 
 #include "frame.h"
 #include "sdn/number.h"
+#include "overlay.h"
 #include "search.h"
 
 namespace {
@@ -46,7 +47,8 @@ volatile sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
 constexpr uint16_t kBurst = 32;
-constexpr uint32_t kIsnClient = 0x10000000u, kIsnServer = 0x20000000u;
+using gen::isn_client;
+using gen::kIsnServer;
 
 struct Options {
   std::string client_dev, server_dev;  // vdev devargs (net_memif...) or PCI addresses
@@ -62,6 +64,7 @@ struct Options {
   bool search = true;
   bool full_only = false;  // one trial at full rate (the generator's ceiling against a peer that drops)
   bool sync = false;       // around every trial, a line to the harness and one back (see run_trial)
+  bool overlay = false;    // the server side is a VXLAN VTEP behind a source NAT (overlay.h)
 };
 
 // Latency: log-linear buckets, 16 per power of two (~6 % wide), 48 bits.
@@ -117,6 +120,7 @@ struct Gen {
   std::vector<uint64_t> sent_at;
   std::vector<uint8_t> churn_state;  // per churn connection: see churn()
   std::vector<uint64_t> churn_t0;
+  gen::Overlay ov;  // --overlay: the server side's VTEP
   gen::Template syn, synack, ack, data_c, data_s, ack0_c, fin_c, fin_s;
 
   // One burst from any of the port's receive queues.
@@ -131,9 +135,24 @@ struct Gen {
     rte_mbuf* m = rte_pktmbuf_alloc(pool);
     if (!m) return nullptr;
     uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
+    if (o.overlay && t.dir == gen::Dir::kToClient) {
+      gen::fill(t, p + gen::kVxlanHeaders, ov.translated(conn), seq, ackn, ts);
+      gen::Overlay::encap(p, t.len, entropy(conn));
+      m->data_len = m->pkt_len = static_cast<uint16_t>(t.len + gen::kVxlanHeaders);
+      return m;
+    }
     gen::fill(t, p, gen::tuple_of(conn), seq, ackn, ts);
     m->data_len = m->pkt_len = t.len;
     return m;
+  }
+  static uint16_t entropy(uint32_t conn) { return static_cast<uint16_t>(49152 + (conn * 2654435761u >> 18) % 16384); }
+  // A frame the server side received, as parse() reads it; with --overlay
+  // first decapsulated and its translation checked (Overlay::decap).
+  bool parse_server(rte_mbuf* m, uint32_t bound, gen::Seen* s) {
+    uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
+    if (!o.overlay) return gen::parse(f, m->data_len, bound, gen::Dir::kToServer, s);
+    const int off = ov.decap(f, m->data_len, bound);
+    return off >= 0 && gen::parse(f + off, m->data_len - static_cast<uint32_t>(off), bound, gen::Dir::kToServer, s);
   }
   void send(const Port& p, rte_mbuf** m, uint16_t n, uint64_t* dropped) {
     uint16_t k = 0;
@@ -163,7 +182,7 @@ struct Gen {
     while (r.established < o.conns && !g_stop && rte_rdtsc() < deadline) {
       uint16_t n = 0;
       while (in_flight < window && next < o.conns && n < kBurst) {
-        if (rte_mbuf* m = frame(syn, next, kIsnClient, 0, 0)) {
+        if (rte_mbuf* m = frame(syn, next, isn_client(next), 0, 0)) {
           tx[n++] = m;
           state[next] = 1;
           sent_at[next] = rte_rdtsc();
@@ -182,9 +201,9 @@ struct Gen {
         n = 0;
         for (uint16_t i = 0; i < got; i++) {
           gen::Seen s;
-          if (gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, o.conns, gen::Dir::kToServer, &s)) {
+          if (parse_server(rx[i], o.conns, &s)) {
             if ((s.flags & (gen::kSyn | gen::kAck)) == gen::kSyn && state[s.conn] >= 1 && state[s.conn] <= 2) {
-              if (rte_mbuf* m = frame(synack, s.conn, kIsnServer, kIsnClient + 1, 0)) tx[n++] = m;
+              if (rte_mbuf* m = frame(synack, s.conn, kIsnServer, isn_client(s.conn) + 1, 0)) tx[n++] = m;
               state[s.conn] = 2;
               sent_at[s.conn] = rte_rdtsc();
             } else if ((s.flags & (gen::kSyn | gen::kAck)) == gen::kAck && state[s.conn] == 2) {
@@ -207,7 +226,7 @@ struct Gen {
           gen::Seen s;
           if (gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, o.conns, gen::Dir::kToClient, &s) &&
               (s.flags & (gen::kSyn | gen::kAck)) == (gen::kSyn | gen::kAck))
-            if (rte_mbuf* m = frame(ack, s.conn, kIsnClient + 1, kIsnServer + 1, 0)) tx[n++] = m;
+            if (rte_mbuf* m = frame(ack, s.conn, isn_client(s.conn) + 1, kIsnServer + 1, 0)) tx[n++] = m;
         }
         rte_pktmbuf_free_bulk(rx, got);
         if (n) send(cp, tx, n, &txdrop);
@@ -224,9 +243,9 @@ struct Gen {
       for (uint32_t k = 0; k < 256 && next > 0; k++, scan = (scan + 1) % next) {
         if (state[scan] == 0 || state[scan] == 3 || now - sent_at[scan] < resend) continue;
         if (state[scan] == 1 && nc < kBurst) {
-          if (rte_mbuf* m = frame(syn, scan, kIsnClient, 0, 0)) tx[nc++] = m;
+          if (rte_mbuf* m = frame(syn, scan, isn_client(scan), 0, 0)) tx[nc++] = m;
         } else if (state[scan] == 2 && ns < kBurst) {
-          if (rte_mbuf* m = frame(synack, scan, kIsnServer, kIsnClient + 1, 0)) txs[ns++] = m;
+          if (rte_mbuf* m = frame(synack, scan, kIsnServer, isn_client(scan) + 1, 0)) txs[ns++] = m;
         } else {
           continue;
         }
@@ -238,7 +257,7 @@ struct Gen {
     }
     r.secs = static_cast<double>(rte_rdtsc() - t0) / static_cast<double>(hz);
     for (uint32_t i = 0; i < o.conns; i++) {
-      cseq[i] = srcv[i] = kIsnClient + 1;
+      cseq[i] = srcv[i] = isn_client(i) + 1;
       sseq[i] = crcv[i] = kIsnServer + 1;
     }
     return r;
@@ -272,7 +291,7 @@ struct Gen {
         n = 0;
         for (uint16_t i = 0; i < got; i++) {
           gen::Seen sn;
-          if (gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, o.conns, gen::Dir::kToServer, &sn) &&
+          if (parse_server(rx[i], o.conns, &sn) &&
               state[sn.conn] >= 1 && state[sn.conn] <= 2) {
             if (rte_mbuf* m = frame(data_s, sn.conn, 0, 0, 0)) tx[n++] = m;
             state[sn.conn] = 2;
@@ -343,7 +362,7 @@ struct Gen {
       if (!opening && (in_flight == 0 || now > open_until + 2 * timeout)) break;
       uint16_t k = 0;
       while (opening && in_flight < window && next < n && k < kBurst) {
-        rte_mbuf* m = frame(syn, base + next, kIsnClient, 0, 0);
+        rte_mbuf* m = frame(syn, base + next, isn_client(base + next), 0, 0);
         if (!m) break;
         tx[k++] = m;
         churn_state[next] = 1;
@@ -360,14 +379,14 @@ struct Gen {
         k = 0;
         for (uint16_t i = 0; i < got; i++) {
           gen::Seen sn;
-          if (!gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, bound, gen::Dir::kToServer, &sn) ||
+          if (!parse_server(rx[i], bound, &sn) ||
               sn.conn < base)
             continue;
           const uint32_t j = sn.conn - base;
           uint8_t& st = churn_state[j];
           if ((sn.flags & (gen::kSyn | gen::kAck)) == gen::kSyn) {
             if (st == 1) {
-              if (rte_mbuf* m = frame(synack, sn.conn, kIsnServer, kIsnClient + 1, 0)) tx[k++] = m;
+              if (rte_mbuf* m = frame(synack, sn.conn, kIsnServer, isn_client(sn.conn) + 1, 0)) tx[k++] = m;
               st = 2;
             }
             continue;
@@ -400,11 +419,11 @@ struct Gen {
           const uint32_t j = sn.conn - base;
           uint8_t& st = churn_state[j];
           if ((sn.flags & (gen::kSyn | gen::kAck)) == (gen::kSyn | gen::kAck) && st == 2) {
-            if (rte_mbuf* m = frame(ack0_c, sn.conn, kIsnClient + 1, kIsnServer + 1, 0)) tx[k++] = m;
-            if (rte_mbuf* m = frame(data_c, sn.conn, kIsnClient + 1, kIsnServer + 1, ts)) tx[k++] = m;
-            if (rte_mbuf* m = frame(fin_c, sn.conn, kIsnClient + 1 + P, kIsnServer + 1, 0)) tx[k++] = m;
+            if (rte_mbuf* m = frame(ack0_c, sn.conn, isn_client(sn.conn) + 1, kIsnServer + 1, 0)) tx[k++] = m;
+            if (rte_mbuf* m = frame(data_c, sn.conn, isn_client(sn.conn) + 1, kIsnServer + 1, ts)) tx[k++] = m;
+            if (rte_mbuf* m = frame(fin_c, sn.conn, isn_client(sn.conn) + 1 + P, kIsnServer + 1, 0)) tx[k++] = m;
           } else if ((sn.flags & gen::kFin) && st == 4) {
-            if (rte_mbuf* m = frame(ack0_c, sn.conn, kIsnClient + 2 + P, kIsnServer + 2, 0)) tx[k++] = m;
+            if (rte_mbuf* m = frame(ack0_c, sn.conn, isn_client(sn.conn) + 2 + P, kIsnServer + 2, 0)) tx[k++] = m;
             st = 5;
             r.closed++;
             in_flight--;
@@ -467,8 +486,10 @@ struct Gen {
       const uint64_t now = rte_rdtsc();
       for (uint16_t i = 0; i < got; i++) {
         gen::Seen s;
-        if (gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, o.conns, as, &s) && s.payload > 0 &&
-            s.ts) {
+        const bool parsed = as == gen::Dir::kToServer
+                                ? parse_server(rx[i], o.conns, &s)
+                                : gen::parse(rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len, o.conns, as, &s);
+        if (parsed && s.payload > 0 && s.ts) {
           const bool to_server = as == gen::Dir::kToServer;
           if (!t->got.take(s.ts, to_server ? 0 : 1)) continue;
           mine++;
@@ -513,11 +534,17 @@ struct Gen {
           if (d == 0) {
             gen::fill(tp, p, gen::tuple_of(c), cseq[c], crcv[c], ts);
             cseq[c] += tp.payload;
+            tx[i]->data_len = tx[i]->pkt_len = tp.len;
+          } else if (o.overlay) {
+            gen::fill(tp, p + gen::kVxlanHeaders, ov.translated(c), sseq[c], srcv[c], ts);
+            gen::Overlay::encap(p, tp.len, entropy(c));
+            sseq[c] += tp.payload;
+            tx[i]->data_len = tx[i]->pkt_len = static_cast<uint16_t>(tp.len + gen::kVxlanHeaders);
           } else {
             gen::fill(tp, p, gen::tuple_of(c), sseq[c], srcv[c], ts);
             sseq[c] += tp.payload;
+            tx[i]->data_len = tx[i]->pkt_len = tp.len;
           }
-          tx[i]->data_len = tx[i]->pkt_len = tp.len;
         }
         uint16_t k = rte_eth_tx_burst(d == 0 ? cp.id : sp.id, 0, tx, n);
         if (k < n) {
@@ -634,7 +661,7 @@ const char* kHelp =
     "usage: harness-gen [EAL options] -- --client DEV --server DEV [--conns K] [--frame BYTES]\n"
     "                   [--trial S] [--loss FRACTION] [--max-mpps R | --rate-mpps R] [--setup-timeout S]\n"
     "                   [--churn S] [--churn-conns N] [--rx-queues N] [--hold] [--sync]\n"
-    "                   [--proto tcp|udp]\n"
+    "                   [--proto tcp|udp] [--overlay]\n"
     "  DEV              the port's devargs: a vdev (net_memif0,role=server,socket=/run/x.sock)\n"
     "                   or a PCI address; the client side sends SYNs, the server side answers\n"
     "  --conns K        TCP connections set up through the DUT first (default 1000, up to 10M)\n"
@@ -659,6 +686,11 @@ const char* kHelp =
     "                   'trial N done' and wait for 'dut DROPS GEN_DROPS' (the DUT's own drops\n"
     "                   in the trial, and its transmits to this generator that failed) or\n"
     "                   'dut unknown'; a loss that was all the generator's is run again (3x)\n"
+    "  --overlay        the server side is a remote VTEP (192.0.2.2) behind the DUT's VXLAN\n"
+    "                   VTEP (192.0.2.1, VNI 100) and source NAT (203.0.113.7): it sends VXLAN to\n"
+    "                   the translated client and takes only VXLAN whose inner source is\n"
+    "                   203.0.113.7 (each connection's port learnt from its SYN); the rest is\n"
+    "                   counted by reason in \"overlay\"; TCP only\n"
     "Every data frame carries its trial's id: frames of an earlier trial that arrive late\n"
     "are counted as late, not for the trial running. After each trial the generator drains\n"
     "until none of its frames came for 50 ms.\n"
@@ -675,8 +707,8 @@ Options parse_flags(int argc, char** argv) {
   while (i < argc && strcmp(argv[i], "--") != 0) i++;
   for (i++; i < argc; i++) {
     const std::string a = argv[i];
-    if (a == "--full-rate-only" || a == "--hold" || a == "--sync") {
-      (a == "--hold" ? o.hold : a == "--sync" ? o.sync : o.full_only) = true;
+    if (a == "--full-rate-only" || a == "--hold" || a == "--sync" || a == "--overlay") {
+      (a == "--hold" ? o.hold : a == "--sync" ? o.sync : a == "--overlay" ? o.overlay : o.full_only) = true;
       continue;
     }
     const char* v = i + 1 < argc ? argv[++i] : nullptr;
@@ -724,6 +756,10 @@ Options parse_flags(int argc, char** argv) {
   }
   if (o.udp && o.churn_s > 0) {
     fprintf(stderr, "harness-gen: --churn opens and closes TCP connections; not with --proto udp\n");
+    exit(2);
+  }
+  if (o.udp && o.overlay) {
+    fprintf(stderr, "harness-gen: --overlay learns each connection's translation from its SYN; not with --proto udp\n");
     exit(2);
   }
   if (o.client_dev.empty() || o.server_dev.empty()) {
@@ -793,6 +829,7 @@ int main(int argc, char** argv) {
     g.churn_state.assign(o.churn_conns, 0);
     g.churn_t0.assign(o.churn_conns, 0);
   }
+  if (o.overlay) g.ov.init(o.conns + (o.churn_s > 0 ? o.churn_conns : 0));
   g.hz = rte_get_tsc_hz();
   g.cseq.assign(o.conns, 0);
   g.sseq.assign(o.conns, 0);
@@ -810,6 +847,14 @@ int main(int argc, char** argv) {
     rte_delay_ms(100);
   }
   rte_delay_ms(500);  // a peer that just attached (memif) starts forwarding a moment after link up
+  auto print = [&g](nlohmann::json& j) {
+    if (g.o.overlay) {
+      nlohmann::json ov = {{"learnt", g.ov.learnt}};
+      for (int w = 0; w < gen::Overlay::kWhyCount; w++) ov[gen::Overlay::kWhyName[w]] = g.ov.bad[w];
+      j["overlay"] = ov;
+    }
+    printf("%s\n", j.dump().c_str());
+  };
   nlohmann::json out = {
       {"conns", o.conns}, {"frame_bytes", o.frame}, {"proto", o.udp ? "udp" : "tcp"}, {"lcore", rte_lcore_id()}};
   // The ceiling needs no connections (its peer forwards nothing back).
@@ -817,7 +862,7 @@ int main(int argc, char** argv) {
   if (o.full_only) {
     su.established = o.conns;
     for (uint32_t i = 0; i < o.conns; i++) {
-      g.cseq[i] = g.srcv[i] = kIsnClient + 1;
+      g.cseq[i] = g.srcv[i] = isn_client(i) + 1;
       g.sseq[i] = g.crcv[i] = kIsnServer + 1;
     }
   } else {
@@ -831,7 +876,7 @@ int main(int argc, char** argv) {
     out["error"] = "set-up: " + std::to_string(su.established) + " of " + std::to_string(o.conns) +
                    " connections established" +
                    (su.stalled ? std::string(", then none for 5 s") : " in " + std::to_string(o.setup_s) + " s");
-    printf("%s\n", out.dump().c_str());
+    print(out);
     rte_eal_cleanup();
     return 1;
   }
@@ -842,7 +887,7 @@ int main(int argc, char** argv) {
     if (!fgets(line, sizeof line, stdin) || strncmp(line, "go", 2) != 0) {
       line[strcspn(line, "\n")] = 0;
       out["error"] = std::string("stopped after set-up") + (line[0] ? std::string(": ") + line : std::string());
-      printf("%s\n", out.dump().c_str());
+      print(out);
       rte_eal_cleanup();
       return 1;
     }
@@ -853,7 +898,7 @@ int main(int argc, char** argv) {
   auto stopped = [&]() {
     out["error"] = why;
     out["trials"] = g.all_trials;
-    printf("%s\n", out.dump().c_str());
+    print(out);
     rte_eal_cleanup();
     return 1;
   };
@@ -868,7 +913,7 @@ int main(int argc, char** argv) {
     if (!g.run_trial(0, &t, "full", &why)) return stopped();
     out["full_rate"] = g.trial_json(t);
     if (o.full_only) {
-      printf("%s\n", out.dump().c_str());
+      print(out);
       for (Port* p : {&g.cp, &g.sp}) rte_eth_dev_stop(p->id);
       rte_eal_cleanup();
       return 0;
@@ -918,7 +963,7 @@ int main(int argc, char** argv) {
         {"established_per_s", c.secs > 0 ? static_cast<double>(c.established) / c.secs : 0},
         {"closed_per_s", c.secs > 0 ? static_cast<double>(c.closed) / c.secs : 0}};
   }
-  printf("%s\n", out.dump().c_str());
+  print(out);
   fflush(stdout);
   for (Port* p : {&g.cp, &g.sp}) rte_eth_dev_stop(p->id);
   rte_eal_cleanup();

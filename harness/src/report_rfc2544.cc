@@ -55,7 +55,10 @@ RfcView rfc_view(const std::vector<Row>& rows) {
   RfcView v;
   std::set<int> frames_set;
   for (const auto& r : rows) {
-    const std::string& d = r[Col::dut];
+    // A scenario other than the firewall is a column of its own.
+    const std::string d = r[Col::scenario].empty() || r[Col::scenario] == "firewall"
+                              ? r[Col::dut]
+                              : r[Col::dut] + " " + r[Col::scenario];
     if (std::find(v.duts.begin(), v.duts.end(), d) == v.duts.end()) v.duts.push_back(d);
     const int f = static_cast<int>(to_num(r[Col::frame_bytes], 0));
     const Kp k{r[Col::proto].empty() ? "tcp" : r[Col::proto], static_cast<int>(to_num(r[Col::conns], 0))};

@@ -54,20 +54,20 @@ const std::vector<Col>& csv_columns() {
 
 const std::vector<Col>& rfc2544_columns() {
   static const std::vector<Col> c = {
-      Col::timestamp, Col::git_rev, Col::dut, Col::dut_version, Col::frame_bytes, Col::conns,
+      Col::timestamp, Col::git_rev, Col::dut, Col::dut_version, Col::scenario, Col::frame_bytes, Col::conns,
       Col::proto, Col::repeat, Col::zero_loss_mpps, Col::zero_loss_gbps, Col::max_fwd_mpps, Col::offered_at_max_mpps,
       Col::loss_at_max, Col::lost_at_max_to_server, Col::lost_at_max_to_client, Col::dut_drops_at_max, Col::gen_drops_at_max, Col::limited_by,
       Col::retried, Col::zero_loss_trial_lost, Col::zero_loss_trial_dut_drops, Col::zero_loss_trial_gen_drops, Col::lat10_offered_mpps, Col::lat10_lost,
       Col::lat10_p50_us, Col::lat10_p99_us, Col::lat10_p999_us, Col::lat50_offered_mpps, Col::lat50_lost, Col::lat50_p50_us,
       Col::lat50_p99_us, Col::lat50_p999_us, Col::lat90_offered_mpps, Col::lat90_lost, Col::lat90_p50_us, Col::lat90_p99_us,
       Col::lat90_p999_us, Col::cps_established, Col::cps_closed, Col::cps_failed, Col::setup_per_s, Col::generator_ceiling_mpps,
-      Col::ct_entries, Col::status, Col::error};
+      Col::ct_entries, Col::overlay_check, Col::status, Col::error};
   return c;
 }
 
 const std::vector<Col>& rfc2544_trial_columns() {
   static const std::vector<Col> c = {
-      Col::dut, Col::frame_bytes, Col::conns, Col::proto, Col::repeat, Col::trial,
+      Col::dut, Col::scenario, Col::frame_bytes, Col::conns, Col::proto, Col::repeat, Col::trial,
       Col::kind, Col::target_mpps, Col::offered_mpps, Col::fwd_mpps, Col::sent, Col::received,
       Col::lost, Col::late, Col::tx_full, Col::dut_drops, Col::gen_drops, Col::generator_dropped,
       Col::drain_ms};

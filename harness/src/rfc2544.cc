@@ -63,8 +63,10 @@ long long tracker_room(const Rfc2544Config& c) {
 // (client side) and `b` (server side): its main lcore 1 (shared with the
 // generator), forwarding on lcore 0.
 Result<std::unique_ptr<Dut>> memif_dut(const std::string& name, const Rfc2544Config& c, DutHost& host,
-                                       const std::string& dir, const std::string& a, const std::string& b) {
+                                       const std::string& dir, const std::string& a, const std::string& b,
+                                       const std::string& scenario = "firewall") {
   DutSite site;
+  site.scenario = scenario;
   site.host = &host;
   site.ports = {DutPort{Attach::kMemif, a}, DutPort{Attach::kMemif, b}};
   site.main_lcore = 1;
@@ -77,6 +79,8 @@ Result<std::unique_ptr<Dut>> memif_dut(const std::string& name, const Rfc2544Con
   site.dataplane = c.build_dir + "/dataplane/dataplane";
   site.dataplane_ctl = c.build_dir + "/dataplane/dataplane-ctl";
   site.dataplane_config = c.dataplane_config;
+  if (scenario == "overlay-nat" && site.dataplane_config.ends_with("configs/dataplane/firewall.yaml"))
+    site.dataplane_config = c.source_dir + "/configs/dataplane/overlay-nat.yaml";
   site.source_dir = c.source_dir;
   return make_dut(name, site);
 }
@@ -111,9 +115,10 @@ class LogLines {
 // count all `conns`, and only then do the trials run; around each trial the
 // generator waits while the DUT's drop counters are read (--sync), and is
 // told the difference. `drops_why` says why they could not be read, if so.
-Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, const std::string& b, int frame,
+Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* ns, const std::string& a,
+                                const std::string& b, int frame,
                                 int conns, Dut* dut, const std::string& raw, long long* ct_seen = nullptr,
-                                std::string* drops_why = nullptr) {
+                                std::string* drops_why = nullptr, bool overlay = false) {
   const std::string prefix = "harness-rfc-gen-" + std::to_string(getpid());
   std::vector<std::string> argv = {cfg.build_dir + "/harness/harness-gen", "-l", "1", "--no-pci", "--file-prefix",
                                    prefix, "--log-level", "lib.eal:warning"};
@@ -130,6 +135,7 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, 
                            "net_memif1,role=client,rsize=12,socket=" + b, "--conns", std::to_string(conns), "--frame",
                            std::to_string(frame), "--trial", fmt(cfg.trial_s, 1), "--loss", fmt(cfg.loss, 6),
                            "--setup-timeout", std::to_string(setup_s), "--proto", cfg.proto});
+  if (overlay) argv.push_back("--overlay");
   if (!dut) {
     argv.push_back("--full-rate-only");
   } else {
@@ -138,6 +144,7 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, 
       argv.insert(argv.end(), {"--churn", fmt(cfg.churn_s, 1), "--churn-conns", std::to_string(cfg.churn_conns)});
   }
   SpawnOptions o;
+  o.ns = ns;
   o.stdout_path = raw + ".json";
   o.stderr_path = raw + ".err";
   int in[2] = {-1, -1};
@@ -226,6 +233,29 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const std::string& a, 
   return j;
 }
 
+// overlay-nat: the generator's server side saw every connection's
+// translation (learnt from its SYN) and took no untranslated frame; what it
+// refused, by reason, is in the cell either way.
+void overlay_evidence(const nlohmann::json& g, int conns, Row& r) {
+  if (r[Col::scenario] != "overlay-nat") {
+    r[Col::overlay_check] = "n/a: no overlay in the firewall scenario";
+    return;
+  }
+  if (!g.contains("overlay") || !g["overlay"].is_object()) {
+    r[Col::overlay_check] = "error: harness-gen reported no overlay counters";
+    return;
+  }
+  const auto& o = g["overlay"];
+  const long long learnt = o.value("learnt", 0ll), untranslated = o.value("untranslated", 0ll);
+  std::string refused;
+  for (const auto& [k, v] : o.items())
+    if (k != "learnt") refused += (refused.empty() ? "" : ", ") + k + " " + std::to_string(v.get<long long>());
+  const bool ok = learnt >= conns && untranslated == 0;
+  r[Col::overlay_check] = std::string(ok ? "ok: " : "error: ") + std::to_string(learnt) + " translations to " +
+                          "203.0.113.7 learnt in VXLAN VNI 100 for " + std::to_string(conns) +
+                          " connections; refused: " + refused;
+}
+
 // The row's measured columns from harness-gen's JSON, and a trials row per
 // trial. `drops_why`: why the DUT's drop counters could not be read, if so.
 void fill_from_gen(const Rfc2544Config& cfg, const nlohmann::json& g, const std::string& drops_why, Row& r,
@@ -275,7 +305,7 @@ void fill_from_gen(const Rfc2544Config& cfg, const nlohmann::json& g, const std:
     if (g.contains("trials"))
       for (const auto& t : g["trials"]) {
         Row tr;
-        for (Col c : {Col::dut, Col::frame_bytes, Col::conns, Col::proto, Col::repeat}) tr[c] = r[c];
+        for (Col c : {Col::dut, Col::scenario, Col::frame_bytes, Col::conns, Col::proto, Col::repeat}) tr[c] = r[c];
         tr[Col::trial] = std::to_string(t.value("id", 0));
         tr[Col::kind] = t.value("kind", "");
         for (const char* c : {"target_mpps", "offered_mpps", "fwd_mpps"}) tr[col(c)] = fmt(t.value(c, 0.0));
@@ -324,7 +354,7 @@ Result<std::string> prepare_out_dir(const Rfc2544Config& cfg) {
   return out;
 }
 
-// --resume: the cells already in the CSV (same columns), as dut|frame|conns|repeat.
+// --resume: the cells already in the CSV (same columns), as dut|scenario|frame|conns|repeat.
 Status cells_done(const Rfc2544Config& cfg, const std::string& csv, std::set<std::string>* done) {
   if (!cfg.resume || !std::filesystem::exists(csv)) return {};
   std::ifstream in(csv);
@@ -334,7 +364,9 @@ Status cells_done(const Rfc2544Config& cfg, const std::string& csv, std::set<std
   auto rows = read_csv(csv);
   if (!rows) return rows.status();
   for (auto& r : *rows)
-    if (r[Col::proto] == cfg.proto) done->insert(r[Col::dut] + "|" + r[Col::frame_bytes] + "|" + r[Col::conns] + "|" + r[Col::repeat]);
+    if (r[Col::proto] == cfg.proto)
+      done->insert(r[Col::dut] + "|" + r[Col::scenario] + "|" + r[Col::frame_bytes] + "|" + r[Col::conns] + "|" +
+                   r[Col::repeat]);
   fprintf(stderr, "harness: resuming %s: %zu rows already measured\n", csv.c_str(), rows->size());
   return {};
 }
@@ -342,10 +374,11 @@ Status cells_done(const Rfc2544Config& cfg, const std::string& csv, std::set<std
 // The generator's own ceiling per frame size, in every round next to the
 // DUTs (this host's speed drifts): against testpmd rxonly (it drops
 // everything), what the generator offers at full rate.
-std::map<int, std::string> generator_ceilings(const Rfc2544Config& cfg, const std::string& out, const std::string& a,
+std::map<int, std::string> generator_ceilings(const Rfc2544Config& cfg, const testbed::Netns* ns, const std::string& out,
+                                              const std::string& a,
                                               const std::string& b, int round) {
   std::map<int, std::string> ceiling;
-  auto host = local_host(nullptr, out + "/raw");
+  auto host = local_host(ns, out + "/raw");
   auto rx = memif_dut("testpmd-rxonly", cfg, *host, out + "/raw", a, b);
   Status s = rx ? (*rx)->start() : rx.status();
   for (int f : cfg.frames) {
@@ -353,7 +386,7 @@ std::map<int, std::string> generator_ceilings(const Rfc2544Config& cfg, const st
       ceiling[f] = "unknown: rxonly peer: " + s.message();
       continue;
     }
-    auto j = generate(cfg, a, b, f, 1000, nullptr, out + "/raw/ceiling-" + std::to_string(f) + "-r" + std::to_string(round));
+    auto j = generate(cfg, ns, a, b, f, 1000, nullptr, out + "/raw/ceiling-" + std::to_string(f) + "-r" + std::to_string(round));
     ceiling[f] = j ? fmt((*j)["full_rate"].value("offered_mpps", 0.0)) : "unknown: " + j.message();
   }
   return ceiling;
@@ -369,13 +402,13 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
   std::set<std::string> done;
   const std::string csv = out + "/rfc2544.csv";
   SDN_TRY(cells_done(cfg, csv, &done));
-  auto cell_done = [&](const std::string& d, int f, int k, int round) {
-    return done.count(d + "|" + std::to_string(f) + "|" + std::to_string(k) + "|" + std::to_string(round)) > 0;
+  auto cell_done = [&](const std::string& d, const std::string& sc, int f, int k, int round) {
+    return done.count(d + "|" + sc + "|" + std::to_string(f) + "|" + std::to_string(k) + "|" + std::to_string(round)) > 0;
   };
-  auto round_done = [&](const std::string& d, int round) {
+  auto round_done = [&](const std::string& d, const std::string& sc, int round) {
     for (int k : cfg.conns)
       for (int f : cfg.frames)
-        if (!cell_done(d, f, k, round)) return false;
+        if (!cell_done(d, sc, f, k, round)) return false;
     return true;
   };
   if (!std::filesystem::exists(out + "/machine.txt")) {
@@ -396,33 +429,46 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
   const std::string rev = git && git->status == 0 ? tail(git->output) : "unknown";
   const std::string a = "/run/harness-memif-" + std::to_string(getpid()) + "-a.sock",
                     b = "/run/harness-memif-" + std::to_string(getpid()) + "-b.sock";
+  // Every program of the run in a namespace of its own (memif's sockets are
+  // abstract, per namespace): what a DUT makes there (OVS's bridge and
+  // internal ports, the overlay's VTEP address) goes with it, never into
+  // this host's own network.
+  auto tb = testbed::Testbed::create();
+  if (!tb) return tb.status();
+  auto made = (*tb)->add_netns("memif");
+  if (!made) return Status::error("the run's namespace: " + made.message());
+  const testbed::Netns* ns = *made;
   int errors = 0;
   for (int round = 1; round <= cfg.repeat && !stop; round++) {
     bool all_done = true;
-    for (const std::string& d : cfg.duts) all_done = all_done && round_done(d, round);
+    for (const std::string& sc : cfg.scenarios)
+      for (const std::string& d : cfg.duts) all_done = all_done && round_done(d, sc, round);
     if (all_done) continue;
-    std::map<int, std::string> ceiling = generator_ceilings(cfg, out, a, b, round);
+    std::map<int, std::string> ceiling = generator_ceilings(cfg, ns, out, a, b, round);
+    for (const std::string& sc : cfg.scenarios)
     for (const std::string& dname : cfg.duts) {
       if (stop) break;
-      if (round_done(dname, round)) continue;
-      std::string ddir = out + "/raw/" + dname + "-r" + std::to_string(round);
+      if (round_done(dname, sc, round)) continue;
+      std::string ddir = out + "/raw/" + dname + (sc == "firewall" ? "" : "-" + sc) + "-r" + std::to_string(round);
       std::filesystem::create_directories(ddir, ec);
-      auto host = local_host(nullptr, ddir);
+      auto host = local_host(ns, ddir);
       std::unique_ptr<Dut> dut;
       std::string why;
-      if (auto d = memif_dut(dname, cfg, *host, ddir, a, b); !d)
+      if (auto d = memif_dut(dname, cfg, *host, ddir, a, b, sc); !d)
         why = d.message();
       else if (Status s = (dut = std::move(d.value()))->start(); !s)
         why = "start: " + s.message();
       for (int k : cfg.conns)
         for (int f : cfg.frames) {
           if (stop) break;
-          if (cell_done(dname, f, k, round)) continue;
+          if (cell_done(dname, sc, f, k, round)) continue;
           Row r;
           r[Col::timestamp] = now_iso();
           r[Col::git_rev] = rev;
           r[Col::dut] = dname;
           r[Col::dut_version] = dut ? dut->version() : dname;
+          r[Col::scenario] = sc;
+          r[Col::overlay_check] = sc == "firewall" ? "n/a: no overlay in the firewall scenario" : "n/a: not measured";
           r[Col::frame_bytes] = std::to_string(f);
           r[Col::conns] = std::to_string(k);
           r[Col::proto] = cfg.proto;
@@ -435,8 +481,8 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           long long ct = -1;
           std::string drops_why;
           if (err.empty())
-            j = generate(cfg, a, b, f, k, dut.get(), ddir + "/gen-" + std::to_string(k) + "-" + std::to_string(f), &ct,
-                         &drops_why);
+            j = generate(cfg, ns, a, b, f, k, dut.get(), ddir + "/gen-" + std::to_string(k) + "-" + std::to_string(f), &ct,
+                         &drops_why, sc == "overlay-nat");
           if (ct != -1)
             r[Col::ct_entries] = ct == -2 ? "unavailable: the DUT did not answer" : std::to_string(ct);
           if (!j && dname == "kernel-ct") {
@@ -462,8 +508,18 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           }
           const auto& g = *j;
           fill_from_gen(cfg, g, drops_why, r, tw);
+          overlay_evidence(g, k, r);
           if (ct == -1) r[Col::ct_entries] = "n/a: no tracker";
           r[Col::status] = "ok";
+          if (r[Col::overlay_check].rfind("error", 0) == 0) {
+            r[Col::status] = "error";
+            r[Col::error] = "overlay-nat check: " + r[Col::overlay_check];
+            errors++;
+            w.write(r);
+            fprintf(stderr, "harness: %s %s %d conns %d B: error: %s\n", dname.c_str(), sc.c_str(), k, f,
+                    r[Col::error].c_str());
+            continue;
+          }
           if (g.value("zero_loss_mpps", 0.0) <= 0) {
             r[Col::status] = "error";
             r[Col::error] = "no rate without loss: every trial lost packets (full rate: " + r[Col::max_fwd_mpps] + " of " +

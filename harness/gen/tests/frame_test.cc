@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../frame.h"
+#include "../overlay.h"
 #include "ctrack/parse.h"
 #include "ctrack/tracker.h"
 
@@ -282,3 +283,89 @@ TEST(GenFrame, UdpChecksumsParseAndAStrictTracker) {
 }
 
 }  // namespace
+
+namespace {
+
+// What a DUT terminating the tunnel sends the server side: connection c's
+// client frame with the source translated to (floating address, port),
+// in VXLAN from the DUT's VTEP (192.0.2.1) to the server's (192.0.2.2).
+std::vector<uint8_t> from_dut(const gen::Template& t, uint32_t c, uint32_t seq, uint16_t port, uint32_t vni = 100,
+                              uint32_t src = gen::kFloatingIp) {
+  std::vector<uint8_t> f(gen::kVxlanHeaders + t.len);
+  gen::Tuple tu = gen::tuple_of(c);
+  tu.cip = src;
+  tu.cport = port;
+  gen::fill(t, f.data() + gen::kVxlanHeaders, tu, seq, 0, 0);
+  gen::Overlay::encap(f.data(), t.len, 50000);
+  gen::put32(f.data() + 26, gen::kLocalVtep);
+  gen::put32(f.data() + 30, gen::kRemoteVtep);
+  gen::put32(f.data() + 46, vni << 8);
+  return f;
+}
+
+}  // namespace
+
+// harness-gen --overlay: the server side's frames are VXLAN to the DUT's
+// VTEP with sound outer checksums, carrying the translated tuple.
+TEST(GenOverlay, WhatTheServerSendsIsVxlanToTheTranslatedClient) {
+  gen::Overlay ov;
+  ov.init(100000);
+  ov.nat_port[60001] = 31337;
+  gen::Template t;
+  gen::make_template(&t, gen::Dir::kToClient, gen::kAck | gen::kPsh, 64, kMacS, kMacC);
+  std::vector<uint8_t> f(gen::kVxlanHeaders + t.len);
+  gen::fill(t, f.data() + gen::kVxlanHeaders, ov.translated(60001), 5, 6, 7);
+  gen::Overlay::encap(f.data(), t.len, 50123);
+  const uint8_t* ip = f.data() + 14;
+  EXPECT_EQ(gen::get16(ip + 10), full_ip_csum(ip));
+  EXPECT_EQ(gen::get16(ip + 2), f.size() - 14);
+  EXPECT_EQ(gen::get32(ip + 12), gen::kRemoteVtep);
+  EXPECT_EQ(gen::get32(ip + 16), gen::kLocalVtep);
+  EXPECT_EQ(gen::get16(ip + 20), 50123);
+  EXPECT_EQ(gen::get16(ip + 22), 4789);
+  EXPECT_EQ(gen::get16(ip + 24), f.size() - 34);
+  EXPECT_EQ(f[42], 0x08);
+  EXPECT_EQ(gen::get32(f.data() + 46) >> 8, 100u);
+  const uint8_t* in = f.data() + gen::kVxlanHeaders + 14;
+  EXPECT_EQ(gen::get32(in + 16), gen::kFloatingIp);
+  EXPECT_EQ(gen::get16(in + 22), 31337);
+  EXPECT_EQ(gen::get16(in + 20), 81) << "connection 60001's server port";
+  EXPECT_EQ(gen::get16(in + 36), full_tcp_csum(in));
+}
+
+// The translated port is learnt from the SYN (its ISN names the
+// connection); later frames map back by it; what is not VXLAN from the
+// DUT's VTEP with VNI 100 and the floating source is counted, not taken.
+TEST(GenOverlay, TheServerSideLearnsTheTranslationAndRefusesTheRest) {
+  const uint32_t K = 100000;
+  gen::Overlay ov;
+  ov.init(K);
+  gen::Template syn, data;
+  gen::make_template(&syn, gen::Dir::kToServer, gen::kSyn, 64, kMacC, kMacS);
+  gen::make_template(&data, gen::Dir::kToServer, gen::kAck | gen::kPsh, 128, kMacC, kMacS);
+  for (uint32_t c : {0u, 7u, 50007u, K - 1}) {
+    const uint16_t port = static_cast<uint16_t>(1024 + c % 60000);
+    auto f = from_dut(syn, c, gen::isn_client(c), port);
+    const int off = ov.decap(f.data(), static_cast<uint32_t>(f.size()), K);
+    ASSERT_EQ(off, gen::kVxlanHeaders) << c;
+    gen::Seen s;
+    ASSERT_TRUE(gen::parse(f.data() + off, static_cast<uint32_t>(f.size()) - off, K, gen::Dir::kToServer, &s));
+    EXPECT_EQ(s.conn, c);
+    auto d = from_dut(data, c, gen::isn_client(c) + 1, port);
+    ASSERT_EQ(ov.decap(d.data(), static_cast<uint32_t>(d.size()), K), gen::kVxlanHeaders) << c;
+    ASSERT_TRUE(gen::parse(d.data() + off, static_cast<uint32_t>(d.size()) - off, K, gen::Dir::kToServer, &s));
+    EXPECT_EQ(s.conn, c);
+    EXPECT_EQ(s.payload, data.payload);
+  }
+  EXPECT_EQ(ov.learnt, 4u);
+  auto untranslated = from_dut(data, 7, 1, 10007, 100, gen::tuple_of(7).cip);
+  auto wrong_vni = from_dut(data, 7, 1, 1031, 101);
+  auto unknown = from_dut(data, 8, 1, 4444);
+  auto plain = std::vector<uint8_t>(untranslated.begin() + gen::kVxlanHeaders, untranslated.end());
+  for (auto* f : {&untranslated, &wrong_vni, &unknown, &plain})
+    EXPECT_EQ(ov.decap(f->data(), static_cast<uint32_t>(f->size()), K), -1);
+  EXPECT_EQ(ov.bad[gen::Overlay::kUntranslated], 1u);
+  EXPECT_EQ(ov.bad[gen::Overlay::kWrongVni], 1u);
+  EXPECT_EQ(ov.bad[gen::Overlay::kUnknownPort], 1u);
+  EXPECT_EQ(ov.bad[gen::Overlay::kNotVxlan], 1u);
+}

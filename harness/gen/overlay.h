@@ -1,0 +1,113 @@
+// harness-gen --overlay (harness --scenario overlay-nat in the RFC 2544
+// mode): the server side is a remote hypervisor's VTEP. What it sends is
+// VXLAN (RFC 7348) toward the DUT's VTEP, to the client's translated
+// address; what it takes must be VXLAN from the DUT's VTEP whose inner
+// source is the floating address, else it is counted by reason and not
+// taken. The translated port of each connection is learnt from its SYN,
+// whose ISN names the connection (isn_client).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "frame.h"
+
+namespace gen {
+
+inline constexpr int kVxlanHeaders = 14 + 20 + 8 + 8;
+inline constexpr uint32_t kLocalVtep = 0xC0000201u;   // 192.0.2.1: the DUT's (configs/dataplane/overlay-nat.yaml)
+inline constexpr uint32_t kRemoteVtep = 0xC0000202u;  // 192.0.2.2: this generator's server side
+inline constexpr uint32_t kFloatingIp = 0xCB007107u;  // 203.0.113.7
+inline constexpr uint16_t kVxlanPort = 4789;
+inline constexpr uint32_t kVni = 100;
+inline constexpr uint8_t kVtepMac[6] = {0x02, 0, 0, 0, 0x01, 0x01};    // the DUT's underlay MAC
+inline constexpr uint8_t kRemoteMac[6] = {0x02, 0, 0, 0, 0x02, 0x02};  // this side's, as the DUT's config names it
+
+// Connection i's client ISN: distinct per connection below 2^26 of them.
+inline constexpr uint32_t kIsnClient = 0x10000000u, kIsnServer = 0x20000000u, kIsnStride = 64;
+inline uint32_t isn_client(uint32_t conn) { return kIsnClient + conn * kIsnStride; }
+
+struct Overlay {
+  enum Why { kNotVxlan, kWrongVtep, kWrongVni, kUntranslated, kUnknownPort, kWhyCount };
+  static constexpr const char* kWhyName[kWhyCount] = {"not_vxlan", "wrong_vtep", "wrong_vni", "untranslated",
+                                                      "unknown_port"};
+  uint64_t bad[kWhyCount] = {};
+  uint64_t learnt = 0;
+  std::vector<uint16_t> nat_port;  // per connection: its translated source port
+  std::vector<uint32_t> by_port;   // (server port - 80) << 16 | translated port -> connection + 1
+
+  void init(uint32_t conns) {
+    nat_port.assign(conns, 0);
+    by_port.assign(static_cast<size_t>((conns - 1) / kPortsPerIp + 1) << 16, 0);
+  }
+
+  // The outer headers for an inner frame of inner_len bytes, at out (the
+  // inner frame follows at out + kVxlanHeaders). UDP checksum 0 (RFC 7348).
+  static void encap(uint8_t* out, uint16_t inner_len, uint16_t sport) {
+    memcpy(out, kVtepMac, 6);
+    memcpy(out + 6, kRemoteMac, 6);
+    put16(out + 12, 0x0800);
+    uint8_t* ip = out + 14;
+    memset(ip, 0, 36);
+    ip[0] = 0x45;
+    put16(ip + 2, static_cast<uint16_t>(inner_len + 36));
+    put16(ip + 6, 0x4000);
+    ip[8] = 64;
+    ip[9] = 17;
+    put32(ip + 12, kRemoteVtep);
+    put32(ip + 16, kLocalVtep);
+    put16(ip + 10, static_cast<uint16_t>(~fold(sum16(ip, 20))));
+    uint8_t* udp = ip + 20;
+    put16(udp, sport);
+    put16(udp + 2, kVxlanPort);
+    put16(udp + 4, static_cast<uint16_t>(inner_len + 16));
+    uint8_t* vx = udp + 8;
+    vx[0] = 0x08;
+    put32(vx + 4, kVni << 8);
+  }
+
+  // Connection `conn`'s tuple as the server sees it.
+  Tuple translated(uint32_t conn) const {
+    Tuple t = tuple_of(conn);
+    t.cip = kFloatingIp;
+    t.cport = nat_port[conn];
+    return t;
+  }
+
+  // A frame the server side received: checked as VXLAN from the DUT's VTEP
+  // with VNI 100 whose inner source is the floating address; the inner
+  // frame's client address and port put back to the connection's own (a
+  // SYN teaches the connection's translated port) so that parse() reads it.
+  // Returns the inner frame's offset, or -1 (counted in bad[]).
+  int decap(uint8_t* f, uint32_t len, uint32_t bound) {
+    if (len < kVxlanHeaders + 54 || get16(f + 12) != 0x0800 || f[14] != 0x45 || f[14 + 9] != 17 ||
+        get16(f + 36) != kVxlanPort || (f[42] & 0x08) == 0)
+      return bad[kNotVxlan]++, -1;
+    if (get32(f + 26) != kLocalVtep || get32(f + 30) != kRemoteVtep) return bad[kWrongVtep]++, -1;
+    if (get32(f + 46) >> 8 != kVni) return bad[kWrongVni]++, -1;
+    uint8_t* in = f + kVxlanHeaders;
+    uint8_t* ip = in + 14;
+    if (get16(in + 12) != 0x0800 || (ip[0] >> 4) != 4 || ip[9] != 6 || get32(ip + 12) != kFloatingIp)
+      return bad[kUntranslated]++, -1;
+    uint8_t* tcp = ip + (ip[0] & 0xF) * 4;
+    const uint16_t port = get16(tcp), sport = get16(tcp + 2);
+    if (sport < kServerPort || static_cast<size_t>(sport - kServerPort + 1) << 16 > by_port.size())
+      return bad[kUnknownPort]++, -1;
+    uint32_t& slot = by_port[static_cast<size_t>(sport - kServerPort) << 16 | port];
+    const uint32_t isn_off = get32(tcp + 4) - kIsnClient;
+    if ((tcp[13] & (kSyn | kAck)) == kSyn && isn_off % kIsnStride == 0 && isn_off / kIsnStride < bound) {
+      const uint32_t c = isn_off / kIsnStride;
+      if (nat_port[c] != port || slot != c + 1) learnt++;
+      nat_port[c] = port;
+      slot = c + 1;
+    }
+    if (slot == 0) return bad[kUnknownPort]++, -1;
+    const Tuple t = tuple_of(slot - 1);
+    put32(ip + 12, t.cip);
+    put16(tcp, t.cport);
+    return kVxlanHeaders;
+  }
+};
+
+}  // namespace gen
