@@ -85,6 +85,24 @@ Result<std::unique_ptr<Dut>> memif_dut(const std::string& name, const Rfc2544Con
   return make_dut(name, site);
 }
 
+// Each DUT session and the generator facing it run in a network namespace
+// of their own (memif's sockets are abstract, per namespace): what the DUT
+// makes there (OVS's persistent tap ports, the overlay's VTEP address) goes
+// with the namespace, never into this host's network or the next DUT's.
+struct Netspace {
+  std::unique_ptr<testbed::Testbed> tb;
+  const testbed::Netns* ns = nullptr;
+  Status make() {
+    auto t = testbed::Testbed::create();
+    if (!t) return t.status();
+    tb = std::move(t.value());
+    auto n = tb->add_netns("memif");
+    if (!n) return Status::error("a namespace for memif: " + n.message());
+    ns = *n;
+    return {};
+  }
+};
+
 // harness-gen's stderr, a complete line at a time as it grows.
 class LogLines {
  public:
@@ -163,7 +181,15 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* 
     auto j = nlohmann::json::parse(slurp(raw + ".json"), nullptr, false);
     if (j.is_discarded())
       return Status::error("harness-gen exit " + std::to_string(*rc) + ": " + tail(slurp(raw + ".err")));
-    if (j.contains("error")) return Status::error("harness-gen: " + j["error"].get<std::string>());
+    if (j.contains("error")) {
+      std::string why = "harness-gen: " + j["error"].get<std::string>();
+      // overlay-nat: what its server side refused says why it saw nothing.
+      if (j.contains("overlay") && j["overlay"].is_object())
+        for (const auto& [k, v] : j["overlay"].items())
+          if (k != "learnt" && v.is_number() && v.get<long long>() > 0)
+            why += "; the server side refused " + std::to_string(v.get<long long>()) + " frames as " + k;
+      return Status::error(why);
+    }
     if (*rc != 0) return Status::error("harness-gen exit status " + std::to_string(*rc));
     return j;
   };
@@ -429,27 +455,26 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
   const std::string rev = git && git->status == 0 ? tail(git->output) : "unknown";
   const std::string a = "/run/harness-memif-" + std::to_string(getpid()) + "-a.sock",
                     b = "/run/harness-memif-" + std::to_string(getpid()) + "-b.sock";
-  // Every program of the run in a namespace of its own (memif's sockets are
-  // abstract, per namespace): what a DUT makes there (OVS's bridge and
-  // internal ports, the overlay's VTEP address) goes with it, never into
-  // this host's own network.
-  auto tb = testbed::Testbed::create();
-  if (!tb) return tb.status();
-  auto made = (*tb)->add_netns("memif");
-  if (!made) return Status::error("the run's namespace: " + made.message());
-  const testbed::Netns* ns = *made;
   int errors = 0;
   for (int round = 1; round <= cfg.repeat && !stop; round++) {
     bool all_done = true;
     for (const std::string& sc : cfg.scenarios)
       for (const std::string& d : cfg.duts) all_done = all_done && round_done(d, sc, round);
     if (all_done) continue;
-    std::map<int, std::string> ceiling = generator_ceilings(cfg, ns, out, a, b, round);
+    std::map<int, std::string> ceiling;
+    {
+      Netspace sp;
+      if (Status st = sp.make(); !st) return st;
+      ceiling = generator_ceilings(cfg, sp.ns, out, a, b, round);
+    }
     for (const std::string& sc : cfg.scenarios)
     for (const std::string& dname : cfg.duts) {
       if (stop) break;
       if (round_done(dname, sc, round)) continue;
       std::string ddir = out + "/raw/" + dname + (sc == "firewall" ? "" : "-" + sc) + "-r" + std::to_string(round);
+      Netspace sp;  // before the DUT: it goes after the DUT stopped
+      if (Status st = sp.make(); !st) return st;
+      const testbed::Netns* ns = sp.ns;
       std::filesystem::create_directories(ddir, ec);
       auto host = local_host(ns, ddir);
       std::unique_ptr<Dut> dut;

@@ -29,6 +29,7 @@ using harness::Col;
 namespace {
 
 std::string g_harness;
+std::string g_source;  // the source tree (configs/)
 
 // A /proc file's contents; empty when the process is gone.
 std::string read_proc(const std::filesystem::path& p) {
@@ -888,20 +889,57 @@ TEST(E2E, Rfc2544KilledRunIsCleanedUpByTheNext) {
   for (const auto& f : dpdk_leftovers_of(next->pid())) ADD_FAILURE() << "the next run's own: " << f;
 }
 
-// A relative --out reaches OVS's database socket as a relative path after
-// ovsdb-server changed directory ("database connection failed"): made absolute.
-TEST(E2E, Rfc2544RelativeOutDirWorksForOvs) {
+// --mode rfc2544 --scenario overlay-nat: the generator's server side is a
+// VXLAN VTEP behind the DUT's source NAT; a row counts only when the
+// generator saw every connection's translation. The dataplane and OVS-DPDK
+// (its --out relative: it reaches OVS's database socket as a relative path
+// after ovsdb-server changed directory unless made absolute) do it;
+// testpmd-io cannot; a dataplane translating to another address is an error
+// row saying what the generator refused.
+TEST(E2E, Rfc2544OverlayNatRowsNeedTheTranslation) {
   const std::string rel = "harness-e2e-rel-" + std::to_string(getpid());
-  auto r = testbed::run_capture({g_harness, "run", "--mode", "rfc2544", "--frame-sizes", "64", "--conns", "500",
-                                 "--dut", "ovs-dpdk", "--trial", "0.3", "--churn", "0", "--out", rel},
-                                nullptr, std::chrono::minutes(3));
+  auto r = testbed::run_capture({g_harness, "run", "--mode", "rfc2544", "--scenario", "overlay-nat", "--frame-sizes",
+                                 "64", "--conns", "500", "--dut", "dataplane,ovs-dpdk,testpmd-io", "--trial", "0.3",
+                                 "--churn", "0", "--out", rel},
+                                nullptr, std::chrono::minutes(4));
   ASSERT_TRUE(r.ok()) << r.message();
-  EXPECT_EQ(r->status, 0) << r->output;
+  EXPECT_EQ(r->status, 1) << "testpmd-io's row is an error\n" << r->output;
   auto rows = harness::read_csv(rel + "/rfc2544.csv");
   ASSERT_TRUE(rows.ok()) << rows.message();
-  ASSERT_EQ(rows->size(), 1u);
-  EXPECT_EQ((*rows)[0][Col::status], "ok") << (*rows)[0][Col::error];
+  ASSERT_EQ(rows->size(), 3u) << r->output;
+  for (auto& row : *rows) {
+    EXPECT_EQ(row[Col::scenario], "overlay-nat");
+    if (row[Col::dut] == "testpmd-io") {
+      EXPECT_EQ(row[Col::status], "error");
+      EXPECT_NE(row[Col::error].find("overlay-nat scenario is not built for testpmd-io"), std::string::npos)
+          << row[Col::error];
+      continue;
+    }
+    EXPECT_EQ(row[Col::status], "ok") << row[Col::dut] << ": " << row[Col::error];
+    EXPECT_GT(harness::to_num(row[Col::zero_loss_mpps], 0), 0) << row[Col::dut];
+    EXPECT_EQ(row[Col::overlay_check].rfind("ok: 500 translations to 203.0.113.7", 0), 0u)
+        << row[Col::dut] << ": " << row[Col::overlay_check];
+  }
   std::filesystem::remove_all(rel);
+
+  const std::string out = "/tmp/harness-e2e-rfc-ovl-" + std::to_string(getpid());
+  std::string cfg = read_proc(g_source + "/configs/dataplane/overlay-nat.yaml");
+  for (size_t at; (at = cfg.find("nat(src=203.0.113.7)")) != std::string::npos;)
+    cfg.replace(at, 20, "nat(src=203.0.113.9)");
+  std::ofstream(out + ".yaml") << cfg;
+  r = testbed::run_capture({g_harness, "run", "--mode", "rfc2544", "--scenario", "overlay-nat", "--frame-sizes", "64",
+                            "--conns", "500", "--dut", "dataplane", "--trial", "0.3", "--churn", "0",
+                            "--dataplane-config", out + ".yaml", "--out", out},
+                           nullptr, std::chrono::minutes(3));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 1) << r->output;
+  rows = harness::read_csv(out + "/rfc2544.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  ASSERT_EQ(rows->size(), 1u) << r->output;
+  EXPECT_EQ((*rows)[0][Col::status], "error");
+  EXPECT_NE((*rows)[0][Col::error].find("untranslated"), std::string::npos) << (*rows)[0][Col::error];
+  std::filesystem::remove_all(out);
+  std::filesystem::remove(out + ".yaml");
 }
 
 // Bad input to --mode rfc2544: more connections than the DUT's table holds
@@ -1030,6 +1068,7 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (argc < 3) return 2;
   g_harness = argv[1];
+  g_source = argv[2];
   if (!testbed::have_privileges()) {
     fprintf(stderr, "SKIP: harness end-to-end tests need root (network namespaces)\n");
     return 77;
