@@ -184,6 +184,7 @@ bool Tracker::snapshot(uint32_t handle, const Key& orig, Event* out) {
     out->conn = handle;
     out->orig = orig;
     Impl::fill_state(c, *out);
+    m.fill_nat(handle, *out);
     out->last_dir = (c.last_index >> 3) & 1;
     out->last_end = c.last_end;
     out->last_seq = c.last_end;

@@ -127,6 +127,7 @@ struct Tracker::Impl {
     e.conn = idx;
     e.orig = orig_key(c);
     fill_state(c, e);
+    fill_nat(idx, e);
     if (p) {
       e.last_seq = p->seq;
       e.last_ack = p->ack;
@@ -388,6 +389,10 @@ struct Tracker::Impl {
   }
 
   // The tuple a translated connection's packet on `side` is rewritten to.
+  void fill_nat(uint32_t idx, Event& e) const {
+    e.nat = nat && nat[idx].kind ? static_cast<NatKind>(nat[idx].kind) : NatKind::kNone;
+    if (e.nat != NatKind::kNone) e.reply = nat_target(idx, kNatOrigRev);
+  }
   Key nat_target(uint32_t idx, uint8_t side) const {
     const NatExt& x = nat[idx];
     const Key reply = x.rcanon ? x.rkey : x.rkey.reversed();
@@ -448,7 +453,6 @@ struct Tracker::Impl {
         break;
       }
       nat[idx] = NatExt{rc, static_cast<uint8_t>(R.kind), static_cast<uint8_t>(rcanon)};
-      c.flags |= detail::kNoOffload;  // translation stays in software for now
       r.nat = kNatOrig;
       if (cur_nat_out) *cur_nat_out = nat_target(idx, kNatOrig);
       return true;

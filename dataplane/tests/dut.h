@@ -136,6 +136,52 @@ class Dut : public ::testing::Test {
     daemon_env.clear();
   }
 
+  // A counter from the `offload ...:` line of `dataplane-ctl stats`.
+  static long long off(const std::string& key) {
+    std::string s = ctl("stats");
+    size_t p = s.find(" " + key + "=");
+    if (p == std::string::npos) return -1;
+    return std::stoll(s.substr(p + key.size() + 2));
+  }
+  static long long sw_rx() {
+    std::string s = ctl("stats");
+    size_t p = s.find(": rx ");
+    return p == std::string::npos ? -1 : std::stoll(s.substr(p + 5));
+  }
+  // Waits until off(key) == v; returns the last value.
+  static long long wait_off(const std::string& key, long long v, std::chrono::milliseconds t = 5s) {
+    long long x = off(key);
+    for (auto end = std::chrono::steady_clock::now() + t; x != v && std::chrono::steady_clock::now() < end;) {
+      std::this_thread::sleep_for(50ms);
+      x = off(key);
+    }
+    return x;
+  }
+  // Sends `bytes` on `from` (a thread) and reads them all on `to`; false
+  // (with a failure) when they stall for 5 s.
+  static void stream(int from, int to, size_t bytes) {
+    std::string big(bytes, 'v');
+    std::thread t([&] {
+      size_t sent = 0;
+      while (sent < big.size()) {
+        ssize_t n = send(from, big.data() + sent, big.size() - sent, 0);
+        if (n <= 0) break;
+        sent += static_cast<size_t>(n);
+      }
+    });
+    size_t got = 0;
+    char buf[65536];
+    while (got < big.size()) {
+      pollfd p{to, POLLIN, 0};
+      if (poll(&p, 1, 5000) != 1) break;
+      ssize_t n = recv(to, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    t.join();
+    EXPECT_EQ(got, big.size()) << "stalled\n" << ctl("stats");
+  }
+
   static std::string ctl(const std::string& cmd) {
     std::vector<std::string> argv = {g_bindir + "/dataplane-ctl", "--prefix", prefix};
     std::istringstream in(cmd);

@@ -853,6 +853,315 @@ TEST_F(Model, AgedFlowsAreReportedOnceByTheirContext) {
   refused("aged-flows", a().get_q_aged_flows(a().self, 1, 0, got, 4, &err), ENOENT);  // no aging objects there
 }
 
+// Issue 22: VXLAN, MODIFY_FIELD and RAW_ENCAP as 22.11 takes them.
+namespace {
+rte_flow_item_vxlan vni_mask() {
+  rte_flow_item_vxlan v{};
+  v.vni[0] = v.vni[1] = v.vni[2] = 0xFF;
+  return v;
+}
+// The outer headers of VXLAN from `src` to `dst` (VNI `vni`) for an inner
+// frame of `inner` bytes: lengths and checksum right, UDP checksum 0.
+std::vector<uint8_t> vxlan_outer(const char* src, const char* dst, uint32_t vni, size_t inner, uint16_t sport = 50000) {
+  ctrack::FrameSpec o;
+  o.src = src;
+  o.dst = dst;
+  o.proto = IPPROTO_UDP;
+  o.sport = sport;
+  o.dport = 4789;
+  o.payload = 8 + inner;
+  auto f = ctrack::build_frame(o);
+  f.resize(50);
+  f[40] = f[41] = 0;  // UDP checksum: none
+  memset(f.data() + 42, 0, 8);
+  f[42] = 0x08;
+  f[46] = static_cast<uint8_t>(vni >> 16);
+  f[47] = static_cast<uint8_t>(vni >> 8);
+  f[48] = static_cast<uint8_t>(vni);
+  return f;
+}
+std::vector<uint8_t> cat(std::vector<uint8_t> a, const std::vector<uint8_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+rte_flow_action_modify_field set_value(rte_flow_field_id f, const void* v, uint32_t len) {
+  rte_flow_action_modify_field x{};
+  x.operation = RTE_FLOW_MODIFY_SET;
+  x.dst.field = f;
+  x.src.field = RTE_FLOW_FIELD_VALUE;
+  memcpy(x.src.value, v, len);
+  x.width = len * 8;
+  return x;
+}
+// The template mask the driver wants for a per-rule value (3419-3483).
+rte_flow_action_modify_field set_mask(rte_flow_field_id f) {
+  rte_flow_action_modify_field x{};
+  x.operation = RTE_FLOW_MODIFY_SET;
+  x.dst.field = f;
+  x.dst.level = x.dst.offset = UINT32_MAX;
+  x.src.field = RTE_FLOW_FIELD_VALUE;
+  x.width = UINT32_MAX;
+  return x;
+}
+}  // namespace
+
+TEST_F(Model, VxlanItemsAsTheDefinerTakesThem) {
+  up();
+  rte_flow_item_vxlan rsvd{};
+  rsvd.rsvd1 = 0xFF;
+  refused_null("pt-item-mask", pt(0, {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_VXLAN, nullptr, &rsvd), kEnd}),
+               ENOTSUP);
+  auto vm = vni_mask();
+  refused_null("pt-vxlan-inner",
+               pt(0, {item(RTE_FLOW_ITEM_TYPE_VXLAN, nullptr, &vm), item(RTE_FLOW_ITEM_TYPE_ETH),
+                      item(RTE_FLOW_ITEM_TYPE_VXLAN, nullptr, &vm), kEnd}),
+               ENOTSUP);
+  rte_flow_item_ipv4 ipm{};
+  ipm.hdr.dst_addr = 0xFFFFFFFF;
+  EXPECT_NE(pt(0, {item(RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT, nullptr, &port_mask), item(RTE_FLOW_ITEM_TYPE_ETH),
+                   item(RTE_FLOW_ITEM_TYPE_IPV4, nullptr, &ipm), item(RTE_FLOW_ITEM_TYPE_UDP),
+                   item(RTE_FLOW_ITEM_TYPE_VXLAN, nullptr, &vm), item(RTE_FLOW_ITEM_TYPE_ETH),
+                   item(RTE_FLOW_ITEM_TYPE_IPV4, nullptr, &ipm), kEnd}),
+            nullptr)
+      << m->last_error();
+}
+
+TEST_F(Model, OneReformatPerActionsTemplate) {
+  up();
+  rte_flow_action_ethdev out{2};
+  refused_null("at-reformat",
+               at(0, {act(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP), act(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP),
+                      act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out), kEndA},
+                  {act(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP), act(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP),
+                   act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA}),
+               ENOTSUP);
+  auto hdr = vxlan_outer("192.0.2.1", "192.0.2.2", 100, 64);
+  rte_flow_action_raw_encap enc{hdr.data(), nullptr, hdr.size()};
+  refused_null("at-reformat",
+               at(0, {act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP, &enc), act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP, &enc),
+                      act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out), kEndA},
+                  {act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP), act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP),
+                   act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA}),
+               ENOTSUP);
+  rte_flow_action_raw_encap empty{hdr.data(), nullptr, 0};
+  refused_null("at-raw-encap",
+               at(0, {act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP, &empty), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out), kEndA},
+                  {act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA}),
+               EINVAL);
+  EXPECT_NE(at(0, {act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP, &enc), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out), kEndA},
+               {act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA}),
+            nullptr)
+      << m->last_error();
+}
+
+TEST_F(Model, ModifyFieldMaskedAsTheDriverWants) {
+  up();
+  rte_flow_action_ethdev out{2};
+  const uint8_t ip[4] = {203, 0, 113, 7};
+  auto v = set_value(RTE_FLOW_FIELD_IPV4_SRC, ip, 4);
+  auto try_mask = [&](rte_flow_action_modify_field mk) {
+    return at(0, {act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &v), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out), kEndA},
+              {act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &mk), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA});
+  };
+  auto mk = set_mask(RTE_FLOW_FIELD_IPV4_SRC);
+  mk.operation = RTE_FLOW_MODIFY_ADD;
+  refused_null("at-modify-field", try_mask(mk), EINVAL);
+  mk = set_mask(RTE_FLOW_FIELD_IPV4_SRC);
+  mk.dst.level = 0;
+  refused_null("at-modify-field", try_mask(mk), EINVAL);
+  mk = set_mask(RTE_FLOW_FIELD_IPV4_SRC);
+  mk.width = 32;
+  refused_null("at-modify-field", try_mask(mk), EINVAL);
+  mk = set_mask(RTE_FLOW_FIELD_IPV4_DST);
+  refused_null("at-modify-field", try_mask(mk), EINVAL);
+  refused_null("at-modify-field",
+               at(0, {act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &v), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out), kEndA},
+                  {act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA}),
+               EINVAL);
+  EXPECT_NE(try_mask(set_mask(RTE_FLOW_FIELD_IPV4_SRC)), nullptr) << m->last_error();
+}
+
+TEST_F(Model, DecapAndEncapInTheirPlaceInTheOrder) {
+  tested().insert("action-order");
+  up();
+  auto vm = vni_mask();
+  auto* p = pt(0, {item(RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT, nullptr, &port_mask), item(RTE_FLOW_ITEM_TYPE_ETH),
+                   item(RTE_FLOW_ITEM_TYPE_IPV4), item(RTE_FLOW_ITEM_TYPE_UDP),
+                   item(RTE_FLOW_ITEM_TYPE_VXLAN, nullptr, &vm), kEnd});
+  ASSERT_NE(p, nullptr) << m->last_error();
+  rte_flow_action_ethdev out{2};
+  auto* late = at(0, {act(RTE_FLOW_ACTION_TYPE_COUNT), act(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP),
+                      act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out), kEndA},
+                  {act(RTE_FLOW_ACTION_TYPE_COUNT), act(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP),
+                   act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA});
+  refused_null("action-order", table(0, 1, p, late), ENOTSUP);
+  auto* first = at(0, {act(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP), act(RTE_FLOW_ACTION_TYPE_COUNT),
+                       act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out), kEndA},
+                   {act(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP), act(RTE_FLOW_ACTION_TYPE_COUNT),
+                    act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA});
+  EXPECT_NE(table(0, 1, p, first), nullptr) << m->last_error();
+  auto hdr = vxlan_outer("192.0.2.1", "192.0.2.2", 100, 64);
+  rte_flow_action_raw_encap enc{hdr.data(), nullptr, hdr.size()};
+  const uint8_t ip[4] = {203, 0, 113, 7};
+  auto v = set_value(RTE_FLOW_FIELD_IPV4_SRC, ip, 4);
+  auto mk = set_mask(RTE_FLOW_FIELD_IPV4_SRC);
+  auto* plain = pt(0, {item(RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT, nullptr, &port_mask), kEnd});
+  auto* encap_first = at(0, {act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP, &enc), act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &v),
+                             act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out), kEndA},
+                         {act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP), act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &mk),
+                          act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA});
+  refused_null("action-order", table(0, 2, plain, encap_first), ENOTSUP);
+  auto* modify_first = at(0, {act(RTE_FLOW_ACTION_TYPE_COUNT), act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &v),
+                              act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP, &enc), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out), kEndA},
+                          {act(RTE_FLOW_ACTION_TYPE_COUNT), act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &mk),
+                           act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA});
+  EXPECT_NE(table(0, 2, plain, modify_first), nullptr) << m->last_error();
+  // A decap whose pattern does not prove VXLAN: not known, refused.
+  auto* decap_plain = at(0, {act(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out), kEndA},
+                         {act(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA});
+  EXPECT_EQ(table(0, 3, plain, decap_plain), nullptr);
+  EXPECT_EQ(m->last_error().rfind("not-modelled:", 0), 0u) << m->last_error();
+}
+
+// The data side: a VXLAN packet of a connection decapsulated and its
+// destination translated back; the reply translated and encapsulated. The
+// frames leave equal to ones built from scratch (checksums included).
+TEST_F(Model, DecapModifyAndEncapRewriteTheFrame) {
+  up();
+  auto vm = vni_mask();
+  rte_flow_item_ipv4 odm{}, fm{};
+  odm.hdr.dst_addr = 0xFFFFFFFF;
+  fm.hdr.src_addr = fm.hdr.dst_addr = 0xFFFFFFFF;
+  fm.hdr.next_proto_id = 0xFF;
+  rte_flow_item_tcp tm{};
+  tm.hdr.src_port = tm.hdr.dst_port = 0xFFFF;
+  auto* p_in = pt(0, {item(RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT, nullptr, &port_mask), item(RTE_FLOW_ITEM_TYPE_ETH),
+                      item(RTE_FLOW_ITEM_TYPE_IPV4, nullptr, &odm), item(RTE_FLOW_ITEM_TYPE_UDP),
+                      item(RTE_FLOW_ITEM_TYPE_VXLAN, nullptr, &vm), item(RTE_FLOW_ITEM_TYPE_ETH),
+                      item(RTE_FLOW_ITEM_TYPE_IPV4, nullptr, &fm), item(RTE_FLOW_ITEM_TYPE_TCP, nullptr, &tm), kEnd});
+  auto mip = set_mask(RTE_FLOW_FIELD_IPV4_DST), mport = set_mask(RTE_FLOW_FIELD_TCP_PORT_DST);
+  const uint8_t zero[4] = {};
+  auto tip = set_value(RTE_FLOW_FIELD_IPV4_DST, zero, 4), tport = set_value(RTE_FLOW_FIELD_TCP_PORT_DST, zero, 2);
+  auto* a_in = at(0, {act(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP), act(RTE_FLOW_ACTION_TYPE_COUNT),
+                      act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &tip), act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &tport),
+                      act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA},
+                  {act(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP), act(RTE_FLOW_ACTION_TYPE_COUNT),
+                   act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &mip), act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &mport),
+                   act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA});
+  auto* t_in = table(0, 0, p_in, a_in);
+  ASSERT_NE(t_in, nullptr) << m->last_error();
+  // Reply: from the server 198.51.100.20:80 to the floating 203.0.113.7:33000,
+  // in VNI 100 from 192.0.2.2 to this host's 192.0.2.1; leaves on port 1
+  // as 198.51.100.20:80 -> 10.0.0.1:40000.
+  rte_flow_item_ethdev from2{2};
+  rte_flow_item_ipv4 ods{}, rs{};
+  ods.hdr.dst_addr = inet_addr("192.0.2.1");
+  rs.hdr.src_addr = inet_addr("198.51.100.20");
+  rs.hdr.dst_addr = inet_addr("203.0.113.7");
+  rs.hdr.next_proto_id = IPPROTO_TCP;
+  rte_flow_item_vxlan vs{};
+  vs.vni[2] = 100;
+  rte_flow_item_tcp rts{};
+  rts.hdr.src_port = htons(80);
+  rts.hdr.dst_port = htons(33000);
+  rte_flow_item it_in[] = {item(RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT, &from2), item(RTE_FLOW_ITEM_TYPE_ETH),
+                           item(RTE_FLOW_ITEM_TYPE_IPV4, &ods), item(RTE_FLOW_ITEM_TYPE_UDP),
+                           item(RTE_FLOW_ITEM_TYPE_VXLAN, &vs), item(RTE_FLOW_ITEM_TYPE_ETH),
+                           item(RTE_FLOW_ITEM_TYPE_IPV4, &rs), item(RTE_FLOW_ITEM_TYPE_TCP, &rts), kEnd};
+  const uint8_t client_ip[4] = {10, 0, 0, 1}, client_port[2] = {40000 >> 8, 40000 & 0xFF};
+  auto vip = set_value(RTE_FLOW_FIELD_IPV4_DST, client_ip, 4);
+  auto vport = set_value(RTE_FLOW_FIELD_TCP_PORT_DST, client_port, 2);
+  rte_flow_action_ethdev to1{1};
+  rte_flow_action acts_in[] = {act(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP), act(RTE_FLOW_ACTION_TYPE_COUNT),
+                               act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &vip), act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &vport),
+                               act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &to1), kEndA};
+  rte_flow_op_attr op{};
+  ASSERT_NE(a().async_create(a().self, 0, 0, &op, t_in, it_in, 0, acts_in, 0, nullptr, &err), nullptr) << m->last_error();
+  // Original direction: 10.0.0.1:40000 -> 198.51.100.20:80 from port 1,
+  // translated to 203.0.113.7:33000 and sent in VXLAN to 192.0.2.2.
+  rte_flow_item_ipv4 ipm{};
+  ipm.hdr.src_addr = ipm.hdr.dst_addr = 0xFFFFFFFF;
+  ipm.hdr.next_proto_id = 0xFF;
+  auto* p_out = pt(0, {item(RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT, nullptr, &port_mask), item(RTE_FLOW_ITEM_TYPE_ETH),
+                       item(RTE_FLOW_ITEM_TYPE_IPV4, nullptr, &ipm), item(RTE_FLOW_ITEM_TYPE_TCP, nullptr, &tm), kEnd});
+  auto sip = set_mask(RTE_FLOW_FIELD_IPV4_SRC), sport = set_mask(RTE_FLOW_FIELD_TCP_PORT_SRC);
+  auto tsip = set_value(RTE_FLOW_FIELD_IPV4_SRC, zero, 4), tsport = set_value(RTE_FLOW_FIELD_TCP_PORT_SRC, zero, 2);
+  auto* a_out = at(0, {act(RTE_FLOW_ACTION_TYPE_COUNT), act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &tsip),
+                       act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &tsport), act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP),
+                       act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA},
+                   {act(RTE_FLOW_ACTION_TYPE_COUNT), act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &sip),
+                    act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &sport), act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP),
+                    act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA});
+  EXPECT_EQ(a_out, nullptr) << "RAW_ENCAP without its data in the template";
+  auto hdr = vxlan_outer("192.0.2.1", "192.0.2.2", 100, 0, 51234);
+  rte_flow_action_raw_encap enc{hdr.data(), nullptr, hdr.size()};
+  a_out = at(0, {act(RTE_FLOW_ACTION_TYPE_COUNT), act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &tsip),
+                 act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &tsport), act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP, &enc),
+                 act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA},
+             {act(RTE_FLOW_ACTION_TYPE_COUNT), act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &sip),
+              act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &sport), act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP),
+              act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA});
+  auto* t_out = table(0, 0, p_out, a_out);
+  ASSERT_NE(t_out, nullptr) << m->last_error();
+  rte_flow_item_ethdev from1{1};
+  rte_flow_item_ipv4 os{};
+  os.hdr.src_addr = inet_addr("10.0.0.1");
+  os.hdr.dst_addr = inet_addr("198.51.100.20");
+  os.hdr.next_proto_id = IPPROTO_TCP;
+  rte_flow_item_tcp ots{};
+  ots.hdr.src_port = htons(40000);
+  ots.hdr.dst_port = htons(80);
+  rte_flow_item it_out[] = {item(RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT, &from1), item(RTE_FLOW_ITEM_TYPE_ETH),
+                            item(RTE_FLOW_ITEM_TYPE_IPV4, &os), item(RTE_FLOW_ITEM_TYPE_TCP, &ots), kEnd};
+  const uint8_t fip[4] = {203, 0, 113, 7}, fport[2] = {33000 >> 8, 33000 & 0xFF};
+  auto vsip = set_value(RTE_FLOW_FIELD_IPV4_SRC, fip, 4);
+  auto vsport = set_value(RTE_FLOW_FIELD_TCP_PORT_SRC, fport, 2);
+  rte_flow_action_ethdev to2{2};
+  rte_flow_action acts_out[] = {act(RTE_FLOW_ACTION_TYPE_COUNT), act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &vsip),
+                                act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &vsport), act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP, &enc),
+                                act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &to2), kEndA};
+  ASSERT_NE(a().async_create(a().self, 0, 0, &op, t_out, it_out, 0, acts_out, 0, nullptr, &err), nullptr)
+      << m->last_error();
+  settle();
+
+  auto frame = [](const char* src, const char* dst, uint16_t sp, uint16_t dp) {
+    ctrack::FrameSpec f;
+    f.src = src;
+    f.dst = dst;
+    f.sport = sp;
+    f.dport = dp;
+    f.tcp_flags = 0x10;
+    f.seq = 7;
+    f.ack = 9;
+    f.payload = 30;
+    return ctrack::build_frame(f);
+  };
+  auto run = [&](uint16_t port, const std::vector<uint8_t>& f, std::vector<uint8_t>* got) {
+    std::vector<uint8_t> buf(128 + f.size());
+    memcpy(buf.data() + 128, f.data(), f.size());
+    PacketIn in{buf.data() + 128, static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), port, false, 0};
+    in.headroom = 128;
+    int16_t o = m->rx(0, in, now);
+    got->assign(in.data, in.data + in.len);
+    EXPECT_EQ(in.pkt_len, in.len);
+    return o;
+  };
+  std::vector<uint8_t> got;
+  const auto reply_inner = frame("198.51.100.20", "203.0.113.7", 80, 33000);
+  ASSERT_EQ(run(2, cat(vxlan_outer("192.0.2.2", "192.0.2.1", 100, reply_inner.size()), reply_inner), &got), 1);
+  EXPECT_EQ(got, frame("198.51.100.20", "10.0.0.1", 80, 40000)) << "decapsulated and translated back";
+  const auto orig = frame("10.0.0.1", "198.51.100.20", 40000, 80);
+  const auto sent_inner = frame("203.0.113.7", "198.51.100.20", 33000, 80);
+  ASSERT_EQ(run(1, orig, &got), 2);
+  EXPECT_EQ(got, cat(vxlan_outer("192.0.2.1", "192.0.2.2", 100, sent_inner.size(), 51234), sent_inner))
+      << "translated and encapsulated, the outer lengths and checksum filled in";
+  // Another VNI, an untunnelled reply, another outer destination: not these rules.
+  EXPECT_EQ(run(2, cat(vxlan_outer("192.0.2.2", "192.0.2.1", 101, reply_inner.size()), reply_inner), &got), kNicMiss);
+  EXPECT_EQ(run(2, reply_inner, &got), kNicMiss);
+  EXPECT_EQ(run(2, cat(vxlan_outer("192.0.2.2", "192.0.2.9", 100, reply_inner.size()), reply_inner), &got), kNicMiss);
+  EXPECT_EQ(m->stats(0).rewritten, 2u);
+}
+
 // Last: every rule the model names has a test above.
 TEST(ModelRules, AllTested) {
   std::set<std::string> missing;

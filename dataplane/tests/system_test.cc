@@ -28,25 +28,7 @@ TEST_F(Dut, TcpFromClientWorksBothWays) {
   ASSERT_TRUE(connect_within(cs, sa, 5s));
   int as = accept(ls, nullptr, nullptr);
   ASSERT_GE(as, 0);
-  std::string big(300000, 'c');
-  std::thread t([&] {
-    size_t off = 0;
-    while (off < big.size()) {
-      ssize_t n = send(cs, big.data() + off, big.size() - off, 0);
-      if (n <= 0) break;
-      off += static_cast<size_t>(n);
-    }
-  });
-  size_t got = 0;
-  char buf[65536];
-  while (got < big.size()) {
-    pollfd p{as, POLLIN, 0};
-    ASSERT_EQ(poll(&p, 1, 5000), 1) << "stalled at " << got;
-    ssize_t n = recv(as, buf, sizeof buf, 0);
-    ASSERT_GT(n, 0);
-    got += static_cast<size_t>(n);
-  }
-  t.join();
+  stream(cs, as, 300000);
   const char reply[] = "server says hi";
   ASSERT_EQ(send(as, reply, sizeof reply, 0), static_cast<ssize_t>(sizeof reply));
   std::string in;
@@ -381,32 +363,13 @@ TEST(Config, ErrorsExitWith2AndNameFileLineKeyWithoutTouchingPorts) {
 class Offload : public Dut {
  public:  // (the test bodies the two strategies share use these)
   using Dut::ctl;
+  using Dut::off;
+  using Dut::wait_off;
   static void SetUpTestSuite() {
     offload = "provider: emulated\n  table_size: 4\n  age_s: 2\n  latency_us: 50";
     Dut::SetUpTestSuite();
   }
-  // A counter from the `offload ...:` line of `dataplane-ctl stats`.
-  static long long off(const std::string& key) {
-    std::string s = ctl("stats");
-    size_t p = s.find(" " + key + "=");
-    if (p == std::string::npos) return -1;
-    return std::stoll(s.substr(p + key.size() + 2));
-  }
-  static long long sw_rx() {
-    std::string s = ctl("stats");
-    size_t p = s.find(": rx ");
-    return p == std::string::npos ? -1 : std::stoll(s.substr(p + 5));
-  }
   static double iperf_share(int secs, long long* nic_out = nullptr, long long* sw_out = nullptr);
-  // Waits until off(key) == v; returns the last value.
-  static long long wait_off(const std::string& key, long long v, std::chrono::milliseconds t = 5s) {
-    long long x = off(key);
-    for (auto end = std::chrono::steady_clock::now() + t; x != v && std::chrono::steady_clock::now() < end;) {
-      std::this_thread::sleep_for(50ms);
-      x = off(key);
-    }
-    return x;
-  }
 };
 
 // One iperf3 TCP run of `secs` seconds through the daemon; the share of the

@@ -168,6 +168,8 @@ struct Event {
   TcpDirState tcp[2];
   uint32_t last_seq, last_ack, last_end;  // of the packet that raised the event
   uint16_t last_win;
+  NatKind nat;  // the connection's translation; with one, `reply` is the reply tuple as it arrives
+  Key reply;
 };
 
 struct ConnInfo {

@@ -47,6 +47,11 @@ struct Layout {
   uint32_t ct_group = 1;           // N
   uint32_t age_s = 10;
   bool aso = true;                 // conntrack objects (the verdict groups exist); false: the flows strategy
+  // overlay.vxlan: VXLAN frames to this host's VTEP arrive on `underlay`.
+  bool vxlan = false;
+  size_t underlay = 0;
+  uint8_t vtep[4] = {};
+  uint16_t vxlan_port = 4789;
   size_t nports() const { return port_ids.size(); }
   uint32_t verdict_group(size_t in, size_t out) const {
     return ct_group + 1 + static_cast<uint32_t>(in * nports() + out);
@@ -136,7 +141,27 @@ struct Conn {
   // direction's exact rule matches only segments without SYN, FIN and RST,
   // which miss to software so the tracker sees every state change.
   bool aso = true;
+  // What the NIC does to each direction's headers, in its order: decap (it
+  // arrives in VXLAN VNI `vni` to the layout's VTEP), the
+  // translation (it arrives as `wire` and leaves as `out`), encap (`hdr`:
+  // the outer headers, lengths and IPv4 checksum left to the NIC).
+  struct Dir {
+    uint32_t vni = 0;  // 0: arrives untunnelled
+    bool nat = false;
+    ctrack::Key wire{}, out{};
+    bool encap = false;
+    uint8_t hdr[kVxlanOverhead] = {};
+  };
+  Dir dir[2];
+  bool rewrites() const {
+    return dir[0].vni || dir[1].vni || dir[0].nat || dir[1].nat || dir[0].encap || dir[1].encap;
+  }
 };
+
+// The actions-template mask of a MODIFY_FIELD the rules give values to:
+// operation, fields and width fixed, the value left to each rule
+// (mlx5_flow_hw.c:3419-3483, 837-867).
+rte_flow_action_modify_field modify_field_mask(const rte_flow_action_modify_field& v);
 
 // The conntrack context for ctrack's view of an established TCP connection,
 // original direction. peer_port: the DPDK port the reply direction's rule is
@@ -189,6 +214,9 @@ std::string testpmd_pattern(const Flow& f, bool tmpl);
 std::string testpmd_actions(const Flow& f, int indirect_id, bool mask);
 // Pattern template, actions template and template table `id` for f's shape.
 std::string testpmd_templates(const Flow& f, int id, uint32_t rules, int indirect_id);
+// `set raw_encap 0 ...` with f's RAW_ENCAP headers (empty without one):
+// testpmd's raw_encap action takes its data from that slot.
+std::string testpmd_raw_encap(const Flow& f);
 // `flow queue ... create` of f in table `table_id`.
 std::string testpmd_queue_create(const Flow& f, int table_id, int indirect_id);
 // `set conntrack com|orig|rply ...` for a context.

@@ -94,7 +94,7 @@ struct Mlx5ModelConfig {
 
 struct NicStats {
   uint64_t rx = 0, forwarded = 0, dropped = 0, to_software = 0, ct_invalid = 0, ct_changed = 0, no_rx_flows = 0,
-           miss_dropped = 0;
+           miss_dropped = 0, rewritten = 0;  // rewritten: decapsulated, modified or encapsulated
   NicStats& operator+=(const NicStats& o);
 };
 

@@ -148,14 +148,23 @@ class Pipeline {
 
   // What the tables do with a packet of an established connection, for the
   // offload provider (control path). `wire` is the packet's tuple in the
-  // direction it travels, with the zone it was tracked in.
+  // direction it travels, with the zone it was tracked in; `tun_id` the VNI
+  // it arrives in (0: none); `after_ct` the tuple it leaves its ct() with
+  // when the connection is translated (later tables match that).
   struct Trace {
     int16_t out_port = -1;         // -1: dropped
     const char* refuse = nullptr;  // why hardware may not do this alone; null if it may
     uint32_t ct_rule = 0;          // the rule whose ct() the path ran
     int ct_table = -1;             // and its table
+    uint16_t encap = 0;            // > 0: it leaves encapsulated (encap_header)
   };
-  Trace trace_established(const ctrack::Key& wire, uint16_t in_port, bool reply) const;
+  Trace trace_established(const ctrack::Key& wire, uint16_t in_port, bool reply, uint32_t tun_id = 0,
+                          const ctrack::Key* after_ct = nullptr) const;
+  // Encap `idx`'s outer headers for the flow whose packets arrive with
+  // `arrival` (the UDP source port software gives them), lengths and IPv4
+  // checksum zero: what a NIC's encap action takes.
+  void encap_header(uint16_t idx, const ctrack::Key& arrival, uint8_t out[kVxlanOverhead]) const;
+  const OverlayConfig& overlay() const { return ov_; }
 
   // What the tables do with one packet, step by step, in words (the
   // control path's `dataplane-ctl trace`, like OVS's ofproto/trace).
@@ -235,6 +244,10 @@ struct PacketIn {
   // its verdict; null: run parses.
   const ctrack::Parsed* parsed = nullptr;
   ctrack::Drop parse_drop = ctrack::Drop::kNone;
+  // Bytes before data that a stage may take (the emulated NIC's encap);
+  // a stage that moves data (decap, encap) leaves the worker to move the
+  // buffer's start to match.
+  uint16_t headroom = 0;
 };
 
 struct Verdict {

@@ -54,6 +54,14 @@ class Worker {
   void packet_in(uint16_t i, rte_mbuf* m) {
     in_[i] = PacketIn{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, m->pkt_len, e_.port_index[m->port],
                       (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0, m->hash.fdir.hi};
+    in_[i].headroom = rte_pktmbuf_headroom(m);
+  }
+  // The emulated NIC decapsulated or encapsulated: the frame starts
+  // elsewhere in the buffer now.
+  static void follow(rte_mbuf* m, const PacketIn& p) {
+    const uint8_t* start = rte_pktmbuf_mtod(m, uint8_t*);
+    if (p.data > start) rte_pktmbuf_adj(m, static_cast<uint16_t>(p.data - start));
+    else if (p.data < start) rte_pktmbuf_prepend(m, static_cast<uint16_t>(start - p.data));
   }
   TraceRecord* record(const PacketIn& p, uint64_t now, uint8_t stage);
 
@@ -170,6 +178,7 @@ uint16_t Worker::nic_stage(uint16_t n, uint64_t now) {
   uint16_t ns = 0;
   for (uint16_t i = 0; i < n; i++) {
     const int16_t o = nic_out[i];
+    follow(mb_[i], in_[i]);
     if (o >= -1 && trace_want_) {
       if (TraceRecord* r = record(in_[i], now, TraceRecord::kNicStage)) r->out_port = o;
     }

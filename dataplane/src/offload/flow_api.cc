@@ -135,6 +135,7 @@ size_t flow_item_size(rte_flow_item_type t) {
     case RTE_FLOW_ITEM_TYPE_UDP: return sizeof(rte_flow_item_udp);
     case RTE_FLOW_ITEM_TYPE_CONNTRACK: return sizeof(rte_flow_item_conntrack);
     case RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT: return sizeof(rte_flow_item_ethdev);
+    case RTE_FLOW_ITEM_TYPE_VXLAN: return sizeof(rte_flow_item_vxlan);
     default: return 0;
   }
 }

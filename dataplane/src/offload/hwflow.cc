@@ -164,13 +164,78 @@ rte_flow_modify_conntrack ct_reply_update(const rte_flow_action_conntrack& orig)
   return m;
 }
 
+namespace {
+
+// The outer headers a decapsulating rule matches: VXLAN VNI `vni` to this
+// host's VTEP on its UDP port, the I flag set, from any remote VTEP (as
+// software decapsulates).
+void vxlan_items(Flow& f, const Layout& l, uint32_t vni) {
+  f.item(RTE_FLOW_ITEM_TYPE_ETH);
+  rte_flow_item_ipv4 s{}, m{};
+  memcpy(&s.hdr.dst_addr, l.vtep, 4);
+  m.hdr.dst_addr = 0xFFFFFFFFu;
+  f.item(RTE_FLOW_ITEM_TYPE_IPV4, s, m);
+  rte_flow_item_udp us{}, um{};
+  us.hdr.dst_port = htons(l.vxlan_port);
+  um.hdr.dst_port = 0xFFFF;
+  f.item(RTE_FLOW_ITEM_TYPE_UDP, us, um);
+  rte_flow_item_vxlan vs{}, vm{};
+  vs.flags = vm.flags = 0x08;
+  vs.vni[0] = static_cast<uint8_t>(vni >> 16);
+  vs.vni[1] = static_cast<uint8_t>(vni >> 8);
+  vs.vni[2] = static_cast<uint8_t>(vni);
+  vm.vni[0] = vm.vni[1] = vm.vni[2] = 0xFF;
+  f.item(RTE_FLOW_ITEM_TYPE_VXLAN, vs, vm);
+}
+
+void set_field(Flow& f, rte_flow_field_id field, const void* v, uint32_t len) {
+  rte_flow_action_modify_field x{};
+  x.operation = RTE_FLOW_MODIFY_SET;
+  x.dst.field = field;
+  x.src.field = RTE_FLOW_FIELD_VALUE;
+  memcpy(x.src.value, v, len);  // network order, as the item holds it (rte_flow.h)
+  x.width = len * 8;
+  f.action(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, x);
+}
+
+// MODIFY_FIELD for each field of `from` that differs in `to`.
+void translate(Flow& f, const ctrack::Key& from, const ctrack::Key& to) {
+  const bool tcp = from.proto == IPPROTO_TCP;
+  if (memcmp(from.src, to.src, 4)) set_field(f, RTE_FLOW_FIELD_IPV4_SRC, to.src, 4);
+  if (from.sport != to.sport) {
+    const uint16_t p = htons(to.sport);
+    set_field(f, tcp ? RTE_FLOW_FIELD_TCP_PORT_SRC : RTE_FLOW_FIELD_UDP_PORT_SRC, &p, 2);
+  }
+  if (memcmp(from.dst, to.dst, 4)) set_field(f, RTE_FLOW_FIELD_IPV4_DST, to.dst, 4);
+  if (from.dport != to.dport) {
+    const uint16_t p = htons(to.dport);
+    set_field(f, tcp ? RTE_FLOW_FIELD_TCP_PORT_DST : RTE_FLOW_FIELD_UDP_PORT_DST, &p, 2);
+  }
+}
+
+}  // namespace
+
+rte_flow_action_modify_field modify_field_mask(const rte_flow_action_modify_field& v) {
+  rte_flow_action_modify_field m{};
+  m.operation = v.operation;
+  m.dst.field = v.dst.field;
+  m.dst.level = m.dst.offset = UINT32_MAX;
+  m.src.field = v.src.field;
+  m.width = UINT32_MAX;
+  return m;
+}
+
+// Actions in the hardware's order (hws/mlx5dr_action.c:18-73): tag,
+// decap, counter, conntrack, modify, encap, fate.
 Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* ct, void* age_ctx) {
-  ctrack::Key k = dir == 0 ? c.orig : c.orig.reversed();
+  const Conn::Dir& cd = c.dir[dir];
+  ctrack::Key k = cd.nat ? cd.wire : dir == 0 ? c.orig : c.orig.reversed();
   size_t in = c.in_port[dir], out = static_cast<size_t>(c.out_port[dir]);
   Flow f;
-  f.pattern.reserve(6);
-  f.actions.reserve(6);
+  f.pattern.reserve(10);
+  f.actions.reserve(10);
   attr(f, l, l.ct_group, 0, in);
+  if (cd.vni) vxlan_items(f, l, cd.vni);
   f.item(RTE_FLOW_ITEM_TYPE_ETH);
   if (k.family == 4) {
     rte_flow_item_ipv4 s{}, m{};
@@ -209,17 +274,21 @@ Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* 
     f.item(RTE_FLOW_ITEM_TYPE_UDP, s, m);
   }
   if (!aso) mark_out(f, l, out);
+  if (cd.vni) f.action(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP);
   f.action(RTE_FLOW_ACTION_TYPE_COUNT, rte_flow_action_count{});
   rte_flow_action_age age{};
   age.timeout = l.age_s & 0xFFFFFF;
   age.context = age_ctx;
   f.action(RTE_FLOW_ACTION_TYPE_AGE, age);
-  if (aso) {
-    f.actions.push_back(rte_flow_action{RTE_FLOW_ACTION_TYPE_INDIRECT, ct});
-    f.action(RTE_FLOW_ACTION_TYPE_JUMP, rte_flow_action_jump{l.verdict_group(in, out)});
-  } else {
-    fate_out(f, l, out);
+  if (aso) f.actions.push_back(rte_flow_action{RTE_FLOW_ACTION_TYPE_INDIRECT, ct});
+  if (cd.nat) translate(f, k, cd.out);
+  if (cd.encap) {
+    const auto* hdr = f.keep(std::to_array(cd.hdr));
+    f.action(RTE_FLOW_ACTION_TYPE_RAW_ENCAP, rte_flow_action_raw_encap{const_cast<uint8_t*>(hdr->data()), nullptr,
+                                                                       kVxlanOverhead});
   }
+  if (aso) f.action(RTE_FLOW_ACTION_TYPE_JUMP, rte_flow_action_jump{l.verdict_group(in, out)});
+  else fate_out(f, l, out);
   f.finish();
   return f;
 }
@@ -426,7 +495,6 @@ uint32_t build_pattern(Flow& f, const Match& m, int family) {
 std::string refuse_match(const Match& m) {
   if (m.has(kMCtState)) return "ct_state: only software conntrack sets it";
   if (m.has(kMCtZone)) return "ct_zone: only software conntrack sets it";
-  if (m.has(kMTunId)) return "tun_id: VXLAN decap runs in software (the NIC's rules would see the outer headers)";
   if (m.has(kMEthType) && m.eth_type == kEthNd) return "eth_type=nd: neighbour discovery is five ICMPv6 types";
   if (m.has(kMTpSrc) && m.tp_src_lo != m.tp_src_hi && !(m.tp_src_lo == 0 && m.tp_src_hi == 0xFFFF))
     return "tp_src range: mlx5 matches exact ports only";
@@ -482,6 +550,20 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
     rf.rule_id = r.id;
     const Match& m = r.match;
     std::string why = refuse_match(m);
+    // VXLAN: software decapsulates frames to this host's VTEP before its
+    // tables; in the NIC a rule meets them with their outer headers. A
+    // tun_id rule matches them as VXLAN (the outer headers, then the inner
+    // frame); any other rule that may see the underlay port stays in software.
+    const bool underlay_rule = l.vxlan && (!m.has(kMInPort) || m.in_port == l.underlay);
+    if (why.empty() && m.has(kMTunId)) {
+      if (!l.vxlan) why = "tun_id: no overlay.vxlan (no VTEP to match)";
+      else if (l.vxlan_port != 4789)
+        why = "tun_id: VXLAN on UDP port " + std::to_string(l.vxlan_port) + " (the NIC's parser takes 4789)";
+      else if (!underlay_rule) why = "tun_id on a port other than overlay.vxlan.port: matches nothing";
+    } else if (why.empty() && underlay_rule) {
+      why = "may match VXLAN frames to this host's VTEP on port " + std::to_string(l.underlay) +
+            ", which software decapsulates first (in the NIC it would meet their outer headers)";
+    }
     // What the actions need.
     Tier tier = Tier::kFull;
     const Action* term = nullptr;
@@ -526,11 +608,13 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
       else fams = {0};
       for (size_t in = 0; in < l.nports() && why.empty(); in++) {
         if (m.has(kMInPort) && m.in_port != in) continue;
+        if (m.has(kMTunId) && in != l.underlay) continue;
         for (int fy : fams) {
           Flow f;
           f.what = "rule " + std::to_string(r.id) + " (" + tier_name(tier) + ")";
           attr(f, l, 0, static_cast<uint32_t>(rank), in);
-          uint32_t used = build_pattern(f, m, fy);
+          if (m.has(kMTunId)) vxlan_items(f, l, m.tun_id);
+          uint32_t used = build_pattern(f, m, fy) | (m.has(kMTunId) ? kMTunId : 0u);
           if (uint32_t left = m.fields & ~used) {
             why = std::string(field_name(left & (~left + 1))) + ": not expressible in this pattern";
             break;
@@ -568,197 +652,6 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
     out.push_back(std::move(rf));
   }
   return out;
-}
-
-// ------------------------------------------------------------------ testpmd
-
-namespace {
-
-std::string ip4(uint32_t be) {
-  char b[INET_ADDRSTRLEN];
-  inet_ntop(AF_INET, &be, b, sizeof b);
-  return b;
-}
-std::string ip6(const uint8_t* a) {
-  char b[INET6_ADDRSTRLEN];
-  inet_ntop(AF_INET6, a, b, sizeof b);
-  return b;
-}
-std::string hex(uint32_t v) {
-  char b[16];
-  snprintf(b, sizeof b, "0x%x", v);
-  return b;
-}
-
-// A field: in a pattern template its mask, in a rule its value.
-void field(std::ostringstream& o, bool tmpl, const char* name, const std::string& spec, const std::string& mask) {
-  o << " " << name << (tmpl ? " mask " : " spec ") << (tmpl ? mask : spec);
-}
-
-}  // namespace
-
-std::string testpmd_pattern(const Flow& f, bool tmpl) {
-  std::ostringstream o;
-  for (const auto& it : f.pattern) {
-    switch (it.type) {
-      case RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT:
-        o << " represented_port";
-        field(o, tmpl, "ethdev_port_id", std::to_string(spec_of<rte_flow_item_ethdev>(it).port_id),
-              std::to_string(mask_of<rte_flow_item_ethdev>(it).port_id));
-        o << " /";
-        break;
-      case RTE_FLOW_ITEM_TYPE_ETH:
-        o << " eth";
-        if (it.mask && mask_of<rte_flow_item_eth>(it).hdr.ether_type)
-          field(o, tmpl, "type", hex(ntohs(spec_of<rte_flow_item_eth>(it).hdr.ether_type)),
-                hex(ntohs(mask_of<rte_flow_item_eth>(it).hdr.ether_type)));
-        if (it.mask && mask_of<rte_flow_item_eth>(it).has_vlan)
-          field(o, tmpl, "has_vlan", std::to_string(spec_of<rte_flow_item_eth>(it).has_vlan), "1");
-        o << " /";
-        break;
-      case RTE_FLOW_ITEM_TYPE_VLAN: {
-        const auto& sp = spec_of<rte_flow_item_vlan>(it).hdr;
-        const auto& mk = mask_of<rte_flow_item_vlan>(it).hdr;
-        o << " vlan";
-        if (mk.vlan_tci) field(o, tmpl, "vid", std::to_string(ntohs(sp.vlan_tci) & 0xFFF), hex(ntohs(mk.vlan_tci)));
-        if (mk.eth_proto) field(o, tmpl, "inner_type", hex(ntohs(sp.eth_proto)), hex(ntohs(mk.eth_proto)));
-        o << " /";
-        break;
-      }
-      case RTE_FLOW_ITEM_TYPE_IPV4: {
-        const auto& sp = spec_of<rte_flow_item_ipv4>(it).hdr;
-        const auto& mk = mask_of<rte_flow_item_ipv4>(it).hdr;
-        o << " ipv4";
-        if (mk.src_addr) field(o, tmpl, "src", ip4(sp.src_addr), ip4(mk.src_addr));
-        if (mk.dst_addr) field(o, tmpl, "dst", ip4(sp.dst_addr), ip4(mk.dst_addr));
-        if (mk.next_proto_id) field(o, tmpl, "proto", std::to_string(sp.next_proto_id), hex(mk.next_proto_id));
-        o << " /";
-        break;
-      }
-      case RTE_FLOW_ITEM_TYPE_IPV6: {
-        const auto& sp = spec_of<rte_flow_item_ipv6>(it).hdr;
-        const auto& mk = mask_of<rte_flow_item_ipv6>(it).hdr;
-        static const uint8_t zero[16] = {};
-        o << " ipv6";
-        if (memcmp(mk.src_addr, zero, 16)) field(o, tmpl, "src", ip6(sp.src_addr), ip6(mk.src_addr));
-        if (memcmp(mk.dst_addr, zero, 16)) field(o, tmpl, "dst", ip6(sp.dst_addr), ip6(mk.dst_addr));
-        if (mk.proto) field(o, tmpl, "proto", std::to_string(sp.proto), hex(mk.proto));
-        o << " /";
-        break;
-      }
-      case RTE_FLOW_ITEM_TYPE_TCP: {
-        const auto& sp = spec_of<rte_flow_item_tcp>(it).hdr;
-        const auto& mk = mask_of<rte_flow_item_tcp>(it).hdr;
-        o << " tcp";
-        if (mk.src_port) field(o, tmpl, "src", std::to_string(ntohs(sp.src_port)), hex(ntohs(mk.src_port)));
-        if (mk.dst_port) field(o, tmpl, "dst", std::to_string(ntohs(sp.dst_port)), hex(ntohs(mk.dst_port)));
-        if (mk.tcp_flags) field(o, tmpl, "flags", hex(sp.tcp_flags), hex(mk.tcp_flags));
-        o << " /";
-        break;
-      }
-      case RTE_FLOW_ITEM_TYPE_UDP: {
-        const auto& sp = spec_of<rte_flow_item_udp>(it).hdr;
-        const auto& mk = mask_of<rte_flow_item_udp>(it).hdr;
-        o << " udp";
-        if (mk.src_port) field(o, tmpl, "src", std::to_string(ntohs(sp.src_port)), hex(ntohs(mk.src_port)));
-        if (mk.dst_port) field(o, tmpl, "dst", std::to_string(ntohs(sp.dst_port)), hex(ntohs(mk.dst_port)));
-        o << " /";
-        break;
-      }
-      case RTE_FLOW_ITEM_TYPE_CONNTRACK:
-        o << " conntrack" << (tmpl ? " mask " : " spec ")
-          << (tmpl ? mask_of<rte_flow_item_conntrack>(it).flags : spec_of<rte_flow_item_conntrack>(it).flags) << " /";
-        break;
-      case RTE_FLOW_ITEM_TYPE_END:
-        o << " end";
-        break;
-      default:
-        o << " ?item" << it.type << " /";
-    }
-  }
-  return o.str();
-}
-
-std::string testpmd_actions(const Flow& f, int indirect_id, bool mask) {
-  std::ostringstream o;
-  for (const auto& a : f.actions) {
-    switch (a.type) {
-      case RTE_FLOW_ACTION_TYPE_COUNT: o << " count /"; break;
-      case RTE_FLOW_ACTION_TYPE_DROP: o << " drop /"; break;
-      case RTE_FLOW_ACTION_TYPE_AGE:
-        o << " age timeout " << (mask ? 0u : static_cast<unsigned>(conf_of<rte_flow_action_age>(a).timeout)) << " /";
-        break;
-      case RTE_FLOW_ACTION_TYPE_INDIRECT:
-        // In an actions template's mask the indirect action names its real type.
-        if (mask) o << " conntrack /";
-        else o << " indirect " << indirect_id << " /";
-        break;
-      case RTE_FLOW_ACTION_TYPE_JUMP:
-        o << " jump group " << (mask ? 0u : conf_of<rte_flow_action_jump>(a).group) << " /";
-        break;
-      case RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT:
-        o << " represented_port ethdev_port_id " << (mask ? 0u : conf_of<rte_flow_action_ethdev>(a).port_id) << " /";
-        break;
-      case RTE_FLOW_ACTION_TYPE_MARK:
-        o << " mark id " << (mask ? 0u : conf_of<rte_flow_action_mark>(a).id) << " /";
-        break;
-      case RTE_FLOW_ACTION_TYPE_RSS: {
-        const auto& r = conf_of<rte_flow_action_rss>(a);
-        o << " rss queues";
-        for (uint32_t q = 0; q < r.queue_num; q++) o << " " << r.queue[q];
-        o << " end types ip tcp udp end key ";
-        for (uint32_t k = 0; k < r.key_len; k++) {
-          char h[3];
-          snprintf(h, sizeof h, "%02x", r.key[k]);
-          o << h;
-        }
-        o << " /";
-        break;
-      }
-      case RTE_FLOW_ACTION_TYPE_END: o << " end"; break;
-      default: o << " ?action" << a.type << " /";
-    }
-  }
-  return o.str();
-}
-
-std::string testpmd_templates(const Flow& f, int id, uint32_t rules, int indirect_id) {
-  std::ostringstream o;
-  const char* dir = f.attr.transfer ? " transfer" : " ingress";
-  o << "flow pattern_template " << f.port_id << " create pattern_template_id " << id << " relaxed no" << dir
-    << " template" << testpmd_pattern(f, true) << "\n";
-  // testpmd 22.11 takes the direction only before actions_template_id.
-  o << "flow actions_template " << f.port_id << " create" << dir << " actions_template_id " << id << " template"
-    << testpmd_actions(f, indirect_id, false) << " mask" << testpmd_actions(f, indirect_id, true) << "\n";
-  o << "flow template_table " << f.port_id << " create table_id " << id << " group " << f.attr.group << " priority "
-    << f.attr.priority << dir << " rules_number " << rules << " pattern_template " << id << " actions_template " << id
-    << "\n";
-  return o.str();
-}
-
-std::string testpmd_queue_create(const Flow& f, int table_id, int indirect_id) {
-  std::ostringstream o;
-  o << "flow queue " << f.port_id << " create 0 template_table " << table_id
-    << " pattern_template 0 actions_template 0 postpone no pattern" << testpmd_pattern(f, false) << " actions"
-    << testpmd_actions(f, indirect_id, false);
-  return o.str();
-}
-
-std::string testpmd_ct(const rte_flow_action_conntrack& ct) {
-  std::ostringstream o;
-  o << "set conntrack com peer " << ct.peer_port << " is_orig " << ct.is_original_dir << " enable " << ct.enable
-    << " live " << ct.live_connection << " sack " << ct.selective_ack << " cack " << ct.challenge_ack_passed
-    << " last_dir " << ct.last_direction << " liberal " << ct.liberal_mode << " state " << int(ct.state)
-    << " max_ack_win " << int(ct.max_ack_window) << " r_lim " << int(ct.retransmission_limit) << " last_win "
-    << ct.last_window << " last_seq " << ct.last_seq << " last_ack " << ct.last_ack << " last_end " << ct.last_end
-    << " last_index 0x" << std::hex << int(ct.last_index) << std::dec << "\n";
-  for (int d = 0; d < 2; d++) {
-    const rte_flow_tcp_dir_param& p = d ? ct.reply_dir : ct.original_dir;
-    o << "set conntrack " << (d ? "rply" : "orig") << " scale " << p.scale << " fin " << p.close_initiated
-      << " acked " << p.last_ack_seen << " unack_data " << p.data_unacked << " sent_end " << p.sent_end
-      << " reply_end " << p.reply_end << " max_win " << p.max_win << " max_ack " << p.max_ack << "\n";
-  }
-  return o.str();
 }
 
 }  // namespace dp::hw

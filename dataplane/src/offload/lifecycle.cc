@@ -102,15 +102,41 @@ bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string
     return false;
   }
   c->orig = e.orig;
+  const bool nat = e.nat != ctrack::NatKind::kNone;
+  const OverlayConfig& ov = pl_->overlay();
   for (int d = 0; d < 2; d++) {
     if (e.in_port[d] >= host_.port_ids.size()) {
       *why = "unknown port";
       return false;
     }
-    ctrack::Key k = d ? e.orig.reversed() : e.orig;
-    Pipeline::Trace t = pl_->trace_established(k, e.in_port[d], d == 1);
-    if (t.refuse) {
-      *why = t.refuse;
+    // The tuple it arrives with, and (translated) the one it leaves with.
+    const ctrack::Key k = nat ? (d ? e.reply : e.orig) : (d ? e.orig.reversed() : e.orig);
+    const ctrack::Key after = d ? e.orig.reversed() : e.reply.reversed();
+    // On the underlay port its packets may arrive in any configured VNI
+    // (software decapsulates them first) or untunnelled: the one way whose
+    // path forwards it is the connection's.
+    std::vector<uint32_t> vnis = {0};
+    if (ov.vxlan && e.in_port[d] == ov.port) vnis.insert(vnis.end(), ov.vnis.begin(), ov.vnis.end());
+    Pipeline::Trace t;
+    uint32_t vni = 0;
+    int ways = 0;
+    const char* refused = nullptr;
+    for (uint32_t v : vnis) {
+      Pipeline::Trace x = pl_->trace_established(k, e.in_port[d], d == 1, v, nat ? &after : nullptr);
+      if (x.refuse || x.out_port < 0) {
+        if (!refused) refused = x.refuse ? x.refuse : "no rule after its ct() forwards it";
+        continue;
+      }
+      t = x;
+      vni = v;
+      ways++;
+    }
+    if (ways == 0) {
+      *why = refused;
+      return false;
+    }
+    if (ways > 1) {
+      *why = "its packets may arrive in more than one VXLAN VNI or untunnelled";
       return false;
     }
     // The connection's rules are reached only through its table-0 ct()
@@ -129,13 +155,23 @@ bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string
     }
     c->in_port[d] = e.in_port[d];
     c->out_port[d] = t.out_port;
+    hw::Conn::Dir& cd = c->dir[d];
+    cd.vni = vni;
+    cd.nat = nat;
+    cd.wire = k;
+    cd.out = nat ? after : k;
+    cd.encap = t.encap != 0;
+    if (cd.encap) pl_->encap_header(t.encap, k, cd.hdr);
   }
   // Without an E-Switch each direction's rule is on the port it arrives
   // on, and a CONNTRACK object serves only rules of its own port (the
   // driver looks it up in the rule's port pool, mlx5_flow_hw.c:410-418):
   // a TCP connection across two ports is tracked by exact rules (the
-  // flows strategy) even where conntrack objects exist.
-  c->aso = aso_ && e.orig.proto == IPPROTO_TCP && (transfer_ || c->in_port[0] == c->in_port[1]);
+  // flows strategy) even where conntrack objects exist. So is one whose
+  // headers the NIC rewrites: the hardware runs the conntrack check after
+  // the decap and before the modify and encap (hws/mlx5dr_action.c:18-73),
+  // so a segment it finds not VALID would reach software already rewritten.
+  c->aso = aso_ && e.orig.proto == IPPROTO_TCP && (transfer_ || c->in_port[0] == c->in_port[1]) && !c->rewrites();
   return true;
 }
 

@@ -246,6 +246,11 @@ std::string RteFlowProvider::probe_ct() {
 void RteFlowProvider::on_pipeline(const Pipeline& pl) {
   if (disabled_ || !started_) return;
   pl_ = &pl;
+  const OverlayConfig& ov = pl.overlay();
+  layout_.vxlan = ov.vxlan;
+  layout_.underlay = ov.port;
+  memcpy(layout_.vtep, ov.local, 4);
+  layout_.vxlan_port = ov.udp_port;
   rule_flows_ = hw::translate_rules(layout_, pl.rules());
   uint64_t now = clock();
   replace_shared(false);
@@ -257,9 +262,17 @@ void RteFlowProvider::on_pipeline(const Pipeline& pl) {
     e.orig = j.orig;
     e.in_port[0] = j.conn.in_port[0];
     e.in_port[1] = j.conn.in_port[1];
+    if (j.conn.dir[0].nat) {  // a translation is the connection's: kept across rule changes
+      e.nat = ctrack::NatKind::kSrc;
+      e.reply = j.conn.dir[1].wire;
+    }
     hw::Conn c;
     std::string why;
-    bool same = translate(e, &c, &why) && c.out_port[0] == j.conn.out_port[0] && c.out_port[1] == j.conn.out_port[1];
+    auto same_dir = [](const hw::Conn::Dir& a, const hw::Conn::Dir& b) {
+      return a.vni == b.vni && a.encap == b.encap && memcmp(a.hdr, b.hdr, sizeof a.hdr) == 0;
+    };
+    bool same = translate(e, &c, &why) && c.out_port[0] == j.conn.out_port[0] && c.out_port[1] == j.conn.out_port[1] &&
+                same_dir(c.dir[0], j.conn.dir[0]) && same_dir(c.dir[1], j.conn.dir[1]);
     if (same) continue;
     revoked_++;
     live_.erase(conn_key(j.worker, j.handle));
@@ -362,6 +375,7 @@ OffloadStats RteFlowProvider::stats() const {
                                          {"nic_ct_changed", t.ct_changed},
                                          {"nic_no_rx_flows", t.no_rx_flows},
                                          {"nic_miss_dropped", t.miss_dropped},
+                                         {"nic_rewritten", t.rewritten},
                                          {"nic_rules_in_use", model->flows_in_use()},
                                          {"nic_ct_in_use", model->ct_in_use()},
                                          {"nic_counters_in_use", model->counters_in_use()},

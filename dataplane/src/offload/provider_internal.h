@@ -68,7 +68,11 @@ inline std::string shape(const hw::Flow& f) {
     if (i.mask) put(i.mask, flow_item_size(i.type));
   }
   k.push_back('|');
-  for (const auto& a : f.actions) put(&a.type, sizeof a.type);
+  for (const auto& a : f.actions) {
+    put(&a.type, sizeof a.type);
+    if (a.type == RTE_FLOW_ACTION_TYPE_MODIFY_FIELD)  // the template fixes the field
+      put(&static_cast<const rte_flow_action_modify_field*>(a.conf)->dst.field, sizeof(rte_flow_field_id));
+  }
   return k;
 }
 

@@ -138,8 +138,17 @@ rte_flow_template_table* RteFlowProvider::table_for(const hw::Flow& f, uint32_t 
   ata.transfer = f.attr.transfer;
   // Every value comes with the rule; an indirect action's mask names its
   // real type (mlx5_flow_hw.c:3675-3741).
+  // A MODIFY_FIELD's mask fixes its field, operation and width and leaves
+  // the value to the rule (mlx5_flow_hw.c:3419-3483).
   std::vector<rte_flow_action> masks = f.actions;
+  std::vector<rte_flow_action_modify_field> mf;
+  mf.reserve(masks.size());
   for (auto& m : masks) {
+    if (m.type == RTE_FLOW_ACTION_TYPE_MODIFY_FIELD) {
+      mf.push_back(hw::modify_field_mask(*static_cast<const rte_flow_action_modify_field*>(m.conf)));
+      m.conf = &mf.back();
+      continue;
+    }
     m.conf = nullptr;
     if (m.type == RTE_FLOW_ACTION_TYPE_INDIRECT) m.type = RTE_FLOW_ACTION_TYPE_CONNTRACK;
   }

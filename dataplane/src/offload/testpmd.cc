@@ -4,6 +4,10 @@
 
 namespace dp {
 
+namespace {
+constexpr size_t kTestpmdLine = 511;  // RDLINE_BUF_SIZE 512 with its terminating byte
+}  // namespace
+
 std::string RteFlowProvider::testpmd_commands() const {
   std::ostringstream o;
   if (disabled_) return "# offload auto: no rte_flow port, nothing in hardware\n";
@@ -61,8 +65,19 @@ std::string RteFlowProvider::testpmd_commands() const {
     hw::Flow f0 = hw::conn_flow(layout_, j.conn, 0, nullptr, nullptr);
     hw::Flow f1 = hw::conn_flow(layout_, j.conn, 1, nullptr, nullptr);
     if (!j.ct_obj) {
-      o << hw::testpmd_queue_create(f0, table_of(f0, cfg_.table_size, 0), 0) << "\n";
-      o << hw::testpmd_queue_create(f1, table_of(f1, cfg_.table_size, 0), 0) << "\n";
+      // testpmd's raw_encap in an actions template (and its mask) takes the
+      // data of `set raw_encap`, so its rules share it: a direction that
+      // encapsulates (its own UDP source port) gets a table of its own.
+      for (const hw::Flow* f : {&f0, &f1}) {
+        int t = 0;
+        if (f->find_action(RTE_FLOW_ACTION_TYPE_RAW_ENCAP)) {
+          t = next_id++;
+          o << hw::testpmd_templates(*f, t, 1, 0);
+        } else {
+          t = table_of(*f, cfg_.table_size, 0);
+        }
+        o << hw::testpmd_queue_create(*f, t, 0) << "\n";
+      }
     } else {
       // testpmd 22.11 copies the `set conntrack` context into the object
       // only in the non-queued create (app/test-pmd/config.c:1762-1767; the
@@ -96,7 +111,18 @@ std::string RteFlowProvider::testpmd_commands() const {
   for (uint16_t p : ports_)
     if (!transfer_ || p == layout_.proxy_port) qports.insert(p);
   for (uint16_t p : qports) o << "flow push " << p << " queue 0\nflow pull " << p << " queue 0\n";
-  return o.str();
+  // testpmd reads a command into a 512-byte line (lib/cmdline/cmdline_rdline.h,
+  // RDLINE_BUF_SIZE) and refuses a longer one: such commands (two
+  // MODIFY_FIELDs with their masks, NIC Rx RSS with its key in template and
+  // mask) are printed, but commented, with their length.
+  std::istringstream in(o.str());
+  std::ostringstream out;
+  for (std::string l; std::getline(in, l);) {
+    if (l.size() > kTestpmdLine && l[0] != '#')
+      out << "# (" << l.size() << " bytes: over testpmd's " << kTestpmdLine << "-byte command line) ";
+    out << l << "\n";
+  }
+  return out.str();
 }
 
 }  // namespace dp

@@ -283,21 +283,23 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
 
 // ------------------------------------------------------------------ trace
 
-Pipeline::Trace Pipeline::trace_established(const ctrack::Key& k, uint16_t in_port, bool reply) const {
+Pipeline::Trace Pipeline::trace_established(const ctrack::Key& k, uint16_t in_port, bool reply, uint32_t tun_id,
+                                             const ctrack::Key* after_ct) const {
   Trace tr;
   AclKey4 k4{};
   AclKey6 k6{};
-  auto fill = [&](auto& a) {
-    a.proto = k.proto;
-    memcpy(a.src, k.src, sizeof a.src);
-    memcpy(a.dst, k.dst, sizeof a.dst);
-    a.sport = htons(k.sport);
-    a.dport = htons(k.dport);
+  auto fill = [&](auto& a, const ctrack::Key& x) {
+    a.proto = x.proto;
+    memcpy(a.src, x.src, sizeof a.src);
+    memcpy(a.dst, x.dst, sizeof a.dst);
+    a.sport = htons(x.sport);
+    a.dport = htons(x.dport);
     a.in_port = htons(in_port);
-    a.tcp_flags = k.proto == IPPROTO_TCP ? ctrack::kAck : 0;  // a mid-stream segment
+    a.tcp_flags = x.proto == IPPROTO_TCP ? ctrack::kAck : 0;  // a mid-stream segment
+    a.tun_id = htonl(tun_id);
   };
-  if (k.family == 4) fill(k4);
-  else fill(k6);
+  if (k.family == 4) fill(k4, k);
+  else fill(k6, k);
   bool tracked = false;
   int t = 0;
   for (int hops = 0; hops < 64 && t <= max_table_; hops++) {
@@ -337,15 +339,19 @@ Pipeline::Trace Pipeline::trace_established(const ctrack::Key& k, uint16_t in_po
           tracked = true;
           tr.ct_rule = r.id;
           tr.ct_table = t;
+          if (after_ct) {  // the connection's translation: later tables see the tuple it leaves with
+            if (k.family == 4) fill(k4, *after_ct);
+            else fill(k6, *after_ct);
+          }
           uint8_t st = ctrack::kCtTrk | ctrack::kCtEst | (reply ? ctrack::kCtRpl : 0);
           k4.ct_state = k6.ct_state = st;
           k4.zone = k6.zone = htons(a.zone);
           if (a.table >= 0) next = a.table;
           break;
         }
-        case ActType::kEncap:
-          tr.refuse = "the path encapsulates (VXLAN encap runs in software)";
-          return tr;
+        case ActType::kEncap:  // its header index is in the fast path's copy of the actions
+          tr.encap = acts_[crules_[res - 1].first + static_cast<uint32_t>(&a - r.actions.data())].encap;
+          continue;
         case ActType::kOutput:
           if (!tracked) tr.refuse = "the path does not run ct";
           tr.out_port = static_cast<int16_t>(a.port);

@@ -23,4 +23,11 @@ void Pipeline::write_encap(uint8_t* h, uint16_t idx, uint32_t inner_len, uint16_
   udp[5] = static_cast<uint8_t>(ulen);
 }
 
+void Pipeline::encap_header(uint16_t idx, const ctrack::Key& arrival, uint8_t out[kVxlanOverhead]) const {
+  memcpy(out, encaps_[idx - 1u].hdr, kVxlanOverhead);
+  const uint16_t sport = encap_sport(arrival);
+  out[34] = static_cast<uint8_t>(sport >> 8);
+  out[35] = static_cast<uint8_t>(sport);
+}
+
 }  // namespace dp

@@ -6,6 +6,9 @@ namespace dp {
 int ModelCalls::compile_items(Mlx5Model& m, Impl::Table& t, const rte_flow_item items[], MRule& r, rte_flow_error* e) {
   Impl& s = *m.impl_;
   size_t k = 0;
+  // Items before a VXLAN item describe the outer headers.
+  bool outer = std::any_of(t.pt->items.begin(), t.pt->items.end(),
+                           [](const Impl::ItemShape& i) { return i.type == RTE_FLOW_ITEM_TYPE_VXLAN; });
   for (const rte_flow_item* it = items; it->type != RTE_FLOW_ITEM_TYPE_END; it++) {
     if (it->type == RTE_FLOW_ITEM_TYPE_VOID) continue;
     if (k >= t.pt->items.size() || t.pt->items[k].type != it->type)
@@ -13,6 +16,35 @@ int ModelCalls::compile_items(Mlx5Model& m, Impl::Table& t, const rte_flow_item 
     const Impl::ItemShape& sh = t.pt->items[k++];
     const void* mk = sh.has_mask ? sh.mask.data() : nullptr;
     if (mk && !it->spec) return refuse(m, e, EINVAL, "rule-shape", "masked item without a spec");
+    if (it->type == RTE_FLOW_ITEM_TYPE_VXLAN) {
+      outer = false;
+      r.tunnel = true;
+      if (mk) {
+        const auto* sp = static_cast<const rte_flow_item_vxlan*>(it->spec);
+        const auto* mm = static_cast<const rte_flow_item_vxlan*>(mk);
+        r.vni = static_cast<uint32_t>(sp->vni[0] << 16 | sp->vni[1] << 8 | sp->vni[2]);
+        r.vni_mask = static_cast<uint32_t>(mm->vni[0] << 16 | mm->vni[1] << 8 | mm->vni[2]);
+        r.vx_flags = sp->flags;
+        r.vx_flags_mask = mm->flags;
+      }
+      continue;
+    }
+    if (outer && it->type != RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT) {  // the port is the rule's, outer or not
+      if (it->type == RTE_FLOW_ITEM_TYPE_IPV4 && mk) {
+        const auto* sp = static_cast<const rte_flow_item_ipv4*>(it->spec);
+        const auto* mm = static_cast<const rte_flow_item_ipv4*>(mk);
+        memcpy(r.o_smask, &mm->hdr.src_addr, 4);
+        memcpy(r.o_dmask, &mm->hdr.dst_addr, 4);
+        memcpy(r.o_src, &sp->hdr.src_addr, 4);
+        memcpy(r.o_dst, &sp->hdr.dst_addr, 4);
+      } else if (it->type == RTE_FLOW_ITEM_TYPE_UDP && mk &&
+                 static_cast<const rte_flow_item_udp*>(mk)->hdr.dst_port) {
+        if (static_cast<const rte_flow_item_udp*>(mk)->hdr.dst_port != 0xFFFF)
+          return refuse(m, e, ENOTSUP, "not-modelled", "a partial outer UDP destination port");
+        r.o_dport = ntohs(static_cast<const rte_flow_item_udp*>(it->spec)->hdr.dst_port);
+      }
+      continue;
+    }
     switch (it->type) {
       case RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT: {
         if (!mk || !static_cast<const rte_flow_item_ethdev*>(mk)->port_id) break;
@@ -165,6 +197,33 @@ int ModelCalls::compile_actions(Mlx5Model& m, Impl::Table& t, const rte_flow_act
         break;
       }
       case RTE_FLOW_ACTION_TYPE_COUNT: r.count = true; break;
+      case RTE_FLOW_ACTION_TYPE_VXLAN_DECAP: r.decap = true; break;
+      case RTE_FLOW_ACTION_TYPE_RAW_ENCAP: {
+        const auto* c = static_cast<const rte_flow_action_raw_encap*>(a->conf);
+        // The rule's data takes the template's length (mlx5_flow_hw.c:1750-1760: the size is the template's).
+        if (!c || !c->data) return refuse(m, e, EINVAL, "rule-shape", "RAW_ENCAP without its data");
+        memcpy(r.encap, c->data, kEncapMax);
+        r.encap_len = kEncapMax;
+        break;
+      }
+      case RTE_FLOW_ACTION_TYPE_MODIFY_FIELD: {
+        // The field, operation and width are the template's; a rule gives
+        // the value unless the template's mask fixed it (mlx5_flow_hw.c:837-867).
+        const auto* tv = reinterpret_cast<const rte_flow_action_modify_field*>(sh.conf.data());
+        const auto* v = sh.masked ? tv : static_cast<const rte_flow_action_modify_field*>(a->conf);
+        if (!v) return refuse(m, e, EINVAL, "rule-shape", "MODIFY_FIELD without its configuration");
+        Mod& md = r.mod[r.nmod++];
+        switch (tv->dst.field) {
+          case RTE_FLOW_FIELD_IPV4_SRC: md.field = kModIp4Src; md.len = 4; break;
+          case RTE_FLOW_FIELD_IPV4_DST: md.field = kModIp4Dst; md.len = 4; break;
+          case RTE_FLOW_FIELD_TCP_PORT_SRC: md.field = kModTcpSport; md.len = 2; break;
+          case RTE_FLOW_FIELD_TCP_PORT_DST: md.field = kModTcpDport; md.len = 2; break;
+          case RTE_FLOW_FIELD_UDP_PORT_SRC: md.field = kModUdpSport; md.len = 2; break;
+          default: md.field = kModUdpDport; md.len = 2; break;
+        }
+        memcpy(md.value, v->src.value, md.len);
+        break;
+      }
       case RTE_FLOW_ACTION_TYPE_AGE: {
         const auto* ag = static_cast<const rte_flow_action_age*>(conf);
         if (!ag) return refuse(m, e, EINVAL, "rule-shape", "AGE without a configuration");
@@ -201,7 +260,7 @@ int ModelCalls::compile(Mlx5Model& m, Impl::Table& t, const rte_flow_item items[
     memcpy(r.key.dst, r.dst, static_cast<size_t>(alen));
     r.key.sport = r.sport;
     r.key.dport = r.dport;
-    r.key.zone = static_cast<uint16_t>(r.in_port);
+    r.key.zone = static_cast<uint16_t>(r.in_port | (r.tunnel ? kTunnelZone : 0));
     r.key.proto = r.l4;
     r.key.family = r.family;
   }

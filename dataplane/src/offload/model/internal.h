@@ -44,13 +44,31 @@ inline const char* rule_source(const char* name) {
 }
 
 // Steering action types in the order the hardware runs them (mlx5dr).
-enum Dr : uint8_t { kDrTag, kDrCtr, kDrAsoCt, kDrFt, kDrTir, kDrDrop, kDrVport, kDrLast };
+enum Dr : uint8_t { kDrTag, kDrCtr, kDrAsoCt, kDrFt, kDrTir, kDrDrop, kDrVport, kDrDecap, kDrModify, kDrEncap, kDrLast };
 constexpr uint32_t bit(Dr d) { return 1u << d; }
-// hws/mlx5dr_action.c:17-73, the entries our action types can take.
-inline const std::vector<uint32_t> kOrderRx = {bit(kDrTag), bit(kDrCtr), bit(kDrAsoCt),
-                                        bit(kDrFt) | bit(kDrTir) | bit(kDrDrop)};
-inline const std::vector<uint32_t> kOrderFdb = {bit(kDrCtr), bit(kDrAsoCt),
-                                         bit(kDrFt) | bit(kDrVport) | bit(kDrDrop)};
+// hws/mlx5dr_action.c:17-73, the entries our action types can take: decap
+// (TNL_L2_TO_L2) first after the tag, the modify header and the encap
+// (L2_TO_TNL_L2) after the counter and conntrack, the fate last.
+inline const std::vector<uint32_t> kOrderRx = {bit(kDrTag),    bit(kDrDecap),  bit(kDrCtr),
+                                               bit(kDrAsoCt),  bit(kDrModify), bit(kDrEncap),
+                                               bit(kDrFt) | bit(kDrTir) | bit(kDrDrop)};
+inline const std::vector<uint32_t> kOrderFdb = {bit(kDrDecap),  bit(kDrCtr),   bit(kDrAsoCt), bit(kDrModify),
+                                                bit(kDrEncap), bit(kDrFt) | bit(kDrVport) | bit(kDrDrop)};
+
+// VXLAN as the model knows it: over IPv4 without options or VLAN.
+inline constexpr uint16_t kVxlanPort = 4789;  // the definer's implicit L4 destination port (mlx5dr_definer.c:1028-1045)
+inline constexpr uint8_t kEncapMax = 14 + 20 + 8 + 8;
+inline constexpr uint8_t kMaxMods = 4;
+// An exact rule below a VXLAN item: its key is the inner tuple, its zone
+// the ingress port with this bit.
+inline constexpr uint16_t kTunnelZone = 0x8000;
+
+// MODIFY_FIELD destinations the model applies (SET from an immediate value).
+enum ModField : uint8_t { kModIp4Src, kModIp4Dst, kModTcpSport, kModTcpDport, kModUdpSport, kModUdpDport };
+struct Mod {
+  uint8_t field = 0, len = 0;
+  uint8_t value[4] = {};  // network order, as the rte_flow item holds it (rte_flow.h, modify_data.value)
+};
 
 inline bool combo_ok(const std::vector<Dr>& acts, bool fdb) {
   const auto& order = fdb ? kOrderFdb : kOrderRx;
@@ -118,6 +136,18 @@ struct MRule {
   uint32_t jump = 0;  // internal group
   bool mark = false;
   uint32_t mark_id = 0;
+  // VXLAN: the pattern's items before its VXLAN item are the outer headers
+  // (o_*); the fields above are then the inner ones.
+  bool tunnel = false;
+  uint8_t o_src[4] = {}, o_smask[4] = {}, o_dst[4] = {}, o_dmask[4] = {};
+  uint16_t o_dport = kVxlanPort;
+  uint32_t vni = 0, vni_mask = 0;
+  uint8_t vx_flags = 0, vx_flags_mask = 0;
+  // Header actions, run in this order (kOrderRx/kOrderFdb): decap, modify, encap.
+  bool decap = false;
+  uint8_t nmod = 0, encap_len = 0;
+  Mod mod[kMaxMods];
+  uint8_t encap[kEncapMax] = {};
 };
 
 struct CtDir {
@@ -268,6 +298,8 @@ struct Mlx5Model::Impl {
     std::vector<ActShape> acts;
     std::vector<Dr> dr;
     bool has_count = false, has_age = false, has_indirect = false;
+    bool decap = false, encap = false, modify = false;
+    uint8_t mods = 0;
     uint32_t refs = 1;
   };
   struct Table {

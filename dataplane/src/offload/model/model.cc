@@ -65,6 +65,7 @@ NicStats Mlx5Model::stats(unsigned q) const {
   r.ct_changed = __atomic_load_n(&s.ct_changed, __ATOMIC_RELAXED);
   r.no_rx_flows = __atomic_load_n(&s.no_rx_flows, __ATOMIC_RELAXED);
   r.miss_dropped = __atomic_load_n(&s.miss_dropped, __ATOMIC_RELAXED);
+  r.rewritten = __atomic_load_n(&s.rewritten, __ATOMIC_RELAXED);
   return r;
 }
 

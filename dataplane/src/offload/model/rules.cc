@@ -61,7 +61,7 @@ const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
       {"pt-direction", "mlx5_flow_hw.c:4704-4736: direction attributes per port role"},
       {"pt-represented-port", "mlx5_flow_hw.c:4786-4795: no REPRESENTED_PORT item with ingress (repr_matching)"},
       {"pt-item-type", "mlx5_flow_hw.c:4738-4853: supported pattern items"},
-      {"pt-item-mask", "hws/mlx5dr_definer.c:420,497,549-553,766: reserved/length/checksum masks are ENOTSUP"},
+      {"pt-item-mask", "hws/mlx5dr_definer.c:420,497,549-553,766,1015-1020: reserved/length/checksum masks are ENOTSUP"},
       {"at-transfer-proxy", "mlx5_flow_hw.c:3956-3962: transfer actions only on the proxy port"},
       {"at-mask-type", "mlx5_flow_hw.c:3968-3973: mask type must equal action type (INDIRECT excepted)"},
       {"at-indirect-mask", "mlx5_flow_hw.c:3675-3741: the INDIRECT mask carries the real action type"},
@@ -74,6 +74,12 @@ const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
       {"root-indirect", "mlx5_flow_hw.c:1389-1393: no indirect action in the root table"},
       {"root-count-age", "mlx5_flow_hw.c:1590-1622: no COUNT or AGE in the root table"},
       {"action-order", "hws/mlx5dr_action.c:11-73 checked by hws/mlx5dr_matcher.c:359-366 for non-root tables"},
+      {"pt-vxlan-inner", "hws/mlx5dr_definer.c:1022-1026: a VXLAN item below another tunnel is ENOTSUP"},
+      {"at-reformat", "mlx5_flow_hw.c:4236-4253 (one reformat offset per template; MLX5_ASSERT) and 1508-1535"},
+      {"at-raw-encap", "mlx5_flow_hw.c:3758-3770: RAW_ENCAP needs its data and size"},
+      {"at-modify-field",
+       "mlx5_flow_hw.c:3419-3483: operation, fields and width as the mask fixes them; no immediate or pointer "
+       "destination, no START, VLAN type or Geneve VNI; the driver reads both confs unchecked (3423-3426)"},
       {"ipv6-5tuple", "doc/guides/nics/mlx5.rst:163 and hws/mlx5dr_definer.c:1820-1842: no IPv6 5-tuple definer"},
       {"rule-port", "mlx5_flow_hw.c:2517-2600: a rule goes to the port whose HWS context owns the table"},
       {"rule-queue", "mlx5_flow_hw.c:2542-2545, 7938-7944: queue id and free job slot (ENOMEM when full)"},
@@ -109,6 +115,7 @@ NicStats& NicStats::operator+=(const NicStats& o) {
   ct_changed += o.ct_changed;
   no_rx_flows += o.no_rx_flows;
   miss_dropped += o.miss_dropped;
+  rewritten += o.rewritten;
   return *this;
 }
 

@@ -2,6 +2,8 @@
 // steering of a packet through them (groups, exact tables, conntrack).
 #include "internal.h"
 
+#include "../../pipeline/nat_rewrite.h"
+
 namespace dp {
 
 // ------------------------------------------------------------------ data side
@@ -85,7 +87,40 @@ uint8_t ct_check(CtState& c, int dir, const ctrack::Packet& p) {
   return RTE_FLOW_CONNTRACK_PKT_STATE_VALID;
 }
 
-bool match(const MRule& r, const ctrack::Parsed& pp, int in_port, uint8_t ct_flags) {
+// A VXLAN packet as the hardware's parser sees it: outer IPv4 (not a
+// fragment), UDP to 4789 (the parser's VXLAN port), the VXLAN header and a
+// parseable inner frame.
+struct VxTunnel {
+  bool ok = false;
+  uint8_t flags = 0;
+  uint32_t vni = 0, off = 0;  // off: where the inner frame starts
+  ctrack::Parsed inner;
+};
+void find_tunnel(const PacketIn& in, const ctrack::Parsed& pp, VxTunnel* t) {
+  t->ok = false;
+  const ctrack::Packet& p = pp.ct;
+  if (pp.kind != ctrack::L3Kind::kIp || p.key.family != 4 || p.key.proto != IPPROTO_UDP ||
+      (p.meta & ctrack::kMetaFragment) || p.key.dport != kVxlanPort || in.len < pp.l4_off + 16u + 14u)
+    return;
+  const uint8_t* vx = in.data + pp.l4_off + 8;
+  t->flags = vx[0];
+  t->vni = static_cast<uint32_t>(vx[4] << 16 | vx[5] << 8 | vx[6]);
+  t->off = pp.l4_off + 16u;
+  t->ok = ctrack::parse_packet(in.data + t->off, in.len - t->off, 0, &t->inner) == ctrack::Drop::kNone;
+}
+
+// The outer headers and the VXLAN header a tunnel rule asks for.
+bool outer_match(const MRule& r, const ctrack::Parsed& pp, const VxTunnel& tn) {
+  if (!tn.ok || ((tn.vni ^ r.vni) & r.vni_mask) || ((tn.flags ^ r.vx_flags) & r.vx_flags_mask)) return false;
+  for (int i = 0; i < 4; i++)
+    if (((pp.ct.key.src[i] ^ r.o_src[i]) & r.o_smask[i]) || ((pp.ct.key.dst[i] ^ r.o_dst[i]) & r.o_dmask[i]))
+      return false;
+  return true;
+}
+
+bool match(const MRule& r, const ctrack::Parsed& outer, const VxTunnel& tn, int in_port, uint8_t ct_flags) {
+  if (r.tunnel && !outer_match(r, outer, tn)) return false;
+  const ctrack::Parsed& pp = r.tunnel ? tn.inner : outer;
   const ctrack::Packet& p = pp.ct;
   if (r.in_port >= 0 && r.in_port != in_port) return false;
   if (r.need_vlan && pp.vlan == 0) return false;
@@ -105,6 +140,51 @@ bool match(const MRule& r, const ctrack::Parsed& pp, int in_port, uint8_t ct_fla
     if ((p.tcp_flags ^ r.tcpf) & r.tcpf_mask) return false;
   }
   if (r.ct_item && ((ct_flags ^ r.ct_spec) & r.ct_mask)) return false;
+  return true;
+}
+
+// MODIFY_FIELD SET on the frame as it stands (after a decap: the former
+// inner headers). The device keeps the IPv4 header checksum and the L4
+// checksum right; a field the packet does not have is left alone.
+void modify(PacketIn& in, const ctrack::Parsed& pp, const Mod& md) {
+  if (pp.kind != ctrack::L3Kind::kIp || pp.ct.key.family != 4) return;
+  uint8_t* ip = in.data + pp.l3_off;
+  uint8_t* l4 = in.data + pp.l4_off;
+  const uint8_t proto = pp.ct.key.proto;
+  const bool first = !(pp.ct.meta & ctrack::kMetaFragment);
+  uint8_t* l4sum = first ? nat::l4_sum(l4, in.len - pp.l4_off, proto, false) : nullptr;
+  switch (md.field) {
+    case kModIp4Src: nat::set_field(ip + 12, md.value, 4, ip + 10, l4sum); break;
+    case kModIp4Dst: nat::set_field(ip + 16, md.value, 4, ip + 10, l4sum); break;
+    case kModTcpSport:
+    case kModTcpDport:
+    case kModUdpSport:
+    case kModUdpDport: {
+      const bool tcp = md.field == kModTcpSport || md.field == kModTcpDport;
+      if (!first || proto != (tcp ? IPPROTO_TCP : IPPROTO_UDP) || in.len < pp.l4_off + 4u) return;
+      const bool src = md.field == kModTcpSport || md.field == kModUdpSport;
+      nat::set_field(l4 + (src ? 0 : 2), md.value, 2, l4sum);
+      break;
+    }
+  }
+}
+
+// L2_TO_TNL_L2: the rule's headers go before the frame; the device fills
+// the outer IPv4 total length and checksum and the UDP length (the driver
+// builds the header without them, mlx5_flow_dv.c:4366-4383). False: no
+// room before the frame (the model's buffer, not the hardware's limit).
+bool encap(PacketIn& in, const MRule& r) {
+  if (in.headroom < r.encap_len) return false;
+  in.data -= r.encap_len;
+  in.headroom = static_cast<uint16_t>(in.headroom - r.encap_len);
+  in.len += r.encap_len;
+  in.pkt_len += r.encap_len;
+  memcpy(in.data, r.encap, r.encap_len);
+  uint8_t* ip = in.data + 14;
+  nat::put16(ip + 2, static_cast<uint16_t>(in.pkt_len - 14));
+  nat::put16(ip + 10, 0);
+  nat::put16(ip + 10, static_cast<uint16_t>(~nat::fold(nat::sum16(ip, 20))));
+  nat::put16(ip + 24, static_cast<uint16_t>(in.pkt_len - 34));
   return true;
 }
 
@@ -128,24 +208,38 @@ int16_t Mlx5Model::rx(unsigned qi, PacketIn& in, uint64_t now_ns, ctrack::Parsed
     q.st.to_software++;  // software counts the reason
     return kNicMiss;
   }
-  ctrack::Key k = pp.ct.key;
-  k.zone = in.port;
-  const bool exact_ok = pp.kind == ctrack::L3Kind::kIp && !(pp.ct.meta & ctrack::kMetaFragment);
+  VxTunnel tn;
+  find_tunnel(in, pp, &tn);
   const uint16_t dom = cfg_.esw ? 0xFFFF : in.port;
   uint8_t ct_flags = 0;
   uint32_t g = cfg_.esw && cfg_.fdb_def_rule ? 1 : 0;
+  auto exact_ok = [](const ctrack::Parsed& x) {
+    return x.kind == ctrack::L3Kind::kIp && !(x.ct.meta & ctrack::kMetaFragment);
+  };
   for (int hops = 0; hops < 16; hops++) {
-    const MRule* best = exact_ok && g != 0 ? q.exact.find(g, k) : nullptr;
-    if (best && best->dom != dom) best = nullptr;
-    // An exact rule may also match TCP flags (the flows strategy's
-    // connection rules leave SYN, FIN and RST to software).
-    if (best && best->tcpf_mask && ((pp.ct.tcp_flags ^ best->tcpf) & best->tcpf_mask)) best = nullptr;
+    const MRule* best = nullptr;
+    if (g != 0 && tn.ok && exact_ok(tn.inner)) {  // a rule below a VXLAN item: keyed by the inner tuple
+      ctrack::Key kt = tn.inner.ct.key;
+      kt.zone = static_cast<uint16_t>(in.port | kTunnelZone);
+      best = q.exact.find(g, kt);
+      if (best && (best->dom != dom || !outer_match(*best, pp, tn))) best = nullptr;
+      if (best && best->tcpf_mask && ((tn.inner.ct.tcp_flags ^ best->tcpf) & best->tcpf_mask)) best = nullptr;
+    }
+    if (!best && g != 0 && exact_ok(pp)) {
+      ctrack::Key k = pp.ct.key;
+      k.zone = in.port;
+      best = q.exact.find(g, k);
+      if (best && best->dom != dom) best = nullptr;
+      // An exact rule may also match TCP flags (the flows strategy's
+      // connection rules leave SYN, FIN and RST to software).
+      if (best && best->tcpf_mask && ((pp.ct.tcp_flags ^ best->tcpf) & best->tcpf_mask)) best = nullptr;
+    }
     auto it = std::lower_bound(q.masked.begin(), q.masked.end(), g,
                                [](const MRule* a, uint32_t grp) { return a->group < grp; });
     for (; it != q.masked.end() && (*it)->group == g; ++it) {
       const MRule* x = *it;
       if (best && x->prio >= best->prio) break;
-      if (x->dom == dom && match(*x, pp, in.port, ct_flags)) {
+      if (x->dom == dom && match(*x, pp, tn, in.port, ct_flags)) {
         best = x;
         break;
       }
@@ -165,14 +259,37 @@ int16_t Mlx5Model::rx(unsigned qi, PacketIn& in, uint64_t now_ns, ctrack::Parsed
       c.bytes.fetch_add(in.pkt_len, std::memory_order_relaxed);
       c.last_hit_ns.store(now_ns, std::memory_order_relaxed);
     }
-    if (r.ct >= 0 && pp.ct.key.proto == IPPROTO_TCP) {
-      ct_flags = ct_check(q.ct[static_cast<size_t>(r.ct)], r.ct_dir, pp.ct);
-      if (ct_flags & RTE_FLOW_CONNTRACK_PKT_STATE_INVALID) q.st.ct_invalid++;
-      if (ct_flags & RTE_FLOW_CONNTRACK_PKT_STATE_CHANGED) q.st.ct_changed++;
-    }
+    // The rule's actions in the hardware's order: tag, decap, counter,
+    // conntrack, modify, encap, fate (kOrderRx/kOrderFdb).
     if (r.mark) {
       in.has_mark = true;
       in.mark = r.mark_id;
+    }
+    if (r.decap) {  // its table's pattern has a VXLAN item: tn.ok
+      in.data += tn.off;
+      in.len -= tn.off;
+      in.pkt_len -= tn.off;
+      in.headroom = static_cast<uint16_t>(in.headroom + tn.off);
+      pp = tn.inner;
+      tn.ok = false;  // the tunnel is gone: later tables see the inner frame
+    }
+    const ctrack::Parsed& view = r.tunnel && !r.decap ? tn.inner : pp;
+    if (r.ct >= 0 && view.ct.key.proto == IPPROTO_TCP) {
+      ct_flags = ct_check(q.ct[static_cast<size_t>(r.ct)], r.ct_dir, view.ct);
+      if (ct_flags & RTE_FLOW_CONNTRACK_PKT_STATE_INVALID) q.st.ct_invalid++;
+      if (ct_flags & RTE_FLOW_CONNTRACK_PKT_STATE_CHANGED) q.st.ct_changed++;
+    }
+    if (r.nmod || r.encap_len) {
+      for (uint8_t i = 0; i < r.nmod; i++) modify(in, pp, r.mod[i]);
+      if (r.encap_len && !encap(in, r)) {
+        q.st.dropped++;
+        return -1;
+      }
+      q.st.rewritten++;
+      if (r.fate == MRule::kJump) {  // later tables match the packet as it now is
+        ctrack::parse_packet(in.data, in.len, 0, &pp);
+        find_tunnel(in, pp, &tn);
+      }
     }
     switch (r.fate) {
       case MRule::kOut:

@@ -57,6 +57,13 @@ std::pair<const char*, std::string> ModelCalls::check_mask(const rte_flow_item& 
       if (k.port_id != 0xFFFF && k.port_id != 0) return {"not-modelled", "partial REPRESENTED_PORT mask"};
       return {nullptr, ""};
     }
+    case RTE_FLOW_ITEM_TYPE_VXLAN: {
+      const auto& k = *static_cast<const rte_flow_item_vxlan*>(it.mask);
+      if (k.rsvd0[0] || k.rsvd0[1] || k.rsvd0[2] || k.rsvd1) return {"pt-item-mask", "VXLAN reserved fields are not supported"};
+      if (!zero(k.vni, 3) && !(k.vni[0] == 0xFF && k.vni[1] == 0xFF && k.vni[2] == 0xFF))
+        return {"not-modelled", "partial VXLAN VNI mask"};
+      return {nullptr, ""};
+    }
     default:
       return {nullptr, ""};
   }
@@ -85,6 +92,29 @@ rte_flow_pattern_template* ModelCalls::pattern_template_create(void* self, uint1
   auto pt = std::make_unique<Impl::PT>();
   pt->port = port;
   pt->attr = *a;
+  // VXLAN: the items before it are the outer headers (the model knows ETH,
+  // IPv4 and UDP there), those after it the inner frame.
+  size_t vx = SIZE_MAX, n = 0;
+  for (; items[n].type != RTE_FLOW_ITEM_TYPE_END; n++)
+    if (items[n].type == RTE_FLOW_ITEM_TYPE_VXLAN && vx == SIZE_MAX) vx = n;
+  for (size_t i = 0; i < n && vx != SIZE_MAX; i++) {
+    const rte_flow_item& it = items[i];
+    if (i > vx && it.type == RTE_FLOW_ITEM_TYPE_VXLAN)
+      return refuse_null<R>(m, e, ENOTSUP, "pt-vxlan-inner", "Inner VXLAN item not supported");
+    if (it.type == RTE_FLOW_ITEM_TYPE_VOID || i == vx) continue;
+    if (i < vx) {
+      if (it.type != RTE_FLOW_ITEM_TYPE_ETH && it.type != RTE_FLOW_ITEM_TYPE_IPV4 &&
+          it.type != RTE_FLOW_ITEM_TYPE_UDP && it.type != RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT)
+        return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "outer headers other than ETH, IPv4 and UDP");
+      if (it.type == RTE_FLOW_ITEM_TYPE_UDP && it.mask && static_cast<const rte_flow_item_udp*>(it.mask)->hdr.src_port)
+        return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "the outer UDP source port (the sender's entropy)");
+      if (it.type == RTE_FLOW_ITEM_TYPE_ETH && it.mask && static_cast<const rte_flow_item_eth*>(it.mask)->hdr.ether_type)
+        return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "the outer ether type");
+    } else if (it.type != RTE_FLOW_ITEM_TYPE_ETH && it.type != RTE_FLOW_ITEM_TYPE_IPV4 &&
+               it.type != RTE_FLOW_ITEM_TYPE_TCP && it.type != RTE_FLOW_ITEM_TYPE_UDP) {
+      return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "inner headers other than ETH, IPv4, TCP and UDP");
+    }
+  }
   for (const rte_flow_item* it = items;; it++) {
     if (it->type == RTE_FLOW_ITEM_TYPE_END) break;
     switch (it->type) {
@@ -101,10 +131,10 @@ rte_flow_pattern_template* ModelCalls::pattern_template_create(void* self, uint1
       case RTE_FLOW_ITEM_TYPE_UDP:
       case RTE_FLOW_ITEM_TYPE_TCP:
       case RTE_FLOW_ITEM_TYPE_CONNTRACK:
+      case RTE_FLOW_ITEM_TYPE_VXLAN:
         break;
       case RTE_FLOW_ITEM_TYPE_GTP:
       case RTE_FLOW_ITEM_TYPE_GTP_PSC:
-      case RTE_FLOW_ITEM_TYPE_VXLAN:
       case RTE_FLOW_ITEM_TYPE_GRE:
       case RTE_FLOW_ITEM_TYPE_GRE_KEY:
       case RTE_FLOW_ITEM_TYPE_GRE_OPTION:
@@ -145,6 +175,76 @@ int ModelCalls::pattern_template_destroy(void* self, uint16_t, rte_flow_pattern_
   std::erase_if(m.impl_->pts, [&](const auto& x) { return x.get() == pt; });
   return 0;
 }
+
+namespace {
+
+// A refusal: the rule's name, errno and message; no rule: taken.
+struct Refusal {
+  std::string rule;
+  int err = 0;
+  std::string msg;
+};
+Refusal bad(const char* rule, int err, std::string msg) { return Refusal{rule, err, std::move(msg)}; }
+
+// mlx5_flow_hw.c:3758-3770 (flow_hw_validate_action_raw_encap), and what
+// the model runs: VXLAN over IPv4 (ETH, IPv4 without options, UDP to 4789,
+// VXLAN with its I flag), its data given with each rule.
+Refusal check_raw_encap(const rte_flow_action& act, const rte_flow_action& msk) {
+  const auto* c = static_cast<const rte_flow_action_raw_encap*>(act.conf);
+  if (!c || !c->size || !c->data) return bad("at-raw-encap", EINVAL, "invalid raw_encap_data");
+  if (msk.conf) return bad("not-modelled", ENOTSUP, "raw_encap data shared by the template");
+  const uint8_t* d = c->data;
+  if (c->size != kEncapMax || d[12] != 0x08 || d[13] != 0x00 || d[14] != 0x45 || d[23] != IPPROTO_UDP ||
+      d[36] != kVxlanPort >> 8 || d[37] != (kVxlanPort & 0xFF) || !(d[42] & 0x08))
+    return bad("not-modelled", ENOTSUP, "raw_encap other than VXLAN over IPv4 (50 bytes)");
+  return {};
+}
+
+// MODIFY_FIELD: mlx5_flow_hw.c:3419-3483 (flow_hw_validate_action_modify_field),
+// then what the model runs: SET of an IPv4 address or a TCP/UDP port from an
+// immediate value, the whole field, in the outermost headers (after a decap
+// those are the former inner ones).
+Refusal check_modify_field(const rte_flow_action& act, const rte_flow_action& msk) {
+  const auto* v = static_cast<const rte_flow_action_modify_field*>(act.conf);
+  const auto* k = static_cast<const rte_flow_action_modify_field*>(msk.conf);
+  // The driver reads both without a check (3423-3426): a null one crashes it.
+  if (!v || !k) return bad("at-modify-field", EINVAL, "MODIFY_FIELD needs its configuration and its mask");
+  if (v->operation != k->operation) return bad("at-modify-field", EINVAL, "modify_field operation mask and template are not equal");
+  if (v->dst.field != k->dst.field) return bad("at-modify-field", EINVAL, "destination field mask and template are not equal");
+  if (v->dst.field == RTE_FLOW_FIELD_POINTER || v->dst.field == RTE_FLOW_FIELD_VALUE)
+    return bad("at-modify-field", EINVAL, "immediate value and pointer cannot be used as destination");
+  if (k->dst.level != UINT32_MAX) return bad("at-modify-field", EINVAL, "destination encapsulation level must be fully masked");
+  if (k->dst.offset != UINT32_MAX) return bad("at-modify-field", EINVAL, "destination offset level must be fully masked");
+  if (v->src.field != k->src.field) return bad("at-modify-field", EINVAL, "destination field mask and template are not equal");
+  if (v->src.field != RTE_FLOW_FIELD_POINTER && v->src.field != RTE_FLOW_FIELD_VALUE) {
+    if (k->src.level != UINT32_MAX) return bad("at-modify-field", EINVAL, "source encapsulation level must be fully masked");
+    if (k->src.offset != UINT32_MAX) return bad("at-modify-field", EINVAL, "source offset level must be fully masked");
+  }
+  if (k->width != UINT32_MAX) return bad("at-modify-field", EINVAL, "modify_field width field must be fully masked");
+  if (v->dst.field == RTE_FLOW_FIELD_START || v->src.field == RTE_FLOW_FIELD_START)
+    return bad("at-modify-field", EINVAL, "modifying arbitrary place in a packet is not supported");
+  if (v->dst.field == RTE_FLOW_FIELD_VLAN_TYPE || v->src.field == RTE_FLOW_FIELD_VLAN_TYPE)
+    return bad("at-modify-field", EINVAL, "modifying vlan_type is not supported");
+  if (v->dst.field == RTE_FLOW_FIELD_GENEVE_VNI || v->src.field == RTE_FLOW_FIELD_GENEVE_VNI)
+    return bad("at-modify-field", EINVAL, "modifying Geneve VNI is not supported");
+  if (v->operation != RTE_FLOW_MODIFY_SET || v->src.field != RTE_FLOW_FIELD_VALUE)
+    return bad("not-modelled", ENOTSUP, "MODIFY_FIELD other than SET from an immediate value");
+  if (v->dst.level > 1 || v->dst.offset) return bad("not-modelled", ENOTSUP, "MODIFY_FIELD of inner headers or part of a field");
+  uint32_t width = 0;
+  switch (v->dst.field) {
+    case RTE_FLOW_FIELD_IPV4_SRC:
+    case RTE_FLOW_FIELD_IPV4_DST: width = 32; break;
+    case RTE_FLOW_FIELD_TCP_PORT_SRC:
+    case RTE_FLOW_FIELD_TCP_PORT_DST:
+    case RTE_FLOW_FIELD_UDP_PORT_SRC:
+    case RTE_FLOW_FIELD_UDP_PORT_DST: width = 16; break;
+    default: return bad("not-modelled", ENOTSUP, "MODIFY_FIELD of a field other than IPv4 addresses and L4 ports");
+  }
+  if (v->width != width) return bad("not-modelled", ENOTSUP, "MODIFY_FIELD of part of a field");
+  return {};
+}
+
+}  // namespace
 
 rte_flow_actions_template* ModelCalls::actions_template_create(void* self, uint16_t port,
                                                           const rte_flow_actions_template_attr* a,
@@ -240,15 +340,43 @@ rte_flow_actions_template* ModelCalls::actions_template_create(void* self, uint1
         at->has_age = true;
         if (!at->has_count) at->dr.push_back(kDrCtr);
         break;
+      case RTE_FLOW_ACTION_TYPE_VXLAN_DECAP:
+        // One reformat per template (mlx5_flow_hw.c:4236-4243 asserts it).
+        if (at->decap || at->encap)
+          return refuse_null<R>(m, e, ENOTSUP, "at-reformat", "one encap or decap action per actions template");
+        at->decap = true;
+        at->dr.push_back(kDrDecap);
+        break;
+      case RTE_FLOW_ACTION_TYPE_RAW_ENCAP: {
+        if (Refusal st = check_raw_encap(act, msk); !st.rule.empty())
+          return refuse_null<R>(m, e, st.err, st.rule.c_str(), st.msg);
+        // After a decap the driver makes it an L3 tunnel (4246-4250), which the model does not run.
+        if (at->decap) return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "decap and encap in one rule (an L3 tunnel)");
+        if (at->encap)
+          return refuse_null<R>(m, e, ENOTSUP, "at-reformat", "one encap or decap action per actions template");
+        at->encap = true;
+        at->dr.push_back(kDrEncap);
+        break;
+      }
+      case RTE_FLOW_ACTION_TYPE_MODIFY_FIELD: {
+        if (Refusal st = check_modify_field(act, msk); !st.rule.empty())
+          return refuse_null<R>(m, e, st.err, st.rule.c_str(), st.msg);
+        if (++at->mods > kMaxMods) return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "more than 4 MODIFY_FIELD actions");
+        static_assert(sizeof(rte_flow_action_modify_field) <= kConfMax);
+        // The value alone decides sharing (mlx5_flow_hw.c:837-867).
+        sh.masked = !zero(static_cast<const rte_flow_action_modify_field*>(msk.conf)->src.value, 16);
+        memcpy(sh.conf.data(), act.conf, sizeof(rte_flow_action_modify_field));  // field, width: the template's
+        // All MODIFY_FIELD actions are one modify-header action, at the first one's place (4255-4261).
+        if (!at->modify) at->dr.push_back(kDrModify);
+        at->modify = true;
+        break;
+      }
       case RTE_FLOW_ACTION_TYPE_CONNTRACK:
       case RTE_FLOW_ACTION_TYPE_VXLAN_ENCAP:
       case RTE_FLOW_ACTION_TYPE_NVGRE_ENCAP:
-      case RTE_FLOW_ACTION_TYPE_VXLAN_DECAP:
       case RTE_FLOW_ACTION_TYPE_NVGRE_DECAP:
-      case RTE_FLOW_ACTION_TYPE_RAW_ENCAP:
       case RTE_FLOW_ACTION_TYPE_RAW_DECAP:
       case RTE_FLOW_ACTION_TYPE_METER_MARK:
-      case RTE_FLOW_ACTION_TYPE_MODIFY_FIELD:
       case RTE_FLOW_ACTION_TYPE_OF_POP_VLAN:
       case RTE_FLOW_ACTION_TYPE_OF_SET_VLAN_VID:
       case RTE_FLOW_ACTION_TYPE_OF_PUSH_VLAN:
@@ -327,6 +455,12 @@ rte_flow_template_table* ModelCalls::template_table_create(void* self, uint16_t 
   // software); NIC Rx rules of its ports would never be looked at.
   if (m.cfg_.esw && !fdb)
     return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "NIC Rx tables on an E-Switch port");
+  // A decap whose pattern does not prove the packet VXLAN: the driver takes
+  // it (no validation, mlx5_flow_hw.c:4014-4017); what the hardware then
+  // does to a packet without the tunnel the model does not know.
+  if (at->decap && std::none_of(pt->items.begin(), pt->items.end(),
+                                [](const Impl::ItemShape& i) { return i.type == RTE_FLOW_ITEM_TYPE_VXLAN; }))
+    return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "VXLAN_DECAP in a table whose pattern has no VXLAN item");
   // IPv6 5-tuple: both addresses and L4 ports in one definer do not fit.
   {
     bool v6src = false, v6dst = false, ports = false;
