@@ -120,4 +120,19 @@ std::vector<uint8_t> build_frame(const FrameSpec& s) {
   return f;
 }
 
+std::vector<uint8_t> vxlan_frame(FrameSpec outer, uint32_t vni, const std::vector<uint8_t>& inner) {
+  outer.vlan = -1;
+  outer.proto = 17;
+  outer.dport = 4789;
+  outer.payload = 8 + inner.size();
+  std::vector<uint8_t> f = build_frame(outer);
+  f.resize(42);
+  f[40] = f[41] = 0;
+  const uint8_t vx[8] = {0x08, 0, 0, 0, static_cast<uint8_t>(vni >> 16), static_cast<uint8_t>(vni >> 8),
+                         static_cast<uint8_t>(vni), 0};
+  f.insert(f.end(), vx, vx + 8);
+  f.insert(f.end(), inner.begin(), inner.end());
+  return f;
+}
+
 }  // namespace ctrack

@@ -872,18 +872,9 @@ std::vector<uint8_t> from_remote(const std::vector<uint8_t>& inner, uint16_t spo
   FrameSpec o;
   o.src = "192.0.2.2";
   o.dst = "192.0.2.1";
-  o.proto = IPPROTO_UDP;
   o.sport = sport;
-  o.dport = 4789;
-  o.payload = 8 + inner.size();
   memcpy(o.dst_mac, "\x02\x00\x00\x00\x01\x01", 6);
-  auto f = build_frame(o);
-  f.resize(42);
-  f[40] = f[41] = 0;
-  const uint8_t vx[8] = {0x08, 0, 0, 0, 0, 0, 100, 0};
-  f.insert(f.end(), vx, vx + 8);
-  f.insert(f.end(), inner.begin(), inner.end());
-  return f;
+  return ctrack::vxlan_frame(o, 100, inner);
 }
 
 class OverlayOffload : public ::testing::TestWithParam<const char*> {};

@@ -143,7 +143,7 @@ TEST_F(Overlay, BadTunnelFramesAreCountedNotForwarded) {
 // Issue 22: the same with the emulated NIC: every connection of short
 // iperf3 runs (the VM to the server behind the tunnel) runs in the NIC,
 // decapsulated, translated and encapsulated there, after its handshake.
-// OFFLOAD_SHARE_RUNS sets how many runs (default 50).
+// OVERLAY_SHARE_RUNS sets how many runs (default 50).
 class OverlayOffload : public Overlay {
  protected:
   static void SetUpTestSuite() {
@@ -154,7 +154,7 @@ class OverlayOffload : public Overlay {
 
 TEST_F(OverlayOffload, ShortIperfRunsAreEachHandledByTheNic) {
   EXPECT_EQ(off("rules_jump_ct"), 2) << "both table-0 ct() rules, the tunnel's included, are in the NIC\n" << ctl("stats");
-  const int runs = getenv("OFFLOAD_SHARE_RUNS") ? atoi(getenv("OFFLOAD_SHARE_RUNS")) : 50;
+  const int runs = getenv("OVERLAY_SHARE_RUNS") ? atoi(getenv("OVERLAY_SHARE_RUNS")) : 50;
   int below = 0;
   std::string all;
   const long long rewritten0 = off("nic_rewritten");

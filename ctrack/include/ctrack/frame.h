@@ -30,4 +30,9 @@ struct FrameSpec {
 // Builds the frame; the IP header onward starts at offset 14 (18 with a VLAN tag).
 std::vector<uint8_t> build_frame(const FrameSpec& s);
 
+// `inner` in VXLAN (RFC 7348, the I flag, VNI `vni`) over UDP to 4789 from
+// `outer`'s addresses, MACs and source port (its other fields ignored);
+// UDP checksum 0.
+std::vector<uint8_t> vxlan_frame(FrameSpec outer, uint32_t vni, const std::vector<uint8_t>& inner);
+
 }  // namespace ctrack

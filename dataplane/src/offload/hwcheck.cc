@@ -15,6 +15,8 @@
 //      forwarded by software, and the NIC's counters, read back and folded
 //      into ctrack, must count them. Without a peer it says so;
 //   4. flush: nothing left (rules, conntrack objects, templates, tables).
+// With two ports each cabled to a peer, steps 2-4 run again with the
+// overlay+NAT rule set (a VM port, an underlay port: VXLAN and source NAT).
 // Prints the testpmd commands of what it made, for reproducing by hand.
 #include <netinet/in.h>
 #include <rte_eal.h>
@@ -52,6 +54,34 @@ int fail(const std::string& m) {
 
 void step(const std::string& m) { printf("hw-check: %s\n", m.c_str()); }
 
+// The overlay+NAT rule set (configs/dataplane/overlay-nat.yaml's): VMs on
+// `inside`, the underlay on `outside`, VNI 100 to the remote VTEP 192.0.2.2,
+// source NAT to 203.0.113.7.
+constexpr const char* kOverlayYaml = R"Y(
+ports:
+  - {name: inside, devargs: "x"}
+  - {name: outside, devargs: "y"}
+overlay:
+  vxlan:
+    local: 192.0.2.1
+    port: outside
+    mac: "02:00:00:00:01:01"
+    vnis: [100]
+    remotes:
+      - {ip: 192.0.2.2, mac: "02:00:00:00:02:02"}
+tables:
+  0:
+    - {priority: 50, match: "in_port=inside,eth_type=ipv4", actions: "ct(zone=1,table=1)"}
+    - {priority: 50, match: "in_port=outside,tun_id=100,eth_type=ipv4", actions: "ct(zone=1,table=1)"}
+    - {priority: 0,  match: "", actions: "drop"}
+  1:
+    - {priority: 100, match: "in_port=inside,ct_state=+trk+new",
+       actions: "ct(commit,zone=1,nat(src=203.0.113.7)),encap(vxlan,vni=100,remote=192.0.2.2),output:outside"}
+    - {priority: 100, match: "in_port=inside,ct_state=+trk+est", actions: "encap(vxlan,vni=100,remote=192.0.2.2),output:outside"}
+    - {priority: 100, match: "in_port=outside,ct_state=+trk+est", actions: "output:inside"}
+    - {priority: 0,   match: "", actions: "drop"}
+)Y";
+
 }  // namespace
 
 struct Cabling {
@@ -60,7 +90,8 @@ struct Cabling {
   std::string peer_what;       // what the peer is, for the output
 };
 
-int hw_check_run(const std::string& target, bool model, const std::string& profile, const Cabling& cab);
+int hw_check_run(const std::string& target, bool model, const std::string& profile, const Cabling& cab,
+                 bool overlay = false);
 
 // A cable between two ports of this process: a ring each way.
 Status ring_cable(const std::string& name, uint16_t* a, uint16_t* b) {
@@ -158,6 +189,15 @@ int hw_check(const std::string& target, bool no_huge, const std::string& nic, co
     int r = hw_check_run(target, model, prof, cab);  // everything DPDK-backed is gone before the cleanup
     rc |= r;
     if (model) summary.push_back(prof + ": " + (r ? "FAIL" : "PASS"));
+    // Issue 22: the overlay+NAT rule set (a VM port, an underlay port).
+    if (cab.dut.size() > 1 && cab.peer.size() > 1) {
+      printf("hw-check: --- overlay + NAT%s\n", model ? (" on " + prof).c_str() : "");
+      r = hw_check_run(target, model, prof, cab, true);
+      rc |= r;
+      if (model) summary.push_back(prof + " overlay+NAT: " + (r ? "FAIL" : "PASS"));
+    } else {
+      step("overlay + NAT not checked: it needs two ports, each cabled to a peer (the VM's side and the underlay)");
+    }
   }
   uint16_t p;
   RTE_ETH_FOREACH_DEV(p) rte_eth_dev_close(p);
@@ -180,7 +220,8 @@ struct CheckConn {
 // ports, the peer side sending and receiving.
 class HwCheck {
  public:
-  HwCheck(bool model, const std::string& profile, const Cabling& cab) : model_(model), profile_(profile), cab_(cab) {}
+  HwCheck(bool model, const std::string& profile, const Cabling& cab, bool overlay)
+      : model_(model), overlay_(overlay), profile_(profile), cab_(cab) {}
   int run();
 
  private:
@@ -192,6 +233,12 @@ class HwCheck {
 
   void control();
   std::vector<uint8_t> tcp(const CheckConn& c, bool fwd, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t len) const;
+  // overlay: a frame as its peer sends it (the reply in VXLAN to the
+  // floating address and the port the SYN was translated to).
+  std::vector<uint8_t> frame(const CheckConn& c, bool fwd, uint8_t flags, uint32_t seq, uint32_t ack, uint16_t len) const;
+  bool software(rte_mbuf* m, PacketIn& pk, int* out);
+  void forward_overlay(rte_mbuf* m, PacketIn& pk);
+  void learn(const uint8_t* d, uint32_t len);
   void to_ct(const std::vector<uint8_t>& f, uint16_t port);
   int setup_peers();
   bool send(uint16_t port, const std::vector<uint8_t>& f);
@@ -200,7 +247,7 @@ class HwCheck {
   void peer_rx();
   bool through(size_t c, bool fwd, const std::vector<uint8_t>& f);
 
-  const bool model_;
+  const bool model_, overlay_;
   const std::string profile_;
   const Cabling& cab_;
   const std::vector<uint16_t>& ports_ = cab_.dut;
@@ -216,6 +263,11 @@ class HwCheck {
     uint64_t nic = 0, marked = 0, software = 0, dropped = 0;
   } seen_;
   std::vector<uint64_t> got_;  // frames back at the peer, per connection and direction
+  // overlay: software's own pipeline for what the NIC leaves to it, and each
+  // connection's translated port as the remote VTEP saw it.
+  WorkerStats wst_;
+  std::unique_ptr<Datapath> dp_;
+  std::vector<uint16_t> xport_;
 };
 
 int HwCheck::run() {
@@ -262,7 +314,7 @@ int HwCheck::setup() {
   step("configured and started " + std::to_string(ports_.size()) + " port(s)");
 
   const std::vector<uint16_t>& ports = ports_;
-  std::string yaml = ports.size() > 1 ? R"Y(
+  std::string yaml = overlay_ ? kOverlayYaml : ports.size() > 1 ? R"Y(
 ports:
   - {name: inside, devargs: "x"}
   - {name: outside, devargs: "y"}
@@ -292,12 +344,16 @@ tables:
   auto pl = Pipeline::build(cfg->rules, 1, &cfg->overlay);
   if (!pl) return fail(pl.message());
   pl_ = std::move(pl.value());
-  ctrack::Config cc;
+  ctrack::Config cc = cfg->ct;
   cc.capacity = 1024;
   cc.event_ring = 1024;
   auto ct = ctrack::Tracker::create(cc);
   if (!ct) return fail(ct.message());
   ct_ = std::move(ct.value());
+  if (overlay_) {
+    dp_ = std::make_unique<Datapath>(0, ct_.get(), &wst_);
+    dp_->set_hw_marks(&marks_);
+  }
   OffloadHost host{ports_, {ct_.get()}, &marks_};
   if (Status s = o.start(host); !s) return fail(s.message());
   o.on_pipeline(*pl_);
@@ -306,6 +362,9 @@ tables:
   // it came in on.
   conns_ = {{"10.99.0.1", "10.99.0.2", 40000, 80, 0, static_cast<uint16_t>(ports_.size() > 1 ? 1 : 0)}};
   if (ports_.size() > 1) conns_.push_back({"10.99.0.1", "10.99.0.3", 40001, 8080, 0, 0});
+  // overlay: two VMs, one port: the second's is translated too.
+  if (overlay_) conns_ = {{"10.0.0.1", "198.51.100.20", 40000, 80, 0, 1}, {"10.0.0.3", "198.51.100.20", 40000, 80, 0, 1}};
+  xport_.assign(conns_.size(), 0);
   got_.assign(conns_.size() * 2, 0);
   return setup_peers();
 }
@@ -375,6 +434,23 @@ bool HwCheck::send(uint16_t port, const std::vector<uint8_t>& f) {
 int HwCheck::which(const uint8_t* d, uint32_t len, bool* fwd) const {
   ctrack::Parsed pp;
   if (ctrack::parse_packet(d, len, 0, &pp) != ctrack::Drop::kNone) return -1;
+  if (overlay_) {  // in VXLAN: the inner frame; the VM's side: as built
+    if (pp.ct.key.proto == IPPROTO_UDP && pp.ct.key.dport == 4789 && len > pp.l4_off + 16u) {
+      const uint32_t off = pp.l4_off + 16u;
+      if (ctrack::parse_packet(d + off, len - off, 0, &pp) != ctrack::Drop::kNone) return -1;
+    }
+    for (size_t k = 0; k < conns_.size(); k++) {
+      auto f = tcp(conns_[k], true, 0, 0, 0, 0);
+      ctrack::Parsed a;
+      ctrack::parse_packet(f.data(), static_cast<uint32_t>(f.size()), 0, &a);
+      const ctrack::Key& x = pp.ct.key;
+      const bool from_vm = x == a.ct.key, to_vm = x == a.ct.key.reversed();
+      const bool translated = !from_vm && !to_vm && xport_[k] && x.sport == xport_[k] && x.dport == conns_[k].sport;
+      if (from_vm || translated) return *fwd = true, static_cast<int>(k);
+      if (to_vm) return *fwd = false, static_cast<int>(k);
+    }
+    return -1;
+  }
   for (size_t k = 0; k < conns_.size(); k++) {
     auto f = tcp(conns_[k], true, 0, 0, 0, 0), r = tcp(conns_[k], false, 0, 0, 0, 0);
     ctrack::Parsed a, b;
@@ -402,6 +478,10 @@ void HwCheck::forward() {
         pk.mark = m[k]->hash.fdir.hi;
       }
       int out = -1;
+      if (overlay_) {
+        forward_overlay(m[k], pk);
+        continue;
+      }
       int16_t r = nic_ ? nic_->rx(0, pk, mono_ns()) : kNicMiss;
       bool fwd;
       int c = which(d, m[k]->data_len, &fwd);
@@ -425,14 +505,93 @@ void HwCheck::forward() {
   }
 }
 
+// overlay: the NIC stage (the model rewrites the frame: the buffer follows
+// its start, as in the worker), then software's own pipeline, VXLAN and NAT
+// included, for what the NIC leaves to it.
+void HwCheck::forward_overlay(rte_mbuf* m, PacketIn& pk) {
+  pk.headroom = rte_pktmbuf_headroom(m);
+  int16_t r = nic_ ? nic_->rx(0, pk, mono_ns()) : kNicMiss;
+  const uint8_t* start = rte_pktmbuf_mtod(m, uint8_t*);
+  if (pk.data > start) rte_pktmbuf_adj(m, static_cast<uint16_t>(pk.data - start));
+  else if (pk.data < start) rte_pktmbuf_prepend(m, static_cast<uint16_t>(start - pk.data));
+  int out = -1;
+  if (r >= 0) {
+    out = r;
+    seen_.nic++;
+  } else if (r != kNicMiss) {
+    seen_.dropped++;
+  } else {
+    const bool marked = pk.has_mark && (pk.mark & HwMarkTable::kTag) && !(pk.mark & HwMarkTable::kRule);
+    if (software(m, pk, &out)) (marked ? seen_.marked : seen_.software)++;
+  }
+  if (out >= 0 && static_cast<size_t>(out) < ports_.size() && rte_eth_tx_burst(ports_[out], 0, &m, 1) == 1) return;
+  rte_pktmbuf_free(m);
+}
+
+bool HwCheck::software(rte_mbuf* m, PacketIn& pk, int* out) {
+  Verdict v{};
+  dp_->run(*pl_, &pk, 1, mono_ns(), &v);
+  if (v.out_port < 0) return false;
+  if (v.strip) rte_pktmbuf_adj(m, v.strip);
+  if (v.encap) {
+    const uint32_t inner = m->pkt_len;
+    auto* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, kVxlanOverhead));
+    if (!h) return false;
+    pl_->write_encap(h, v.encap, inner, v.encap_sport);
+  }
+  *out = v.out_port;
+  return true;
+}
+
+// overlay: a SYN the remote VTEP received names the port the connection
+// being opened (handshakes run one at a time) was translated to.
+void HwCheck::learn(const uint8_t* d, uint32_t len) {
+  ctrack::Parsed pp;
+  if (ctrack::parse_packet(d, len, 0, &pp) != ctrack::Drop::kNone || pp.ct.key.proto != IPPROTO_UDP ||
+      pp.ct.key.dport != 4789 || len <= pp.l4_off + 16u)
+    return;
+  const uint32_t off = pp.l4_off + 16u;
+  if (ctrack::parse_packet(d + off, len - off, 0, &pp) != ctrack::Drop::kNone) return;
+  if ((pp.ct.tcp_flags & (ctrack::kSyn | ctrack::kAck)) != ctrack::kSyn) return;
+  for (auto& x : xport_)
+    if (!x) {
+      x = pp.ct.key.sport;
+      return;
+    }
+}
+
+std::vector<uint8_t> HwCheck::frame(const CheckConn& c, bool fwd, uint8_t flags, uint32_t seq, uint32_t ack,
+                                    uint16_t len) const {
+  if (!overlay_ || fwd) return tcp(c, fwd, flags, seq, ack, len);
+  ctrack::FrameSpec s;
+  s.proto = IPPROTO_TCP;
+  s.src = c.srv;
+  s.dst = "203.0.113.7";
+  s.sport = c.sport;
+  s.dport = xport_[static_cast<size_t>(&c - conns_.data())];
+  s.tcp_flags = flags;
+  s.seq = seq;
+  s.ack = ack;
+  s.win = 8192;
+  s.payload = len;
+  ctrack::FrameSpec o;  // the remote VTEP's VXLAN, VNI 100
+  o.src = "192.0.2.2";
+  o.dst = "192.0.2.1";
+  o.sport = 51000;
+  memcpy(o.dst_mac, "\x02\x00\x00\x00\x01\x01", 6);
+  return ctrack::vxlan_frame(o, 100, ctrack::build_frame(s));
+}
+
 // What arrived at the peer ports, per connection and direction.
 void HwCheck::peer_rx() {
   for (uint16_t q : cab_.peer) {
     rte_mbuf* m[32];
     uint16_t n = rte_eth_rx_burst(q, 0, m, 32);
     for (uint16_t k = 0; k < n; k++) {
+      const uint8_t* d = rte_pktmbuf_mtod(m[k], const uint8_t*);
+      if (overlay_ && q == cab_.peer.back()) learn(d, m[k]->data_len);
       bool fwd;
-      int c = which(rte_pktmbuf_mtod(m[k], const uint8_t*), m[k]->data_len, &fwd);
+      int c = which(d, m[k]->data_len, &fwd);
       if (c >= 0) got_[2 * c + (fwd ? 0 : 1)]++;
       rte_pktmbuf_free(m[k]);
     }
@@ -463,7 +622,9 @@ int HwCheck::handshakes() {
       to_ct(syn, c.in);
       to_ct(synack, c.out);
       to_ct(ack, c.in);
-    } else if (!through(k, true, syn) || !through(k, false, synack) || !through(k, true, ack)) {
+    } else if (!through(k, true, syn) ||
+               !through(k, false, overlay_ ? frame(c, false, ctrack::kSyn | ctrack::kAck, 500, 101, 0) : synack) ||
+               !through(k, true, ack)) {
       rc = fail(std::string("the handshake of ") + c.cli + " -> " + c.srv + " did not come back to the peer (" +
                 cab_.peer_what + ")");
     }
@@ -501,9 +662,9 @@ int HwCheck::data_path() {
   for (size_t k = 0; k < conns_.size(); k++) {
     uint32_t seq = 101, peer = 501;
     for (int i = 0; i < per; i++) {
-      back += through(k, true, tcp(conns_[k], true, ctrack::kAck, seq, peer, 100));
+      back += through(k, true, frame(conns_[k], true, ctrack::kAck, seq, peer, 100));
       seq += 100;
-      back += through(k, false, tcp(conns_[k], false, ctrack::kAck, peer, seq, 0));
+      back += through(k, false, frame(conns_[k], false, ctrack::kAck, peer, seq, 0));
     }
   }
   const int want = 2 * per * static_cast<int>(conns_.size());
@@ -551,8 +712,8 @@ int HwCheck::flush_leaves_nothing() {
 
 }  // namespace
 
-int hw_check_run(const std::string&, bool model, const std::string& profile, const Cabling& cab) {
-  HwCheck check(model, profile, cab);
+int hw_check_run(const std::string&, bool model, const std::string& profile, const Cabling& cab, bool overlay) {
+  HwCheck check(model, profile, cab, overlay);
   return check.run();
 }
 
