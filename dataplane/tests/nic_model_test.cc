@@ -866,18 +866,9 @@ std::vector<uint8_t> vxlan_outer(const char* src, const char* dst, uint32_t vni,
   ctrack::FrameSpec o;
   o.src = src;
   o.dst = dst;
-  o.proto = IPPROTO_UDP;
   o.sport = sport;
-  o.dport = 4789;
-  o.payload = 8 + inner;
-  auto f = ctrack::build_frame(o);
+  auto f = ctrack::vxlan_frame(o, vni, std::vector<uint8_t>(inner));
   f.resize(50);
-  f[40] = f[41] = 0;  // UDP checksum: none
-  memset(f.data() + 42, 0, 8);
-  f[42] = 0x08;
-  f[46] = static_cast<uint8_t>(vni >> 16);
-  f[47] = static_cast<uint8_t>(vni >> 8);
-  f[48] = static_cast<uint8_t>(vni);
   return f;
 }
 std::vector<uint8_t> cat(std::vector<uint8_t> a, const std::vector<uint8_t>& b) {
