@@ -64,6 +64,7 @@ struct Options {
   bool search = true;
   bool full_only = false;  // one trial at full rate (the generator's ceiling against a peer that drops)
   bool sync = false;       // around every trial, a line to the harness and one back (see run_trial)
+  bool linger = false;     // after the JSON, keep the ports until stdin closes (see leave())
   bool overlay = false;    // the server side is a VXLAN VTEP behind a source NAT (overlay.h)
 };
 
@@ -661,7 +662,7 @@ const char* kHelp =
     "usage: harness-gen [EAL options] -- --client DEV --server DEV [--conns K] [--frame BYTES]\n"
     "                   [--trial S] [--loss FRACTION] [--max-mpps R | --rate-mpps R] [--setup-timeout S]\n"
     "                   [--churn S] [--churn-conns N] [--rx-queues N] [--hold] [--sync]\n"
-    "                   [--proto tcp|udp] [--overlay]\n"
+    "                   [--proto tcp|udp] [--overlay] [--linger]\n"
     "  DEV              the port's devargs: a vdev (net_memif0,role=server,socket=/run/x.sock)\n"
     "                   or a PCI address; the client side sends SYNs, the server side answers\n"
     "  --conns K        TCP connections set up through the DUT first (default 1000, up to 10M)\n"
@@ -686,6 +687,10 @@ const char* kHelp =
     "                   'trial N done' and wait for 'dut DROPS GEN_DROPS' (the DUT's own drops\n"
     "                   in the trial, and its transmits to this generator that failed) or\n"
     "                   'dut unknown'; a loss that was all the generator's is run again (3x)\n"
+    "  --linger         once the JSON is out, print 'finished' to stderr and keep the ports\n"
+    "                   connected until stdin closes: a memif server (the DUT) unmaps a\n"
+    "                   departing client's rings while its lcore may still poll them\n"
+    "                   (DPDK 22.11 memif_disconnect), so the DUT goes first\n"
     "  --overlay        the server side is a remote VTEP (192.0.2.2) behind the DUT's VXLAN\n"
     "                   VTEP (192.0.2.1, VNI 100) and source NAT (203.0.113.7): it sends VXLAN to\n"
     "                   the translated client and takes only VXLAN whose inner source is\n"
@@ -707,8 +712,12 @@ Options parse_flags(int argc, char** argv) {
   while (i < argc && strcmp(argv[i], "--") != 0) i++;
   for (i++; i < argc; i++) {
     const std::string a = argv[i];
-    if (a == "--full-rate-only" || a == "--hold" || a == "--sync" || a == "--overlay") {
-      (a == "--hold" ? o.hold : a == "--sync" ? o.sync : a == "--overlay" ? o.overlay : o.full_only) = true;
+    if (a == "--full-rate-only" || a == "--hold" || a == "--sync" || a == "--overlay" || a == "--linger") {
+      (a == "--hold"      ? o.hold
+       : a == "--sync"    ? o.sync
+       : a == "--overlay" ? o.overlay
+       : a == "--linger"  ? o.linger
+                          : o.full_only) = true;
       continue;
     }
     const char* v = i + 1 < argc ? argv[++i] : nullptr;
@@ -791,10 +800,25 @@ int main(int argc, char** argv) {
   }
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
-  auto fail = [](const std::string& why) {
-    printf("%s\n", nlohmann::json({{"error", why}}).dump().c_str());
+  // Every way out once EAL is up: the JSON is printed before, the ports go
+  // after (with --linger, once the harness has stopped the DUT).
+  auto leave = [&g](int rc) {
+    fflush(stdout);
+    if (g.o.linger) {
+      fprintf(stderr, "harness-gen: finished\n");
+      fflush(stderr);
+      char line[64];
+      while (fgets(line, sizeof line, stdin)) {
+      }
+    }
+    uint16_t id;
+    RTE_ETH_FOREACH_DEV(id) rte_eth_dev_stop(id);
     rte_eal_cleanup();
-    return 1;
+    return rc;
+  };
+  auto fail = [&leave](const std::string& why) {
+    printf("%s\n", nlohmann::json({{"error", why}}).dump().c_str());
+    return leave(1);
   };
   for (auto [dev, port] : {std::pair<const std::string*, Port*>{&o.client_dev, &g.cp}, {&o.server_dev, &g.sp}}) {
     if (rte_dev_probe(dev->c_str()) != 0 && dev->rfind("net_", 0) == 0) return fail("cannot attach " + *dev);
@@ -877,8 +901,7 @@ int main(int argc, char** argv) {
                    " connections established" +
                    (su.stalled ? std::string(", then none for 5 s") : " in " + std::to_string(o.setup_s) + " s");
     print(out);
-    rte_eal_cleanup();
-    return 1;
+    return leave(1);
   }
   if (o.hold) {
     fprintf(stderr, "harness-gen: set-up done: %u connections\n", su.established);
@@ -888,8 +911,7 @@ int main(int argc, char** argv) {
       line[strcspn(line, "\n")] = 0;
       out["error"] = std::string("stopped after set-up") + (line[0] ? std::string(": ") + line : std::string());
       print(out);
-      rte_eal_cleanup();
-      return 1;
+      return leave(1);
     }
   }
   const double bits_per_frame = (o.frame + 20) * 8.0;  // with preamble and inter-frame gap
@@ -899,8 +921,7 @@ int main(int argc, char** argv) {
     out["error"] = why;
     out["trials"] = g.all_trials;
     print(out);
-    rte_eal_cleanup();
-    return 1;
+    return leave(1);
   };
   auto result = [](const Gen::Trial& x) {
     return gen::TrialResult{x.offered_mpps, x.loss(), x.txfail > 0, x.generator_dropped()};
@@ -914,9 +935,7 @@ int main(int argc, char** argv) {
     out["full_rate"] = g.trial_json(t);
     if (o.full_only) {
       print(out);
-      for (Port* p : {&g.cp, &g.sp}) rte_eth_dev_stop(p->id);
-      rte_eal_cleanup();
-      return 0;
+      return leave(0);
     }
     nlohmann::json trials = nlohmann::json::array(), at_zero = nullptr;
     bool broke = false;
@@ -964,8 +983,5 @@ int main(int argc, char** argv) {
         {"closed_per_s", c.secs > 0 ? static_cast<double>(c.closed) / c.secs : 0}};
   }
   print(out);
-  fflush(stdout);
-  for (Port* p : {&g.cp, &g.sp}) rte_eth_dev_stop(p->id);
-  rte_eal_cleanup();
-  return g_stop ? 130 : 0;
+  return leave(g_stop ? 130 : 0);
 }

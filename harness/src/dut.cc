@@ -123,7 +123,6 @@ class DataplaneDut final : public Profile {
   long long ct_entries() override { return stat("active"); }
   long long offloaded() override { return stat("offloaded"); }
   Result<std::string> make_room(long long) override { return room_; }
-  Status flush() override { return ctl({"ct", "flush"}, nullptr); }
   Result<std::map<std::string, long long>> drops() override {
     auto c = counters();
     if (!c) return c.status();
@@ -473,7 +472,6 @@ class OvsDut final : public Profile {
       return Status::error(name_ + " on " + host_.describe() + " is gone: ovs-vswitchd exited: " + tail(slurp(log_), 200));
     return Profile::alive();
   }
-  Status flush() override { return ovs_.appctl({"dpctl/flush-conntrack"}); }
   long long ct_entries() override {
     if (kernel()) return kernel_ct_count(host_);
     std::string out;

@@ -6,9 +6,12 @@
 // forwarding (worker, PMD) lcore 0, its main lcore 1 (mostly idle, shared
 // with the generator). Printed at the start and in machine.txt.
 //
-// Each cell: the DUT's tracker flushed; harness-gen sets up K connections
-// and holds; the tracker must count K (checked here, before any trial);
-// then the search, latency at 10/50/90 %, and churn.
+// Each cell: the DUT started afresh; harness-gen sets up K connections and
+// holds; the tracker must count K (checked here, before any trial); then the
+// search, latency at 10/50/90 %, and churn; the DUT stopped before the
+// generator disconnects (DPDK 22.11's memif server unmaps a departing
+// client's rings under its polling lcore: testpmd and the dataplane died of
+// it between cells).
 #include "harness/rfc2544.h"
 #include "sdn/yaml_load.h"
 
@@ -136,7 +139,8 @@ class LogLines {
 Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* ns, const std::string& a,
                                 const std::string& b, int frame,
                                 int conns, Dut* dut, const std::string& raw, long long* ct_seen = nullptr,
-                                std::string* drops_why = nullptr, bool overlay = false) {
+                                std::string* drops_why = nullptr, bool overlay = false,
+                                const std::function<void()>& release = {}) {
   const std::string prefix = "harness-rfc-gen-" + std::to_string(getpid());
   std::vector<std::string> argv = {cfg.build_dir + "/harness/harness-gen", "-l", "1", "--no-pci", "--file-prefix",
                                    prefix, "--log-level", "lib.eal:warning"};
@@ -152,7 +156,7 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* 
   argv.insert(argv.end(), {"--", "--client", "net_memif0,role=client,rsize=12,socket=" + a, "--server",
                            "net_memif1,role=client,rsize=12,socket=" + b, "--conns", std::to_string(conns), "--frame",
                            std::to_string(frame), "--trial", fmt(cfg.trial_s, 1), "--loss", fmt(cfg.loss, 6),
-                           "--setup-timeout", std::to_string(setup_s), "--proto", cfg.proto});
+                           "--setup-timeout", std::to_string(setup_s), "--proto", cfg.proto, "--linger"});
   if (overlay) argv.push_back("--overlay");
   if (!dut) {
     argv.push_back("--full-rate-only");
@@ -166,14 +170,12 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* 
   o.stdout_path = raw + ".json";
   o.stderr_path = raw + ".err";
   int in[2] = {-1, -1};
-  if (dut) {
-    if (pipe2(in, O_CLOEXEC) != 0) return Status::error("pipe failed");
-    o.stdin_fd = in[0];
-  }
+  if (pipe2(in, O_CLOEXEC) != 0) return Status::error("pipe failed");
+  o.stdin_fd = in[0];
   auto p = Process::spawn(argv, o);
-  if (in[0] >= 0) close(in[0]);
+  close(in[0]);
   if (!p) {
-    if (in[1] >= 0) close(in[1]);
+    close(in[1]);
     return p.status();
   }
   auto result = [&](Result<int> rc, int budget) -> Result<nlohmann::json> {
@@ -194,18 +196,35 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* 
     return j;
   };
   const int budget = 60 + static_cast<int>(cfg.trial_s * 20 + cfg.churn_s * 3);
-  if (!dut) return result(p->wait(std::chrono::seconds(budget)), budget);
 
   // The conversation. A write to a generator that has gone fails (EPIPE,
   // SIGPIPE ignored) and the wait below reports how it ended.
   auto say = [&](const std::string& line) {
     return in[1] >= 0 && write(in[1], line.data(), line.size()) == static_cast<ssize_t>(line.size());
   };
-  auto hang_up = [&] {
-    if (in[1] >= 0) close(in[1]);
+  LogLines lines(raw + ".err");
+  // The generator lingers connected once its JSON is out (--linger): the DUT
+  // is released (stopped) first, then the generator may go.
+  bool finished = false;
+  auto hang_up = [&](std::chrono::seconds wait = 10s) {
+    if (in[1] < 0) return;
+    for (auto until = std::chrono::steady_clock::now() + wait;
+         !finished && p->running() && std::chrono::steady_clock::now() < until;) {
+      std::string l;
+      if (lines.next(&l)) {
+        finished = l == "harness-gen: finished";
+      } else {
+        std::this_thread::sleep_for(2ms);
+      }
+    }
+    if (release) release();
+    close(in[1]);
     in[1] = -1;
   };
-  LogLines lines(raw + ".err");
+  if (!dut) {
+    hang_up(std::chrono::seconds(budget));
+    return result(p->wait(30s), budget);
+  }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(setup_s + 40);
   bool held = false;
   Dut::DropSplit before;
@@ -217,6 +236,10 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* 
       if (!p->running() || std::chrono::steady_clock::now() > deadline) break;
       std::this_thread::sleep_for(2ms);
       continue;
+    }
+    if (l == "harness-gen: finished") {
+      finished = true;
+      break;
     }
     if (l.rfind("harness-gen: set-up done", 0) == 0) {
       held = true;
@@ -405,14 +428,14 @@ std::map<int, std::string> generator_ceilings(const Rfc2544Config& cfg, const te
                                               const std::string& b, int round) {
   std::map<int, std::string> ceiling;
   auto host = local_host(ns, out + "/raw");
-  auto rx = memif_dut("testpmd-rxonly", cfg, *host, out + "/raw", a, b);
-  Status s = rx ? (*rx)->start() : rx.status();
-  for (int f : cfg.frames) {
-    if (!s) {
+  for (int f : cfg.frames) {  // a peer per frame size: it goes before the generator (--linger)
+    auto rx = memif_dut("testpmd-rxonly", cfg, *host, out + "/raw", a, b);
+    if (Status s = rx ? (*rx)->start() : rx.status(); !s) {
       ceiling[f] = "unknown: rxonly peer: " + s.message();
       continue;
     }
-    auto j = generate(cfg, ns, a, b, f, 1000, nullptr, out + "/raw/ceiling-" + std::to_string(f) + "-r" + std::to_string(round));
+    auto j = generate(cfg, ns, a, b, f, 1000, nullptr, out + "/raw/ceiling-" + std::to_string(f) + "-r" + std::to_string(round),
+                      nullptr, nullptr, false, [&] { (*rx)->stop(); });
     ceiling[f] = j ? fmt((*j)["full_rate"].value("offered_mpps", 0.0)) : "unknown: " + j.message();
   }
   return ceiling;
@@ -471,22 +494,25 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
     for (const std::string& dname : cfg.duts) {
       if (stop) break;
       if (round_done(dname, sc, round)) continue;
-      std::string ddir = out + "/raw/" + dname + (sc == "firewall" ? "" : "-" + sc) + "-r" + std::to_string(round);
-      Netspace sp;  // before the DUT: it goes after the DUT stopped
-      if (Status st = sp.make(); !st) return st;
-      const testbed::Netns* ns = sp.ns;
-      std::filesystem::create_directories(ddir, ec);
-      auto host = local_host(ns, ddir);
-      std::unique_ptr<Dut> dut;
-      std::string why;
-      if (auto d = memif_dut(dname, cfg, *host, ddir, a, b, sc); !d)
-        why = d.message();
-      else if (Status s = (dut = std::move(d.value()))->start(); !s)
-        why = "start: " + s.message();
       for (int k : cfg.conns)
         for (int f : cfg.frames) {
           if (stop) break;
           if (cell_done(dname, sc, f, k, round)) continue;
+          // A DUT of its own per cell, stopped before its generator lets go
+          // of the memif rings (harness-gen --linger).
+          const std::string ddir = out + "/raw/" + dname + (sc == "firewall" ? "" : "-" + sc) + "-r" +
+                                   std::to_string(round) + "/" + std::to_string(k) + "-" + std::to_string(f);
+          Netspace sp;  // before the DUT: it goes after the DUT stopped
+          if (Status st = sp.make(); !st) return st;
+          const testbed::Netns* ns = sp.ns;
+          std::filesystem::create_directories(ddir, ec);
+          auto host = local_host(ns, ddir);
+          std::unique_ptr<Dut> dut;
+          std::string why;
+          if (auto d = memif_dut(dname, cfg, *host, ddir, a, b, sc); !d)
+            why = d.message();
+          else if (Status s = (dut = std::move(d.value()))->start(); !s)
+            why = "start: " + s.message();
           Row r;
           r[Col::timestamp] = now_iso();
           r[Col::git_rev] = rev;
@@ -499,15 +525,17 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           r[Col::proto] = cfg.proto;
           r[Col::repeat] = std::to_string(round);
           r[Col::generator_ceiling_mpps] = ceiling[f];
-          std::string err = why;
-          if (err.empty())
-            if (Status s = dut->flush(); !s) err = s.message();
-          Result<nlohmann::json> j = Status::error(err);
-          long long ct = -1;
-          std::string drops_why;
-          if (err.empty())
-            j = generate(cfg, ns, a, b, f, k, dut.get(), ddir + "/gen-" + std::to_string(k) + "-" + std::to_string(f), &ct,
-                         &drops_why, sc == "overlay-nat");
+          Result<nlohmann::json> j = Status::error(why);
+          long long ct = -1, ct_at_end = -1;
+          std::string drops_why, died;
+          if (why.empty())
+            j = generate(cfg, ns, a, b, f, k, dut.get(), ddir + "/gen", &ct, &drops_why, sc == "overlay-nat", [&] {
+              if (Status alive = dut->alive(); !alive) died = "the DUT died during the cell: " + alive.message();
+              else if (ct == -1) ct_at_end = dut->ct_entries();
+              dut->stop();
+            });
+          if (dut) dut->stop();
+          if (!died.empty()) j = Status::error(j ? died : died + "; then harness-gen: " + j.message());
           if (ct != -1)
             r[Col::ct_entries] = ct == -2 ? "unavailable: the DUT did not answer" : std::to_string(ct);
           if (!j && dname == "kernel-ct") {
@@ -519,12 +547,9 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           if (!j) {
             r[Col::status] = "error";
             r[Col::error] = j.message();
-            if (dut && err.empty() && ct == -1) {  // failed before the count: what the DUT holds now
-              const long long now_ct = dut->ct_entries();
-              if (now_ct >= 0) {
-                r[Col::ct_entries] = std::to_string(now_ct);
-                r[Col::error] += "; the DUT's tracker holds " + std::to_string(now_ct);
-              }
+            if (ct_at_end >= 0) {  // failed before the count: what the DUT held at the end
+              r[Col::ct_entries] = std::to_string(ct_at_end);
+              r[Col::error] += "; the DUT's tracker holds " + std::to_string(ct_at_end);
             }
             errors++;
             w.write(r);

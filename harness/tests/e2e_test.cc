@@ -889,6 +889,54 @@ TEST(E2E, Rfc2544KilledRunIsCleanedUpByTheNext) {
   for (const auto& f : dpdk_leftovers_of(next->pid())) ADD_FAILURE() << "the next run's own: " << f;
 }
 
+// A DUT that dies in a cell (SIGSEGV, as DPDK 22.11's memif server does when
+// a client departs under its polling lcore) makes that cell an error row
+// naming the death; the next cell has a DUT of its own and is measured.
+TEST(E2E, Rfc2544ADutThatDiesFailsItsCellNotTheNext) {
+  std::string out = "/tmp/harness-e2e-rfc-dies-" + std::to_string(getpid());
+  testbed::SpawnOptions o;
+  o.stdout_path = out + ".log";
+  o.stderr_path = "=stdout";
+  auto p = testbed::Process::spawn({g_harness, "run", "--mode", "rfc2544", "--frame-sizes", "64,128", "--conns", "500",
+                                    "--dut", "testpmd-io", "--trial", "1", "--churn", "0", "--out", out},
+                                   o);
+  ASSERT_TRUE(p.ok()) << p.message();
+  bool trialing = false;
+  for (int i = 0; i < 600 && !trialing; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::error_code ec;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(out + "/raw/testpmd-io-r1", ec))
+      trialing = trialing || (e.path().extension() == ".err" &&
+                              read_proc(e.path()).find("harness-gen: trial 1 ready") != std::string::npos);
+  }
+  ASSERT_TRUE(trialing) << "the first cell never reached a trial:\n" << read_proc(out + ".log");
+  // This run's own DUT, by its DPDK file prefix.
+  const std::string mark = "harness-rfc-tp-" + std::to_string(p->pid());
+  int killed = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const pid_t pid = static_cast<pid_t>(atol(e.path().filename().c_str()));
+    std::string cmd = read_proc(e.path() / "cmdline");
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    if (pid > 0 && cmd.find("dpdk-testpmd") != std::string::npos && cmd.find(mark + " ") != std::string::npos &&
+        kill(pid, SIGSEGV) == 0)
+      killed++;
+  }
+  ASSERT_EQ(killed, 1) << "no testpmd with " << mark;
+  auto rc = p->wait(std::chrono::minutes(3));
+  ASSERT_TRUE(rc.ok());
+  EXPECT_EQ(*rc, 1) << read_proc(out + ".log");
+  auto rows = harness::read_csv(out + "/rfc2544.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  ASSERT_EQ(rows->size(), 2u) << read_proc(out + ".log");
+  EXPECT_EQ((*rows)[0][Col::frame_bytes], "64");
+  EXPECT_EQ((*rows)[0][Col::status], "error");
+  EXPECT_NE((*rows)[0][Col::error].find("the DUT died during the cell"), std::string::npos) << (*rows)[0][Col::error];
+  EXPECT_EQ((*rows)[1][Col::frame_bytes], "128");
+  EXPECT_EQ((*rows)[1][Col::status], "ok") << (*rows)[1][Col::error];
+  for (const auto& f : dpdk_leftovers_of(p->pid())) ADD_FAILURE() << "the run's own, left: " << f;
+}
+
 // --mode rfc2544 --scenario overlay-nat: the generator's server side is a
 // VXLAN VTEP behind the DUT's source NAT; a row counts only when the
 // generator saw every connection's translation. The dataplane and OVS-DPDK

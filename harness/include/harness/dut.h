@@ -134,8 +134,6 @@ class Dut {
   // called after start(). A DUT whose limit is fixed at start did it there
   // (DutSite::tracker_room).
   virtual sdn::Result<std::string> make_room(long long /*conns*/) { return std::string("no tracker to size"); }
-  // Forgets the tracker's connections (between RFC 2544 cells).
-  virtual sdn::Status flush() { return {}; }
   // The DUT's own drop counters, cumulative, by name (the sweep reports what
   // each run added). Policy drops are named "policy:...".
   virtual sdn::Result<std::map<std::string, long long>> drops() {
