@@ -699,7 +699,7 @@ TEST_F(FullTablePass, PassPolicySendsTheSynOnUntracked) {
 
 // Item 4 and its bar: expiry runs while the worker never idles. A third
 // port (net_null) keeps the worker busy; 1,000 new UDP flows a second with
-// a 2 s timeout for EXPIRY_SECONDS (default 60): the table stays below
+// a 2 s timeout for EXPIRY_SECONDS (default 60; scripts/test sets 20): the table stays below
 // 2 x rate x timeout, and entries go within timeout + 1 s.
 class Busy : public Dut {
  protected:

@@ -962,7 +962,13 @@ int main(int argc, char** argv) {
     for (int pct : {10, 50, 90}) {
       if (found <= 0) break;
       const std::string kind = "latency" + std::to_string(pct);
-      if (!g.run_trial(found * pct / 100.0, &t, kind.c_str(), &why)) return stopped();
+      // A paced trial that fell short of its load (this lcore taken away
+      // from the generator for a moment) is no latency at that load: up to 3
+      // tries, each in "trials"; the harness labels one still short.
+      for (int attempt = 0; attempt < 3; attempt++) {
+        if (!g.run_trial(found * pct / 100.0, &t, kind.c_str(), &why)) return stopped();
+        if (t.offered_mpps >= gen::kPacedReached * t.target_mpps) break;
+      }
       lat[std::to_string(pct)] = g.trial_json(t);
     }
     out["latency_at"] = lat;

@@ -25,6 +25,10 @@ struct SearchResult {
   double lowest_tried_mpps = 0;
 };
 
+// A paced trial (latency at 10/50/90 %) counts as run at its load when the
+// generator offered at least this share of it.
+inline constexpr double kPacedReached = 0.97;
+
 // A trial whose loss was the generator's says nothing about the DUT: it is
 // run again, up to this many times; if the generator drops every time, the
 // rate fails and the result names the generator as the limit.

@@ -28,6 +28,7 @@
 #include <sstream>
 #include <thread>
 
+#include "gen/search.h"
 #include "harness/report.h"
 #include "harness/results.h"
 #include "harness/sweep.h"
@@ -346,7 +347,7 @@ void fill_from_gen(const Rfc2544Config& cfg, const nlohmann::json& g, const std:
       r[col(L + "offered_mpps")] = fmt(offered);
       r[col(L + "lost")] = std::to_string(t.value("lost", 0ll));
       // Latency at a load the generator did not reach is not latency at that load.
-      const bool reached = offered >= 0.97 * target;
+      const bool reached = offered >= gen::kPacedReached * target;
       for (const char* q : {"p50", "p99", "p999"})
         r[col(L + q + "_us")] = reached ? fmt(t["latency_us"].value(q, 0.0))
                                    : "n/a: the trial reached " + fmt(offered) + " of " + fmt(target) + " Mpps";
