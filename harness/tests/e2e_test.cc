@@ -845,6 +845,19 @@ TEST(E2E, Rfc2544ResumeMeasuresOnlyWhatIsMissing) {
   EXPECT_EQ(read_proc(out + "/rfc2544.csv"), "timestamp,dut,old_column\n1,x,y\n");
 }
 
+// Within a minute, a generator under `dir` says its first trial is ready
+// (an RFC 2544 run in the middle of measuring).
+bool reaches_a_trial(const std::string& dir) {
+  for (int i = 0; i < 1200; i++) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir, ec))
+      if (e.path().extension() == ".err" && read_proc(e.path()).find("harness-gen: trial 1 ready") != std::string::npos)
+        return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 // Issue 19, item 6: kill -9 of an RFC 2544 run leaves its DUT's and
 // generator's hugepage files, runtime dirs and memif sockets; the next run
 // removes them (and leaves none of its own).
@@ -859,15 +872,7 @@ TEST(E2E, Rfc2544KilledRunIsCleanedUpByTheNext) {
   ASSERT_TRUE(p.ok()) << p.message();
   const pid_t killed = p->pid();
   // Killed in the middle of a trial: after the generator's first "trial" line.
-  bool trialing = false;
-  for (int i = 0; i < 600 && !trialing; i++) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::error_code ec;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(out + "/raw", ec))
-      if (e.path().extension() == ".err" && read_proc(e.path()).find("harness-gen: trial 1 ready") != std::string::npos)
-        trialing = true;
-  }
-  ASSERT_TRUE(trialing) << "the run never reached a trial:\n" << read_proc(out + ".log");
+  ASSERT_TRUE(reaches_a_trial(out + "/raw")) << "the run never reached a trial:\n" << read_proc(out + ".log");
   std::this_thread::sleep_for(std::chrono::seconds(1));
   p->signal(SIGKILL);
   p->wait(std::chrono::seconds(10));
@@ -901,15 +906,8 @@ TEST(E2E, Rfc2544ADutThatDiesFailsItsCellNotTheNext) {
                                     "--dut", "testpmd-io", "--trial", "1", "--churn", "0", "--out", out},
                                    o);
   ASSERT_TRUE(p.ok()) << p.message();
-  bool trialing = false;
-  for (int i = 0; i < 600 && !trialing; i++) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::error_code ec;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(out + "/raw/testpmd-io-r1", ec))
-      trialing = trialing || (e.path().extension() == ".err" &&
-                              read_proc(e.path()).find("harness-gen: trial 1 ready") != std::string::npos);
-  }
-  ASSERT_TRUE(trialing) << "the first cell never reached a trial:\n" << read_proc(out + ".log");
+  ASSERT_TRUE(reaches_a_trial(out + "/raw/testpmd-io-r1"))
+      << "the first cell never reached a trial:\n" << read_proc(out + ".log");
   // This run's own DUT, by its DPDK file prefix.
   const std::string mark = "harness-rfc-tp-" + std::to_string(p->pid());
   int killed = 0;
