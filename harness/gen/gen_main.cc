@@ -40,6 +40,7 @@
 #include "sdn/number.h"
 #include "overlay.h"
 #include "search.h"
+#include "sdn/json.h"
 
 namespace {
 
@@ -817,7 +818,7 @@ int main(int argc, char** argv) {
     return rc;
   };
   auto fail = [&leave](const std::string& why) {
-    printf("%s\n", nlohmann::json({{"error", why}}).dump().c_str());
+    printf("%s\n", sdn::json_dump(nlohmann::json({{"error", why}})).c_str());
     return leave(1);
   };
   for (auto [dev, port] : {std::pair<const std::string*, Port*>{&o.client_dev, &g.cp}, {&o.server_dev, &g.sp}}) {
@@ -877,7 +878,7 @@ int main(int argc, char** argv) {
       for (int w = 0; w < gen::Overlay::kWhyCount; w++) ov[gen::Overlay::kWhyName[w]] = g.ov.bad[w];
       j["overlay"] = ov;
     }
-    printf("%s\n", j.dump().c_str());
+    printf("%s\n", sdn::json_dump(j).c_str());
   };
   nlohmann::json out = {
       {"conns", o.conns}, {"frame_bytes", o.frame}, {"proto", o.udp ? "udp" : "tcp"}, {"lcore", rte_lcore_id()}};

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include "sdn/json.h"
 
 namespace {
 
@@ -51,7 +52,7 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 void emit(const nlohmann::json& j) {
-  std::string s = j.dump() + "\n";
+  std::string s = sdn::json_dump(j) + "\n";
   fwrite(s.data(), 1, s.size(), stdout);
   fflush(stdout);
 }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include "sdn/json.h"
 
 namespace harness {
 
@@ -38,7 +39,7 @@ IperfResult parse_iperf3(const std::string& text) {
   }
   // iperf3 -J exits 0 with an "error" key on failures.
   if (n.contains("error")) {
-    r.error = n["error"].is_string() ? n["error"].get<std::string>() : n["error"].dump();
+    r.error = n["error"].is_string() ? n["error"].get<std::string>() : sdn::json_dump(n["error"]);
     r.server_busy = r.error.find("the server is busy") != std::string::npos;  // iperf3's words (iperf_error.c)
     return r;
   }

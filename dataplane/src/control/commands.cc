@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dataplane/log.h"
+#include "sdn/json.h"
+
 namespace dp {
 
 sdn::Status CommandTable::add(const char* name, Handler h) {
@@ -54,7 +57,7 @@ ControlServer::Reply CommandTable::as_json_lines(ControlServer::Reply r) {
       else if (st->first) j = {{"ok", true}, {"message", ok_message(line)}};
       else j = {{"line", line}};
       st->first = false;
-      out += j.dump() + "\n";
+      out += sdn::json_dump(j) + "\n";
       if (nl == in.size()) break;
     }
     if (!last && at < in.size()) st->partial = in.substr(at);
@@ -114,6 +117,37 @@ Words words(const std::string& s, size_t most) {
 
 }  // namespace
 
+namespace {
+// The one reply a failed handler gives, in the request's format.
+std::string internal_error(const char* name, Format f, const std::exception& x) {
+  const std::string m = std::string("internal error in '") + name + "': " + x.what();
+  log_error(LogType::kControl, m + " (the request was refused; nothing was changed by its reply)");
+  return f == Format::kJson ? sdn::json_dump(nlohmann::json{{"error", m}}) + "\n" : "error: " + m;
+}
+}  // namespace
+
+// Nothing a client sends ends the daemon: a handler (or its streamed
+// reply) that throws answers with an error instead.
+ControlServer::Reply CommandTable::guarded(const Entry& e, const std::string& args, Format f) {
+  ControlServer::Reply r;
+  try {
+    r = e.h(args, f);
+  } catch (const std::exception& x) {
+    return text(internal_error(e.spec->name, f, x));
+  }
+  if (r.more) {
+    r.more = [more = std::move(r.more), name = e.spec->name, f](std::string* out) {
+      try {
+        return more(out);
+      } catch (const std::exception& x) {
+        *out += internal_error(name, f, x);
+        return false;
+      }
+    };
+  }
+  return r;
+}
+
 ControlServer::Reply CommandTable::dispatch(const std::string& request) const {
   Format f = Format::kText;
   std::string req = request;
@@ -137,7 +171,7 @@ ControlServer::Reply CommandTable::dispatch(const std::string& request) const {
   if (best) {
     size_t at = rw.end[best_words - 1];
     while (at < req.size() && isspace(static_cast<unsigned char>(req[at]))) at++;
-    return best->h(req.substr(at), f);
+    return guarded(*best, req.substr(at), f);
   }
   // A known first word: the usages of the commands it starts.
   std::string first = rw.w.empty() ? "" : rw.w[0], usages;

@@ -43,6 +43,7 @@ class CommandTable {
     const CommandSpec* spec;
     Handler h;
   };
+  static ControlServer::Reply guarded(const Entry& e, const std::string& args, Format f);
   std::vector<Entry> entries_;
 };
 

@@ -37,6 +37,7 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include "sdn/json.h"
 
 namespace dp {
 
@@ -76,7 +77,7 @@ ControlServer::Reply Daemon::ct_list(int zone, Format f) {
               j["nat"] = nat;
               j["reply_tuple"] = c.reply.str();
             }
-            o << j.dump() << "\n";
+            o << sdn::json_dump(j) << "\n";
           } else {
             o << c.orig.str() << " " << c.state << (c.offloaded ? " offloaded" : "");
             if (nat) o << " " << nat << " reply=" << c.reply.str().substr(0, c.reply.str().rfind(" zone"));
@@ -91,7 +92,7 @@ ControlServer::Reply Daemon::ct_list(int zone, Format f) {
       cur->shard++;
       cur->at = 0;
       if (cur->shard == shards_.size())
-        o << (f == Format::kJson ? nlohmann::json{{"total", cur->n}}.dump() : "total " + std::to_string(cur->n)) << "\n";
+        o << (f == Format::kJson ? sdn::json_dump(nlohmann::json{{"total", cur->n}}) : "total " + std::to_string(cur->n)) << "\n";
     }
     *out += o.str();
     return true;

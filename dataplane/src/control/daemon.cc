@@ -283,8 +283,11 @@ int Daemon::run() {
     ctl_->poll(wait_ms, mono_ns(), handler);
     if (g_signal_reload) {
       g_signal_reload = 0;
-      if (Status s = reload(); !s) warn("reload failed, keeping the running rules: " + s.message());
+      reload([](const Status& s) {
+        if (!s) warn("reload failed, keeping the running rules: " + s.message());
+      });
     }
+    builder_.poll();
     for (unsigned w = 0; w < shards_.size(); w++) {
       uint32_t n;
       while ((n = shards_[w]->poll_events(ev.data(), static_cast<uint32_t>(ev.size()))) > 0)

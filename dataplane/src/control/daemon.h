@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "metrics.h"
 #include "notify.h"
+#include "rule_builder.h"
 #include "stats_snapshot.h"
 #include "socket.h"
 #include "dataplane/config.h"
@@ -58,11 +59,24 @@ class Daemon {
   Status register_trace_commands(CommandTable& t);
   Status register_stats_commands(CommandTable& t);
   Status setup_port(size_t i);
-  Status install(std::vector<Rule> rules);
-  // Reload, told to the service manager (RELOADING=1, then READY=1).
-  Status reload();
-  Status reload_config();
-  std::string rule_add(const std::string& yaml);
+  // Rule changes: checked and compiled on the builder's thread (static:
+  // nothing of the running daemon but the copy they are given), put in
+  // force by install() on the control loop.
+  static Result<RuleBuilder::Plan> build_plan(std::vector<Rule> rules, const Config& running);
+  static Result<RuleBuilder::Plan> reload_plan(const Config& running);
+  void install(RuleBuilder::Plan plan);
+  std::shared_ptr<const Config> running_snapshot() const;
+  // A reply sent once a queued rule change is done.
+  struct Pending {
+    bool done = false;
+    std::string text;
+  };
+  static ControlServer::Reply later(std::shared_ptr<Pending> p);
+  ControlServer::Reply change_rules(std::function<Result<std::vector<Rule>>(std::vector<Rule>)> edit, std::string ok);
+  // Reload, told to the service manager (RELOADING=1, then READY=1);
+  // `done` runs on the control loop when it is in force or refused.
+  void reload(std::function<void(const Status&)> done);
+  ControlServer::Reply rule_add(const std::string& yaml);
   ControlServer::Reply ct_list(int zone, Format f);
   StatsSnapshot snapshot(bool control_thread);
   std::string trace(const std::string& packet_desc, Format f);
@@ -114,6 +128,10 @@ class Daemon {
   };
   std::map<uint32_t, Retired> retired_;
   uint32_t next_rule_id_ = 1;  // auto ids: never reused in this daemon's life
+  RuleBuilder builder_{[this] {
+    std::lock_guard<std::mutex> lk(mu_);
+    return rules_;
+  }};
   std::mutex off_mu_;  // off_snap_: the control loop writes, telemetry reads
   OffloadStats off_snap_;
   std::unique_ptr<ControlServer> ctl_;

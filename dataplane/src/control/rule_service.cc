@@ -2,52 +2,40 @@
 // reload, rule add/del, listings; its commands and telemetry.
 #include "daemon_internal.h"
 
-
-#include "dataplane/log.h"
-#include "sdn/clock.h"
-
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <linux/if_packet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <rte_cycles.h>
-#include <rte_eal.h>
-#include <rte_ethdev.h>
-#include <rte_launch.h>
-#include <rte_lcore.h>
-#include <rte_malloc.h>
-#include <rte_mbuf.h>
-#include <rte_mempool.h>
 #include <rte_rcu_qsbr.h>
-#include <rte_ring.h>
 #include <rte_telemetry.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
+#include "dataplane/log.h"
+#include "sdn/json.h"
+
 namespace dp {
 
-Status Daemon::install(std::vector<Rule> rules) {
-  if (!cfg_.ct.nat && uses_nat(rules))
+// Off the control loop (RuleBuilder's thread): what may be checked and
+// compiled without touching the running state.
+Result<RuleBuilder::Plan> Daemon::build_plan(std::vector<Rule> rules, const Config& running) {
+  if (!running.ct.nat && uses_nat(rules))
     return Status::error("ct(commit,nat(...)) needs the tracker's room for NAT, and it was started without it "
                          "(set conntrack.nat: true; needs a restart)");
-  auto pl = Pipeline::build(rules, static_cast<unsigned>(workers_.size()), &cfg_.overlay);
+  auto pl = Pipeline::build(rules, static_cast<unsigned>(running.workers.lcores.size()), &running.overlay);
   if (!pl) return pl.status();
-  log_pipeline(*pl.value());
+  RuleBuilder::Plan plan;
+  plan.rules = std::move(rules);
+  plan.pipeline = std::move(pl.value());
+  plan.done = "ok";
+  return plan;
+}
+
+// On the control loop: the built pipeline goes in force; the old one is
+// freed once every worker has left it.
+void Daemon::install(RuleBuilder::Plan plan) {
+  log_pipeline(*plan.pipeline);
+  std::vector<Rule>& rules = plan.rules;
   std::lock_guard<std::mutex> lk(mu_);
-  Pipeline* old = pipeline_.exchange(pl.value().release(), std::memory_order_acq_rel);
+  Pipeline* old = pipeline_.exchange(plan.pipeline.release(), std::memory_order_acq_rel);
   // Free the old tables only after every worker has passed a quiescent state.
   rte_rcu_qsbr_synchronize(qsbr_, RTE_QSBR_THRID_INVALID);
   for (size_t i = 0; i < old->rules().size(); i++) {
@@ -67,8 +55,54 @@ Status Daemon::install(std::vector<Rule> rules) {
   std::erase_if(retired_, [&](const auto& kv) { return !live.count(kv.first); });
   for (const Rule& r : rules) next_rule_id_ = std::max(next_rule_id_, r.id + 1);
   rules_ = std::move(rules);
+  cfg_.rules = rules_;
+  if (plan.timeouts) {
+    for (auto& sh : shards_) sh->set_timeouts(*plan.timeouts);
+    cfg_.ct.timeouts = *plan.timeouts;
+  }
   offload_->on_pipeline(*pipeline_.load());
-  return {};
+}
+
+// A reply that is sent when `p` is done (the builder's Finish sets it).
+ControlServer::Reply Daemon::later(std::shared_ptr<Pending> p) {
+  ControlServer::Reply r;
+  r.ready = [p] { return p->done; };
+  r.more = [p](std::string* out) {
+    *out += p->text;
+    return false;
+  };
+  return r;
+}
+
+// A rule change through the builder; its reply once it is in force.
+ControlServer::Reply Daemon::change_rules(std::function<Result<std::vector<Rule>>(std::vector<Rule>)> edit,
+                                          std::string ok) {
+  auto p = std::make_shared<Pending>();
+  builder_.submit(
+      [this, edit = std::move(edit), running = running_snapshot()](const std::vector<Rule>& current)
+          -> Result<RuleBuilder::Plan> {
+        auto next = edit(current);
+        if (!next) return next.status();
+        return build_plan(std::move(next.value()), *running);
+      },
+      [this, p, ok = std::move(ok)](Result<RuleBuilder::Plan> r) {
+        p->done = true;
+        if (!r) {
+          p->text = "error: " + r.message();
+          return;
+        }
+        p->text = ok;
+        install(std::move(r.value()));
+      });
+  return later(p);
+}
+
+// What a build reads of the running config (never the rules, which it is
+// given): a copy, so the builder's thread shares nothing with the loop.
+std::shared_ptr<const Config> Daemon::running_snapshot() const {
+  auto c = std::make_shared<Config>(cfg_);
+  c->rules.clear();
+  return c;
 }
 
 namespace {
@@ -101,62 +135,74 @@ bool same_timeouts(const ctrack::Timeouts& a, const ctrack::Timeouts& b) { retur
 // A reload applies what can change under traffic (the tables, conntrack
 // timeouts) and refuses everything else with its reason, keeping the
 // running state whole. Ports are bound by name: the file's port order does
-// not matter.
-Status Daemon::reload() {
+// not matter. The file is read and the rules built off the control loop;
+// `done` hears how it ended.
+void Daemon::reload(std::function<void(const Status&)> done) {
   notify_.reloading();
-  Status s = reload_config();
-  notify_.reloaded(s ? "forwarding; reloaded " + cfg_.file : "forwarding; reload refused: " + s.message().substr(0, 200));
-  return s;
+  builder_.submit(
+      [this, running = running_snapshot()](const std::vector<Rule>&) { return reload_plan(*running); },
+      [this, done = std::move(done)](Result<RuleBuilder::Plan> r) {
+        Status s = r.status();
+        if (r) {
+          log(r->done);
+          install(std::move(r.value()));
+        }
+        notify_.reloaded(s ? "forwarding; reloaded " + cfg_.file
+                           : "forwarding; reload refused: " + s.message().substr(0, 200));
+        done(s);
+      });
 }
 
-Status Daemon::reload_config() {
-  auto next = load_config(cfg_.file);
+// The builder's part of a reload: the file read, checked against what runs
+// (`running`, without its rules) and compiled.
+Result<RuleBuilder::Plan> Daemon::reload_plan(const Config& running) {
+  auto next = load_config(running.file);
   if (!next) return next.status();
   Config& c = next.value();
-  c.cli = cfg_.cli;
+  c.cli = running.cli;
   if (Status s = c.apply_cli(); !s) return s;
 
   std::vector<std::string> refused;
-  const EalConfig &ea = cfg_.eal, &eb = c.eal;
+  const EalConfig &ea = running.eal, &eb = c.eal;
   if (ea.file_prefix != eb.file_prefix || ea.no_huge != eb.no_huge || ea.memory_mb != eb.memory_mb ||
       ea.extra != eb.extra)
     refused.push_back("eal: changed (needs a restart)");
   std::vector<int> map(c.ports.size(), -1);  // file's port index -> running port index
   for (size_t i = 0; i < c.ports.size(); i++) {
-    for (size_t k = 0; k < cfg_.ports.size(); k++)
-      if (cfg_.ports[k].name == c.ports[i].name) map[i] = static_cast<int>(k);
+    for (size_t k = 0; k < running.ports.size(); k++)
+      if (running.ports[k].name == c.ports[i].name) map[i] = static_cast<int>(k);
     if (map[i] < 0) {
       refused.push_back("ports: '" + c.ports[i].name + "' added (ports need a restart)");
       continue;
     }
-    std::string d = port_diff(cfg_.ports[static_cast<size_t>(map[i])], c.ports[i]);
+    std::string d = port_diff(running.ports[static_cast<size_t>(map[i])], c.ports[i]);
     if (!d.empty()) refused.push_back("ports: '" + c.ports[i].name + "' " + d + " (ports need a restart)");
   }
-  for (const PortConfig& p : cfg_.ports) {
+  for (const PortConfig& p : running.ports) {
     bool kept = false;
     for (const PortConfig& q : c.ports) kept |= q.name == p.name;
     if (!kept) refused.push_back("ports: '" + p.name + "' removed (ports need a restart)");
   }
-  const WorkerConfig &wa = cfg_.workers, &wb = c.workers;
+  const WorkerConfig &wa = running.workers, &wb = c.workers;
   if (wa.main_lcore != wb.main_lcore || wa.lcores != wb.lcores || wa.cpus != wb.cpus || wa.burst != wb.burst ||
       wa.mbufs != wb.mbufs ||
       wa.mbuf_cache != wb.mbuf_cache)
     refused.push_back("workers: changed (needs a restart)");
-  if (cfg_.metrics_listen != c.metrics_listen) refused.push_back("metrics: changed (needs a restart)");
-  if (!(cfg_.overlay == c.overlay)) refused.push_back("overlay: changed (needs a restart)");
+  if (running.metrics_listen != c.metrics_listen) refused.push_back("metrics: changed (needs a restart)");
+  if (!(running.overlay == c.overlay)) refused.push_back("overlay: changed (needs a restart)");
   // NAT's room stays once there (rules without NAT run in it too).
-  if (c.ct.nat && !cfg_.ct.nat)
+  if (c.ct.nat && !running.ct.nat)
     refused.push_back("conntrack.nat: the rules now translate, and the tracker was started without room for NAT "
                       "(set conntrack.nat: true; needs a restart)");
-  c.ct.nat = cfg_.ct.nat;
-  if (!same_ct_except_timeouts(cfg_.ct, c.ct))
+  c.ct.nat = running.ct.nat;
+  if (!same_ct_except_timeouts(running.ct, c.ct))
     refused.push_back("conntrack: only timeouts change on reload (capacity, policy and zones need a restart)");
-  const OffloadConfig &oa = cfg_.offload, &ob = c.offload;
+  const OffloadConfig &oa = running.offload, &ob = c.offload;
   if (oa.provider != ob.provider || oa.max_in_flight != ob.max_in_flight || oa.table_size != ob.table_size ||
       oa.insert_rate != ob.insert_rate || oa.latency_us != ob.latency_us || oa.age_s != ob.age_s ||
       oa.domain != ob.domain || oa.conntrack != ob.conntrack || oa.nic != ob.nic)
     refused.push_back("offload: changed (its queues, tables and templates are sized at start; needs a restart)");
-  if (cfg_.control_socket != c.control_socket) refused.push_back("control.socket: changed (needs a restart)");
+  if (running.control_socket != c.control_socket) refused.push_back("control.socket: changed (needs a restart)");
   if (!refused.empty()) {
     std::string m = "reload refused, running config kept: ";
     for (size_t i = 0; i < refused.size(); i++) m += (i ? "; " : "") + refused[i];
@@ -164,16 +210,13 @@ Status Daemon::reload_config() {
   }
 
   remap_ports(c.rules, map);
-  if (Status s = install(c.rules); !s) return s;
-  bool timeouts = !same_timeouts(cfg_.ct.timeouts, c.ct.timeouts);
-  if (timeouts) {
-    for (auto& sh : shards_) sh->set_timeouts(c.ct.timeouts);
-    cfg_.ct.timeouts = c.ct.timeouts;
-  }
-  cfg_.rules = rules_;
-  log("reloaded " + cfg_.file + ": " + std::to_string(rules_.size()) + " rules" +
-      (timeouts ? ", new conntrack timeouts" : ""));
-  return {};
+  auto plan = build_plan(std::move(c.rules), running);
+  if (!plan) return plan.status();
+  const bool timeouts = !same_timeouts(running.ct.timeouts, c.ct.timeouts);
+  if (timeouts) plan->timeouts = c.ct.timeouts;
+  plan->done = "reloaded " + running.file + ": " + std::to_string(plan->rules.size()) + " rules" +
+               (timeouts ? ", new conntrack timeouts" : "");
+  return plan;
 }
 
 RuleCounters Daemon::rule_counters(const Pipeline& pl, size_t i) const {
@@ -218,27 +261,24 @@ nlohmann::json Daemon::rules_json() {
   return j;
 }
 
-std::string Daemon::rule_add(const std::string& yaml) {
+ControlServer::Reply Daemon::rule_add(const std::string& yaml) {
   auto r = parse_rule_yaml(yaml, cfg_.port_names());
-  if (!r) return "error: " + r.message();
-  std::vector<Rule> next;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    next = rules_;
-  }
-  uint32_t id = r->id;
-  if (id) {
-    for (const auto& x : next)
-      if (x.id == id) return "error: rule id " + std::to_string(id) + " exists";
-  } else {
+  if (!r) return CommandTable::text("error: " + r.message());
+  Rule rule = std::move(r.value());
+  if (!rule.id) {
+    // Assigned now, in the order asked; never reused, even if this one is refused.
     if (next_rule_id_ > kMaxRuleId)
-      return "error: rule ids exhausted (" + std::to_string(kMaxRuleId) +
-             " assigned in this daemon's life); give an explicit id: N or restart";
-    id = r->id = next_rule_id_;
+      return CommandTable::text("error: rule ids exhausted (" + std::to_string(kMaxRuleId) +
+                                " assigned in this daemon's life); give an explicit id: N or restart");
+    rule.id = next_rule_id_++;
   }
-  next.push_back(*r);
-  if (Status s = install(std::move(next)); !s) return "error: " + s.message();
-  return "ok id=" + std::to_string(id);
+  const uint32_t id = rule.id;
+  return change_rules([rule = std::move(rule), id](std::vector<Rule> next) -> Result<std::vector<Rule>> {
+    for (const auto& x : next)
+      if (x.id == id) return Status::error("rule id " + std::to_string(id) + " exists");
+    next.push_back(rule);
+    return next;
+  }, "ok id=" + std::to_string(id));
 }
 
 void Daemon::telemetry_rules(rte_tel_data* d) {
@@ -264,29 +304,29 @@ void Daemon::telemetry_rules(rte_tel_data* d) {
 
 Status Daemon::register_rule_commands(CommandTable& t) {
   using C = CommandTable;
-  SDN_TRY(t.add_text("rule add", [this](const std::string& a) { return C::text(rule_add(a)); }));
+  SDN_TRY(t.add_text("rule add", [this](const std::string& a) { return rule_add(a); }));
   SDN_TRY(t.add_text("rule del", [this](const std::string& a) {
     std::istringstream in(a);
     uint32_t id = 0;
     std::string extra;
     if (!(in >> id) || (in >> extra)) return C::usage("rule del");
-    std::vector<Rule> next;
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      next = rules_;
-    }
-    auto before = next.size();
-    std::erase_if(next, [&](const Rule& x) { return x.id == id; });
-    if (next.size() == before) return C::text("error: no rule with id " + std::to_string(id));
-    if (Status s = install(std::move(next)); !s) return C::text("error: " + s.message());
-    return C::text("ok");
+    return change_rules([id](std::vector<Rule> next) -> Result<std::vector<Rule>> {
+      auto before = next.size();
+      std::erase_if(next, [&](const Rule& x) { return x.id == id; });
+      if (next.size() == before) return Status::error("no rule with id " + std::to_string(id));
+      return next;
+    }, "ok");
   }));
   SDN_TRY(t.add("rules", [this](const std::string&, Format f) {
-    return C::text(f == Format::kJson ? rules_json().dump() + "\n" : "ok\n" + rules_text());
+    return C::text(f == Format::kJson ? sdn::json_dump(rules_json()) + "\n" : "ok\n" + rules_text());
   }));
   SDN_TRY(t.add_text("reload", [this](const std::string&) {
-    if (Status s = reload(); !s) return C::text("error: " + s.message());
-    return C::text("ok");
+    auto p = std::make_shared<Pending>();
+    reload([p](const Status& s) {
+      p->done = true;
+      p->text = s ? "ok" : "error: " + s.message();
+    });
+    return later(p);
   }));
   return {};
 }

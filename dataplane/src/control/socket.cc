@@ -197,7 +197,15 @@ void ControlServer::serve_read(Client& c, const Handler& handler) {
   }
   Reply r;
   if (m.msg_flags & MSG_TRUNC) r.text = "error: request larger than " + std::to_string(kMaxRequest) + " bytes";
-  else r = handler(std::string(buf, static_cast<size_t>(n)));
+  else {
+    // The command table answers its handlers' failures itself; this is
+    // the last line, for anything that gets past it.
+    try {
+      r = handler(std::string(buf, static_cast<size_t>(n)));
+    } catch (const std::exception& x) {
+      r = Reply{std::string("error: internal error: ") + x.what(), nullptr, nullptr};
+    }
+  }
   c.answered = true;
   c.out = std::move(r.text);
   c.more = std::move(r.more);
@@ -215,7 +223,13 @@ bool ControlServer::serve_write(Client& c) {
       c.sent = 0;
       for (int calls = 0; c.more && c.out.size() < 4 * kChunk; calls++) {
         if (calls == 64 && c.out.empty()) return true;  // a long stretch of nothing: let others go first
-        if (!c.more(&c.out)) c.more = nullptr;
+        bool again = false;
+        try {
+          again = c.more(&c.out);
+        } catch (const std::exception& x) {
+          c.out += std::string("error: internal error: ") + x.what();
+        }
+        if (!again) c.more = nullptr;
       }
       if (c.out.empty()) {
         if (c.end_sent) return false;

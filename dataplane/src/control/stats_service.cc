@@ -36,6 +36,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include "sdn/json.h"
 
 namespace dp {
 
@@ -149,7 +150,7 @@ Status Daemon::register_stats_commands(CommandTable& t) {
   using C = CommandTable;
   SDN_TRY(t.add("stats", [this](const std::string&, Format f) {
     StatsSnapshot s = snapshot(true);
-    return C::text(f == Format::kJson ? stats_json(s).dump() + "\n" : stats_text(s));
+    return C::text(f == Format::kJson ? sdn::json_dump(stats_json(s)) + "\n" : stats_text(s));
   }));
   SDN_TRY(t.add_text("offload testpmd", [this](const std::string&) { return C::text("ok\n" + offload_->testpmd_commands()); }));
   return {};

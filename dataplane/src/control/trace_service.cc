@@ -40,6 +40,7 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include "sdn/json.h"
 
 namespace dp {
 
@@ -50,7 +51,7 @@ std::string Daemon::trace(const std::string& text, Format fmt) {
   while (!desc.empty() && (desc.back() == '\n' || desc.back() == ' ')) desc.pop_back();
   auto d = parse_packet_desc(desc, cfg_.port_names());
   auto error = [fmt](const std::string& m) {
-    return fmt == Format::kJson ? nlohmann::json{{"error", "trace: " + m}}.dump() + "\n" : "error: trace: " + m;
+    return fmt == Format::kJson ? sdn::json_dump(nlohmann::json{{"error", "trace: " + m}}) + "\n" : "error: trace: " + m;
   };
   if (!d) return error(d.message());
   std::vector<uint8_t> frame = ctrack::build_frame(d->spec);
@@ -100,7 +101,7 @@ std::string Daemon::trace(const std::string& text, Format fmt) {
   std::lock_guard<std::mutex> lk(mu_);  // the pipeline stays while we read it
   Pipeline* pl = pipeline_.load();
   const std::vector<std::string> steps = pl->explain(pp, d->in_port, cfg_.port_names(), peek, d->tun_id);
-  if (fmt == Format::kJson) return nlohmann::json{{"packet", desc}, {"steps", steps}}.dump() + "\n";
+  if (fmt == Format::kJson) return sdn::json_dump(nlohmann::json{{"packet", desc}, {"steps", steps}}) + "\n";
   std::string o = "ok\n";
   o += "packet: " + desc + "\n";
   for (const std::string& l : steps) o += l + "\n";
@@ -151,9 +152,8 @@ std::string Daemon::live_trace_json(const std::vector<const TraceRecord*>& recs,
     return p >= 0 && static_cast<size_t>(p) < names.names.size() ? names.names[static_cast<size_t>(p)]
                                                                     : std::to_string(p);
   };
-  std::string o = nlohmann::json{{"packets", recs.size()}, {"wanted", n}, {"timed_out", recs.size() < n},
-                                 {"seconds", seconds}}
-                      .dump() +
+  std::string o = sdn::json_dump(nlohmann::json{
+                      {"packets", recs.size()}, {"wanted", n}, {"timed_out", recs.size() < n}, {"seconds", seconds}}) +
                   "\n";
   const uint64_t t0 = recs.empty() ? 0 : recs.front()->ns;
   for (size_t k = 0; k < recs.size(); k++) {
@@ -185,7 +185,7 @@ std::string Daemon::live_trace_json(const std::vector<const TraceRecord*>& recs,
       if (t.out_port >= 0) j["output"] = port(t.out_port);
       else j["drop"] = nt.why ? drop_why_name(static_cast<DropWhy>(nt.why - 1)) : "dropped";
     }
-    o += j.dump() + "\n";
+    o += sdn::json_dump(j) + "\n";
   }
   return o;
 }
