@@ -2,6 +2,8 @@
 
 #include <rte_log.h>
 
+#include "sdn/text.h"
+
 static_assert(RTE_LOG_INFO == 7 && RTE_LOG_WARNING == 5 && RTE_LOG_ERR == 4, "log.h's level numbers");
 
 namespace dp {
@@ -33,7 +35,10 @@ void log_set_level(uint32_t level) {
 void log_line(LogType t, uint32_t level, const std::string& msg) {
   const Types& types = dp::types();
   const char* part = t == LogType::kOffload ? "offload: " : "";
-  rte_log(level, static_cast<uint32_t>(types.id[static_cast<int>(t)]), "dataplane: %s%s\n", part, msg.c_str());
+  // One message, one line: a config key or a client's bytes with a newline
+  // in them cannot forge a line of their own in the journal.
+  rte_log(level, static_cast<uint32_t>(types.id[static_cast<int>(t)]), "dataplane: %s%s\n", part,
+          sdn::escape_control(msg).c_str());
 }
 
 }  // namespace dp

@@ -1,6 +1,7 @@
 // System tests: the real daemon on net_af_packet ports in a namespace
 // testbed, with real traffic (dut.h has the fixture). Faults and bad input
 // are in fault_test.cc.
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <tuple>
@@ -690,9 +691,16 @@ class Metrics : public Dut {
  public:
   static inline std::string path;
   static void SetUpTestSuite() {
-    path = "/tmp/dpsys-metrics-" + std::to_string(getpid()) + ".sock";
+    // In a directory of its own: the daemon refuses one others may write (/tmp).
+    const std::string dir = "/tmp/dpsys-metrics-" + std::to_string(getpid());
+    mkdir(dir.c_str(), 0700);
+    path = dir + "/metrics.sock";
     edits = {{"\ntables:", "\nmetrics:\n  listen: unix:" + path + "\ntables:"}};
     Dut::SetUpTestSuite();
+  }
+  static void TearDownTestSuite() {
+    Dut::TearDownTestSuite();
+    rmdir(path.substr(0, path.rfind('/')).c_str());
   }
   // One HTTP exchange on the unix socket; the whole reply.
   static std::string http(const std::string& request) {

@@ -1,5 +1,6 @@
 #include "dataplane/config.h"
 #include "metrics.h"
+#include "socket.h"
 
 #include <arpa/inet.h>
 #include <sched.h>
@@ -631,9 +632,13 @@ Status Config::apply_cli() {
   if (!cli.file_prefix.empty()) {
     if (Status s = check_file_prefix(cli.file_prefix); !s) return Status::error("--file-prefix " + s.message());
     eal.file_prefix = cli.file_prefix;
-    control_socket = "/run/dataplane/" + cli.file_prefix + ".sock";
-    control_line = 0;
-    if (Status s = check_socket_path(control_socket); !s) return Status::error("--file-prefix: control socket " + s.message());
+    // The prefix names the control socket unless the config's
+    // control.socket does (control_line: where it was set).
+    if (control_line == 0) {
+      control_socket = "/run/dataplane/" + cli.file_prefix + ".sock";
+      if (Status s = check_socket_path(control_socket); !s)
+        return Status::error("--file-prefix: control socket " + s.message());
+    }
   }
   if (cli.no_huge) eal.no_huge = true;
   if (!cli.log_level.empty()) {
@@ -710,11 +715,13 @@ Status check_host(const Config& cfg) {
                   " workers need " + std::to_string(need >> 20) + " MiB" +
                   (cfg.eal.no_huge ? " (with eal.memory_mb under no_huge)" : "") + "; this host has " +
                   std::to_string(avail >> 20) + " MiB available (at most 3/4 of it may go to conntrack)");
-  // The metrics address must be free now (a daemon binds it before EAL).
-  if (!cfg.metrics_listen.empty()) {
-    auto m = MetricsServer::open(cfg.metrics_listen);
-    if (!m) return at(cfg.metrics_line, "metrics.listen", m.message());
-  }
+  // The metrics address must be free now (a daemon binds it before EAL);
+  // checked without binding a unix path, or removing what is there.
+  if (!cfg.metrics_listen.empty())
+    if (Status s = MetricsServer::check(cfg.metrics_listen); !s) return at(cfg.metrics_line, "metrics.listen", s.message());
+  // The control socket's directory, as the daemon will check it.
+  if (Status s = check_socket_place("control socket", cfg.control_socket); !s)
+    return at(cfg.control_line, "control.socket", s.message());
   return {};
 }
 

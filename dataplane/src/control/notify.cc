@@ -9,7 +9,9 @@
 #include <cstring>
 
 #include "dataplane/log.h"
+#include "sdn/clock.h"
 #include "sdn/number.h"
+#include "sdn/text.h"
 
 namespace dp {
 
@@ -49,14 +51,34 @@ void ServiceNotifier::send(const std::string& msg) {
   memcpy(a.sun_path, addr_.data(), addr_.size());
   if (a.sun_path[0] == '@') a.sun_path[0] = '\0';
   const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + addr_.size());
-  if (sendto(fd_, msg.data(), msg.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&a), len) < 0)
-    log_warning(LogType::kControl, std::string("NOTIFY_SOCKET ") + addr_ + ": " + strerror(errno));
+  // Never waits: a manager that does not read (its queue full) must not
+  // stall the control loop; the datagram is lost and counted instead.
+  if (sendto(fd_, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&a), len) >= 0) {
+    if (failed_)
+      log_info(LogType::kControl, "NOTIFY_SOCKET " + addr_ + ": reachable again after " + std::to_string(failed_) +
+                                      " failed notifications");
+    failed_ = 0;
+    return;
+  }
+  // A manager that went away: the first failure says why, then one line a
+  // minute with the count (not one per watchdog ping).
+  const int err = errno;
+  const uint64_t now = sdn::mono_ns();
+  if (failed_++ == 0 || now - last_warn_ns_ >= 60'000'000'000ull) {
+    log_warning(LogType::kControl, "NOTIFY_SOCKET " + addr_ + ": " + strerror(err) +
+                                       (failed_ > 1 ? " (" + std::to_string(failed_) + " failed so far)" : ""));
+    last_warn_ns_ = now;
+  }
 }
 
-void ServiceNotifier::ready(const std::string& s) { send("READY=1\nSTATUS=" + s + "\nMAINPID=" + std::to_string(getpid()) + "\n"); }
-void ServiceNotifier::status(const std::string& s) { send("STATUS=" + s + "\n"); }
+// STATUS= is one line: whatever it carries (a file name, a config key, a
+// client's text) is escaped so that it cannot add a KEY=VALUE of its own.
+void ServiceNotifier::ready(const std::string& s) {
+  send("READY=1\nSTATUS=" + sdn::escape_control(s) + "\nMAINPID=" + std::to_string(getpid()) + "\n");
+}
+void ServiceNotifier::status(const std::string& s) { send("STATUS=" + sdn::escape_control(s) + "\n"); }
 void ServiceNotifier::reloading() { send("RELOADING=1\nSTATUS=reloading\n"); }
-void ServiceNotifier::reloaded(const std::string& s) { send("READY=1\nSTATUS=" + s + "\n"); }
+void ServiceNotifier::reloaded(const std::string& s) { send("READY=1\nSTATUS=" + sdn::escape_control(s) + "\n"); }
 void ServiceNotifier::stopping() { send("STOPPING=1\nSTATUS=stopping\n"); }
 
 void ServiceNotifier::watchdog_ping(uint64_t now_ns) {

@@ -40,6 +40,7 @@ class ServiceNotifier {
   int fd_ = -1;
   std::string addr_;
   uint64_t watchdog_ns_ = 0, last_ping_ns_ = 0;
+  uint64_t failed_ = 0, last_warn_ns_ = 0;  // notifications that could not be sent in a row
 };
 
 }  // namespace dp

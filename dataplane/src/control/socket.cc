@@ -25,19 +25,20 @@ std::string errstr(int e) { return strerror(e); }
 // directory: owned by this process's user (or root) and writable by no one
 // else. Each directory above it: the same, or sticky (/tmp: no one renames
 // what is not theirs).
-Status check_socket_dir(const std::string& dir) {
+// `above`: `dir` is the one above the socket's (still to be made).
+Status check_socket_dir(const std::string& what, const std::string& dir, bool above = false) {
   const uid_t me = geteuid();
   std::string d = dir;
-  for (bool first = true;; first = false) {
+  for (bool first = !above;; first = false) {
     struct stat st {};
-    if (stat(d.c_str(), &st) != 0) return Status::error("control socket directory " + d + ": " + errstr(errno));
+    if (stat(d.c_str(), &st) != 0) return Status::error(what + " directory " + d + ": " + errstr(errno));
     const bool owner_ok = st.st_uid == me || st.st_uid == 0;
     const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
     if (!owner_ok)
-      return Status::error("control socket directory " + d + " is owned by uid " + std::to_string(st.st_uid) +
+      return Status::error(what + " directory " + d + " is owned by uid " + std::to_string(st.st_uid) +
                            ": that user could put another socket in its place; use a directory owned by root");
     if (others_write && (first || !(st.st_mode & S_ISVTX)))
-      return Status::error("control socket directory " + d + " is writable by " +
+      return Status::error(what + " directory " + d + " is writable by " +
                            (st.st_mode & S_IWOTH ? "everyone" : "its group") +
                            " (mode " + std::to_string((st.st_mode >> 6) & 7) + std::to_string((st.st_mode >> 3) & 7) +
                            std::to_string(st.st_mode & 7) + "): use a directory only root can write");
@@ -49,6 +50,26 @@ Status check_socket_dir(const std::string& dir) {
 
 }  // namespace
 
+Status check_socket_place(const std::string& what, const std::string& path) {
+  std::string dir = path.substr(0, path.rfind('/'));
+  if (dir.empty()) dir = "/";
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) return Status::error(what + " directory " + dir + ": " + errstr(errno));
+    // Made 0700 at start (one level): what is above it must be safe.
+    std::string up = dir.substr(0, dir.rfind('/'));
+    if (up.empty()) up = "/";
+    if (stat(up.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return Status::error(what + " directory " + dir + ": missing, and " + up + " is not a directory to make it in");
+    return check_socket_dir(what, up, true);
+  }
+  if (!S_ISDIR(st.st_mode)) return Status::error(what + " directory " + dir + " is not a directory");
+  if (Status d = check_socket_dir(what, dir); !d) return d;
+  if (lstat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode))
+    return Status::error(what + " " + path + " exists and is not a socket; not removing it");
+  return {};
+}
+
 Result<std::unique_ptr<ControlServer>> ControlServer::open(const std::string& path) {
   sockaddr_un sa{};
   if (path.empty() || path[0] != '/' || path.size() >= sizeof sa.sun_path)
@@ -56,16 +77,12 @@ Result<std::unique_ptr<ControlServer>> ControlServer::open(const std::string& pa
                          std::to_string(sizeof sa.sun_path - 1) + " bytes");
   std::unique_ptr<ControlServer> s(new ControlServer());
   s->path_ = path;
+  if (Status d = check_socket_place("control socket", path); !d) return d;
   std::string dir = path.substr(0, path.rfind('/'));
   if (dir.empty()) dir = "/";
   struct stat st{};
-  if (stat(dir.c_str(), &st) != 0) {
-    if (errno != ENOENT || mkdir(dir.c_str(), 0700) != 0)
-      return Status::error("control socket directory " + dir + ": " + errstr(errno));
-  } else if (!S_ISDIR(st.st_mode)) {
-    return Status::error("control socket directory " + dir + " is not a directory");
-  }
-  if (Status d = check_socket_dir(dir); !d) return d;
+  if (stat(dir.c_str(), &st) != 0 && (errno != ENOENT || mkdir(dir.c_str(), 0700) != 0))
+    return Status::error("control socket directory " + dir + ": " + errstr(errno));
 
   std::string lock = path + ".lock";
   s->lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);

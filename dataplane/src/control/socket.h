@@ -17,6 +17,14 @@
 
 namespace dp {
 
+// A socket path root may bind (the control socket, a unix metrics socket;
+// `what` names it in the error): nothing but a socket at `path` (never a
+// file or a symlink, which a stale-socket cleanup would delete), and its
+// directory and every one above it owned by root or us and writable by no
+// one else (or sticky, as /tmp). A missing directory is fine when the one
+// above it is (the daemon makes it 0700). Changes nothing; --check runs it.
+sdn::Status check_socket_place(const std::string& what, const std::string& path);
+
 class ControlServer {
  public:
   static constexpr char kEnd[] = "\x04";           // the last message of a reply
