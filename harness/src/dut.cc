@@ -308,7 +308,9 @@ long long kernel_ct_count(DutHost& h) {
 }
 
 // nf_conntrack_max is one value for the whole kernel (read-only inside a
-// namespace): raised on the host when short, put back by the host's undo.
+// namespace): raised on the host when short, put back by the host's undo
+// (after a kill -9, by the next run or `testbed down`: the value before is
+// noted on the host first).
 Result<std::string> kernel_make_room(DutHost& h, long long conns) {
   const char* key = "net.netfilter.nf_conntrack_max";
   auto have = h.read_sysctl(key, true);

@@ -1,7 +1,15 @@
 // The two places a DUT runs: a namespace on this machine, and a lab's DUT
 // host over SSH (whose undo list lives on the host, so that a killed run's
 // next run puts things back).
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <vector>
 
 #include "harness/dut.h"
@@ -32,6 +40,88 @@ Result<long long> parse_sysctl(const std::string& key, const std::string& text) 
   return static_cast<long long>(v);
 }
 
+Status run_in(const testbed::Netns* ns, const std::vector<std::string>& argv, std::string* out,
+              std::chrono::milliseconds timeout) {
+  auto r = testbed::run_capture(argv, ns, timeout);
+  if (!r) return r.status();
+  if (out) *out = r->output;
+  if (r->status != 0)
+    return Status::error(argv[0] + " exit " + std::to_string(r->status) + ": " + util::tail(r->output, 300));
+  return {};
+}
+
+// The host-wide sysctls that DUTs on this machine changed and have not put
+// back yet, with their values before, in /run/harness-sysctl-<pid> ("KEY
+// VALUE" lines, in the order of the changes), written before each change: a
+// harness killed with -9 cannot put them back, the next run's start or
+// `testbed down` does (sweep_dead_runs). The DUT namespace's own go with it.
+constexpr const char* kSysctlStateDir = "/run";
+constexpr const char* kSysctlStateTag = "harness-sysctl-";
+
+struct HostSysctl {
+  const void* owner;  // the LocalHost that changed it
+  std::string key;
+  long long before;
+};
+std::mutex g_host_sysctls_mu;
+std::vector<HostSysctl> g_host_sysctls;  // every LocalHost's of this process
+
+// The state file as g_host_sysctls has it (none when empty); caller holds
+// the mutex. Written whole and renamed over the old one.
+Status save_host_sysctls() {
+  const std::string path = std::string(kSysctlStateDir) + "/" + kSysctlStateTag + std::to_string(getpid());
+  if (g_host_sysctls.empty()) {
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) return Status::error("remove " + path + ": " + strerror(errno));
+    return {};
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream o(tmp, std::ios::trunc);
+    for (const auto& h : g_host_sysctls) o << h.key << " " << h.before << "\n";
+    if (!o.flush()) return Status::error("cannot write " + tmp);
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) return Status::error("rename " + tmp + ": " + strerror(errno));
+  return {};
+}
+
+// The values that the state files of harness processes that are gone hold,
+// put back, last change first (so a key changed twice gets its first
+// "before"); each file then removed. How many values it put back.
+Result<int> put_back_dead_sysctls() {
+  int n = 0;
+  std::string errors;
+  std::error_code ec;
+  const std::string tag = kSysctlStateTag;
+  for (const auto& e : std::filesystem::directory_iterator(kSysctlStateDir, ec)) {
+    const std::string f = e.path().filename();
+    if (f.rfind(tag, 0) != 0) continue;
+    std::string id = f.substr(tag.size());
+    const bool tmp = id.ends_with(".tmp");  // killed while writing: nothing changed after it
+    if (tmp) id.resize(id.size() - 4);
+    if (id.empty() || id.size() > 9 || id.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(id));
+    if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::vector<std::pair<std::string, long long>> lines;
+    std::ifstream in(e.path());
+    for (std::string key, value; !tmp && in >> key >> value;) {
+      if (key.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._") != std::string::npos ||
+          value.find_first_not_of("0123456789") != std::string::npos)
+        continue;
+      if (auto v = parse_sysctl(key, value)) lines.push_back({key, *v});
+    }
+    for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+      const std::string kv = it->first + "=" + std::to_string(it->second);
+      if (Status s = run_in(nullptr, {"sysctl", "-q", "-w", kv}, nullptr, 10s); s) n++;
+      else errors += "harness process " + id + "'s " + it->first + ": " + s.message() + "; ";
+    }
+    std::error_code rm;
+    std::filesystem::remove(e.path(), rm);
+    if (rm) errors += "remove " + e.path().string() + ": " + rm.message() + "; ";
+  }
+  if (!errors.empty()) return Status::error("sysctls of dead harness runs: " + errors);
+  return n;
+}
+
 class LocalHost final : public DutHost {
  public:
   LocalHost(const testbed::Netns* ns, std::string dir) : ns_(ns), dir_(std::move(dir)) {}
@@ -59,6 +149,14 @@ class LocalHost final : public DutHost {
   Status set_sysctl(const std::string& key, long long value, bool host_wide) override {
     auto have = read_sysctl(key, host_wide);
     if (!have) return have.status();
+    if (host_wide) {  // outlives this process: noted on disk first
+      std::lock_guard<std::mutex> lk(g_host_sysctls_mu);
+      g_host_sysctls.push_back({this, key, *have});
+      if (Status s = save_host_sysctls(); !s) {
+        g_host_sysctls.pop_back();
+        return Status::error(key + ": not changed, its value before cannot be noted: " + s.message());
+      }
+    }
     sysctls_.push_back({key, *have, host_wide});
     return write_sysctl(key, value, host_wide);
   }
@@ -72,6 +170,13 @@ class LocalHost final : public DutHost {
   }
   void undo() override {
     for (auto it = sysctls_.rbegin(); it != sysctls_.rend(); ++it) write_sysctl(it->key, it->before, it->host_wide);
+    {
+      std::lock_guard<std::mutex> lk(g_host_sysctls_mu);
+      const size_t had = g_host_sysctls.size();
+      std::erase_if(g_host_sysctls, [this](const HostSysctl& h) { return h.owner == this; });
+      if (g_host_sysctls.size() != had)
+        if (Status s = save_host_sysctls(); !s) fprintf(stderr, "harness: %s\n", s.message().c_str());
+    }
     for (const auto& t : tables_) {
       std::vector<std::string> argv = {"nft", "delete", "table"};
       for (size_t a = 0, b; a < t.size(); a = b + 1) {
@@ -88,15 +193,6 @@ class LocalHost final : public DutHost {
   }
 
  private:
-  static Status run_in(const testbed::Netns* ns, const std::vector<std::string>& argv, std::string* out,
-                       std::chrono::milliseconds timeout) {
-    auto r = testbed::run_capture(argv, ns, timeout);
-    if (!r) return r.status();
-    if (out) *out = r->output;
-    if (r->status != 0)
-      return Status::error(argv[0] + " exit " + std::to_string(r->status) + ": " + util::tail(r->output, 300));
-    return {};
-  }
   Status write_sysctl(const std::string& key, long long v, bool host_wide) {
     return run_in(host_wide ? nullptr : ns_, {"sysctl", "-q", "-w", key + "=" + std::to_string(v)}, nullptr, 10s);
   }
@@ -161,6 +257,15 @@ class SshDutHost final : public DutHost {
 
 Status DutHost::write_file(const std::string& path, const std::string& content) {
   return run({"sh", "-c", "printf '%s' \"$1\" > \"$2\"", "sh", content, path}, nullptr, 20s);
+}
+
+Result<int> sweep_dead_runs() {
+  auto swept = testbed::Testbed::sweep_stale();
+  auto put_back = put_back_dead_sysctls();
+  if (!swept || !put_back)
+    return Status::error((swept ? "" : swept.message()) + (!swept && !put_back ? "; " : "") +
+                         (put_back ? "" : put_back.message()));
+  return *swept + *put_back;
 }
 
 HostRunner DutHost::runner() {

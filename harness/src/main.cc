@@ -114,7 +114,9 @@ const char* kHelp = R"(usage: harness COMMAND [options]
                                 --inventory, as a lab (sshd in the client, server and DUT
                                 namespaces) described in FILE for `run --lab FILE`;
                                 down: remove testbeds of dead runs (namespaces, links, and
-                                their DUTs' DPDK hugepage files and runtime dirs); status: list them
+                                their DUTs' DPDK hugepage files, runtime dirs, control sockets
+                                and locks) and put back the nf_conntrack_max they raised;
+                                status: list them
   check                         prerequisites, each missing one with its Debian package
 
 Exit status: 0 ok, 1 failures (error rows, regressions), 2 bad usage or config.
@@ -198,12 +200,12 @@ int cmd_testbed(const std::string& sub, const std::string& inventory, const std:
     return 0;
   }
   if (sub == "down") {
-    auto r = testbed::Testbed::sweep_stale();
+    auto r = sweep_dead_runs();
     if (!r) {
       fprintf(stderr, "harness: %s\n", r.message().c_str());
       return 1;
     }
-    printf("removed %d object(s) of dead runs\n", *r);
+    printf("removed or put back %d object(s) of dead runs\n", *r);
     return 0;
   }
   if (sub == "up" && !inventory.empty()) {

@@ -379,8 +379,9 @@ void fill_from_gen(const Rfc2544Config& cfg, const nlohmann::json& g, const std:
 }
 
 // The run directory (absolute: handed to programs that chdir), and what
-// killed runs left: their DPDK hugepage files and runtime dirs, and their
-// memif sockets (named by the dead harness's pid).
+// killed runs left: their DPDK hugepage files, runtime dirs and the
+// dataplane's control sockets and locks, the sysctls they raised
+// (sweep_dead_runs), and their memif sockets (named by the dead harness's pid).
 Result<std::string> prepare_out_dir(const Rfc2544Config& cfg) {
   std::string out = cfg.out_dir;
   if (out.empty()) {
@@ -393,7 +394,7 @@ Result<std::string> prepare_out_dir(const Rfc2544Config& cfg) {
   out = std::filesystem::absolute(out, ec).lexically_normal().string();
   std::filesystem::create_directories(out + "/raw", ec);
   if (ec) return Status::error(out + ": " + ec.message());
-  if (auto swept = testbed::Testbed::sweep_stale(); !swept)
+  if (auto swept = sweep_dead_runs(); !swept)
     fprintf(stderr, "harness: %s\n", swept.message().c_str());
   for (const auto& e : std::filesystem::directory_iterator("/run", ec)) {
     const std::string f = e.path().filename();

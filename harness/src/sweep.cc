@@ -751,6 +751,7 @@ Status run_dut(SweepRun& run, const std::string& name, int rep_lo, int rep_hi) {
 Result<SweepOutcome> run_sweep(const SweepConfig& cfg, const std::atomic<bool>& stop) {
   SweepRun run(cfg, stop);
   SDN_TRY(prepare_run_dir(run));
+  if (auto swept = sweep_dead_runs(); !swept) fprintf(stderr, "harness: %s\n", swept.message().c_str());
   run.git = cmd_line({"git", "-C", cfg.source_dir, "rev-parse", "--short", "HEAD"});
   write_machine_txt(run);
   SDN_TRY(run.w.open(run.csv));

@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -18,6 +20,7 @@
 #include <vector>
 #include <string>
 
+#include "harness/dut.h"
 #include "harness/results.h"
 #include "harness/ssh.h"
 #include "harness/sweep.h"
@@ -84,18 +87,22 @@ void expect_none_running(const std::set<std::string>& names) {
 }
 
 // What DPDK programs of the harness run `pid` leave on this host: hugepage
-// files and runtime dirs named by its prefixes (harness-*-PID), and its memif
-// sockets. The run's own files, found by the pid in their names.
+// files and runtime dirs named by its prefixes (harness-*-PID), the
+// dataplane's control socket and lock (/run/dataplane/PREFIX.sock, .sock.lock),
+// its memif sockets and its other state in /run (harness-*-PID). The run's
+// own files, found by the pid in their names.
 std::vector<std::string> dpdk_leftovers_of(pid_t pid) {
   std::vector<std::string> v;
   const std::string tail = "-" + std::to_string(pid);
   std::error_code ec;
-  for (const char* dir : {"/dev/hugepages", "/var/run/dpdk", "/run"})
+  for (const char* dir : {"/dev/hugepages", "/var/run/dpdk", "/run", "/run/dataplane"})
     for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
       std::string f = e.path().filename();
       if (f.rfind("harness-", 0) != 0) continue;
       const size_t m = f.find("map_");
       std::string prefix = m == std::string::npos ? f : f.substr(0, m);
+      for (const char* ext : {".sock.lock", ".sock"})
+        if (prefix.ends_with(ext)) prefix.resize(prefix.size() - strlen(ext));
       const bool memif = f.rfind("harness-memif" + tail + "-", 0) == 0;
       if (memif || (prefix.size() > tail.size() && prefix.ends_with(tail))) v.push_back(e.path());
     }
@@ -532,6 +539,18 @@ TEST(E2E, LabInventoryDrivesEveryHostOverSsh) {
     ok++;
   }
   EXPECT_EQ(ok, 4 * 4);  // dataplane, kernel-ct, testpmd-io, ovs-dpdk: throughput and latency, repetition and summary
+  // Issue 28, item 18: the daemon on the DUT host was stopped (and had
+  // exited) before the SSH session carrying its output closed: its log says
+  // how it stopped, ending with its last line.
+  {
+    std::string log = read_proc(out + "/raw/dataplane/dataplane.log");
+    while (!log.empty() && log.back() == '\n') log.pop_back();
+    const size_t last = log.rfind('\n');
+    const std::string last_line = last == std::string::npos ? log : log.substr(last + 1);
+    EXPECT_NE(log.find("dataplane: running"), std::string::npos) << log;
+    EXPECT_NE(log.find("dataplane: stopping\n"), std::string::npos) << "the DUT host's daemon log:\n" << log;
+    EXPECT_EQ(last_line.rfind("dataplane: stopped; mbufs in use: ", 0), 0u) << "the DUT host's daemon log:\n" << log;
+  }
   EXPECT_EQ(refused, 2 * 4);
   std::string machine = read_proc(out + "/machine.txt");
   EXPECT_NE(machine.find("dut host 192.168.251.10 for dataplane:\nkernel: "), std::string::npos) << machine;
@@ -585,11 +604,7 @@ TEST(E2E, KilledLabRunIsUndoneByTheNextAndALostDutIsAnError) {
     std::vector<std::string> v;
     if (in_dut({"nft", "list", "tables"}).find("inet harness") != std::string::npos) v.push_back("nft table inet harness");
     if (in_dut({"cat", "/proc/sys/net/ipv4/ip_forward"}).rfind("1", 0) == 0) v.push_back("ip_forward=1");
-    for (const auto& f : dpdk_leftovers_of(run)) v.push_back(f);
-    for (const char* ext : {".sock", ".sock.lock"}) {
-      std::string sock = "/run/dataplane/harness-lab-dp-" + std::to_string(run) + ext;
-      if (access(sock.c_str(), F_OK) == 0) v.push_back(sock);
-    }
+    for (const auto& f : dpdk_leftovers_of(run)) v.push_back(f);  // the daemon's socket and lock too
     return v;
   };
   ASSERT_TRUE(state(0).empty()) << "the DUT host is not clean before the run";
@@ -1080,6 +1095,65 @@ TEST(E2E, KilledSshRunIsCleanedUpByTheNext) {
   for (const auto& e : std::filesystem::directory_iterator("/tmp", ec))
     EXPECT_NE(e.path().filename().string().rfind("harness-sshbed-" + std::to_string(killed) + "-", 0), 0u)
         << e.path() << " left by the killed run";
+}
+
+// Issue 28, item 16: kill -9 of a run on the namespace testbed leaves its
+// dataplane's control socket and lock (/run/dataplane/harness-dp-PID.sock,
+// .sock.lock), and a DUT of it that raised nf_conntrack_max (host-wide: the
+// kernel-ct profile, for --background-conns) leaves it raised;
+// `harness testbed down` removes the files and puts the value back, as the
+// next run's start does.
+TEST(E2E, KilledRunsSocketLockAndConntrackMaxAreUndoneByTestbedDown) {
+  const std::string key = "net.netfilter.nf_conntrack_max", max_path = "/proc/sys/net/netfilter/nf_conntrack_max";
+  auto conntrack_max = [&] { return atoll(read_proc(max_path).c_str()); };
+  const long long max_before = conntrack_max();
+  if (max_before <= 0) GTEST_SKIP() << "no " << max_path << " (nf_conntrack not loaded)";
+  struct PutBack {  // whatever happens below, the host's value as it was
+    const std::string& key;
+    long long v;
+    ~PutBack() { testbed::run_capture({"sysctl", "-q", "-w", key + "=" + std::to_string(v)}); }
+  } put_back{key, max_before};
+  // A harness process whose DUT host (this machine) raises it, as kernel-ct
+  // does when short, and that dies of kill -9 with it raised.
+  const pid_t raiser = fork();
+  ASSERT_GE(raiser, 0);
+  if (raiser == 0) {
+    auto host = harness::local_host(nullptr, "/tmp");
+    if (!host->set_sysctl(key, max_before + 1, true)) _exit(1);
+    raise(SIGKILL);
+    _exit(2);
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(raiser, &st, 0), raiser);
+  ASSERT_TRUE(WIFSIGNALED(st)) << "the raising process failed: status " << st;
+  ASSERT_EQ(conntrack_max(), max_before + 1) << "kill -9 left nf_conntrack_max as it was: this test shows nothing";
+  // A sweep with the dataplane, killed once its daemon serves its socket.
+  std::string out = "/tmp/harness-e2e-down-" + std::to_string(getpid());
+  testbed::SpawnOptions o;
+  o.stdout_path = out + ".log";
+  o.stderr_path = "=stdout";
+  auto p = testbed::Process::spawn({g_harness, "run", "--dut", "dataplane", "--instances", "1", "--sizes", "1024",
+                                    "--duration", "30", "--repeat", "1", "--warmup", "0", "--no-sockperf", "--out",
+                                    out},
+                                   o);
+  ASSERT_TRUE(p.ok()) << p.message();
+  const pid_t killed = p->pid();
+  const std::string sock = "/run/dataplane/harness-dp-" + std::to_string(killed) + ".sock";
+  for (int i = 0; i < 900 && access(sock.c_str(), F_OK) != 0 && p->running(); i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(access(sock.c_str(), F_OK), 0) << "the daemon never served " << sock << ":\n" << read_proc(out + ".log");
+  p->signal(SIGKILL);
+  p->wait(std::chrono::seconds(10));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // its children die of PDEATHSIG
+  const auto left = dpdk_leftovers_of(killed);
+  for (const auto& f : left) printf("[ e2e ] left by the killed run: %s\n", f.c_str());
+  EXPECT_EQ(access((sock + ".lock").c_str(), F_OK), 0) << "kill -9 left no lock: this test shows nothing";
+  auto down = testbed::run_capture({g_harness, "testbed", "down"}, nullptr, std::chrono::minutes(2));
+  ASSERT_TRUE(down.ok()) << down.message();
+  EXPECT_EQ(down->status, 0) << down->output;
+  EXPECT_EQ(conntrack_max(), max_before) << "nf_conntrack_max of the killed process not put back:\n" << down->output;
+  for (const auto& f : dpdk_leftovers_of(killed)) ADD_FAILURE() << "the killed run's, still there: " << f;
+  for (const auto& f : dpdk_leftovers_of(raiser)) ADD_FAILURE() << "the killed raiser's, still there: " << f;
 }
 
 }  // namespace

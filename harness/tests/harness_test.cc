@@ -819,6 +819,21 @@ TEST(Ssh, ArgvHasBatchModeMultiplexingAndTimeouts) {
   EXPECT_EQ(a.back(), "iperf3 -s");
 }
 
+// Issue 28, item 18: a remote job's program is stopped on its host (and has
+// gone) before the ssh carrying its output is stopped, so that what it says
+// on its way out (the daemon's "stopping", "stopped") reaches the log.
+TEST(Ssh, AJobStopsItsRemoteProgramBeforeTheSessionCarryingItsOutput) {
+  auto carrier = testbed::Process::spawn({"sleep", "30"});
+  ASSERT_TRUE(carrier.ok()) << carrier.message();
+  const pid_t pid = carrier->pid();
+  bool carrier_running = false;
+  {
+    Job j(std::move(carrier.value()), [&] { carrier_running = kill(pid, 0) == 0; }, "host dut (root@dut.lab)");
+  }
+  EXPECT_TRUE(carrier_running) << "the ssh carrying the program's output was stopped before the program";
+  EXPECT_NE(kill(pid, 0), 0) << "the carrier outlived its job";
+}
+
 TEST(Report, WritesMarkdownAndSvg) {
   std::string d = tmp("run");
   mkdir(d.c_str(), 0755);

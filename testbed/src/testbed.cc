@@ -631,8 +631,32 @@ bool in_family(const std::string& name, const std::vector<std::string>& families
 
 namespace {
 
-// Hugepage files and runtime dirs whose file prefix `want` accepts; a file
-// still mapped (locked by its process) or a runtime dir in use stays.
+// The dataplane's control socket and its lock (/run/dataplane/PREFIX.sock
+// and PREFIX.sock.lock: a clean exit removes the socket and keeps the lock)
+// for prefixes `want` accepts, once no daemon holds the lock.
+int remove_dataplane_sockets(const std::function<bool(const std::string&)>& want, std::string* errors) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/run/dataplane", ec)) {
+    const std::string f = e.path().filename();
+    if (!f.ends_with(".sock.lock") || !want(f.substr(0, f.size() - 10))) continue;
+    const std::string lock = e.path(), sock = lock.substr(0, lock.size() - 5);
+    int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {  // no daemon serves it
+      if (unlink(sock.c_str()) == 0) removed++;
+      else if (errno != ENOENT) *errors += errno_str("remove " + sock) + "; ";
+      if (unlink(lock.c_str()) == 0) removed++;
+      else *errors += errno_str("remove " + lock) + "; ";
+    }
+    ::close(fd);
+  }
+  return removed;
+}
+
+// Hugepage files, runtime dirs and the dataplane's control sockets whose
+// file prefix `want` accepts; a file still mapped (locked by its process), a
+// runtime dir or a socket in use stays.
 Result<int> remove_dpdk_files(const std::function<bool(const std::string&)>& want) {
   int removed = 0;
   std::string errors;
@@ -670,6 +694,7 @@ Result<int> remove_dpdk_files(const std::function<bool(const std::string&)>& wan
     if (rc) errors += "remove " + e.path().string() + ": " + rc.message() + "; ";
     else removed++;
   }
+  removed += remove_dataplane_sockets(want, &errors);
   if (!errors.empty()) return Status::error("DPDK leftovers: " + errors);
   return removed;
 }

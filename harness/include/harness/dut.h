@@ -68,6 +68,14 @@ std::unique_ptr<DutHost> local_host(const testbed::Netns* ns, std::string work_d
 // Host "dut" of an SSH session.
 std::unique_ptr<DutHost> ssh_host(SshSession& ssh);
 
+// What harness runs on this machine that are gone (killed with -9) left:
+// the testbed's sweep (namespaces, links, DPDK hugepage files and runtime
+// dirs, the dataplane's control sockets and locks: Testbed::sweep_stale),
+// and the host-wide sysctls their DUTs changed (nf_conntrack_max), put back.
+// At a run's start and in `testbed down`; how many objects it removed or put
+// back.
+sdn::Result<int> sweep_dead_runs();
+
 enum class Attach { kAfPacket, kMemif, kPci };
 
 struct DutPort {

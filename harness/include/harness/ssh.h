@@ -46,7 +46,8 @@ std::vector<std::string> ssh_argv(const SshHost& h, const std::string& control_d
 // A program started through a Transport: a local process (the program
 // itself, or the ssh that carries it) and, for a remote one, how to kill it
 // on its host. Ending the job (destructor, or a new value assigned) stops
-// both.
+// both: a remote program first, on its host, and its ssh once that brought
+// the rest of its output (a DUT's last log lines say how it stopped).
 class Job {
  public:
   Job() = default;
@@ -86,10 +87,16 @@ class Job {
 
  private:
   void end() {
-    if (p_.pid() > 0) p_.stop(grace_);
-    if (kill_remote_ && !exited_) kill_remote_();
+    if (kill_remote_ && !exited_) {
+      kill_remote_();  // returns once the program is gone (or killed)
+      if (p_.pid() > 0) p_.wait(kCarrierDrain);  // its ssh ends with it
+    }
     kill_remote_ = nullptr;
+    if (p_.pid() > 0) p_.stop(grace_);
   }
+  // How long the ssh of a remote program that was stopped gets to pass on
+  // the program's last output and exit by itself.
+  static constexpr std::chrono::milliseconds kCarrierDrain{2000};
   testbed::Process p_;
   std::function<void()> kill_remote_;
   std::string host_;

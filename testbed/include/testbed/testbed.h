@@ -120,13 +120,16 @@ class Testbed {
   // Besides namespaces and links: the DPDK leftovers of harness processes
   // that died (see sweep_dpdk_leftovers).
   static Result<int> sweep_stale();
-  // DPDK hugepage files (<hugetlbfs>/<prefix>map_N) and runtime dirs
-  // (/var/run/dpdk/<prefix>) of file prefixes `<kind>-<pid>` that start
-  // with one of `families` and whose pid is gone. A hugepage file a live
-  // DPDK process still maps is locked shared by it, and is left alone.
+  // DPDK hugepage files (<hugetlbfs>/<prefix>map_N), runtime dirs
+  // (/var/run/dpdk/<prefix>) and the dataplane's control socket and its lock
+  // (/run/dataplane/<prefix>.sock, .sock.lock) of file prefixes
+  // `<kind>-<pid>` that start with one of `families` and whose pid is gone.
+  // A hugepage file a live DPDK process still maps is locked shared by it,
+  // and a socket's lock is held by its daemon: those are left alone.
   static Result<int> sweep_dpdk_leftovers(const std::vector<std::string>& families);
   // The same for one file prefix, once its process has exited: what a
-  // clean DPDK exit leaves too (EAL keeps its files for secondaries).
+  // clean DPDK exit leaves too (EAL keeps its files for secondaries, the
+  // dataplane its socket's lock).
   static Result<int> remove_dpdk_prefix(const std::string& prefix);
 
  private:
