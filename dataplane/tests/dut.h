@@ -25,6 +25,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "ctrack/frame.h"
 #include "ctrack/packet.h"
 #include "testbed/process.h"
@@ -136,17 +138,47 @@ class Dut : public ::testing::Test {
     daemon_env.clear();
   }
 
-  // A counter from the `offload ...:` line of `dataplane-ctl stats`.
-  static long long off(const std::string& key) {
-    std::string s = ctl("stats");
-    size_t p = s.find(" " + key + "=");
-    if (p == std::string::npos) return -1;
-    return std::stoll(s.substr(p + key.size() + 2));
+  // `dataplane-ctl --json stats`, parsed; a failure (and null) when the
+  // reply is not JSON.
+  static nlohmann::json stats_json() {
+    const std::string s = ctl("--json stats");
+    nlohmann::json j = nlohmann::json::parse(s, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      ADD_FAILURE() << "dataplane-ctl --json stats is not a JSON object: " << s.substr(0, 500);
+      return nullptr;
+    }
+    return j;
   }
+  // A counter of the `offload` object of --json stats. A key that is not
+  // there fails the test (a renamed counter must not read as 0 or -1).
+  static long long off(const std::string& key) {
+    nlohmann::json j = stats_json();
+    if (j.is_null()) return -1;
+    const auto& o = j["offload"];
+    if (!o.is_object() || !o.contains(key) || !o[key].is_number()) {
+      ADD_FAILURE() << "--json stats has no offload counter '" << key << "': " << o.dump().substr(0, 800);
+      return -1;
+    }
+    return o[key].get<long long>();
+  }
+  // The packets the software pipeline judged: every worker's rx_packets
+  // (a worker without the counter fails the test).
   static long long sw_rx() {
-    std::string s = ctl("stats");
-    size_t p = s.find(": rx ");
-    return p == std::string::npos ? -1 : std::stoll(s.substr(p + 5));
+    nlohmann::json j = stats_json();
+    if (j.is_null()) return -1;
+    if (!j["workers"].is_array() || j["workers"].empty()) {
+      ADD_FAILURE() << "--json stats has no workers: " << j.dump().substr(0, 800);
+      return -1;
+    }
+    long long sum = 0;
+    for (const auto& w : j["workers"]) {
+      if (!w.contains("rx_packets") || !w["rx_packets"].is_number()) {
+        ADD_FAILURE() << "--json stats: a worker without rx_packets: " << w.dump().substr(0, 800);
+        return -1;
+      }
+      sum += w["rx_packets"].get<long long>();
+    }
+    return sum;
   }
   // Waits until off(key) == v; returns the last value.
   static long long wait_off(const std::string& key, long long v, std::chrono::milliseconds t = 5s) {

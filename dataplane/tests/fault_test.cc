@@ -70,17 +70,31 @@ int drain(int fd, std::chrono::milliseconds t) {
   return got;
 }
 
-// `rules` output as id -> (match|actions, packets).
-std::map<uint32_t, std::pair<std::string, long long>> rule_table(const std::string& out) {
+// `dataplane-ctl --json rules` as id -> (table|priority|match|actions,
+// packets). A reply that is not the rules object fails the test.
+std::map<uint32_t, std::pair<std::string, long long>> rule_table(const std::string& json) {
   std::map<uint32_t, std::pair<std::string, long long>> m;
-  std::istringstream in(out);
-  for (std::string l; std::getline(in, l);) {
-    if (l.rfind("id=", 0) != 0) continue;
-    uint32_t id = static_cast<uint32_t>(std::stoul(l.substr(3)));
-    size_t a = l.find(" table="), b = l.find(" packets=");
-    m[id] = {l.substr(a, b - a), std::stoll(l.substr(b + 9))};
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  if (j.is_discarded() || !j.contains("rules") || !j["rules"].is_array()) {
+    ADD_FAILURE() << "not a --json rules reply: " << json.substr(0, 500);
+    return m;
   }
+  for (const auto& r : j["rules"])
+    m[r.at("id").get<uint32_t>()] = {std::to_string(r.at("table").get<int>()) + "|" +
+                                         std::to_string(r.at("priority").get<int>()) + "|" +
+                                         r.at("match").get<std::string>() + "|" + r.at("actions").get<std::string>(),
+                                     r.at("packets").get<long long>()};
   return m;
+}
+
+// Rule `id`'s packet count; a rule that is not there fails the test.
+long long hits_of(const std::map<uint32_t, std::pair<std::string, long long>>& t, const std::string& id) {
+  auto it = t.find(static_cast<uint32_t>(std::stoul(id)));
+  if (it == t.end()) {
+    ADD_FAILURE() << "rule " << id << " is not in the rules";
+    return -1;
+  }
+  return it->second.second;
 }
 
 std::string ctl_id(const std::string& reply) {  // "ok id=N" -> "N"
@@ -125,8 +139,8 @@ TEST_F(Faults, ReloadWithAnExtraPortIsRefusedAndForwardingGoesOn) {
   close(s);
   EXPECT_TRUE(daemon.running()) << read_file(log_path);
   EXPECT_GE(got, 190) << "the running rules should still pass client UDP to the server";
-  EXPECT_NE(rule_table(ctl("rules")).size(), 0u);
-  for (const auto& [id, r] : rule_table(ctl("rules"))) EXPECT_EQ(r.first.find("third"), std::string::npos) << id;
+  EXPECT_NE(rule_table(ctl("--json rules")).size(), 0u);
+  for (const auto& [id, r] : rule_table(ctl("--json rules"))) EXPECT_EQ(r.first.find("third"), std::string::npos) << id;
 }
 
 // Item 2: ports are bound by name; the order of `ports:` does not matter.
@@ -174,7 +188,7 @@ TEST_F(Faults, ReloadAppliesTimeoutsAndRefusesWhatNeedsARestart) {
     for (const auto& [id, r] : rule_table(rules)) d.push_back({id, r.first});
     return d;
   };
-  auto rules_before = defs(ctl("rules"));
+  auto rules_before = defs(ctl("--json rules"));
   for (const auto& c : cases) {
     std::string t = original();
     ASSERT_NE(t.find(c.from), std::string::npos) << c.from;
@@ -184,7 +198,7 @@ TEST_F(Faults, ReloadAppliesTimeoutsAndRefusesWhatNeedsARestart) {
     std::string out = ctl("reload");
     EXPECT_EQ(out.rfind("error: reload refused, running config kept: ", 0), 0u) << out;
     EXPECT_NE(out.find(c.why), std::string::npos) << out;
-    EXPECT_EQ(defs(ctl("rules")), rules_before) << "a refused reload changed the rules";
+    EXPECT_EQ(defs(ctl("--json rules")), rules_before) << "a refused reload changed the rules";
   }
   EXPECT_TRUE(daemon.running());
 }
@@ -198,27 +212,27 @@ TEST_F(Faults, RuleCountersBelongToTheRuleNotItsId) {
   udp_to_server(client, 0, 7101, 5);
   long long hits = 0;
   for (int i = 0; i < 50 && hits < 5; i++, std::this_thread::sleep_for(100ms))
-    hits = rule_table(ctl("rules"))[static_cast<uint32_t>(std::stoul(a))].second;
+    hits = hits_of(rule_table(ctl("--json rules")), a);
   ASSERT_EQ(hits, 5);
   ASSERT_EQ(ctl("rule del " + a).rfind("ok", 0), 0u);
   std::string b = ctl_id(ctl("rule add {table: 1, priority: 300, match: \"ip_proto=udp,tp_dst=7102\", actions: drop}"));
   ASSERT_FALSE(b.empty());
   EXPECT_NE(a, b) << "a deleted rule's id was handed out again";
-  EXPECT_EQ(rule_table(ctl("rules"))[static_cast<uint32_t>(std::stoul(b))].second, 0);
+  EXPECT_EQ(hits_of(rule_table(ctl("--json rules")), b), 0);
   ASSERT_EQ(ctl("rule del " + b).rfind("ok", 0), 0u);
   std::string again =
       ctl("rule add {id: " + a + ", table: 1, priority: 301, match: \"ip_proto=udp,tp_dst=7103\", actions: drop}");
   ASSERT_EQ(again, "ok id=" + a + "\n");
-  EXPECT_EQ(rule_table(ctl("rules"))[static_cast<uint32_t>(std::stoul(a))].second, 0)
+  EXPECT_EQ(hits_of(rule_table(ctl("--json rules")), a), 0)
       << "a new rule under an old id shows the old rule's hits";
   ASSERT_EQ(ctl("rule del " + a).rfind("ok", 0), 0u);
 
   // A reload with one more rule first in the file: every automatic id after
   // it moves by one.
-  auto before = rule_table(ctl("rules"));
+  auto before = rule_table(ctl("--json rules"));
   rewrite(replace_all(original(), "  0:\n", "  0:\n    - {priority: 1, match: \"ip_proto=udp,tp_dst=7104\", actions: drop}\n"));
   ASSERT_EQ(ctl("reload").rfind("ok", 0), 0u);
-  auto after = rule_table(ctl("rules"));
+  auto after = rule_table(ctl("--json rules"));
   int moved = 0;
   for (const auto& [id, r] : after) {
     auto it = before.find(id);

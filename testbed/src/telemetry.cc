@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 namespace testbed {
@@ -57,9 +58,12 @@ const nlohmann::ordered_json* find_key(const nlohmann::ordered_json& j, const st
 
 long long json_number(const std::string& json, const std::string& key) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(json, nullptr, false);
-  if (j.is_discarded()) return -1;
+  // Loud, never a number: a renamed key read as -1 once made tests pass
+  // that measured nothing (gtest reports the exception as the failure).
+  if (j.is_discarded()) throw std::runtime_error("json_number('" + key + "'): not JSON: " + json.substr(0, 300));
   const nlohmann::ordered_json* v = find_key(j, key);
-  if (!v) return -1;
+  if (!v || !v->is_number())
+    throw std::runtime_error("json_number: no number under key '" + key + "' in " + json.substr(0, 300));
   return v->is_number_float() ? static_cast<long long>(v->get<double>()) : v->get<long long>();
 }
 

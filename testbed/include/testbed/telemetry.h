@@ -14,7 +14,8 @@ namespace testbed {
 sdn::Result<std::string> telemetry_query(const std::string& file_prefix, const std::string& command);
 
 // The number under the first "key" (depth first, in document order) of a
-// JSON text, or -1 when there is none or the text is not JSON.
+// JSON text. Throws std::runtime_error (a test failure, with the text)
+// when there is none or the text is not JSON: never a silent -1.
 long long json_number(const std::string& json, const std::string& key);
 
 }  // namespace testbed
