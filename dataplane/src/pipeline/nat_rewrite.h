@@ -70,6 +70,13 @@ inline uint8_t* l4_sum(uint8_t* l4, uint32_t avail, uint8_t proto, bool v6) {
   return nullptr;
 }
 
+// A UDP checksum that comes out 0x0000 is sent as 0xFFFF (RFC 768: 0 means
+// "no checksum", which IPv6 forbids; the two are the same one's-complement
+// number, so the receiver's sum is unchanged). TCP and ICMP take either.
+inline void udp_nonzero(uint8_t* ls, uint8_t proto) {
+  if (ls && proto == IPPROTO_UDP && get16(ls) == 0) put16(ls, 0xFFFF);
+}
+
 // Rewrites one IP header and the L4 ports after it to `to` (its src/dst
 // and ports; ICMP echo: the id, which a request carries as sport and a
 // reply as dport). `ip` starts the header, `hl` its length, `avail` the
@@ -82,13 +89,17 @@ inline void rewrite_ip(uint8_t* ip, uint32_t hl, uint32_t avail, bool v6, uint8_
   uint8_t* ls = frag ? nullptr : l4_sum(l4, l4avail, proto, v6);
   set_field(h.src, to.src, h.alen, h.ipsum, ls);
   set_field(h.dst, to.dst, h.alen, h.ipsum, ls);
-  if (frag || l4avail < 8) return;
+  if (frag || l4avail < 8) {
+    udp_nonzero(ls, proto);
+    return;
+  }
   uint8_t b[2];
   if (proto == IPPROTO_TCP || proto == IPPROTO_UDP) {
     put16(b, to.sport);
     set_field(l4, b, 2, ls);
     put16(b, to.dport);
     set_field(l4 + 2, b, 2, ls);
+    udp_nonzero(ls, proto);
   } else if (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6) {
     const bool request = icmp_type == 8 || icmp_type == 128;
     const bool reply = icmp_type == 0 || icmp_type == 129;
