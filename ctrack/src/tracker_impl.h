@@ -511,6 +511,19 @@ struct Tracker::Impl {
       if (destroy(idx, kWhyExpired, now)) return miss(p, canon, h, now, commit, r);
     }
     if (p.meta & kMetaIcmpError) {
+      // Through a translation, an error crosses only about a packet as the
+      // far side saw it: the reply as it reached the original sender
+      // (kNatOrigRev, the error goes out) or the original as it reached the
+      // replier (kNatReplyRev, the error comes in). One that quotes a tuple
+      // as its own sender wrote it is addressed to that sender, never
+      // through here: someone who knows the private tuple made it up
+      // (Linux finds no connection for it either).
+      if (side == kNatOrig || side == kNatReply) [[unlikely]] {
+        st.invalid[static_cast<int>(Invalid::kIcmpNoConn)]++;
+        r.state = kCtTrk | kCtInv;
+        r.reason = Invalid::kIcmpNoConn;
+        return;
+      }
       st.related++;
       r.conn = idx;
       r.dir = static_cast<uint8_t>(dir);

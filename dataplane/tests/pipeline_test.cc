@@ -493,6 +493,54 @@ TEST(Nat, IcmpErrorAboutATranslatedPacketReachesTheClient) {
   EXPECT_EQ(f.last, build_frame(want));
 }
 
+// Issue 28 items 7 and 19g. A router on the private side reports a reply
+// it could not deliver: the error leaves with the public address as its
+// source (Linux's SNAT does the same), never the router's private one. An
+// error from outside quoting the private tuple (which never left) is no
+// error about this connection: dropped, counted icmp_no_conn.
+TEST(Nat, IcmpErrorsFromThePrivateSideLeaveWithThePublicSource) {
+  Fixture f(nat_yaml("src=203.0.113.7:2000"));
+  FrameSpec q;
+  q.proto = IPPROTO_UDP;
+  q.src = "10.0.0.1";
+  q.dst = "192.0.2.10";
+  q.sport = 5353;
+  q.dport = 53;
+  q.payload = 20;
+  ASSERT_EQ(f.send(kIn, build_frame(q)).out_port, kOut);
+  FrameSpec r = q;  // the server's reply as it sent it, and as it reached the client
+  r.src = "192.0.2.10", r.dst = "203.0.113.7", r.sport = 53, r.dport = 2000;
+  const std::vector<uint8_t> sent = build_frame(r);
+  ASSERT_EQ(f.send(kOut, sent).out_port, kIn);
+  const std::vector<uint8_t> delivered = f.last;
+  FrameSpec err;
+  err.proto = IPPROTO_ICMP;
+  err.icmp_type = 11;  // time exceeded, from a router between us and the client
+  err.icmp_code = 0;
+  err.src = "10.0.0.254";
+  err.dst = "192.0.2.10";
+  err.inner.assign(delivered.begin() + 14, delivered.begin() + 14 + 28);
+  ASSERT_EQ(f.send(kIn, build_frame(err)).out_port, kOut);
+  FrameSpec want = err;
+  want.src = "203.0.113.7";
+  want.inner.assign(sent.begin() + 14, sent.begin() + 14 + 28);
+  EXPECT_EQ(f.last, build_frame(want)) << "the router's private address left through the NAT";
+  // From outside, quoting the client's private tuple: not related.
+  const std::vector<uint8_t> priv = build_frame(q);
+  FrameSpec forged;
+  forged.proto = IPPROTO_ICMP;
+  forged.icmp_type = 3;
+  forged.icmp_code = 3;
+  forged.src = "198.51.100.1";
+  forged.dst = "10.0.0.1";
+  forged.inner.assign(priv.begin() + 14, priv.begin() + 14 + 28);
+  const uint64_t before = f.ct->stats().invalid[static_cast<int>(ctrack::Invalid::kIcmpNoConn)];
+  EXPECT_EQ(f.send(kOut, build_frame(forged)).out_port, kDrop) << "an error quoting the private tuple reached the VM";
+  EXPECT_EQ(f.ct->stats().invalid[static_cast<int>(ctrack::Invalid::kIcmpNoConn)], before + 1);
+  forged.dst = "203.0.113.7";
+  EXPECT_EQ(f.send(kOut, build_frame(forged)).out_port, kDrop);
+}
+
 TEST(Nat, DestinationNatAndEchoIds) {
   Fixture f(nat_yaml("dst=10.9.0.5:8080"));
   FrameSpec s = tcp(true, ctrack::kSyn, 1, 0);

@@ -125,8 +125,9 @@ inline void icmp_checksum(uint8_t* ip, uint8_t* l4, uint32_t len, bool v6) {
 // Writes `to` into the frame the parser read as `pp`. An ICMP error's
 // embedded header takes `to`; its outer header follows (the error goes back
 // to the embedded packet's sender: outer dst becomes to.src, and outer src
-// becomes to.dst when the embedded packet's destination sent the error; a
-// router on the way keeps its own address).
+// becomes to.dst when the embedded packet's destination sent the error or
+// that destination is translated; a router on the untranslated side keeps
+// its own address).
 inline void rewrite(uint8_t* frame, uint32_t len, const ctrack::Parsed& pp, const ctrack::Key& to) {
   const bool v6 = pp.ct.key.family == 6;
   uint8_t* ip = frame + pp.l3_off;
@@ -150,12 +151,18 @@ inline void rewrite(uint8_t* frame, uint32_t len, const ctrack::Parsed& pp, cons
   Hdr outer = ip_hdr(ip, v6), inner = ip_hdr(in, v6);
   const uint8_t n = outer.alen;
   const bool from_dst = memcmp(outer.src, inner.dst, n) == 0;
+  // The embedded packet's destination is translated (an error about a
+  // reply as it reached our private side): the error takes our public
+  // address as its source, whoever on that side sent it, as Linux's
+  // nf_nat_icmp_reply_translation does. A router's own private address
+  // never leaves through the translation.
+  const bool dst_changed = memcmp(inner.dst, to.dst, n) != 0;
   // The embedded packet: its IP header checksum and (where present) its L4
   // checksum follow its fields; its ICMP type for an echo's id.
   rewrite_ip(in, in_hl, in_avail, v6, in_proto, in_frag, to, in_hl + 1 <= in_avail ? in[in_hl] : 0);
   uint8_t* outer_sum = v6 ? nullptr : outer.ipsum;
   set_field(outer.dst, to.src, n, outer_sum);
-  if (from_dst) set_field(outer.src, to.dst, n, outer_sum);
+  if (from_dst || dst_changed) set_field(outer.src, to.dst, n, outer_sum);
   icmp_checksum(ip, icmp, icmp_len, v6);
 }
 
