@@ -191,6 +191,91 @@ TEST(Overlay, BadOuterHeadersAreCountedByReason) {
   EXPECT_EQ(f.ct->stats().active, 0u);
 }
 
+// Issue 28 items 5, 13, 14. A UDP flow from the VM is live; its reply in
+// the tunnel reaches the VM only from a configured remote, to our MAC, with
+// a good outer checksum and outer lengths that hold the whole inner packet.
+// A VLAN-tagged full-size frame (1500-byte outer IP) crosses as the
+// untagged one does. With any_remote: true, another source is taken.
+namespace {
+FrameSpec vm_udp(size_t payload = 20) {
+  FrameSpec s;
+  s.proto = IPPROTO_UDP;
+  s.src = "10.0.0.5";
+  s.dst = "198.51.100.20";
+  s.sport = 40000;
+  s.dport = 5000;
+  s.payload = payload;
+  return s;
+}
+FrameSpec reply_udp(size_t payload = 20) {  // to the floating address
+  FrameSpec r = vm_udp(payload);
+  r.src = "198.51.100.20";
+  r.dst = "203.0.113.7";
+  r.sport = 5000;
+  r.dport = 40000;
+  return r;
+}
+void outer_ip_sum(std::vector<uint8_t>& f, size_t ip = 14) {
+  f[ip + 10] = f[ip + 11] = 0;
+  uint32_t s = 0;
+  for (size_t i = 0; i < 20; i += 2) s += static_cast<uint32_t>(f[ip + i] << 8 | f[ip + i + 1]);
+  while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+  f[ip + 10] = static_cast<uint8_t>(~s >> 8);
+  f[ip + 11] = static_cast<uint8_t>(~s);
+}
+}  // namespace
+
+TEST(Overlay, DecapOnlyFromRemotesToOurMacWithWholeOuterHeaders) {
+  Fixture f(overlay_yaml());
+  auto count = [&](DropWhy w) { return f.st.drop[static_cast<int>(w)]; };
+  ASSERT_EQ(f.send(kVm, build_frame(vm_udp())).out_port, kWire);
+  const std::vector<uint8_t> inner = build_frame(reply_udp());
+  ASSERT_EQ(f.send(kWire, scapy_vxlan(from_remote(), inner)).out_port, kVm) << "the good reply";
+  // From an address that is not a remote VTEP.
+  nlohmann::json stranger = from_remote();
+  stranger["src"] = "192.0.2.99";
+  EXPECT_EQ(f.send(kWire, scapy_vxlan(stranger, inner)).out_port, kDrop) << "decapsulated from a stranger";
+  EXPECT_EQ(count(DropWhy::kVxlanRemote), 1u);
+  // To another host's MAC.
+  nlohmann::json other_mac = from_remote();
+  other_mac["dmac"] = "02:00:00:00:09:09";
+  EXPECT_EQ(f.send(kWire, scapy_vxlan(other_mac, inner)).out_port, kDrop) << "decapsulated for another MAC";
+  EXPECT_EQ(count(DropWhy::kVxlanMac), 1u);
+  // A wrong outer IPv4 checksum.
+  std::vector<uint8_t> bad = scapy_vxlan(from_remote(), inner);
+  bad[14 + 10] ^= 0x5a;
+  EXPECT_EQ(f.send(kWire, bad).out_port, kDrop) << "decapsulated with a bad outer checksum";
+  EXPECT_EQ(count(DropWhy::kVxlanHeader), 1u);
+  // Outer IP and UDP lengths that end 10 bytes into the inner IP header
+  // (the frame's bytes go on): the inner packet is only what they hold.
+  std::vector<uint8_t> cut = scapy_vxlan(from_remote(), inner);
+  const uint16_t iplen = 20 + 8 + 8 + 14 + 10, ulen = iplen - 20;
+  cut[14 + 2] = static_cast<uint8_t>(iplen >> 8), cut[14 + 3] = static_cast<uint8_t>(iplen);
+  cut[34 + 4] = static_cast<uint8_t>(ulen >> 8), cut[34 + 5] = static_cast<uint8_t>(ulen);
+  outer_ip_sum(cut);
+  const uint64_t parse0 = f.st.parse_drop[static_cast<int>(ctrack::Drop::kTruncIp)];
+  EXPECT_EQ(f.send(kWire, cut).out_port, kDrop) << "an inner packet past the outer datagram was delivered";
+  EXPECT_EQ(f.st.parse_drop[static_cast<int>(ctrack::Drop::kTruncIp)], parse0 + 1);
+  // A full-size reply (outer IP 1500 bytes), untagged and VLAN-tagged.
+  const std::vector<uint8_t> big = build_frame(reply_udp(1500 - 50 - 28));
+  std::vector<uint8_t> plain = scapy_vxlan(from_remote(), big);
+  ASSERT_EQ(plain.size(), 14u + 1500u);
+  EXPECT_EQ(f.send(kWire, plain).out_port, kVm) << "the untagged full-size frame";
+  std::vector<uint8_t> tagged = plain;
+  const uint8_t tag[4] = {0x81, 0x00, 0x00, 0x07};
+  tagged.insert(tagged.begin() + 12, tag, tag + 4);
+  EXPECT_EQ(f.send(kWire, tagged).out_port, kVm) << "the VLAN-tagged full-size frame";
+  EXPECT_EQ(count(DropWhy::kRxOversize), 0u);
+  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kDecap)], 3u) << "decap counts only what it delivers";
+
+  // any_remote: true takes the stranger.
+  std::string yaml = overlay_yaml();
+  yaml.replace(yaml.find("    remotes:"), 0, "    any_remote: true\n");
+  Fixture g(yaml);
+  ASSERT_EQ(g.send(kVm, build_frame(vm_udp())).out_port, kWire);
+  EXPECT_EQ(g.send(kWire, scapy_vxlan(stranger, inner)).out_port, kVm) << "any_remote: true";
+}
+
 TEST(Overlay, EncapBeyondTheWireMtuIsDroppedNotSent) {
   Fixture f(overlay_yaml("1400"));
   FrameSpec big = vm_tcp(ctrack::kSyn, 1, 0);

@@ -35,6 +35,7 @@ struct OverlayConfig {
   bool df = true;
   std::vector<uint32_t> vnis;  // sorted
   std::vector<VxlanRemote> remotes;
+  bool any_remote = false;  // decapsulate from any source, not only `remotes`
   int line = 0;
 
   bool has_vni(uint32_t v) const;

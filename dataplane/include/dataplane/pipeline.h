@@ -45,9 +45,13 @@ inline constexpr unsigned kMaxPorts = 64;
 //   handoff_full: the ring to the worker that owns the connection was full.
 //   nat_exhausted: ct(commit,nat(...)) found no free tuple in its range;
 //   vxlan_header:  to this VTEP's VXLAN port, but without the I flag, a
-//                  fragment, or lengths that disagree;
+//                  fragment, a bad outer IPv4 checksum, or lengths that
+//                  disagree;
 //   vxlan_unknown_vni: a VNI overlay.vxlan.vnis does not list;
 //   vxlan_truncated: the UDP, VXLAN or inner Ethernet header cut short;
+//   vxlan_unknown_remote: from a source that is not in overlay.vxlan.remotes
+//                  (unless any_remote: true);
+//   vxlan_wrong_mac: to this VTEP's address but another host's MAC;
 //   encap_mtu:     longer than the egress port's MTU once encapsulated;
 //   encap_headroom: no room before the frame for the outer headers.
 enum class DropWhy : uint8_t {
@@ -62,6 +66,8 @@ enum class DropWhy : uint8_t {
   kVxlanHeader,
   kVxlanVni,
   kVxlanTrunc,
+  kVxlanRemote,
+  kVxlanMac,
   kEncapMtu,
   kEncapHeadroom,
   kCount

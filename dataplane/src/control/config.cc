@@ -397,7 +397,8 @@ const VxlanRemote* OverlayConfig::remote(const uint8_t ip[4]) const {
 
 bool OverlayConfig::operator==(const OverlayConfig& o) const {
   if (vxlan != o.vxlan || memcmp(local, o.local, 4) || memcmp(mac, o.mac, 6) || port != o.port ||
-      udp_port != o.udp_port || ttl != o.ttl || df != o.df || vnis != o.vnis || remotes.size() != o.remotes.size())
+      udp_port != o.udp_port || ttl != o.ttl || df != o.df || vnis != o.vnis || remotes.size() != o.remotes.size() ||
+      any_remote != o.any_remote)
     return false;
   for (size_t i = 0; i < remotes.size(); i++)
     if (memcmp(remotes[i].ip, o.remotes[i].ip, 4) || memcmp(remotes[i].mac, o.remotes[i].mac, 6)) return false;
@@ -426,13 +427,13 @@ Status parse_ipv4(const Ctx& c, const YAML::Node& n, const std::string& key, uin
   return {};
 }
 
-// overlay: {vxlan: {local, port, mac, udp_port, ttl, df, vnis, remotes}}
+// overlay: {vxlan: {local, port, mac, udp_port, ttl, df, vnis, remotes, any_remote}}
 Status parse_overlay(const Ctx& c, const YAML::Node& n, const PortNames& ports, OverlayConfig* o) {
   TRY(check_keys(c, n, "overlay", {"vxlan"}));
   YAML::Node v = n["vxlan"];
   if (!v) return {};
   const std::string P = "overlay.vxlan";
-  TRY(check_keys(c, v, P, {"local", "port", "mac", "udp_port", "ttl", "df", "vnis", "remotes"}));
+  TRY(check_keys(c, v, P, {"local", "port", "mac", "udp_port", "ttl", "df", "vnis", "remotes", "any_remote"}));
   o->vxlan = true;
   o->line = v.Mark().line + 1;
   for (const char* k : {"local", "port", "mac", "vnis"})
@@ -447,6 +448,7 @@ Status parse_overlay(const Ctx& c, const YAML::Node& n, const PortNames& ports, 
   TRY(get_uint(c, v, "udp_port", P, &o->udp_port, 1, 65535));
   TRY(get_uint(c, v, "ttl", P, &o->ttl, 1, 255));
   TRY(get_bool(c, v, "df", P, &o->df));
+  TRY(get_bool(c, v, "any_remote", P, &o->any_remote));
   YAML::Node vn = v["vnis"];
   if (!vn.IsSequence() || vn.size() == 0) return c.err(vn, P + ".vnis", "expected a list of VNIs");
   std::map<uint32_t, int> seen;

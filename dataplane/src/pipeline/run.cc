@@ -19,8 +19,8 @@ namespace dp {
 const char* drop_why_name(DropWhy d) {
   static const char* const n[] = {"no_match",     "rule_drop",         "tx_full",         "tx_mtu",
                                   "rx_oversize",  "ct_full",           "handoff_full",    "nat_exhausted",
-                                  "vxlan_header", "vxlan_unknown_vni", "vxlan_truncated", "encap_mtu",
-                                  "encap_headroom"};
+                                  "vxlan_header", "vxlan_unknown_vni", "vxlan_truncated", "vxlan_unknown_remote",
+                                  "vxlan_wrong_mac", "encap_mtu", "encap_headroom"};
   static_assert(sizeof(n) / sizeof(n[0]) == static_cast<size_t>(DropWhy::kCount));
   return n[static_cast<int>(d)];
 }
@@ -253,16 +253,22 @@ inline void Datapath::ingress(Burst& b, bool noting) {
     p.cached = nullptr;
     p.natted = false;
     p.ncts = p.nhits = 0;
+    // The frame's bytes the parse may read (a decapsulated frame: up to the
+    // outer datagram's end) and where the IP packet the MTU bounds starts.
+    uint32_t flen = in[i].len, mtu_from = 0;
     if (b.pl.ov_.vxlan && in[i].port == b.pl.ov_.port) {
       const Decap dc = vxlan_decap(in[i].data, in[i].len, b.pl.ov_);
       if (dc.why != DropWhy::kCount) {
         b.drop(i, dc.why);
         continue;
       }
-      p.off = dc.off;
-      p.tun_id = dc.vni;
-      st.tunnel[static_cast<int>(Tunnel::kDecap)]++;
-      out[i].strip = dc.off;
+      if (dc.off) {  // VXLAN to us (0: another frame, for the tables as it is)
+        p.off = dc.off;
+        p.tun_id = dc.vni;
+        out[i].strip = dc.off;
+        flen = dc.end;
+        mtu_from = dc.l3;  // the outer IP packet, whatever tag came before it
+      }
     }
     // The NIC's marks and parse are of the outer frame: a decapsulated one
     // takes neither.
@@ -287,7 +293,7 @@ inline void Datapath::ingress(Burst& b, bool noting) {
       p.parsed = *in[i].parsed;
       d = in[i].parse_drop;
     } else {
-      d = ctrack::parse_packet(in[i].data + p.off, in[i].len - p.off, 0, &p.parsed);
+      d = ctrack::parse_packet(in[i].data + p.off, flen - p.off, 0, &p.parsed);
     }
     const uint16_t mtu = mtu_[in[i].port];
     if (d != ctrack::Drop::kNone) {
@@ -305,8 +311,8 @@ inline void Datapath::ingress(Burst& b, bool noting) {
       }
       continue;
     }
-    b.l3len[i] = in[i].pkt_len - p.off - p.parsed.l3_off;
-    if (in[i].pkt_len - (p.off ? 14u : p.parsed.l3_off) > mtu) {  // the frame as the port took it
+    b.l3len[i] = (p.off ? flen : in[i].pkt_len) - p.off - p.parsed.l3_off;
+    if (in[i].pkt_len - (p.off ? mtu_from : p.parsed.l3_off) > mtu) {  // the frame as the port took it
       b.drop(i, DropWhy::kRxOversize);
       continue;
     }
@@ -319,7 +325,7 @@ inline void Datapath::ingress(Burst& b, bool noting) {
           out[i].handoff = static_cast<int8_t>(owner);
           handed++;
           handed_bytes += in[i].pkt_len;
-          continue;
+          continue;  // the owner decapsulates (and counts) it again
         }
       }
       p.kind = p.parsed.ct.key.family;
@@ -327,6 +333,7 @@ inline void Datapath::ingress(Burst& b, bool noting) {
       p.kind = 0;
       p.other_type = p.parsed.kind == ctrack::L3Kind::kNd ? kEthNd : p.parsed.ethertype;
     }
+    if (p.off) st.tunnel[static_cast<int>(Tunnel::kDecap)]++;  // here: by the worker that keeps it
     p.table = 0;
     b.active++;
   }

@@ -18,12 +18,23 @@ inline uint16_t vx_rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] <<
 
 // VXLAN decap (RFC 7348) of a frame received on the underlay port: 0 when
 // it is not VXLAN to this VTEP (it goes through the tables as it is), the
-// outer headers' length when it is, or a drop reason.
+// outer headers' length when it is, or a drop reason. Only from a
+// configured remote VTEP (unless any_remote), to this VTEP's MAC, with a
+// good outer IPv4 checksum; the inner frame ends where the outer datagram
+// does (`end`), not at the frame's (padding, or a lie in the lengths).
 struct Decap {
-  uint16_t off = 0;
+  uint16_t off = 0;     // the inner frame's start
+  uint16_t l3 = 0;      // the outer IPv4 header's start (after any VLAN tag)
+  uint32_t end = 0;     // the inner frame's end: the outer IP length's
   uint32_t vni = 0;
   DropWhy why = DropWhy::kCount;  // kCount: not dropped
 };
+inline bool vx_ipv4_sum_ok(const uint8_t* ip, uint32_t ihl) {
+  uint32_t s = 0;
+  for (uint32_t i = 0; i < ihl; i += 2) s += vx_rd16(ip + i);
+  while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+  return s == 0xFFFF;
+}
 inline Decap vxlan_decap(const uint8_t* d, uint32_t len, const OverlayConfig& ov) {
   Decap r;
   uint32_t off = 14;
@@ -41,8 +52,18 @@ inline Decap vxlan_decap(const uint8_t* d, uint32_t len, const OverlayConfig& ov
   if (ihl < 20 || len < off + ihl + 4) return r;
   const uint8_t* udp = ip + ihl;
   if (vx_rd16(udp + 2) != ov.udp_port) return r;
+  // VXLAN to this VTEP's address: from here on it is decapsulated or dropped.
+  if (memcmp(d, ov.mac, 6) != 0) {
+    r.why = DropWhy::kVxlanMac;  // to another host's MAC (a flooded or misdirected frame)
+    return r;
+  }
   r.why = DropWhy::kVxlanHeader;
+  if (!vx_ipv4_sum_ok(ip, ihl)) return r;
   if (vx_rd16(ip + 6) & 0x3FFF) return r;  // a fragment: this VTEP does not reassemble
+  if (!ov.any_remote && !ov.remote(ip + 12)) {
+    r.why = DropWhy::kVxlanRemote;
+    return r;
+  }
   if (len < off + ihl + 16) {
     r.why = DropWhy::kVxlanTrunc;
     return r;
@@ -66,6 +87,8 @@ inline Decap vxlan_decap(const uint8_t* d, uint32_t len, const OverlayConfig& ov
   }
   r.why = DropWhy::kCount;
   r.off = static_cast<uint16_t>(off + ihl + 16);
+  r.l3 = static_cast<uint16_t>(off);
+  r.end = off + iplen;
   return r;
 }
 
