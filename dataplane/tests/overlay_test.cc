@@ -3,6 +3,8 @@
 // between a VM and the wire. Encapsulated frames are compared byte for byte
 // with scapy's VXLAN layer (tests/vxlan_golden.py, run with Debian's python).
 #include <gtest/gtest.h>
+#include <sstream>
+#include <fstream>
 #include <netinet/in.h>
 
 #include <nlohmann/json.hpp>
@@ -274,6 +276,29 @@ TEST(Overlay, DecapOnlyFromRemotesToOurMacWithWholeOuterHeaders) {
   Fixture g(yaml);
   ASSERT_EQ(g.send(kVm, build_frame(vm_udp())).out_port, kWire);
   EXPECT_EQ(g.send(kWire, scapy_vxlan(stranger, inner)).out_port, kVm) << "any_remote: true";
+}
+
+// Issue 28 item 6: with the shipped overlay-nat.yaml, a VM that sends the
+// reply side's tuple (as if it were the server answering itself) is
+// dropped, not translated back and tunnelled out with its private address.
+TEST(Overlay, ShippedConfigDropsReplyTuplesFromTheVms) {
+  std::ifstream in(std::string(SOURCE_ROOT) + "/configs/dataplane/overlay-nat.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  ASSERT_FALSE(ss.str().empty());
+  Fixture f(ss.str());
+  const int vm = 0, wire = 1;  // inside, outside
+  FrameSpec q = vm_udp();
+  ASSERT_EQ(f.send(vm, build_frame(q)).out_port, wire);
+  nlohmann::json remote = from_remote();
+  ASSERT_EQ(f.send(wire, scapy_vxlan(remote, build_frame(reply_udp()))).out_port, vm);
+  FrameSpec fake = reply_udp();  // the reply's tuple, from the VM's side
+  EXPECT_EQ(f.send(vm, build_frame(fake)).out_port, kDrop) << "a reply-direction packet from a VM left";
+  FrameSpec fake2 = q;  // the reply to the client as it reaches it, sent by the client
+  std::swap(fake2.src, fake2.dst);
+  std::swap(fake2.sport, fake2.dport);
+  EXPECT_EQ(f.send(vm, build_frame(fake2)).out_port, kDrop);
+  EXPECT_EQ(f.send(vm, build_frame(q)).out_port, wire) << "the VM's own direction still leaves";
 }
 
 TEST(Overlay, EncapBeyondTheWireMtuIsDroppedNotSent) {
