@@ -19,7 +19,7 @@ const char* invalid_name(Invalid r) {
   static const char* const n[] = {"none",        "tcp_flags",    "tcp_no_syn",   "tcp_state",    "tcp_seq_over",
                                   "tcp_seq_under", "tcp_ack_over", "tcp_ack_under", "tcp_rst_window", "fragment",
                                   "icmp_no_conn", "icmp_type",    "table_full",   "zone_limit",   "nat_exhausted",
-                                  "nat_clash"};
+                                  "nat_family",   "nat_clash"};
   static_assert(sizeof(n) / sizeof(n[0]) == static_cast<size_t>(Invalid::kCount));
   return n[static_cast<int>(r)];
 }

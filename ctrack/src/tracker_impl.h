@@ -407,9 +407,10 @@ struct Tracker::Impl {
   // Chooses the new connection's translated tuple from `R`: the first of its
   // candidates (from a start that hashes the original tuple) that no other
   // entry is found under, and indexes the connection under it too. Fails
-  // (entry freed, kNatExhausted) after kNatAttempts tries.
+  // (entry freed, kNatExhausted) after kNatAttempts tries; at once, as
+  // kNatFamily, when the range is of the other address family.
   [[gnu::noinline]] bool translate(uint32_t idx, Conn& c, const Packet& p, const NatRange& R, CtResult& r) {
-    Invalid why = Invalid::kNatExhausted;
+    Invalid why = nat != nullptr && R.family != p.key.family ? Invalid::kNatFamily : Invalid::kNatExhausted;
     const bool src = R.kind == NatKind::kSrc;
     const bool icmp = p.key.proto == IPPROTO_ICMP || p.key.proto == IPPROTO_ICMPV6;
     // Ports (ICMP: the echo id, which replies carry in dport) move with SNAT

@@ -240,10 +240,10 @@ TEST(Nat, Ipv6SourceRange) {
   const std::string a = addr(o.to.src, 6);
   EXPECT_TRUE(a == "2001:db8::100" || a == "2001:db8::101") << a;
   EXPECT_TRUE(run(h, tcp(o.to.reversed(), kSyn | kAck, 9, 2)).to == k.reversed());
-  // A range of the other family translates nothing: refused.
+  // A range of the other family translates nothing: refused, as such.
   const NatRange v4 = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7");
   k.sport = 1235;
-  EXPECT_EQ(run(h, tcp(k, kSyn, 1, 0), &v4).r.reason, Invalid::kNatExhausted);
+  EXPECT_EQ(run(h, tcp(k, kSyn, 1, 0), &v4).r.reason, Invalid::kNatFamily);
 }
 
 TEST(Nat, AFilterKeepsRepliesOnTheirShard) {

@@ -716,6 +716,50 @@ TEST(Nat, UdpChecksumNeverLeavesAsZero) {
          zeros);
 }
 
+// Issue 28 item 19e: a packet of the family a pool lacks (IPv6 meeting an
+// IPv4 pool, IPv4 an IPv6 one) is no exhausted pool: it drops as nat_family
+// (conntrack: invalid_nat_family). Found by name, so the counters are the
+// ones `stats` shows.
+TEST(Nat, TheOtherFamilyThanThePoolsDropsAsNatFamily) {
+  auto drop_at = [](const std::string& name) {
+    for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++)
+      if (drop_why_name(static_cast<DropWhy>(i)) == name) return i;
+    return -1;
+  };
+  auto invalid_at = [](const std::string& name) {
+    for (int i = 0; i < static_cast<int>(ctrack::Invalid::kCount); i++)
+      if (ctrack::invalid_name(static_cast<ctrack::Invalid>(i)) == name) return i;
+    return -1;
+  };
+  const int family = drop_at("nat_family"), exhausted = drop_at("nat_exhausted");
+  const int ct_family = invalid_at("nat_family"), ct_exhausted = invalid_at("nat_exhausted");
+  EXPECT_GE(family, 0) << "no drop reason nat_family";
+  EXPECT_GE(ct_family, 0) << "no conntrack invalid reason nat_family";
+  ASSERT_GE(exhausted, 0);
+  ASSERT_GE(ct_exhausted, 0);
+  struct Case {
+    const char* pool;
+    const char *src, *dst;
+  } cases[] = {{"src=203.0.113.7", "fd00::1", "2001:db8:1::10"}, {"src=[2001:db8::7]", "10.0.0.1", "10.0.0.2"},
+               {"dst=10.9.0.5:8080", "fd00::1", "2001:db8:1::10"}};
+  for (const Case& c : cases) {
+    Fixture f(nat_yaml(c.pool));
+    FrameSpec s = tcp(true, ctrack::kSyn, 1, 0);
+    s.src = c.src;
+    s.dst = c.dst;
+    EXPECT_EQ(f.send(kIn, build_frame(s)).out_port, kDrop) << c.pool << " " << c.src;
+    if (family >= 0) {
+      EXPECT_EQ(f.st.drop[family], 1u) << c.pool << " " << c.src;
+    }
+    EXPECT_EQ(f.st.drop[exhausted], 0u) << c.pool << " " << c.src << ": counted as an exhausted pool";
+    if (ct_family >= 0) {
+      EXPECT_EQ(f.ct->stats().invalid[ct_family], 1u) << c.pool << " " << c.src;
+    }
+    EXPECT_EQ(f.ct->stats().invalid[ct_exhausted], 0u) << c.pool << " " << c.src;
+    EXPECT_EQ(f.ct->stats().active, 0u) << "a refused commit keeps nothing";
+  }
+}
+
 TEST(Nat, ExhaustedRangeDropsAndCounts) {
   Fixture f(nat_yaml("src=203.0.113.7:2000"));
   FrameSpec a = tcp(true, ctrack::kSyn, 1, 0);

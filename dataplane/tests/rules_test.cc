@@ -262,6 +262,74 @@ TEST(Config, ErrorsNameFileLineAndKey) {
   EXPECT_NE(missing.message().find("/nonexistent/dataplane.yaml: cannot open"), std::string::npos);
 }
 
+// Issue 28 item 19d: a pool no host answers from (unspecified, loopback,
+// multicast, broadcast) is refused, for src= and dst=, a whole range that
+// reaches into one too; so is a second nat in one ct(). The edges stay.
+TEST(Actions, NatPoolsNoHostAnswersFromAndTwoNatsAreRefused) {
+  struct Bad {
+    const char* pool;
+    const char* want;
+  } bad[] = {
+      {"0.0.0.0", "0.0.0.0/8 (this network)"},
+      {"0.1.2.3", "0.0.0.0/8 (this network)"},
+      {"255.255.255.255", "255.255.255.255 (broadcast)"},
+      {"224.0.0.1", "224.0.0.0/4 (multicast)"},
+      {"239.255.255.255:1000", "224.0.0.0/4 (multicast)"},
+      {"223.255.255.250-224.0.0.3", "224.0.0.0/4 (multicast)"},
+      {"127.0.0.1", "127.0.0.0/8 (loopback)"},
+      {"126.255.255.255-127.0.0.0", "127.0.0.0/8 (loopback)"},
+      {"[::]", ":: (unspecified)"},
+      {"[::]-[::5]", ":: (unspecified)"},
+      {"[::1]", "::1 (loopback)"},
+      {"[ff02::1]", "ff00::/8 (multicast)"},
+      {"[ff00::]-[ff00::9]:80", "ff00::/8 (multicast)"},
+  };
+  for (const Bad& b : bad)
+    for (const char* kind : {"src=", "dst="}) {
+      const std::string text = std::string("ct(commit,nat(") + kind + b.pool + "))";
+      auto r = parse_actions(text, two_ports());
+      EXPECT_FALSE(r.ok()) << text << " was accepted";
+      if (r.ok()) continue;
+      EXPECT_NE(r.message().find(std::string("'nat(") + kind + b.pool + ")'"), std::string::npos) << text << ": " << r.message();
+      EXPECT_NE(r.message().find(b.want), std::string::npos) << text << ": " << r.message();
+      EXPECT_NE(r.message().find("not an address to translate to"), std::string::npos) << text << ": " << r.message();
+    }
+  for (const char* good : {"1.0.0.0", "126.255.255.255", "128.0.0.0", "223.255.255.255", "240.0.0.1",
+                           "255.255.255.254", "[::2]", "[::2]-[::9]", "[fe80::1]", "[2001:db8::1]"}) {
+    auto r = parse_actions(std::string("ct(commit,nat(src=") + good + "))", two_ports());
+    EXPECT_TRUE(r.ok()) << good << ": " << r.message();
+  }
+  for (const char* two : {"ct(commit,nat(src=192.0.2.1),nat(src=192.0.2.2))",
+                          "ct(commit,nat(src=192.0.2.1),nat(dst=10.0.0.1))", "ct(nat,nat,table=1)",
+                          "ct(commit,nat,nat(src=192.0.2.1))"}) {
+    auto r = parse_actions(two, two_ports());
+    EXPECT_FALSE(r.ok()) << two << " was accepted";
+    if (r.ok()) continue;
+    EXPECT_NE(r.message().find("one nat per ct()"), std::string::npos) << two << ": " << r.message();
+  }
+  // In a file: file:line: key, as every rule error.
+  const std::string body = R"Y(eal: {file_prefix: t1, no_huge: true}
+ports:
+  - {name: inside, devargs: "net_af_packet0,iface=a"}
+  - {name: outside, devargs: "net_af_packet1,iface=b"}
+workers: {lcores: [1]}
+tables:
+  0:
+    - {priority: 1, match: "in_port=inside", actions: "ct(commit,nat(src=POOL)),output:outside"}
+)Y";
+  auto mc = parse_config(replace(body, "POOL", "224.0.0.1"), "nat.yaml");
+  ASSERT_FALSE(mc.ok());
+  EXPECT_NE(mc.message().find("nat.yaml:8: key 'tables.0[0].actions': 'nat(src=224.0.0.1)': '224.0.0.1': in "
+                              "224.0.0.0/4 (multicast): not an address to translate to"),
+            std::string::npos)
+      << mc.message();
+  auto twice = parse_config(replace(body, "POOL)", "192.0.2.1),nat(src=192.0.2.2)"), "nat.yaml");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.message().find("nat.yaml:8: key 'tables.0[0].actions': "), std::string::npos) << twice.message();
+  EXPECT_NE(twice.message().find("one nat per ct()"), std::string::npos) << twice.message();
+  EXPECT_TRUE(parse_config(replace(body, "POOL", "192.0.2.1"), "nat.yaml").ok());
+}
+
 // Aliases: yaml-cpp shares the aliased node, so a cycle loops any walk
 // until the stack runs out and nested aliases explode (issue 19, item 1).
 std::string alias_bomb() {

@@ -50,6 +50,7 @@ enum class Invalid : uint8_t {
   kTableFull,        // no entry free and nothing to evict (drop policy)
   kZoneLimit,        // zone at its connection limit (drop policy)
   kNatExhausted,     // ct(commit,nat(...)) found no free translated tuple in its range
+  kNatFamily,        // ct(commit,nat(...)) with a range of the other address family than the packet's
   kNatClash,         // the tuple is a translated connection's, in the orientation neither side sends
   kCount,
 };

@@ -44,6 +44,8 @@ inline constexpr unsigned kMaxPorts = 64;
 //                ct counts it as `untracked`.
 //   handoff_full: the ring to the worker that owns the connection was full.
 //   nat_exhausted: ct(commit,nat(...)) found no free tuple in its range;
+//   nat_family:    ct(commit,nat(...)) with a range of the other address
+//                  family (an IPv6 packet, an IPv4 pool, or the reverse);
 //   vxlan_header:  to this VTEP's VXLAN port, but without the I flag, a
 //                  fragment, a bad outer IPv4 checksum, or lengths that
 //                  disagree;
@@ -63,6 +65,7 @@ enum class DropWhy : uint8_t {
   kCtFull,
   kHandoffFull,
   kNatExhausted,
+  kNatFamily,
   kVxlanHeader,
   kVxlanVni,
   kVxlanTrunc,

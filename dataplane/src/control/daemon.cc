@@ -68,6 +68,18 @@ int tel_rules(const char*, const char*, rte_tel_data* d) {
 
 }  // namespace
 
+void install_signal_handlers() {
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESTART;  // EAL's and the ports' set-up calls go on; the control loop's poll() still wakes
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+}
+
+bool stop_requested() { return g_signal_stop != 0; }
+
 void log_pipeline(const Pipeline& p) {
   log_info(LogType::kPipeline, "pipeline " + std::to_string(p.generation()) + ": " + std::to_string(p.rules().size()) +
                                    " rules; flow cache " +
@@ -135,6 +147,10 @@ Status Daemon::register_commands() {
 }
 
 Status Daemon::start() {
+  // A stop asked for meanwhile ends the start between its steps (the
+  // destructor undoes what was done, as for a failed start; main exits 0).
+  auto stop_asked = [this] { return interrupted_ = stop_requested(); };
+  const Status stopped = Status::error("stopped during start-up");
   SDN_TRY(register_commands());
   g_daemon = this;
   unsigned nw = static_cast<unsigned>(cfg_.workers.lcores.size());
@@ -158,6 +174,7 @@ Status Daemon::start() {
     for (size_t p = 0; p < cfg_.ports.size(); p++) w->dp->set_mtu(static_cast<uint16_t>(p), cfg_.ports[p].mtu);
     workers_.push_back(std::move(w));
   }
+  if (stop_asked()) return stopped;
 
   uint16_t max_mtu = 1500;
   for (const auto& p : cfg_.ports) max_mtu = std::max(max_mtu, p.mtu);
@@ -217,6 +234,7 @@ Status Daemon::start() {
   if (Status s = offload_->prepare(port_ids_); !s) return Status::error("offload: " + s.message());
   for (size_t i = 0; i < cfg_.ports.size(); i++)
     if (Status s = setup_port(i); !s) return s;
+  if (stop_asked()) return stopped;
 
   auto pl = Pipeline::build(cfg_.rules, nw, &cfg_.overlay);
   if (!pl) return pl.status();
@@ -229,6 +247,7 @@ Status Daemon::start() {
   host_.marks = &marks_;
   if (Status s = offload_->start(host_); !s) return Status::error("offload: " + s.message());
   offload_->on_pipeline(*pipeline_.load());
+  if (stop_asked()) return stopped;
 
   rte_telemetry_register_cmd("/dataplane/stats", tel_stats,
                              "Ports, workers, drops by reason, rule hits and conntrack stats. No parameters");
@@ -261,11 +280,10 @@ Status Daemon::start() {
 }
 
 int Daemon::run() {
-  struct sigaction sa{};
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGHUP, &sa, nullptr);
+  if (g_signal_stop) {  // asked for between start() and here: never announced as running
+    log("stopping: a signal during start-up");
+    return 0;
+  }
   const std::string running = std::to_string(port_ids_.size()) + " ports, " + std::to_string(workers_.size()) +
                               " workers, " + std::to_string(rules_.size()) + " rules, offload " + offload_->name();
   if (metrics_) metrics_->start([this] { return stats_prometheus(snapshot(false)); });

@@ -31,12 +31,20 @@ struct TraceRecord;
 // EAL arguments for a config (main lcore, workers, ports as --vdev / -a).
 std::vector<std::string> eal_args(const Config& cfg, bool force_no_huge);
 
+// SIGINT/SIGTERM ask for a stop, SIGHUP for a reload; the handlers only set
+// flags. main installs them before the control socket and EAL, so a stop
+// asked for during start-up is a clean stop: start() and main look at
+// stop_requested() between the steps of the start.
+void install_signal_handlers();
+bool stop_requested();
+
 class Daemon {
  public:
   Daemon(Config cfg, std::unique_ptr<ControlServer> ctl, std::unique_ptr<MetricsServer> metrics = nullptr);
   ~Daemon();
-  Status start();  // after rte_eal_init
+  Status start();  // after rte_eal_init; an error, and interrupted(), when a stop was asked for meanwhile
   int run();       // control loop until SIGINT/SIGTERM; returns the exit code
+  bool interrupted() const { return interrupted_; }  // start() gave up for a stop (a clean one: exit 0)
 
   // A control request (the socket's; telemetry has its own below).
   ControlServer::Reply handle(const std::string& request);
@@ -137,7 +145,7 @@ class Daemon {
   std::unique_ptr<ControlServer> ctl_;
   std::unique_ptr<MetricsServer> metrics_;  // Prometheus /metrics, when configured
   CommandTable commands_;
-  bool started_ = false, shut_ = false;
+  bool started_ = false, shut_ = false, interrupted_ = false;
   bool live_ = false;  // a live trace is running (one at a time)
 };
 

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,7 @@ void usage() {
       "timeouts; a change to ports, workers, eal, other conntrack or offload settings is\n"
       "refused whole and the running config kept (README: Reload). Ports are bound by name.\n"
       "Telemetry (dpdk-telemetry.py -f PREFIX): /dataplane/stats, /dataplane/ct/list, /dataplane/rules.\n"
+      "SIGINT/SIGTERM stop it cleanly, during start-up too (the control socket and DPDK runtime dir removed).\n"
       "Exit status: 0 clean stop, 1 runtime error, 2 config error (nothing started: checked before EAL,\n"
       "including lcores against this host's CPUs, conntrack memory, the control socket and its lock).\n");
 }
@@ -125,6 +127,10 @@ int main(int argc, char** argv) {
            cfg->workers.lcores.size(), cfg->rules.size(), tables, cfg->offload.provider.c_str());
     return 0;
   }
+  // From here a SIGINT/SIGTERM is a clean stop, even before the control
+  // loop runs: the start looks at it between steps (nothing is left behind
+  // that a stop from the loop would not remove).
+  dp::install_signal_handlers();
   // The socket before EAL: a second daemon on the same path stops here.
   auto ctl = dp::ControlServer::open(cfg->control_socket);
   if (!ctl) {
@@ -148,20 +154,34 @@ int main(int argc, char** argv) {
   std::vector<std::string> args = dp::eal_args(*cfg, no_huge);
   std::vector<char*> av;
   for (auto& s : args) av.push_back(s.data());
+  if (dp::stop_requested()) {
+    fprintf(stderr, "dataplane: stopping: a signal during start-up\n");
+    return 0;
+  }
   if (rte_eal_init(static_cast<int>(av.size()), av.data()) < 0) {
     fprintf(stderr, "dataplane: DPDK EAL init failed: %s\n", rte_strerror(rte_errno));
     return 1;
   }
-  int rc;
-  {
+  int rc = 0;
+  if (dp::stop_requested()) {
+    fprintf(stderr, "dataplane: stopping: a signal during start-up\n");
+  } else {
     dp::Daemon d(std::move(cfg.value()), std::move(ctl.value()), std::move(metrics));
-    if (dp::Status s = d.start(); !s) {
+    if (dp::Status s = d.start(); !s && d.interrupted()) {
+      fprintf(stderr, "dataplane: stopping: a signal during start-up\n");
+    } else if (!s) {
       fprintf(stderr, "dataplane: %s\n", s.message().c_str());
       rc = 1;
     } else {
       rc = d.run();
     }
   }
+  // EAL keeps its runtime directory (config, fbarray_*) for secondary
+  // processes; none attaches to a primary that is gone, so a stop leaves none.
+  const std::string runtime_dir = rte_eal_get_runtime_dir();
   rte_eal_cleanup();
+  std::error_code ec;
+  std::filesystem::remove_all(runtime_dir, ec);
+  if (ec) fprintf(stderr, "dataplane: remove %s: %s\n", runtime_dir.c_str(), ec.message().c_str());
   return rc;
 }

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstring>
+#include <utility>
 
 #include "ctrack/tracker.h"
 
@@ -241,6 +242,36 @@ bool parse_nat_addr(std::string_view v, int* family, uint8_t* out) {
   return true;
 }
 
+uint64_t nat_addr_key(const uint8_t* a, int family) {
+  const uint8_t* p = a + (family == 6 ? 12 : 0);
+  return static_cast<uint64_t>(p[0]) << 24 | p[1] << 16 | p[2] << 8 | p[3];
+}
+
+// The block of addresses no host answers from that a range reaches into,
+// or null: a translation to one would send packets nobody can reply to.
+const char* nat_no_host(const ctrack::NatRange& r) {
+  const uint64_t lo = nat_addr_key(r.addr_min, r.family), hi = nat_addr_key(r.addr_max, r.family);
+  if (r.family == 4) {
+    static const struct {
+      uint64_t first, last;
+      const char* name;
+    } kBlocks[] = {
+        {0x00000000, 0x00FFFFFF, "0.0.0.0/8 (this network)"},
+        {0x7F000000, 0x7FFFFFFF, "127.0.0.0/8 (loopback)"},
+        {0xE0000000, 0xEFFFFFFF, "224.0.0.0/4 (multicast)"},
+        {0xFFFFFFFF, 0xFFFFFFFF, "255.255.255.255 (broadcast)"},
+    };
+    for (const auto& b : kBlocks)
+      if (lo <= b.last && b.first <= hi) return b.name;
+    return nullptr;
+  }
+  if (r.addr_min[0] == 0xFF) return "ff00::/8 (multicast)";  // a range shares its first 96 bits
+  static const uint8_t kZero[12] = {};
+  if (memcmp(r.addr_min, kZero, sizeof kZero) == 0 && lo == 0) return ":: (unspecified)";
+  if (memcmp(r.addr_min, kZero, sizeof kZero) == 0 && lo == 1) return "::1 (loopback)";
+  return nullptr;
+}
+
 // src=A[-B][:P[-Q]] or dst=..., as OVS writes them.
 Status parse_nat(std::string_view v, ctrack::NatRange* r) {
   v = trim(v);
@@ -274,6 +305,8 @@ Status parse_nat(std::string_view v, ctrack::NatRange* r) {
     return Status::error("'" + std::string(addrs) + "': the range ends before it starts");
   if (family == 6 && memcmp(r->addr_min, r->addr_max, 12) != 0)
     return Status::error("'" + std::string(addrs) + "': an IPv6 range may differ only in its last 32 bits");
+  if (const char* block = nat_no_host(*r))
+    return Status::error("'" + std::string(addrs) + "': in " + block + ": not an address to translate to");
   if (colon != std::string_view::npos) {
     size_t pd = ports.find('-');
     std::string_view plo = ports.substr(0, pd), phi = pd == std::string_view::npos ? plo : ports.substr(pd + 1);
@@ -282,11 +315,6 @@ Status parse_nat(std::string_view v, ctrack::NatRange* r) {
       return Status::error("'" + std::string(ports) + "': expected a port or a range P-Q within 1..65535");
   }
   return {};
-}
-
-uint64_t nat_addr_key(const uint8_t* a, int family) {
-  const uint8_t* p = a + (family == 6 ? 12 : 0);
-  return static_cast<uint64_t>(p[0]) << 24 | p[1] << 16 | p[2] << 8 | p[3];
 }
 
 // Do two ranges of one kind share a translated address and port?
@@ -352,8 +380,11 @@ Result<std::vector<Action>> parse_actions(std::string_view text, const PortNames
       if (!vxlan || !vni || !remote) return Status::error("'" + std::string(item) + "': expected encap(vxlan,vni=N,remote=IP)");
     } else if (item.rfind("ct(", 0) == 0 && item.back() == ')') {
       a.type = ActType::kCt;
+      bool nat = false;
       for (std::string_view arg : split_top(item.substr(3, item.size() - 4))) {
         if (arg.empty()) continue;
+        if ((arg == "nat" || arg.rfind("nat(", 0) == 0) && std::exchange(nat, true))
+          return Status::error("'" + std::string(item) + "': one nat per ct() (a connection has one translation)");
         if (arg == "commit") {
           a.commit = true;
         } else if (arg.rfind("zone=", 0) == 0) {

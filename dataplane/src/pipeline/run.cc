@@ -19,8 +19,8 @@ namespace dp {
 const char* drop_why_name(DropWhy d) {
   static const char* const n[] = {"no_match",     "rule_drop",         "tx_full",         "tx_mtu",
                                   "rx_oversize",  "ct_full",           "handoff_full",    "nat_exhausted",
-                                  "vxlan_header", "vxlan_unknown_vni", "vxlan_truncated", "vxlan_unknown_remote",
-                                  "vxlan_wrong_mac", "encap_mtu", "encap_headroom"};
+                                  "nat_family",   "vxlan_header",      "vxlan_unknown_vni", "vxlan_truncated",
+                                  "vxlan_unknown_remote", "vxlan_wrong_mac", "encap_mtu",    "encap_headroom"};
   static_assert(sizeof(n) / sizeof(n[0]) == static_cast<size_t>(DropWhy::kCount));
   return n[static_cast<int>(d)];
 }
@@ -78,7 +78,8 @@ struct PktState {
   uint16_t other_type;  // ethertype for the "other" list (kEthNd for ND)
   uint32_t rule;        // matched rule index
   int32_t pre;          // table-0 rule the NIC matched (mark), or -1
-  int32_t ct_zone;      // zone a ct() found this packet's connection in, -1 none, -2 commit failed
+  int32_t ct_zone;      // zone a ct() found this packet's connection in, -1 none; a drop: -2 commit
+                        // failed (ct_full), -3 nat_exhausted, -4 nat_family
   uint8_t resume;       // action index to resume at after ct
   // The path, for the flow cache.
   bool cacheable;
@@ -676,6 +677,7 @@ inline void Datapath::conntrack(Burst& b) {
       if (lead.commit && (r.reason == ctrack::Invalid::kTableFull || r.reason == ctrack::Invalid::kZoneLimit))
         p.ct_zone = -2;  // commit failed under full_policy: drop
       if (r.reason == ctrack::Invalid::kNatExhausted) p.ct_zone = -3;
+      if (r.reason == ctrack::Invalid::kNatFamily) p.ct_zone = -4;
       if (p.kind == 4) {
         p.k4.ct_state = r.state;
         p.k4.zone = htons(lead.zone);
@@ -689,8 +691,10 @@ inline void Datapath::conntrack(Burst& b) {
     uint32_t i = ctq[a];
     PktState& p = s[i];
     b.out[i].ct_state = p.ct_state;
-    if (p.ct_zone == -2 || p.ct_zone == -3) {
-      b.drop(i, p.ct_zone == -2 ? DropWhy::kCtFull : DropWhy::kNatExhausted);
+    if (p.ct_zone <= -2) {
+      b.drop(i, p.ct_zone == -2   ? DropWhy::kCtFull
+                : p.ct_zone == -3 ? DropWhy::kNatExhausted
+                                  : DropWhy::kNatFamily);
       p.cacheable = false;
       b.done(i);
       continue;
