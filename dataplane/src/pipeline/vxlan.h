@@ -11,6 +11,7 @@
 
 #include "dataplane/overlay.h"
 #include "dataplane/pipeline.h"
+#include "nat_rewrite.h"
 
 namespace dp {
 
@@ -29,12 +30,6 @@ struct Decap {
   uint32_t vni = 0;
   DropWhy why = DropWhy::kCount;  // kCount: not dropped
 };
-inline bool vx_ipv4_sum_ok(const uint8_t* ip, uint32_t ihl) {
-  uint32_t s = 0;
-  for (uint32_t i = 0; i < ihl; i += 2) s += vx_rd16(ip + i);
-  while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
-  return s == 0xFFFF;
-}
 inline Decap vxlan_decap(const uint8_t* d, uint32_t len, const OverlayConfig& ov) {
   Decap r;
   uint32_t off = 14;
@@ -58,7 +53,7 @@ inline Decap vxlan_decap(const uint8_t* d, uint32_t len, const OverlayConfig& ov
     return r;
   }
   r.why = DropWhy::kVxlanHeader;
-  if (!vx_ipv4_sum_ok(ip, ihl)) return r;
+  if (nat::fold(nat::sum16(ip, ihl)) != 0xFFFF) return r;  // the outer IPv4 checksum
   if (vx_rd16(ip + 6) & 0x3FFF) return r;  // a fragment: this VTEP does not reassemble
   if (!ov.any_remote && !ov.remote(ip + 12)) {
     r.why = DropWhy::kVxlanRemote;
