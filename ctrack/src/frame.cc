@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace ctrack {
@@ -100,7 +101,7 @@ std::vector<uint8_t> build_frame(const FrameSpec& s) {
     f.push_back(0);
     put16(f, static_cast<uint16_t>(20 + l4.size()));
     put16(f, s.ip_id);
-    put16(f, 0x4000);  // DF
+    put16(f, s.df ? 0x4000 : 0);
     f.push_back(s.ttl);
     f.push_back(s.proto);
     put16(f, 0);
@@ -133,6 +134,40 @@ std::vector<uint8_t> vxlan_frame(FrameSpec outer, uint32_t vni, const std::vecto
   f.insert(f.end(), vx, vx + 8);
   f.insert(f.end(), inner.begin(), inner.end());
   return f;
+}
+
+std::vector<std::vector<uint8_t>> fragment_frame(const std::vector<uint8_t>& frame, uint16_t mtu, uint32_t id6) {
+  const size_t l2 = frame[12] == 0x81 && frame[13] == 0x00 ? 18 : 14;
+  const bool v6 = frame[l2 - 2] == 0x86;
+  const size_t hl = v6 ? 40 : (frame[l2] & 0x0F) * 4u;
+  const size_t ip_len = v6 ? 40 + (frame[l2 + 4] << 8 | frame[l2 + 5]) : (frame[l2 + 2] << 8 | frame[l2 + 3]);
+  const uint8_t* data = frame.data() + l2 + hl;
+  const size_t total = ip_len - hl;
+  const size_t step = ((mtu - hl - (v6 ? 8 : 0)) / 8) * 8;
+  std::vector<std::vector<uint8_t>> out;
+  for (size_t off = 0; off < total; off += step) {
+    const size_t n = std::min(step, total - off);
+    const bool more = off + n < total;
+    std::vector<uint8_t> f(frame.begin(), frame.begin() + static_cast<long>(l2 + hl));
+    if (v6) {
+      const uint8_t next = f[l2 + 6];
+      f[l2 + 6] = 44;
+      put16(f, 0);
+      f[f.size() - 2] = next;  // next header, reserved
+      put16(f, static_cast<uint16_t>(off | (more ? 1 : 0)));
+      put32(f, id6);
+      set16(f, l2 + 4, static_cast<uint16_t>(8 + n));
+    } else {
+      set16(f, l2 + 2, static_cast<uint16_t>(hl + n));
+      set16(f, l2 + 6, static_cast<uint16_t>((more ? 0x2000 : 0) | off / 8));
+      set16(f, l2 + 10, 0);
+      set16(f, l2 + 10, fold(sum16(f.data() + l2, hl)));
+    }
+    f.insert(f.end(), data + off, data + off + n);
+    while (f.size() < 60) f.push_back(0);
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 }  // namespace ctrack

@@ -159,7 +159,16 @@ Drop parse_packet(const uint8_t* d, uint32_t len, uint16_t zone, Parsed* out) {
     memcpy(p.key.src, ip + 12, 4);
     memcpy(p.key.dst, ip + 16, 4);
     p.key.family = 4;
-    fragment = (rd16(ip + 6) & 0x1FFF) != 0;
+    const uint16_t ff = rd16(ip + 6);
+    if (ff & 0x3FFF) {  // MF or an offset
+      r.frag = (ff & 0x1FFF) ? Parsed::kFragLater : Parsed::kFragFirst;
+      r.frag_more = (ff & 0x2000) != 0;
+      r.frag_id = rd16(ip + 4);
+      r.frag_off = (ff & 0x1FFFu) * 8u;
+      r.frag_start = static_cast<uint16_t>(ihl);
+      r.frag_len = tot - ihl;
+    }
+    fragment = (ff & 0x1FFF) != 0;
     l4off = ihl;
   } else {
     if (avail < 40) return Drop::kTruncIp;
@@ -180,7 +189,17 @@ Drop parse_packet(const uint8_t* d, uint32_t len, uint16_t zone, Parsed* out) {
       uint32_t ehl;
       if (proto == 44) {
         ehl = 8;
-        if ((rd16(eh + 2) & 0xFFF8) != 0) fragment = true;
+        const uint16_t fo = rd16(eh + 2);
+        if (r.frag != Parsed::kFragNone) return Drop::kIp6Ext;  // two fragment headers
+        if (fo & 0xFFF9) {  // an offset or M (an atomic fragment, RFC 6946, is a whole packet)
+          r.frag = (fo & 0xFFF8) ? Parsed::kFragLater : Parsed::kFragFirst;
+          r.frag_more = (fo & 1) != 0;
+          r.frag_id = rd32(eh + 4);
+          r.frag_off = fo & 0xFFF8u;
+          r.frag_start = static_cast<uint16_t>(l4off + 8);
+          r.frag_len = ip_end - (l4off + 8);
+        }
+        if ((fo & 0xFFF8) != 0) fragment = true;
       } else if (proto == 51) {
         ehl = (eh[1] + 2u) * 4u;
       } else {
@@ -221,7 +240,9 @@ Drop parse_packet(const uint8_t* d, uint32_t len, uint16_t zone, Parsed* out) {
     case IPPROTO_UDP: {
       if (l4len < 8) return Drop::kTruncL4;
       uint32_t ul = rd16(l4 + 4);
-      if (ul < 8 || ul > l4len) return Drop::kUdpLen;
+      // A first fragment's UDP length is the whole datagram's: it may run
+      // past the fragment, never end inside it.
+      if (ul < 8 || (r.frag == Parsed::kFragFirst ? ul < l4len : ul > l4len)) return Drop::kUdpLen;
       p.key.sport = rd16(l4);
       p.key.dport = rd16(l4 + 2);
       p.payload_len = static_cast<uint16_t>(ul - 8);

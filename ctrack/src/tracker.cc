@@ -166,7 +166,7 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
       f[i].dir = 0;
       f[i].rside = false;
       f[i].epoch = m.inserts;
-      if (c == kEmpty || (p.meta & kMetaFragment)) {
+      if (c == kEmpty) {
         f[i].conn = kNoConn;
         continue;
       }

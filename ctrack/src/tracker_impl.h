@@ -282,7 +282,12 @@ struct Tracker::Impl {
   [[gnu::always_inline]] Outcome update(uint32_t idx, Conn& c, int dir, const Packet& p, uint32_t now) {
     Outcome o;
     switch (c.key.proto) {
-      case IPPROTO_TCP: o = proto::tcp::update(c, dir, p, now, times, cfg.tcp_liberal); break;
+      case IPPROTO_TCP:
+        // A later fragment has no TCP header: its first fragment (the
+        // segment's header, with the whole segment's length) was judged.
+        o = (p.meta & kMetaFragment) ? Outcome{Verdict::kAccept, Invalid::kNone, false}
+                                     : proto::tcp::update(c, dir, p, now, times, cfg.tcp_liberal);
+        break;
       case IPPROTO_UDP: o = proto::udp::update(c, dir, now, times); break;
       case IPPROTO_ICMP:
       case IPPROTO_ICMPV6: o = proto::icmp::update(c, dir, now, times); break;
@@ -311,7 +316,8 @@ struct Tracker::Impl {
       // An ACK or data segment of an offloaded connection reached software:
       // the NIC judged it out of its window, so its context is behind (see
       // EventType::kResync). SYN, FIN and RST come here by design.
-      if (c.key.proto == IPPROTO_TCP && (c.flags & detail::kOffloaded) &&
+      // (Fragments come here by design too: the NIC matches no ports in them.)
+      if (c.key.proto == IPPROTO_TCP && (c.flags & detail::kOffloaded) && !(p.meta & kMetaFragment) &&
           !(p.tcp_flags & (kSyn | kFin | kRst)) && !(c.td_flags[0] & kTcpResyncAsked) &&
           push_event(EventType::kResync, idx, c, &p, static_cast<uint8_t>(dir), 0))
         c.td_flags[0] |= kTcpResyncAsked;
@@ -467,6 +473,13 @@ struct Tracker::Impl {
   }
 
   [[gnu::noinline]] void miss(const Packet& p, bool canon, uint32_t h, uint32_t now, bool commit, CtResult& r) {
+    // A later fragment follows its datagram's connection; it never starts one.
+    if (p.meta & kMetaFragment) {
+      st.invalid[static_cast<int>(Invalid::kFragment)]++;
+      r.state = kCtTrk | kCtInv;
+      r.reason = Invalid::kFragment;
+      return;
+    }
     if (p.meta & kMetaIcmpError) {
       st.invalid[static_cast<int>(Invalid::kIcmpNoConn)]++;
       r.state = kCtTrk | kCtInv;
@@ -646,12 +659,6 @@ struct Tracker::Impl {
                                           CtResult& r) {
     r = CtResult{};
     st.lookups++;
-    if (p.meta & kMetaFragment) {
-      st.invalid[static_cast<int>(Invalid::kFragment)]++;
-      r.state = kCtTrk | kCtInv;
-      r.reason = Invalid::kFragment;
-      return;
-    }
     miss(p, canon, h, now, commit, r);
   }
 
@@ -667,12 +674,6 @@ struct Tracker::Impl {
                                      CtResult& r) {
     r = CtResult{};
     st.lookups++;
-    if (p.meta & kMetaFragment) {
-      st.invalid[static_cast<int>(Invalid::kFragment)]++;
-      r.state = kCtTrk | kCtInv;
-      r.reason = Invalid::kFragment;
-      return;
-    }
     if (c == kEmpty || !slot_matches(c, p.key, canon)) {
       // A second signature match, or an entry changed earlier in this burst:
       // the full probe (its buckets are in cache by now).

@@ -138,6 +138,9 @@ TEST(Parse, Ipv4Fragments) {
   EXPECT_TRUE(p.ct.meta & kMetaFragment);
   EXPECT_EQ(p.ct.key.sport, 0);
   EXPECT_EQ(p.ct.key.dport, 0);
+  EXPECT_EQ(p.frag, Parsed::kFragLater);
+  EXPECT_EQ(p.frag_off, 0x10u * 8);
+  EXPECT_FALSE(p.frag_more);
 }
 
 Bytes ipv6(uint8_t next, const Bytes& payload) {
@@ -170,6 +173,48 @@ TEST(Parse, Ipv6ExtensionChain) {
   ASSERT_EQ(parse(cat(eth(0x86DD), ipv6(44, cat(frag, udp_hdr(53, 1)))), &p), Drop::kNone);
   EXPECT_TRUE(p.ct.meta & kMetaFragment);
   EXPECT_EQ(p.ct.key.sport, 0);
+}
+
+TEST(Parse, FirstFragmentsCarryTheWholeDatagramsUdpLength) {
+  // A 3000-byte datagram's first fragment: the UDP length runs past it.
+  Bytes u = udp_hdr(7, 8, 1472);
+  u[4] = 3008 >> 8;
+  u[5] = 3008 & 0xFF;
+  Parsed p;
+  ASSERT_EQ(parse(cat(eth(0x0800), ipv4(IPPROTO_UDP, u, 0x2000)), &p), Drop::kNone);
+  EXPECT_EQ(p.frag, Parsed::kFragFirst);
+  EXPECT_TRUE(p.frag_more);
+  EXPECT_EQ(p.frag_id, 1u);
+  EXPECT_EQ(p.frag_off, 0u);
+  EXPECT_EQ(p.frag_len, 1480u);
+  EXPECT_EQ(p.frag_start, 20);
+  EXPECT_EQ(p.ct.key.dport, 8);
+  EXPECT_EQ(p.ct.payload_len, 3000);
+  // The same length in a whole datagram is past its end; and a first
+  // fragment's UDP length may not end inside the fragment.
+  EXPECT_EQ(parse(cat(eth(0x0800), ipv4(IPPROTO_UDP, u, 0)), &p), Drop::kUdpLen);
+  u[4] = 0;
+  u[5] = 100;
+  EXPECT_EQ(parse(cat(eth(0x0800), ipv4(IPPROTO_UDP, u, 0x2000)), &p), Drop::kUdpLen);
+  // IPv6: M set, offset 0, identification 0x01020304.
+  Bytes u6 = udp_hdr(53, 9, 1000);
+  u6[4] = 3008 >> 8;
+  u6[5] = 3008 & 0xFF;
+  Bytes fh = {IPPROTO_UDP, 0, 0x00, 0x01, 1, 2, 3, 4};
+  ASSERT_EQ(parse(cat(eth(0x86DD), ipv6(44, cat(fh, u6))), &p), Drop::kNone);
+  EXPECT_EQ(p.frag, Parsed::kFragFirst);
+  EXPECT_EQ(p.frag_id, 0x01020304u);
+  EXPECT_EQ(p.frag_start, 48);
+  EXPECT_EQ(p.frag_len, 1008u);
+  EXPECT_EQ(p.ct.key.sport, 53);
+  EXPECT_FALSE(p.ct.meta & kMetaFragment);
+  // An atomic fragment (RFC 6946: offset 0, no M) is a whole packet; two
+  // fragment headers are malformed.
+  Bytes atomic = {IPPROTO_UDP, 0, 0, 0, 1, 2, 3, 4};
+  ASSERT_EQ(parse(cat(eth(0x86DD), ipv6(44, cat(atomic, udp_hdr(53, 9)))), &p), Drop::kNone);
+  EXPECT_EQ(p.frag, Parsed::kFragNone);
+  Bytes twice = {44, 0, 0x00, 0x01, 1, 2, 3, 4};
+  EXPECT_EQ(parse(cat(eth(0x86DD), ipv6(44, cat(cat(twice, fh), u6))), &p), Drop::kIp6Ext);
 }
 
 Bytes icmp(uint8_t type, uint8_t code, uint16_t id, const Bytes& rest = {}) {

@@ -213,16 +213,40 @@ TEST(Ipv6, TcpHandshakeAndUdp) {
   EXPECT_EQ(+h.run(udp(v4.reversed())).state, +NEW);
 }
 
-TEST(Fragments, NonFirstFragmentNeverMatchesOnPorts) {
+TEST(Fragments, LaterFragmentsFollowTheirConnectionAndNeverStartOne) {
   Harness h;
-  h.run(udp(kU));
-  Packet frag = udp(kU.reversed());
-  frag.meta = kMetaFragment;
-  CtResult r = h.run(frag);
+  // The ports a later fragment carries are its first fragment's (the front
+  // end's fragment table gives them). Of no connection: invalid, even with
+  // commit, and nothing is stored.
+  Packet lone = udp(kU);
+  lone.meta = kMetaFragment;
+  CtResult r = h.run(lone, true);
   EXPECT_EQ(+r.state, +INV);
   EXPECT_EQ(r.reason, Invalid::kFragment);
   EXPECT_EQ(r.conn, kNoConn);
-  EXPECT_EQ(state_of(h, kU), "UDP_UNREPLIED");  // the fragment did not count as a reply
+  EXPECT_EQ(h.tracker->stats().active, 0u);
+  // Of a known one: its state, counted in its direction.
+  h.run(udp(kU));
+  Packet frag = udp(kU);
+  frag.meta = kMetaFragment;
+  r = h.run(frag);
+  EXPECT_EQ(+r.state, +NEW);
+  EXPECT_NE(r.conn, kNoConn);
+  uint64_t pk = 0;
+  h.tracker->for_each(h.now_ns, [&](const ConnInfo& ci) { pk = ci.packets[0]; });
+  EXPECT_EQ(pk, 2u);
+  // TCP: a later fragment's (absent) header never moves the state machine;
+  // junk where a header would be is not judged.
+  const Key t = make_key("10.0.0.1", 40000, "10.0.0.2", 80, IPPROTO_TCP);
+  h.run(tcp(t, kSyn, 1000, 0));
+  h.run(tcp(t.reversed(), kSyn | kAck, 5000, 1001));
+  h.run(tcp(t, kAck, 1001, 5001));
+  Packet tf = tcp(t, kSyn | kFin | kRst, 0xdeadbeef, 7);  // what the parser would never give it
+  tf.meta = kMetaFragment;
+  r = h.run(tf);
+  EXPECT_EQ(+r.state, +EST);
+  EXPECT_EQ(r.reason, Invalid::kNone);
+  EXPECT_EQ(+h.run(tcp(t.reversed(), kAck, 5001, 1001)).state, +RPL);  // still ESTABLISHED
 }
 
 TEST(Generic, OtherProtocolsTrackedByAddresses) {

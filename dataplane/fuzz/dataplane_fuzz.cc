@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "../src/pipeline/fragments.h"
 #include "dataplane/config.h"
 #include <rte_mbuf.h>
 
@@ -149,6 +150,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   return 0;
 }
 
+// Fragments the table held or let go name frames of an earlier input
+// (gone now): the table's entries stay, what it gave back is forgotten.
+static void forget_fragments(dp::Datapath& d) {
+  d.fragments().released().clear();
+  d.fragments().dropped().clear();
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
   // The pipeline writes into frames (NAT): a copy of the fuzzer's bytes.
   static std::vector<uint8_t> copy;
@@ -183,6 +191,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
     if (o == dp::kNicMiss) in[n++] = p;
   }
   if (n) g->dp->run(*g->pl, in, n, g->now, v);
+  forget_fragments(*g->dp);
   if (na) {
     // Each twin on its own copy of the input (NAT writes into frames); the
     // frames they leave must agree byte for byte too.
@@ -196,6 +205,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
         tw[t][i].data = bytes[t].data() + (all[i].data - data);
       }
       g->twin[t].dp->run(*g->twin[t].pl, tw[t], na, g->now, vt[t]);
+      forget_fragments(*g->twin[t].dp);
     }
     const dp::Verdict *a = vt[0], *b = vt[1];
     for (uint32_t i = 0; i < na; i++)

@@ -119,8 +119,8 @@ class Faults : public Dut {
   std::string saved_;
 };
 
-const std::string kInsidePort = "  - {name: inside,  devargs: \"net_af_packet0,iface=d0\",  mtu: 1500}";
-const std::string kOutsidePort = "  - {name: outside, devargs: \"net_af_packet1,iface=d1\", mtu: 1500}";
+const std::string kInsidePort = "  - {name: inside,  devargs: \"net_af_packet0,iface=d0,framesz=4096\",  mtu: 1500}";
+const std::string kOutsidePort = "  - {name: outside, devargs: \"net_af_packet1,iface=d1,framesz=4096\", mtu: 1500}";
 
 // Item 1: a reload that adds a port (and a rule to it) is refused whole; it
 // used to answer ok and then crash on the first packet for the new port.
@@ -433,8 +433,8 @@ TEST_F(Faults, ControlSocketOthersCouldSwapIsRefusedByDaemonAndCtl) {
   mkdir(dir.c_str(), 0755);
   std::string other = "/tmp/" + prefix + "-dir.yaml";
   std::string c = read_file(cfg_path);
-  c = replace_all(c, "net_af_packet0,iface=d0", "net_null0");
-  c = replace_all(c, "net_af_packet1,iface=d1", "net_null1");
+  c = replace_all(c, "net_af_packet0,iface=d0,framesz=4096", "net_null0");
+  c = replace_all(c, "net_af_packet1,iface=d1,framesz=4096", "net_null1");
   c = replace_all(c, "file_prefix: firewall", "file_prefix: " + prefix + "-dir");
   c = replace_all(c, "offload:", "control:\n  socket: " + dir + "/dp.sock\noffload:");
   std::ofstream(other) << c;
@@ -579,8 +579,8 @@ TEST_F(Faults, StatsAnswersFastWhileFiftyClientsSitIdle) {
 TEST_F(Faults, SecondDaemonOnTheSameSocketIsRefused) {
   std::string other = "/tmp/" + prefix + "-second.yaml";
   std::string c = read_file(cfg_path);
-  c = replace_all(c, "net_af_packet0,iface=d0", "net_null0");
-  c = replace_all(c, "net_af_packet1,iface=d1", "net_null1");
+  c = replace_all(c, "net_af_packet0,iface=d0,framesz=4096", "net_null0");
+  c = replace_all(c, "net_af_packet1,iface=d1,framesz=4096", "net_null1");
   c = replace_all(c, "file_prefix: firewall", "file_prefix: " + prefix + "-second");
   c = replace_all(c, "offload:", "control:\n  socket: /run/dataplane/" + prefix + ".sock\noffload:");
   std::ofstream(other) << c;
@@ -600,8 +600,8 @@ TEST_F(Faults, ControlSocketOnARegularFileIsRefusedAndTheFileKept) {
   std::ofstream(file) << "keep me\n";
   std::string other = "/tmp/" + prefix + "-file.yaml";
   std::string c = read_file(cfg_path);
-  c = replace_all(c, "net_af_packet0,iface=d0", "net_null0");
-  c = replace_all(c, "net_af_packet1,iface=d1", "net_null1");
+  c = replace_all(c, "net_af_packet0,iface=d0,framesz=4096", "net_null0");
+  c = replace_all(c, "net_af_packet1,iface=d1,framesz=4096", "net_null1");
   c = replace_all(c, "file_prefix: firewall", "file_prefix: " + prefix + "-file");
   c = replace_all(c, "offload:", "control:\n  socket: " + file + "\noffload:");
   std::ofstream(other) << c;
@@ -828,8 +828,8 @@ TEST(StartStop, SigtermDuringStartUpIsACleanStop) {
   const std::string sock = "/run/dataplane/" + prefix + ".sock", rundir = "/var/run/dpdk/" + prefix;
   std::string c = read_file(g_srcdir + "/configs/dataplane/firewall.yaml");
   ASSERT_FALSE(c.empty());
-  c = replace_all(c, "net_af_packet0,iface=veth-inside", "net_null0");
-  c = replace_all(c, "net_af_packet1,iface=veth-outside", "net_null1");
+  c = replace_all(c, "net_af_packet0,iface=veth-inside,framesz=4096", "net_null0");
+  c = replace_all(c, "net_af_packet1,iface=veth-outside,framesz=4096", "net_null1");
   std::ofstream(cfg) << c;
   auto leftovers = [&] {  // what is there of the socket and the runtime directory
     std::string s;

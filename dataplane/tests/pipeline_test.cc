@@ -1,5 +1,6 @@
 // Packet-in/packet-out tables through the real pipeline (rte_acl + ctrack),
 // with EAL in memory and no hugepages.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <rte_eal.h>
@@ -19,6 +20,7 @@ namespace dp {
 namespace {
 
 using ctrack::FrameSpec;
+using ctrack::fragment_frame;
 
 constexpr int kIn = 0, kOut = 1, kDrop = -1;
 
@@ -771,6 +773,291 @@ TEST(Nat, ExhaustedRangeDropsAndCounts) {
   EXPECT_EQ(f.ct->stats().active, 1u);
   a.dst = "10.0.0.3";  // another server: another tuple
   EXPECT_EQ(f.send(kIn, build_frame(a)).out_port, kOut);
+}
+
+
+// Item 10 of issue 28: IP fragments cross the firewall and the NAT (no
+// reassembly: pipeline/fragments.h). The datagrams are 3,000 bytes of UDP
+// (or TCP) in fragments of at most 1,500 bytes of IP.
+namespace frag {
+
+FrameSpec udp(const std::string& src, const std::string& dst, uint16_t sport, uint16_t dport) {
+  FrameSpec s;
+  s.proto = IPPROTO_UDP;
+  s.src = src;
+  s.dst = dst;
+  s.sport = sport;
+  s.dport = dport;
+  s.payload = 3000;
+  s.df = false;
+  s.ip_id = 0x1234;
+  return s;
+}
+
+bool v6(const std::vector<uint8_t>& f) { return f[12] == 0x86; }
+std::string src_of(const std::vector<uint8_t>& f) {
+  char b[64];
+  inet_ntop(v6(f) ? AF_INET6 : AF_INET, f.data() + (v6(f) ? 22 : 26), b, sizeof b);
+  return b;
+}
+std::string dst_of(const std::vector<uint8_t>& f) {
+  char b[64];
+  inet_ntop(v6(f) ? AF_INET6 : AF_INET, f.data() + (v6(f) ? 38 : 30), b, sizeof b);
+  return b;
+}
+
+// The datagram a receiver puts together from `frags` (any order): its
+// L4 bytes, after checking each IPv4 header's checksum; {} if a piece is
+// missing or twice.
+std::vector<uint8_t> reassemble(const std::vector<std::vector<uint8_t>>& frags) {
+  std::vector<uint8_t> data(65536);
+  std::vector<bool> have(65536);
+  size_t total = 0;
+  for (const auto& f : frags) {
+    size_t off, n, at;
+    bool more;
+    if (v6(f)) {
+      EXPECT_EQ(f[20], 44) << "a fragment header";
+      off = static_cast<size_t>((f[56] << 8 | f[57]) & 0xFFF8);
+      more = f[57] & 1;
+      n = static_cast<size_t>((f[18] << 8 | f[19]) - 8);
+      at = 62;
+    } else {
+      EXPECT_EQ(csum::fold(csum::add(f.data() + 14, 20)), 0xFFFF) << "the IPv4 header checksum";
+      off = static_cast<size_t>((f[20] << 8 | f[21]) & 0x1FFF) * 8;
+      more = f[20] & 0x20;
+      n = static_cast<size_t>((f[16] << 8 | f[17]) - 20);
+      at = 34;
+    }
+    for (size_t k = 0; k < n; k++) {
+      if (have[off + k]) return {};
+      have[off + k] = true;
+      data[off + k] = f[at + k];
+    }
+    if (!more) total = off + n;
+  }
+  for (size_t k = 0; k < total; k++)
+    if (!have[k]) return {};
+  data.resize(total);
+  return data;
+}
+// The UDP checksum of the datagram `l4` between the fragments' addresses: a receiver's sum.
+uint16_t udp_sum(const std::vector<uint8_t>& first, const std::vector<uint8_t>& l4) {
+  const bool six = v6(first);
+  uint32_t s = csum::add(first.data() + (six ? 22 : 26), six ? 32 : 8);
+  s += IPPROTO_UDP + static_cast<uint32_t>(l4.size());
+  return csum::fold(csum::add(l4.data(), l4.size(), s));
+}
+uint16_t udp_sport(const std::vector<uint8_t>& l4) { return static_cast<uint16_t>(l4[0] << 8 | l4[1]); }
+uint16_t udp_dport(const std::vector<uint8_t>& l4) { return static_cast<uint16_t>(l4[2] << 8 | l4[3]); }
+
+// Sends `frags` in the order `order`; the frames that left (by the
+// fixture's `last` or the released), each with its out port.
+std::vector<std::vector<uint8_t>> send_all(Fixture& f, uint16_t port, const std::vector<std::vector<uint8_t>>& frags,
+                                           const std::vector<size_t>& order, int want_out) {
+  std::vector<std::vector<uint8_t>> out;
+  f.released.clear();
+  for (size_t i : order) {
+    Verdict v = f.send(port, frags[i]);
+    if (v.held) continue;
+    EXPECT_EQ(v.out_port, want_out) << "fragment " << i;
+    if (v.out_port == want_out) out.push_back(f.last);
+  }
+  for (const auto& r : f.released) {
+    EXPECT_EQ(r.v.out_port, want_out) << "a released fragment";
+    if (r.v.out_port == want_out) out.push_back(r.frame);
+  }
+  return out;
+}
+}  // namespace frag
+
+TEST(Fragments, UdpDatagramsCrossTheFirewallInAnyOrder) {
+  for (const bool six : {false, true}) {
+    Fixture f(firewall_yaml());
+    const std::string a = six ? "fd00::1" : "10.0.0.1", b = six ? "fd00::2" : "10.0.0.2";
+    auto req = frag::udp(a, b, 5000, 6000);
+    auto frags = fragment_frame(build_frame(req), 1500, 77);
+    ASSERT_EQ(frags.size(), 3u);
+    auto out = frag::send_all(f, kIn, frags, {0, 1, 2}, kOut);
+    ASSERT_EQ(out.size(), 3u) << six;
+    EXPECT_EQ(out, frags) << "a firewall changes nothing";
+    // The reply, last fragment first: the later ones wait for their first.
+    auto rep = frag::udp(b, a, 6000, 5000);
+    auto rfr = fragment_frame(build_frame(rep), 1500, 78);
+    out = frag::send_all(f, kOut, rfr, {2, 1, 0}, kIn);
+    ASSERT_EQ(out.size(), 3u) << six;
+    EXPECT_EQ(out[0], rfr[0]) << "the first fragment goes first";
+    EXPECT_EQ(f.released.size(), 2u) << "two were held for it";
+    EXPECT_TRUE(f.held.empty());
+    EXPECT_EQ(f.st.rx_packets, 6u) << "each counted once, held ones when they leave";
+    // From outside, a datagram that no connection wants: its first fragment
+    // is new from outside, its later ones follow no connection.
+    auto stray = frag::udp(b, a, 7000, 5001);
+    stray.ip_id = 0x99;
+    auto sfr = fragment_frame(build_frame(stray), 1500, 79);
+    f.released.clear();
+    for (size_t i : {1, 0, 2}) {
+      Verdict v = f.send(kOut, sfr[i]);
+      EXPECT_TRUE(v.held || v.out_port == kDrop) << i;
+    }
+    for (const auto& r : f.released) EXPECT_NE(r.v.out_port, kIn) << "a fragment of an unwanted datagram passed";
+    EXPECT_EQ(f.ct->stats().invalid[static_cast<int>(ctrack::Invalid::kFragment)], 2u) << six;
+    EXPECT_EQ(f.ct->stats().active, 1u) << "fragments started nothing";
+  }
+}
+
+// A datagram's fragments in one rx burst (as a kernel sends them): the
+// later ones wait for a run after their first's, whose connection the
+// burst's conntrack lookup could not see yet.
+TEST(Fragments, ANewDatagramsFragmentsInOneBurstAllCross) {
+  for (const bool six : {false, true}) {
+    Fixture f(six ? nat_yaml("src=[2001:db8::7]") : nat_yaml());
+    const std::string client = six ? "fd00::1" : "10.0.0.1", server = six ? "2001:db8:1::10" : "192.0.2.10";
+    auto frags = fragment_frame(build_frame(frag::udp(client, server, 5000, 6000)), 1500, 9);
+    f.released.clear();
+    std::vector<Verdict> v = f.send_burst(kIn, frags);
+    ASSERT_EQ(v.size(), 3u);
+    EXPECT_EQ(v[0].out_port, kOut);
+    EXPECT_TRUE(v[1].held && v[2].held) << "deferred";
+    ASSERT_EQ(f.released.size(), 2u);
+    std::vector<std::vector<uint8_t>> out = f.burst_out;
+    for (const auto& r : f.released) {
+      EXPECT_EQ(r.v.out_port, kOut) << six;
+      out.push_back(r.frame);
+    }
+    auto l4 = frag::reassemble(out);
+    ASSERT_EQ(l4.size(), 3008u);
+    EXPECT_EQ(frag::udp_sum(out[0], l4), 0xFFFF);
+    EXPECT_EQ(f.ct->stats().invalid[static_cast<int>(ctrack::Invalid::kFragment)], 0u);
+    EXPECT_EQ(f.st.rx_packets, 3u);
+  }
+}
+
+TEST(Fragments, NatTranslatesEveryFragmentAndTheChecksumCoversTheDatagram) {
+  for (const bool six : {false, true}) {
+    Fixture f(six ? nat_yaml("src=[2001:db8::7]") : nat_yaml());
+    const std::string client = six ? "fd00::1" : "10.0.0.1", server = six ? "2001:db8:1::10" : "192.0.2.10";
+    const std::string pub = six ? "2001:db8::7" : "203.0.113.7";
+    auto req = frag::udp(client, server, 5000, 6000);
+    auto frags = fragment_frame(build_frame(req), 1500, 5);
+    auto out = frag::send_all(f, kIn, frags, {0, 2, 1}, kOut);
+    ASSERT_EQ(out.size(), 3u) << six;
+    for (const auto& o : out) {
+      EXPECT_EQ(frag::src_of(o), pub) << "every fragment leaves with the translated source";
+      EXPECT_EQ(frag::dst_of(o), server);
+    }
+    auto l4 = frag::reassemble(out);
+    ASSERT_EQ(l4.size(), 3008u) << six;
+    EXPECT_EQ(frag::udp_sum(out[0], l4), 0xFFFF) << "the receiver's UDP checksum over the translated datagram";
+    const uint16_t nport = frag::udp_sport(l4);
+    if (!six) {
+      EXPECT_GE(nport, 1024);
+      EXPECT_LE(nport, 1100);
+    }
+    // The reply, to the translated address and port, in fragments out of
+    // order: back to the client, untranslated.
+    auto rep = frag::udp(server, pub, 6000, nport);
+    auto rfr = fragment_frame(build_frame(rep), 1500, 6);
+    auto back = frag::send_all(f, kOut, rfr, {1, 2, 0}, kIn);
+    ASSERT_EQ(back.size(), 3u) << six;
+    for (const auto& o : back) EXPECT_EQ(frag::dst_of(o), client);
+    auto rl4 = frag::reassemble(back);
+    ASSERT_EQ(rl4.size(), 3008u);
+    EXPECT_EQ(frag::udp_dport(rl4), 5000);
+    EXPECT_EQ(frag::udp_sum(back[0], rl4), 0xFFFF);
+    EXPECT_TRUE(f.held.empty());
+  }
+}
+
+TEST(Fragments, OverlapsFloodsAndTimeoutsAreDroppedByReason) {
+  Fixture f(firewall_yaml());
+  auto req = frag::udp("10.0.0.1", "10.0.0.2", 5000, 6000);
+  auto frags = fragment_frame(build_frame(req), 1500);
+  EXPECT_EQ(f.send(kIn, frags[0]).out_port, kOut);
+  EXPECT_EQ(f.send(kIn, frags[0]).out_port, kDrop) << "a second first fragment";
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kFragOverlap)], 1u);
+  // Later fragments of a datagram whose first never comes: kHeld wait, the
+  // rest are refused; the waiting ones go at the timeout.
+  auto flood = frag::udp("10.0.0.1", "10.0.0.2", 5000, 6000);
+  flood.payload = 8 * 40;
+  flood.ip_id = 0x4444;
+  auto small = fragment_frame(build_frame(flood), 28);  // 8 bytes each
+  ASSERT_GT(small.size(), FragTable::kHeld + 2);
+  for (size_t i = 1; i < FragTable::kHeld + 3; i++) EXPECT_EQ(f.send(kIn, small[i]).held, i <= FragTable::kHeld) << i;
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kFragTooMany)], 2u);
+  EXPECT_EQ(f.held.size(), FragTable::kHeld);
+  f.expire_fragments();
+  EXPECT_EQ(f.held.size(), FragTable::kHeld) << "not yet";
+  f.now += FragTable::kTimeoutNs;
+  f.expire_fragments();
+  EXPECT_TRUE(f.held.empty());
+  EXPECT_EQ(f.dropped, FragTable::kHeld);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kFragTimeout)], FragTable::kHeld);
+  EXPECT_EQ(f.st.rx_packets, 2 + FragTable::kHeld + 2) << "every fragment received once";
+  // TCP at offset 8 would rewrite the TCP header's flags (RFC 1858).
+  auto t = tcp(true, ctrack::kAck, 1, 1);
+  t.payload = 40;
+  t.df = false;
+  auto tf = fragment_frame(build_frame(t), 28);
+  EXPECT_EQ(f.send(kIn, tf[1]).out_port, kDrop);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kFragOverlap)], 2u);
+}
+
+TEST(Fragments, TcpSegmentsFirstFragmentWaitsForItsLastAndIsTrackedWhole) {
+  Fixture f(firewall_yaml());
+  using ctrack::kAck;
+  using ctrack::kSyn;
+  ASSERT_EQ(f.send(kIn, build_frame(tcp(true, kSyn, 100, 0))).out_port, kOut);
+  ASSERT_EQ(f.send(kOut, build_frame(tcp(false, kSyn | kAck, 500, 101))).out_port, kIn);
+  ASSERT_EQ(f.send(kIn, build_frame(tcp(true, kAck, 101, 501))).out_port, kOut);
+  auto d = tcp(true, kAck, 101, 501);
+  d.payload = 3000;
+  d.df = false;
+  auto frags = fragment_frame(build_frame(d), 1500);
+  ASSERT_EQ(frags.size(), 3u);
+  EXPECT_TRUE(f.send(kIn, frags[0]).held) << "the first waits for the segment's length";
+  EXPECT_TRUE(f.send(kIn, frags[1]).held);
+  f.released.clear();
+  EXPECT_TRUE(f.send(kIn, frags[2]).held);
+  ASSERT_EQ(f.released.size(), 3u);
+  EXPECT_EQ(f.released[0].frame, frags[0]);
+  for (const auto& r : f.released) EXPECT_EQ(r.v.out_port, kOut);
+  // The receiver acknowledges all 3,000 bytes: in the window only if the
+  // tracker took the segment's whole length.
+  EXPECT_EQ(f.send(kOut, build_frame(tcp(false, kAck, 501, 3101))).out_port, kIn);
+  auto n = tcp(true, kAck, 3101, 501);
+  n.payload = 10;
+  EXPECT_EQ(f.send(kIn, build_frame(n)).out_port, kOut);
+  uint64_t invalid = 0;
+  for (uint64_t x : f.ct->stats().invalid) invalid += x;
+  EXPECT_EQ(invalid, 0u);
+}
+
+TEST(Fragments, AnOverMtuDatagramWithoutDfLeavesInFragments) {
+  Fixture f(firewall_yaml());
+  f.dp->set_mtu(kOut, 1400);
+  auto u = frag::udp("10.0.0.1", "10.0.0.2", 5000, 6000);
+  u.payload = 1500 - 28;
+  Verdict v = f.send(kIn, build_frame(u));
+  EXPECT_EQ(v.out_port, kOut);
+  EXPECT_EQ(v.frag_mtu, 1400);
+  EXPECT_EQ(v.l2_len, 14);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kTxMtu)], 0u);
+  u.df = true;
+  u.sport = 5001;
+  EXPECT_EQ(f.send(kIn, build_frame(u)).out_port, kDrop) << "DF: too big";
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kTxMtu)], 1u);
+  // 3,000 bytes on a port whose kernel reassembles (af_packet) are a whole
+  // datagram; on another port, an oversized frame.
+  u.df = false;
+  u.payload = 3000;
+  u.sport = 5002;
+  EXPECT_EQ(f.send(kIn, build_frame(u)).out_port, kDrop);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kRxOversize)], 1u);
+  f.dp->set_reassembled_in(kIn);
+  v = f.send(kIn, build_frame(u));
+  EXPECT_EQ(v.out_port, kOut);
+  EXPECT_EQ(v.frag_mtu, 1400);
 }
 
 }  // namespace

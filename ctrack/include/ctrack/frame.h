@@ -23,6 +23,7 @@ struct FrameSpec {
   uint16_t icmp_id = 1, icmp_seq = 1;
   std::vector<uint8_t> inner;  // ICMP error: the embedded packet (IP header onward)
   uint16_t ip_id = 1;
+  bool df = true;              // IPv4: Don't Fragment
   uint8_t ttl = 64;
   size_t payload = 0;          // bytes of 0x5a after the L4 header
 };
@@ -34,5 +35,11 @@ std::vector<uint8_t> build_frame(const FrameSpec& s);
 // `outer`'s addresses, MACs and source port (its other fields ignored);
 // UDP checksum 0.
 std::vector<uint8_t> vxlan_frame(FrameSpec outer, uint32_t vni, const std::vector<uint8_t>& inner);
+
+// A built frame's IP datagram in fragments of at most `mtu` bytes of IP
+// each (RFC 791: MF and offset in 8-byte units, DF clear; RFC 8200: a
+// Fragment header with identification `id6` after the fixed header, which
+// must be the only one), each with the frame's Ethernet header and tag.
+std::vector<std::vector<uint8_t>> fragment_frame(const std::vector<uint8_t>& frame, uint16_t mtu, uint32_t id6 = 1);
 
 }  // namespace ctrack

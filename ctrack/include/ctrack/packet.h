@@ -22,7 +22,9 @@ enum TcpFlag : uint8_t {
 
 // Packet::meta bits.
 enum PacketMeta : uint8_t {
-  kMetaFragment = 0x01,   // non-first IP fragment: no L4 header, never matched on ports
+  kMetaFragment = 0x01,   // a later IP fragment: no L4 header. Its ports are its first fragment's, which
+                          // the front end remembers (dataplane: the fragment table); it follows that
+                          // connection (counted, TCP state untouched) and never starts one
   kMetaIcmpError = 0x02,  // ICMP error; key is the embedded packet's tuple
   kMetaWscale = 0x04,     // TCP window-scale option present (wscale valid)
   kMetaSackPerm = 0x08,   // TCP SACK-permitted option present

@@ -48,6 +48,16 @@ struct Parsed {
   L3Kind kind = L3Kind::kOther;
   uint8_t icmp_code = 0;
   uint8_t ttl = 0;
+  // IP fragments. A first fragment (offset 0, more to come) is parsed with
+  // its L4 header (a UDP length may run past it, to the datagram's end); a
+  // later one has none (ct.meta has kMetaFragment and no ports).
+  uint8_t frag = kFragNone;
+  bool frag_more = false;   // MF / M: more fragments follow
+  uint16_t frag_start = 0;  // from the IP header: where the fragmentable part starts
+  uint32_t frag_id = 0;     // IPv4: the 16-bit identification; IPv6: the fragment header's 32 bits
+  uint32_t frag_off = 0;    // this fragment's offset in the fragmentable part, bytes
+  uint32_t frag_len = 0;    // and its length there
+  static constexpr uint8_t kFragNone = 0, kFragFirst = 1, kFragLater = 2;
 };
 
 // Parses one frame. Returns Drop::kNone when the packet may go on.

@@ -44,7 +44,7 @@ enum class Invalid : uint8_t {
   kTcpAckOver,       // ACK for data not sent yet
   kTcpAckUnder,      // ACK far below the window
   kTcpRstWindow,     // RST outside the window
-  kFragment,         // non-first fragment: no ports to match
+  kFragment,         // a later fragment of no known connection (fragments never start one)
   kIcmpNoConn,       // ICMP error about no known connection
   kIcmpType,         // ICMP type that cannot start a connection
   kTableFull,        // no entry free and nothing to evict (drop policy)

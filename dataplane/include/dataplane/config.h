@@ -19,6 +19,7 @@ struct PortConfig {
   uint16_t mtu = 1500;
   bool promisc = true;
   uint16_t rx_desc = 1024, tx_desc = 1024;
+  uint32_t frame_room = 0;  // net_af_packet's framesz= (a frame the kernel reassembled can be this long), 0 if unset
   int line = 0;
 };
 
@@ -71,6 +72,8 @@ struct Config {
 };
 
 // A DPDK file prefix: letters, digits, '-' and '_' (it names a directory).
+// The value of key= in a device's devargs, empty if absent.
+std::string devarg(const std::string& devargs, const std::string& key);
 Status check_file_prefix(const std::string& p);
 // A control socket path: absolute, and fits sockaddr_un (107 bytes).
 Status check_socket_path(const std::string& p);

@@ -28,6 +28,7 @@ namespace dp {
 using sdn::Result;
 using sdn::Status;
 struct Rule;       // rules.h: the control path's rule, lowered by build()
+class FragTable;   // pipeline/fragments.h: a worker's IP fragments
 struct PortNames;  // rules.h
 
 inline constexpr uint32_t kMaxBurst = 32;
@@ -55,7 +56,15 @@ inline constexpr unsigned kMaxPorts = 64;
 //                  (unless any_remote: true);
 //   vxlan_wrong_mac: to this VTEP's address but another host's MAC;
 //   encap_mtu:     longer than the egress port's MTU once encapsulated;
-//   encap_headroom: no room before the frame for the outer headers.
+//   encap_headroom: no room before the frame for the outer headers;
+//   frag_overlap:  a second first fragment of a datagram, or a TCP fragment
+//                  at offset 8 (RFC 1858);
+//   frag_too_many: more later fragments of one datagram before its first
+//                  than the fragment table holds (FragTable::kHeld);
+//   frag_timeout:  held fragments whose first never came in time (or whose
+//                  entry a full table took back);
+//   frag_no_mbuf:  an IPv4 datagram longer than the egress MTU (without DF)
+//                  found no buffers to be fragmented into.
 enum class DropWhy : uint8_t {
   kNoMatch,
   kRule,
@@ -73,14 +82,19 @@ enum class DropWhy : uint8_t {
   kVxlanMac,
   kEncapMtu,
   kEncapHeadroom,
+  kFragOverlap,
+  kFragTooMany,
+  kFragTimeout,
+  kFragNoMbuf,
   kCount
 };
 const char* drop_why_name(DropWhy d);
 
-// What the overlay did, counted per worker: frames decapsulated, packets
-// encapsulated (sent), packets NAT rewrote.
-enum class Tunnel : uint8_t { kDecap, kEncap, kNat, kCount };
-const char* tunnel_name(Tunnel t);  // vxlan_decap, vxlan_encap, nat_packets
+// What the rewrites did, counted per worker: frames decapsulated, packets
+// encapsulated (sent), packets NAT rewrote, IPv4 fragments made of
+// datagrams longer than the egress MTU.
+enum class Tunnel : uint8_t { kDecap, kEncap, kNat, kFragsOut, kCount };
+const char* tunnel_name(Tunnel t);  // vxlan_decap, vxlan_encap, nat_packets, ip_fragments_out
 
 // A worker's counters, one list: the struct's fields, `stats` and telemetry
 // (as w<N>_<name>) all come from it. X(name, what it counts).
@@ -242,6 +256,18 @@ struct HwMarkTable {
   std::vector<int16_t> out_port;  // index = mark & ~kTag; -1 = unknown
 };
 
+// A fragment the fragment table (pipeline/fragments.h) already passed:
+// the ports (and TCP flags) a later fragment takes from its first, or for
+// a TCP first fragment the fragmentable part's whole length. Carried with
+// the packet when it is handed to another worker or released after being
+// held, so it is looked up once.
+struct FragNote {
+  uint8_t valid = 0;
+  uint8_t tcp_flags = 0;
+  uint16_t sport = 0, dport = 0;
+  uint32_t total = 0;
+};
+
 struct PacketIn {
   uint8_t* data;      // written by actions that rewrite the packet (NAT)
   uint32_t len;       // bytes in data (first segment)
@@ -257,6 +283,8 @@ struct PacketIn {
   // a stage that moves data (decap, encap) leaves the worker to move the
   // buffer's start to match.
   uint16_t headroom = 0;
+  void* cookie = nullptr;  // the caller's buffer: what the fragment table holds and gives back
+  FragNote frag;           // valid: the fragment table passed it already
 };
 
 struct Verdict {
@@ -267,6 +295,10 @@ struct Verdict {
   uint16_t strip;    // bytes of outer headers (VXLAN decap) to remove before sending
   uint16_t encap;    // > 0: put Pipeline::write_encap(encap) before it
   uint16_t encap_sport;
+  bool held;         // the fragment table keeps it (Datapath::fragments() gives it back)
+  uint8_t l2_len;    // with frag_mtu: the Ethernet header and tags before the IPv4 header
+  uint16_t frag_mtu; // > 0: an IPv4 datagram without DF, longer than the egress MTU: send it in fragments of this size
+  FragNote frag;     // a fragment's note, for the worker it is handed to
 };
 
 // The established-flow cache (VPP's session fast path, OVS's exact-match
@@ -314,10 +346,20 @@ class Datapath {
   static constexpr uint32_t kPaths = 1024;  // distinct cached paths per worker (a power of two)
 
   Datapath(unsigned worker, ctrack::Tracker* tracker, WorkerStats* stats);
+  ~Datapath();
   void set_hw_marks(const std::atomic<const HwMarkTable*>* marks) { marks_ = marks; }
   // The ports' MTUs (largest IP packet in or out), index = port. Unset
   // ports take anything.
   void set_mtu(uint16_t port, uint16_t mtu) { mtu_[port] = mtu; }
+  // The port's kernel reassembles IPv4 before us (net_af_packet): an IPv4
+  // datagram longer than its MTU without DF is such a datagram, not an
+  // oversize frame (it leaves in fragments again where it must).
+  void set_reassembled_in(uint16_t port) { reasm_in_[port] = true; }
+  // The fragment table: after each run() and expire_fragments() the caller
+  // runs what it released (in order, PacketIn::frag = the note) and frees
+  // what it dropped (counted here), then clears both lists.
+  FragTable& fragments() { return *frags_; }
+  void expire_fragments(uint64_t now_ns);
   // The flow cache is on unless turned off (the benchmark and the
   // differential test compare both).
   void set_flow_cache(bool on) { cache_on_ = on; }
@@ -353,6 +395,9 @@ class Datapath {
   WorkerStats* st_;
   const std::atomic<const HwMarkTable*>* marks_ = nullptr;
   uint16_t mtu_[kMaxPorts];
+  bool reasm_in_[kMaxPorts] = {};
+  std::unique_ptr<FragTable> frags_;
+  void count_dropped_fragments(size_t from);
   bool cache_on_ = true;
   const Steering* steer_ = nullptr;
   unsigned self_ = 0;

@@ -9,6 +9,7 @@
 #include "dataplane/live_trace.h"
 #include "dataplane/pipeline.h"
 
+struct rte_mempool;
 struct rte_rcu_qsbr;
 struct rte_ring;
 
@@ -32,7 +33,13 @@ struct WorkerEnv {
   WorkerStats* stats = nullptr;
   rte_ring* const* handoff = nullptr;  // [from * workers + to]
   LiveTrace* trace = nullptr;          // its own
+  rte_mempool* pool = nullptr;         // where egress IPv4 fragments come from
+  int frag_note_off = -1;              // the mbuf dynfield a handed-over fragment's FragNote rides in
 };
+
+// The mbuf dynfield for FragNote (once, before the workers start); its
+// offset, or -1 with rte_errno.
+int register_frag_note_field();
 
 void run_worker(const WorkerEnv& env);
 int worker_lcore_entry(void* env);  // for rte_eal_remote_launch

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "dataplane/nic_model.h"
+#include "sdn/number.h"
 #include "sdn/yaml_load.h"
 
 namespace dp {
@@ -119,20 +120,27 @@ Status check_duplicates(const Ctx& c, const YAML::Node& n, const std::string& pa
   return {};
 }
 
+}  // namespace
+
+// One key=value of a device's devargs ("net_af_packet0,iface=v0,framesz=4096").
+std::string devarg(const std::string& devargs, const std::string& key) {
+  for (size_t p = devargs.find(','); p != std::string::npos; p = devargs.find(',', p + 1)) {
+    if (devargs.compare(p + 1, key.size() + 1, key + "=") == 0) {
+      const size_t from = p + 2 + key.size(), e = devargs.find(',', from);
+      return devargs.substr(from, e == std::string::npos ? e : e - from);
+    }
+  }
+  return {};
+}
+
+namespace {
+
 // What a port's devargs attach to, for spotting two ports on one device:
 // af_packet's iface=, else the device (PCI address or vdev name).
 std::string port_device(const std::string& devargs) {
-  std::string dev = devargs.substr(0, devargs.find(','));
-  if (devargs.rfind("net_af_packet", 0) == 0 || devargs.rfind("net_af_xdp", 0) == 0) {
-    std::string key = "iface=";
-    for (size_t p = devargs.find(','); p != std::string::npos; p = devargs.find(',', p + 1)) {
-      if (devargs.compare(p + 1, key.size(), key) == 0) {
-        size_t e = devargs.find(',', p + 1);
-        return "interface " + devargs.substr(p + 1 + key.size(), e == std::string::npos ? e : e - p - 1 - key.size());
-      }
-    }
-  }
-  return "device " + dev;
+  if (devargs.rfind("net_af_packet", 0) == 0 || devargs.rfind("net_af_xdp", 0) == 0)
+    if (std::string i = devarg(devargs, "iface"); !i.empty()) return "interface " + i;
+  return "device " + devargs.substr(0, devargs.find(','));
 }
 
 #define TRY(expr)                  \
@@ -176,6 +184,12 @@ Status parse_ports(const Ctx& c, const YAML::Node& n, std::vector<PortConfig>* p
       if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
         return c.err(p["name"], path + ".name", "use letters, digits and '_' only (it names telemetry keys)");
     if (!names.insert(pc.name).second) return c.err(p["name"], path + ".name", "duplicate port name '" + pc.name + "'");
+    if (std::string fz = devarg(pc.devargs, "framesz"); !fz.empty() && pc.devargs.rfind("net_af_packet", 0) == 0) {
+      double v = 0;
+      if (Status s = sdn::parse_number(fz, true, 256, 65536, &v); !s)
+        return c.err(p["devargs"], path + ".devargs", "framesz: " + s.message());
+      pc.frame_room = static_cast<uint32_t>(v);
+    }
     std::string dev = port_device(pc.devargs);
     if (auto [at, fresh] = devices.emplace(dev, pc.name); !fresh && pc.dpdk_name.empty())
       return c.err(p["devargs"], path + ".devargs",

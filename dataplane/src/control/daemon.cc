@@ -171,14 +171,23 @@ Status Daemon::start() {
     w->lcore = cfg_.workers.lcores[i];
     w->dp = std::make_unique<Datapath>(i, shards_.back().get(), &w->stats);
     w->dp->set_hw_marks(&marks_);
-    for (size_t p = 0; p < cfg_.ports.size(); p++) w->dp->set_mtu(static_cast<uint16_t>(p), cfg_.ports[p].mtu);
+    for (size_t p = 0; p < cfg_.ports.size(); p++) {
+      w->dp->set_mtu(static_cast<uint16_t>(p), cfg_.ports[p].mtu);
+      // af_packet's socket reassembles IPv4 (PACKET_FANOUT_FLAG_DEFRAG):
+      // a datagram over the MTU from it is whole, not oversized.
+      if (cfg_.ports[p].devargs.rfind("net_af_packet", 0) == 0) w->dp->set_reassembled_in(static_cast<uint16_t>(p));
+    }
     workers_.push_back(std::move(w));
   }
   if (stop_asked()) return stopped;
 
-  uint16_t max_mtu = 1500;
-  for (const auto& p : cfg_.ports) max_mtu = std::max(max_mtu, p.mtu);
-  uint16_t room = static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + std::max<uint32_t>(2048, max_mtu + 26u));
+  // A buffer holds the largest frame a port can give: its MTU's, or for
+  // net_af_packet its framesz (an IPv4 datagram the kernel reassembled
+  // arrives whole, up to that; the PMD copies into the buffer unchecked).
+  uint32_t max_frame = 2048;
+  for (const auto& p : cfg_.ports) max_frame = std::max({max_frame, p.mtu + 26u, p.frame_room});
+  if (RTE_PKTMBUF_HEADROOM + max_frame > UINT16_MAX) return Status::error("ports: frames of " + std::to_string(max_frame) + " bytes do not fit an mbuf");
+  uint16_t room = static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + max_frame);
   pool_ = rte_pktmbuf_pool_create("dp_mbufs", cfg_.workers.mbufs, cfg_.workers.mbuf_cache, 0, room,
                                   static_cast<int>(rte_socket_id()));
   if (!pool_) return Status::error(std::string("mbuf pool: ") + rte_strerror(rte_errno));
@@ -255,6 +264,8 @@ Status Daemon::start() {
                              "Connections. Parameters: zone=N,proto=tcp|udp|icmp,limit=N (<=100),offset=N");
   rte_telemetry_register_cmd("/dataplane/rules", tel_rules, "Rules with their hit counters");
 
+  const int frag_note_off = register_frag_note_field();
+  if (frag_note_off < 0) return Status::error(std::string("mbuf dynamic field for fragments: ") + rte_strerror(rte_errno));
   for (auto& w : workers_) {
     w->env.id = w->id;
     w->env.workers = nw;
@@ -268,6 +279,8 @@ Status Daemon::start() {
     w->env.shard = shards_[w->id].get();
     w->env.nic = offload_->nic();
     w->env.dp = w->dp.get();
+    w->env.pool = pool_;
+    w->env.frag_note_off = frag_note_off;
     w->env.stats = &w->stats;
     w->env.handoff = handoff_.data();
     w->env.trace = &w->trace;

@@ -6,13 +6,17 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_ip.h>
+#include <rte_ip_frag.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "../pipeline/fragments.h"
 #include "dataplane/nic_stage.h"
 #include "sdn/clock.h"
 
@@ -21,6 +25,8 @@ namespace dp {
 namespace {
 
 using sdn::mono_ns;
+
+constexpr uint8_t kMaxL2 = 22;  // Ethernet and two VLAN tags
 
 struct TxBuf {
   uint16_t n = 0;
@@ -46,6 +52,9 @@ class Worker {
   void publish_trace(uint32_t traced_before);
   void flush(size_t p);
   void hand(unsigned to);
+  void fragment_out(rte_mbuf* m, const Verdict& v);
+  void fragments(Pipeline& pl, uint64_t now);  // what the fragment table released and dropped
+  FragNote* note_of(rte_mbuf* m) const { return RTE_MBUF_DYNFIELD(m, e_.frag_note_off, FragNote*); }
   void to_tx(rte_mbuf* m, int16_t o) {
     TxBuf& b = tx_[static_cast<size_t>(o)];
     b.m[b.n++] = m;
@@ -55,6 +64,7 @@ class Worker {
     in_[i] = PacketIn{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, m->pkt_len, e_.port_index[m->port],
                       (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0, m->hash.fdir.hi};
     in_[i].headroom = rte_pktmbuf_headroom(m);
+    in_[i].cookie = m;
   }
   // The emulated NIC decapsulated or encapsulated: the frame starts
   // elsewhere in the buffer now.
@@ -138,11 +148,15 @@ void Worker::judge(Pipeline& pl, uint16_t n, uint64_t now) {
     }
   }
   for (uint16_t i = 0; i < n; i++) {
+    if (v_[i].held) continue;  // the fragment table's now
     if (v_[i].out_port >= 0 && (v_[i].strip || v_[i].encap) && !tunnel(pl, mb_[i], v_[i])) {
       rte_pktmbuf_free(mb_[i]);
+    } else if (v_[i].out_port >= 0 && v_[i].frag_mtu) {
+      fragment_out(mb_[i], v_[i]);
     } else if (v_[i].out_port >= 0) {
       to_tx(mb_[i], v_[i].out_port);
     } else if (v_[i].handoff >= 0) {
+      if (e_.frag_note_off >= 0) *note_of(mb_[i]) = v_[i].frag;  // always written: a buffer's dynfield keeps its last user's bytes
       TxBuf& b = ho_[static_cast<unsigned>(v_[i].handoff)];
       b.m[b.n++] = mb_[i];
       if (b.n == 2 * kMaxBurst) hand(static_cast<unsigned>(v_[i].handoff));
@@ -152,6 +166,69 @@ void Worker::judge(Pipeline& pl, uint16_t n, uint64_t now) {
   }
   for (size_t o = 0; o < nports_; o++) flush(o);
   for (unsigned t = 0; t < nw_; t++) hand(t);
+}
+
+// An IPv4 datagram without DF, longer than the egress MTU, leaves as
+// fragments copied into new buffers (rte_ip_frag), each with the frame's
+// Ethernet header and tags; the IPv4 header checksum is ours to write.
+void Worker::fragment_out(rte_mbuf* m, const Verdict& v) {
+  static constexpr uint16_t kMaxFrags = 64;  // 64 KB in 1 KB fragments
+  uint8_t l2[kMaxL2];
+  const uint8_t l2len = std::min<uint8_t>(v.l2_len, kMaxL2);
+  memcpy(l2, rte_pktmbuf_mtod(m, uint8_t*), l2len);
+  rte_pktmbuf_adj(m, l2len);
+  // Each fragment's data is a multiple of 8 bytes after the header.
+  const uint16_t hl = static_cast<uint16_t>((rte_pktmbuf_mtod(m, uint8_t*)[0] & 0x0F) * 4);
+  const uint16_t mtu = static_cast<uint16_t>(hl + ((v.frag_mtu - hl) & ~7u));
+  rte_mbuf* out[kMaxFrags];
+  const uint16_t port = m->port;
+  int32_t n = rte_ipv4_fragment_copy_nonseg_packet(m, out, kMaxFrags, mtu, e_.pool);
+  rte_pktmbuf_free(m);
+  if (n <= 0) {
+    st_.drop[static_cast<int>(DropWhy::kFragNoMbuf)]++;
+    return;
+  }
+  st_.tunnel[static_cast<int>(Tunnel::kFragsOut)] += static_cast<uint64_t>(n);
+  for (int32_t k = 0; k < n; k++) {
+    auto* ip = rte_pktmbuf_mtod(out[k], rte_ipv4_hdr*);
+    ip->hdr_checksum = 0;
+    ip->hdr_checksum = rte_ipv4_cksum(ip);
+    auto* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(out[k], l2len));
+    if (!h) {  // (the pool's buffers have the standard headroom)
+      st_.drop[static_cast<int>(DropWhy::kFragNoMbuf)]++;
+      rte_pktmbuf_free(out[k]);
+      continue;
+    }
+    memcpy(h, l2, l2len);
+    out[k]->port = port;
+    to_tx(out[k], v.out_port);
+  }
+}
+
+// The fragments the table let go in the last burst: the released run
+// (their notes say what the table knew), the dropped are freed (counted).
+void Worker::fragments(Pipeline& pl, uint64_t now) {
+  FragTable& ft = e_.dp->fragments();
+  for (const auto& d : ft.dropped()) rte_pktmbuf_free(static_cast<rte_mbuf*>(d.cookie));
+  ft.dropped().clear();
+  // Released packets are never held again, only deferred behind a first
+  // fragment of their run, which does not defer: each round runs some.
+  static thread_local std::vector<FragTable::Released> run;
+  while (!ft.released().empty()) {
+    run.swap(ft.released());
+    for (size_t at = 0; at < run.size();) {
+      uint16_t n = 0;
+      for (; n < e_.burst && at < run.size(); n++, at++) {
+        mb_[n] = static_cast<rte_mbuf*>(run[at].cookie);
+        packet_in(n, mb_[n]);
+        in_[n].frag = run[at].note;
+      }
+      judge(pl, n, now);
+    }
+    run.clear();
+    for (const auto& d : ft.dropped()) rte_pktmbuf_free(static_cast<rte_mbuf*>(d.cookie));
+    ft.dropped().clear();
+  }
 }
 
 // VXLAN: the outer headers of a decapsulated frame come off, an
@@ -209,6 +286,7 @@ bool Worker::poll_port(Pipeline& pl, size_t p, uint64_t now) {
     t0 = t1;
   }
   judge(pl, n, now);
+  fragments(pl, now);
   st_.busy_cycles += rte_rdtsc() - t0;
   return true;
 }
@@ -224,8 +302,12 @@ bool Worker::poll_handoff(Pipeline& pl, uint64_t now) {
     busy = true;
     uint64_t t0 = rte_rdtsc();
     st_.handoff_in += n;
-    for (uint16_t i = 0; i < n; i++) packet_in(i, mb_[i]);
+    for (uint16_t i = 0; i < n; i++) {
+      packet_in(i, mb_[i]);
+      if (e_.frag_note_off >= 0) in_[i].frag = *note_of(mb_[i]);
+    }
     judge(pl, static_cast<uint16_t>(n), now);
+    fragments(pl, now);
     st_.busy_cycles += rte_rdtsc() - t0;
   }
   return busy;
@@ -264,6 +346,8 @@ void Worker::run() {
     if (now - last_expire >= 1'000'000) {
       uint64_t t0 = rte_rdtsc();
       st_.expired += e_.shard->expire(now, e_.expire_slice);
+      e_.dp->expire_fragments(now);
+      fragments(*pl, now);
       st_.expire_cycles += rte_rdtsc() - t0;
       st_.expire_runs++;
       last_expire = now;
@@ -276,6 +360,11 @@ void Worker::run() {
 }
 
 }  // namespace
+
+int register_frag_note_field() {
+  static const rte_mbuf_dynfield d = {"dataplane_frag_note", sizeof(FragNote), alignof(FragNote), 0};
+  return rte_mbuf_dynfield_register(&d);
+}
 
 void run_worker(const WorkerEnv& e) {
   Worker w(e);

@@ -11,6 +11,7 @@
 
 #include "acl.h"
 #include "dataplane/pipeline.h"
+#include "fragments.h"
 #include "nat_rewrite.h"
 #include "vxlan.h"
 
@@ -20,13 +21,14 @@ const char* drop_why_name(DropWhy d) {
   static const char* const n[] = {"no_match",     "rule_drop",         "tx_full",         "tx_mtu",
                                   "rx_oversize",  "ct_full",           "handoff_full",    "nat_exhausted",
                                   "nat_family",   "vxlan_header",      "vxlan_unknown_vni", "vxlan_truncated",
-                                  "vxlan_unknown_remote", "vxlan_wrong_mac", "encap_mtu",    "encap_headroom"};
+                                  "vxlan_unknown_remote", "vxlan_wrong_mac", "encap_mtu",    "encap_headroom",
+                                  "frag_overlap", "frag_too_many", "frag_timeout", "frag_no_mbuf"};
   static_assert(sizeof(n) / sizeof(n[0]) == static_cast<size_t>(DropWhy::kCount));
   return n[static_cast<int>(d)];
 }
 
 const char* tunnel_name(Tunnel t) {
-  static const char* const n[] = {"vxlan_decap", "vxlan_encap", "nat_packets"};
+  static const char* const n[] = {"vxlan_decap", "vxlan_encap", "nat_packets", "ip_fragments_out"};
   static_assert(sizeof(n) / sizeof(n[0]) == static_cast<size_t>(Tunnel::kCount));
   return n[static_cast<int>(t)];
 }
@@ -73,6 +75,7 @@ struct PktState {
     AclKey6 k6;
   };
   uint8_t kind;  // 4, 6, or 0 for other (ARP, ND, non-IP)
+  bool df_clear;  // IPv4 without DF: may leave in fragments
   int8_t table;  // current table, -1 when done
   uint8_t ct_state;
   uint16_t other_type;  // ethertype for the "other" list (kEthNd for ND)
@@ -149,8 +152,32 @@ inline bool same_path(const FlowPath& a, const FlowPath& b) {
 }  // namespace
 
 Datapath::Datapath(unsigned worker, ctrack::Tracker* tracker, WorkerStats* stats)
-    : worker_(worker), ct_(tracker), st_(stats), cache_(tracker->capacity()), paths_(kPaths) {
+    : worker_(worker),
+      ct_(tracker),
+      st_(stats),
+      frags_(std::make_unique<FragTable>()),
+      cache_(tracker->capacity()),
+      paths_(kPaths) {
   std::fill(std::begin(mtu_), std::end(mtu_), uint16_t{0xFFFF});
+}
+
+Datapath::~Datapath() = default;
+
+// Held fragments the table gave up on: received (counted now, as they
+// leave) and dropped by reason.
+void Datapath::count_dropped_fragments(size_t from) {
+  const auto& d = frags_->dropped();
+  for (size_t k = from; k < d.size(); k++) {
+    st_->rx_packets++;
+    st_->rx_bytes += d[k].bytes;
+    st_->drop[static_cast<int>(d[k].why)]++;
+  }
+}
+
+void Datapath::expire_fragments(uint64_t now_ns) {
+  const size_t before = frags_->dropped().size();
+  frags_->expire(now_ns);
+  count_dropped_fragments(before);
 }
 
 uint16_t Datapath::record_path(const FlowPath& p) {
@@ -235,8 +262,10 @@ inline void Datapath::ingress(Burst& b, bool noting) {
   Verdict* out = b.out;
   WorkerStats& st = b.st;
   uint64_t rx_bytes = 0, handed = 0, handed_bytes = 0;
+  const size_t dropped_before = frags_->dropped().size();
+  uint32_t firsts[kMaxBurst], nfirst = 0;  // identifications of the first fragments judged here
   for (uint32_t i = 0; i < b.n; i++) {
-    out[i] = Verdict{-1, 0, -1, 0, 0, 0, 0};
+    out[i] = Verdict{-1, 0, -1, 0, 0, 0, 0, false, 0, 0, FragNote{}};
     rx_bytes += in[i].pkt_len;
     PktState& p = b.s[i];
     p.off = 0;
@@ -253,6 +282,7 @@ inline void Datapath::ingress(Burst& b, bool noting) {
     p.why = 0;
     p.cached = nullptr;
     p.natted = false;
+    p.df_clear = false;
     p.ncts = p.nhits = 0;
     // The frame's bytes the parse may read (a decapsulated frame: up to the
     // outer datagram's end) and where the IP packet the MTU bounds starts.
@@ -313,9 +343,39 @@ inline void Datapath::ingress(Burst& b, bool noting) {
       continue;
     }
     b.l3len[i] = (p.off ? flen : in[i].pkt_len) - p.off - p.parsed.l3_off;
-    if (in[i].pkt_len - (p.off ? mtu_from : p.parsed.l3_off) > mtu) {  // the frame as the port took it
+    const uint8_t* ip = in[i].data + p.off + p.parsed.l3_off;
+    p.df_clear = p.parsed.kind == ctrack::L3Kind::kIp && p.parsed.ct.key.family == 4 && !(ip[6] & 0x40);
+    if (in[i].pkt_len - (p.off ? mtu_from : p.parsed.l3_off) > mtu &&  // the frame as the port took it
+        !(reasm_in_[in[i].port] && p.off == 0 && p.df_clear)) {         // (or as its kernel put it together)
       b.drop(i, DropWhy::kRxOversize);
       continue;
+    }
+    if (p.parsed.frag != ctrack::Parsed::kFragNone) {
+      FragNote fn = in[i].frag;
+      if (!fn.valid) {
+        DropWhy why = DropWhy::kCount;
+        const FragTable::Out o = frags_->on_fragment(p.parsed, ip, in[i].port, p.tun_id, in[i].cookie,
+                                                     in[i].pkt_len, b.now_ns, &fn, &why);
+        if (o == FragTable::Out::kHeld) {  // counted when it leaves the table
+          out[i].held = true;
+          handed++;
+          handed_bytes += in[i].pkt_len;
+          continue;
+        }
+        if (o == FragTable::Out::kDrop) {
+          b.drop(i, why);
+          continue;
+        }
+      }
+      ctrack::Packet& cp = p.parsed.ct;
+      if (p.parsed.frag == ctrack::Parsed::kFragLater) {  // its first fragment's ports
+        cp.key.sport = fn.sport;
+        cp.key.dport = fn.dport;
+        cp.tcp_flags = fn.tcp_flags;
+      } else if (fn.total && cp.key.proto == IPPROTO_TCP) {  // the segment's whole length
+        cp.payload_len = static_cast<uint16_t>(fn.total - (p.parsed.frag_len - cp.payload_len));
+      }
+      out[i].frag = fn;
     }
     p.parsed.ct.in_port = static_cast<uint8_t>(in[i].port);
     if (p.off) p.parsed.ct.meta |= ctrack::kMetaNoOffload;
@@ -329,6 +389,16 @@ inline void Datapath::ingress(Burst& b, bool noting) {
           continue;  // the owner decapsulates (and counts) it again
         }
       }
+      if (p.parsed.frag == ctrack::Parsed::kFragFirst) {
+        firsts[nfirst++] = p.parsed.frag_id;
+      } else if (p.parsed.frag == ctrack::Parsed::kFragLater && nfirst &&
+                 std::find(firsts, firsts + nfirst, p.parsed.frag_id) != firsts + nfirst) {
+        frags_->defer(in[i].cookie, out[i].frag);  // after its first's connection is made
+        out[i].held = true;
+        handed++;
+        handed_bytes += in[i].pkt_len;
+        continue;
+      }
       p.kind = p.parsed.ct.key.family;
     } else {
       p.kind = 0;
@@ -338,10 +408,12 @@ inline void Datapath::ingress(Burst& b, bool noting) {
     p.table = 0;
     b.active++;
   }
-  // Counted where they are judged (the owner), not where they came in.
+  // Counted where they are judged (the owner), not where they came in
+  // (held fragments: when they leave the table).
   st.rx_packets += b.n - handed;
   st.rx_bytes += rx_bytes - handed_bytes;
-  st.handoff_out += handed;
+  for (uint32_t i = 0; i < b.n; i++) st.handoff_out += out[i].handoff >= 0;
+  count_dropped_fragments(dropped_before);
 }
 
 // The flow cache: established packets whose direction has a path under
@@ -746,8 +818,13 @@ inline void Datapath::finish(Burst& b) {
         b.st.tunnel[static_cast<int>(Tunnel::kEncap)]++;
       }
     } else if (out[i].out_port >= 0 && b.l3len[i] > mtu_[out[i].out_port]) {
-      b.drop(i, DropWhy::kTxMtu);
-      out[i].out_port = -1;
+      if (p.df_clear) {  // a router's job: IPv4 without DF leaves in fragments
+        out[i].frag_mtu = mtu_[out[i].out_port];
+        out[i].l2_len = static_cast<uint8_t>(p.parsed.l3_off);
+      } else {
+        b.drop(i, DropWhy::kTxMtu);
+        out[i].out_port = -1;
+      }
     }
   }
 }
