@@ -13,6 +13,7 @@
 #include "ctrack/frame.h"
 #include "dataplane/config.h"
 #include "dataplane/pipeline.h"
+#include "fragment_check.h"
 #include "pipeline_fixture.h"
 #include "test_main.h"
 
@@ -607,15 +608,8 @@ TEST(Nat, Ipv6SourceNat) {
 // is zero (found by search), then NAT_CSUM_DATAGRAMS (default 5,000; 125,000 for the bar of 1,000,000) with
 // random payloads each, every one verified as a receiver would.
 namespace csum {
-uint32_t add(const uint8_t* p, size_t n, uint32_t s = 0) {
-  for (size_t i = 0; i + 1 < n; i += 2) s += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
-  if (n & 1) s += static_cast<uint32_t>(p[n - 1]) << 8;
-  return s;
-}
-uint16_t fold(uint32_t s) {
-  while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
-  return static_cast<uint16_t>(s);
-}
+using fragcheck::add;
+using fragcheck::fold;
 // The UDP frame's layout: where its addresses and UDP header are.
 struct At {
   size_t addr, alen, l4, len;
@@ -794,62 +788,8 @@ FrameSpec udp(const std::string& src, const std::string& dst, uint16_t sport, ui
   return s;
 }
 
-bool v6(const std::vector<uint8_t>& f) { return f[12] == 0x86; }
-std::string src_of(const std::vector<uint8_t>& f) {
-  char b[64];
-  inet_ntop(v6(f) ? AF_INET6 : AF_INET, f.data() + (v6(f) ? 22 : 26), b, sizeof b);
-  return b;
-}
-std::string dst_of(const std::vector<uint8_t>& f) {
-  char b[64];
-  inet_ntop(v6(f) ? AF_INET6 : AF_INET, f.data() + (v6(f) ? 38 : 30), b, sizeof b);
-  return b;
-}
+using namespace fragcheck;
 
-// The datagram a receiver puts together from `frags` (any order): its
-// L4 bytes, after checking each IPv4 header's checksum; {} if a piece is
-// missing or twice.
-std::vector<uint8_t> reassemble(const std::vector<std::vector<uint8_t>>& frags) {
-  std::vector<uint8_t> data(65536);
-  std::vector<bool> have(65536);
-  size_t total = 0;
-  for (const auto& f : frags) {
-    size_t off, n, at;
-    bool more;
-    if (v6(f)) {
-      EXPECT_EQ(f[20], 44) << "a fragment header";
-      off = static_cast<size_t>((f[56] << 8 | f[57]) & 0xFFF8);
-      more = f[57] & 1;
-      n = static_cast<size_t>((f[18] << 8 | f[19]) - 8);
-      at = 62;
-    } else {
-      EXPECT_EQ(csum::fold(csum::add(f.data() + 14, 20)), 0xFFFF) << "the IPv4 header checksum";
-      off = static_cast<size_t>((f[20] << 8 | f[21]) & 0x1FFF) * 8;
-      more = f[20] & 0x20;
-      n = static_cast<size_t>((f[16] << 8 | f[17]) - 20);
-      at = 34;
-    }
-    for (size_t k = 0; k < n; k++) {
-      if (have[off + k]) return {};
-      have[off + k] = true;
-      data[off + k] = f[at + k];
-    }
-    if (!more) total = off + n;
-  }
-  for (size_t k = 0; k < total; k++)
-    if (!have[k]) return {};
-  data.resize(total);
-  return data;
-}
-// The UDP checksum of the datagram `l4` between the fragments' addresses: a receiver's sum.
-uint16_t udp_sum(const std::vector<uint8_t>& first, const std::vector<uint8_t>& l4) {
-  const bool six = v6(first);
-  uint32_t s = csum::add(first.data() + (six ? 22 : 26), six ? 32 : 8);
-  s += IPPROTO_UDP + static_cast<uint32_t>(l4.size());
-  return csum::fold(csum::add(l4.data(), l4.size(), s));
-}
-uint16_t udp_sport(const std::vector<uint8_t>& l4) { return static_cast<uint16_t>(l4[0] << 8 | l4[1]); }
-uint16_t udp_dport(const std::vector<uint8_t>& l4) { return static_cast<uint16_t>(l4[2] << 8 | l4[3]); }
 
 // Sends `frags` in the order `order`; the frames that left (by the
 // fixture's `last` or the released), each with its out port.

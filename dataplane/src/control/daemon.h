@@ -112,6 +112,7 @@ class Daemon {
   std::vector<bool> promisc_on_;  // we turned it on: turn it off on stop
   std::vector<int> ifindex_;      // af_packet ports' interfaces (0 otherwise)
   std::vector<uint64_t> ring_drops_;  // af_packet PACKET_STATISTICS tp_drops, summed
+  std::vector<uint64_t> ring_rollover_;  // af_packet PACKET_ROLLOVER_STATS tp_all (packets rolled to another queue)
   uint64_t reasm_fails_ = 0;          // the netns' IP ReasmFails (af_packet ports only)
   bool launched_ = false;
   std::vector<std::unique_ptr<Worker>> workers_;

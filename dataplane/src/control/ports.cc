@@ -121,6 +121,7 @@ void Daemon::sample_port_drops() {
   for (int ix : ifindex_) any |= ix != 0;
   if (!any) return;
   std::error_code ec;
+  std::vector<uint64_t> rollover(ifindex_.size(), 0);
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
     int fd = atoi(e.path().filename().c_str());
     int domain = 0;
@@ -132,9 +133,20 @@ void Daemon::sample_port_drops() {
     tpacket_stats st{};
     socklen_t sl = sizeof st;
     if (getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) != 0) continue;
+    // The PMD's fanout rolls a busy flow over to another queue's socket
+    // when its own ring is 3/4 full (PACKET_FANOUT_FLAG_ROLLOVER, which it
+    // always sets): a connection's packets then reach two workers out of
+    // order. Cumulative per socket.
+    tpacket_rollover_stats ro{};
+    socklen_t rl = sizeof ro;
+    const bool have_ro = getsockopt(fd, SOL_PACKET, PACKET_ROLLOVER_STATS, &ro, &rl) == 0;
     for (size_t p = 0; p < ifindex_.size(); p++)
-      if (ifindex_[p] && ifindex_[p] == ll.sll_ifindex) ring_drops_[p] += st.tp_drops;
+      if (ifindex_[p] && ifindex_[p] == ll.sll_ifindex) {
+        ring_drops_[p] += st.tp_drops;
+        if (have_ro) rollover[p] += ro.tp_all;
+      }
   }
+  ring_rollover_ = rollover;
   std::ifstream snmp("/proc/net/snmp");
   std::string head, vals;
   while (std::getline(snmp, head) && std::getline(snmp, vals)) {
@@ -167,6 +179,7 @@ std::vector<std::pair<std::string, uint64_t>> Daemon::port_counters() {
     if (ifindex_[i]) {
       std::lock_guard<std::mutex> lk(off_mu_);
       v.emplace_back(n + "_rx_ring_drops", ring_drops_[i]);
+      v.emplace_back(n + "_rx_rollover", i < ring_rollover_.size() ? ring_rollover_[i] : 0);
       af_packet = true;
     }
   }
