@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ctrack/frame.h"
+#include "dataplane/steer.h"
 #include "pipeline_fixture.h"
 #include "test_main.h"
 #include "testbed/process.h"
@@ -364,6 +365,76 @@ TEST(Overlay, ConfigErrorsNameFileLineAndKey) {
   no_overlay.erase(no_overlay.find("overlay:"), no_overlay.find("tables:") - no_overlay.find("overlay:"));
   auto r = parse_config(no_overlay, "test.yaml");
   EXPECT_NE(r.message().find("encap(vxlan,...) needs overlay.vxlan"), std::string::npos) << r.message();
+}
+
+
+// Item 12 of issue 28: with two workers, a VXLAN frame that arrives at the
+// worker which does not own its connection is handed to the owner, which
+// decapsulates it again; each frame is counted once (as received and as
+// decapsulated), whichever worker ends up with it.
+TEST(Overlay, TwoWorkersCountAHandedOverFrameOnce) {
+  auto cfg = parse_config(overlay_yaml(), "test.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.message();
+  auto pl = Pipeline::build(cfg->rules, 2, &cfg->overlay);
+  ASSERT_TRUE(pl.ok()) << pl.message();
+  uint8_t key[52];
+  for (int i = 0; i < 52; i++) key[i] = i % 2 ? 0x5a : 0x6d;  // symmetric (steer.h)
+  Steering steer(key, sizeof key, 2);
+  std::unique_ptr<ctrack::Tracker> ct[2];
+  WorkerStats st[2];
+  std::unique_ptr<Datapath> dp[2];
+  for (unsigned w = 0; w < 2; w++) {
+    ctrack::Config cc;
+    cc.capacity = 4096;
+    cc.nat = true;
+    ct[w] = std::move(ctrack::Tracker::create(cc).value());
+    dp[w] = std::make_unique<Datapath>(w, ct[w].get(), &st[w]);
+    dp[w]->set_steering(&steer, w);
+    for (uint16_t p = 0; p < 2; p++) dp[w]->set_mtu(p, 1500);
+  }
+  uint64_t now = 1'000'000'000'000ull;
+  int handed = 0;
+  // One frame into worker 0, then to the owner it names (as a worker's
+  // handoff ring would): the verdict the owner gives.
+  auto send = [&](uint16_t port, std::vector<uint8_t> f) {
+    Verdict v;
+    for (unsigned w = 0;; w = static_cast<unsigned>(v.handoff)) {
+      PacketIn in{f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), port, false, 0};
+      dp[w]->run(*pl.value(), &in, 1, now, &v);
+      if (v.handoff < 0) break;
+      handed++;
+    }
+    now += 1'000'000;
+    return v;
+  };
+  constexpr int kConns = 200;
+  int delivered = 0;
+  for (int k = 0; k < kConns; k++) {
+    FrameSpec syn = vm_tcp(ctrack::kSyn, 100, 0);
+    syn.sport = static_cast<uint16_t>(40000 + k);
+    ASSERT_EQ(send(kVm, build_frame(syn)).out_port, kWire) << k;
+    FrameSpec synack = syn;
+    std::swap(synack.src, synack.dst);
+    std::swap(synack.sport, synack.dport);
+    synack.dst = "203.0.113.7";
+    synack.tcp_flags = ctrack::kSyn | ctrack::kAck;
+    synack.seq = 900;
+    synack.ack = 101;
+    FrameSpec outer;
+    memcpy(outer.src_mac, "\x02\x00\x00\x00\x02\x02", 6);
+    memcpy(outer.dst_mac, "\x02\x00\x00\x00\x01\x01", 6);
+    outer.src = "192.0.2.2";
+    outer.dst = "192.0.2.1";
+    outer.sport = static_cast<uint16_t>(51000 + k);
+    if (send(kWire, ctrack::vxlan_frame(outer, 100, build_frame(synack))).out_port == kVm) delivered++;
+  }
+  EXPECT_EQ(delivered, kConns);
+  EXPECT_GT(handed, kConns / 4) << "the test needs frames that land on the other worker";
+  EXPECT_EQ(st[0].tunnel[static_cast<int>(Tunnel::kDecap)] + st[1].tunnel[static_cast<int>(Tunnel::kDecap)],
+            static_cast<uint64_t>(kConns))
+      << "decapsulated frames, counted once";
+  EXPECT_EQ(st[0].rx_packets + st[1].rx_packets, static_cast<uint64_t>(2 * kConns)) << "received, counted once";
+  EXPECT_EQ(st[0].handoff_out + st[1].handoff_out, static_cast<uint64_t>(handed));
 }
 
 }  // namespace
