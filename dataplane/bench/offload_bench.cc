@@ -242,12 +242,14 @@ int main(int argc, char** argv) {
     unsigned long long ct_max = r.stat("ct_ops_outstanding_max"), ct_limit = r.stat("ct_ops_limit"),
                        wqes = r.off->nic()->ct_wqes_max();
     if (g_json)
-      printf("{\"bench\": \"offload_rate\", \"provider\": \"rte_flow+model\", \"nic\": \"%s\", \"conntrack\": \"%s\", "
+      printf("{\"bench\": \"offload_rate\", \"provider\": \"rte_flow+model\", \"nic\": \"%s\", \"engine\": \"%s\", "
+             "\"conntrack\": \"%s\", "
              "\"transfer\": %s, \"offloads_aso\": %.0f, \"conns\": %u, \"offloaded\": %llu, \"offloads_per_s\": %.0f, "
              "\"nic_ceiling_per_s\": %.0f, \"ratio_to_ceiling\": %.3f, \"max_in_flight\": %u, "
              "\"max_in_flight_seen\": %llu, \"ct_ops_outstanding_max\": %llu, \"ct_ops_limit\": %llu, "
              "\"nic_ct_queue_max\": %llu, \"nic_ct_queue_depth\": 1024}\n",
-             oc.nic.c_str(), aso ? "aso" : "flows", r.stat("domain_transfer") ? "true" : "false", n_aso, conns,
+             oc.nic.c_str(), r.stat("engine_sws") ? "sws" : "hws", aso ? "aso" : "flows",
+             r.stat("domain_transfer") ? "true" : "false", n_aso, conns,
              (unsigned long long)done, rate, ceiling, rate / ceiling, oc.max_in_flight,
              (unsigned long long)r.max_in_flight_seen, ct_max, ct_limit, wqes);
     else

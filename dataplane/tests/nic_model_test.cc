@@ -46,10 +46,14 @@ class Model : public ::testing::Test {
   // Most tests are about other rules than conntrack in the FDB: their model
   // takes it (the cx6dx-switchdev-ct-fdb profile, or legacy).
   void make(bool esw = true, bool ct_in_fdb = true) {
-    for (uint16_t p : {2, 1, 0}) rte_eth_dev_stop(p);  // a model made earlier in the test may have started them
     Mlx5ModelConfig c;
     c.esw = esw;
     c.ct_in_fdb = ct_in_fdb;
+    make_with(c);
+  }
+  void make_with(Mlx5ModelConfig c) {
+    for (uint16_t p : {2, 1, 0}) rte_eth_dev_stop(p);  // a model made earlier in the test may have started them
+    m.reset();
     c.max_flows = 4096;
     c.ring = 1024;
     m = std::make_unique<Mlx5Model>(c, std::vector<uint16_t>{0, 1, 2});
@@ -1151,6 +1155,122 @@ TEST_F(Model, DecapModifyAndEncapRewriteTheFrame) {
   EXPECT_EQ(run(2, reply_inner, &got), kNicMiss);
   EXPECT_EQ(run(2, cat(vxlan_outer("192.0.2.2", "192.0.2.9", 100, reply_inner.size()), reply_inner), &got), kNicMiss);
   EXPECT_EQ(m->stats(0).rewritten, 2u);
+}
+
+// ---------------------------------------------------------------- issue 29: HWS limits, DV software steering
+
+TEST_F(Model, HwsNeedsItsFirmwareAndQueuesTheFirmwareGrants) {
+  Mlx5ModelConfig c;
+  c.hws_fw = false;
+  make_with(c);
+  refused("hws-firmware", configure(0), ENOTSUP);
+  make();  // max_qp_wr 2^15: 32 WQEBBs an entry
+  refused("queue-wqes", configure(0, 16, 64, 64, 1025), EINVAL);
+  EXPECT_NE(m->last_error().find("needs a send queue of 65536 WQEBBs"), std::string::npos) << m->last_error();
+  EXPECT_EQ(configure(0, 16, 64, 64, 1024), 0) << m->last_error();
+}
+
+TEST_F(Model, SteeringEngineIsFixedAtProbe) {
+  rte_flow_attr at{};
+  at.group = 1;
+  at.ingress = 1;
+  rte_flow_item p[] = {item(RTE_FLOW_ITEM_TYPE_ETH), kEnd};
+  rte_flow_action x[] = {act(RTE_FLOW_ACTION_TYPE_DROP), kEndA};
+  refused_null("steering-mode", a().create(a().self, 0, &at, p, x, &err), ENOTSUP);  // dv_flow_en=2
+  Mlx5ModelConfig c;
+  c.dv_flow_en = 1;
+  make_with(c);
+  rte_flow_port_info pi{};
+  rte_flow_queue_info qi{};
+  refused("steering-mode", a().info_get(a().self, 0, &pi, &qi, &err), ENOTSUP);
+  refused("steering-mode", configure(0), ENOTSUP);
+  refused_null("steering-mode", pt(0, {kEnd}), ENOTSUP);
+}
+
+TEST_F(Model, DvValidatesEachRuleItself) {
+  Mlx5ModelConfig c;
+  c.esw = false;  // legacy: NIC Rx, conntrack per port
+  c.dv_flow_en = 1;
+  make_with(c);
+  rte_flow_attr root{}, g1{};
+  root.ingress = g1.ingress = 1;
+  g1.group = 1;
+  rte_flow_item_ipv4 v4{}, v4m{};
+  v4.hdr.src_addr = htonl(0x0a000001);
+  v4.hdr.dst_addr = htonl(0x0a000002);
+  v4m.hdr.src_addr = v4m.hdr.dst_addr = 0xFFFFFFFF;
+  rte_flow_item_tcp t{}, tm{};
+  t.hdr.src_port = htons(40000);
+  t.hdr.dst_port = htons(80);
+  tm.hdr.src_port = tm.hdr.dst_port = 0xFFFF;
+  rte_flow_item tcp5[] = {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV4, &v4, &v4m),
+                          item(RTE_FLOW_ITEM_TYPE_TCP, &t, &tm), kEnd};
+  rte_flow_item udp[] = {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV4, &v4, &v4m),
+                         item(RTE_FLOW_ITEM_TYPE_UDP), kEnd};
+  rte_flow_action drop[] = {act(RTE_FLOW_ACTION_TYPE_COUNT, &count), act(RTE_FLOW_ACTION_TYPE_DROP), kEndA};
+  rte_flow_action nofate[] = {act(RTE_FLOW_ACTION_TYPE_COUNT, &count), kEndA};
+  // Validation needs no started port; a rule does.
+  EXPECT_EQ(a().validate(a().self, 0, &g1, tcp5, drop, &err), 0) << m->last_error();
+  refused_null("sws-started", a().create(a().self, 0, &g1, tcp5, drop, &err), ENODEV);
+  ASSERT_EQ(start(0), 0) << m->last_error();
+  rte_flow_attr both = g1;
+  both.transfer = 1;
+  refused("dv-attr", a().validate(a().self, 0, &both, tcp5, drop, &err), EINVAL);
+  rte_flow_attr fdb{};
+  fdb.transfer = 1;
+  fdb.group = 1;
+  refused("dv-attr", a().validate(a().self, 0, &fdb, tcp5, drop, &err), ENOTSUP);  // no E-Switch
+  refused("dv-fate", a().validate(a().self, 0, &g1, tcp5, nofate, &err), EINVAL);
+  // Conntrack: an object of the port's own, then the rules DV refuses.
+  rte_flow_action_conntrack prof{};
+  prof.enable = 1;
+  prof.live_connection = 1;
+  prof.state = RTE_FLOW_CONNTRACK_STATE_ESTABLISHED;
+  prof.is_original_dir = 1;
+  rte_flow_indir_action_conf ic{};
+  ic.ingress = 1;
+  rte_flow_action cta = act(RTE_FLOW_ACTION_TYPE_CONNTRACK, &prof);
+  rte_flow_action_handle* h = a().action_handle_create(a().self, 0, &ic, &cta, &err);
+  ASSERT_NE(h, nullptr) << m->last_error();
+  rte_flow_action_age age{};
+  age.timeout = 10;
+  rte_flow_action with_ct[] = {act(RTE_FLOW_ACTION_TYPE_COUNT, &count), act(RTE_FLOW_ACTION_TYPE_INDIRECT, h),
+                               act(RTE_FLOW_ACTION_TYPE_JUMP, &jump2), kEndA};
+  rte_flow_action age_ct[] = {act(RTE_FLOW_ACTION_TYPE_AGE, &age), act(RTE_FLOW_ACTION_TYPE_INDIRECT, h),
+                              act(RTE_FLOW_ACTION_TYPE_JUMP, &jump2), kEndA};
+  refused("dv-ct-action", a().validate(a().self, 0, &root, tcp5, with_ct, &err), ENOTSUP);  // root
+  refused("dv-ct-action", a().validate(a().self, 0, &g1, tcp5, age_ct, &err), EINVAL);      // with AGE
+  refused("dv-ct-action", a().validate(a().self, 0, &g1, udp, with_ct, &err), EINVAL);      // not TCP
+  rte_flow* f = a().create(a().self, 0, &g1, tcp5, with_ct, &err);
+  ASSERT_NE(f, nullptr) << m->last_error();
+  EXPECT_EQ(m->flows_in_use(), 1u);
+  // An IPv6 5-tuple, which HWS's definer cannot take (ipv6-5tuple), DV does.
+  rte_flow_item_ipv6 v6{}, v6m{};
+  memset(v6m.hdr.src_addr, 0xFF, 16);
+  memset(v6m.hdr.dst_addr, 0xFF, 16);
+  v6.hdr.src_addr[15] = 1;
+  v6.hdr.dst_addr[15] = 2;
+  rte_flow_item tcp6[] = {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV6, &v6, &v6m),
+                          item(RTE_FLOW_ITEM_TYPE_TCP, &t, &tm), kEnd};
+  rte_flow* f6 = a().create(a().self, 0, &g1, tcp6, drop, &err);
+  EXPECT_NE(f6, nullptr) << m->last_error();
+  EXPECT_EQ(a().destroy(a().self, 0, f6, &err), 0);
+  EXPECT_EQ(a().destroy(a().self, 0, f, &err), 0);
+  EXPECT_EQ(m->flows_in_use(), 0u);
+  EXPECT_EQ(a().action_handle_destroy(a().self, 0, h, &err), 0) << m->last_error();
+  EXPECT_EQ(m->ct_in_use(), 0u);
+  EXPECT_EQ(m->templates_in_use(), 0u) << "the hidden tables are the model's own";
+  // With an E-Switch: no conntrack (N/A), transfer rules have E-Switch fates.
+  c.esw = true;
+  make_with(c);
+  ASSERT_EQ(start(0), 0) << m->last_error();
+  rte_flow_indir_action_conf fic{};
+  fic.transfer = 1;
+  refused_null("dv-ct-esw", a().action_handle_create(a().self, 0, &fic, &cta, &err), ENOTSUP);
+  rte_flow_action_queue q0{0};
+  rte_flow_action to_queue[] = {act(RTE_FLOW_ACTION_TYPE_QUEUE, &q0), kEndA};
+  refused("dv-fate", a().validate(a().self, 0, &fdb, tcp5, to_queue, &err), ENOTSUP);
+  EXPECT_EQ(a().validate(a().self, 0, &fdb, tcp5, drop, &err), 0) << m->last_error();
 }
 
 // Last: every rule the model names has a test above.

@@ -1093,6 +1093,270 @@ TEST(Testpmd, OverlayNatCommandsParseInDpdkTestpmd) {
   }
 }
 
+// ---------------------------------------------------------------- issue 29
+
+// DV software steering: the cards whose firmware predates HWS. The provider
+// finds the engine the ports were probed with, says why, and every rule goes
+// through rte_flow_validate and rte_flow_create.
+TEST(Sws, PreHwsProfilesRunDvSoftwareSteeringAndSayWhy) {
+  for (const auto& prof : nic_profiles()) {
+    if (prof.hws) continue;
+    SCOPED_TRACE(prof.name);
+    Rig r(with_nic(prof.name));
+    r.refusals_expected = true;  // the info probe meets the steering mode
+    EXPECT_EQ(r.stat("engine_sws"), 1u);
+    const std::string n = note(*r.off, "engine");
+    EXPECT_NE(n.find("sws (auto: port 0 has no hardware steering"), std::string::npos) << n;
+    EXPECT_GT(r.stat("shared_rules"), 0u);
+    EXPECT_EQ(r.stat("failed_shared_rule_not_supported"), 0u) << r.nic().last_error();
+    handshake(r);
+    ASSERT_EQ(r.stat("installed"), 1u) << r.nic().last_error();
+    // Conntrack objects in the NIC Rx domain, none with an E-Switch (N/A);
+    // a connection across two NIC Rx ports is tracked by exact rules anyway.
+    EXPECT_EQ(r.stat("conntrack_aso"), prof.esw ? 0u : 1u);
+    EXPECT_EQ(r.stat("offloads_flows"), 1u);
+    EXPECT_EQ(r.stat("domain_transfer"), prof.esw ? 1u : 0u);
+    for (int i = 0; i < 20; i++) {
+      EXPECT_TRUE(r.pass(kIn, build_frame(tcp(true, kAck | kPsh, 101 + 100 * i, 501, 100))).nic()) << i;
+      EXPECT_TRUE(r.pass(kOut, build_frame(tcp(false, kAck, 501, 201 + 100 * i))).nic()) << i;
+    }
+    // FIN to software, the offload removed.
+    EXPECT_FALSE(r.pass(kIn, build_frame(tcp(true, kFin | kAck, 2101, 501))).nic());
+    r.settle();
+    EXPECT_EQ(r.stat("installed"), 0u);
+  }
+}
+
+// The HWS-only limit (no IPv6 5-tuple definer) does not apply to DV: an
+// IPv6 TCP connection runs in the NIC, 40 data segments, none by software.
+TEST(Sws, Ipv6ConnectionIsOffloaded) {
+  // Above the ND rules (which stay in software, so an eth_type=ipv6 ct() below them would too).
+  const std::string v6 = "    - {priority: 150, match: \"eth_type=ipv6,ip_proto=tcp\", actions: \"ct(table=1)\"}\n";
+  auto v6tcp = [](bool in, uint8_t flags, uint32_t seq, uint32_t ack, size_t payload) {
+    FrameSpec s = tcp(in, flags, seq, ack, payload);
+    s.src = in ? "fd00::1" : "fd00::2";
+    s.dst = in ? "fd00::2" : "fd00::1";
+    return build_frame(s);
+  };
+  for (const char* nic : {"cx6dx-legacy-fw22.31", "bf2-switchdev-fw24.32", "cx6dx-switchdev"}) {
+    SCOPED_TRACE(nic);
+    const bool sws = !find_nic_profile(nic)->hws;
+    Rig r(with_nic(nic), v6);
+    r.refusals_expected = true;
+    ASSERT_EQ(r.send(kIn, v6tcp(true, kSyn, 100, 0, 0)).out, kOut);
+    ASSERT_EQ(r.send(kOut, v6tcp(false, kSyn | kAck, 500, 101, 0)).out, kIn);
+    ASSERT_EQ(r.send(kIn, v6tcp(true, kAck, 101, 501, 0)).out, kOut);
+    r.settle();
+    if (!sws) {
+      EXPECT_EQ(r.stat("installed"), 0u);
+      EXPECT_EQ(r.stat("refused_ipv6"), 1u);
+      continue;
+    }
+    std::string counters;
+    for (const auto& [k, v] : r.off->stats().counters)
+      if (v) counters += k + "=" + std::to_string(v) + " ";
+    ASSERT_EQ(r.stat("installed"), 1u) << counters << r.nic().last_error();
+    int by_nic = 0;
+    for (int i = 0; i < 20; i++) {
+      by_nic += r.pass(kIn, v6tcp(true, kAck | kPsh, 101 + 100 * i, 501, 100)).nic();
+      by_nic += r.pass(kOut, v6tcp(false, kAck, 501, 201 + 100 * i, 0)).nic();
+    }
+    EXPECT_EQ(by_nic, 40);
+  }
+}
+
+// An engine asked for that the ports do not run is an error naming both,
+// never a half-configured port.
+TEST(Sws, AnEngineThePortsDoNotRunIsRefusedWithTheReason) {
+  auto start_msg = [](const char* nic, const char* engine) {
+    OffloadConfig oc = with_nic(nic);
+    oc.provider = "emulated";
+    oc.engine = engine;
+    auto off = std::move(make_offload_provider(oc, 1).value());
+    std::string msg = start_ports(*off, {0, 1}, test_pool()).message();
+    stop_ports(*off, {0, 1});
+    return msg;
+  };
+  EXPECT_NE(start_msg("cx6dx-legacy-fw22.31", "hws").find("has no hardware steering"), std::string::npos)
+      << start_msg("cx6dx-legacy-fw22.31", "hws");
+  // DV runs on new firmware too, when the ports are probed with dv_flow_en=1.
+  EXPECT_EQ(start_msg("cx6dx-legacy", "sws"), "");
+}
+
+// Connections in and out through DV: nothing left in the NIC (rules,
+// conntrack objects, counters) once they have gone; idle ones age out by
+// their counters (no AGE action on DV).
+TEST(Sws, ChurnAndAgingLeaveNothingBehind) {
+  for (const char* nic : {"cx6dx-legacy-fw22.31", "bf2-switchdev-fw24.32"}) {
+    SCOPED_TRACE(nic);
+    Rig r(with_nic(nic));
+    r.refusals_expected = true;
+    for (int wave = 0; wave < 4; wave++) {
+      const uint16_t base = static_cast<uint16_t>(20000 + 1000 * wave);
+      for (uint16_t i = 0; i < 200; i++) handshake(r, static_cast<uint16_t>(base + i));
+      for (int k = 0; k < 10 && r.stat("installed") < 200; k++) r.settle();
+      ASSERT_EQ(r.stat("installed"), 200u) << r.nic().last_error();
+      for (uint16_t i = 0; i < 100; i++) {  // half closed by RST, half left to age
+        FrameSpec rst = tcp(true, kRst | kAck, 101, 501, 0, static_cast<uint16_t>(base + i));
+        r.pass(kIn, build_frame(rst));
+      }
+      r.settle();
+      r.now += 31'000'000'000ull;  // past age_s and ctrack's own timeouts
+      for (int k = 0; k < 300 && r.stat("installed") > 0; k++) {
+        r.now += 10'000'000;
+        r.settle();
+      }
+      EXPECT_EQ(r.stat("installed"), 0u);
+      EXPECT_EQ(r.conn_rules(), 0u);
+      EXPECT_EQ(r.nic().ct_in_use(), 0u);
+    }
+    EXPECT_GE(r.stat("aged"), 4u * 100);
+  }
+}
+
+// Log lines (rte_log) written while `fn` runs.
+template <typename F>
+std::string logged(F fn) {
+  FILE* old = rte_log_get_stream();
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* mem = open_memstream(&buf, &len);
+  rte_openlog_stream(mem);
+  const int type = rte_log_register("dataplane.offload");  // the tests run at *:error
+  const int was = rte_log_get_level(static_cast<uint32_t>(type));
+  rte_log_set_level(static_cast<uint32_t>(type), RTE_LOG_INFO);
+  fn();
+  rte_log_set_level(static_cast<uint32_t>(type), static_cast<uint32_t>(was));
+  rte_openlog_stream(old == stderr ? nullptr : old);
+  fclose(mem);
+  std::string out(buf ? buf : "", len);
+  free(buf);
+  return out;
+}
+
+// Finding 1: HWS gives each flow queue a send queue of its size x 32
+// WQEBBs; a ConnectX-6 Dx grants 2^15. The provider asks at most 1,024
+// entries and steps down on a refusal, with fewer operations out.
+TEST(Findings29, FlowQueueFitsWhatTheFirmwareGrantsAndStepsDown) {
+  for (const auto& prof : nic_profiles()) {
+    if (!prof.hws) continue;
+    SCOPED_TRACE(prof.name);
+    OffloadConfig oc = with_nic(prof.name);
+    oc.max_in_flight = 4096;  // bluefield.yaml's
+    Rig r(oc);
+    EXPECT_EQ(r.stat("flow_queue_size"), 1024u);
+    EXPECT_EQ(r.stat("in_flight_limit"), (1024u - 64) / 2);
+    handshake(r);
+    EXPECT_EQ(r.stat("installed"), 1u) << r.nic().last_error();
+  }
+  Mlx5ModelConfig mc;
+  mc.apply_profile("cx6dx-switchdev-ct-fdb");
+  mc.max_qp_wr = 1u << 13;  // a firmware granting 8,192 WQEBBs: queues of 256
+  Mlx5Model model(mc, {0, 1});
+  std::string log;
+  std::unique_ptr<Rig> r;
+  log = logged([&] { r = std::make_unique<Rig>(aso_cfg(), "", &model.api(), &model); });
+  r->refusals_expected = true;
+  EXPECT_EQ(r->stat("flow_queue_size"), 256u);
+  EXPECT_EQ(r->stat("in_flight_limit"), 96u);
+  EXPECT_EQ(r->stat("conntrack_aso"), 1u) << "the pool was not what the firmware refused";
+  EXPECT_NE(log.find("with flow queues of 1024 refused (queue-wqes: fail to configure port (a flow queue of 1024"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("flow queues of 512 refused"), std::string::npos) << log;
+  EXPECT_EQ(log.find("refused a conntrack pool"), std::string::npos) << log;
+  for (int i = 0; i < 300; i++) handshake(*r, static_cast<uint16_t>(20000 + i));
+  r->settle();
+  EXPECT_EQ(r->stat("installed"), 300u) << r->nic().last_error();
+  EXPECT_LE(r->stat("in_flight"), 96u);
+}
+
+// Finding 3: a configure refused for another reason than the conntrack
+// pool is not reported as a refused pool, and the strategy stays aso; where
+// the pool is what is refused, the note says so with the driver's message.
+TEST(Findings29, ConfigureFailureIsDiagnosedByWhatTheRetryShows) {
+  {
+    Mlx5ModelConfig mc;
+    mc.apply_profile("cx6dx-legacy");
+    mc.max_qp_wr = 1u << 14;  // queues of 512
+    Mlx5Model model(mc, {0, 1});
+    std::unique_ptr<Rig> r;
+    std::string log = logged([&] { r = std::make_unique<Rig>(with_nic("cx6dx-legacy"), "", &model.api(), &model); });
+    r->refusals_expected = true;
+    EXPECT_EQ(r->stat("conntrack_aso"), 1u);
+    EXPECT_EQ(log.find("refused a conntrack pool"), std::string::npos) << log;
+    EXPECT_EQ(r->stat("flow_queue_size"), 512u);
+  }
+  {
+    Rig r(with_nic("cx6dx-switchdev"));
+    EXPECT_EQ(r.stat("conntrack_aso"), 0u);
+    const std::string n = note(*r.off, "conntrack");
+    EXPECT_NE(n.find("refused a conntrack pool"), std::string::npos) << n;
+    EXPECT_NE(n.find("not supported by this NIC profile"), std::string::npos) << n;
+    EXPECT_NE(n.find("the same request without it was taken"), std::string::npos) << n;
+  }
+  {
+    // Nothing it can step down to: an error naming the driver's reason,
+    // not the pool.
+    Mlx5ModelConfig mc;
+    mc.apply_profile("cx6dx-switchdev");
+    mc.max_qp_wr = 1u << 12;  // not even 256
+    Mlx5Model model(mc, {0, 1});
+    OffloadConfig oc = with_nic("cx6dx-switchdev");
+    oc.provider = "emulated";
+    auto off = std::move(make_offload_provider(oc, 1, &model.api(), &model).value());
+    std::string msg;
+    std::string log = logged([&] { msg = start_ports(*off, {0, 1}, test_pool()).message(); });
+    stop_ports(*off, {0, 1});
+    EXPECT_NE(msg.find("a flow queue of 256"), std::string::npos) << msg;
+    EXPECT_EQ(log.find("refused a conntrack pool"), std::string::npos) << log;
+  }
+}
+
+// Finding 4: a direction decapsulated and encapsulated again (VXLAN in one
+// VNI, out in another) stays in software: HWS would fold the pair into one
+// reformat that keeps the old outer headers, and take the rule silently.
+TEST(Findings29, DecapAndEncapInOneDirectionStaysInSoftware) {
+  // The client on `inside` reaches the server through VNI 100; the replies
+  // come back in VNI 100 and are sent on into VNI 200 (decapsulated and
+  // encapsulated again in one direction).
+  std::string y = overlay_yaml();
+  y.replace(y.find("vnis: [100]"), 11, "vnis: [100, 200]");
+  y.replace(y.find("tables:"), std::string::npos,
+            "tables:\n"
+            "  0:\n"
+            "    - {priority: 50, match: \"in_port=inside,eth_type=ipv4\", actions: \"ct(zone=1,table=1)\"}\n"
+            "    - {priority: 50, match: \"in_port=outside,tun_id=100,eth_type=ipv4\", actions: \"ct(zone=1,table=1)\"}\n"
+            "    - {priority: 0,  match: \"\", actions: \"drop\"}\n"
+            "  1:\n"
+            "    - {priority: 100, match: \"in_port=inside,ct_state=+trk+new\", actions: "
+            "\"ct(commit,zone=1),encap(vxlan,vni=100,remote=192.0.2.2),output:outside\"}\n"
+            "    - {priority: 100, match: \"in_port=inside,ct_state=+trk+est-rpl\", actions: "
+            "\"encap(vxlan,vni=100,remote=192.0.2.2),output:outside\"}\n"
+            "    - {priority: 100, match: \"in_port=outside,ct_state=+trk+est+rpl\", actions: "
+            "\"encap(vxlan,vni=200,remote=192.0.2.2),output:outside\"}\n"
+            "    - {priority: 0,   match: \"\", actions: \"drop\"}\n");
+  for (const char* nic : {"cx6dx-legacy", "cx6dx-switchdev-ct-fdb", "cx6dx-legacy-fw22.31"}) {
+    SCOPED_TRACE(nic);
+    Rig r(with_nic(nic), y, "hairpin.yaml");
+    r.refusals_expected = true;
+    const uint64_t refusals = r.nic().refusals();
+    ASSERT_EQ(r.pass(kIn, build_frame(tcp(true, kSyn, 100, 0))).out, kOut);
+    ASSERT_EQ(r.pass(kOut, from_remote(build_frame(tcp(false, kSyn | kAck, 500, 101)))).out, kOut);
+    ASSERT_EQ(r.pass(kIn, build_frame(tcp(true, kAck, 101, 501))).out, kOut);
+    r.settle();
+    std::string counters;
+    for (const auto& [k, v] : r.off->stats().counters)
+      if (v) counters += k + "=" + std::to_string(v) + " ";
+    EXPECT_EQ(r.stat("offloads"), 0u) << counters;
+    EXPECT_EQ(r.stat("refused_decapsulated_and_encapsulated_in_one_direction"), 1u) << counters;
+    EXPECT_EQ(r.nic().refusals(), refusals) << "asked the NIC for it: " << r.nic().last_error();
+    const Rig::Out again = r.pass(kOut, from_remote(build_frame(tcp(false, kAck | kPsh, 501, 101, 100))));
+    EXPECT_EQ(again.out, kOut);
+    EXPECT_FALSE(again.nic());
+  }
+}
+
 }  // namespace
 }  // namespace dp
 

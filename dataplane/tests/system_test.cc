@@ -473,6 +473,34 @@ void short_iperf_runs_are_each_handled_by_the_nic() {
 TEST_F(Offload, ShortIperfRunsAreEachHandledByTheNic) { short_iperf_runs_are_each_handled_by_the_nic(); }
 TEST_F(OffloadAso, ShortIperfRunsAreEachHandledByTheNic) { short_iperf_runs_are_each_handled_by_the_nic(); }
 
+// DV software steering (issue 29): cards whose firmware predates HWS, in
+// legacy mode (NIC Rx, marks) and a BlueField-2 in switchdev (the FDB).
+class OffloadSws : public Offload {
+ protected:
+  static void SetUpTestSuite() {
+    offload = "provider: emulated\n  nic: cx6dx-legacy-fw22.31\n  table_size: 4\n  age_s: 2\n  latency_us: 50";
+    Dut::SetUpTestSuite();
+  }
+};
+class OffloadSwsFdb : public Offload {
+ protected:
+  static void SetUpTestSuite() {
+    offload = "provider: emulated\n  nic: bf2-switchdev-fw24.32\n  table_size: 4\n  age_s: 2\n  latency_us: 50";
+    Dut::SetUpTestSuite();
+  }
+};
+TEST_F(OffloadSws, IperfTcpFlowIsHandledByTheNic) {
+  EXPECT_EQ(off("engine_sws"), 1);
+  iperf_tcp_flow_is_handled_by_the_nic();
+}
+TEST_F(OffloadSws, ShortIperfRunsAreEachHandledByTheNic) { short_iperf_runs_are_each_handled_by_the_nic(); }
+TEST_F(OffloadSwsFdb, IperfTcpFlowIsHandledByTheNic) {
+  EXPECT_EQ(off("engine_sws"), 1);
+  EXPECT_EQ(off("domain_transfer"), 1);
+  iperf_tcp_flow_is_handled_by_the_nic();
+}
+TEST_F(OffloadSwsFdb, ShortIperfRunsAreEachHandledByTheNic) { short_iperf_runs_are_each_handled_by_the_nic(); }
+
 TEST_F(Offload, RstRemovesTheOffload) {
   int ls = listen_in(server, "10.0.0.2", 7101), cs = sock_in(client, SOCK_STREAM);
   ASSERT_GE(ls, 0);

@@ -10,6 +10,8 @@
 #include <rte_flow.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace dp {
 
@@ -26,8 +28,8 @@ struct FlowApi {
   // its own.
   int (*switch_info)(void* self, uint16_t port, rte_eth_switch_info* out);
   // Synchronous validation. mlx5 with dv_flow_en=2 has no .validate and
-  // calls through a NULL pointer: the provider never calls this; the model
-  // aborts like the driver would crash.
+  // calls through a NULL pointer: the provider calls it only on DV software
+  // steering (dv_flow_en=1); the model aborts like the driver would crash.
   int (*validate)(void* self, uint16_t port, const rte_flow_attr* a, const rte_flow_item items[],
                   const rte_flow_action actions[], rte_flow_error* e);
 
@@ -73,6 +75,22 @@ struct FlowApi {
   int (*query)(void* self, uint16_t port, rte_flow* f, const rte_flow_action* actions, void* data,
                rte_flow_error* e);
 
+  // Synchronous rules and indirect actions: DV software steering
+  // (dv_flow_en=1, the driver's default), one call per rule that returns
+  // once the rule is in place; the driver validates each itself
+  // (flow_dv_validate). With dv_flow_en=2 rte_flow_create is refused
+  // (mlx5_flow.c:7405-7411). rte_flow_create needs a started port.
+  rte_flow* (*create)(void* self, uint16_t port, const rte_flow_attr* a, const rte_flow_item items[],
+                      const rte_flow_action actions[], rte_flow_error* e);
+  int (*destroy)(void* self, uint16_t port, rte_flow* f, rte_flow_error* e);
+  rte_flow_action_handle* (*action_handle_create)(void* self, uint16_t port, const rte_flow_indir_action_conf* conf,
+                                                  const rte_flow_action* action, rte_flow_error* e);
+  int (*action_handle_update)(void* self, uint16_t port, rte_flow_action_handle* h, const void* update,
+                              rte_flow_error* e);
+  int (*action_handle_query)(void* self, uint16_t port, const rte_flow_action_handle* h, void* data,
+                             rte_flow_error* e);
+  int (*action_handle_destroy)(void* self, uint16_t port, rte_flow_action_handle* h, rte_flow_error* e);
+
   // Port start and stop: the mlx5 driver orders them on an eSwitch
   // (representors after the proxy on start, before it on stop).
   int (*dev_start)(void* self, uint16_t port);
@@ -85,5 +103,23 @@ struct FlowApi {
 // The size of an item type's spec/mask struct, for the items the provider
 // uses; 0 for others.
 size_t flow_item_size(rte_flow_item_type t);
+
+// A rule's shape: port, attributes, item types and masks, action types
+// (and a MODIFY_FIELD's field). Rules of one shape share one template
+// table (HWS); bytes, not text (computed for every rule).
+std::string flow_shape(uint16_t port, const rte_flow_attr& a, const rte_flow_item* items,
+                       const rte_flow_action* actions);
+
+// The templates of a rule: its items without their specs, its actions and
+// their masks (every value comes with the rule; an indirect action's mask
+// names its real type, mlx5_flow_hw.c:3675-3741; a MODIFY_FIELD's mask fixes
+// its field, operation and width and leaves the value to the rule,
+// mlx5_flow_hw.c:3419-3483). Points into `actions` and into itself.
+struct FlowTemplates {
+  std::vector<rte_flow_item> items;
+  std::vector<rte_flow_action> masks;
+  std::vector<rte_flow_action_modify_field> mf;
+};
+void flow_templates(const rte_flow_item* items, const rte_flow_action* actions, FlowTemplates* out);
 
 }  // namespace dp

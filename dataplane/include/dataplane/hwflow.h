@@ -47,6 +47,10 @@ struct Layout {
   uint32_t ct_group = 1;           // N
   uint32_t age_s = 10;
   bool aso = true;                 // conntrack objects (the verdict groups exist); false: the flows strategy
+  // Connection rules carry AGE (HWS's aged-flow ring). DV software steering:
+  // none (a CONNTRACK rule cannot have it, mlx5_flow_dv.c:3724-3728, and DV
+  // ages with the provider's counter folds instead).
+  bool age_action = true;
   // overlay.vxlan: VXLAN frames to this host's VTEP arrive on `underlay`.
   bool vxlan = false;
   size_t underlay = 0;
@@ -158,10 +162,6 @@ struct Conn {
   }
 };
 
-// The actions-template mask of a MODIFY_FIELD the rules give values to:
-// operation, fields and width fixed, the value left to each rule
-// (mlx5_flow_hw.c:3419-3483, 837-867).
-rte_flow_action_modify_field modify_field_mask(const rte_flow_action_modify_field& v);
 
 // The conntrack context for ctrack's view of an established TCP connection,
 // original direction. peer_port: the DPDK port the reply direction's rule is
@@ -220,6 +220,9 @@ std::string testpmd_raw_encap(const Flow& f);
 // `flow queue ... create` of f in table `table_id`.
 std::string testpmd_queue_create(const Flow& f, int table_id, int indirect_id);
 // `set conntrack com|orig|rply ...` for a context.
+// The same rule for DV software steering (dv_flow_en=1): synchronous
+// `flow create` (testpmd validates nothing itself: the driver does).
+std::string testpmd_create(const Flow& f, int indirect_id);
 std::string testpmd_ct(const rte_flow_action_conntrack& ct);
 
 // Two patterns may match one packet (false only when provably disjoint).

@@ -53,12 +53,22 @@ namespace dp {
 //   mlx5.rst:1548-1551): rte_flow_configure with conntrack objects fails there.
 // - cx6dx-switchdev-ct-fdb: the same with a firmware that takes conntrack in
 //   the FDB (a model option, so that both paths stay tested).
+// - cx6dx-legacy-fw22.31, bf2-switchdev-fw24.32: firmware older than
+//   xx.35.1012, which has no hardware steering (hws/mlx5dr_context.c:103-141
+//   leaves HWS off): dv_flow_en=2 cannot configure a port; these cards run
+//   DV software steering (dv_flow_en=1), synchronous rte_flow.
 struct NicProfile {
   const char* name;
   bool esw;        // switchdev: ports[0] is the E-Switch manager, the rest its representors
   bool ct_in_fdb;  // the firmware takes a conntrack pool on the E-Switch manager
+  const char* fw;  // the firmware version it runs (ethtool -i, sysfs fw_ver)
+  bool hws;        // the firmware has HWS (xx.35.1012 or newer)
+  uint32_t max_qp_wr;  // the largest work queue it grants (ibv_devinfo max_qp_wr)
   const char* what;
 };
+// "22.31.1014" -> true when it is xx.35.1012 or newer (the HWS minimum);
+// false for anything it cannot read.
+bool firmware_has_hws(const std::string& fw);
 const std::vector<NicProfile>& nic_profiles();
 const NicProfile* find_nic_profile(const std::string& name);  // nullptr: no such profile
 
@@ -68,6 +78,13 @@ struct Mlx5ModelConfig {
   bool esw = true;
   bool ct_in_fdb = false;     // see NicProfile
   std::string profile = "cx6dx-switchdev";
+  std::string fw = "22.36.1010";  // see NicProfile
+  bool hws_fw = true;             // the firmware has HWS
+  uint32_t max_qp_wr = 1u << 15;  // see NicProfile
+  // The steering engine the ports were probed with (devarg dv_flow_en): 2,
+  // hardware steering (templates and queues); 1, DV software steering
+  // (synchronous rte_flow_validate/create).
+  uint8_t dv_flow_en = 2;
   bool repr_matching = true;  // devarg repr_matching_en (default 1)
   bool fdb_def_rule = true;   // devarg fdb_def_rule_en (default 1)
   unsigned rx_queues = 1;     // software rx queues: one table replica each
@@ -88,7 +105,8 @@ struct Mlx5ModelConfig {
   // they can be taken again (mlx5_hws_cnt.h:436-452, mlx5_hws_cnt.c:63-92;
   // svc_cycle_time default 500 ms, mlx5_defs.h:188).
   uint32_t counter_cycle_ms = 500;
-  // Takes the profile's fields (esw, ct_in_fdb); false for an unknown name.
+  // Takes the profile's fields (esw, ct_in_fdb, fw, hws_fw, max_qp_wr); false
+  // for an unknown name.
   bool apply_profile(const std::string& name);
 };
 

@@ -95,6 +95,20 @@ struct HwCaps {
 };
 HwCaps probe_rte_flow(const FlowApi& api, uint16_t port_id, bool transfer);
 
+// The firmware an mlx5 PCI function runs (what `ethtool -i` shows), from
+// sysfs: ROOT/bus/pci/devices/ADDR/infiniband/*/fw_ver. "" when there is
+// none (not an mlx5 function, not PCI).
+std::string pci_firmware(const std::string& devargs, const std::string& root = "/sys");
+
+// The devargs an mlx5 PCI port is probed with for offload.engine (before
+// EAL: the engine is fixed at probe by dv_flow_en). Devargs that set
+// dv_flow_en are kept (the provider then checks that the engine matches);
+// hws adds dv_flow_en=2, sws dv_flow_en=1; auto adds dv_flow_en=2 where the
+// firmware `fw` has HWS (xx.35.1012 or newer) and leaves the driver's
+// default (1, DV software steering) otherwise. *why says which and why.
+std::string engine_devargs(const std::string& devargs, const std::string& engine, const std::string& fw,
+                           std::string* why);
+
 }  // namespace dp
 
 struct rte_mempool;

@@ -21,6 +21,12 @@ struct OffloadConfig {
   // (exact 5-tuple rules; SYN, FIN and RST to software), auto (aso where the
   // port takes a conntrack pool, else flows).
   std::string conntrack = "auto";
+  // The steering engine: hws (hardware steering, dv_flow_en=2: templates
+  // and queues), sws (DV software steering, dv_flow_en=1: synchronous
+  // rte_flow_validate/create per rule), auto (the one the ports were probed
+  // with; before EAL an mlx5 PCI port without dv_flow_en gets 2 when its
+  // firmware has HWS, xx.35.1012 or newer, else 1).
+  std::string engine = "auto";
   std::string nic = "cx6dx-switchdev";  // emulated: the model's NIC profile (nic_model.h)
 };
 

@@ -311,7 +311,7 @@ Status parse_offload(const Ctx& c, const YAML::Node& n, OffloadConfig* o) {
                  "replaced by offload.domain: auto | transfer | ingress (auto picks from the ports)");
   TRY(check_keys(c, n, "offload",
                  {"provider", "max_in_flight", "table_size", "insert_rate", "latency_us", "age_s", "domain", "conntrack",
-                  "nic"}));
+                  "engine", "nic"}));
   TRY(get_str(c, n, "provider", "offload", &o->provider));
   if (o->provider != "none" && o->provider != "emulated" && o->provider != "rte_flow" && o->provider != "auto")
     return c.err(n["provider"], "offload.provider", "expected none, emulated, rte_flow or auto");
@@ -330,6 +330,7 @@ Status parse_offload(const Ctx& c, const YAML::Node& n, OffloadConfig* o) {
   };
   TRY(one_of("domain", &o->domain, {"auto", "transfer", "ingress"}));
   TRY(one_of("conntrack", &o->conntrack, {"auto", "aso", "flows"}));
+  TRY(one_of("engine", &o->engine, {"auto", "hws", "sws"}));
   std::vector<std::string> nics;
   for (const auto& p : nic_profiles()) nics.push_back(p.name);
   TRY(one_of("nic", &o->nic, nics));

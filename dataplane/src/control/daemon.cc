@@ -111,7 +111,14 @@ std::vector<std::string> eal_args(const Config& cfg, bool force_no_huge) {
     if (is_vdev(p)) {
       a.push_back("--vdev=" + p.devargs);
     } else {
-      a.insert(a.end(), {"-a", p.devargs});
+      std::string dev = p.devargs;
+      if (cfg.offload.provider == "rte_flow" || cfg.offload.provider == "auto") {
+        // The steering engine is fixed at probe (dv_flow_en).
+        std::string why;
+        dev = engine_devargs(p.devargs, cfg.offload.engine, pci_firmware(p.devargs), &why);
+        log_info(LogType::kOffload, "port " + p.name + ": " + dev + " (" + why + ")");
+      }
+      a.insert(a.end(), {"-a", dev});
       pci = true;
     }
   }

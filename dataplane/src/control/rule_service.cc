@@ -200,7 +200,7 @@ Result<RuleBuilder::Plan> Daemon::reload_plan(const Config& running) {
   const OffloadConfig &oa = running.offload, &ob = c.offload;
   if (oa.provider != ob.provider || oa.max_in_flight != ob.max_in_flight || oa.table_size != ob.table_size ||
       oa.insert_rate != ob.insert_rate || oa.latency_us != ob.latency_us || oa.age_s != ob.age_s ||
-      oa.domain != ob.domain || oa.conntrack != ob.conntrack || oa.nic != ob.nic)
+      oa.domain != ob.domain || oa.conntrack != ob.conntrack || oa.engine != ob.engine || oa.nic != ob.nic)
     refused.push_back("offload: changed (its queues, tables and templates are sized at start; needs a restart)");
   if (running.control_socket != c.control_socket) refused.push_back("control.socket: changed (needs a restart)");
   if (!refused.empty()) {

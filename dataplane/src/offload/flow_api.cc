@@ -88,6 +88,24 @@ int rf_pull(void*, uint16_t port, uint32_t queue, rte_flow_op_result res[], uint
 int rf_query(void*, uint16_t port, rte_flow* f, const rte_flow_action* a, void* data, rte_flow_error* e) {
   return rte_flow_query(port, f, a, data, e);
 }
+rte_flow* rf_create(void*, uint16_t port, const rte_flow_attr* a, const rte_flow_item items[],
+                    const rte_flow_action actions[], rte_flow_error* e) {
+  return rte_flow_create(port, a, items, actions, e);
+}
+int rf_destroy(void*, uint16_t port, rte_flow* f, rte_flow_error* e) { return rte_flow_destroy(port, f, e); }
+rte_flow_action_handle* rf_sync_ah_create(void*, uint16_t port, const rte_flow_indir_action_conf* conf,
+                                          const rte_flow_action* a, rte_flow_error* e) {
+  return rte_flow_action_handle_create(port, conf, a, e);
+}
+int rf_sync_ah_update(void*, uint16_t port, rte_flow_action_handle* h, const void* upd, rte_flow_error* e) {
+  return rte_flow_action_handle_update(port, h, upd, e);
+}
+int rf_sync_ah_query(void*, uint16_t port, const rte_flow_action_handle* h, void* data, rte_flow_error* e) {
+  return rte_flow_action_handle_query(port, h, data, e);
+}
+int rf_sync_ah_destroy(void*, uint16_t port, rte_flow_action_handle* h, rte_flow_error* e) {
+  return rte_flow_action_handle_destroy(port, h, e);
+}
 int rf_dev_start(void*, uint16_t port) { return rte_eth_dev_start(port); }
 int rf_dev_stop(void*, uint16_t port) { return rte_eth_dev_stop(port); }
 
@@ -118,6 +136,12 @@ const FlowApi& FlowApi::dpdk() {
     a.push = rf_push;
     a.pull = rf_pull;
     a.query = rf_query;
+    a.create = rf_create;
+    a.destroy = rf_destroy;
+    a.action_handle_create = rf_sync_ah_create;
+    a.action_handle_update = rf_sync_ah_update;
+    a.action_handle_query = rf_sync_ah_query;
+    a.action_handle_destroy = rf_sync_ah_destroy;
     a.dev_start = rf_dev_start;
     a.dev_stop = rf_dev_stop;
     return a;
@@ -137,6 +161,62 @@ size_t flow_item_size(rte_flow_item_type t) {
     case RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT: return sizeof(rte_flow_item_ethdev);
     case RTE_FLOW_ITEM_TYPE_VXLAN: return sizeof(rte_flow_item_vxlan);
     default: return 0;
+  }
+}
+
+std::string flow_shape(uint16_t port, const rte_flow_attr& a, const rte_flow_item* items,
+                       const rte_flow_action* actions) {
+  std::string k;
+  k.reserve(256);
+  auto put = [&](const void* p, size_t n) { k.append(static_cast<const char*>(p), n); };
+  put(&port, sizeof port);
+  put(&a.group, sizeof a.group);
+  put(&a.priority, sizeof a.priority);
+  uint8_t dir = static_cast<uint8_t>(a.ingress | a.egress << 1 | a.transfer << 2);
+  put(&dir, 1);
+  for (const rte_flow_item* i = items; i->type != RTE_FLOW_ITEM_TYPE_END; i++) {
+    put(&i->type, sizeof i->type);
+    if (i->mask) put(i->mask, flow_item_size(i->type));
+  }
+  k.push_back('|');
+  for (const rte_flow_action* x = actions; x->type != RTE_FLOW_ACTION_TYPE_END; x++) {
+    put(&x->type, sizeof x->type);
+    if (x->type == RTE_FLOW_ACTION_TYPE_MODIFY_FIELD)  // the template fixes the field
+      put(&static_cast<const rte_flow_action_modify_field*>(x->conf)->dst.field, sizeof(rte_flow_field_id));
+  }
+  return k;
+}
+
+void flow_templates(const rte_flow_item* items, const rte_flow_action* actions, FlowTemplates* out) {
+  out->items.clear();
+  out->masks.clear();
+  out->mf.clear();
+  for (const rte_flow_item* i = items;; i++) {
+    rte_flow_item t = *i;
+    t.spec = nullptr;  // a pattern template is its masks
+    out->items.push_back(t);
+    if (i->type == RTE_FLOW_ITEM_TYPE_END) break;
+  }
+  size_t n = 0;
+  while (actions[n].type != RTE_FLOW_ACTION_TYPE_END) n++;
+  out->mf.reserve(n);
+  for (size_t k = 0; k <= n; k++) {
+    rte_flow_action m = actions[k];
+    if (m.type == RTE_FLOW_ACTION_TYPE_MODIFY_FIELD) {
+      const auto& v = *static_cast<const rte_flow_action_modify_field*>(m.conf);
+      rte_flow_action_modify_field f{};
+      f.operation = v.operation;
+      f.dst.field = v.dst.field;
+      f.dst.level = f.dst.offset = UINT32_MAX;
+      f.src.field = v.src.field;
+      f.width = UINT32_MAX;
+      out->mf.push_back(f);
+      m.conf = &out->mf.back();
+    } else {
+      m.conf = nullptr;
+      if (m.type == RTE_FLOW_ACTION_TYPE_INDIRECT) m.type = RTE_FLOW_ACTION_TYPE_CONNTRACK;
+    }
+    out->masks.push_back(m);
   }
 }
 

@@ -146,7 +146,17 @@ int hw_check(const std::string& target, bool no_huge, const std::string& nic, co
   } else if (vdev) {
     args.insert(args.end(), {"--vdev", target, "--no-pci"});
   } else {
-    std::string dev = target.find("dv_flow_en") != std::string::npos ? target : target + ",dv_flow_en=2";
+    // Before anything else: the firmware, and with it the engine.
+    const std::string fw = pci_firmware(target);
+    std::string why;
+    const std::string dev = engine_devargs(target, "auto", fw, &why);
+    step("firmware " + (fw.empty() ? "unknown (no /sys/bus/pci/devices/" + target.substr(0, target.find(',')) +
+                                         "/infiniband/*/fw_ver: not an mlx5 function bound to mlx5_core?)"
+                                   : fw) +
+         ": " + (firmware_has_hws(fw) ? "hardware steering (HWS) available"
+                                      : "no hardware steering (it needs xx.35.1012 or newer): DV software steering; "
+                                        "for HWS update the firmware (mlxfwmanager --online -u)"));
+    step("probing " + dev + " (" + why + ")");
     args.insert(args.end(), {"-a", dev});
   }
   if (!peer.empty()) {
@@ -185,7 +195,13 @@ int hw_check(const std::string& target, bool no_huge, const std::string& nic, co
   }
   std::vector<std::string> summary;
   for (const auto& prof : profiles) {
-    if (model) printf("hw-check: --- NIC profile %s: %s\n", prof.c_str(), find_nic_profile(prof)->what);
+    if (model) {
+      const NicProfile* np = find_nic_profile(prof);
+      printf("hw-check: --- NIC profile %s: %s\n", prof.c_str(), np->what);
+      step(std::string("firmware ") + np->fw + ": " +
+           (np->hws ? "hardware steering (HWS) available" : "no hardware steering (it needs xx.35.1012 or newer)") +
+           "; max_qp_wr " + std::to_string(np->max_qp_wr));
+    }
     int r = hw_check_run(target, model, prof, cab);  // everything DPDK-backed is gone before the cleanup
     rc |= r;
     if (model) summary.push_back(prof + ": " + (r ? "FAIL" : "PASS"));
@@ -321,6 +337,7 @@ ports:
 tables:
   0:
     - {priority: 50, match: "eth_type=ipv4", actions: "ct(table=1)"}
+    - {priority: 50, match: "eth_type=ipv6", actions: "ct(table=1)"}
   1:
     - {priority: 110, match: "in_port=inside,ip_dst=10.99.0.3,ct_state=+trk+new", actions: "ct(commit),output:inside"}
     - {priority: 110, match: "in_port=inside,ip_dst=10.99.0.3,ct_state=+trk+est", actions: "output:inside"}
@@ -335,6 +352,7 @@ ports:
 tables:
   0:
     - {priority: 50, match: "eth_type=ipv4", actions: "ct(table=1)"}
+    - {priority: 50, match: "eth_type=ipv6", actions: "ct(table=1)"}
   1:
     - {priority: 100, match: "ct_state=+trk+new", actions: "ct(commit),output:p0"}
     - {priority: 100, match: "ct_state=+trk+est", actions: "output:p0"}
@@ -362,6 +380,10 @@ tables:
   // it came in on.
   conns_ = {{"10.99.0.1", "10.99.0.2", 40000, 80, 0, static_cast<uint16_t>(ports_.size() > 1 ? 1 : 0)}};
   if (ports_.size() > 1) conns_.push_back({"10.99.0.1", "10.99.0.3", 40001, 8080, 0, 0});
+  // DV software steering matches IPv6 5-tuples (HWS in 22.11 cannot,
+  // mlx5.rst:163): an IPv6 connection too.
+  if (!overlay_ && o.stats().get("engine_sws"))
+    conns_.push_back({"fd00:99::1", "fd00:99::2", 40002, 80, 0, static_cast<uint16_t>(ports_.size() > 1 ? 1 : 0)});
   // overlay: two VMs, one port: the second's is translated too.
   if (overlay_) conns_ = {{"10.0.0.1", "198.51.100.20", 40000, 80, 0, 1}, {"10.0.0.3", "198.51.100.20", 40000, 80, 0, 1}};
   xport_.assign(conns_.size(), 0);

@@ -215,16 +215,6 @@ void translate(Flow& f, const ctrack::Key& from, const ctrack::Key& to) {
 
 }  // namespace
 
-rte_flow_action_modify_field modify_field_mask(const rte_flow_action_modify_field& v) {
-  rte_flow_action_modify_field m{};
-  m.operation = v.operation;
-  m.dst.field = v.dst.field;
-  m.dst.level = m.dst.offset = UINT32_MAX;
-  m.src.field = v.src.field;
-  m.width = UINT32_MAX;
-  return m;
-}
-
 // Actions in the hardware's order (hws/mlx5dr_action.c:18-73): tag,
 // decap, counter, conntrack, modify, encap, fate.
 Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* ct, void* age_ctx) {
@@ -276,10 +266,12 @@ Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* 
   if (!aso) mark_out(f, l, out);
   if (cd.vni) f.action(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP);
   f.action(RTE_FLOW_ACTION_TYPE_COUNT, rte_flow_action_count{});
-  rte_flow_action_age age{};
-  age.timeout = l.age_s & 0xFFFFFF;
-  age.context = age_ctx;
-  f.action(RTE_FLOW_ACTION_TYPE_AGE, age);
+  if (l.age_action) {
+    rte_flow_action_age age{};
+    age.timeout = l.age_s & 0xFFFFFF;
+    age.context = age_ctx;
+    f.action(RTE_FLOW_ACTION_TYPE_AGE, age);
+  }
   if (aso) f.actions.push_back(rte_flow_action{RTE_FLOW_ACTION_TYPE_INDIRECT, ct});
   if (cd.nat) translate(f, k, cd.out);
   if (cd.encap) {

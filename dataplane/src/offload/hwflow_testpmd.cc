@@ -245,6 +245,14 @@ std::string testpmd_queue_create(const Flow& f, int table_id, int indirect_id) {
   return o.str();
 }
 
+std::string testpmd_create(const Flow& f, int indirect_id) {
+  std::ostringstream o;
+  o << testpmd_raw_encap(f) << "flow create " << f.port_id << " group " << f.attr.group << " priority "
+    << f.attr.priority << (f.attr.transfer ? " transfer" : " ingress") << " pattern" << testpmd_pattern(f, false)
+    << " actions" << testpmd_actions(f, indirect_id, false);
+  return o.str();
+}
+
 std::string testpmd_ct(const rte_flow_action_conntrack& ct) {
   std::ostringstream o;
   o << "set conntrack com peer " << ct.peer_port << " is_orig " << ct.is_original_dir << " enable " << ct.enable

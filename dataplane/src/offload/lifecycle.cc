@@ -36,7 +36,16 @@ void RteFlowProvider::poll(uint64_t now_ns) {
   for (size_t k = 0; k < visits && !active_.empty(); k++) {
     uint32_t id = active_[scan_++ % active_.size()];
     uint64_t lh = 0;
-    fold(jobs_[id], now_ns, &lh);
+    Job& j = jobs_[id];
+    fold(j, now_ns, &lh);
+    // DV rules carry no AGE: a connection idle age_s by its counters leaves.
+    const uint64_t idle_from = std::max(lh, j.installed_ns);
+    if (sws_ && j.state == Job::kInstalled && !j.doomed && now_ns > idle_from &&
+        now_ns - idle_from >= static_cast<uint64_t>(cfg_.age_s) * 1'000'000'000ull) {
+      aged_++;
+      live_.erase(conn_key(j.worker, j.handle));
+      request_remove(id, "aged", now_ns);
+    }
   }
 }
 
@@ -44,6 +53,7 @@ void RteFlowProvider::poll(uint64_t now_ns) {
 // flows go unreported). A report names one direction's rule; the
 // connection leaves the NIC when both directions have been idle age_s.
 void RteFlowProvider::drain_aged(uint64_t now_ns) {
+  if (sws_) return;  // no aged-flow ring: poll() ages by counters
   const FlowApi& a = api();
   void* ctx[256];
   for (uint16_t p : configured_) {
@@ -93,8 +103,8 @@ bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string
     *why = "protocol";
     return false;
   }
-  if (e.orig.family == 6) {
-    *why = "ipv6";  // no IPv6 5-tuple definer in 22.11 (doc/guides/nics/mlx5.rst:163)
+  if (e.orig.family == 6 && !sws_) {
+    *why = "ipv6";  // no IPv6 5-tuple definer in 22.11 HWS (doc/guides/nics/mlx5.rst:163); DV has it
     return false;
   }
   if (!pl_) {
@@ -161,6 +171,15 @@ bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string
     cd.wire = k;
     cd.out = nat ? after : k;
     cd.encap = t.encap != 0;
+    // Decapsulated and encapsulated again in one rule: HWS folds
+    // VXLAN_DECAP + RAW_ENCAP into one L2_TO_TNL_L3 reformat
+    // (mlx5_flow_hw.c:1536-1556, 4244-4254) that strips only the outer
+    // Ethernet and keeps the old outer IP/UDP/VXLAN under the new header:
+    // the frame leaves corrupt, and the driver takes the rule silently.
+    if (cd.vni && cd.encap) {
+      *why = "decapsulated and encapsulated in one direction";
+      return false;
+    }
     if (cd.encap) pl_->encap_header(t.encap, k, cd.hdr);
   }
   // Without an E-Switch each direction's rule is on the port it arrives
@@ -279,7 +298,7 @@ void RteFlowProvider::finish_remove(uint32_t id) {
 // Submits queued work within the in-flight bound: removals first (they
 // free table space), then installs.
 void RteFlowProvider::pump(uint64_t now_ns) {
-  while (!removals_.empty() && in_flight_ + 2 <= cfg_.max_in_flight) {
+  while (!removals_.empty() && in_flight_ + 2 <= in_flight_cap()) {
     uint32_t id = removals_.front();
     removals_.pop_front();
     submit_remove(id);
@@ -289,7 +308,7 @@ void RteFlowProvider::pump(uint64_t now_ns) {
     pending_.push_front(retry_.back());
     retry_.pop_back();
   }
-  while (removals_.empty() && !pending_.empty() && in_flight_ + 6 <= cfg_.max_in_flight && !free_jobs_.empty() &&
+  while (removals_.empty() && !pending_.empty() && in_flight_ + 6 <= in_flight_cap() && !free_jobs_.empty() &&
          ct_ops_ + 1 <= kCtOpsMax) {
     Req r = pending_.front();
     pending_.pop_front();
@@ -433,6 +452,7 @@ void RteFlowProvider::fold(Job& j, uint64_t now_ns, uint64_t* last_hit) {
       pk[d] = qc.hits;
       by[d] = qc.bytes;
     }
+    if (sws_) continue;  // no AGE on DV rules: the last hit is when the counters last moved (below)
     rte_flow_query_age qa{};
     rte_flow_action age[] = {{RTE_FLOW_ACTION_TYPE_AGE, nullptr}, {RTE_FLOW_ACTION_TYPE_END, nullptr}};
     if (a.query(a.self, flow_port(j, d), j.flow[d], age, &qa, &err) == 0 && qa.sec_since_last_hit_valid && pk[d])
@@ -440,6 +460,10 @@ void RteFlowProvider::fold(Job& j, uint64_t now_ns, uint64_t* last_hit) {
                                      now_ns - std::min<uint64_t>(now_ns, qa.sec_since_last_hit * 1'000'000'000ull));
   }
   uint64_t dpk[2] = {pk[0] - j.folded_pk[0], pk[1] - j.folded_pk[1]};
+  if (sws_) {
+    if (dpk[0] || dpk[1]) j.moved_ns = now_ns;
+    *last_hit = j.moved_ns;
+  }
   uint64_t dby[2] = {by[0] - j.folded_by[0], by[1] - j.folded_by[1]};
   // NICs count frame bytes, ctrack counts IP bytes (as Linux conntrack
   // does): take the Ethernet header off, with the VLAN tags the

@@ -1,6 +1,9 @@
 #include <rte_ethdev.h>
 
+#include <dirent.h>
+
 #include <cstring>
+#include <fstream>
 
 #include "dataplane/nic_model.h"
 #include "dataplane/offload.h"
@@ -32,6 +35,37 @@ Status start_ports(OffloadProvider& off, const std::vector<uint16_t>& ports, rte
 void stop_ports(OffloadProvider& off, const std::vector<uint16_t>& ports) {
   const FlowApi& api = off.api();
   for (size_t i = ports.size(); i-- > 0;) api.dev_stop(api.self, ports[i]);
+}
+
+std::string pci_firmware(const std::string& devargs, const std::string& root) {
+  const std::string addr = devargs.substr(0, devargs.find(','));
+  if (addr.empty() || addr.find('/') != std::string::npos || addr.find("..") != std::string::npos) return "";
+  const std::string dir = root + "/bus/pci/devices/" + addr + "/infiniband";
+  DIR* d = opendir(dir.c_str());
+  if (!d) return "";
+  std::string fw;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(dir + "/" + e->d_name + "/fw_ver");
+    if (std::getline(in, fw) && !fw.empty()) break;
+  }
+  closedir(d);
+  return fw;
+}
+
+std::string engine_devargs(const std::string& devargs, const std::string& engine, const std::string& fw,
+                           std::string* why) {
+  if (devargs.find("dv_flow_en=") != std::string::npos) {
+    *why = "dv_flow_en as its devargs set it";
+    return devargs;
+  }
+  const bool hws = engine == "hws" || (engine == "auto" && firmware_has_hws(fw));
+  if (engine == "hws") *why = "offload.engine: hws";
+  else if (engine == "sws") *why = "offload.engine: sws";
+  else if (fw.empty()) *why = "auto: no mlx5 firmware version found for it: the driver's default (dv_flow_en=1)";
+  else *why = "auto: firmware " + fw + (hws ? " has" : " has no") + " hardware steering (xx.35.1012 or newer)";
+  if (engine == "auto" && !hws) return devargs;  // the driver's default: DV software steering
+  return devargs + (hws ? ",dv_flow_en=2" : ",dv_flow_en=1");
 }
 
 }  // namespace dp

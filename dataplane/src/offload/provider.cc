@@ -74,6 +74,10 @@ Status RteFlowProvider::make_model(const std::vector<uint16_t>& ports) {
   Mlx5ModelConfig mc;
   if (!mc.apply_profile(cfg_.nic)) return Status::error("offload.nic: no NIC profile '" + cfg_.nic + "'");
   mc.rx_queues = workers_;
+  // The engine the ports are probed with: what the daemon gives an mlx5 port
+  // without dv_flow_en before EAL (engine_devarg), here from the profile's
+  // firmware.
+  mc.dv_flow_en = cfg_.engine == "hws" ? 2 : cfg_.engine == "sws" ? 1 : mc.hws_fw ? 2 : 1;
   mc.latency_us = cfg_.latency_us;
   mc.insert_rate = cfg_.insert_rate;
   uint32_t ts = 1;
@@ -84,6 +88,12 @@ Status RteFlowProvider::make_model(const std::vector<uint16_t>& ports) {
   mc.max_flows = static_cast<uint32_t>(std::min<uint64_t>(tables * ts + kSharedSlots, 1u << 24));
   uint32_t ring = 1024;
   while (ring < 2 * queue_size() * std::max<size_t>(1, ports.size()) + 1024) ring <<= 1;
+  if (mc.dv_flow_en == 1) {
+    // DV: each shape's rules in hidden tables that double as they fill; the
+    // rings take what the synchronous calls write ahead of the workers.
+    mc.max_flows = static_cast<uint32_t>(std::min<uint64_t>(2ull * mc.max_flows, 1u << 24));
+    ring = std::max<uint32_t>(ring, 1u << 16);
+  }
   mc.ring = ring;
   model_ = std::make_unique<Mlx5Model>(mc, ports);
   return {};
@@ -93,6 +103,29 @@ Status RteFlowProvider::configure_port(uint16_t port) {
   if (disabled_) return {};
   const FlowApi& a = api();
   HwCaps c = probe_rte_flow(a, port, transfer_);
+  if (c.info_ok && cfg_.engine == "sws")
+    return Status::error("offload.engine: sws, but port " + std::to_string(port) +
+                         " runs hardware steering (dv_flow_en=2 in its devargs; DV software steering is "
+                         "dv_flow_en=1)");
+  if (!c.info_ok && cfg_.engine != "hws") {
+    // No template API: DV software steering (dv_flow_en=1) if the driver
+    // judges a rule (flow_dv_validate); a port with no rte_flow at all
+    // refuses that too.
+    std::string why;
+    if (sws_probe(port, &why)) {
+      if (!sws_ && configured_.empty())
+        engine_why_ = cfg_.engine == "sws" ? "offload.engine: sws"
+                                           : "auto: port " + std::to_string(port) + " has no hardware steering (" +
+                                                 c.missing.front() + ") and validates rules synchronously";
+      sws_ = true;
+      configured_.insert(port);
+      if (!transfer_ || port == (ports_.empty() ? port : ports_[0])) caps_ = c;
+      return {};
+    }
+    c.missing.push_back("rte_flow_validate: " + why);
+    if (cfg_.engine == "sws") return Status::error("offload.engine: sws: port " + std::to_string(port) + ": " + c.str());
+  }
+  if (c.info_ok) engine_why_ = cfg_.engine == "hws" ? "offload.engine: hws" : "auto: the ports have hardware steering";
   if (!c.info_ok) {
     // Not a hardware-steering port at all (so nothing to configure for it
     // to receive traffic).
@@ -128,23 +161,57 @@ Status RteFlowProvider::configure_port(uint16_t port) {
     if (aso_) pa.nb_conn_tracks = static_cast<uint32_t>(pool);
   }
   const rte_flow_queue_attr* qs[] = {&qa};
-  rte_flow_error err{};
-  int rc = a.configure(a.self, port, &pa, 1, qs, &err);
-  if (rc != 0 && pa.nb_conn_tracks && cfg_.conntrack == "auto") {
-    // The strategy, probed: no conntrack pool here (an E-Switch manager
-    // whose firmware has no conntrack in the FDB): exact 5-tuple rules.
-    strategy_why_ = "auto: port " + std::to_string(port) + " refused a conntrack pool (" + flow_err(err, rc) + ")";
-    log_warning(LogType::kOffload, "conntrack flows: " + strategy_why_);
-    aso_ = false;
-    pa.nb_conn_tracks = 0;
-    err = {};
-    rc = a.configure(a.self, port, &pa, 1, qs, &err);
+  const std::string pn = "port " + std::to_string(port);
+  auto attempt = [&](std::string* msg) {
+    rte_flow_error err{};
+    int rc = a.configure(a.self, port, &pa, 1, qs, &err);
+    if (rc != 0) *msg = flow_err(err, rc);
+    return rc;
+  };
+  // What the firmware may refuse, stepped down one thing at a time, each
+  // step logged with the driver's message: the conntrack pool (only where
+  // the same request without it is then taken: that is the diagnosis), then
+  // the queue size.
+  std::string first, msg;
+  int rc = attempt(&first);
+  msg = first;
+  while (rc != 0) {
+    if (pa.nb_conn_tracks && cfg_.conntrack == "auto") {
+      const uint32_t ct = pa.nb_conn_tracks;
+      pa.nb_conn_tracks = 0;
+      std::string m2;
+      if (attempt(&m2) == 0) {
+        // The strategy, probed: no conntrack pool here (an E-Switch
+        // manager whose firmware has no conntrack in the FDB): exact
+        // 5-tuple rules.
+        strategy_why_ = "auto: " + pn + " refused a conntrack pool of " + std::to_string(ct) + " (" + msg +
+                        "); the same request without it was taken";
+        log_warning(LogType::kOffload, "conntrack flows: " + strategy_why_);
+        aso_ = false;
+        rc = 0;
+        break;
+      }
+      pa.nb_conn_tracks = ct;  // not the pool: keep it and look further
+    }
+    if (!(usable && proxy) || qa.size <= kQueueMin) break;
+    log_warning(LogType::kOffload, "rte_flow_configure " + pn + " with flow queues of " + std::to_string(qa.size) +
+                                       " refused (" + msg + "); trying " + std::to_string(qa.size / 2));
+    qa.size /= 2;
+    rc = attempt(&msg);
   }
   if (rc != 0)
-    return Status::error("rte_flow_configure port " + std::to_string(port) + ": " + flow_err(err, rc) +
+    return Status::error("rte_flow_configure " + pn + ": " + msg +
+                         (msg != first ? " (first asked: " + first + ")" : "") +
                          (pa.nb_conn_tracks ? " (with " + std::to_string(pa.nb_conn_tracks) +
                                                   " conntrack objects: offload.conntrack " + cfg_.conntrack + ")"
                                             : ""));
+  if (usable && proxy) {
+    queue_ = qa.size;
+    if (in_flight_cap() < cfg_.max_in_flight)
+      log_info(LogType::kOffload, pn + ": flow queues of " + std::to_string(queue_) + ": at most " +
+                                      std::to_string(in_flight_cap()) + " operations out (offload.max_in_flight " +
+                                      std::to_string(cfg_.max_in_flight) + ")");
+  }
   configured_.insert(port);
   if (!usable) {
     // Configured (so the port still receives traffic with hardware
@@ -182,6 +249,7 @@ Status RteFlowProvider::start(OffloadHost& host) {
   jobs_.assign(pool, Job{});
   free_jobs_.clear();
   for (size_t i = pool; i-- > 0;) free_jobs_.push_back(static_cast<uint32_t>(i));
+  if (sws_ && cfg_.conntrack == "auto") strategy_why_ = "auto: a conntrack object was taken (DV: no pool to configure)";
   if (aso_ && cfg_.conntrack == "auto")
     if (std::string why = probe_ct(); !why.empty()) {
       aso_ = false;
@@ -189,6 +257,8 @@ Status RteFlowProvider::start(OffloadHost& host) {
       log_warning(LogType::kOffload, "conntrack flows: " + strategy_why_);
     }
   layout_.aso = aso_;
+  layout_.age_action = !sws_;
+  log_info(LogType::kOffload, std::string("engine ") + (sws_ ? "sws" : "hws") + ": " + engine_why_);
   log_info(LogType::kOffload, std::string("conntrack ") + (aso_ ? "aso" : "flows") + ": " + strategy_why_);
   if (host_.marks && !host_.marks->load()) {
     auto* t = new HwMarkTable();
@@ -198,6 +268,29 @@ Status RteFlowProvider::start(OffloadHost& host) {
   }
   started_ = true;
   return {};
+}
+
+// Whether the port takes synchronous rules: a catch-all drop in group 0,
+// validated (not created).
+bool RteFlowProvider::sws_probe(uint16_t port, std::string* why) {
+  const FlowApi& a = api();
+  rte_flow_attr at{};
+  if (transfer_) {  // in the domain the rules will go to: the e-switch, through its proxy
+    rte_flow_error err{};
+    if (a.pick_transfer_proxy(a.self, port, &port, &err) != 0) {
+      *why = "no transfer proxy: " + flow_err(err, rte_errno);
+      return false;
+    }
+    at.transfer = 1;
+  } else {
+    at.ingress = 1;
+  }
+  rte_flow_item items[] = {{RTE_FLOW_ITEM_TYPE_ETH, nullptr, nullptr, nullptr}, {RTE_FLOW_ITEM_TYPE_END, nullptr, nullptr, nullptr}};
+  rte_flow_action acts[] = {{RTE_FLOW_ACTION_TYPE_DROP, nullptr}, {RTE_FLOW_ACTION_TYPE_END, nullptr}};
+  rte_flow_error err{};
+  int rc = a.validate(a.self, port, &at, items, acts, &err);
+  if (rc != 0) *why = flow_err(err, rc);
+  return rc == 0;
 }
 
 // One conntrack object made, completed and destroyed on the port that
@@ -229,6 +322,13 @@ std::string RteFlowProvider::probe_ct() {
     }
     return "no completion in 1 s";
   };
+  if (sws_) {
+    rte_flow_action_handle* h = a.action_handle_create(a.self, port, &ic, &act, &err);
+    if (!h) return flow_err(err, rte_errno);
+    err = {};
+    if (a.action_handle_destroy(a.self, port, h, &err) != 0) return "destroy: " + flow_err(err, rte_errno);
+    return "";
+  }
   rte_flow_action_handle* h = a.async_action_handle_create(a.self, port, 0, &now, &ic, &act, nullptr, &err);
   if (!h) return flow_err(err, rte_errno);
   a.push(a.self, port, 0, &err);
@@ -342,6 +442,9 @@ OffloadStats RteFlowProvider::stats() const {
                 {"ct_ops_outstanding", ct_ops_},
                 {"ct_ops_outstanding_max", ct_ops_max_},
                 {"ct_ops_limit", kCtOpsMax},
+                {"engine_sws", sws_ ? 1u : 0u},
+                {"flow_queue_size", queue_},
+                {"in_flight_limit", in_flight_cap()},
                 {"resync_deferred", resync_deferred_},
                 {"aged_reports", aged_reports_},
                 {"aged_reports_stale", aged_stale_}};
@@ -349,7 +452,8 @@ OffloadStats RteFlowProvider::stats() const {
   for (const auto& rf : rule_flows_) tiers[static_cast<int>(rf.tier)]++;
   for (int t = 0; t < 4; t++)
     s.counters.emplace_back(std::string("rules_") + hw::tier_name(static_cast<hw::Tier>(t)), tiers[t]);
-  s.notes = {{"domain", std::string(transfer_ ? "transfer" : "ingress") + " (" + domain_why_ + ")"},
+  s.notes = {{"engine", std::string(sws_ ? "sws" : "hws") + " (" + engine_why_ + ")"},
+             {"domain", std::string(transfer_ ? "transfer" : "ingress") + " (" + domain_why_ + ")"},
              {"conntrack", std::string(aso_ ? "aso" : "flows") + " (" + strategy_why_ + ")"}};
   for (const auto& [k, v] : failed_) s.counters.emplace_back("failed_" + k, v);
   for (const auto& [k, v] : refused_) {
@@ -361,7 +465,7 @@ OffloadStats RteFlowProvider::stats() const {
   // Levels (what is there now) rather than counts since start.
   s.gauges = {"installed",        "in_flight",          "pending",       "jobs_in_use",      "hw_templates",
               "shared_rules",     "hw_max_counters",    "domain_transfer", "conntrack_aso",  "ct_ops_outstanding",
-              "ct_ops_outstanding_max", "ct_ops_limit", "nic_rules_in_use", "nic_ct_in_use", "nic_counters_in_use",
+              "ct_ops_outstanding_max", "ct_ops_limit", "flow_queue_size", "in_flight_limit", "engine_sws", "nic_rules_in_use", "nic_ct_in_use", "nic_counters_in_use",
               "nic_ct_wqes_max"};
   for (int t = 0; t < 4; t++) s.gauges.insert(std::string("rules_") + hw::tier_name(static_cast<hw::Tier>(t)));
   if (Mlx5Model* model = given_nic_ ? given_nic_ : model_.get()) {

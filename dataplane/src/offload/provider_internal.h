@@ -52,28 +52,9 @@ inline std::string errno_reason(int err) {
   }
 }
 
-// The template a flow belongs to: port, attributes, item types and masks,
-// action types (raw bytes: it is computed for every rule).
+// The template a flow belongs to (flow_shape).
 inline std::string shape(const hw::Flow& f) {
-  std::string k;
-  k.reserve(256);
-  auto put = [&](const void* p, size_t n) { k.append(static_cast<const char*>(p), n); };
-  put(&f.port_id, sizeof f.port_id);
-  put(&f.attr.group, sizeof f.attr.group);
-  put(&f.attr.priority, sizeof f.attr.priority);
-  uint8_t dir = static_cast<uint8_t>(f.attr.ingress | f.attr.egress << 1 | f.attr.transfer << 2);
-  put(&dir, 1);
-  for (const auto& i : f.pattern) {
-    put(&i.type, sizeof i.type);
-    if (i.mask) put(i.mask, flow_item_size(i.type));
-  }
-  k.push_back('|');
-  for (const auto& a : f.actions) {
-    put(&a.type, sizeof a.type);
-    if (a.type == RTE_FLOW_ACTION_TYPE_MODIFY_FIELD)  // the template fixes the field
-      put(&static_cast<const rte_flow_action_modify_field*>(a.conf)->dst.field, sizeof(rte_flow_field_id));
-  }
-  return k;
+  return flow_shape(f.port_id, f.attr, f.pattern.data(), f.actions.data());
 }
 
 class NoneProvider final : public OffloadProvider {
@@ -113,6 +94,7 @@ class RteFlowProvider final : public OffloadProvider {
   Status start(OffloadHost& host) override;
 
   std::string probe_ct();
+  bool sws_probe(uint16_t port, std::string* why);
 
   void on_pipeline(const Pipeline& pl) override;
 
@@ -130,6 +112,8 @@ class RteFlowProvider final : public OffloadProvider {
   OffloadStats stats() const override;
 
   std::string testpmd_commands() const override;
+  std::string testpmd_sws() const;
+  static std::string fit_lines(const std::string& text);
 
  private:
   static constexpr uint32_t kSharedSlots = 16384;
@@ -160,6 +144,7 @@ class RteFlowProvider final : public OffloadProvider {
     const char* why_removed = "";
     uint64_t folded_pk[2] = {}, folded_by[2] = {};
     uint64_t installed_ns = 0;
+    uint64_t moved_ns = 0;  // SWS: when its counters last moved (a fold saw them change)
     rte_flow* flow[2] = {};
     rte_flow_action_handle* ct = nullptr;
     uint32_t active_pos = 0;
@@ -212,10 +197,25 @@ class RteFlowProvider final : public OffloadProvider {
   };
 
   static uint64_t conn_key(unsigned w, uint32_t h) { return static_cast<uint64_t>(w) << 32 | h; }
+  // The flow queue asked for: the next power of two >= 2 x max_in_flight +
+  // the shared rules, but no more than kQueueStart. HWS gives each queue a
+  // send queue of size x MAX_WQES_PER_RULE (32) WQEBBs (hws/mlx5dr_send.c
+  // 535-536, mlx5dr_send.h:13), and a ConnectX-6 Dx / BlueField-2 grants
+  // 2^15 (max_qp_wr): 1,024 entries. A refusal steps it down (configure_port).
+  static constexpr uint32_t kQueueStart = 1024;
+  static constexpr uint32_t kQueueMin = 256;
   uint32_t queue_size() const {
     uint32_t q = 256;
     while (q < 2 * cfg_.max_in_flight + kSharedTable) q <<= 1;
-    return q;
+    return std::min(q, kQueueStart);
+  }
+  // Operations out at once: what the configured queue holds (SWS: the
+  // synchronous calls one poll makes, so the control loop keeps its pace).
+  static constexpr uint32_t kSwsPerPoll = 256;
+  uint32_t in_flight_cap() const {
+    if (sws_) return std::min(cfg_.max_in_flight, kSwsPerPoll);
+    return queue_ > kSharedTable ? std::min<uint32_t>(cfg_.max_in_flight, (queue_ - kSharedTable) / 2)
+                                 : cfg_.max_in_flight;
   }
   uint64_t clock() const { return now_ ? now_ : mono_ns(); }
   uint16_t flow_port(const Job& j, int d) const {
@@ -252,6 +252,11 @@ class RteFlowProvider final : public OffloadProvider {
     sync_done_.push_back({reinterpret_cast<uintptr_t>(ck), err});
     if (!msg.empty()) log_limited("op_" + errno_reason(err), "operation refused: " + msg);
   }
+  // A synchronous call's result (SWS): it completes at the next pull.
+  void sync_result(void* ck, bool ok, const rte_flow_error& err) {
+    if (ok) sync_done_.push_back({reinterpret_cast<uintptr_t>(ck), 0});
+    else sync_fail(ck, rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
+  }
   void op_out(Job& j) {
     j.pending++;
     in_flight_++;
@@ -279,7 +284,15 @@ class RteFlowProvider final : public OffloadProvider {
   void replace_shared(bool none);
 
   void pull_all(uint64_t now_ns);
-  bool has_queue(uint16_t p) const { return !transfer_ || p == layout_.proxy_port; }
+  bool has_queue(uint16_t p) const { return !sws_ && (!transfer_ || p == layout_.proxy_port); }
+  void push_all(const std::set<uint16_t>& ports) {
+    if (sws_) return;
+    const FlowApi& a = api();
+    for (uint16_t p : ports) {
+      rte_flow_error err{};
+      a.push(a.self, p, 0, &err);
+    }
+  }
 
   void complete(uintptr_t ck, int err, uint64_t now_ns);
 
@@ -313,6 +326,7 @@ class RteFlowProvider final : public OffloadProvider {
   std::vector<Shared> shared_;
   std::vector<std::pair<uintptr_t, int>> sync_done_;
   uint32_t in_flight_ = 0;
+  uint32_t queue_ = 0;  // the flow queue size the proxy's rte_flow_configure took
   uint32_t scan_ = 0;
   uint64_t last_scan_ns_ = 0;
   std::map<std::string, uint64_t> failed_, refused_;
@@ -322,7 +336,10 @@ class RteFlowProvider final : public OffloadProvider {
   uint32_t ct_ops_ = 0, ct_ops_max_ = 0;
   uint64_t aged_reports_ = 0, aged_stale_ = 0, offloads_aso_ = 0;
   bool transfer_ = true, aso_ = true;
-  std::string domain_why_, strategy_why_;
+  // DV software steering (dv_flow_en=1): synchronous rte_flow_validate and
+  // rte_flow_create per rule; their completions go through sync_done_.
+  bool sws_ = false;
+  std::string domain_why_, strategy_why_, engine_why_;
 };
 
 }  // namespace dp

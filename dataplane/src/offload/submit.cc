@@ -29,10 +29,15 @@ void RteFlowProvider::submit_install(uint32_t id, uint64_t) {
     rte_flow_action act{RTE_FLOW_ACTION_TYPE_CONNTRACK, &j.prof};
     op_out(j);
     ct_op_out();
-    j.ct = a.async_action_handle_create(a.self, cp, 0, &post, &ic, &act, cookie(id, kOpCtCreate), &err);
+    if (sws_) {
+      j.ct = a.action_handle_create(a.self, cp, &ic, &act, &err);
+      sync_result(cookie(id, kOpCtCreate), j.ct != nullptr, err);
+    } else {
+      j.ct = a.async_action_handle_create(a.self, cp, 0, &post, &ic, &act, cookie(id, kOpCtCreate), &err);
+      if (!j.ct) sync_fail(cookie(id, kOpCtCreate), rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
+    }
     if (!j.ct) {
-      sync_fail(cookie(id, kOpCtCreate), rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
-      a.push(a.self, cp, 0, &err);
+      push_all({cp});
       return;  // nothing else works without the context
     }
   }
@@ -43,13 +48,14 @@ void RteFlowProvider::submit_install(uint32_t id, uint64_t) {
     // for a state update), so not a conntrack queue operation.
     rte_flow_modify_conntrack m = hw::ct_reply_update(j.prof);
     op_out(j);
-    if (a.async_action_handle_update(a.self, cp, 0, &post, j.ct, &m, cookie(id, kOpCtDir), &err) != 0)
+    if (sws_)
+      sync_result(cookie(id, kOpCtDir), a.action_handle_update(a.self, cp, j.ct, &m, &err) == 0, err);
+    else if (a.async_action_handle_update(a.self, cp, 0, &post, j.ct, &m, cookie(id, kOpCtDir), &err) != 0)
       sync_fail(cookie(id, kOpCtDir), rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
   }
   j.flow[1] = create(hw::conn_flow(layout_, j.conn, 1, j.ct, age_cookie(j, id, kOpFlow1)), cfg_.table_size,
                      cookie(id, kOpFlow1), true, &j);
-  std::set<uint16_t> ports = {cp, flow_port(j, 0), flow_port(j, 1)};
-  for (uint16_t p : ports) a.push(a.self, p, 0, &err);
+  push_all({cp, flow_port(j, 0), flow_port(j, 1)});
 }
 
 void RteFlowProvider::submit_remove(uint32_t id) {
@@ -62,7 +68,9 @@ void RteFlowProvider::submit_remove(uint32_t id) {
       if (!(j.made & (d ? kMadeFlow1 : kMadeFlow0))) continue;
       Tag t = d ? kOpDelFlow1 : kOpDelFlow0;
       op_out(j);
-      if (a.async_destroy(a.self, flow_port(j, d), 0, &now, j.flow[d], cookie(id, t), &err) != 0)
+      if (sws_)
+        sync_result(cookie(id, t), a.destroy(a.self, flow_port(j, d), j.flow[d], &err) == 0, err);
+      else if (a.async_destroy(a.self, flow_port(j, d), 0, &now, j.flow[d], cookie(id, t), &err) != 0)
         sync_fail(cookie(id, t), rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
     }
     return;
@@ -70,7 +78,9 @@ void RteFlowProvider::submit_remove(uint32_t id) {
   // The rules are gone (their destruction completed): now the context.
   if (j.made & kMadeCt) {
     op_out(j);
-    if (a.async_action_handle_destroy(a.self, ct_port(j), 0, &now, j.ct, cookie(id, kOpDelCt), &err) != 0)
+    if (sws_)
+      sync_result(cookie(id, kOpDelCt), a.action_handle_destroy(a.self, ct_port(j), j.ct, &err) == 0, err);
+    else if (a.async_action_handle_destroy(a.self, ct_port(j), 0, &now, j.ct, cookie(id, kOpDelCt), &err) != 0)
       sync_fail(cookie(id, kOpDelCt), rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
   }
 }
@@ -84,7 +94,9 @@ void RteFlowProvider::start_resync(uint32_t id) {
   j.qbuf = {};
   op_out(j);
   ct_op_out();
-  if (a.async_action_handle_query(a.self, ct_port(j), 0, &now, j.ct, &j.qbuf, cookie(id, kOpQuery), &err) != 0)
+  if (sws_)
+    sync_result(cookie(id, kOpQuery), a.action_handle_query(a.self, ct_port(j), j.ct, &j.qbuf, &err) == 0, err);
+  else if (a.async_action_handle_query(a.self, ct_port(j), 0, &now, j.ct, &j.qbuf, cookie(id, kOpQuery), &err) != 0)
     sync_fail(cookie(id, kOpQuery), rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
 }
 
@@ -111,7 +123,9 @@ void RteFlowProvider::resync_update(uint32_t id) {
   rte_flow_error err{};
   op_out(j);
   ct_op_out();
-  if (a.async_action_handle_update(a.self, ct_port(j), 0, &op, j.ct, &m, cookie(id, kOpResync), &err) != 0)
+  if (sws_)
+    sync_result(cookie(id, kOpResync), a.action_handle_update(a.self, ct_port(j), j.ct, &m, &err) == 0, err);
+  else if (a.async_action_handle_update(a.self, ct_port(j), 0, &op, j.ct, &m, cookie(id, kOpResync), &err) != 0)
     sync_fail(cookie(id, kOpResync), rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
 }
 
@@ -126,9 +140,9 @@ rte_flow_template_table* RteFlowProvider::table_for(const hw::Flow& f, uint32_t 
   pta.relaxed_matching = 0;
   pta.ingress = f.attr.ingress;
   pta.transfer = f.attr.transfer;
-  std::vector<rte_flow_item> items = f.pattern;
-  for (auto& i : items) i.spec = nullptr;  // a pattern template is its masks
-  rte_flow_pattern_template* pt = a.pattern_template_create(a.self, f.port_id, &pta, items.data(), &err);
+  FlowTemplates tp;
+  flow_templates(f.pattern.data(), f.actions.data(), &tp);
+  rte_flow_pattern_template* pt = a.pattern_template_create(a.self, f.port_id, &pta, tp.items.data(), &err);
   if (!pt) {
     *why = "pattern template: " + flow_err(err, rte_errno);
     return nullptr;
@@ -136,24 +150,8 @@ rte_flow_template_table* RteFlowProvider::table_for(const hw::Flow& f, uint32_t 
   rte_flow_actions_template_attr ata{};
   ata.ingress = f.attr.ingress;
   ata.transfer = f.attr.transfer;
-  // Every value comes with the rule; an indirect action's mask names its
-  // real type (mlx5_flow_hw.c:3675-3741).
-  // A MODIFY_FIELD's mask fixes its field, operation and width and leaves
-  // the value to the rule (mlx5_flow_hw.c:3419-3483).
-  std::vector<rte_flow_action> masks = f.actions;
-  std::vector<rte_flow_action_modify_field> mf;
-  mf.reserve(masks.size());
-  for (auto& m : masks) {
-    if (m.type == RTE_FLOW_ACTION_TYPE_MODIFY_FIELD) {
-      mf.push_back(hw::modify_field_mask(*static_cast<const rte_flow_action_modify_field*>(m.conf)));
-      m.conf = &mf.back();
-      continue;
-    }
-    m.conf = nullptr;
-    if (m.type == RTE_FLOW_ACTION_TYPE_INDIRECT) m.type = RTE_FLOW_ACTION_TYPE_CONNTRACK;
-  }
   rte_flow_actions_template* at =
-      a.actions_template_create(a.self, f.port_id, &ata, f.actions.data(), masks.data(), &err);
+      a.actions_template_create(a.self, f.port_id, &ata, f.actions.data(), tp.masks.data(), &err);
   if (!at) {
     a.pattern_template_destroy(a.self, f.port_id, pt, &err);
     *why = "actions template: " + flow_err(err, rte_errno);
@@ -178,6 +176,19 @@ rte_flow* RteFlowProvider::create(const hw::Flow& f, uint32_t nb_flows, void* ck
   const FlowApi& a = api();
   if (j) op_out(*j);
   else in_flight_++;
+  if (sws_) {
+    // The driver judges the rule itself (flow_dv_validate), then writes it.
+    rte_flow_error err{};
+    if (a.validate(a.self, f.port_id, &f.attr, f.pattern.data(), f.actions.data(), &err) != 0) {
+      sync_fail(ck, rte_errno ? rte_errno : EINVAL, f.what + ": rte_flow_validate: " + flow_err(err, rte_errno));
+      return nullptr;
+    }
+    err = {};
+    rte_flow* fl = a.create(a.self, f.port_id, &f.attr, f.pattern.data(), f.actions.data(), &err);
+    if (fl) sync_done_.push_back({reinterpret_cast<uintptr_t>(ck), 0});
+    else sync_fail(ck, rte_errno ? rte_errno : EIO, f.what + ": " + flow_err(err, rte_errno));
+    return fl;
+  }
   std::string why;
   rte_flow_template_table* t = table_for(f, nb_flows, &why);
   if (!t) {
@@ -213,14 +224,13 @@ void RteFlowProvider::replace_shared(bool none) {
   for (const Shared& s : shared_) {
     rte_flow_error err{};
     in_flight_++;
-    if (a.async_destroy(a.self, s.port, 0, &post, s.flow, cookie(0, kOpShared), &err) != 0)
+    if (sws_)
+      sync_result(cookie(0, kOpShared), a.destroy(a.self, s.port, s.flow, &err) == 0, err);
+    else if (a.async_destroy(a.self, s.port, 0, &post, s.flow, cookie(0, kOpShared), &err) != 0)
       sync_fail(cookie(0, kOpShared), rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
     ports.insert(s.port);
   }
-  for (uint16_t p : ports) {
-    rte_flow_error err{};
-    a.push(a.self, p, 0, &err);
-  }
+  push_all(ports);
   shared_ = std::move(made);
 }
 

@@ -11,15 +11,16 @@ constexpr size_t kTestpmdLine = 511;  // RDLINE_BUF_SIZE 512 with its terminatin
 std::string RteFlowProvider::testpmd_commands() const {
   std::ostringstream o;
   if (disabled_) return "# offload auto: no rte_flow port, nothing in hardware\n";
+  if (sws_) return testpmd_sws();
   size_t pool = cfg_.table_size / 2 + cfg_.max_in_flight;
   o << "# dpdk-testpmd -a <PCI>,dv_flow_en=2" << (transfer_ ? ",representor=..." : "")
     << " -- -i\n"
-       "# Hardware steering (the template/queue API), as the provider issues it. The\n"
-       "# synchronous form (dv_flow_en=1) is not printed: the provider needs dv_flow_en=2.\n"
+       "# Hardware steering (the template/queue API), as the provider issues it. On DV\n"
+       "# software steering (dv_flow_en=1) the provider prints the synchronous form.\n"
        "port stop all\n";
   for (uint16_t p : ports_) {
     bool proxy = !transfer_ || p == layout_.proxy_port;
-    o << "flow configure " << p << " queues_number 1 queues_size " << (proxy ? queue_size() : 64);
+    o << "flow configure " << p << " queues_number 1 queues_size " << (proxy ? queue_ : 64);
     if (proxy) {
       o << " counters_number " << 4 * pool + 4 * kSharedSlots << " aging_counters_number " << 2 * pool;
       if (aso_) o << " conn_tracks_number " << pool;
@@ -111,11 +112,55 @@ std::string RteFlowProvider::testpmd_commands() const {
   for (uint16_t p : ports_)
     if (!transfer_ || p == layout_.proxy_port) qports.insert(p);
   for (uint16_t p : qports) o << "flow push " << p << " queue 0\nflow pull " << p << " queue 0\n";
-  // testpmd reads a command into a 512-byte line (lib/cmdline/cmdline_rdline.h,
-  // RDLINE_BUF_SIZE) and refuses a longer one: such commands (two
-  // MODIFY_FIELDs with their masks, NIC Rx RSS with its key in template and
-  // mask) are printed, but commented, with their length.
-  std::istringstream in(o.str());
+  return fit_lines(o.str());
+}
+
+// DV software steering: what the provider creates, one synchronous call
+// each (`flow create`, `flow indirect_action ... create`).
+std::string RteFlowProvider::testpmd_sws() const {
+  std::ostringstream o;
+  o << "# dpdk-testpmd -a <PCI>,dv_flow_en=1" << (transfer_ ? ",representor=..." : "")
+    << " -- -i\n"
+       "# DV software steering (synchronous rte_flow), as the provider issues it:\n"
+       "# the driver validates each rule.\n";
+  for (const auto& rf : rule_flows_) {
+    if (rf.tier == hw::Tier::kSoftware) {
+      o << "# rule " << rf.rule_id << " stays in software: " << rf.why << "\n";
+      continue;
+    }
+    for (const auto& f : rf.flows) o << hw::testpmd_create(f, 0) << "   # " << f.what << "\n";
+  }
+  for (const auto& f : hw::base_flows(layout_)) o << hw::testpmd_create(f, 0) << "   # " << f.what << "\n";
+  for (uint32_t id = 0; id < jobs_.size(); id++) {
+    const Job& j = jobs_[id];
+    if (!j.used || j.state != Job::kInstalled) continue;
+    o << "# " << j.orig.str() << (j.ct_obj ? " (conntrack object)" : " (exact rules, SYN/FIN/RST to software)") << "\n";
+    const int ind = static_cast<int>(id);
+    hw::Flow f0 = hw::conn_flow(layout_, j.conn, 0, nullptr, nullptr);
+    hw::Flow f1 = hw::conn_flow(layout_, j.conn, 1, nullptr, nullptr);
+    if (j.ct_obj) {
+      const uint16_t cp = ct_port(j);
+      o << hw::testpmd_ct(j.prof) << "flow indirect_action " << cp << " create action_id " << ind
+        << (transfer_ ? " transfer" : " ingress") << " action conntrack / end\n";
+      o << hw::testpmd_create(f0, ind) << "\n";
+      rte_flow_action_conntrack rd = hw::ct_reply_update(j.prof).new_ct;
+      std::string set = hw::testpmd_ct(rd);
+      o << set.substr(0, set.find('\n') + 1) << "flow indirect_action " << cp << " update " << ind
+        << " action conntrack_update dir / end\n";
+      o << hw::testpmd_create(f1, ind) << "\n";
+    } else {
+      o << hw::testpmd_create(f0, 0) << "\n" << hw::testpmd_create(f1, 0) << "\n";
+    }
+  }
+  return fit_lines(o.str());
+}
+
+// testpmd reads a command into a 512-byte line (lib/cmdline/cmdline_rdline.h,
+// RDLINE_BUF_SIZE) and refuses a longer one: such commands (two
+// MODIFY_FIELDs with their masks, NIC Rx RSS with its key in template and
+// mask) are printed, but commented, with their length.
+std::string RteFlowProvider::fit_lines(const std::string& text) {
+  std::istringstream in(text);
   std::ostringstream out;
   for (std::string l; std::getline(in, l);) {
     if (l.size() > kTestpmdLine && l[0] != '#')

@@ -8,6 +8,10 @@ bool ModelCalls::hws_ok(Mlx5Model& m, Impl::Port* p, rte_flow_error* e) {
     refuse(m, e, ENODEV, "rule-port", "no such port in the model");
     return false;
   }
+  if (m.cfg_.dv_flow_en != 2 && !m.impl_->inside) {
+    refuse(m, e, ENOTSUP, "steering-mode", "flow_q operation with incorrect steering mode");
+    return false;
+  }
   if (!p->hws) {
     refuse(m, e, EINVAL, "hws-configured", "non-template flow engine was not configured");
     return false;
@@ -18,6 +22,7 @@ bool ModelCalls::hws_ok(Mlx5Model& m, Impl::Port* p, rte_flow_error* e) {
 int ModelCalls::info_get(void* self, uint16_t port, rte_flow_port_info* pi, rte_flow_queue_info* qi, rte_flow_error* e) {
   Mlx5Model& m = M(self);
   if (!m.impl_->port(port)) return refuse(m, e, ENODEV, "rule-port", "no such port in the model");
+  if (m.cfg_.dv_flow_en != 2) return refuse(m, e, ENOTSUP, "steering-mode", "info get with incorrect steering mode");
   // mlx5_flow_hw.c:5034-5045
   memset(pi, 0, sizeof *pi);
   pi->max_nb_queues = UINT32_MAX;
@@ -33,6 +38,8 @@ int ModelCalls::configure(void* self, uint16_t port, const rte_flow_port_attr* p
   Impl& s = *m.impl_;
   Impl::Port* p = s.port(port);
   if (!p) return refuse(m, e, ENODEV, "rule-port", "no such port in the model");
+  if (m.cfg_.dv_flow_en != 2 && !s.inside)
+    return refuse(m, e, ENOTSUP, "steering-mode", "port configure with incorrect steering mode");
   rte_eth_dev_info di{};
   if (rte_eth_dev_info_get(port, &di) != 0 || di.nb_rx_queues == 0)
     return refuse(m, e, EINVAL, "configure-port-state", "Device with port_id=" + std::to_string(port) +
@@ -49,6 +56,18 @@ int ModelCalls::configure(void* self, uint16_t port, const rte_flow_port_attr* p
   for (const auto& q : p->q)
     if (q.jobs || !q.inflight.empty() || !q.unpushed.empty())
       return refuse(m, e, EBUSY, "configure-busy", "operations still queued on port " + std::to_string(port));
+  if (!m.cfg_.hws_fw && !s.inside)
+    return refuse(m, e, ENOTSUP, "hws-firmware",
+                  "fail to configure port (firmware " + m.cfg_.fw + " has no hardware steering: it needs xx.35.1012)");
+  {
+    uint64_t entries = 1;
+    while (entries < qa[0]->size) entries <<= 1;
+    if (entries * 32 > m.cfg_.max_qp_wr && !s.inside)
+      return refuse(m, e, EINVAL, "queue-wqes",
+                    "fail to configure port (a flow queue of " + std::to_string(qa[0]->size) + " needs a send queue of " +
+                        std::to_string(entries * 32) + " WQEBBs; the firmware grants " +
+                        std::to_string(m.cfg_.max_qp_wr) + ")");
+  }
   if (pa->nb_aging_objects && !pa->nb_counters)
     return refuse(m, e, EINVAL, "configure-age-counters",
                   "Port " + std::to_string(port) + " AGE objects are requested (" +
@@ -116,8 +135,10 @@ int ModelCalls::pick_transfer_proxy(void* self, uint16_t port, uint16_t* proxy, 
   return 0;
 }
 
-int ModelCalls::validate(void*, uint16_t port, const rte_flow_attr*, const rte_flow_item[], const rte_flow_action[],
-                    rte_flow_error*) {
+int ModelCalls::validate(void* self, uint16_t port, const rte_flow_attr* a, const rte_flow_item items[],
+                         const rte_flow_action actions[], rte_flow_error* e) {
+  Mlx5Model& m = M(self);
+  if (m.cfg_.dv_flow_en == 1) return sync_validate(m, port, a, items, actions, e);
   fprintf(stderr,
           "mlx5 model: rte_flow_validate(port %u) on a dv_flow_en=2 port: the driver calls a NULL .validate "
           "here [%s]\n",
@@ -130,7 +151,9 @@ int ModelCalls::dev_start(void* self, uint16_t port) {
   Impl& s = *m.impl_;
   Impl::Port* p = s.port(port);
   if (!p) return -ENODEV;
-  if (m.cfg_.esw && !p->proxy) {
+  if (m.cfg_.dv_flow_en == 1 && !p->hws)
+    if (int rc = sws_setup(m, *p); rc != 0) return rc;  // before rte_eth_dev_start: configure needs it stopped
+  if (m.cfg_.esw && !p->proxy && m.cfg_.dv_flow_en == 2) {
     Impl::Port& px = s.ports[0];
     if (px.hws && !px.started) {
       refuse(m, nullptr, EAGAIN, "start-order",
@@ -158,7 +181,7 @@ int ModelCalls::dev_stop(void* self, uint16_t port) {
   Impl& s = *m.impl_;
   Impl::Port* p = s.port(port);
   if (!p) return -ENODEV;
-  if (m.cfg_.esw && p->proxy && p->hws) {
+  if (m.cfg_.esw && p->proxy && p->hws && m.cfg_.dv_flow_en == 2) {
     for (size_t i = 1; i < s.ports.size(); i++)
       if (s.ports[i].started) {
         refuse(m, nullptr, EBUSY, "stop-order",

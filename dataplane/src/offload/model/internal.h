@@ -409,6 +409,15 @@ struct Mlx5Model::Impl {
   uint32_t age_cursor = 0;                 // where the next aged-flow sweep starts
   std::vector<uint32_t> qslots;           // free conntrack query slots
   uint64_t flows_used = 0;
+  // The synchronous calls run the model's own template/queue machinery:
+  // while set, the HWS-only refusals (steering mode, HWS firmware, queue
+  // WQEs, the IPv6 5-tuple definer) do not apply.
+  bool inside = false;
+  struct SwsTable {
+    std::string shape;
+    Table* t;
+  };
+  std::vector<SwsTable> sws_tables;  // the hidden tables of the synchronous rules, by shape (several when full)
 };
 
 // ------------------------------------------------------------------ helpers
@@ -462,8 +471,9 @@ struct ModelCalls {
 
   static int pick_transfer_proxy(void* self, uint16_t port, uint16_t* proxy, rte_flow_error* e);
 
-  static int validate(void*, uint16_t port, const rte_flow_attr*, const rte_flow_item[], const rte_flow_action[],
-                      rte_flow_error*);
+  // DV (dv_flow_en=1): flow_dv_validate (sync.cc). HWS: the driver's NULL .validate.
+  static int validate(void* self, uint16_t port, const rte_flow_attr* a, const rte_flow_item items[],
+                      const rte_flow_action actions[], rte_flow_error* e);
 
 
   static bool zero(const void* p, size_t n);
@@ -515,6 +525,29 @@ struct ModelCalls {
   static int push(void* self, uint16_t port, uint32_t queue, rte_flow_error* e);
 
   static int pull(void* self, uint16_t port, uint32_t queue, rte_flow_op_result res[], uint16_t n, rte_flow_error* e);
+  static void complete(Mlx5Model& m, Impl::FlowQueue& q, Impl::Pending& pd, uint64_t now);
+
+  // DV software steering (dv_flow_en=1; sync.cc): the synchronous calls.
+  static int sws_setup(Mlx5Model& m, Impl::Port& p);
+  static bool sws_settle(Mlx5Model& m, Impl::Port& p);
+  static bool sws_room(Mlx5Model& m);
+  static int sync_validate(Mlx5Model& m, uint16_t port, const rte_flow_attr* a, const rte_flow_item items[],
+                           const rte_flow_action actions[], rte_flow_error* e);
+  static int dv_validate(Mlx5Model& m, Impl::Port& p, const rte_flow_attr* a, const rte_flow_item items[],
+                         const rte_flow_action actions[], rte_flow_error* e);
+  static Impl::Table* sws_table(Mlx5Model& m, Impl::Port& p, const rte_flow_attr& a, const rte_flow_item items[],
+                                const rte_flow_action actions[], rte_flow_error* e);
+  static Impl::Port* sws_port(Mlx5Model& m, uint16_t port, bool rule, rte_flow_error* e);
+  static rte_flow* sync_create(void* self, uint16_t port, const rte_flow_attr* a, const rte_flow_item items[],
+                               const rte_flow_action actions[], rte_flow_error* e);
+  static int sync_destroy(void* self, uint16_t port, rte_flow* f, rte_flow_error* e);
+  static rte_flow_action_handle* sync_ah_create(void* self, uint16_t port, const rte_flow_indir_action_conf* conf,
+                                                const rte_flow_action* action, rte_flow_error* e);
+  static int sync_ah_update(void* self, uint16_t port, rte_flow_action_handle* h, const void* update,
+                            rte_flow_error* e);
+  static int sync_ah_query(void* self, uint16_t port, const rte_flow_action_handle* h, void* data,
+                           rte_flow_error* e);
+  static int sync_ah_destroy(void* self, uint16_t port, rte_flow_action_handle* h, rte_flow_error* e);
 
   // Builds the rule the hardware will run from the rule's items/actions and
   // its templates; refuses what the driver or the model would not take.

@@ -30,6 +30,12 @@ Mlx5Model::Mlx5Model(const Mlx5ModelConfig& cfg, std::vector<uint16_t> ports)
   api_.push = ModelCalls::push;
   api_.pull = ModelCalls::pull;
   api_.query = ModelCalls::query;
+  api_.create = ModelCalls::sync_create;
+  api_.destroy = ModelCalls::sync_destroy;
+  api_.action_handle_create = ModelCalls::sync_ah_create;
+  api_.action_handle_update = ModelCalls::sync_ah_update;
+  api_.action_handle_query = ModelCalls::sync_ah_query;
+  api_.action_handle_destroy = ModelCalls::sync_ah_destroy;
   api_.dev_start = ModelCalls::dev_start;
   api_.dev_stop = ModelCalls::dev_stop;
 }
@@ -51,7 +57,9 @@ uint64_t Mlx5Model::counters_in_use() const {
 uint32_t Mlx5Model::ct_wqes_max() const { return impl_->ct_wqes_max; }
 
 uint64_t Mlx5Model::templates_in_use() const {
-  return impl_->pts.size() + impl_->ats.size() + impl_->tables.size();
+  // The hidden tables of the synchronous calls (and their two templates
+  // each) are the model's own, not the caller's.
+  return impl_->pts.size() + impl_->ats.size() + impl_->tables.size() - 3 * impl_->sws_tables.size();
 }
 
 NicStats Mlx5Model::stats(unsigned q) const {

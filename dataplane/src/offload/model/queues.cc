@@ -94,6 +94,48 @@ int ModelCalls::push(void* self, uint16_t port, uint32_t queue, rte_flow_error* 
   return 0;
 }
 
+// What a completion does on the control side: a destroyed rule's slot and
+// counter, a query's result.
+void ModelCalls::complete(Mlx5Model& m, Impl::FlowQueue& q, Impl::Pending& pd, uint64_t now) {
+  Impl& s = *m.impl_;
+  if (pd.wqe) q.ct_wqes--;
+  if (pd.kind == Impl::Pending::kFlowDestroy) {
+    // The slot returns to the table when the destruction is pulled
+    // (mlx5_flow_hw.c:2824-2839); its counter waits for the service's
+    // next cycle (counter-reuse).
+    Impl::FlowRec& f = s.flows[pd.id];
+    if (f.counter) {
+      if (Impl::Port* cp = s.port(f.t->port)) {
+        cp->cnt_taken--;
+        // (HWS's counter service; DV's counters are free again at once.)
+        const uint64_t cyc = s.inside ? 0 : m.cfg_.counter_cycle_ms * 1'000'000ull;
+        cp->cnt_waiting.push_back(cyc ? cp->cnt_t0 + ((now - cp->cnt_t0) / cyc + 1) * cyc : now);
+      }
+    }
+    f.t->used--;
+    f.t->free.push_back(pd.id);
+    if (f.ct >= 0) s.cts[static_cast<size_t>(f.ct)].refs--;
+    f = Impl::FlowRec{};
+    s.flows_used--;
+  }
+  if (pd.kind == Impl::Pending::kCtQuery) {
+    // The context as the NIC has it: every replica's copy, each field at
+    // its furthest (only the queue that sees the traffic moves it).
+    CtState st = s.replicas[0]->qout[pd.slot];
+    for (auto& r : s.replicas) {
+      const CtState& o = r->qout[pd.slot];
+      for (int d = 0; d < 2; d++) {
+        if (after(o.d[d].sent_end, st.d[d].sent_end)) st.d[d].sent_end = o.d[d].sent_end;
+        if (after(o.d[d].reply_end, st.d[d].reply_end)) st.d[d].reply_end = o.d[d].reply_end;
+        if (after(o.d[d].max_ack, st.d[d].max_ack)) st.d[d].max_ack = o.d[d].max_ack;
+        st.d[d].max_win = std::max(st.d[d].max_win, o.d[d].max_win);
+      }
+    }
+    store_ct(*static_cast<rte_flow_action_conntrack*>(pd.data), st);
+    s.qslots.push_back(pd.slot);
+  }
+}
+
 int ModelCalls::pull(void* self, uint16_t port, uint32_t queue, rte_flow_op_result res[], uint16_t n, rte_flow_error* e) {
   Mlx5Model& m = M(self);
   Impl& s = *m.impl_;
@@ -111,41 +153,7 @@ int ModelCalls::pull(void* self, uint16_t port, uint32_t queue, rte_flow_op_resu
   while (k < n && !q.inflight.empty()) {
     Impl::Pending& pd = q.inflight.front();
     if (pd.due > now || pd.seq > applied) break;
-    if (pd.wqe) q.ct_wqes--;
-    if (pd.kind == Impl::Pending::kFlowDestroy) {
-      // The slot returns to the table when the destruction is pulled
-      // (mlx5_flow_hw.c:2824-2839); its counter waits for the service's
-      // next cycle (counter-reuse).
-      Impl::FlowRec& f = s.flows[pd.id];
-      if (f.counter) {
-        if (Impl::Port* cp = s.port(f.t->port)) {
-          cp->cnt_taken--;
-          const uint64_t cyc = m.cfg_.counter_cycle_ms * 1'000'000ull;
-          cp->cnt_waiting.push_back(cyc ? cp->cnt_t0 + ((now - cp->cnt_t0) / cyc + 1) * cyc : now);
-        }
-      }
-      f.t->used--;
-      f.t->free.push_back(pd.id);
-      if (f.ct >= 0) s.cts[static_cast<size_t>(f.ct)].refs--;
-      f = Impl::FlowRec{};
-      s.flows_used--;
-    }
-    if (pd.kind == Impl::Pending::kCtQuery) {
-      // The context as the NIC has it: every replica's copy, each field at
-      // its furthest (only the queue that sees the traffic moves it).
-      CtState st = s.replicas[0]->qout[pd.slot];
-      for (auto& r : s.replicas) {
-        const CtState& o = r->qout[pd.slot];
-        for (int d = 0; d < 2; d++) {
-          if (after(o.d[d].sent_end, st.d[d].sent_end)) st.d[d].sent_end = o.d[d].sent_end;
-          if (after(o.d[d].reply_end, st.d[d].reply_end)) st.d[d].reply_end = o.d[d].reply_end;
-          if (after(o.d[d].max_ack, st.d[d].max_ack)) st.d[d].max_ack = o.d[d].max_ack;
-          st.d[d].max_win = std::max(st.d[d].max_win, o.d[d].max_win);
-        }
-      }
-      store_ct(*static_cast<rte_flow_action_conntrack*>(pd.data), st);
-      s.qslots.push_back(pd.slot);
-    }
+    complete(m, q, pd, now);
     res[k].status = pd.ok ? RTE_FLOW_OP_SUCCESS : RTE_FLOW_OP_ERROR;
     res[k].user_data = pd.user;
     k++;

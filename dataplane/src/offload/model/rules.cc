@@ -7,14 +7,19 @@ namespace dp {
 
 const std::vector<NicProfile>& nic_profiles() {
   static const std::vector<NicProfile> p = {
-      {"cx6dx-legacy", false, false,
+      {"cx6dx-legacy", false, false, "22.36.1010", true, 1u << 15,
        "ConnectX-6 Dx as shipped: e-switch in legacy mode, each PF its own NIC Rx domain, conntrack per port"},
-      {"cx6dx-switchdev", true, false,
+      {"cx6dx-switchdev", true, false, "22.36.1010", true, 1u << 15,
        "ConnectX-6 Dx in switchdev mode: PF (E-Switch manager) and representors; no conntrack in the FDB"},
-      {"bf2-switchdev", true, false,
+      {"bf2-switchdev", true, false, "24.36.1010", true, 1u << 15,
        "BlueField-2 Arm side (switchdev): uplink p0 (E-Switch manager) and representors; no conntrack in the FDB"},
-      {"cx6dx-switchdev-ct-fdb", true, true,
+      {"cx6dx-switchdev-ct-fdb", true, true, "22.36.1010", true, 1u << 15,
        "switchdev with a firmware that takes conntrack in the FDB (model option: keeps that path tested)"},
+      {"cx6dx-legacy-fw22.31", false, false, "22.31.1014", false, 1u << 15,
+       "ConnectX-6 Dx in legacy mode on firmware without HWS: DV software steering, conntrack per port"},
+      {"bf2-switchdev-fw24.32", true, false, "24.32.1010", false, 1u << 15,
+       "BlueField-2 Arm side (switchdev) on firmware without HWS: DV software steering in the FDB, no conntrack "
+       "there"},
   };
   return p;
 }
@@ -31,7 +36,17 @@ bool Mlx5ModelConfig::apply_profile(const std::string& name) {
   profile = name;
   esw = p->esw;
   ct_in_fdb = p->ct_in_fdb;
+  fw = p->fw;
+  hws_fw = p->hws;
+  max_qp_wr = p->max_qp_wr;
   return true;
+}
+
+bool firmware_has_hws(const std::string& fw) {
+  unsigned major = 0, minor = 0, sub = 0;
+  char tail = 0;
+  if (sscanf(fw.c_str(), "%u.%u.%u%c", &major, &minor, &sub, &tail) != 3) return false;
+  return minor > 35 || (minor == 35 && sub >= 1012);
 }
 
 const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
@@ -42,7 +57,32 @@ const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
       {"configure-queues", "mlx5_flow_hw.c:7055-7073: at least one queue, all the same size"},
       {"configure-busy", "mlx5_flow_hw.c:7127-7136: reconfigure with operations in flight is EBUSY"},
       {"configure-age-counters", "mlx5_flow_hw.c:7316-7326: aging objects need counters"},
-      {"configure-ct-pool", "mlx5_flow_hw.c:7327-7339: a conntrack pool only when nb_conn_tracks > 0"},
+      {"configure-ct-pool", "mlx5_flow_hw.c:7293-7306: a conntrack pool only when nb_conn_tracks > 0"},
+      {"steering-mode",
+       "mlx5_flow.c:8465-8470, 8501-8506 and 8535-8950: the template, queue and info calls need dv_flow_en=2 "
+       "(ENOTSUP '... with incorrect steering mode'); mlx5_flow.c:7405-7411: rte_flow_create needs dv_flow_en!=2 "
+       "('Flow non-Q creation not supported')"},
+      {"hws-firmware",
+       "hws/mlx5dr_context.c:103-141 turns HWS off with an INFO line on firmware without its caps (xx.35.1012+, "
+       "mlx5 guide 'HWS requirements'); mlx5_flow_hw.c:7251-7257 then fails creating hw_drop and 7403-7405 "
+       "returns 'fail to configure port'"},
+      {"sws-started", "mlx5_flow.c:7413-7421: rte_flow_create on a port not started is ENODEV 'port not started'"},
+      {"dv-attr",
+       "mlx5_flow_dv.c:6801-6817 (flow_dv_validate_attributes): exactly one of ingress, egress, transfer; transfer "
+       "needs the E-Switch (dv_esw_en, switchdev)"},
+      {"dv-fate", "mlx5_flow_dv.c:8225-8247 (flow_dv_validate): an ingress or transfer rule needs a fate action; a transfer rule's is an E-Switch one (no QUEUE or RSS)"},
+      {"dv-ct-action",
+       "mlx5_flow_dv.c:3707-3738 (flow_dv_validate_action_aso_ct): CONNTRACK only in a non-root table, not after a "
+       "fate, not with AGE or a meter (one ASO action per rule; mlx5.rst:579-583), not after an encap, only on an "
+       "outer TCP pattern"},
+      {"dv-ct-esw",
+       "mlx5.rst:1548-1551: connection tracking with E-Switch is N/A in 22.11; linux/mlx5_os.c:1420-1432: DV's "
+       "conntrack (ct_aso_en) needs the firmware's ct_offload and the meter color register REG_C_3; "
+       "mlx5_flow_dv.c:13210-13213 'Connection is not supported' without it"},
+      {"queue-wqes",
+       "hws/mlx5dr_send.c:535-536 and mlx5dr_send.h:13 (22.11.11): each flow queue's send queue is its size "
+       "(rounded up to a power of two) x MAX_WQES_PER_RULE 32 WQEBBs, which the firmware refuses beyond "
+       "max_qp_wr (2^15 on a ConnectX-6 Dx / BlueField-2); mlx5_flow_hw.c:7227-7232: configure fails"},
       {"proxy-needs-esw",
        "linux/mlx5_os.c:186-187 (dv_esw_en only in switchdev mode) and mlx5_flow.c:11530-11543: no transfer proxy "
        "without an E-Switch, nor for a port that is neither its manager nor a representor"},
@@ -85,7 +125,10 @@ const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
       {"rule-queue", "mlx5_flow_hw.c:2542-2545, 7938-7944: queue id and free job slot (ENOMEM when full)"},
       {"rule-table-full", "mlx5_flow_hw.c:2546-2548 with 3094/3102: nb_flows (power of two) rules per table"},
       {"rule-shape", "mlx5_flow_hw.c:2566-2583: a rule's items and actions follow its templates"},
-      {"mark-range", "mlx5_flow.c:1896-1901: MARK id below MLX5_FLOW_MARK_MAX (0xfffff0; the CQE flow tag)"},
+      {"mark-range",
+       "mlx5_flow.c:1896-1901 (the DV validator): MARK id below MLX5_FLOW_MARK_MAX (0xfffff0; the CQE flow tag). HWS "
+       "does not validate MARK (mlx5_flow_hw.c:3986-3989): the model keeps the DV bound for both engines, as the tag "
+       "the CQE carries has no more bits either way"},
       {"vport-domain", "mlx5_flow_hw.c:3484-3530: REPRESENTED_PORT only to ports of the same E-Switch"},
       {"ct-pool", "mlx5_flow_hw.c:7779-7785: conntrack objects need a CT pool (CT is not enabled)"},
       {"ct-profile", "mlx5_flow.c:2311-2326: state <= TIME_WAIT, last_index <= RST"},

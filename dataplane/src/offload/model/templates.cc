@@ -480,7 +480,7 @@ rte_flow_template_table* ModelCalls::template_table_create(void* self, uint16_t 
         ports = k->hdr.src_port || k->hdr.dst_port;
       }
     }
-    if (v6src && v6dst && ports && !root)
+    if (v6src && v6dst && ports && !root && !s.inside)
       return refuse_null<R>(m, e, ENOTSUP, "ipv6-5tuple", "Unable to find supporting match/jumbo definer combination");
   }
   uint32_t cap = 1;
