@@ -166,7 +166,9 @@ class Dut : public ::testing::Test {
   }
   // The packets the software pipeline judged: every worker's rx_packets
   // (a worker without the counter fails the test).
-  static long long sw_rx() {
+  static long long sw_rx() { return workers_sum("rx_packets"); }
+  // A worker counter summed over the workers (absent: a test failure).
+  static long long workers_sum(const std::string& key) {
     nlohmann::json j = stats_json();
     if (j.is_null()) return -1;
     if (!j["workers"].is_array() || j["workers"].empty()) {
@@ -175,11 +177,11 @@ class Dut : public ::testing::Test {
     }
     long long sum = 0;
     for (const auto& w : j["workers"]) {
-      if (!w.contains("rx_packets") || !w["rx_packets"].is_number()) {
-        ADD_FAILURE() << "--json stats: a worker without rx_packets: " << w.dump().substr(0, 800);
+      if (!w.contains(key) || !w[key].is_number()) {
+        ADD_FAILURE() << "--json stats: a worker without " << key << ": " << w.dump().substr(0, 800);
         return -1;
       }
-      sum += w["rx_packets"].get<long long>();
+      sum += w[key].get<long long>();
     }
     return sum;
   }
