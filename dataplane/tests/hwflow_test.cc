@@ -307,12 +307,36 @@ TEST(TranslateRules, ShippedFirewall) {
   EXPECT_EQ(rf[4].tier, Tier::kJumpCt);
   ASSERT_EQ(rf[4].flows.size(), 2u);
   EXPECT_EQ(conf_of<rte_flow_action_jump>(*rf[4].flows[1].find_action(RTE_FLOW_ACTION_TYPE_JUMP)).group, 1u);
-  EXPECT_EQ(rf[4].flows[0].attr.priority, 4u);
+  EXPECT_EQ(rf[4].flows[0].attr.priority, 2u);  // ranked among the NIC's rules (the ND ones stay in software)
   // IPv6 could catch ND packets, which stay in software: it must too.
   EXPECT_EQ(rf[5].tier, Tier::kSoftware);
   EXPECT_NE(rf[5].why.find("which stays in software"), std::string::npos) << rf[5].why;
   // The catch-all drop likewise.
   EXPECT_EQ(rf[6].tier, Tier::kSoftware);
+}
+
+// Issue 29 finding 7: in NIC Rx, table 0 is the root table, whose
+// priorities 13-15 hold the PMD's own Rx control rules; NIC rules are ranked
+// among themselves (software ones need no priority) and the 14th stays in
+// software. The FDB's group 0 is not root: no such limit.
+TEST(TranslateRules, RootPrioritiesStayAboveThePmdsControlRules) {
+  std::string y = "  0:\n";
+  for (int i = 0; i < 16; i++)
+    y += "    - {priority: " + std::to_string(400 - i) + ", match: \"ip_proto=udp,tp_dst=" + std::to_string(1000 + i) +
+         "\", actions: \"drop\"}\n";
+  auto rf = translate_rules(layout(false), rules_of(y));
+  ASSERT_EQ(rf.size(), 16u);
+  for (int i = 0; i < 13; i++) {
+    ASSERT_EQ(rf[i].tier, Tier::kFull) << i << ": " << rf[i].why;
+    EXPECT_EQ(rf[i].flows[0].attr.priority, static_cast<uint32_t>(i));
+  }
+  for (int i = 13; i < 16; i++) {
+    EXPECT_EQ(rf[i].tier, Tier::kSoftware) << i;
+    EXPECT_NE(rf[i].why.find("Rx control rules hold root priorities 13-15"), std::string::npos) << rf[i].why;
+  }
+  auto fdb = translate_rules(layout(true), rules_of(y));
+  EXPECT_EQ(fdb[15].tier, Tier::kFull) << fdb[15].why;
+  EXPECT_EQ(fdb[15].flows[0].attr.priority, 15u);
 }
 
 TEST(TranslateRules, RefusalsNameTheField) {

@@ -1329,6 +1329,55 @@ TEST(Findings29, FlowQueueFitsWhatTheFirmwareGrantsAndStepsDown) {
   EXPECT_LE(r->stat("in_flight"), 96u);
 }
 
+// Finding 9: a connection's rules name its conntrack object only once the
+// object's create has completed (the driver would take them earlier, with
+// the object still WAIT_ASYNC, and the rule could go live before the context
+// is written).
+TEST(Findings29, RulesNameOnlyAConntrackObjectWhoseCreateCompleted) {
+  for (const char* nic : {"cx6dx-switchdev-ct-fdb", "cx6dx-legacy-fw22.31"}) {
+    SCOPED_TRACE(nic);
+    Rig r(with_nic(nic));
+    r.refusals_expected = true;
+    for (uint16_t i = 0; i < 50; i++) {
+      FrameSpec s = tcp(true, kSyn, 100, 0, 0, static_cast<uint16_t>(30000 + i));
+      r.send(kIn, build_frame(s));
+      s = tcp(false, kSyn | kAck, 500, 101, 0, static_cast<uint16_t>(30000 + i));
+      r.send(kOut, build_frame(s));
+      s = tcp(true, kAck, 101, 501, 0, static_cast<uint16_t>(30000 + i));
+      r.send(kIn, build_frame(s));
+    }
+    for (int k = 0; k < 10 && r.stat("installed") < 50; k++) r.settle();
+    ASSERT_EQ(r.stat("installed"), 50u) << r.nic().last_error();
+    EXPECT_EQ(r.nic().ct_unready_refs(), 0u);
+  }
+  // A connection turning back on its port gets a conntrack object in NIC Rx too.
+  for (const char* nic : {"cx6dx-legacy", "cx6dx-legacy-fw22.31"}) {
+    SCOPED_TRACE(nic);
+    std::string y = firewall_yaml();
+    y.insert(y.find("  1:\n") + 5,
+             "    - {priority: 110, match: \"in_port=inside,ip_dst=10.0.0.3,ct_state=+trk+new\", actions: "
+             "\"ct(commit),output:inside\"}\n"
+             "    - {priority: 110, match: \"in_port=inside,ip_dst=10.0.0.3,ct_state=+trk+est\", actions: "
+             "\"output:inside\"}\n"
+             "    - {priority: 110, match: \"in_port=inside,ip_src=10.0.0.3,ct_state=+trk+est\", actions: "
+             "\"output:inside\"}\n");
+    Rig r(with_nic(nic), y, "firewall.yaml");
+    r.refusals_expected = true;
+    FrameSpec s = tcp(true, kSyn, 100, 0, 0, 41000);
+    s.dst = "10.0.0.3";
+    r.send(kIn, build_frame(s));
+    s.src = "10.0.0.3", s.dst = "10.0.0.1", s.sport = 80, s.dport = 41000, s.tcp_flags = kSyn | kAck, s.seq = 500,
+    s.ack = 101;
+    r.send(kIn, build_frame(s));
+    s = tcp(true, kAck, 101, 501, 0, 41000);
+    s.dst = "10.0.0.3";
+    r.send(kIn, build_frame(s));
+    r.settle();
+    ASSERT_EQ(r.stat("offloads_aso"), 1u) << r.nic().last_error();
+    EXPECT_EQ(r.nic().ct_unready_refs(), 0u);
+  }
+}
+
 // Finding 3: a configure refused for another reason than the conntrack
 // pool is not reported as a refused pool, and the strategy stays aso; where
 // the pool is what is refused, the note says so with the driver's message.

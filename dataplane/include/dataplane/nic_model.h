@@ -159,6 +159,9 @@ class Mlx5Model final : public NicStage {
   uint64_t counters_in_use() const;   // taken by rules, or freed and waiting for the service cycle
   // Conntrack WQEs taken and not yet completed, the most at once on any queue.
   uint32_t ct_wqes_max() const;
+  // Rules submitted with a conntrack object whose create had not completed
+  // (the driver takes them; they may go live before the context is written).
+  uint64_t ct_unready_refs() const;
   uint64_t refusals() const { return refusals_; }
   const std::string& last_error() const { return last_error_; }  // "rule-name: message [driver file:line]"
   // The model's rules: name and the driver source they encode.

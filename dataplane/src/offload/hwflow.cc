@@ -536,6 +536,14 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
                    [&](uint32_t a, uint32_t b) { return rules[a].priority > rules[b].priority; });
   std::vector<RuleFlows> out;
   std::vector<uint32_t> soft;  // rules (indices) that stay in software so far
+  // A NIC rule's priority is its rank among the rules that go to the NIC
+  // (the ones left in software need none). NIC Rx group 0 is the root table,
+  // whose lowest priorities hold the PMD's own Rx control rules
+  // (MLX5_HW_CTRL_RX_PRIO_L4..L2 = 13..15, mlx5_flow_hw.c:41-50): a rule
+  // ranked there would tie with or fall below them. (The FDB's group 0 is
+  // table 1, not root, with fdb_def_rule_en.)
+  constexpr uint32_t kRootPrioFree = 13;
+  uint32_t hw_rank = 0;
   for (size_t rank = 0; rank < order.size(); rank++) {
     const Rule& r = rules[order[rank]];
     RuleFlows rf;
@@ -590,6 +598,9 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
         }
       }
     }
+    if (why.empty() && !l.transfer && hw_rank >= kRootPrioFree)
+      why = "root table priority " + std::to_string(hw_rank) +
+            ": the PMD's Rx control rules hold root priorities 13-15 (mlx5_flow_hw.c:41-50)";
     if (why.empty()) {
       int fam = family_of(m);
       bool l3 = m.has(kMSrc) || m.has(kMDst) || m.has(kMProto) || m.has(kMTpSrc) || m.has(kMTpDst) ||
@@ -604,7 +615,7 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
         for (int fy : fams) {
           Flow f;
           f.what = "rule " + std::to_string(r.id) + " (" + tier_name(tier) + ")";
-          attr(f, l, 0, static_cast<uint32_t>(rank), in);
+          attr(f, l, 0, hw_rank, in);
           if (m.has(kMTunId)) vxlan_items(f, l, m.tun_id);
           uint32_t used = build_pattern(f, m, fy) | (m.has(kMTunId) ? kMTunId : 0u);
           if (uint32_t left = m.fields & ~used) {
@@ -640,6 +651,7 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
       soft.push_back(order[rank]);
     } else {
       rf.tier = tier;
+      hw_rank++;
     }
     out.push_back(std::move(rf));
   }

@@ -298,7 +298,7 @@ void RteFlowProvider::finish_remove(uint32_t id) {
 // Submits queued work within the in-flight bound: removals first (they
 // free table space), then installs.
 void RteFlowProvider::pump(uint64_t now_ns) {
-  while (!removals_.empty() && in_flight_ + 2 <= in_flight_cap()) {
+  while (!removals_.empty() && in_flight_ + reserved_ + 2 <= in_flight_cap()) {
     uint32_t id = removals_.front();
     removals_.pop_front();
     submit_remove(id);
@@ -308,7 +308,7 @@ void RteFlowProvider::pump(uint64_t now_ns) {
     pending_.push_front(retry_.back());
     retry_.pop_back();
   }
-  while (removals_.empty() && !pending_.empty() && in_flight_ + 6 <= in_flight_cap() && !free_jobs_.empty() &&
+  while (removals_.empty() && !pending_.empty() && in_flight_ + reserved_ + 6 <= in_flight_cap() && !free_jobs_.empty() &&
          ct_ops_ + 1 <= kCtOpsMax) {
     Req r = pending_.front();
     pending_.pop_front();
@@ -377,6 +377,15 @@ void RteFlowProvider::complete(uintptr_t ck, int err, uint64_t now_ns) {
       j.err = 0;
     }
     if (tag == kOpResync && !err) resyncs_++;
+  }
+  // HWS: the conntrack object is ready; now its rules (submit_install).
+  if (tag == kOpCtCreate && j.rules_reserved) {
+    j.rules_reserved = false;
+    reserved_ -= kRulesAfterCt;
+  }
+  if (tag == kOpCtCreate && !err && !sws_ && j.state == Job::kInstalling && !j.doomed && !j.err) {
+    submit_rules(id);
+    return;
   }
   if (j.pending) return;
   if (j.state == Job::kInstalling) {

@@ -123,6 +123,7 @@ class RteFlowProvider final : public OffloadProvider {
   static constexpr uint64_t kBusyBackoffNs = 100'000'000;
   static constexpr uint8_t kBusyTries = 10;
   static constexpr uint32_t kSharedTable = 64;
+  static constexpr uint32_t kRulesAfterCt = 3;  // a conntrack connection's operations after its object's create
 
   struct Job {
     bool used = false;
@@ -151,6 +152,7 @@ class RteFlowProvider final : public OffloadProvider {
     uint32_t gen = 0;  // which use of this slot (aged-flow reports name it)
     uint8_t l2_len = 14;  // the Ethernet header of its packets, VLAN tags included
     bool retry = false;   // failed for a resource that frees by itself: offered again once removed
+    bool rules_reserved = false;  // HWS: its rules' queue room is held until its conntrack object is ready
     uint8_t tries = 0;    // installs tried for this connection
     ctrack::Event ev{};   // the event that asked for it (for a retry)
   };
@@ -270,6 +272,7 @@ class RteFlowProvider final : public OffloadProvider {
   }
 
   void submit_install(uint32_t id, uint64_t);
+  void submit_rules(uint32_t id);
 
   void submit_remove(uint32_t id);
 
@@ -326,6 +329,7 @@ class RteFlowProvider final : public OffloadProvider {
   std::vector<Shared> shared_;
   std::vector<std::pair<uintptr_t, int>> sync_done_;
   uint32_t in_flight_ = 0;
+  uint32_t reserved_ = 0;  // queue room held for the rules of connections whose conntrack object is being made
   uint32_t queue_ = 0;  // the flow queue size the proxy's rte_flow_configure took
   uint32_t scan_ = 0;
   uint64_t last_scan_ns_ = 0;

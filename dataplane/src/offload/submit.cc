@@ -36,11 +36,30 @@ void RteFlowProvider::submit_install(uint32_t id, uint64_t) {
       j.ct = a.async_action_handle_create(a.self, cp, 0, &post, &ic, &act, cookie(id, kOpCtCreate), &err);
       if (!j.ct) sync_fail(cookie(id, kOpCtCreate), rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
     }
-    if (!j.ct) {
-      push_all({cp});
-      return;  // nothing else works without the context
+    push_all({cp});
+    // The rules go in once the object's create has completed (complete()
+    // calls submit_rules): the driver takes a rule naming an object still
+    // WAIT_ASYNC (mlx5_flow_aso.c:1753-1756), and it may go live before the
+    // context is written. (SWS: the create has completed already.)
+    if (!j.ct) return;
+    if (!sws_) {
+      j.rules_reserved = true;  // the two rules and the direction update, submitted from complete()
+      reserved_ += kRulesAfterCt;
+      return;
     }
   }
+  submit_rules(id);
+}
+
+// A connection's two rules (and, with a conntrack object, its direction
+// update between them).
+void RteFlowProvider::submit_rules(uint32_t id) {
+  Job& j = jobs_[id];
+  const FlowApi& a = api();
+  rte_flow_op_attr post{};
+  post.postpone = 1;
+  rte_flow_error err{};
+  uint16_t cp = ct_port(j);
   j.flow[0] = create(hw::conn_flow(layout_, j.conn, 0, j.ct, age_cookie(j, id, kOpFlow0)), cfg_.table_size,
                      cookie(id, kOpFlow0), true, &j);
   if (j.ct_obj) {

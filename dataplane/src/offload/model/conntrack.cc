@@ -29,13 +29,17 @@ rte_flow_action_handle* ModelCalls::ah_create(void* self, uint16_t port, uint32_
   p->ct_free.pop_back();
   s.ct_live++;
   Impl::CtObj& c = s.cts[idx];
-  c = Impl::CtObj{true, prof->is_original_dir != 0, port, 0};
+  c = Impl::CtObj{};
+  c.used = true;
+  c.is_original = prof->is_original_dir != 0;
+  c.owner = port;
   Op o;
   o.kind = Op::kCtSet;
   o.id = idx;
   load_ct(o.ct, *prof);
   Impl::Pending pd{0, 0, user_data, true, Impl::Pending::kCt, idx};
   pd.wqe = true;
+  pd.ct_create = true;
   q->ct_wqes++;
   s.ct_wqes_max = std::max(s.ct_wqes_max, q->ct_wqes);
   enqueue(m, *q, o, pd, op && op->postpone);

@@ -164,6 +164,7 @@ int ModelCalls::compile_actions(Mlx5Model& m, Impl::Table& t, const rte_flow_act
         if (!s.cts[idx].used)
           return refuse(m, e, ENXIO, "ct-freed", "rule refers to a freed conntrack object");
         if (owner != t.port) return refuse(m, e, EINVAL, "ct-owner", "conntrack object of another port");
+        if (!s.cts[idx].ready) s.ct_unready_refs++;  // taken, as the driver does
         r.ct = static_cast<int32_t>(idx);
         // The direction is taken now, from the object (mlx5_flow_hw.c:421-423).
         r.ct_dir = s.cts[idx].is_original ? 0 : 1;

@@ -327,6 +327,7 @@ struct Mlx5Model::Impl {
   };
   struct CtObj {
     bool used = false, is_original = true;
+    bool ready = false;  // its create completed (before: the driver's WAIT_ASYNC state)
     uint16_t owner = 0;
     uint32_t refs = 0;  // rules that reference it in hardware (live, being created or being destroyed)
   };
@@ -340,6 +341,7 @@ struct Mlx5Model::Impl {
     void* data = nullptr;  // kCtQuery: the caller's rte_flow_action_conntrack
     uint32_t slot = 0;
     bool wqe = false;      // holds a conntrack WQE until pulled
+    bool ct_create = false;  // a conntrack object's create: the object is ready once pulled
   };
   struct FlowQueue {
     uint32_t size = 0, jobs = 0;  // jobs: taken, not yet pulled
@@ -409,6 +411,10 @@ struct Mlx5Model::Impl {
   uint32_t age_cursor = 0;                 // where the next aged-flow sweep starts
   std::vector<uint32_t> qslots;           // free conntrack query slots
   uint64_t flows_used = 0;
+  // Rules given a conntrack object whose create had not completed: the
+  // driver takes them (mlx5_flow_aso.c:1753-1756, the object still
+  // WAIT_ASYNC) and the rule may go live before the context is written.
+  uint64_t ct_unready_refs = 0;
   // The synchronous calls run the model's own template/queue machinery:
   // while set, the HWS-only refusals (steering mode, HWS firmware, queue
   // WQEs, the IPv6 5-tuple definer) do not apply.

@@ -99,6 +99,7 @@ int ModelCalls::push(void* self, uint16_t port, uint32_t queue, rte_flow_error* 
 void ModelCalls::complete(Mlx5Model& m, Impl::FlowQueue& q, Impl::Pending& pd, uint64_t now) {
   Impl& s = *m.impl_;
   if (pd.wqe) q.ct_wqes--;
+  if (pd.ct_create && s.cts[pd.id].used) s.cts[pd.id].ready = true;
   if (pd.kind == Impl::Pending::kFlowDestroy) {
     // The slot returns to the table when the destruction is pulled
     // (mlx5_flow_hw.c:2824-2839); its counter waits for the service's
