@@ -5,11 +5,17 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "dataplane/config.h"
 #include "dataplane/hwflow.h"
+#include "dataplane/nic_model.h"
+#include "dataplane/offload.h"
 
 namespace dp::hw {
 namespace {
@@ -437,6 +443,35 @@ TEST(TranslateRules, ShadowedByHigherSoftwareRuleOnlyWhenOverlapping) {
   EXPECT_EQ(rf[1].tier, Tier::kFull);      // UDP cannot hit the TCP range rule
   EXPECT_EQ(rf[2].tier, Tier::kFull);      // port 3000 is outside 1000-2000
   EXPECT_EQ(rf[3].tier, Tier::kSoftware);  // port 1500 is inside it
+}
+
+// Issue 29 finding 2: the firmware read before EAL (sysfs, as ethtool -i
+// shows it) decides the engine an mlx5 port is probed with.
+TEST(Engine, FirmwareDecidesTheDevargs) {
+  EXPECT_TRUE(firmware_has_hws("22.35.1012"));
+  EXPECT_TRUE(firmware_has_hws("24.36.1010"));
+  EXPECT_FALSE(firmware_has_hws("22.35.1011"));
+  EXPECT_FALSE(firmware_has_hws("22.31.1014"));
+  EXPECT_FALSE(firmware_has_hws("22.40"));
+  EXPECT_FALSE(firmware_has_hws(""));
+  EXPECT_FALSE(firmware_has_hws("22.36.1010 (MT_0000000359)x"));
+  const std::string root = "/tmp/dp-sysfs-" + std::to_string(getpid());
+  const std::string dev = root + "/bus/pci/devices/0000:03:00.0/infiniband/mlx5_0";
+  std::filesystem::create_directories(dev);
+  std::ofstream(dev + "/fw_ver") << "24.32.1010\n";
+  EXPECT_EQ(pci_firmware("0000:03:00.0,representor=pf0vf65535", root), "24.32.1010");
+  EXPECT_EQ(pci_firmware("0000:04:00.0", root), "");
+  EXPECT_EQ(pci_firmware("../../etc", root), "");
+  std::filesystem::remove_all(root);
+  std::string why;
+  EXPECT_EQ(engine_devargs("0000:03:00.0", "auto", "24.32.1010", &why), "0000:03:00.0");
+  EXPECT_NE(why.find("has no hardware steering"), std::string::npos) << why;
+  EXPECT_EQ(engine_devargs("0000:03:00.0", "auto", "24.36.1010", &why), "0000:03:00.0,dv_flow_en=2");
+  EXPECT_EQ(engine_devargs("0000:03:00.0", "auto", "", &why), "0000:03:00.0");
+  EXPECT_EQ(engine_devargs("0000:03:00.0", "sws", "24.36.1010", &why), "0000:03:00.0,dv_flow_en=1");
+  EXPECT_EQ(engine_devargs("0000:03:00.0", "hws", "", &why), "0000:03:00.0,dv_flow_en=2");
+  EXPECT_EQ(engine_devargs("0000:03:00.0,dv_flow_en=1", "auto", "24.36.1010", &why), "0000:03:00.0,dv_flow_en=1");
+  EXPECT_NE(why.find("as its devargs set it"), std::string::npos);
 }
 
 TEST(Overlap, Basics) {
