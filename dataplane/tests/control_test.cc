@@ -150,7 +150,13 @@ TEST(ControlServer, RefusesWhatIsNotASocketAndASecondOwner) {
   EXPECT_FALSE(ControlServer::open("relative.sock").ok());
   EXPECT_FALSE(ControlServer::open("/tmp/" + std::string(120, 'x')).ok());
   first.value().reset();
-  unlink((path + ".lock").c_str());
+  // A clean stop leaves neither the socket nor its lock; the next one starts.
+  EXPECT_NE(access(path.c_str(), F_OK), 0);
+  EXPECT_NE(access((path + ".lock").c_str(), F_OK), 0) << "the lock file was left behind";
+  auto third = ControlServer::open(path);
+  ASSERT_TRUE(third.ok()) << third.message();
+  third.value().reset();
+  EXPECT_NE(access((path + ".lock").c_str(), F_OK), 0);
 }
 
 TEST(ControlServer, ARequestTooLargeGetsAnError) {

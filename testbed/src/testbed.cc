@@ -632,7 +632,7 @@ bool in_family(const std::string& name, const std::vector<std::string>& families
 namespace {
 
 // The dataplane's control socket and its lock (/run/dataplane/PREFIX.sock
-// and PREFIX.sock.lock: a clean exit removes the socket and keeps the lock)
+// and PREFIX.sock.lock: a clean exit removes both, a killed daemon leaves them)
 // for prefixes `want` accepts, once no daemon holds the lock.
 int remove_dataplane_sockets(const std::function<bool(const std::string&)>& want, std::string* errors) {
   int removed = 0;

@@ -85,8 +85,22 @@ Result<std::unique_ptr<ControlServer>> ControlServer::open(const std::string& pa
     return Status::error("control socket directory " + dir + ": " + errstr(errno));
 
   std::string lock = path + ".lock";
-  s->lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (s->lock_fd_ < 0) return Status::error("control socket lock " + lock + ": " + errstr(errno));
+  // The lock file goes with a clean stop (unlinked while held): a lock taken
+  // on a file that is no longer the one at `lock` (a stopping daemon removed
+  // it meanwhile) is taken again on the new one.
+  for (int tries = 0;; tries++) {
+    s->lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (s->lock_fd_ < 0) return Status::error("control socket lock " + lock + ": " + errstr(errno));
+    if (flock(s->lock_fd_, LOCK_EX | LOCK_NB) != 0) break;  // refused below, with who holds it
+    struct stat held{}, now{};
+    if (fstat(s->lock_fd_, &held) == 0 && stat(lock.c_str(), &now) == 0 && held.st_dev == now.st_dev &&
+        held.st_ino == now.st_ino)
+      break;
+    close(s->lock_fd_);
+    s->lock_fd_ = -1;
+    if (tries == 100) return Status::error("control socket lock " + lock + ": keeps being replaced");
+  }
+  s->lock_path_ = lock;
   if (flock(s->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     int e = errno;
     char pid[32] = {};
@@ -98,6 +112,7 @@ Result<std::unique_ptr<ControlServer>> ControlServer::open(const std::string& pa
                            lock + "); give this one its own --file-prefix or control.socket");
     return Status::error("control socket lock " + lock + ": " + errstr(e));
   }
+  s->locked_ = true;
   std::string me = std::to_string(getpid()) + "\n";
   if (ftruncate(s->lock_fd_, 0) != 0 || pwrite(s->lock_fd_, me.data(), me.size(), 0) < 0) {
     // The lock holds without the pid; it only makes the message above better.
@@ -128,9 +143,13 @@ ControlServer::~ControlServer() {
     close(fd_);
     unlink(path_.c_str());
   }
-  // The lock file stays: removing it would let two daemons each lock a
-  // different inode of the same name.
-  if (lock_fd_ >= 0) close(lock_fd_);
+  // Removed while held (open() takes a lock again when its file was
+  // replaced meanwhile, so two daemons never hold different files of one
+  // name); only kill -9 leaves it, for the next start to reuse.
+  if (lock_fd_ >= 0) {
+    if (locked_) unlink(lock_path_.c_str());
+    close(lock_fd_);
+  }
 }
 
 void ControlServer::poll(int timeout_ms, uint64_t now_ns, const Handler& handler) {

@@ -77,6 +77,8 @@ class ControlServer {
 
   std::string path_;
   int lock_fd_ = -1, fd_ = -1;
+  std::string lock_path_;
+  bool locked_ = false;  // holds the lock: the file is its to remove
   std::vector<Client> clients_;
 };
 
