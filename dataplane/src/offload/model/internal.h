@@ -536,7 +536,7 @@ struct ModelCalls {
   // DV software steering (dv_flow_en=1; sync.cc): the synchronous calls.
   static int sws_setup(Mlx5Model& m, Impl::Port& p);
   static bool sws_settle(Mlx5Model& m, Impl::Port& p);
-  static bool sws_room(Mlx5Model& m);
+  static bool sws_room(Mlx5Model& m, rte_flow_error* e);
   static int sync_validate(Mlx5Model& m, uint16_t port, const rte_flow_attr* a, const rte_flow_item items[],
                            const rte_flow_action actions[], rte_flow_error* e);
   static int dv_validate(Mlx5Model& m, Impl::Port& p, const rte_flow_attr* a, const rte_flow_item items[],

@@ -83,8 +83,8 @@ bool ModelCalls::sws_settle(Mlx5Model& m, Impl::Port& p) {
 
 // Room in every replica's ring for the next operation: the workers drain
 // them; a synchronous call waits for them as the driver waits for its
-// own writes. False after a second (nobody services the replicas).
-bool ModelCalls::sws_room(Mlx5Model& m) {
+// own writes. After a second (nobody services the replicas): refused.
+bool ModelCalls::sws_room(Mlx5Model& m, rte_flow_error* e) {
   Impl& s = *m.impl_;
   const uint64_t t0 = mono_ns();
   for (;;) {
@@ -94,7 +94,8 @@ bool ModelCalls::sws_room(Mlx5Model& m) {
     if (m.cfg_.self_service)
       for (auto& r : s.replicas) m.service_replica(r.get(), UINT64_MAX);
     else if (mono_ns() - t0 > kQueryWaitNs)
-      return false;
+      return refuse(m, e, EAGAIN, "not-modelled", "the model's operation rings are full (no worker serviced them)"),
+             false;
     else
       sched_yield();
   }
@@ -125,19 +126,10 @@ int ModelCalls::dv_validate(Mlx5Model& m, Impl::Port& p, const rte_flow_attr* a,
   if (a->egress) return refuse(m, e, ENOTSUP, "not-modelled", "egress rules");
   bool outer_tcp = false, tunnel = false;
   for (const rte_flow_item* it = items; it->type != RTE_FLOW_ITEM_TYPE_END; it++) {
-    switch (it->type) {
-      case RTE_FLOW_ITEM_TYPE_VXLAN: tunnel = true; break;
-      case RTE_FLOW_ITEM_TYPE_TCP: outer_tcp = outer_tcp || !tunnel; break;
-      case RTE_FLOW_ITEM_TYPE_VOID:
-      case RTE_FLOW_ITEM_TYPE_ETH:
-      case RTE_FLOW_ITEM_TYPE_VLAN:
-      case RTE_FLOW_ITEM_TYPE_IPV4:
-      case RTE_FLOW_ITEM_TYPE_IPV6:
-      case RTE_FLOW_ITEM_TYPE_UDP:
-      case RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT:
-      case RTE_FLOW_ITEM_TYPE_CONNTRACK: break;
-      default: return refuse(m, e, ENOTSUP, "not-modelled", "an item type the provider does not use");
-    }
+    // (Item types the model does not know are refused by its pattern
+    // template, which the rule goes through next: sws_table.)
+    if (it->type == RTE_FLOW_ITEM_TYPE_VXLAN) tunnel = true;
+    if (it->type == RTE_FLOW_ITEM_TYPE_TCP) outer_tcp = outer_tcp || !tunnel;
   }
   bool fate = false, age = false, encap = false, ct = false;
   for (const rte_flow_action* x = actions; x->type != RTE_FLOW_ACTION_TYPE_END; x++) {
@@ -243,10 +235,7 @@ rte_flow* ModelCalls::sync_create(void* self, uint16_t port, const rte_flow_attr
   if (dv_validate(m, *p, a, items, actions, e) != 0) return nullptr;
   Impl::Table* t = sws_table(m, *p, *a, items, actions, e);
   if (!t) return nullptr;
-  if (!sws_room(m)) {
-    refuse(m, e, EAGAIN, "not-modelled", "the model's operation rings are full (no worker serviced them)");
-    return nullptr;
-  }
+  if (!sws_room(m, e)) return nullptr;
   Inside in(*m.impl_);
   rte_flow_op_attr op{};
   rte_flow* f = async_create(self, port, 0, &op, reinterpret_cast<rte_flow_template_table*>(t), items, 0, actions, 0,
@@ -259,10 +248,7 @@ int ModelCalls::sync_destroy(void* self, uint16_t port, rte_flow* f, rte_flow_er
   Mlx5Model& m = M(self);
   Impl::Port* p = sws_port(m, port, false, e);
   if (!p) return -rte_errno;
-  if (!sws_room(m)) {
-    refuse(m, e, EAGAIN, "not-modelled", "the model's operation rings are full (no worker serviced them)");
-    return -rte_errno;
-  }
+  if (!sws_room(m, e)) return -rte_errno;
   Inside in(*m.impl_);
   rte_flow_op_attr op{};
   int rc = async_destroy(self, port, 0, &op, f, nullptr, e);
@@ -280,10 +266,7 @@ rte_flow_action_handle* ModelCalls::sync_ah_create(void* self, uint16_t port, co
     return refuse_null<R>(m, e, EINVAL, "dv-attr", "must specify exactly one of ingress, egress or transfer");
   if (action->type == RTE_FLOW_ACTION_TYPE_CONNTRACK && (conf->transfer || m.cfg_.esw))
     return refuse_null<R>(m, e, ENOTSUP, "dv-ct-esw", "Connection is not supported");
-  if (!sws_room(m)) {
-    refuse(m, e, EAGAIN, "not-modelled", "the model's operation rings are full (no worker serviced them)");
-    return nullptr;
-  }
+  if (!sws_room(m, e)) return nullptr;
   Inside in(*m.impl_);
   rte_flow_op_attr op{};
   R* h = ah_create(self, port, 0, &op, conf, action, nullptr, e);
@@ -296,10 +279,7 @@ int ModelCalls::sync_ah_update(void* self, uint16_t port, rte_flow_action_handle
   Mlx5Model& m = M(self);
   Impl::Port* p = sws_port(m, port, false, e);
   if (!p) return -rte_errno;
-  if (!sws_room(m)) {
-    refuse(m, e, EAGAIN, "not-modelled", "the model's operation rings are full (no worker serviced them)");
-    return -rte_errno;
-  }
+  if (!sws_room(m, e)) return -rte_errno;
   Inside in(*m.impl_);
   rte_flow_op_attr op{};
   int rc = ah_update(self, port, 0, &op, h, update, nullptr, e);
@@ -312,10 +292,7 @@ int ModelCalls::sync_ah_query(void* self, uint16_t port, const rte_flow_action_h
   Mlx5Model& m = M(self);
   Impl::Port* p = sws_port(m, port, false, e);
   if (!p) return -rte_errno;
-  if (!sws_room(m)) {
-    refuse(m, e, EAGAIN, "not-modelled", "the model's operation rings are full (no worker serviced them)");
-    return -rte_errno;
-  }
+  if (!sws_room(m, e)) return -rte_errno;
   Inside in(*m.impl_);
   rte_flow_op_attr op{};
   int rc = ah_query(self, port, 0, &op, h, data, nullptr, e);
@@ -329,10 +306,7 @@ int ModelCalls::sync_ah_destroy(void* self, uint16_t port, rte_flow_action_handl
   Mlx5Model& m = M(self);
   Impl::Port* p = sws_port(m, port, false, e);
   if (!p) return -rte_errno;
-  if (!sws_room(m)) {
-    refuse(m, e, EAGAIN, "not-modelled", "the model's operation rings are full (no worker serviced them)");
-    return -rte_errno;
-  }
+  if (!sws_room(m, e)) return -rte_errno;
   Inside in(*m.impl_);
   rte_flow_op_attr op{};
   int rc = ah_destroy(self, port, 0, &op, h, nullptr, e);
