@@ -227,8 +227,11 @@ TEST(ConnFlow, WithoutTransferOutputIsMarkPlusRss) {
   const auto* rss = f.find_action(RTE_FLOW_ACTION_TYPE_RSS);
   ASSERT_NE(rss, nullptr);
   const auto& r = conf_of<rte_flow_action_rss>(*rss);
-  EXPECT_EQ(r.queue_num, 2u);
+  // The port's redirection table: 128 entries, entry i queue i % 2.
+  ASSERT_EQ(r.queue_num, 128u);
   EXPECT_EQ(r.queue[1], 1);
+  EXPECT_EQ(r.queue[126], 0);
+  EXPECT_EQ(r.types, RTE_ETH_RSS_NONFRAG_IPV4_UDP);
   EXPECT_EQ(r.key_len, 40u);
   EXPECT_EQ(r.key[0], 0x6d);
   EXPECT_EQ(r.key[1], 0x5a);  // symmetric: both directions to one queue
@@ -258,20 +261,63 @@ TEST(BaseFlows, TransferVerdictGroupsOnlyMissesGoToSoftwareByThemselves) {
 TEST(BaseFlows, NicRxMissRulesAndMarkFirst) {
   Layout l = layout(false);
   std::vector<Flow> v = base_flows(l);
-  // A non-root NIC Rx table drops what it misses: each group ends in a
-  // catch-all to software.
-  ASSERT_EQ(v.size(), 2u + 2 * 4);
-  EXPECT_EQ(v[0].attr.group, 1u);
-  EXPECT_EQ(v[0].attr.priority, 1u);
-  EXPECT_EQ(v[0].actions[0].type, RTE_FLOW_ACTION_TYPE_RSS);
-  const Flow& ok = v[2 + 2 * 1];
-  const Flow& sw = v[2 + 2 * 1 + 1];
+  // Per port: the RSS split group's 7 rules, then group N's catch-all; then
+  // the verdict groups. A non-root NIC Rx table drops what it misses: each
+  // group ends in a catch-all to software, which goes through the split.
+  ASSERT_EQ(v.size(), 2u * 7 + 2 + 2 * 4);
+  const Flow& miss = v[2 * 7];
+  EXPECT_EQ(miss.attr.group, 1u);
+  EXPECT_EQ(miss.attr.priority, 1u);
+  ASSERT_EQ(miss.actions[0].type, RTE_FLOW_ACTION_TYPE_JUMP);
+  EXPECT_EQ(static_cast<const rte_flow_action_jump*>(miss.actions[0].conf)->group, l.split_group());
+  const Flow& ok = v[2 * 7 + 2 + 2 * 1];
+  const Flow& sw = v[2 * 7 + 2 + 2 * 1 + 1];
   // The NIC Rx order wants the tag first (hws/mlx5dr_action.c:18-37).
   EXPECT_EQ(action_types(ok),
             (std::vector<rte_flow_action_type>{RTE_FLOW_ACTION_TYPE_MARK, RTE_FLOW_ACTION_TYPE_COUNT,
-                                               RTE_FLOW_ACTION_TYPE_RSS, RTE_FLOW_ACTION_TYPE_END}));
+                                               RTE_FLOW_ACTION_TYPE_JUMP, RTE_FLOW_ACTION_TYPE_END}));
   EXPECT_EQ(sw.attr.priority, 1u);
-  EXPECT_EQ(sw.actions[0].type, RTE_FLOW_ACTION_TYPE_RSS);
+  EXPECT_EQ(sw.actions[0].type, RTE_FLOW_ACTION_TYPE_JUMP);
+}
+
+// Finding 5 (issue 29): HWS makes one TIR of an RSS action's types, IPv4
+// over IPv6 and UDP over TCP (mlx5_flow_hw.c:183-225): every RSS the
+// provider writes names one L3 and at most one L4, the one its pattern has.
+TEST(BaseFlows, EveryNicRxRssHashesOnlyWhatItsPatternHolds) {
+  Layout l = layout(false);
+  std::vector<Flow> v = base_flows(l);
+  int splits = 0;
+  for (const Flow& f : v) {
+    for (const rte_flow_action* a = f.actions.data(); a->type != RTE_FLOW_ACTION_TYPE_END; a++) {
+      if (a->type != RTE_FLOW_ACTION_TYPE_RSS) continue;
+      const auto* r = static_cast<const rte_flow_action_rss*>(a->conf);
+      ASSERT_EQ(f.attr.group, l.split_group()) << f.what;
+      splits++;
+      const bool v4 = f.find_item(RTE_FLOW_ITEM_TYPE_IPV4), v6 = f.find_item(RTE_FLOW_ITEM_TYPE_IPV6);
+      const bool tcp = f.find_item(RTE_FLOW_ITEM_TYPE_TCP), udp = f.find_item(RTE_FLOW_ITEM_TYPE_UDP);
+      uint64_t want = RTE_ETH_RSS_IP;
+      if (v4) want = tcp ? RTE_ETH_RSS_NONFRAG_IPV4_TCP : udp ? RTE_ETH_RSS_NONFRAG_IPV4_UDP : RTE_ETH_RSS_IPV4;
+      if (v6) want = tcp ? RTE_ETH_RSS_NONFRAG_IPV6_TCP : udp ? RTE_ETH_RSS_NONFRAG_IPV6_UDP : RTE_ETH_RSS_IPV6;
+      EXPECT_EQ(r->types, want) << f.what;
+      EXPECT_EQ(r->key_len, 40u);
+      EXPECT_EQ(0, memcmp(r->key, kSymmetricRssKey, 40));
+    }
+  }
+  EXPECT_EQ(splits, 2 * 7);
+  // A connection rule carries the RSS of its own tuple.
+  ctrack::Key k{};
+  k.family = 6;
+  k.proto = IPPROTO_TCP;
+  k.src[15] = 1;
+  k.dst[15] = 2;
+  k.sport = 1000;
+  k.dport = 80;
+  Conn c{k, {0, 1}, {1, 0}};
+  c.aso = false;
+  Flow f = conn_flow(l, c, 0, nullptr, nullptr);
+  const rte_flow_action* r = f.find_action(RTE_FLOW_ACTION_TYPE_RSS);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(static_cast<const rte_flow_action_rss*>(r->conf)->types, RTE_ETH_RSS_NONFRAG_IPV6_TCP);
 }
 
 std::vector<Rule> rules_of(const std::string& tables) {

@@ -1464,6 +1464,45 @@ TEST(Findings29, DecapAndEncapInOneDirectionStaysInSoftware) {
   }
 }
 
+
+// Finding 5: in NIC Rx every packet the NIC sends to the software queues
+// is hashed on the fields the port's own RSS uses (addresses, and ports for
+// TCP and UDP), so that it reaches the worker that owns it. HWS makes one
+// TIR of an RSS action's types (mlx5_flow_hw.c:183-225): the old
+// IP|TCP|UDP hashed TCP without its ports and IPv6 on nothing.
+TEST(Findings29, NicRxRssHashesEachPacketAsThePortsOwnRss) {
+  const std::string v6 = "    - {priority: 150, match: \"eth_type=ipv6,ip_proto=tcp\", actions: \"ct(table=1)\"}\n";
+  auto v6tcp = [](bool in, uint8_t flags, uint32_t seq, uint32_t ack, size_t payload) {
+    FrameSpec s = tcp(in, flags, seq, ack, payload);
+    s.src = in ? "fd00::1" : "fd00::2";
+    s.dst = in ? "fd00::2" : "fd00::1";
+    return build_frame(s);
+  };
+  for (const char* nic : {"cx6dx-legacy", "cx6dx-legacy-fw22.31"}) {
+    SCOPED_TRACE(nic);
+    Rig r(with_nic(nic), v6);
+    r.refusals_expected = true;
+    handshake(r);
+    int marked = 0;
+    for (int i = 0; i < 10; i++) {
+      marked += r.pass(kIn, build_frame(tcp(true, kAck | kPsh, 101 + 100 * i, 501, 100))).marked;
+      marked += r.pass(kOut, build_frame(tcp(false, kAck, 501, 201 + 100 * i))).marked;
+    }
+    EXPECT_EQ(marked, 20);
+    // A FIN leaves the NIC for software through the conntrack verdict's or
+    // the flags' miss rule.
+    EXPECT_EQ(r.pass(kIn, build_frame(tcp(true, kAck | kFin, 1101, 501))).out, kOut);
+    // IPv6 (offloaded where the engine takes its 5-tuple: DV).
+    EXPECT_EQ(r.pass(kIn, v6tcp(true, kSyn, 100, 0, 0)).out, kOut);
+    EXPECT_EQ(r.pass(kOut, v6tcp(false, kSyn | kAck, 500, 101, 0)).out, kIn);
+    EXPECT_EQ(r.pass(kIn, v6tcp(true, kAck, 101, 501, 0)).out, kOut);
+    r.settle();
+    for (int i = 0; i < 5; i++) r.pass(kIn, v6tcp(true, kAck | kPsh, 101 + 100 * i, 501, 100));
+    EXPECT_EQ(r.stat("nic_rss_off_port"), 0u);
+    EXPECT_GT(r.stat("nic_to_software"), 20u);
+  }
+}
+
 }  // namespace
 }  // namespace dp
 

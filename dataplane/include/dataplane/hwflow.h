@@ -60,6 +60,9 @@ struct Layout {
   uint32_t verdict_group(size_t in, size_t out) const {
     return ct_group + 1 + static_cast<uint32_t>(in * nports() + out);
   }
+  // NIC Rx: the group that sends each packet type to the software queues
+  // with its own RSS types (after the verdict groups).
+  uint32_t split_group() const { return verdict_group(nports(), 0); }
 };
 
 // Marks without transfer: kTag | config port index to forward to.

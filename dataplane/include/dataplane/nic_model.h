@@ -113,6 +113,10 @@ struct Mlx5ModelConfig {
 struct NicStats {
   uint64_t rx = 0, forwarded = 0, dropped = 0, to_software = 0, ct_invalid = 0, ct_changed = 0, no_rx_flows = 0,
            miss_dropped = 0, rewritten = 0;  // rewritten: decapsulated, modified or encapsulated
+  // Sent to the software queues by an RSS action that hashes the packet on
+  // other fields than the port's own RSS (addresses, and ports for TCP and
+  // UDP): it may land on a queue other than its owner's (steer.h).
+  uint64_t rss_off_port = 0;
   NicStats& operator+=(const NicStats& o);
 };
 

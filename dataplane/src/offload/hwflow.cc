@@ -14,13 +14,6 @@ namespace dp::hw {
 
 namespace {
 
-// The same symmetric Toeplitz key the daemon programs for port RSS.
-constexpr std::array<uint8_t, 40> kSymKey = [] {
-  std::array<uint8_t, 40> k{};
-  for (size_t i = 0; i < k.size(); i++) k[i] = i % 2 ? 0x5a : 0x6d;
-  return k;
-}();
-
 uint32_t prefix_mask4(uint8_t len) { return len == 0 ? 0 : htonl(~0u << (32 - len)); }
 
 void prefix_mask6(uint8_t len, uint8_t* out) {
@@ -30,21 +23,47 @@ void prefix_mask6(uint8_t len, uint8_t* out) {
   }
 }
 
-// NIC Rx only: RSS over the software queues with the symmetric key. (In
-// the FDB nothing is needed: a miss goes to the E-Switch manager, which
-// hands the packet to the representor it came from, hws/mlx5dr_table.c:17-52;
-// PORT_REPRESENTOR is not in the 22.11 template API, mlx5_flow_hw.c:4103-4107.)
-void to_software(Flow& f, const Layout& l) {
-  std::array<uint16_t, 64> q{};
-  for (uint16_t i = 0; i < l.nb_queues && i < q.size(); i++) q[i] = i;
-  rte_flow_action_rss rss{};
-  rss.func = RTE_ETH_HASH_FUNCTION_TOEPLITZ;
-  rss.types = RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP;
-  rss.key_len = kSymKey.size();
-  rss.key = f.keep(kSymKey)->data();
-  rss.queue_num = std::min<uint32_t>(l.nb_queues, q.size());
-  rss.queue = f.keep(q)->data();
-  f.action(RTE_FLOW_ACTION_TYPE_RSS, rss);
+// The RSS types that make the NIC hash a packet of (family, proto) on the
+// fields the port's own RSS does (rss_hf IP|TCP|UDP: addresses, and ports
+// for TCP and UDP), so that it reaches the queue of the worker that owns
+// it (steer.h). HWS builds one TIR per RSS action from its types alone:
+// IPv4 wins over IPv6 and UDP over TCP (mlx5_flow_hw.c:183-225, 396-399),
+// so IP|TCP|UDP would hash TCP without its ports and IPv6 on nothing.
+uint64_t rss_types(int family, int proto) {
+  const bool v4 = family == 4;
+  if (proto == IPPROTO_TCP) return v4 ? RTE_ETH_RSS_NONFRAG_IPV4_TCP : RTE_ETH_RSS_NONFRAG_IPV6_TCP;
+  if (proto == IPPROTO_UDP) return v4 ? RTE_ETH_RSS_NONFRAG_IPV4_UDP : RTE_ETH_RSS_NONFRAG_IPV6_UDP;
+  return v4 ? RTE_ETH_RSS_IPV4 : RTE_ETH_RSS_IPV6;
+}
+
+// The queues are the port's redirection table (entry i: queue i % queues,
+// control/ports.cc), as the PMD's own Rx control rules take it
+// (mlx5_flow_hw.c:6784-6788), so that hash % 128 picks the owner steer.h
+// computes, whatever the number of workers.
+void rss(Flow& f, const Layout& l, uint64_t types) {
+  std::array<uint16_t, Steering::kRetaSize> q{};
+  const uint16_t nq = std::max<uint16_t>(l.nb_queues, 1);
+  for (uint16_t i = 0; i < q.size(); i++) q[i] = i % nq;
+  rte_flow_action_rss r{};
+  r.func = RTE_ETH_HASH_FUNCTION_TOEPLITZ;
+  r.types = types;
+  r.key_len = kRssKeyLen;
+  r.key = f.keep(std::to_array(kSymmetricRssKey))->data();
+  r.queue_num = q.size();
+  r.queue = f.keep(q)->data();
+  f.action(RTE_FLOW_ACTION_TYPE_RSS, r);
+}
+
+// NIC Rx only: to the software queues, hashed as the port's RSS would
+// (rss_types). A rule for one family and TCP or UDP carries its own RSS;
+// any other jumps to the RSS split group (split_flows), which sorts
+// packets by type first. (In the FDB nothing is needed: a miss goes to the
+// E-Switch manager, which hands the packet to the representor it came
+// from, hws/mlx5dr_table.c:17-52; PORT_REPRESENTOR is not in the 22.11
+// template API, mlx5_flow_hw.c:4103-4107.)
+void to_software(Flow& f, const Layout& l, int family = 0, int proto = 0) {
+  if ((family == 4 || family == 6) && (proto == IPPROTO_TCP || proto == IPPROTO_UDP)) rss(f, l, rss_types(family, proto));
+  else f.action(RTE_FLOW_ACTION_TYPE_JUMP, rte_flow_action_jump{l.split_group()});
 }
 
 // NIC Rx: the port a packet is to leave by, as a mark (the TAG action runs
@@ -56,9 +75,9 @@ void mark_out(Flow& f, const Layout& l, size_t out) {
 
 // The fate that sends a packet on: FDB: the port itself; NIC Rx: software's
 // queues (it carries the mark software forwards by).
-void fate_out(Flow& f, const Layout& l, size_t out) {
+void fate_out(Flow& f, const Layout& l, size_t out, int family = 0, int proto = 0) {
   if (l.transfer) f.action(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, rte_flow_action_ethdev{l.port_ids[out]});
-  else to_software(f, l);
+  else to_software(f, l, family, proto);
 }
 
 void attr(Flow& f, const Layout& l, uint32_t group, uint32_t prio, size_t in) {
@@ -280,7 +299,7 @@ Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* 
                                                                        kVxlanOverhead});
   }
   if (aso) f.action(RTE_FLOW_ACTION_TYPE_JUMP, rte_flow_action_jump{l.verdict_group(in, out)});
-  else fate_out(f, l, out);
+  else fate_out(f, l, out, k.family, k.proto);
   f.finish();
   return f;
 }
@@ -292,6 +311,34 @@ std::vector<Flow> base_flows(const Layout& l) {
   // verdict group end in a catch-all to software. The FDB misses to
   // software by itself.
   if (!l.transfer) {
+    // The RSS split group: each packet type to the software queues with
+    // the RSS types that hash it as the port does (rss_types); more
+    // specific first (the L3-only and Ethernet rules match TCP and UDP too).
+    struct Split {
+      int family, proto;
+      uint32_t prio;
+    };
+    static constexpr Split kSplit[] = {{4, IPPROTO_TCP, 0}, {4, IPPROTO_UDP, 0}, {6, IPPROTO_TCP, 0},
+                                       {6, IPPROTO_UDP, 0}, {4, 0, 1},           {6, 0, 1},
+                                       {0, 0, 2}};
+    for (size_t in = 0; in < l.nports(); in++) {
+      for (const Split& sp : kSplit) {
+        Flow f;
+        f.what = "group " + std::to_string(l.split_group()) + " from port " + std::to_string(in) + ": software, " +
+                 (sp.family ? "IPv" + std::to_string(sp.family) : std::string("other")) +
+                 (sp.proto == IPPROTO_TCP ? "/TCP" : sp.proto == IPPROTO_UDP ? "/UDP" : "") + " hash";
+        attr(f, l, l.split_group(), sp.prio, in);
+        f.item(RTE_FLOW_ITEM_TYPE_ETH);
+        // Items of the type alone (spec and mask zero).
+        if (sp.family == 4) f.item(RTE_FLOW_ITEM_TYPE_IPV4, rte_flow_item_ipv4{}, rte_flow_item_ipv4{});
+        if (sp.family == 6) f.item(RTE_FLOW_ITEM_TYPE_IPV6, rte_flow_item_ipv6{}, rte_flow_item_ipv6{});
+        if (sp.proto == IPPROTO_TCP) f.item(RTE_FLOW_ITEM_TYPE_TCP, rte_flow_item_tcp{}, rte_flow_item_tcp{});
+        if (sp.proto == IPPROTO_UDP) f.item(RTE_FLOW_ITEM_TYPE_UDP, rte_flow_item_udp{}, rte_flow_item_udp{});
+        rss(f, l, sp.family ? rss_types(sp.family, sp.proto) : RTE_ETH_RSS_IP);
+        f.finish();
+        v.push_back(std::move(f));
+      }
+    }
     for (size_t in = 0; in < l.nports(); in++) {
       Flow f;
       f.what = "group " + std::to_string(l.ct_group) + " miss from port " + std::to_string(in) + ": software";
@@ -626,17 +673,18 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
           // refused (mlx5_flow_hw.c:1606-1617); transfer group 0 is table 1.
           if (tier == Tier::kMark) f.action(RTE_FLOW_ACTION_TYPE_MARK, rte_flow_action_mark{kRuleMarkTag | r.id});
           if (l.transfer) f.action(RTE_FLOW_ACTION_TYPE_COUNT, rte_flow_action_count{});
+          const int proto = m.has(kMProto) ? m.proto : 0;
           switch (tier) {
             case Tier::kFull:
               if (term->type == ActType::kDrop) f.action(RTE_FLOW_ACTION_TYPE_DROP);
-              else fate_out(f, l, term->port);
+              else fate_out(f, l, term->port, fy, proto);
               break;
             case Tier::kJumpCt:
               f.action(RTE_FLOW_ACTION_TYPE_JUMP, rte_flow_action_jump{l.ct_group});
               break;
             case Tier::kMark:
             case Tier::kSoftware:
-              to_software(f, l);
+              to_software(f, l, fy, proto);
               break;
           }
           f.finish();

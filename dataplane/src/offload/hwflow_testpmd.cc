@@ -3,8 +3,10 @@
 // offload testpmd`.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <rte_ethdev.h>
 
 #include <cstring>
+#include <utility>
 #include <sstream>
 
 #include "dataplane/hwflow.h"
@@ -197,7 +199,26 @@ std::string testpmd_actions(const Flow& f, int indirect_id, bool mask) {
         const auto& r = conf_of<rte_flow_action_rss>(a);
         o << " rss queues";
         for (uint32_t q = 0; q < r.queue_num; q++) o << " " << r.queue[q];
-        o << " end types ip tcp udp end key ";
+        o << " end types";
+        // testpmd's names (app/test-pmd/config.c rss_type_table), one per bit hwflow uses.
+        static constexpr std::pair<uint64_t, const char*> kNames[] = {
+            {RTE_ETH_RSS_IP, "ip"},
+            {RTE_ETH_RSS_TCP, "tcp"},
+            {RTE_ETH_RSS_UDP, "udp"},
+            {RTE_ETH_RSS_IPV4, "ipv4"},
+            {RTE_ETH_RSS_IPV6, "ipv6"},
+            {RTE_ETH_RSS_NONFRAG_IPV4_TCP, "ipv4-tcp"},
+            {RTE_ETH_RSS_NONFRAG_IPV4_UDP, "ipv4-udp"},
+            {RTE_ETH_RSS_NONFRAG_IPV6_TCP, "ipv6-tcp"},
+            {RTE_ETH_RSS_NONFRAG_IPV6_UDP, "ipv6-udp"}};
+        uint64_t left = r.types;
+        for (const auto& [bits, name] : kNames) {
+          if ((left & bits) != bits) continue;
+          o << " " << name;
+          left &= ~bits;
+        }
+        if (left) o << " ?0x" << std::hex << left << std::dec;
+        o << " end key ";
         for (uint32_t k = 0; k < r.key_len; k++) {
           char h[3];
           snprintf(h, sizeof h, "%02x", r.key[k]);

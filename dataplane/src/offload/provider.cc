@@ -480,6 +480,7 @@ OffloadStats RteFlowProvider::stats() const {
                                          {"nic_no_rx_flows", t.no_rx_flows},
                                          {"nic_miss_dropped", t.miss_dropped},
                                          {"nic_rewritten", t.rewritten},
+                                         {"nic_rss_off_port", t.rss_off_port},
                                          {"nic_rules_in_use", model->flows_in_use()},
                                          {"nic_ct_in_use", model->ct_in_use()},
                                          {"nic_counters_in_use", model->counters_in_use()},

@@ -188,7 +188,16 @@ int ModelCalls::compile_actions(Mlx5Model& m, Impl::Table& t, const rte_flow_act
         r.jump = g;
         break;
       }
-      case RTE_FLOW_ACTION_TYPE_RSS:
+      case RTE_FLOW_ACTION_TYPE_RSS: {
+        const auto* c = static_cast<const rte_flow_action_rss*>(conf);
+        if (!c) return refuse(m, e, EINVAL, "rule-shape", "RSS without its configuration");
+        if (c->level > 1 || (c->types & (RTE_ETH_RSS_L3_SRC_ONLY | RTE_ETH_RSS_L3_DST_ONLY | RTE_ETH_RSS_L4_SRC_ONLY |
+                                         RTE_ETH_RSS_L4_DST_ONLY)))
+          return refuse(m, e, ENOTSUP, "not-modelled", "RSS on inner or source/destination-only fields");
+        r.fate = MRule::kSw;
+        r.rss_types = c->types ? c->types : RTE_ETH_RSS_IP;
+        break;
+      }
       case RTE_FLOW_ACTION_TYPE_QUEUE: r.fate = MRule::kSw; break;
       case RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT: {
         int idx = s.index_of(static_cast<const rte_flow_action_ethdev*>(conf)->port_id);

@@ -136,6 +136,7 @@ struct MRule {
   uint32_t jump = 0;  // internal group
   bool mark = false;
   uint32_t mark_id = 0;
+  uint64_t rss_types = 0;  // kSw by RSS: its types (0 taken as RTE_ETH_RSS_IP, mlx5_flow_hw.c:396)
   // VXLAN: the pattern's items before its VXLAN item are the outer headers
   // (o_*); the fields above are then the inner ones.
   bool tunnel = false;

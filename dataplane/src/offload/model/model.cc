@@ -76,6 +76,7 @@ NicStats Mlx5Model::stats(unsigned q) const {
   r.no_rx_flows = __atomic_load_n(&s.no_rx_flows, __ATOMIC_RELAXED);
   r.miss_dropped = __atomic_load_n(&s.miss_dropped, __ATOMIC_RELAXED);
   r.rewritten = __atomic_load_n(&s.rewritten, __ATOMIC_RELAXED);
+  r.rss_off_port = __atomic_load_n(&s.rss_off_port, __ATOMIC_RELAXED);
   return r;
 }
 

@@ -159,6 +159,7 @@ NicStats& NicStats::operator+=(const NicStats& o) {
   no_rx_flows += o.no_rx_flows;
   miss_dropped += o.miss_dropped;
   rewritten += o.rewritten;
+  rss_off_port += o.rss_off_port;
   return *this;
 }
 

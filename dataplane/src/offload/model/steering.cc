@@ -188,6 +188,48 @@ bool encap(PacketIn& in, const MRule& r) {
   return true;
 }
 
+// The fields an RSS action hashes a packet on, as (L3 family, L4 protocol),
+// 0 for none. HWS makes one TIR of the action's types alone: one L3 (IPv4
+// before IPv6) and one L4 (UDP before TCP) (mlx5_flow_hw.c:183-225); a
+// packet of another family or protocol than the TIR selects is counted as
+// hashed on nothing of its own (what the hardware hashes then is not
+// documented). DV expands the rule's pattern by the types
+// (mlx5_flow.c:7096-7103) and hashes each expansion on the layers it has
+// (flow_dv_hashfields_set, mlx5_flow_dv.c:11541-11608): the packet's own
+// layers, where the types name them.
+struct HashOn {
+  uint8_t l3 = 0, l4 = 0;
+  bool operator==(const HashOn&) const = default;
+};
+
+HashOn rss_hash_on(uint64_t types, bool dv, const ctrack::Parsed& p) {
+  HashOn h;
+  if (p.kind != ctrack::L3Kind::kIp) return h;
+  const uint8_t fam = p.ct.key.family, proto = p.ct.key.proto;
+  const bool l4 = !(p.ct.meta & ctrack::kMetaFragment) && (proto == IPPROTO_TCP || proto == IPPROTO_UDP);
+  constexpr uint64_t kV4 = RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_FRAG_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_TCP |
+                           RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_NONFRAG_IPV4_OTHER;  // MLX5_IPV4_LAYER_TYPES
+  constexpr uint64_t kV6 = RTE_ETH_RSS_IPV6 | RTE_ETH_RSS_FRAG_IPV6 | RTE_ETH_RSS_NONFRAG_IPV6_TCP |
+                           RTE_ETH_RSS_NONFRAG_IPV6_UDP | RTE_ETH_RSS_IPV6_EX | RTE_ETH_RSS_IPV6_TCP_EX |
+                           RTE_ETH_RSS_IPV6_UDP_EX | RTE_ETH_RSS_NONFRAG_IPV6_OTHER;  // MLX5_IPV6_LAYER_TYPES
+  if (dv) {
+    if (!(types & (fam == 4 ? kV4 : kV6))) return h;
+    h.l3 = fam;
+    if (l4 && (types & (proto == IPPROTO_UDP ? RTE_ETH_RSS_UDP : RTE_ETH_RSS_TCP))) h.l4 = proto;
+    return h;
+  }
+  const uint8_t tir_l3 = types & kV4 ? 4 : types & kV6 ? 6 : 0;
+  const uint8_t tir_l4 = types & RTE_ETH_RSS_UDP ? IPPROTO_UDP : types & RTE_ETH_RSS_TCP ? IPPROTO_TCP : 0;
+  if (tir_l3 != fam) return h;
+  h.l3 = fam;
+  if (l4 && tir_l4 == proto) h.l4 = proto;
+  return h;
+}
+
+// The port's own RSS (rss_hf IP|TCP|UDP; in HWS the PMD's Rx control rules
+// carry one RSS per packet type, mlx5_flow_hw.c:6754-6790).
+HashOn port_hash_on(const ctrack::Parsed& p) { return rss_hash_on(RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP, true, p); }
+
 }  // namespace
 
 int16_t Mlx5Model::rx(unsigned qi, PacketIn& in, uint64_t now_ns, ctrack::Parsed* parsed, ctrack::Drop* drop) {
@@ -303,6 +345,8 @@ int16_t Mlx5Model::rx(unsigned qi, PacketIn& in, uint64_t now_ns, ctrack::Parsed
         continue;
       default:
         q.st.to_software++;
+        if (r.rss_types && !(rss_hash_on(r.rss_types, cfg_.dv_flow_en == 1, pp) == port_hash_on(pp)))
+          q.st.rss_off_port++;
         return kNicMiss;
     }
   }
