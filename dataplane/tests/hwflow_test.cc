@@ -391,6 +391,40 @@ TEST(TranslateRules, RootPrioritiesStayAboveThePmdsControlRules) {
   EXPECT_EQ(fdb[15].flows[0].attr.priority, 15u);
 }
 
+// Finding 8 (issue 29): a tun_id rule that decides (drop, output, mark) goes
+// to the NIC only where its table matches the I flag: HWS's non-root
+// tables (transfer group 0 is table 1). The NIC Rx root and DV match the VNI
+// alone; a jump to the connection group (which decides nothing) may go.
+TEST(TranslateRules, TunIdRulesThatDecideOnlyWhereTheFlagsAreMatched) {
+  const std::string y = R"Y(  0:
+    - {priority: 90, match: "in_port=outside,tun_id=100,eth_type=ipv4,ip_proto=udp,tp_dst=53", actions: "drop"}
+    - {priority: 80, match: "in_port=outside,tun_id=100,eth_type=ipv4", actions: "ct(table=1)"}
+  1:
+    - {priority: 0, match: "", actions: "drop"}
+)Y";
+  for (int mode = 0; mode < 3; mode++) {  // NIC Rx HWS, FDB HWS, FDB DV
+    SCOPED_TRACE(mode);
+    Layout l = layout(mode != 0);
+    l.vxlan = true;
+    l.underlay = 1;
+    l.vtep[0] = 192;
+    l.vxlan_flags = mode != 2;
+    auto rf = translate_rules(l, rules_of(y));
+    ASSERT_EQ(rf.size(), 2u);
+    if (mode == 1) {
+      EXPECT_EQ(rf[0].tier, Tier::kFull) << rf[0].why;
+    } else {
+      EXPECT_EQ(rf[0].tier, Tier::kSoftware);
+      EXPECT_NE(rf[0].why.find("not the VXLAN flags"), std::string::npos) << rf[0].why;
+    }
+    // Below a rule in software it stays there too; alone it jumps in the NIC.
+    EXPECT_EQ(rf[1].tier, mode == 1 ? Tier::kJumpCt : Tier::kSoftware) << rf[1].why;
+    auto jump = translate_rules(l, rules_of("  0:\n" + y.substr(y.find("    - {priority: 80"))));
+    ASSERT_EQ(jump.size(), 1u);
+    EXPECT_EQ(jump[0].tier, Tier::kJumpCt) << jump[0].why;
+  }
+}
+
 TEST(TranslateRules, RefusalsNameTheField) {
   auto rf = translate_rules(layout(true), rules_of(R"(  0:
     - {priority: 90, match: "ct_state=+trk+est", actions: "output:outside"}

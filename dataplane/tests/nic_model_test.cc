@@ -921,6 +921,91 @@ TEST_F(Model, VxlanItemsAsTheDefinerTakesThem) {
       << m->last_error();
 }
 
+// Finding 8 (issue 29): the root matcher (and DV) match a VXLAN item's VNI
+// but not its flags; HWS's non-root definer matches both.
+TEST_F(Model, VxlanFlagsMatchedOnlyInHwsNonRootTables) {
+  tested().insert("vxlan-flags");
+  auto frame = [](uint32_t vni, uint8_t flags) {
+    ctrack::FrameSpec o;
+    o.src = "192.0.2.2";
+    o.dst = "192.0.2.1";
+    auto f = ctrack::vxlan_frame(o, vni, ctrack::build_frame(ctrack::FrameSpec{}));
+    f[42] = flags;  // 14 + 20 + 8: the VXLAN header's first byte
+    return f;
+  };
+  m.reset();
+  make(false);
+  ASSERT_EQ(configure(0), 0);
+  ASSERT_EQ(start(0), 0);
+  rte_flow_item_vxlan vm = vni_mask();
+  vm.flags = 0x08;  // the I flag
+  rte_flow_action_queue q0{0};
+  rte_flow_op_attr op{};
+  // A table in `group` (priority `prio`) with one rule: VNI `vni` and the I flag -> `acts`.
+  auto rule_in = [&](uint32_t group, uint32_t prio, uint32_t vni, std::vector<rte_flow_action> acts) {
+    auto* p = pt(0, {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV4), item(RTE_FLOW_ITEM_TYPE_UDP),
+                     item(RTE_FLOW_ITEM_TYPE_VXLAN, nullptr, &vm), kEnd},
+                 false);
+    std::vector<rte_flow_action> masks = acts;
+    for (auto& x : masks) x.conf = x.type == RTE_FLOW_ACTION_TYPE_QUEUE ? &q0 : nullptr;
+    auto* t = at(0, acts, masks, false);
+    rte_flow_template_table_attr ta{};
+    ta.flow_attr.group = group;
+    ta.flow_attr.priority = prio;
+    ta.flow_attr.ingress = 1;
+    ta.nb_flows = 16;
+    auto* tb = a().template_table_create(a().self, 0, &ta, &p, 1, &t, 1, &err);
+    ASSERT_NE(tb, nullptr) << m->last_error();
+    rte_flow_item_vxlan vs{};
+    vs.flags = 0x08;
+    vs.vni[1] = static_cast<uint8_t>(vni >> 8);
+    vs.vni[2] = static_cast<uint8_t>(vni);
+    rte_flow_item items[] = {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV4), item(RTE_FLOW_ITEM_TYPE_UDP),
+                             item(RTE_FLOW_ITEM_TYPE_VXLAN, &vs), kEnd};
+    ASSERT_NE(a().async_create(a().self, 0, 0, &op, tb, items, 0, acts.data(), 0, nullptr, &err), nullptr)
+        << m->last_error();
+  };
+  rte_flow_action_mark seven{7}, eight{8};
+  // Root: VNI 100 -> MARK 7; VNI 300 -> JUMP 2, where VNI 300 -> MARK 8.
+  rule_in(0, 0, 100, {act(RTE_FLOW_ACTION_TYPE_MARK, &seven), act(RTE_FLOW_ACTION_TYPE_QUEUE, &q0), kEndA});
+  rule_in(0, 1, 300, {act(RTE_FLOW_ACTION_TYPE_JUMP, &jump2), kEndA});
+  rule_in(2, 0, 300, {act(RTE_FLOW_ACTION_TYPE_MARK, &eight), act(RTE_FLOW_ACTION_TYPE_QUEUE, &q0), kEndA});
+  settle();
+  auto mark_of = [&](uint32_t vni, uint8_t flags) {
+    auto f = frame(vni, flags);
+    PacketIn in{f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), 0, false, 0};
+    int16_t o = m->rx(0, in, now);
+    return o == kNicMiss ? (in.has_mark ? static_cast<int>(in.mark) : 0) : -1;
+  };
+  EXPECT_EQ(mark_of(100, 0x08), 7);
+  EXPECT_EQ(mark_of(100, 0x00), 7);  // the root takes a frame whose I flag is clear as VNI 100
+  EXPECT_EQ(mark_of(300, 0x08), 8);
+  EXPECT_EQ(mark_of(300, 0x00), -1);  // jumped (the root ignored the flag); group 2 wants it: a miss drops
+  // DV: no table matches the flags.
+  Mlx5ModelConfig dv;
+  dv.esw = false;
+  dv.dv_flow_en = 1;
+  make_with(dv);
+  ASSERT_EQ(start(0), 0) << m->last_error();
+  rte_flow_attr fa{};
+  fa.group = 2;
+  fa.ingress = 1;
+  rte_flow_item_vxlan vs{};
+  vs.flags = 0x08;
+  vs.vni[2] = 100;
+  rte_flow_item items[] = {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV4), item(RTE_FLOW_ITEM_TYPE_UDP),
+                           item(RTE_FLOW_ITEM_TYPE_VXLAN, &vs, &vm), kEnd};
+  rte_flow_action acts[] = {act(RTE_FLOW_ACTION_TYPE_MARK, &seven), act(RTE_FLOW_ACTION_TYPE_QUEUE, &q0), kEndA};
+  ASSERT_NE(a().create(a().self, 0, &fa, items, acts, &err), nullptr) << m->last_error();
+  fa.group = 0;
+  rte_flow_item any[] = {item(RTE_FLOW_ITEM_TYPE_ETH), kEnd};
+  rte_flow_action to2[] = {act(RTE_FLOW_ACTION_TYPE_JUMP, &jump2), kEndA};
+  ASSERT_NE(a().create(a().self, 0, &fa, any, to2, &err), nullptr) << m->last_error();
+  settle();
+  EXPECT_EQ(mark_of(100, 0x08), 7);
+  EXPECT_EQ(mark_of(100, 0x00), 7);
+}
+
 TEST_F(Model, OneReformatPerActionsTemplate) {
   up();
   rte_flow_action_ethdev out{2};

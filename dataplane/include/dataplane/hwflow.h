@@ -56,6 +56,10 @@ struct Layout {
   size_t underlay = 0;
   uint8_t vtep[4] = {};
   uint16_t vxlan_port = 4789;
+  // A VXLAN item's flags (the I flag) are matched in HWS's non-root tables
+  // only; the root table and DV software steering match the VNI alone
+  // (mlx5_flow_dv.c:9391-9414). False: DV.
+  bool vxlan_flags = true;
   size_t nports() const { return port_ids.size(); }
   uint32_t verdict_group(size_t in, size_t out) const {
     return ct_group + 1 + static_cast<uint32_t>(in * nports() + out);

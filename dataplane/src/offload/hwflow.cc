@@ -633,6 +633,14 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
     else if (term->type == ActType::kCt) tier = side ? Tier::kMark : Tier::kJumpCt;
     else if (term->type == ActType::kGotoTable) tier = Tier::kMark;
     else if (term->type == ActType::kOutput && (side || !l.transfer)) tier = Tier::kMark;
+    // Where the table-0 rules' table cannot match the I flag, a frame with
+    // it clear would meet a tun_id rule as VNI n, which software does not
+    // decapsulate (pipeline/vxlan.h): only a jump to the connection group
+    // (which decides nothing itself) may go there.
+    if (why.empty() && m.has(kMTunId) && tier != Tier::kJumpCt && !(l.transfer && l.vxlan_flags))
+      why = std::string("tun_id: the ") + (l.transfer ? "DV" : "NIC Rx root") +
+            " table matches the VNI but not the VXLAN flags (mlx5_flow_dv.c:9391-9414): a frame with the I flag "
+            "clear would be taken as VNI " + std::to_string(m.tun_id);
     if (why.empty() && tier == Tier::kMark && l.transfer)
       why = "needs a mark for software: the FDB has no TAG action (hws/mlx5dr_action.c:55-73)";
     if (why.empty() && tier == Tier::kMark && r.id >= kMaxMarkedRule)

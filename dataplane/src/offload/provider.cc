@@ -258,6 +258,7 @@ Status RteFlowProvider::start(OffloadHost& host) {
     }
   layout_.aso = aso_;
   layout_.age_action = !sws_;
+  layout_.vxlan_flags = !sws_;
   log_info(LogType::kOffload, std::string("engine ") + (sws_ ? "sws" : "hws") + ": " + engine_why_);
   log_info(LogType::kOffload, std::string("conntrack ") + (aso_ ? "aso" : "flows") + ": " + strategy_why_);
   if (host_.marks && !host_.marks->load()) {

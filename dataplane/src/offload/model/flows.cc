@@ -24,8 +24,12 @@ int ModelCalls::compile_items(Mlx5Model& m, Impl::Table& t, const rte_flow_item 
         const auto* mm = static_cast<const rte_flow_item_vxlan*>(mk);
         r.vni = static_cast<uint32_t>(sp->vni[0] << 16 | sp->vni[1] << 8 | sp->vni[2]);
         r.vni_mask = static_cast<uint32_t>(mm->vni[0] << 16 | mm->vni[1] << 8 | mm->vni[2]);
-        r.vx_flags = sp->flags;
-        r.vx_flags_mask = mm->flags;
+        // The flags only where the definer builds the match: HWS non-root
+        // tables (rule vxlan-flags); the root and DV take the VNI alone.
+        if (m.cfg_.dv_flow_en != 1 && !t.root) {
+          r.vx_flags = sp->flags;
+          r.vx_flags_mask = mm->flags;
+        }
       }
       continue;
     }

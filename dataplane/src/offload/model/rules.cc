@@ -142,6 +142,9 @@ const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
       {"no-rx-flows", "mlx5_flow_hw.c:9820-9825, mlx5_trigger.c:1112-1118: no rte_flow_configure, no Rx flows"},
       {"fdb-miss", "hws/mlx5dr_table.c:17-52,100-120: an FDB miss goes to the E-Switch manager"},
       {"nic-miss", "hws/mlx5dr_table.c:100-120: NIC Rx tables get no miss table: a non-root miss drops"},
+      {"vxlan-flags", "mlx5_flow_dv.c:9391-9414 (flow_dv_translate_item_vxlan, which the HWS root matcher "
+                      "uses, hws/mlx5dr_matcher.c:759 and mlx5_flow_dv.c:13390, and every DV table): the VNI is matched, the flags are not; HWS "
+                      "non-root tables match them (hws/mlx5dr_definer.c:1050-1057)"},
       {"query", "mlx5_flow_hw.c:8292-8405: COUNT and AGE queries only"},
       {"aged-flows", "mlx5_flow_hw.c:8613-8658: the aged-flow ring, each aged rule's AGE context once"},
       {"not-modelled", "model: accepted by the driver but not interpreted by this model"},
