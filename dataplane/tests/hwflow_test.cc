@@ -227,10 +227,15 @@ TEST(ConnFlow, WithoutTransferOutputIsMarkPlusRss) {
   const auto* rss = f.find_action(RTE_FLOW_ACTION_TYPE_RSS);
   ASSERT_NE(rss, nullptr);
   const auto& r = conf_of<rte_flow_action_rss>(*rss);
-  // The port's redirection table: 128 entries, entry i queue i % 2.
-  ASSERT_EQ(r.queue_num, 128u);
+  // What the port's 128-entry redirection table picks (i % 2): two queues do.
+  ASSERT_EQ(r.queue_num, 2u);
   EXPECT_EQ(r.queue[1], 1);
-  EXPECT_EQ(r.queue[126], 0);
+  Layout three = layout(false);
+  three.nb_queues = 3;  // 128 % 3 != 0: the table itself
+  Flow f3 = conn_flow(three, Conn{k, {0, 1}, {1, 0}}, 0, nullptr, nullptr);
+  const auto& r3 = conf_of<rte_flow_action_rss>(*f3.find_action(RTE_FLOW_ACTION_TYPE_RSS));
+  ASSERT_EQ(r3.queue_num, 128u);
+  EXPECT_EQ(r3.queue[127], 127 % 3);
   EXPECT_EQ(r.types, RTE_ETH_RSS_NONFRAG_IPV4_UDP);
   EXPECT_EQ(r.key_len, 40u);
   EXPECT_EQ(r.key[0], 0x6d);

@@ -36,20 +36,25 @@ uint64_t rss_types(int family, int proto) {
   return v4 ? RTE_ETH_RSS_IPV4 : RTE_ETH_RSS_IPV6;
 }
 
-// The queues are the port's redirection table (entry i: queue i % queues,
-// control/ports.cc), as the PMD's own Rx control rules take it
-// (mlx5_flow_hw.c:6784-6788), so that hash % 128 picks the owner steer.h
-// computes, whatever the number of workers.
+// The queues pick what the port's redirection table does (entry i: queue
+// i % queues, control/ports.cc; steer.h's owner is hash % 128 % queues):
+// the driver's indirection table for n queues has the next power of two
+// entries, entry i queue[i % n] (mlx5_devx.c mlx5_devx_ind_table_create_rqt_attr,
+// outside the reference tree).
+// Where n divides 128 the n queues alone give hash % n, the same; else the
+// 128 entries themselves, as the PMD's own Rx control rules take the
+// table (mlx5_flow_hw.c:6784-6788).
 void rss(Flow& f, const Layout& l, uint64_t types) {
   std::array<uint16_t, Steering::kRetaSize> q{};
   const uint16_t nq = std::max<uint16_t>(l.nb_queues, 1);
+  const uint32_t n = Steering::kRetaSize % nq == 0 ? nq : Steering::kRetaSize;
   for (uint16_t i = 0; i < q.size(); i++) q[i] = i % nq;
   rte_flow_action_rss r{};
   r.func = RTE_ETH_HASH_FUNCTION_TOEPLITZ;
   r.types = types;
   r.key_len = kRssKeyLen;
   r.key = f.keep(std::to_array(kSymmetricRssKey))->data();
-  r.queue_num = q.size();
+  r.queue_num = n;
   r.queue = f.keep(q)->data();
   f.action(RTE_FLOW_ACTION_TYPE_RSS, r);
 }
