@@ -1503,6 +1503,36 @@ TEST(Findings29, NicRxRssHashesEachPacketAsThePortsOwnRss) {
   }
 }
 
+// Finding 11: on an E-Switch the transfer proxy starts first and stops last
+// (mlx5_trigger.c:1117-1122, 1391-1420) wherever the config lists it; here
+// the config's first port is a representor and the second the manager.
+TEST(Findings29, TransferProxyStartsFirstWhateverTheConfigOrder) {
+  for (const char* nic : {"cx6dx-switchdev-ct-fdb", "bf2-switchdev-fw24.32"}) {
+    SCOPED_TRACE(nic);
+    Mlx5ModelConfig mc;
+    ASSERT_TRUE(mc.apply_profile(nic));
+    mc.proxy_index = 1;
+    mc.dv_flow_en = mc.hws_fw ? 2 : 1;  // the engine auto picks
+    Mlx5Model model(mc, {0, 1});
+    {
+      Rig r(with_nic(nic), "", &model.api(), &model);
+      r.refusals_expected = true;
+      ASSERT_EQ(r.started, 2u);
+      EXPECT_EQ(model.last_error().find("start-order"), std::string::npos) << model.last_error();
+      uint16_t px = 0;
+      rte_flow_error err{};
+      ASSERT_EQ(model.api().pick_transfer_proxy(model.api().self, 0, &px, &err), 0);
+      EXPECT_EQ(px, 1);
+      handshake(r);
+      EXPECT_EQ(r.stat("installed"), 1u) << r.nic().last_error();
+      int by_nic = 0;
+      for (int i = 0; i < 10; i++) by_nic += r.pass(kIn, build_frame(tcp(true, kAck | kPsh, 101 + 100 * i, 501, 100))).nic();
+      EXPECT_EQ(by_nic, 10);
+    }
+    EXPECT_EQ(model.last_error().find("stop-order"), std::string::npos) << model.last_error();
+  }
+}
+
 }  // namespace
 }  // namespace dp
 

@@ -76,6 +76,9 @@ struct Mlx5ModelConfig {
   // dv_esw_en=1, switchdev: the first port is the eSwitch manager (transfer
   // proxy). Set with the profile (apply_profile).
   bool esw = true;
+  // The config index of the E-Switch manager: a config may list a
+  // representor first (the port order is the operator's).
+  size_t proxy_index = 0;
   bool ct_in_fdb = false;     // see NicProfile
   std::string profile = "cx6dx-switchdev";
   std::string fw = "22.36.1010";  // see NicProfile
@@ -122,8 +125,9 @@ struct NicStats {
 
 class Mlx5Model final : public NicStage {
  public:
-  // ports: DPDK port ids in config order. With esw, ports[0] is the transfer
-  // proxy and the rest its representors; without, independent NIC ports.
+  // ports: DPDK port ids in config order. With esw, ports[cfg.proxy_index]
+  // is the transfer proxy and the rest its representors; without,
+  // independent NIC ports.
   Mlx5Model(const Mlx5ModelConfig& cfg, std::vector<uint16_t> ports);
   ~Mlx5Model() override;
   Mlx5Model(const Mlx5Model&) = delete;

@@ -48,9 +48,17 @@ class OffloadProvider {
  public:
   virtual ~OffloadProvider() = default;
   virtual const char* name() const = 0;
-  // The ports, in config order (the first is the transfer proxy), before
-  // any of them is configured.
+  // The ports, in config order (the transfer proxy may be any of them),
+  // before any of them is configured.
   virtual Status prepare(const std::vector<uint16_t>& /*port_ids*/) { return {}; }
+  // After prepare: the order to start the ports in (config indexes). On an
+  // E-Switch the transfer proxy first (mlx5_trigger.c:1117-1122), whatever
+  // the config order; they stop in the reverse order.
+  virtual std::vector<size_t> start_order(size_t nports) const {
+    std::vector<size_t> v(nports);
+    for (size_t i = 0; i < nports; i++) v[i] = i;
+    return v;
+  }
   // Port start/stop go through here: the NIC orders them.
   virtual const FlowApi& api() const { return FlowApi::dpdk(); }
   // Between rte_eth_dev_configure and rte_eth_dev_start of each port.

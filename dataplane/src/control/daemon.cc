@@ -250,6 +250,8 @@ Status Daemon::start() {
   if (Status s = offload_->prepare(port_ids_); !s) return Status::error("offload: " + s.message());
   for (size_t i = 0; i < cfg_.ports.size(); i++)
     if (Status s = setup_port(i); !s) return s;
+  for (size_t i : offload_->start_order(cfg_.ports.size()))
+    if (Status s = start_port(i); !s) return s;
   if (stop_asked()) return stopped;
 
   auto pl = Pipeline::build(cfg_.rules, nw, &cfg_.overlay);
@@ -384,9 +386,11 @@ void Daemon::shutdown() {
   handoff_.clear();
   if (offload_)
     if (Status s = offload_->flush(); !s) warn("offload flush: " + s.message());
-  // Representors before the transfer proxy (mlx5_trigger.c:1391-1420).
-  // Only what start() got to; the interfaces as they were found.
-  for (size_t i = started_ports_; i-- > 0;) {
+  // The reverse of the start order: representors before the transfer
+  // proxy (mlx5_trigger.c:1391-1420). Only what start() got to; the
+  // interfaces as they were found.
+  for (size_t k = ports_started_.size(); k-- > 0;) {
+    const size_t i = ports_started_[k];
     if (promisc_on_[i] && rte_eth_promiscuous_disable(port_ids_[i]) != 0)
       warn("port '" + cfg_.ports[i].name + "': could not turn promiscuous mode off");
     const FlowApi& api = offload_->api();

@@ -66,7 +66,8 @@ class Daemon {
   Status register_ct_commands(CommandTable& t);
   Status register_trace_commands(CommandTable& t);
   Status register_stats_commands(CommandTable& t);
-  Status setup_port(size_t i);
+  Status setup_port(size_t i);  // configure (queues, offload), not started
+  Status start_port(size_t i);
   // Rule changes: checked and compiled on the builder's thread (static:
   // nothing of the running daemon but the copy they are given), put in
   // force by install() on the control loop.
@@ -108,7 +109,7 @@ class Daemon {
   };
   std::vector<NatOwner> nat_owners_;   // each shard's NAT tuple filter (set_nat_filter), sized once
   std::vector<rte_ring*> handoff_;     // [from * workers + to], single producer / single consumer
-  size_t started_ports_ = 0;
+  std::vector<size_t> ports_started_;  // config indexes of the started ports, in start order
   std::vector<bool> promisc_on_;  // we turned it on: turn it off on stop
   std::vector<int> ifindex_;      // af_packet ports' interfaces (0 otherwise)
   std::vector<uint64_t> ring_drops_;  // af_packet PACKET_STATISTICS tp_drops, summed

@@ -99,12 +99,18 @@ Status Daemon::setup_port(size_t i) {
       return Status::error("port '" + pc.name + "': tx queue " + std::to_string(q) + ": " + strerror(-rc));
   }
   if (Status s = offload_->configure_port(pid); !s) return Status::error("port '" + pc.name + "': offload: " + s.message());
-  // In config order: on an E-Switch the first port is the transfer proxy,
-  // which mlx5 wants started before its representors.
+  return {};
+}
+
+// In the offload's start order: on an E-Switch the transfer proxy first,
+// wherever the config lists it (mlx5_trigger.c:1117-1122).
+Status Daemon::start_port(size_t i) {
+  const PortConfig& pc = cfg_.ports[i];
+  uint16_t pid = port_ids_[i];
   const FlowApi& api = offload_->api();
   if (int rc = api.dev_start(api.self, pid); rc != 0)
     return Status::error("port '" + pc.name + "': start: " + strerror(-rc));
-  started_ports_++;
+  ports_started_.push_back(i);
   if (pc.promisc && rte_eth_promiscuous_get(pid) != 1) {
     if (rte_eth_promiscuous_enable(pid) == 0) promisc_on_[i] = true;
     else warn("port '" + pc.name + "': promiscuous mode not supported");

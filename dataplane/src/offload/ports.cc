@@ -23,7 +23,8 @@ Status start_ports(OffloadProvider& off, const std::vector<uint16_t>& ports, rte
     if (Status s = off.configure_port(p); !s) return Status::error(where + s.message());
   }
   const FlowApi& api = off.api();
-  for (uint16_t p : ports) {
+  for (size_t i : off.start_order(ports.size())) {
+    const uint16_t p = ports[i];
     if (int rc = api.dev_start(api.self, p); rc != 0) {
       std::string why = off.nic() ? off.nic()->last_error() : std::string(strerror(-rc));
       return Status::error("port " + std::to_string(p) + ": start: " + why);
@@ -34,7 +35,8 @@ Status start_ports(OffloadProvider& off, const std::vector<uint16_t>& ports, rte
 
 void stop_ports(OffloadProvider& off, const std::vector<uint16_t>& ports) {
   const FlowApi& api = off.api();
-  for (size_t i = ports.size(); i-- > 0;) api.dev_stop(api.self, ports[i]);
+  const std::vector<size_t> order = off.start_order(ports.size());
+  for (size_t k = order.size(); k-- > 0;) api.dev_stop(api.self, ports[order[k]]);
 }
 
 std::string pci_firmware(const std::string& devargs, const std::string& root) {

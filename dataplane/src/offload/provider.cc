@@ -63,11 +63,20 @@ Status RteFlowProvider::choose_domain() {
   if (cfg_.domain == "transfer" && !why_not.empty())
     return Status::error("offload.domain: transfer: " + why_not);
   transfer_ = cfg_.domain == "transfer" || (cfg_.domain == "auto" && why_not.empty());
+  proxy_ = proxy0;
   if (cfg_.domain != "auto") domain_why_ = "offload.domain: " + cfg_.domain;
   else if (transfer_) domain_why_ = "auto: the ports are one e-switch (transfer proxy port " + std::to_string(proxy0) + ")";
   else domain_why_ = "auto: " + why_not;
   log_info(LogType::kOffload, std::string("domain ") + (transfer_ ? "transfer" : "ingress") + ": " + domain_why_);
   return {};
+}
+
+std::vector<size_t> RteFlowProvider::start_order(size_t nports) const {
+  std::vector<size_t> v = OffloadProvider::start_order(nports);
+  if (!transfer_) return v;
+  auto px = std::find_if(v.begin(), v.end(), [&](size_t i) { return i < ports_.size() && ports_[i] == proxy_; });
+  if (px != v.end()) std::rotate(v.begin(), px, px + 1);  // the proxy first, the rest in config order
+  return v;
 }
 
 Status RteFlowProvider::make_model(const std::vector<uint16_t>& ports) {

@@ -84,6 +84,7 @@ class RteFlowProvider final : public OffloadProvider {
   }
 
   Status prepare(const std::vector<uint16_t>& ports) override;
+  std::vector<size_t> start_order(size_t nports) const override;
 
   Status choose_domain();
 
@@ -340,6 +341,7 @@ class RteFlowProvider final : public OffloadProvider {
   uint32_t ct_ops_ = 0, ct_ops_max_ = 0;
   uint64_t aged_reports_ = 0, aged_stale_ = 0, offloads_aso_ = 0;
   bool transfer_ = true, aso_ = true;
+  uint16_t proxy_ = 0;  // transfer: the E-Switch manager's port id (choose_domain)
   // DV software steering (dv_flow_en=1): synchronous rte_flow_validate and
   // rte_flow_create per rule; their completions go through sync_done_.
   bool sws_ = false;

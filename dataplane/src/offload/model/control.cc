@@ -122,7 +122,9 @@ int ModelCalls::switch_info(void* self, uint16_t port, rte_eth_switch_info* out)
   *out = rte_eth_switch_info{};
   out->name = "mlx5 model";
   out->domain_id = m.cfg_.esw ? 0 : static_cast<uint16_t>(p->index);
-  out->port_id = p->proxy || !m.cfg_.esw ? UINT16_MAX : static_cast<uint16_t>(p->index - 1);
+  // A representor's number counts the ports other than the proxy, in order.
+  out->port_id = p->proxy || !m.cfg_.esw ? UINT16_MAX
+                                          : static_cast<uint16_t>(p->index - (p->index > m.cfg_.proxy_index ? 1 : 0));
   return 0;
 }
 
@@ -131,7 +133,7 @@ int ModelCalls::pick_transfer_proxy(void* self, uint16_t port, uint16_t* proxy, 
   if (!m.impl_->port(port)) return refuse(m, e, ENODEV, "rule-port", "no such port in the model");
   if (!m.cfg_.esw)
     return refuse(m, e, EINVAL, "proxy-needs-esw", "unable to provide a proxy port without E-Switch configured");
-  *proxy = m.impl_->ports[0].id;
+  *proxy = m.impl_->proxy_port(m.cfg_.proxy_index).id;
   return 0;
 }
 
@@ -154,7 +156,7 @@ int ModelCalls::dev_start(void* self, uint16_t port) {
   if (m.cfg_.dv_flow_en == 1 && !p->hws)
     if (int rc = sws_setup(m, *p); rc != 0) return rc;  // before rte_eth_dev_start: configure needs it stopped
   if (m.cfg_.esw && !p->proxy && m.cfg_.dv_flow_en == 2) {
-    Impl::Port& px = s.ports[0];
+    Impl::Port& px = s.proxy_port(m.cfg_.proxy_index);
     if (px.hws && !px.started) {
       refuse(m, nullptr, EAGAIN, "start-order",
              "Failed to start port " + std::to_string(port) + ": transfer proxy (port " + std::to_string(px.id) +
@@ -182,8 +184,8 @@ int ModelCalls::dev_stop(void* self, uint16_t port) {
   Impl::Port* p = s.port(port);
   if (!p) return -ENODEV;
   if (m.cfg_.esw && p->proxy && p->hws && m.cfg_.dv_flow_en == 2) {
-    for (size_t i = 1; i < s.ports.size(); i++)
-      if (s.ports[i].started) {
+    for (size_t i = 0; i < s.ports.size(); i++)
+      if (!s.ports[i].proxy && s.ports[i].started) {
         refuse(m, nullptr, EBUSY, "stop-order",
                "Failed to stop port " + std::to_string(port) +
                    ": attached representor ports must be stopped before stopping transfer proxy port");

@@ -366,13 +366,14 @@ struct Mlx5Model::Impl {
     std::vector<FlowQueue> q;
     bool ct_pool = false;
   };
+  Port& proxy_port(size_t proxy_index) { return ports[proxy_index < ports.size() ? proxy_index : 0]; }
 
   explicit Impl(const Mlx5ModelConfig& c, const std::vector<uint16_t>& ids) : counters(c.max_flows) {
     for (size_t i = 0; i < ids.size(); i++) {
       Port p;
       p.id = ids[i];
       p.index = i;
-      p.proxy = c.esw && i == 0;
+      p.proxy = c.esw && i == c.proxy_index;
       ports.push_back(std::move(p));
     }
     for (unsigned q = 0; q < std::max(1u, c.rx_queues); q++)

@@ -238,7 +238,7 @@ int16_t Mlx5Model::rx(unsigned qi, PacketIn& in, uint64_t now_ns, ctrack::Parsed
   q.st.rx++;
   // A port (or, on an E-Switch, its proxy) never rte_flow_configure'd has
   // no Rx control flows: nothing reaches its queues.
-  if (!q.port_hws[in.port] || (cfg_.esw && !q.port_hws[0])) {
+  if (!q.port_hws[in.port] || (cfg_.esw && !q.port_hws[cfg_.proxy_index])) {
     q.st.no_rx_flows++;
     return -1;
   }
