@@ -130,6 +130,7 @@ struct Rig {
       EXPECT_EQ(nic().flows_in_use(), 0u);
       EXPECT_EQ(nic().ct_in_use(), 0u);
       EXPECT_EQ(nic().templates_in_use(), 0u);
+      EXPECT_EQ(nic().ct_overruns(), 0u);  // never past the pool (ct-pool-bound)
       stop_ports(*off, ports);
       // (The provider's probes meet refusals by design on the other
       // profiles: no transfer proxy, no conntrack pool on an e-switch.)

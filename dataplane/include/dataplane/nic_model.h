@@ -170,6 +170,9 @@ class Mlx5Model final : public NicStage {
   // Rules submitted with a conntrack object whose create had not completed
   // (the driver takes them; they may go live before the context is written).
   uint64_t ct_unready_refs() const;
+  // Conntrack objects asked for past the pool: 22.11 hands them out outside
+  // its DevX object (rule ct-pool-bound); the provider must never.
+  uint64_t ct_overruns() const;
   uint64_t refusals() const { return refusals_; }
   const std::string& last_error() const { return last_error_; }  // "rule-name: message [driver file:line]"
   // The model's rules: name and the driver source they encode.

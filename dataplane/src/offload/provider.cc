@@ -554,6 +554,7 @@ OffloadStats RteFlowProvider::stats() const {
                                          {"nic_rss_off_port", t.rss_off_port},
                                          {"nic_rules_in_use", model->flows_in_use()},
                                          {"nic_ct_in_use", model->ct_in_use()},
+                                         {"nic_ct_overruns", model->ct_overruns()},
                                          {"nic_counters_in_use", model->counters_in_use()},
                                          {"nic_ct_wqes_max", model->ct_wqes_max()},
                                          {"nic_refusals", model->refusals()}});

@@ -24,7 +24,15 @@ rte_flow_action_handle* ModelCalls::ah_create(void* self, uint16_t port, uint32_
     return refuse_null<R>(m, e, EINVAL, "ct-profile", "Invalid CT state");
   if (prof->last_index > RTE_FLOW_CONNTRACK_FLAG_RST)
     return refuse_null<R>(m, e, EINVAL, "ct-profile", "Invalid last TCP packet flag");
-  if (p->ct_free.empty()) return refuse_null<R>(m, e, ENOMEM, "ct-alloc", "Failed to allocate CT object");
+  if (p->ct_free.empty()) {
+    // 22.11 does not refuse here: its object pool grows past the DevX
+    // object, whose contexts then lie outside it (rule ct-pool-bound). The
+    // model refuses and counts it; a provider must never get here.
+    s.ct_overruns++;
+    return refuse_null<R>(m, e, ENOMEM, "ct-pool-bound",
+                          "conntrack object " + std::to_string(p->ct_cap + 1) + " of a pool of " +
+                              std::to_string(p->ct_cap) + " (the driver would hand out one outside its DevX object)");
+  }
   uint32_t idx = p->ct_free.back();
   p->ct_free.pop_back();
   s.ct_live++;

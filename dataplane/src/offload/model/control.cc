@@ -100,11 +100,13 @@ int ModelCalls::configure(void* self, uint16_t port, const rte_flow_port_attr* p
   if (p->ct_pool && p->ct_cap == 0) {
     // Each port has its own pool (priv->hws_ctpool); the model numbers every
     // port's objects in one index space.
+    // The DevX object holds the next power of two (mlx5_flow_hw.c:6571-6572).
+    const uint32_t cap = rte_align32pow2(pa->nb_conn_tracks);
     uint32_t base = static_cast<uint32_t>(s.cts.size());
-    s.cts.resize(base + pa->nb_conn_tracks);
+    s.cts.resize(base + cap);
     p->ct_free.clear();
-    for (uint32_t i = base + pa->nb_conn_tracks; i-- > base;) p->ct_free.push_back(i);
-    p->ct_cap = pa->nb_conn_tracks;
+    for (uint32_t i = base + cap; i-- > base;) p->ct_free.push_back(i);
+    p->ct_cap = cap;
     for (auto& r : s.replicas) r->ct.resize(s.cts.size(), CtState{});  // before any worker runs
   }
   p->cnt_taken = 0;

@@ -421,6 +421,7 @@ struct Mlx5Model::Impl {
   // driver takes them (mlx5_flow_aso.c:1753-1756, the object still
   // WAIT_ASYNC) and the rule may go live before the context is written.
   uint64_t ct_unready_refs = 0;
+  uint64_t ct_overruns = 0;  // creates past the pool (ct-pool-bound)
   // The synchronous calls run the model's own template/queue machinery:
   // while set, the HWS-only refusals (steering mode, HWS firmware, queue
   // WQEs, the IPv6 5-tuple definer) do not apply.

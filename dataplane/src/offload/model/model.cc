@@ -57,6 +57,7 @@ uint64_t Mlx5Model::counters_in_use() const {
 uint32_t Mlx5Model::ct_wqes_max() const { return impl_->ct_wqes_max; }
 
 uint64_t Mlx5Model::ct_unready_refs() const { return impl_->ct_unready_refs; }
+uint64_t Mlx5Model::ct_overruns() const { return impl_->ct_overruns; }
 
 uint64_t Mlx5Model::templates_in_use() const {
   // The hidden tables of the synchronous calls (and their two templates

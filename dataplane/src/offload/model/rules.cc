@@ -132,7 +132,10 @@ const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
       {"vport-domain", "mlx5_flow_hw.c:3484-3530: REPRESENTED_PORT only to ports of the same E-Switch"},
       {"ct-pool", "mlx5_flow_hw.c:7779-7785: conntrack objects need a CT pool (CT is not enabled)"},
       {"ct-profile", "mlx5_flow.c:2311-2326: state <= TIME_WAIT, last_index <= RST"},
-      {"ct-alloc", "mlx5_flow_hw.c:7795-7800: no free conntrack object"},
+      {"ct-pool-bound",
+       "mlx5_flow_hw.c:6569-6578 and 7795-7800: the pool's DevX object holds align32pow2(nb_conn_tracks) contexts, "
+       "but its indexed pool has no bound: 22.11 hands out objects past it (outside the object); the model refuses "
+       "and counts them (ct_overruns)"},
       {"ct-owner", "mlx5_flow_hw.c:7727-7731: update only on the owning port"},
       {"ct-in-use", "mlx5_flow_hw.c:7653-7676: destroy frees the slot at once; rules still using it would share it"},
       {"ct-freed", "mlx5_flow_hw.c:416-418 and mlx5_flow_aso.c:1750-1752: a rule on a freed object is refused"},
