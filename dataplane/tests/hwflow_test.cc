@@ -559,6 +559,73 @@ TEST(Engine, FirmwareDecidesTheDevargs) {
   EXPECT_NE(why.find("as its devargs set it"), std::string::npos);
 }
 
+// Issue 29, bring-up facts: what hw-check reads from the host before EAL
+// (devlink, tc, ovs-vsctl through argv vectors; their JSON as iproute2
+// prints it), each missing one with the command that fixes it.
+TEST(Engine, BringupFactsNameWhatIsMissingAndTheFix) {
+  const std::string root = "/tmp/dp-sysfs-bu-" + std::to_string(getpid());
+  std::filesystem::create_directories(root + "/bus/pci/devices/0000:03:00.0/net/p0");
+  const std::string dev = "pci/0000:03:00.0";
+  std::string mode = "switchdev", meta = "false";
+  bool devlink = true, tc_rules = true, ovs = true;
+  std::vector<std::vector<std::string>> calls;
+  RunArgv run = [&](const std::vector<std::string>& argv, std::string* out) {
+    calls.push_back(argv);
+    const std::string cmd = argv[0];
+    if (cmd == "devlink" && !devlink) return 127;
+    if (cmd == "devlink" && argv[3] == "eswitch") {
+      *out = R"({"dev":{")" + dev + R"(":{"mode":")" + mode + R"(","inline-mode":"none","encap-mode":"basic"}}})";
+      return 0;
+    }
+    if (cmd == "devlink" && argv[3] == "param") {
+      *out = R"({"param":{")" + dev + R"(":[{"name":"esw_port_metadata","type":"driver-specific","values":[{"cmode":"runtime","value":)" +
+             meta + "}]}]}}";
+      return 0;
+    }
+    if (cmd == "tc") {
+      *out = tc_rules ? R"([{"protocol":"all","pref":49152,"kind":"flower","chain":0}])" : "[]";
+      return 0;
+    }
+    if (cmd == "ovs-vsctl") {
+      *out = ovs ? "ovsbr1\novsbr2\n" : "";
+      return ovs ? 0 : 1;
+    }
+    return 1;
+  };
+  auto text = [](const std::vector<BringupFact>& v, bool ok) {
+    std::string t;
+    for (const auto& f : v)
+      if (f.ok == ok) t += f.line + "\n";
+    return t;
+  };
+  auto v = bringup_facts("0000:03:00.0,dv_flow_en=2,dv_xmeta_en=1", root, run);
+  std::string missing = text(v, false), fine = text(v, true);
+  EXPECT_NE(fine.find("e-switch mode switchdev"), std::string::npos) << fine;
+  EXPECT_NE(missing.find("esw_port_metadata false: HWS on an e-switch refuses to probe without it"), std::string::npos)
+      << missing;
+  EXPECT_NE(missing.find("devlink dev param set pci/0000:03:00.0 name esw_port_metadata value true cmode runtime"),
+            std::string::npos);
+  EXPECT_NE(missing.find("dv_xmeta_en=1"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("netdev p0 has 1 TC ingress filter"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("kernel Open vSwitch bridges: ovsbr1 ovsbr2"), std::string::npos) << missing;
+  EXPECT_NE(fine.find("the transfer proxy first"), std::string::npos) << fine;
+  for (const auto& c : calls) EXPECT_NE(c[0], "sh");  // argv vectors, never a shell
+  // All well: nothing missing.
+  meta = "true";
+  tc_rules = ovs = false;
+  v = bringup_facts("0000:03:00.0,dv_flow_en=2", root, run);
+  EXPECT_EQ(text(v, false), "");
+  // Legacy: no e-switch facts; no devlink at all: said, not guessed.
+  mode = "legacy";
+  v = bringup_facts("0000:03:00.0", root, run);
+  EXPECT_NE(text(v, true).find("e-switch mode legacy"), std::string::npos);
+  EXPECT_EQ(text(v, true).find("esw_port_metadata"), std::string::npos);
+  devlink = false;
+  v = bringup_facts("0000:03:00.0", root, run);
+  EXPECT_NE(text(v, false).find("e-switch mode unknown"), std::string::npos);
+  std::filesystem::remove_all(root);
+}
+
 TEST(Overlap, Basics) {
   PortNames pn{{"a", "b"}};
   auto m = [&](const char* t) { return parse_match(t, pn).value(); };

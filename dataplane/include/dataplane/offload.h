@@ -117,6 +117,21 @@ std::string pci_firmware(const std::string& devargs, const std::string& root = "
 std::string engine_devargs(const std::string& devargs, const std::string& engine, const std::string& fw,
                            std::string* why);
 
+// What an mlx5 PCI port (`devargs`, as engine_devargs gave them) needs for
+// the offload, read from the host before EAL (hw-check prints them first):
+// the e-switch mode, esw_port_metadata and dv_xmeta_en (HWS on an e-switch
+// refuses to probe without the one and with other values of the other),
+// TC filters on the function's netdevs and kernel OVS bridges (both put
+// rules in the same FDB), the start order, the conntrack register. Each
+// fact not `ok` names the command that fixes it. `run` runs an argv (never
+// a shell string) and returns its exit status with its output in *out.
+struct BringupFact {
+  std::string line;
+  bool ok;
+};
+using RunArgv = std::function<int(const std::vector<std::string>& argv, std::string* out)>;
+std::vector<BringupFact> bringup_facts(const std::string& devargs, const std::string& sysfs_root, const RunArgv& run);
+
 }  // namespace dp
 
 struct rte_mempool;

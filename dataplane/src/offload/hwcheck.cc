@@ -40,6 +40,7 @@
 #include "dataplane/offload.h"
 #include "dataplane/pipeline.h"
 #include "sdn/clock.h"
+#include "testbed/process.h"
 
 namespace dp {
 
@@ -157,6 +158,17 @@ int hw_check(const std::string& target, bool no_huge, const std::string& nic, co
                                       : "no hardware steering (it needs xx.35.1012 or newer): DV software steering; "
                                         "for HWS update the firmware (mlxfwmanager --online -u)"));
     step("probing " + dev + " (" + why + ")");
+    int missing = 0;
+    for (const BringupFact& f : bringup_facts(dev, "/sys", [](const std::vector<std::string>& argv, std::string* out) {
+           auto r = testbed::run_capture(argv, nullptr, std::chrono::seconds(5));
+           if (!r.ok()) return -1;
+           *out = r->output;
+           return r->status;
+         })) {
+      step(std::string(f.ok ? "" : "MISSING: ") + f.line);
+      missing += !f.ok;
+    }
+    if (missing) step(std::to_string(missing) + " bring-up fact(s) missing: the probe below may fail or the offload stay off");
     args.insert(args.end(), {"-a", dev});
   }
   if (!peer.empty()) {
