@@ -227,6 +227,17 @@ FrameSpec tcp(bool from_inside, uint8_t flags, uint32_t seq, uint32_t ack, size_
   return s;
 }
 
+// A table-0 ct() rule for IPv6 TCP, above the ND rules (which stay in
+// software, so an eth_type=ipv6 ct() below them would too).
+const char* const kV6CtRule = "    - {priority: 150, match: \"eth_type=ipv6,ip_proto=tcp\", actions: \"ct(table=1)\"}\n";
+// tcp() between fd00::1 (inside) and fd00::2.
+std::vector<uint8_t> v6tcp(bool in, uint8_t flags, uint32_t seq, uint32_t ack, size_t payload) {
+  FrameSpec s = tcp(in, flags, seq, ack, payload);
+  s.src = in ? "fd00::1" : "fd00::2";
+  s.dst = in ? "fd00::2" : "fd00::1";
+  return build_frame(s);
+}
+
 // Opens 10.0.0.1:cport -> 10.0.0.2:80 and lets the provider offload it.
 void handshake(Rig& r, uint16_t cport = 40000) {
   EXPECT_EQ(r.send(kIn, build_frame(tcp(true, kSyn, 100, 0, 0, cport))).out, kOut);
@@ -1193,14 +1204,7 @@ TEST(Sws, PreHwsProfilesRunDvSoftwareSteeringAndSayWhy) {
 // The HWS-only limit (no IPv6 5-tuple definer) does not apply to DV: an
 // IPv6 TCP connection runs in the NIC, 40 data segments, none by software.
 TEST(Sws, Ipv6ConnectionIsOffloaded) {
-  // Above the ND rules (which stay in software, so an eth_type=ipv6 ct() below them would too).
-  const std::string v6 = "    - {priority: 150, match: \"eth_type=ipv6,ip_proto=tcp\", actions: \"ct(table=1)\"}\n";
-  auto v6tcp = [](bool in, uint8_t flags, uint32_t seq, uint32_t ack, size_t payload) {
-    FrameSpec s = tcp(in, flags, seq, ack, payload);
-    s.src = in ? "fd00::1" : "fd00::2";
-    s.dst = in ? "fd00::2" : "fd00::1";
-    return build_frame(s);
-  };
+  const std::string v6 = kV6CtRule;
   for (const char* nic : {"cx6dx-legacy-fw22.31", "bf2-switchdev-fw24.32", "cx6dx-switchdev"}) {
     SCOPED_TRACE(nic);
     const bool sws = !find_nic_profile(nic)->hws;
@@ -1476,13 +1480,7 @@ TEST(Findings29, DecapAndEncapInOneDirectionStaysInSoftware) {
 // TIR of an RSS action's types (mlx5_flow_hw.c:183-225): the old
 // IP|TCP|UDP hashed TCP without its ports and IPv6 on nothing.
 TEST(Findings29, NicRxRssHashesEachPacketAsThePortsOwnRss) {
-  const std::string v6 = "    - {priority: 150, match: \"eth_type=ipv6,ip_proto=tcp\", actions: \"ct(table=1)\"}\n";
-  auto v6tcp = [](bool in, uint8_t flags, uint32_t seq, uint32_t ack, size_t payload) {
-    FrameSpec s = tcp(in, flags, seq, ack, payload);
-    s.src = in ? "fd00::1" : "fd00::2";
-    s.dst = in ? "fd00::2" : "fd00::1";
-    return build_frame(s);
-  };
+  const std::string v6 = kV6CtRule;
   for (const char* nic : {"cx6dx-legacy", "cx6dx-legacy-fw22.31"}) {
     SCOPED_TRACE(nic);
     Rig r(with_nic(nic), v6);
