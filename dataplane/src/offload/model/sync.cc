@@ -18,7 +18,7 @@ namespace {
 
 constexpr uint32_t kSwsQueue = 1024;           // the hidden flow queue (never more out: every call settles)
 constexpr uint32_t kSwsCtPool = 1u << 16;      // DV grows its conntrack pools on demand (mlx5_flow_dv.c:13017-13106)
-constexpr uint32_t kSwsFirstTable = 1024;      // a shape's first hidden table; each next one twice the last
+constexpr uint32_t kSwsFirstTable = 64;        // a shape's first hidden table; each next one twice the last
 constexpr uint64_t kQueryWaitNs = 1'000'000'000;
 
 struct Inside {
