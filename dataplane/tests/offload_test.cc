@@ -1497,6 +1497,10 @@ TEST(Findings29, NicRxRssHashesEachPacketAsThePortsOwnRss) {
     EXPECT_EQ(r.pass(kIn, v6tcp(true, kAck, 101, 501, 0)).out, kOut);
     r.settle();
     for (int i = 0; i < 5; i++) r.pass(kIn, v6tcp(true, kAck | kPsh, 101 + 100 * i, 501, 100));
+    // The key must be there: a renamed counter would read 0 and pass.
+    bool present = false;
+    for (const auto& [k, v] : r.off->stats().counters) present |= k == "nic_rss_off_port";
+    ASSERT_TRUE(present) << "no nic_rss_off_port in the provider's stats";
     EXPECT_EQ(r.stat("nic_rss_off_port"), 0u);
     EXPECT_GT(r.stat("nic_to_software"), 20u);
   }

@@ -39,7 +39,8 @@ std::vector<BringupFact> bringup_facts(const std::string& devargs, const std::st
   bool switchdev = false, mode_known = false;
   if (run({"devlink", "-j", "dev", "eswitch", "show", dev}, &out) == 0) {
     nlohmann::json j = parse(out);
-    if (j.is_object() && j.contains("dev") && j["dev"].contains(dev) && j["dev"][dev].contains("mode")) {
+    if (j.is_object() && j.contains("dev") && j["dev"].is_object() && j["dev"].contains(dev) &&
+        j["dev"][dev].is_object() && j["dev"][dev].contains("mode") && j["dev"][dev]["mode"].is_string()) {
       const std::string mode = j["dev"][dev]["mode"].get<std::string>();
       mode_known = true;
       switchdev = mode == "switchdev";
@@ -60,11 +61,13 @@ std::vector<BringupFact> bringup_facts(const std::string& devargs, const std::st
     bool meta = false, known = false;
     if (run({"devlink", "-j", "dev", "param", "show", dev, "name", "esw_port_metadata"}, &out) == 0) {
       nlohmann::json j = parse(out);
-      if (j.is_object() && j.contains("param") && j["param"].contains(dev) && j["param"][dev].is_array())
+      if (j.is_object() && j.contains("param") && j["param"].is_object() && j["param"].contains(dev) &&
+          j["param"][dev].is_array())
         for (const auto& p : j["param"][dev])
-          if (p.value("name", "") == "esw_port_metadata" && p.contains("values"))
+          if (p.is_object() && p.contains("name") && p["name"] == "esw_port_metadata" && p.contains("values") &&
+              p["values"].is_array())
             for (const auto& x : p["values"])
-              if (x.contains("value") && x["value"].is_boolean()) {
+              if (x.is_object() && x.contains("value") && x["value"].is_boolean()) {
                 known = true;
                 meta = x["value"].get<bool>();
               }
