@@ -51,10 +51,10 @@ class Model : public ::testing::Test {
     c.ct_in_fdb = ct_in_fdb;
     make_with(c);
   }
-  void make_with(Mlx5ModelConfig c) {
+  void make_with(Mlx5ModelConfig c, uint32_t max_flows = 4096) {
     for (uint16_t p : {2, 1, 0}) rte_eth_dev_stop(p);  // a model made earlier in the test may have started them
     m.reset();
-    c.max_flows = 4096;
+    c.max_flows = max_flows;
     c.ring = 1024;
     m = std::make_unique<Mlx5Model>(c, std::vector<uint16_t>{0, 1, 2});
     m->set_clock(fake_clock, &now);
@@ -864,6 +864,34 @@ TEST_F(Model, AgedFlowsAreReportedOnceByTheirContext) {
   EXPECT_EQ(a().get_q_aged_flows(a().self, 0, 0, got, 4, &err), 0);  // once
   refused("aged-flows", a().get_q_aged_flows(a().self, 0, 0, nullptr, 4, &err), EINVAL);
   refused("aged-flows", a().get_q_aged_flows(a().self, 1, 0, got, 4, &err), ENOENT);  // no aging objects there
+}
+
+// The aged-flow ring reports a rule on the first query after its timeout,
+// wherever its table sits in the rule space (a sweep that walked a window of
+// the whole space found a rule behind a big table seconds late), and one
+// query visits each rule at most once.
+TEST_F(Model, AgedFlowsAreReportedOnTimeBehindABigTable) {
+  Mlx5ModelConfig c;
+  c.esw = true;
+  c.ct_in_fdb = true;
+  make_with(c, 1u << 19);
+  up();
+  auto* big = port_table(2, {act(RTE_FLOW_ACTION_TYPE_DROP), kEndA}, 262144);
+  ASSERT_NE(big, nullptr) << m->last_error();
+  rte_flow_action_age age{};
+  age.timeout = 2;
+  int ctx_a = 0;
+  age.context = &ctx_a;
+  std::vector<rte_flow_action> acts = {act(RTE_FLOW_ACTION_TYPE_AGE, &age), act(RTE_FLOW_ACTION_TYPE_DROP), kEndA};
+  auto* t = port_table(1, acts);
+  ASSERT_NE(t, nullptr) << m->last_error();
+  ASSERT_NE(rule(0, t, 1, acts), nullptr) << m->last_error();
+  settle();
+  void* got[4] = {};
+  EXPECT_EQ(a().get_q_aged_flows(a().self, 0, 0, got, 4, &err), 0);
+  now += 3'000'000'000ull;
+  ASSERT_EQ(a().get_q_aged_flows(a().self, 0, 0, got, 4, &err), 1);  // the first query after the timeout
+  EXPECT_EQ(got[0], &ctx_a);
 }
 
 // Issue 22: VXLAN, MODIFY_FIELD and RAW_ENCAP as 22.11 takes them.

@@ -769,7 +769,11 @@ TEST(EmulatedOffload, RefusedRuleShapeLeavesConnectionsInSoftware) {
   log_set_level(RTE_LOG_WARNING);
   testing::internal::CaptureStderr();
   {
-    Rig r({}, "", &b.api, &model);
+    // Forced: with auto the conntrack probe meets the refusal first and
+    // takes the flows strategy (Findings29.ConntrackProbeInsertsARule).
+    OffloadConfig oc = aso_cfg();
+    oc.conntrack = "aso";
+    Rig r(oc, "", &b.api, &model);
     r.refusals_expected = true;
     for (uint16_t cp = 40000; cp < 40005; cp++) handshake(r, cp);
     EXPECT_EQ(r.stat("installed"), 0u);
@@ -1534,6 +1538,33 @@ TEST(Findings29, TransferProxyStartsFirstWhateverTheConfigOrder) {
     }
     EXPECT_EQ(model.last_error().find("stop-order"), std::string::npos) << model.last_error();
   }
+}
+
+// Finding 6: the conntrack probe inserts a rule that uses its object in
+// the domain the connections go to. A NIC that makes the object but refuses
+// a rule with it (here: the INDIRECT mask the driver refuses, through the
+// Breaker) is met at start: auto takes the flows strategy and says why,
+// instead of failing every connection's rules.
+TEST(Findings29, ConntrackProbeInsertsARule) {
+  Mlx5ModelConfig mc;
+  mc.ct_in_fdb = true;
+  Mlx5Model model(mc, {0, 1});
+  Breaker b;
+  b.inner = &model.api();
+  b.api = model.api();
+  b.api.actions_template_create = Breaker::at_create;
+  Breaker::one = &b;
+  Rig r({}, "", &b.api, &model);
+  r.refusals_expected = true;
+  const std::string why = note(*r.off, "conntrack");
+  EXPECT_NE(why.find("a conntrack object was refused"), std::string::npos) << why;
+  EXPECT_NE(why.find("a rule with it"), std::string::npos) << why;
+  for (uint16_t cp = 40000; cp < 40005; cp++) handshake(r, cp);
+  std::string counters;
+  for (const auto& [k, v] : r.off->stats().counters)
+    if (v) counters += k + "=" + std::to_string(v) + " ";
+  EXPECT_EQ(r.stat("installed"), 5u) << counters << r.nic().last_error();
+  EXPECT_EQ(r.stat("failed_not_supported"), 0u);
 }
 
 }  // namespace

@@ -474,7 +474,8 @@ void short_iperf_runs_are_each_handled_by_the_nic() {
   }
   printf("[ offload ] %d runs of 2 s, share of packets in the NIC stage: %s\n", runs, all.c_str());
   EXPECT_EQ(below, 0) << below << " of " << runs << " runs below 0.99";
-  printf("[ offload ] resyncs %lld\n", off("resyncs"));
+  printf("[ offload ] resyncs %lld, NIC conntrack invalid %lld, aged %lld\n", off("resyncs"), off("nic_ct_invalid"),
+         off("aged"));
 }
 TEST_F(Offload, ShortIperfRunsAreEachHandledByTheNic) { short_iperf_runs_are_each_handled_by_the_nic(); }
 TEST_F(OffloadAso, ShortIperfRunsAreEachHandledByTheNic) { short_iperf_runs_are_each_handled_by_the_nic(); }

@@ -258,6 +258,8 @@ Status RteFlowProvider::start(OffloadHost& host) {
   jobs_.assign(pool, Job{});
   free_jobs_.clear();
   for (size_t i = pool; i-- > 0;) free_jobs_.push_back(static_cast<uint32_t>(i));
+  layout_.age_action = !sws_;
+  layout_.vxlan_flags = !sws_;
   if (sws_ && cfg_.conntrack == "auto") strategy_why_ = "auto: a conntrack object was taken (DV: no pool to configure)";
   if (aso_ && cfg_.conntrack == "auto")
     if (std::string why = probe_ct(); !why.empty()) {
@@ -266,8 +268,6 @@ Status RteFlowProvider::start(OffloadHost& host) {
       log_warning(LogType::kOffload, "conntrack flows: " + strategy_why_);
     }
   layout_.aso = aso_;
-  layout_.age_action = !sws_;
-  layout_.vxlan_flags = !sws_;
   log_info(LogType::kOffload, std::string("engine ") + (sws_ ? "sws" : "hws") + ": " + engine_why_);
   log_info(LogType::kOffload, std::string("conntrack ") + (aso_ ? "aso" : "flows") + ": " + strategy_why_);
   if (host_.marks && !host_.marks->load()) {
@@ -303,8 +303,12 @@ bool RteFlowProvider::sws_probe(uint16_t port, std::string* why) {
   return rc == 0;
 }
 
-// One conntrack object made, completed and destroyed on the port that
-// would hold them: "" when the NIC took it, else the reason.
+// One conntrack object made on the port that would hold them, a rule that
+// uses it inserted in the domain the connections go to (an impossible TCP
+// tuple, port 0 both ways: it matches nothing), both completed and
+// destroyed: "" when the NIC took them, else the reason. A firmware that
+// takes the object but not a rule with it in this domain shows only at the
+// rule's completion, so the rule is part of the probe.
 std::string RteFlowProvider::probe_ct() {
   const FlowApi& a = api();
   const uint16_t port = transfer_ ? layout_.proxy_port : layout_.port_ids[0];
@@ -332,17 +336,74 @@ std::string RteFlowProvider::probe_ct() {
     }
     return "no completion in 1 s";
   };
+  // The rule: a connection's original direction as the provider writes it
+  // (no AGE: nothing to age), in a small table of its own, gone after.
+  hw::Layout pl = layout_;
+  pl.aso = true;
+  pl.age_action = false;
+  const size_t out = transfer_ && pl.nports() > 1 ? 1 : 0;
+  hw::Conn probe_conn{};
+  probe_conn.orig.family = 4;
+  probe_conn.orig.proto = IPPROTO_TCP;
+  probe_conn.in_port[0] = 0;
+  probe_conn.out_port[0] = static_cast<int16_t>(out);
+  probe_conn.in_port[1] = static_cast<uint8_t>(out);
+  probe_conn.out_port[1] = 0;
+  probe_conn.aso = true;
   if (sws_) {
     rte_flow_action_handle* h = a.action_handle_create(a.self, port, &ic, &act, &err);
     if (!h) return flow_err(err, rte_errno);
+    std::string why;
+    hw::Flow f = hw::conn_flow(pl, probe_conn, 0, h, nullptr);
     err = {};
-    if (a.action_handle_destroy(a.self, port, h, &err) != 0) return "destroy: " + flow_err(err, rte_errno);
-    return "";
+    if (a.validate(a.self, f.port_id, &f.attr, f.pattern.data(), f.actions.data(), &err) != 0) {
+      why = "a rule with it: rte_flow_validate: " + flow_err(err, rte_errno);
+    } else if (rte_flow* fl = a.create(a.self, f.port_id, &f.attr, f.pattern.data(), f.actions.data(), &err); !fl) {
+      why = "a rule with it: " + flow_err(err, rte_errno);
+    } else {
+      err = {};
+      if (a.destroy(a.self, f.port_id, fl, &err) != 0) why = "a rule with it: destroy: " + flow_err(err, rte_errno);
+    }
+    err = {};
+    if (a.action_handle_destroy(a.self, port, h, &err) != 0 && why.empty())
+      why = "destroy: " + flow_err(err, rte_errno);
+    return why;
   }
   rte_flow_action_handle* h = a.async_action_handle_create(a.self, port, 0, &now, &ic, &act, nullptr, &err);
   if (!h) return flow_err(err, rte_errno);
   a.push(a.self, port, 0, &err);
   std::string why = wait();
+  if (why.empty()) {
+    hw::Flow f = hw::conn_flow(pl, probe_conn, 0, h, nullptr);
+    std::string twhy;
+    rte_flow_template_table* t = table_for(f, kProbeTable, &twhy);
+    err = {};
+    rte_flow* fl = t ? a.async_create(a.self, f.port_id, 0, &now, t, f.pattern.data(), 0, f.actions.data(), 0,
+                                      nullptr, &err)
+                     : nullptr;
+    if (!t) {
+      why = "a rule with it: " + twhy;
+    } else if (!fl) {
+      why = "a rule with it: " + flow_err(err, rte_errno);
+    } else {
+      a.push(a.self, f.port_id, 0, &err);
+      if (std::string w = wait(); !w.empty()) why = "a rule with it: " + w;
+      err = {};
+      // A rule whose creation failed is destroyed all the same (its slot).
+      if (a.async_destroy(a.self, f.port_id, 0, &now, fl, nullptr, &err) == 0) {
+        a.push(a.self, f.port_id, 0, &err);
+        if (std::string w = wait(); why.empty() && !w.empty()) why = "a rule with it: destroy: " + w;
+      }
+    }
+    if (auto it = tables_.find(shape(f)); it != tables_.end()) {
+      const Table& tb = it->second;
+      err = {};
+      a.template_table_destroy(a.self, tb.port, tb.table, &err);
+      a.actions_template_destroy(a.self, tb.port, tb.at, &err);
+      a.pattern_template_destroy(a.self, tb.port, tb.pt, &err);
+      tables_.erase(it);
+    }
+  }
   err = {};
   if (a.async_action_handle_destroy(a.self, port, 0, &now, h, nullptr, &err) == 0) {
     a.push(a.self, port, 0, &err);

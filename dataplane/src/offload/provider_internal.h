@@ -124,6 +124,7 @@ class RteFlowProvider final : public OffloadProvider {
   static constexpr uint64_t kBusyBackoffNs = 100'000'000;
   static constexpr uint8_t kBusyTries = 10;
   static constexpr uint32_t kSharedTable = 64;
+  static constexpr uint32_t kProbeTable = 16;  // the conntrack probe's own table (probe_ct)
   static constexpr uint32_t kRulesAfterCt = 3;  // a conntrack connection's operations after its object's create
 
   struct Job {

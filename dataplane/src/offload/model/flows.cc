@@ -347,6 +347,13 @@ rte_flow* ModelCalls::async_create(void* self, uint16_t port, uint32_t queue, co
   c.last_hit_ns.store(0);
   if (s.flow_created_ns.size() < s.flows.size()) s.flow_created_ns.resize(s.flows.size());
   s.flow_created_ns[id] = m.now();
+  if (o.rule.age) {
+    if (s.age_listed.size() < s.flows.size()) s.age_listed.resize(s.flows.size());
+    if (!s.age_listed[id]) {
+      s.age_listed[id] = 1;
+      s.age_ids.push_back(id);
+    }
+  }
   enqueue(m, *q, o, Impl::Pending{0, 0, user_data, true, Impl::Pending::kFlowCreate, id}, op && op->postpone);
   return reinterpret_cast<rte_flow*>(static_cast<uintptr_t>(id) + 1);
 }

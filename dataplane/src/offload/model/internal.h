@@ -410,7 +410,11 @@ struct Mlx5Model::Impl {
   uint32_t order = 0;
   uint32_t masked_count = 0;
   std::vector<uint64_t> flow_created_ns;  // for AGE queries
-  uint32_t age_cursor = 0;                 // where the next aged-flow sweep starts
+  uint32_t age_cursor = 0;                 // where the next aged-flow sweep starts (in age_ids)
+  // Rules made with AGE, as the driver's aging list holds them (each id
+  // once, age_listed; dropped at a sweep once the rule is gone).
+  std::vector<uint32_t> age_ids;
+  std::vector<uint8_t> age_listed;
   std::vector<uint32_t> qslots;           // free conntrack query slots
   uint64_t flows_used = 0;
   // Rules given a conntrack object whose create had not completed: the

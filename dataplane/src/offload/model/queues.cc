@@ -64,19 +64,30 @@ int ModelCalls::get_q_aged_flows(void* self, uint16_t port, uint32_t, void** con
     f.aged_last = last;
     return true;
   };
-  const uint32_t total = static_cast<uint32_t>(std::min<size_t>(s.flows.size(), s.flow_created_ns.size()));
   if (n == 0) {
     int c = 0;
-    for (uint32_t id = 0; id < total; id++) {
+    for (uint32_t id : s.age_ids) {
       const bool was = s.flows[id].aged;
       c += aged(id);
       s.flows[id].aged = was;  // counting reports nothing
     }
     return c;
   }
+  // One call visits each listed rule at most once (the driver walks its
+  // aging list once per query): going round a short list thousands of times
+  // per call would read the counters the workers write on every packet.
   uint32_t k = 0;
-  for (uint32_t scanned = 0; scanned < std::min<uint32_t>(total, 65536) && k < n; scanned++) {
-    uint32_t id = s.age_cursor++ % std::max<uint32_t>(total, 1);
+  const uint32_t budget = static_cast<uint32_t>(std::min<size_t>(s.age_ids.size(), 65536));
+  for (uint32_t scanned = 0; scanned < budget && k < n && !s.age_ids.empty(); scanned++) {
+    const uint32_t at = s.age_cursor % static_cast<uint32_t>(s.age_ids.size());
+    const uint32_t id = s.age_ids[at];
+    if (s.flows[id].st != Impl::FlowRec::kLive || !s.flows[id].age_s) {  // gone: off the list
+      s.age_listed[id] = 0;
+      s.age_ids[at] = s.age_ids.back();
+      s.age_ids.pop_back();
+      continue;
+    }
+    s.age_cursor = at + 1;
     if (!aged(id)) continue;
     s.flows[id].aged = true;
     contexts[k++] = s.flows[id].age_ctx;
