@@ -1338,6 +1338,51 @@ TEST(Findings29, FlowQueueFitsWhatTheFirmwareGrantsAndStepsDown) {
   EXPECT_LE(r->stat("in_flight"), 96u);
 }
 
+// Finding 10: the conntrack pool is one DevX object of align32pow2(pool)
+// contexts, and a firmware allocates at most 2^log_conn_track_max_alloc in
+// one create (22.11 does not read it): a refused pool is halved until it is
+// taken, and no more connections go to the NIC than it holds; below 1,024,
+// auto takes the flows strategy with the reason.
+TEST(Findings29, ConntrackPoolStepsDownToWhatTheFirmwareAllocates) {
+  {
+    Mlx5ModelConfig mc;
+    mc.apply_profile("cx6dx-switchdev-ct-fdb");
+    mc.log_ct_max_alloc = 10;  // 1,024 objects; the default config asks 33,792 (65,536 in the object)
+    Mlx5Model model(mc, {0, 1});
+    std::unique_ptr<Rig> r;
+    std::string log = logged([&] { r = std::make_unique<Rig>(aso_cfg(), "", &model.api(), &model); });
+    r->refusals_expected = true;
+    EXPECT_EQ(r->stat("conntrack_aso"), 1u) << log;
+    EXPECT_EQ(r->stat("jobs_limit"), 1024u);
+    EXPECT_NE(log.find("a conntrack pool of 33792 refused (ct-pool-size: fail to configure port: Failed to create "
+                       "conn_track_offload_obj using DevX"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("took 1024: at most 1024 connections in the NIC at once"), std::string::npos) << log;
+    EXPECT_NE(r->off->testpmd_commands().find("conn_tracks_number 1024"), std::string::npos);
+    for (int i = 0; i < 1200; i++) handshake(*r, static_cast<uint16_t>(20000 + i));
+    for (int k = 0; k < 20; k++) r->settle();
+    EXPECT_EQ(r->stat("installed"), 1024u) << r->nic().last_error();
+    EXPECT_EQ(r->nic().ct_overruns(), 0u);
+  }
+  {
+    Mlx5ModelConfig mc;
+    mc.apply_profile("cx6dx-switchdev-ct-fdb");
+    mc.log_ct_max_alloc = 9;  // 512: below the provider's smallest pool
+    Mlx5Model model(mc, {0, 1});
+    std::unique_ptr<Rig> r;
+    std::string log = logged([&] { r = std::make_unique<Rig>(aso_cfg(), "", &model.api(), &model); });
+    r->refusals_expected = true;
+    EXPECT_EQ(r->stat("conntrack_aso"), 0u);
+    const std::string n = note(*r->off, "conntrack");
+    EXPECT_NE(n.find("refused a conntrack pool of 33792"), std::string::npos) << n;
+    EXPECT_NE(n.find("and down to 1024"), std::string::npos) << n;
+    handshake(*r);
+    r->settle();
+    EXPECT_EQ(r->stat("installed"), 1u) << r->nic().last_error();
+  }
+}
+
 // Finding 9: a connection's rules name its conntrack object only once the
 // object's create has completed (the driver would take them earlier, with
 // the object still WAIT_ASYNC, and the rule could go live before the context

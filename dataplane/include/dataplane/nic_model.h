@@ -64,6 +64,11 @@ struct NicProfile {
   const char* fw;  // the firmware version it runs (ethtool -i, sysfs fw_ver)
   bool hws;        // the firmware has HWS (xx.35.1012 or newer)
   uint32_t max_qp_wr;  // the largest work queue it grants (ibv_devinfo max_qp_wr)
+  // The largest conntrack object bulk its firmware allocates in one DevX
+  // create, log2 (HCA capabilities 2, log_conn_track_max_alloc). 22.11 does
+  // not read it; no card's value has been read here: every profile has 22
+  // (4M objects), which the configs shipped stay below; tests set less.
+  uint8_t log_ct_max_alloc;
   const char* what;
 };
 // "22.31.1014" -> true when it is xx.35.1012 or newer (the HWS minimum);
@@ -84,6 +89,7 @@ struct Mlx5ModelConfig {
   std::string fw = "22.36.1010";  // see NicProfile
   bool hws_fw = true;             // the firmware has HWS
   uint32_t max_qp_wr = 1u << 15;  // see NicProfile
+  uint8_t log_ct_max_alloc = 22;  // see NicProfile
   // The steering engine the ports were probed with (devarg dv_flow_en): 2,
   // hardware steering (templates and queues); 1, DV software steering
   // (synchronous rte_flow_validate/create).
@@ -108,7 +114,7 @@ struct Mlx5ModelConfig {
   // they can be taken again (mlx5_hws_cnt.h:436-452, mlx5_hws_cnt.c:63-92;
   // svc_cycle_time default 500 ms, mlx5_defs.h:188).
   uint32_t counter_cycle_ms = 500;
-  // Takes the profile's fields (esw, ct_in_fdb, fw, hws_fw, max_qp_wr); false
+  // Takes the profile's fields (esw, ct_in_fdb, fw, hws_fw, max_qp_wr, log_ct_max_alloc); false
   // for an unknown name.
   bool apply_profile(const std::string& name);
 };

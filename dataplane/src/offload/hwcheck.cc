@@ -212,7 +212,8 @@ int hw_check(const std::string& target, bool no_huge, const std::string& nic, co
       printf("hw-check: --- NIC profile %s: %s\n", prof.c_str(), np->what);
       step(std::string("firmware ") + np->fw + ": " +
            (np->hws ? "hardware steering (HWS) available" : "no hardware steering (it needs xx.35.1012 or newer)") +
-           "; max_qp_wr " + std::to_string(np->max_qp_wr));
+           "; max_qp_wr " + std::to_string(np->max_qp_wr) + "; conntrack objects per DevX create 2^" +
+           std::to_string(np->log_ct_max_alloc) + " (no card's value read yet)");
     }
     int r = hw_check_run(target, model, prof, cab);  // everything DPDK-backed is gone before the cleanup
     rc |= r;

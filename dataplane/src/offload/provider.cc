@@ -179,26 +179,51 @@ Status RteFlowProvider::configure_port(uint16_t port) {
   };
   // What the firmware may refuse, stepped down one thing at a time, each
   // step logged with the driver's message: the conntrack pool (only where
-  // the same request without it is then taken: that is the diagnosis), then
-  // the queue size.
+  // the same request without it is then taken: that is the diagnosis),
+  // halved while it is refused (a firmware allocates conntrack objects in
+  // bulks of at most 2^log_conn_track_max_alloc, which 22.11 does not read),
+  // then the queue size.
   std::string first, msg;
   int rc = attempt(&first);
   msg = first;
   while (rc != 0) {
-    if (pa.nb_conn_tracks && cfg_.conntrack == "auto") {
+    if (pa.nb_conn_tracks) {
       const uint32_t ct = pa.nb_conn_tracks;
       pa.nb_conn_tracks = 0;
       std::string m2;
       if (attempt(&m2) == 0) {
-        // The strategy, probed: no conntrack pool here (an E-Switch
-        // manager whose firmware has no conntrack in the FDB): exact
-        // 5-tuple rules.
-        strategy_why_ = "auto: " + pn + " refused a conntrack pool of " + std::to_string(ct) + " (" + msg +
-                        "); the same request without it was taken";
-        log_warning(LogType::kOffload, "conntrack flows: " + strategy_why_);
-        aso_ = false;
-        rc = 0;
-        break;
+        // The pool it was: a smaller one, or none.
+        std::string step = msg;
+        for (uint32_t half = rte_align32pow2(ct) / 2; half >= kCtPoolMin; half /= 2) {
+          pa.nb_conn_tracks = half;
+          if (attempt(&step) == 0) {
+            log_warning(LogType::kOffload, pn + ": a conntrack pool of " + std::to_string(ct) + " refused (" + msg +
+                                               "); took " + std::to_string(half) + ": at most " +
+                                               std::to_string(half) + " connections in the NIC at once");
+            ct_pool_ = std::min(ct_pool_, half);
+            rc = 0;
+            break;
+          }
+        }
+        if (rc == 0) break;
+        pa.nb_conn_tracks = 0;
+        if (cfg_.conntrack == "auto" && attempt(&m2) == 0) {
+          // The strategy, probed: no conntrack pool here (an E-Switch
+          // manager whose firmware has no conntrack in the FDB): exact
+          // 5-tuple rules.
+          strategy_why_ = "auto: " + pn + " refused a conntrack pool of " + std::to_string(ct) + " (" + msg +
+                          "), and down to " + std::to_string(kCtPoolMin) + "; the same request without it was taken";
+          log_warning(LogType::kOffload, "conntrack flows: " + strategy_why_);
+          aso_ = false;
+          rc = 0;
+          break;
+        }
+        if (cfg_.conntrack != "auto") {
+          pa.nb_conn_tracks = ct;
+          msg += "; the same request without the pool was taken, and with " + std::to_string(kCtPoolMin) +
+                 " to " + std::to_string(rte_align32pow2(ct) / 2) + " conntrack objects refused (" + step + ")";
+          break;
+        }
       }
       pa.nb_conn_tracks = ct;  // not the pool: keep it and look further
     }
@@ -255,6 +280,9 @@ Status RteFlowProvider::start(OffloadHost& host) {
   for (uint16_t p : host.port_ids)
     if (!configured_.count(p)) return Status::error("rte_flow: port " + std::to_string(p) + " was not configured");
   size_t pool = cfg_.table_size / 2 + cfg_.max_in_flight;
+  // A conntrack object per connection: no more connections than the pool
+  // the firmware granted (configure_port).
+  if (aso_ && !sws_ && ct_pool_ < pool) pool = ct_pool_;
   jobs_.assign(pool, Job{});
   free_jobs_.clear();
   for (size_t i = pool; i-- > 0;) free_jobs_.push_back(static_cast<uint32_t>(i));
@@ -504,6 +532,7 @@ OffloadStats RteFlowProvider::stats() const {
                 {"pending", pending_.size() + removals_.size() + retry_.size()},
                 {"retries", retries_},
                 {"jobs_in_use", used},
+                {"jobs_limit", jobs_.size()},
                 {"backlog_drops", backlog_drop_},
                 {"hw_templates", tables_.size()},
                 {"shared_rules", shared_.size()},
@@ -536,7 +565,7 @@ OffloadStats RteFlowProvider::stats() const {
   // Levels (what is there now) rather than counts since start.
   s.gauges = {"installed",        "in_flight",          "pending",       "jobs_in_use",      "hw_templates",
               "shared_rules",     "hw_max_counters",    "domain_transfer", "conntrack_aso",  "ct_ops_outstanding",
-              "ct_ops_outstanding_max", "ct_ops_limit", "flow_queue_size", "in_flight_limit", "engine_sws", "nic_rules_in_use", "nic_ct_in_use", "nic_counters_in_use",
+              "ct_ops_outstanding_max", "ct_ops_limit", "jobs_limit", "flow_queue_size", "in_flight_limit", "engine_sws", "nic_rules_in_use", "nic_ct_in_use", "nic_counters_in_use",
               "nic_ct_wqes_max"};
   for (int t = 0; t < 4; t++) s.gauges.insert(std::string("rules_") + hw::tier_name(static_cast<hw::Tier>(t)));
   if (Mlx5Model* model = given_nic_ ? given_nic_ : model_.get()) {

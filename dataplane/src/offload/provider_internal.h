@@ -333,6 +333,10 @@ class RteFlowProvider final : public OffloadProvider {
   uint32_t in_flight_ = 0;
   uint32_t reserved_ = 0;  // queue room held for the rules of connections whose conntrack object is being made
   uint32_t queue_ = 0;  // the flow queue size the proxy's rte_flow_configure took
+  // The conntrack pool every port took (the smallest, stepped down from
+  // table_size / 2 + max_in_flight); UINT32_MAX: as asked.
+  uint32_t ct_pool_ = UINT32_MAX;
+  static constexpr uint32_t kCtPoolMin = 1024;
   uint32_t scan_ = 0;
   uint64_t last_scan_ns_ = 0;
   std::map<std::string, uint64_t> failed_, refused_;

@@ -23,7 +23,7 @@ std::string RteFlowProvider::testpmd_commands() const {
     o << "flow configure " << p << " queues_number 1 queues_size " << (proxy ? queue_ : 64);
     if (proxy) {
       o << " counters_number " << 4 * pool + 4 * kSharedSlots << " aging_counters_number " << 2 * pool;
-      if (aso_) o << " conn_tracks_number " << pool;
+      if (aso_) o << " conn_tracks_number " << std::min<size_t>(pool, ct_pool_);
     }
     o << "\n";
   }

@@ -96,6 +96,13 @@ int ModelCalls::configure(void* self, uint16_t port, const rte_flow_port_attr* p
                       " objects) on the E-Switch manager port " + std::to_string(port) +
                       " is not supported by this NIC profile (" + m.cfg_.profile + ")");
   }
+  if (pa->nb_conn_tracks > 0 && rte_log2_u32(rte_align32pow2(pa->nb_conn_tracks)) > m.cfg_.log_ct_max_alloc) {
+    p->hws = false;  // the configure failed part-way: the port is not configured
+    return refuse(m, e, ENODATA, "ct-pool-size",
+                  "fail to configure port: Failed to create conn_track_offload_obj using DevX (a bulk of " +
+                      std::to_string(rte_align32pow2(pa->nb_conn_tracks)) + " objects; this firmware allocates 2^" +
+                      std::to_string(m.cfg_.log_ct_max_alloc) + ")");
+  }
   p->ct_pool = pa->nb_conn_tracks > 0;  // mlx5_flow_hw.c:7327
   if (p->ct_pool && p->ct_cap == 0) {
     // Each port has its own pool (priv->hws_ctpool); the model numbers every

@@ -7,17 +7,17 @@ namespace dp {
 
 const std::vector<NicProfile>& nic_profiles() {
   static const std::vector<NicProfile> p = {
-      {"cx6dx-legacy", false, false, "22.36.1010", true, 1u << 15,
+      {"cx6dx-legacy", false, false, "22.36.1010", true, 1u << 15, 22,
        "ConnectX-6 Dx as shipped: e-switch in legacy mode, each PF its own NIC Rx domain, conntrack per port"},
-      {"cx6dx-switchdev", true, false, "22.36.1010", true, 1u << 15,
+      {"cx6dx-switchdev", true, false, "22.36.1010", true, 1u << 15, 22,
        "ConnectX-6 Dx in switchdev mode: PF (E-Switch manager) and representors; no conntrack in the FDB"},
-      {"bf2-switchdev", true, false, "24.36.1010", true, 1u << 15,
+      {"bf2-switchdev", true, false, "24.36.1010", true, 1u << 15, 22,
        "BlueField-2 Arm side (switchdev): uplink p0 (E-Switch manager) and representors; no conntrack in the FDB"},
-      {"cx6dx-switchdev-ct-fdb", true, true, "22.36.1010", true, 1u << 15,
+      {"cx6dx-switchdev-ct-fdb", true, true, "22.36.1010", true, 1u << 15, 22,
        "switchdev with a firmware that takes conntrack in the FDB (model option: keeps that path tested)"},
-      {"cx6dx-legacy-fw22.31", false, false, "22.31.1014", false, 1u << 15,
+      {"cx6dx-legacy-fw22.31", false, false, "22.31.1014", false, 1u << 15, 22,
        "ConnectX-6 Dx in legacy mode on firmware without HWS: DV software steering, conntrack per port"},
-      {"bf2-switchdev-fw24.32", true, false, "24.32.1010", false, 1u << 15,
+      {"bf2-switchdev-fw24.32", true, false, "24.32.1010", false, 1u << 15, 22,
        "BlueField-2 Arm side (switchdev) on firmware without HWS: DV software steering in the FDB, no conntrack "
        "there"},
   };
@@ -39,6 +39,7 @@ bool Mlx5ModelConfig::apply_profile(const std::string& name) {
   fw = p->fw;
   hws_fw = p->hws;
   max_qp_wr = p->max_qp_wr;
+  log_ct_max_alloc = p->log_ct_max_alloc;
   return true;
 }
 
@@ -132,6 +133,10 @@ const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
       {"vport-domain", "mlx5_flow_hw.c:3484-3530: REPRESENTED_PORT only to ports of the same E-Switch"},
       {"ct-pool", "mlx5_flow_hw.c:7779-7785: conntrack objects need a CT pool (CT is not enabled)"},
       {"ct-profile", "mlx5_flow.c:2311-2326: state <= TIME_WAIT, last_index <= RST"},
+      {"ct-pool-size",
+       "mlx5_flow_hw.c:6570-6598 (DV: mlx5_flow_dv.c:13069-13075): the pool is one DevX object of "
+       "align32pow2(nb_conn_tracks) contexts; a bulk the firmware does not allocate (HCA caps 2 "
+       "log_conn_track_max_alloc, not read by 22.11) fails the create: ENODATA, and rte_flow_configure fails"},
       {"ct-pool-bound",
        "mlx5_flow_hw.c:6569-6578 and 7795-7800: the pool's DevX object holds align32pow2(nb_conn_tracks) contexts, "
        "but its indexed pool has no bound: 22.11 hands out objects past it (outside the object); the model refuses "
