@@ -142,6 +142,16 @@ class Model : public ::testing::Test {
     op.postpone = postpone;
     return a().async_create(a().self, port, 0, &op, t, items, 0, acts.data(), 0, nullptr, &err);
   }
+  // A rule with AGE (2 s, context ctx) in a table of group 1, completed.
+  void aging_rule(rte_flow_action_age* age, int* ctx) {
+    age->timeout = 2;
+    age->context = ctx;
+    std::vector<rte_flow_action> acts = {act(RTE_FLOW_ACTION_TYPE_AGE, age), act(RTE_FLOW_ACTION_TYPE_DROP), kEndA};
+    auto* t = port_table(1, acts);
+    ASSERT_NE(t, nullptr) << m->last_error();
+    ASSERT_NE(rule(0, t, 1, acts), nullptr) << m->last_error();
+    settle();
+  }
   // Lets every queued operation complete and pulls them.
   int settle(uint16_t port = 0) {
     now += 1'000'000;
@@ -856,14 +866,8 @@ TEST_F(Model, FreedCountersWaitForTheServiceCycle) {
 TEST_F(Model, AgedFlowsAreReportedOnceByTheirContext) {
   up();
   rte_flow_action_age age{};
-  age.timeout = 2;
   int ctx_a = 0;
-  age.context = &ctx_a;
-  std::vector<rte_flow_action> acts = {act(RTE_FLOW_ACTION_TYPE_AGE, &age), act(RTE_FLOW_ACTION_TYPE_DROP), kEndA};
-  auto* t = port_table(1, acts);
-  ASSERT_NE(t, nullptr) << m->last_error();
-  ASSERT_NE(rule(0, t, 1, acts), nullptr) << m->last_error();
-  settle();
+  ASSERT_NO_FATAL_FAILURE(aging_rule(&age, &ctx_a));
   void* got[4] = {};
   EXPECT_EQ(a().get_q_aged_flows(a().self, 0, 0, got, 4, &err), 0);  // not idle long enough
   now += 3'000'000'000ull;
@@ -888,14 +892,8 @@ TEST_F(Model, AgedFlowsAreReportedOnTimeBehindABigTable) {
   auto* big = port_table(2, {act(RTE_FLOW_ACTION_TYPE_DROP), kEndA}, 262144);
   ASSERT_NE(big, nullptr) << m->last_error();
   rte_flow_action_age age{};
-  age.timeout = 2;
   int ctx_a = 0;
-  age.context = &ctx_a;
-  std::vector<rte_flow_action> acts = {act(RTE_FLOW_ACTION_TYPE_AGE, &age), act(RTE_FLOW_ACTION_TYPE_DROP), kEndA};
-  auto* t = port_table(1, acts);
-  ASSERT_NE(t, nullptr) << m->last_error();
-  ASSERT_NE(rule(0, t, 1, acts), nullptr) << m->last_error();
-  settle();
+  ASSERT_NO_FATAL_FAILURE(aging_rule(&age, &ctx_a));
   void* got[4] = {};
   EXPECT_EQ(a().get_q_aged_flows(a().self, 0, 0, got, 4, &err), 0);
   now += 3'000'000'000ull;

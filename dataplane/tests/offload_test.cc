@@ -738,6 +738,11 @@ struct Breaker {
   FlowApi api;
   const FlowApi* inner;
   static inline Breaker* one = nullptr;
+  // The model's calls, with actions_template_create through at_create.
+  explicit Breaker(Mlx5Model& model) : api(model.api()), inner(&model.api()) {
+    api.actions_template_create = at_create;
+    one = this;
+  }
   static rte_flow_actions_template* at_create(void*, uint16_t port, const rte_flow_actions_template_attr* a,
                                               const rte_flow_action actions[], const rte_flow_action masks[],
                                               rte_flow_error* e) {
@@ -759,11 +764,7 @@ TEST(EmulatedOffload, RefusedRuleShapeLeavesConnectionsInSoftware) {
   mc.max_flows = 1 << 16;
   mc.ct_in_fdb = true;
   Mlx5Model model(mc, {0, 1});
-  Breaker b;
-  b.inner = &model.api();
-  b.api = model.api();
-  b.api.actions_template_create = Breaker::at_create;
-  Breaker::one = &b;
+  Breaker b(model);
   // The provider logs through rte_log (dataplane.offload, warnings); this
   // binary's EAL runs at *:error.
   log_set_level(RTE_LOG_WARNING);
@@ -1594,11 +1595,7 @@ TEST(Findings29, ConntrackProbeInsertsARule) {
   Mlx5ModelConfig mc;
   mc.ct_in_fdb = true;
   Mlx5Model model(mc, {0, 1});
-  Breaker b;
-  b.inner = &model.api();
-  b.api = model.api();
-  b.api.actions_template_create = Breaker::at_create;
-  Breaker::one = &b;
+  Breaker b(model);
   Rig r({}, "", &b.api, &model);
   r.refusals_expected = true;
   const std::string why = note(*r.off, "conntrack");
