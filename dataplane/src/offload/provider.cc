@@ -279,13 +279,6 @@ Status RteFlowProvider::start(OffloadHost& host) {
   }
   for (uint16_t p : host.port_ids)
     if (!configured_.count(p)) return Status::error("rte_flow: port " + std::to_string(p) + " was not configured");
-  size_t pool = cfg_.table_size / 2 + cfg_.max_in_flight;
-  // A conntrack object per connection: no more connections than the pool
-  // the firmware granted (configure_port).
-  if (aso_ && !sws_ && ct_pool_ < pool) pool = ct_pool_;
-  jobs_.assign(pool, Job{});
-  free_jobs_.clear();
-  for (size_t i = pool; i-- > 0;) free_jobs_.push_back(static_cast<uint32_t>(i));
   layout_.age_action = !sws_;
   layout_.vxlan_flags = !sws_;
   if (sws_ && cfg_.conntrack == "auto") strategy_why_ = "auto: a conntrack object was taken (DV: no pool to configure)";
@@ -296,6 +289,14 @@ Status RteFlowProvider::start(OffloadHost& host) {
       log_warning(LogType::kOffload, "conntrack flows: " + strategy_why_);
     }
   layout_.aso = aso_;
+  size_t pool = cfg_.table_size / 2 + cfg_.max_in_flight;
+  // A conntrack object per connection: no more connections than the pool
+  // the firmware granted (configure_port); after the probe, which may take
+  // the flows strategy, which needs none.
+  if (aso_ && !sws_ && ct_pool_ < pool) pool = ct_pool_;
+  jobs_.assign(pool, Job{});
+  free_jobs_.clear();
+  for (size_t i = pool; i-- > 0;) free_jobs_.push_back(static_cast<uint32_t>(i));
   log_info(LogType::kOffload, std::string("engine ") + (sws_ ? "sws" : "hws") + ": " + engine_why_);
   log_info(LogType::kOffload, std::string("conntrack ") + (aso_ ? "aso" : "flows") + ": " + strategy_why_);
   if (host_.marks && !host_.marks->load()) {

@@ -87,6 +87,16 @@ int ModelCalls::configure(void* self, uint16_t port, const rte_flow_port_attr* p
   p->q[nb_queue].size = qa[0]->size;
   p->counters = pa->nb_counters;
   p->aging = pa->nb_aging_objects;
+  // The DevX object is created before the FDB action (mlx5_flow_hw.c:6591-6608):
+  // a bulk the firmware does not allocate fails first. Not the model's own DV
+  // set-up (inside): DV grows its pool in small bulks (mlx5_flow_dv.c:13066-13075).
+  if (pa->nb_conn_tracks > 0 && !s.inside && rte_log2_u32(rte_align32pow2(pa->nb_conn_tracks)) > m.cfg_.log_ct_max_alloc) {
+    p->hws = false;  // the configure failed part-way: the port is not configured
+    return refuse(m, e, ENODATA, "ct-pool-size",
+                  "fail to configure port: Failed to create conn_track_offload_obj using DevX (a bulk of " +
+                      std::to_string(rte_align32pow2(pa->nb_conn_tracks)) + " objects; this firmware allocates 2^" +
+                      std::to_string(m.cfg_.log_ct_max_alloc) + ")");
+  }
   if (pa->nb_conn_tracks > 0 && m.cfg_.esw && p->proxy && !m.cfg_.ct_in_fdb) {
     // The manager port's pool asks for the FDB too, which this firmware
     // refuses: the whole configure fails and leaves the port unconfigured.
@@ -96,14 +106,7 @@ int ModelCalls::configure(void* self, uint16_t port, const rte_flow_port_attr* p
                       " objects) on the E-Switch manager port " + std::to_string(port) +
                       " is not supported by this NIC profile (" + m.cfg_.profile + ")");
   }
-  if (pa->nb_conn_tracks > 0 && rte_log2_u32(rte_align32pow2(pa->nb_conn_tracks)) > m.cfg_.log_ct_max_alloc) {
-    p->hws = false;  // the configure failed part-way: the port is not configured
-    return refuse(m, e, ENODATA, "ct-pool-size",
-                  "fail to configure port: Failed to create conn_track_offload_obj using DevX (a bulk of " +
-                      std::to_string(rte_align32pow2(pa->nb_conn_tracks)) + " objects; this firmware allocates 2^" +
-                      std::to_string(m.cfg_.log_ct_max_alloc) + ")");
-  }
-  p->ct_pool = pa->nb_conn_tracks > 0;  // mlx5_flow_hw.c:7327
+  p->ct_pool = pa->nb_conn_tracks > 0;  // mlx5_flow_hw.c:7293-7305
   if (p->ct_pool && p->ct_cap == 0) {
     // Each port has its own pool (priv->hws_ctpool); the model numbers every
     // port's objects in one index space.

@@ -73,12 +73,13 @@ int ModelCalls::get_q_aged_flows(void* self, uint16_t port, uint32_t, void** con
     }
     return c;
   }
-  // One call visits each listed rule at most once (the driver walks its
-  // aging list once per query): going round a short list thousands of times
-  // per call would read the counters the workers write on every packet.
+  // One call makes at most as many visits as there are listed rules (the
+  // driver's service thread fills the ring as rules age): going round a
+  // short list thousands of times per call would read the counters the
+  // workers write on every packet. Removing a gone rule is not a visit.
   uint32_t k = 0;
   const uint32_t budget = static_cast<uint32_t>(std::min<size_t>(s.age_ids.size(), 65536));
-  for (uint32_t scanned = 0; scanned < budget && k < n && !s.age_ids.empty(); scanned++) {
+  for (uint32_t visits = 0; visits < budget && k < n && !s.age_ids.empty();) {
     const uint32_t at = s.age_cursor % static_cast<uint32_t>(s.age_ids.size());
     const uint32_t id = s.age_ids[at];
     if (s.flows[id].st != Impl::FlowRec::kLive || !s.flows[id].age_s) {  // gone: off the list
@@ -88,6 +89,7 @@ int ModelCalls::get_q_aged_flows(void* self, uint16_t port, uint32_t, void** con
       continue;
     }
     s.age_cursor = at + 1;
+    visits++;
     if (!aged(id)) continue;
     s.flows[id].aged = true;
     contexts[k++] = s.flows[id].age_ctx;
