@@ -1377,10 +1377,29 @@ TEST(Findings29, ConntrackPoolStepsDownToWhatTheFirmwareAllocates) {
     EXPECT_EQ(r->stat("conntrack_aso"), 0u);
     const std::string n = note(*r->off, "conntrack");
     EXPECT_NE(n.find("refused a conntrack pool of 33792"), std::string::npos) << n;
-    EXPECT_NE(n.find("and down to 1024"), std::string::npos) << n;
+    EXPECT_NE(n.find("every halving from 32768 down to 1024"), std::string::npos) << n;
     handshake(*r);
     r->settle();
     EXPECT_EQ(r->stat("installed"), 1u) << r->nic().last_error();
+  }
+  {
+    // A pool asked at 1,024 or less: nothing smaller was tried, and the
+    // note does not say it was.
+    Mlx5ModelConfig mc;
+    mc.apply_profile("cx6dx-switchdev-ct-fdb");
+    mc.log_ct_max_alloc = 9;
+    Mlx5Model model(mc, {0, 1});
+    OffloadConfig oc = aso_cfg();
+    oc.table_size = 1024;
+    oc.max_in_flight = 256;  // a pool of 768
+    std::unique_ptr<Rig> r;
+    std::string log = logged([&] { r = std::make_unique<Rig>(oc, "", &model.api(), &model); });
+    r->refusals_expected = true;
+    EXPECT_EQ(r->stat("conntrack_aso"), 0u) << log;
+    const std::string n = note(*r->off, "conntrack");
+    EXPECT_NE(n.find("refused a conntrack pool of 768"), std::string::npos) << n;
+    EXPECT_NE(n.find("nothing smaller tried (1024 is the least asked)"), std::string::npos) << n;
+    EXPECT_EQ(n.find("down to"), std::string::npos) << n;
   }
 }
 

@@ -194,7 +194,11 @@ Status RteFlowProvider::configure_port(uint16_t port) {
       if (attempt(&m2) == 0) {
         // The pool it was: a smaller one, or none.
         std::string step = msg;
-        for (uint32_t half = rte_align32pow2(ct) / 2; half >= kCtPoolMin; half /= 2) {
+        const uint32_t top = rte_align32pow2(ct) / 2;
+        const std::string least = std::to_string(kCtPoolMin);
+        const std::string smaller = top >= kCtPoolMin ? "every halving from " + std::to_string(top) + " down to " + least
+                                                       : "nothing smaller tried (" + least + " is the least asked)";
+        for (uint32_t half = top; half >= kCtPoolMin; half /= 2) {
           pa.nb_conn_tracks = half;
           if (attempt(&step) == 0) {
             log_warning(LogType::kOffload, pn + ": a conntrack pool of " + std::to_string(ct) + " refused (" + msg +
@@ -212,7 +216,7 @@ Status RteFlowProvider::configure_port(uint16_t port) {
           // manager whose firmware has no conntrack in the FDB): exact
           // 5-tuple rules.
           strategy_why_ = "auto: " + pn + " refused a conntrack pool of " + std::to_string(ct) + " (" + msg +
-                          "), and down to " + std::to_string(kCtPoolMin) + "; the same request without it was taken";
+                          "), " + smaller + "; the same request without it was taken";
           log_warning(LogType::kOffload, "conntrack flows: " + strategy_why_);
           aso_ = false;
           rc = 0;
@@ -220,8 +224,8 @@ Status RteFlowProvider::configure_port(uint16_t port) {
         }
         if (cfg_.conntrack != "auto") {
           pa.nb_conn_tracks = ct;
-          msg += "; the same request without the pool was taken, and with " + std::to_string(kCtPoolMin) +
-                 " to " + std::to_string(rte_align32pow2(ct) / 2) + " conntrack objects refused (" + step + ")";
+          msg += "; the same request without the pool was taken";
+          if (top >= kCtPoolMin) msg += ", and with " + least + " to " + std::to_string(top) + " conntrack objects refused (" + step + ")";
           break;
         }
       }
@@ -383,12 +387,10 @@ std::string RteFlowProvider::probe_ct() {
     rte_flow_action_handle* h = a.action_handle_create(a.self, port, &ic, &act, &err);
     if (!h) return flow_err(err, rte_errno);
     std::string why;
+    int e = 0;
     hw::Flow f = hw::conn_flow(pl, probe_conn, 0, h, nullptr);
-    err = {};
-    if (a.validate(a.self, f.port_id, &f.attr, f.pattern.data(), f.actions.data(), &err) != 0) {
-      why = "a rule with it: rte_flow_validate: " + flow_err(err, rte_errno);
-    } else if (rte_flow* fl = a.create(a.self, f.port_id, &f.attr, f.pattern.data(), f.actions.data(), &err); !fl) {
-      why = "a rule with it: " + flow_err(err, rte_errno);
+    if (rte_flow* fl = sws_create(f, &why, &e); !fl) {
+      why = "a rule with it: " + why;
     } else {
       err = {};
       if (a.destroy(a.self, f.port_id, fl, &err) != 0) why = "a rule with it: destroy: " + flow_err(err, rte_errno);

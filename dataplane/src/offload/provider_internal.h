@@ -95,6 +95,7 @@ class RteFlowProvider final : public OffloadProvider {
   Status start(OffloadHost& host) override;
 
   std::string probe_ct();
+  rte_flow* sws_create(const hw::Flow& f, std::string* why, int* errno_out);
   bool sws_probe(uint16_t port, std::string* why);
 
   void on_pipeline(const Pipeline& pl) override;

@@ -190,22 +190,36 @@ rte_flow_template_table* RteFlowProvider::table_for(const hw::Flow& f, uint32_t 
   return t;
 }
 
+// SWS: the driver judges the rule itself (flow_dv_validate), then writes it.
+// nullptr with the driver's message and errno when either call refuses.
+rte_flow* RteFlowProvider::sws_create(const hw::Flow& f, std::string* why, int* errno_out) {
+  const FlowApi& a = api();
+  rte_flow_error err{};
+  if (a.validate(a.self, f.port_id, &f.attr, f.pattern.data(), f.actions.data(), &err) != 0) {
+    *errno_out = rte_errno ? rte_errno : EINVAL;
+    *why = "rte_flow_validate: " + flow_err(err, rte_errno);
+    return nullptr;
+  }
+  err = {};
+  rte_flow* fl = a.create(a.self, f.port_id, &f.attr, f.pattern.data(), f.actions.data(), &err);
+  if (!fl) {
+    *errno_out = rte_errno ? rte_errno : EIO;
+    *why = flow_err(err, rte_errno);
+  }
+  return fl;
+}
+
 // Queues one flow; a synchronous failure completes with its errno.
 rte_flow* RteFlowProvider::create(const hw::Flow& f, uint32_t nb_flows, void* ck, bool postpone, Job* j) {
   const FlowApi& a = api();
   if (j) op_out(*j);
   else in_flight_++;
   if (sws_) {
-    // The driver judges the rule itself (flow_dv_validate), then writes it.
-    rte_flow_error err{};
-    if (a.validate(a.self, f.port_id, &f.attr, f.pattern.data(), f.actions.data(), &err) != 0) {
-      sync_fail(ck, rte_errno ? rte_errno : EINVAL, f.what + ": rte_flow_validate: " + flow_err(err, rte_errno));
-      return nullptr;
-    }
-    err = {};
-    rte_flow* fl = a.create(a.self, f.port_id, &f.attr, f.pattern.data(), f.actions.data(), &err);
+    std::string why;
+    int e = 0;
+    rte_flow* fl = sws_create(f, &why, &e);
     if (fl) sync_done_.push_back({reinterpret_cast<uintptr_t>(ck), 0});
-    else sync_fail(ck, rte_errno ? rte_errno : EIO, f.what + ": " + flow_err(err, rte_errno));
+    else sync_fail(ck, e, f.what + ": " + why);
     return fl;
   }
   std::string why;
