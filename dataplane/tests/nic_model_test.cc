@@ -214,8 +214,41 @@ TEST_F(Model, ReconfigureWithOperationsOutIsBusy) {
   ASSERT_EQ(configure(0), 0);
   ASSERT_NE(ct(), nullptr);  // one job out, not pulled
   refused("configure-busy", configure(0), EBUSY);
-  settle();
+  // The driver's EBUSY goes through its err path: the queues (and the job
+  // in them) and the pools are gone, the port is not configured.
+  rte_flow_op_result res[4];
+  refused("hws-configured", a().pull(a().self, 0, 0, res, 4, &err), EINVAL);
   EXPECT_EQ(configure(0), 0);
+}
+
+// A configure that fails part-way leaves nothing configured, and a
+// reconfigure starts from nothing (mlx5_flow_hw.c:7128-7138, 7345-7400,
+// 7415-7487): no queues or pools of the old one, the new pool its own size.
+TEST_F(Model, FailedOrRepeatedConfigureReleasesThePort) {
+  m.reset();
+  make(true, false);  // cx6dx-switchdev: no conntrack in the FDB
+  ASSERT_EQ(configure(0, 0), 0) << m->last_error();
+  refused("ct-fdb", configure(0, 16), ENOTSUP);
+  refused_null("hws-configured", pt(0, {item(RTE_FLOW_ITEM_TYPE_ETH), kEnd}), EINVAL);
+  for (uint16_t p : {2, 1, 0}) rte_eth_dev_stop(p);
+  Mlx5ModelConfig c;
+  c.apply_profile("cx6dx-switchdev-ct-fdb");
+  c.log_ct_max_alloc = 10;
+  make_with(c);
+  ASSERT_EQ(configure(0, 0), 0) << m->last_error();
+  refused("ct-pool-size", configure(0, 2048), ENODATA);
+  refused_null("hws-configured", pt(0, {item(RTE_FLOW_ITEM_TYPE_ETH), kEnd}), EINVAL);
+  // Reconfigured: the pool is the last one asked for (4), not the first (2).
+  ASSERT_EQ(configure(0, 2), 0) << m->last_error();
+  ASSERT_EQ(configure(0, 4), 0) << m->last_error();
+  ASSERT_EQ(start(0), 0);
+  for (int i = 0; i < 4; i++) EXPECT_NE(ct(), nullptr) << i << ": " << m->last_error();
+  EXPECT_EQ(m->ct_overruns(), 0u);
+  settle();
+  // With objects (or templates) on it, a reconfigure would destroy them
+  // under their handles: the model does not follow that.
+  ASSERT_EQ(a().dev_stop(a().self, 0), 0) << m->last_error();
+  refused("not-modelled", configure(0, 4), EBUSY);
 }
 
 TEST_F(Model, ConfigureQueues) {

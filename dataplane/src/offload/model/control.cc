@@ -32,6 +32,22 @@ int ModelCalls::info_get(void* self, uint16_t port, rte_flow_port_info* pi, rte_
   return 0;
 }
 
+// What a failed flow_hw_configure (its err path, mlx5_flow_hw.c:7345-7400)
+// and a reconfigure (flow_hw_resource_release, 7415-7487) leave of a port:
+// no flow queues, counter, aging or conntrack pool; the port takes no
+// template or queue call until a configure succeeds.
+void ModelCalls::release_port(Impl& s, Impl::Port* p) {
+  p->q.clear();
+  p->counters = p->aging = 0;
+  p->ct_pool = false;
+  p->ct_free.clear();
+  p->ct_cap = 0;  // the next pool is a new DevX object (its indexes new in the model's space)
+  p->cnt_taken = 0;
+  p->cnt_waiting.clear();
+  p->hws = false;
+  for (auto& r : s.replicas) r->port_hws[p->index] = 0;  // configure needs the port stopped: no worker reads it
+}
+
 int ModelCalls::configure(void* self, uint16_t port, const rte_flow_port_attr* pa, uint16_t nb_queue,
                      const rte_flow_queue_attr* qa[], rte_flow_error* e) {
   Mlx5Model& m = M(self);
@@ -54,8 +70,26 @@ int ModelCalls::configure(void* self, uint16_t port, const rte_flow_port_attr* p
     if (qa[i]->size != qa[0]->size)
       return refuse(m, e, EINVAL, "configure-queues", "All flow queues must have the same size");
   for (const auto& q : p->q)
-    if (q.jobs || !q.inflight.empty() || !q.unpushed.empty())
+    if (q.jobs || !q.inflight.empty() || !q.unpushed.empty()) {
+      // The driver's EBUSY goes through its err path (7127-7136): the
+      // port's queues and pools are freed with the operations still in them.
+      release_port(s, p);
       return refuse(m, e, EBUSY, "configure-busy", "operations still queued on port " + std::to_string(port));
+    }
+  if (p->hws) {
+    // A reconfigure releases everything the port had (7128-7138): templates
+    // and tables destroyed under the caller's handles, the conntrack pool
+    // with its objects. The model does not follow handles it did not free.
+    bool held = std::any_of(s.pts.begin(), s.pts.end(), [&](const auto& x) { return x->port == port; }) ||
+                std::any_of(s.ats.begin(), s.ats.end(), [&](const auto& x) { return x->port == port; }) ||
+                std::any_of(s.tables.begin(), s.tables.end(), [&](const auto& x) { return x->port == port; }) ||
+                std::any_of(s.cts.begin(), s.cts.end(), [&](const auto& c) { return c.used && c.owner == port; });
+    if (held && !s.inside)
+      return refuse(m, e, EBUSY, "not-modelled",
+                    "reconfigure of port " + std::to_string(port) +
+                        " with templates, tables or conntrack objects still on it (the driver destroys them)");
+    release_port(s, p);
+  }
   if (!m.cfg_.hws_fw && !s.inside)
     return refuse(m, e, ENOTSUP, "hws-firmware",
                   "fail to configure port (firmware " + m.cfg_.fw + " has no hardware steering: it needs xx.35.1012)");
@@ -91,7 +125,7 @@ int ModelCalls::configure(void* self, uint16_t port, const rte_flow_port_attr* p
   // a bulk the firmware does not allocate fails first. Not the model's own DV
   // set-up (inside): DV grows its pool in small bulks (mlx5_flow_dv.c:13066-13075).
   if (pa->nb_conn_tracks > 0 && !s.inside && rte_log2_u32(rte_align32pow2(pa->nb_conn_tracks)) > m.cfg_.log_ct_max_alloc) {
-    p->hws = false;  // the configure failed part-way: the port is not configured
+    release_port(s, p);  // the configure failed part-way: the port is not configured
     return refuse(m, e, ENODATA, "ct-pool-size",
                   "fail to configure port: Failed to create conn_track_offload_obj using DevX (a bulk of " +
                       std::to_string(rte_align32pow2(pa->nb_conn_tracks)) + " objects; this firmware allocates 2^" +
@@ -100,7 +134,7 @@ int ModelCalls::configure(void* self, uint16_t port, const rte_flow_port_attr* p
   if (pa->nb_conn_tracks > 0 && m.cfg_.esw && p->proxy && !m.cfg_.ct_in_fdb) {
     // The manager port's pool asks for the FDB too, which this firmware
     // refuses: the whole configure fails and leaves the port unconfigured.
-    p->hws = false;
+    release_port(s, p);
     return refuse(m, e, ENOTSUP, "ct-fdb",
                   "fail to configure port: conntrack (" + std::to_string(pa->nb_conn_tracks) +
                       " objects) on the E-Switch manager port " + std::to_string(port) +

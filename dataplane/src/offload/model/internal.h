@@ -470,6 +470,7 @@ struct ModelCalls {
     return nullptr;
   }
 
+  static void release_port(Impl& s, Impl::Port* p);
   static bool hws_ok(Mlx5Model& m, Impl::Port* p, rte_flow_error* e);
 
   static int info_get(void* self, uint16_t port, rte_flow_port_info* pi, rte_flow_queue_info* qi, rte_flow_error* e);
