@@ -1401,6 +1401,24 @@ TEST(Findings29, ConntrackPoolStepsDownToWhatTheFirmwareAllocates) {
     EXPECT_NE(n.find("nothing smaller tried (1024 is the least asked)"), std::string::npos) << n;
     EXPECT_EQ(n.find("down to"), std::string::npos) << n;
   }
+  {
+    // Legacy: each port has its own pool; the second asks what the first
+    // was granted instead of stepping down again.
+    Mlx5ModelConfig mc;
+    mc.apply_profile("cx6dx-legacy");
+    mc.log_ct_max_alloc = 10;
+    Mlx5Model model(mc, {0, 1});
+    std::unique_ptr<Rig> r;
+    std::string log = logged([&] { r = std::make_unique<Rig>(with_nic("cx6dx-legacy"), "", &model.api(), &model); });
+    r->refusals_expected = true;
+    EXPECT_EQ(r->stat("conntrack_aso"), 1u) << log;
+    size_t refusals = 0;
+    for (size_t at = log.find("conntrack pool of"); at != std::string::npos; at = log.find("conntrack pool of", at + 1))
+      refusals++;
+    EXPECT_EQ(refusals, 1u) << log;
+    EXPECT_NE(log.find("port 0: a conntrack pool of 33792 refused"), std::string::npos) << log;
+    EXPECT_EQ(r->stat("jobs_limit"), 1024u);
+  }
 }
 
 // Finding 9: a connection's rules name its conntrack object only once the

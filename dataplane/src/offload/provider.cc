@@ -166,8 +166,9 @@ Status RteFlowProvider::configure_port(uint16_t port) {
     // cycle, which cannot be taken again until the next (counter-reuse).
     pa.nb_counters = std::min<uint32_t>(c.max_nb_counters, static_cast<uint32_t>(4 * pool + 4 * kSharedSlots));
     pa.nb_aging_objects = std::min<uint32_t>(c.max_nb_aging_objects, static_cast<uint32_t>(2 * pool));
-    // Not bounded by max_nb_conn_tracks: 22.11 never reports it.
-    if (aso_) pa.nb_conn_tracks = static_cast<uint32_t>(pool);
+    // Not bounded by max_nb_conn_tracks: 22.11 never reports it. A later
+    // port asks what an earlier one was granted (the same firmware).
+    if (aso_) pa.nb_conn_tracks = std::min(ct_pool_, static_cast<uint32_t>(pool));
   }
   const rte_flow_queue_attr* qs[] = {&qa};
   const std::string pn = "port " + std::to_string(port);
