@@ -447,21 +447,108 @@ TEST_F(Model, ActionOrderPerDomain) {
   EXPECT_NE(table(0, 1, p, good, false), nullptr) << m->last_error();
 }
 
-TEST_F(Model, NoIpv6FiveTuple) {
-  up();
-  rte_flow_item_ipv6 both{}, dst{};
-  memset(both.hdr.src_addr, 0xFF, 16);
-  memset(both.hdr.dst_addr, 0xFF, 16);
-  memset(dst.hdr.dst_addr, 0xFF, 16);
+// The match definer (hws/mlx5dr_definer.c:1709-1843): six full dword
+// selectors and eight byte selectors, or a jumbo definer; the dwords past the
+// 64th of the header layout (IPv4 and IPv6 addresses, the VNI, the conntrack
+// and port registers) take full selectors only. The cases and their answers
+// are those of an independent port of the driver's search (a script reading
+// the v22.11.4 layout): IPv6 addresses alone are eight such dwords.
+TEST_F(Model, TemplatesFitTheMatchDefiner) {
+  for (bool full_dw_jumbo : {false, true}) {
+    SCOPED_TRACE(full_dw_jumbo ? "full dword jumbo" : "six full, three limited");
+    Mlx5ModelConfig c;
+    c.apply_profile("cx6dx-switchdev-ct-fdb");
+    c.full_dw_jumbo = full_dw_jumbo;
+    make_with(c);
+    up();
+    rte_flow_item_ipv6 v6both{}, v6dst{};
+    memset(v6both.hdr.src_addr, 0xFF, 16);
+    memset(v6both.hdr.dst_addr, 0xFF, 16);
+    memset(v6dst.hdr.dst_addr, 0xFF, 16);
+    rte_flow_item_ipv4 v4{};
+    v4.hdr.src_addr = v4.hdr.dst_addr = 0xFFFFFFFF;
+    v4.hdr.next_proto_id = 0xFF;
+    rte_flow_item_tcp ports{}, flags{};
+    ports.hdr.src_port = ports.hdr.dst_port = 0xFFFF;
+    flags = ports;
+    flags.hdr.tcp_flags = 0xFF;
+    rte_flow_item_udp dport{};
+    dport.hdr.dst_port = 0xFFFF;
+    rte_flow_item_conntrack ctm{0xFFFFFFFF};
+    const rte_flow_item eth = item(RTE_FLOW_ITEM_TYPE_ETH), port = item(RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT, nullptr, &port_mask),
+                       ct = item(RTE_FLOW_ITEM_TYPE_CONNTRACK, nullptr, &ctm);
+    auto* t = at(0, {act(RTE_FLOW_ACTION_TYPE_DROP), kEndA}, {act(RTE_FLOW_ACTION_TYPE_DROP), kEndA});
+    ASSERT_NE(t, nullptr) << m->last_error();
+    uint32_t group = 1;
+    auto takes = [&](const std::vector<rte_flow_item>& items) {
+      auto* p = pt(0, items);
+      EXPECT_NE(p, nullptr) << m->last_error();
+      return p && table(0, group++, p, t) != nullptr;
+    };
+    auto v4tuple = [&](std::vector<rte_flow_item> head, std::vector<rte_flow_item> tail) {
+      head.push_back(eth);
+      head.push_back(item(RTE_FLOW_ITEM_TYPE_IPV4, nullptr, &v4));
+      head.insert(head.end(), tail.begin(), tail.end());
+      head.push_back(kEnd);
+      return head;
+    };
+    // A connection's IPv4 5-tuple with its conntrack object and port: 4 full dwords.
+    EXPECT_TRUE(takes(v4tuple({port}, {item(RTE_FLOW_ITEM_TYPE_TCP, nullptr, &flags), ct}))) << m->last_error();
+    // IPv6: one address with ports and conntrack fits (6 dwords); both
+    // addresses are 8, even with no L4 item.
+    EXPECT_TRUE(takes({eth, item(RTE_FLOW_ITEM_TYPE_IPV6, nullptr, &v6dst), item(RTE_FLOW_ITEM_TYPE_TCP, nullptr, &flags),
+                       ct, port, kEnd}))
+        << m->last_error();
+    const std::vector<rte_flow_item> v6five = {eth, item(RTE_FLOW_ITEM_TYPE_IPV6, nullptr, &v6both),
+                                               item(RTE_FLOW_ITEM_TYPE_TCP, nullptr, &ports), kEnd};
+    const std::vector<rte_flow_item> v6two = {eth, item(RTE_FLOW_ITEM_TYPE_IPV6, nullptr, &v6both), kEnd};
+    const std::vector<rte_flow_item> v6five_ct_port = {eth, item(RTE_FLOW_ITEM_TYPE_IPV6, nullptr, &v6both),
+                                                       item(RTE_FLOW_ITEM_TYPE_TCP, nullptr, &ports), ct, port, kEnd};
+    // A decapsulating connection rule as the provider writes it: the port,
+    // the VTEP address, the I flag and the VNI, the inner addresses: 6 full
+    // dwords, and 9 bytes below dword 64 (a jumbo definer). Matching the
+    // remote VTEP's address too makes 7.
+    rte_flow_item_ipv4 vtep{}, tunnel{};
+    vtep.hdr.dst_addr = 0xFFFFFFFF;
+    tunnel.hdr.dst_addr = tunnel.hdr.src_addr = 0xFFFFFFFF;
+    rte_flow_item_vxlan vx{};
+    vx.flags = 0x08;
+    memset(vx.vni, 0xFF, 3);
+    auto decap = [&](const rte_flow_item_ipv4* outer) {
+      return v4tuple({port, eth, item(RTE_FLOW_ITEM_TYPE_IPV4, nullptr, outer),
+                      item(RTE_FLOW_ITEM_TYPE_UDP, nullptr, &dport), item(RTE_FLOW_ITEM_TYPE_VXLAN, nullptr, &vx)},
+                     {item(RTE_FLOW_ITEM_TYPE_TCP, nullptr, &flags)});
+    };
+    EXPECT_TRUE(takes(decap(&vtep))) << m->last_error();
+    const std::vector<rte_flow_item> overlay_port = decap(&tunnel);
+    if (full_dw_jumbo) {
+      EXPECT_TRUE(takes(v6five)) << m->last_error();
+      EXPECT_TRUE(takes(v6two)) << m->last_error();
+      EXPECT_TRUE(takes(overlay_port)) << m->last_error();
+      refused_null("match-definer", table(0, group++, pt(0, v6five_ct_port), t), ENOTSUP);  // 10 dwords
+    } else {
+      refused_null("match-definer", table(0, group++, pt(0, v6five), t), ENOTSUP);
+      refused_null("match-definer", table(0, group++, pt(0, v6two), t), ENOTSUP);
+      refused_null("match-definer", table(0, group++, pt(0, overlay_port), t), ENOTSUP);
+    }
+  }
+  // The root table has no definer (the DV matcher); NIC Rx group 0 is root.
+  make(false);
+  ASSERT_EQ(configure(0), 0) << m->last_error();
+  rte_flow_item_ipv6 v6both{};
+  memset(v6both.hdr.src_addr, 0xFF, 16);
+  memset(v6both.hdr.dst_addr, 0xFF, 16);
   rte_flow_item_tcp ports{};
   ports.hdr.src_port = ports.hdr.dst_port = 0xFFFF;
-  auto* t = at(0, {act(RTE_FLOW_ACTION_TYPE_DROP), kEndA}, {act(RTE_FLOW_ACTION_TYPE_DROP), kEndA});
-  auto* five = pt(0, {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV6, nullptr, &both),
-                      item(RTE_FLOW_ITEM_TYPE_TCP, nullptr, &ports), kEnd});
-  refused_null("ipv6-5tuple", table(0, 1, five, t), ENOTSUP);
-  auto* half = pt(0, {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV6, nullptr, &dst),
-                      item(RTE_FLOW_ITEM_TYPE_TCP, nullptr, &ports), kEnd});
-  EXPECT_NE(table(0, 1, half, t), nullptr) << m->last_error();
+  rte_flow_action_queue q{0};
+  auto* t = at(0, {act(RTE_FLOW_ACTION_TYPE_QUEUE, &q), kEndA}, {act(RTE_FLOW_ACTION_TYPE_QUEUE), kEndA}, false);
+  auto* p = pt(0, {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV6, nullptr, &v6both),
+                   item(RTE_FLOW_ITEM_TYPE_TCP, nullptr, &ports), kEnd}, false);
+  EXPECT_NE(table(0, 0, p, t, false), nullptr) << m->last_error();
+  refused_null("match-definer", table(0, 1, p, t, false), ENOTSUP);
+  Mlx5ModelConfig c;
+  for (const auto& prof : nic_profiles()) EXPECT_FALSE(prof.full_dw_jumbo) << prof.name << ": no card's value has been read";
+  EXPECT_FALSE(c.full_dw_jumbo);
 }
 
 TEST_F(Model, RulesOnThePortThatOwnsTheTable) {
@@ -1138,6 +1225,47 @@ TEST_F(Model, ModifyFieldMaskedAsTheDriverWants) {
   EXPECT_NE(try_mask(set_mask(RTE_FLOW_FIELD_IPV4_SRC)), nullptr) << m->last_error();
 }
 
+// Modify-header and reformat arguments: one 64-byte chunk per rule where the
+// values are the rules' own, asked within the firmware's granularity and
+// max_alloc (log2); a single command is inline and needs none.
+TEST_F(Model, ActionArgumentsFitWhatTheFirmwareAllocates) {
+  Mlx5ModelConfig c;
+  c.apply_profile("cx6dx-switchdev-ct-fdb");
+  c.log_arg_max_alloc = 4;  // 16 rules' arguments
+  make_with(c);
+  up();
+  rte_flow_action_ethdev out{2};
+  const uint8_t ip[4] = {203, 0, 113, 7};
+  const uint16_t port = htons(4000);
+  auto v1 = set_value(RTE_FLOW_FIELD_IPV4_SRC, ip, 4);
+  auto v2 = set_value(RTE_FLOW_FIELD_TCP_PORT_SRC, &port, 2);
+  auto k1 = set_mask(RTE_FLOW_FIELD_IPV4_SRC), k2 = set_mask(RTE_FLOW_FIELD_TCP_PORT_SRC);
+  auto* p = pt(0, {item(RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT, nullptr, &port_mask), kEnd});
+  auto* two = at(0, {act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &v1), act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &v2),
+                     act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out), kEndA},
+                 {act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &k1), act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &k2),
+                  act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA});
+  auto* one = at(0, {act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &v1), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out), kEndA},
+                 {act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &k1), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA});
+  ASSERT_TRUE(p && two && one) << m->last_error();
+  EXPECT_NE(table(0, 1, p, two, true, 16), nullptr) << m->last_error();
+  refused_null("at-arg-size", table(0, 2, p, two, true, 17), EINVAL);  // rte_log2_u32 rounds up: 32
+  EXPECT_NE(table(0, 3, p, one, true, 1024), nullptr) << m->last_error();  // inline
+  // A firmware whose smallest argument is two chunks takes no shared
+  // reformat (one chunk, no bulk in 22.11.11).
+  c.log_arg_granularity = 1;
+  c.log_arg_max_alloc = 24;
+  make_with(c);
+  up();
+  auto hdr = vxlan_outer("192.0.2.1", "192.0.2.2", 100, 64);
+  rte_flow_action_raw_encap enc{hdr.data(), nullptr, hdr.size()};
+  p = pt(0, {item(RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT, nullptr, &port_mask), kEnd});
+  auto* encap = at(0, {act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP, &enc), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out), kEndA},
+                   {act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA});
+  ASSERT_TRUE(p && encap) << m->last_error();
+  refused_null("at-arg-size", table(0, 1, p, encap, true, 16), EINVAL);
+}
+
 TEST_F(Model, DecapAndEncapInTheirPlaceInTheOrder) {
   tested().insert("action-order");
   up();
@@ -1406,7 +1534,7 @@ TEST_F(Model, DvValidatesEachRuleItself) {
   rte_flow* f = a().create(a().self, 0, &g1, tcp5, with_ct, &err);
   ASSERT_NE(f, nullptr) << m->last_error();
   EXPECT_EQ(m->flows_in_use(), 1u);
-  // An IPv6 5-tuple, which HWS's definer cannot take (ipv6-5tuple), DV does.
+  // An IPv6 5-tuple, which HWS's definer cannot take (match-definer), DV does.
   rte_flow_item_ipv6 v6{}, v6m{};
   memset(v6m.hdr.src_addr, 0xFF, 16);
   memset(v6m.hdr.dst_addr, 0xFF, 16);

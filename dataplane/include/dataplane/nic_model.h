@@ -69,6 +69,14 @@ struct NicProfile {
   // not read it; no card's value has been read here: every profile has 22
   // (4M objects), which the configs shipped stay below; tests set less.
   uint8_t log_ct_max_alloc;
+  // Jumbo definers with nine full dword selectors (HCA capabilities 2,
+  // format_select_dw_8_6_ext, read by hws/mlx5dr_cmd.c): without it a jumbo
+  // definer has six full and three limited ones, which only reach the first
+  // 64 dwords of the header layout, so no more than six of the dwords past
+  // them (IPv4 and IPv6 addresses, the VNI, registers) fit one template.
+  // No card's value has been read here; false on every profile (the guide's
+  // "IPv6 5-tuple matching is not supported", mlx5.rst:163, is what false gives).
+  bool full_dw_jumbo;
   const char* what;
 };
 // "22.31.1014" -> true when it is xx.35.1012 or newer (the HWS minimum);
@@ -90,6 +98,13 @@ struct Mlx5ModelConfig {
   bool hws_fw = true;             // the firmware has HWS
   uint32_t max_qp_wr = 1u << 15;  // see NicProfile
   uint8_t log_ct_max_alloc = 22;  // see NicProfile
+  bool full_dw_jumbo = false;     // see NicProfile
+  // Modify-header and reformat arguments the firmware allocates, log2 of
+  // 64-byte chunks (HCA caps log_header_modify_argument_granularity and
+  // _max_alloc, mlx5dr_cmd.c): 0 and 24 in a published HWS dump of a
+  // ConnectX-6 Dx on firmware 22.34.0366 (Mellanox/mlx_steering_dump).
+  uint8_t log_arg_granularity = 0;
+  uint8_t log_arg_max_alloc = 24;
   // The steering engine the ports were probed with (devarg dv_flow_en): 2,
   // hardware steering (templates and queues); 1, DV software steering
   // (synchronous rte_flow_validate/create).
@@ -114,7 +129,7 @@ struct Mlx5ModelConfig {
   // they can be taken again (mlx5_hws_cnt.h:436-452, mlx5_hws_cnt.c:63-92;
   // svc_cycle_time default 500 ms, mlx5_defs.h:188).
   uint32_t counter_cycle_ms = 500;
-  // Takes the profile's fields (esw, ct_in_fdb, fw, hws_fw, max_qp_wr, log_ct_max_alloc); false
+  // Takes the profile's fields (esw, ct_in_fdb, fw, hws_fw, max_qp_wr, log_ct_max_alloc, full_dw_jumbo); false
   // for an unknown name.
   bool apply_profile(const std::string& name);
 };

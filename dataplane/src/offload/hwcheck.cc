@@ -213,7 +213,8 @@ int hw_check(const std::string& target, bool no_huge, const std::string& nic, co
       step(std::string("firmware ") + np->fw + ": " +
            (np->hws ? "hardware steering (HWS) available" : "no hardware steering (it needs xx.35.1012 or newer)") +
            "; max_qp_wr " + std::to_string(np->max_qp_wr) + "; conntrack objects per DevX create 2^" +
-           std::to_string(np->log_ct_max_alloc) + " (no card's value read yet)");
+           std::to_string(np->log_ct_max_alloc) + "; jumbo definers with 9 full dwords (format_select_dw_8_6_ext): " +
+           (np->full_dw_jumbo ? "yes" : "no") + " (no card's value read yet for either)");
     }
     int r = hw_check_run(target, model, prof, cab);  // everything DPDK-backed is gone before the cleanup
     rc |= r;

@@ -104,7 +104,10 @@ bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string
     return false;
   }
   if (e.orig.family == 6 && !sws_) {
-    *why = "ipv6";  // no IPv6 5-tuple definer in 22.11 HWS (doc/guides/nics/mlx5.rst:163); DV has it
+    // No IPv6 5-tuple definer in 22.11 HWS (doc/guides/nics/mlx5.rst:163):
+    // both addresses are 8 dwords only full selectors reach (the model's
+    // match-definer); DV has it.
+    *why = "ipv6";
     return false;
   }
   if (!pl_) {

@@ -433,6 +433,13 @@ struct Mlx5Model::Impl {
   std::vector<SwsTable> sws_tables;  // the hidden tables of the synchronous rules, by shape (several when full)
 };
 
+// The HWS match definer a non-root table's pattern template needs
+// (definer.cc): a match definer, a jumbo one, or none that can select its
+// fields (hws/mlx5dr_definer.c:1808-1843). implicit_port: the driver
+// prepends the port's own match (mlx5_flow_hw.c:4916-4935).
+enum class DefinerFit { kMatch, kJumbo, kNone };
+DefinerFit definer_fit(const std::vector<Mlx5Model::Impl::ItemShape>& items, bool implicit_port, bool full_dw_jumbo);
+
 // ------------------------------------------------------------------ helpers
 
 

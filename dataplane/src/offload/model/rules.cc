@@ -7,17 +7,17 @@ namespace dp {
 
 const std::vector<NicProfile>& nic_profiles() {
   static const std::vector<NicProfile> p = {
-      {"cx6dx-legacy", false, false, "22.36.1010", true, 1u << 15, 22,
+      {"cx6dx-legacy", false, false, "22.36.1010", true, 1u << 15, 22, false,
        "ConnectX-6 Dx as shipped: e-switch in legacy mode, each PF its own NIC Rx domain, conntrack per port"},
-      {"cx6dx-switchdev", true, false, "22.36.1010", true, 1u << 15, 22,
+      {"cx6dx-switchdev", true, false, "22.36.1010", true, 1u << 15, 22, false,
        "ConnectX-6 Dx in switchdev mode: PF (E-Switch manager) and representors; no conntrack in the FDB"},
-      {"bf2-switchdev", true, false, "24.36.1010", true, 1u << 15, 22,
+      {"bf2-switchdev", true, false, "24.36.1010", true, 1u << 15, 22, false,
        "BlueField-2 Arm side (switchdev): uplink p0 (E-Switch manager) and representors; no conntrack in the FDB"},
-      {"cx6dx-switchdev-ct-fdb", true, true, "22.36.1010", true, 1u << 15, 22,
+      {"cx6dx-switchdev-ct-fdb", true, true, "22.36.1010", true, 1u << 15, 22, false,
        "switchdev with a firmware that takes conntrack in the FDB (model option: keeps that path tested)"},
-      {"cx6dx-legacy-fw22.31", false, false, "22.31.1014", false, 1u << 15, 22,
+      {"cx6dx-legacy-fw22.31", false, false, "22.31.1014", false, 1u << 15, 22, false,
        "ConnectX-6 Dx in legacy mode on firmware without HWS: DV software steering, conntrack per port"},
-      {"bf2-switchdev-fw24.32", true, false, "24.32.1010", false, 1u << 15, 22,
+      {"bf2-switchdev-fw24.32", true, false, "24.32.1010", false, 1u << 15, 22, false,
        "BlueField-2 Arm side (switchdev) on firmware without HWS: DV software steering in the FDB, no conntrack "
        "there"},
   };
@@ -40,6 +40,7 @@ bool Mlx5ModelConfig::apply_profile(const std::string& name) {
   hws_fw = p->hws;
   max_qp_wr = p->max_qp_wr;
   log_ct_max_alloc = p->log_ct_max_alloc;
+  full_dw_jumbo = p->full_dw_jumbo;
   return true;
 }
 
@@ -121,7 +122,12 @@ const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
       {"at-modify-field",
        "mlx5_flow_hw.c:3419-3483: operation, fields and width as the mask fixes them; no immediate or pointer "
        "destination, no START, VLAN type or Geneve VNI; the driver reads both confs unchecked (3423-3426)"},
-      {"ipv6-5tuple", "doc/guides/nics/mlx5.rst:163 and hws/mlx5dr_definer.c:1820-1842: no IPv6 5-tuple definer"},
+      {"at-arg-size", "mlx5_flow_hw.c:1703-1713 (bulk: log2 of the table's rules unless shared), 1720-1729 "
+                      "(reformats shared), hws/mlx5dr_action.c:1174-1203, 1553-1558 (one command inline); "
+                      "mlx5dr_pat_arg.c v22.11.4:7-21, 400-408, 422-435 (not in the reference tree)"},
+      {"match-definer", "hws/mlx5dr_definer.c:1709-1843 (the selectors: 6 full dwords and 8 bytes, or a jumbo "
+                        "definer), fields 408-1069 and 1366-1393, at table create (mlx5dr_matcher.c:450-452); "
+                        "layout mlx5dr_definer.h v22.11.4:9-12, 432-475 (not in the reference tree)"},
       {"rule-port", "mlx5_flow_hw.c:2517-2600: a rule goes to the port whose HWS context owns the table"},
       {"rule-queue", "mlx5_flow_hw.c:2542-2545, 7938-7944: queue id and free job slot (ENOMEM when full)"},
       {"rule-table-full", "mlx5_flow_hw.c:2546-2548 with 3094/3102: nb_flows (power of two) rules per table"},

@@ -461,27 +461,40 @@ rte_flow_template_table* ModelCalls::template_table_create(void* self, uint16_t 
   if (at->decap && std::none_of(pt->items.begin(), pt->items.end(),
                                 [](const Impl::ItemShape& i) { return i.type == RTE_FLOW_ITEM_TYPE_VXLAN; }))
     return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "VXLAN_DECAP in a table whose pattern has no VXLAN item");
-  // IPv6 5-tuple: both addresses and L4 ports in one definer do not fit.
+  // The fields of a non-root table's template must fit a match or jumbo
+  // definer (root tables use the DV matcher: no definer).
+  if (!root && !s.inside &&
+      definer_fit(pt->items, pt->implicit_port, m.cfg_.full_dw_jumbo) == DefinerFit::kNone)
+    return refuse_null<R>(m, e, ENOTSUP, "match-definer",
+                          std::string("Unable to find supporting match/jumbo definer combination (") +
+                              (m.cfg_.full_dw_jumbo ? "9 full dword" : "6 full and 3 limited dword") +
+                              " and 8 byte selectors)");
+  // Modify-header and reformat arguments, sized at table create: a chunk of
+  // 64 bytes per 8 commands (a single command is inline, no argument), one
+  // per rule where the values are the rules' own (rte_log2_u32(nb_flows)),
+  // asked of the firmware within its log_header_modify_argument_granularity
+  // and _max_alloc.
   {
-    bool v6src = false, v6dst = false, ports = false;
-    for (const auto& it : pt->items) {
-      if (!it.has_mask) continue;
-      if (it.type == RTE_FLOW_ITEM_TYPE_IPV6) {
-        const auto* k = reinterpret_cast<const rte_flow_item_ipv6*>(it.mask.data());
-        v6src = !zero(k->hdr.src_addr, 16);
-        v6dst = !zero(k->hdr.dst_addr, 16);
+    uint32_t cmds = 0;
+    bool shared = true;
+    for (const auto& x : at->acts)
+      if (x.type == RTE_FLOW_ACTION_TYPE_MODIFY_FIELD) {
+        cmds += (reinterpret_cast<const rte_flow_action_modify_field*>(x.conf.data())->width + 31) / 32;
+        shared = shared && x.masked;
       }
-      if (it.type == RTE_FLOW_ITEM_TYPE_TCP) {
-        const auto* k = reinterpret_cast<const rte_flow_item_tcp*>(it.mask.data());
-        ports = k->hdr.src_port || k->hdr.dst_port;
-      }
-      if (it.type == RTE_FLOW_ITEM_TYPE_UDP) {
-        const auto* k = reinterpret_cast<const rte_flow_item_udp*>(it.mask.data());
-        ports = k->hdr.src_port || k->hdr.dst_port;
-      }
-    }
-    if (v6src && v6dst && ports && !root && !s.inside)
-      return refuse_null<R>(m, e, ENOTSUP, "ipv6-5tuple", "Unable to find supporting match/jumbo definer combination");
+    auto arg_ok = [&](uint32_t bytes, uint32_t bulk) {
+      uint32_t chunk = bytes <= 64 ? 0 : bytes <= 128 ? 1 : bytes <= 256 ? 2 : 3;
+      uint32_t log = chunk + bulk;
+      return log >= m.cfg_.log_arg_granularity && log <= m.cfg_.log_arg_max_alloc;
+    };
+    const uint32_t bulk = rte_log2_u32(a->nb_flows);
+    if (cmds > 1 && !arg_ok(cmds * 8, shared ? 0 : bulk))
+      return refuse_null<R>(m, e, EINVAL, "at-arg-size",
+                            "Arg size " + std::to_string(bulk) + " does not fit FW capability (modify header of " +
+                                std::to_string(cmds) + " commands for " + std::to_string(a->nb_flows) + " rules)");
+    // 22.11.11 shares every reformat's data (mlx5_flow_hw.c:1720, bulk 0).
+    if (at->encap && !arg_ok(64, 0))  // VXLAN over IPv4: 50 bytes, one chunk
+      return refuse_null<R>(m, e, EINVAL, "at-arg-size", "Arg size 0 does not fit FW requests (reformat)");
   }
   uint32_t cap = 1;
   while (cap < a->nb_flows) cap <<= 1;
