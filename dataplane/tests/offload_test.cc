@@ -1421,6 +1421,24 @@ TEST(Findings29, ConntrackPoolStepsDownToWhatTheFirmwareAllocates) {
   }
 }
 
+// A firmware whose version has HWS but whose HWS does not start (the caps
+// mlx5dr_context.c:103-141 checks beyond the version): under auto the port
+// was probed with dv_flow_en=2, and the error says how to run the other engine.
+TEST(Findings29, HwsThatDoesNotStartNamesTheOtherEngine) {
+  Mlx5ModelConfig mc;
+  mc.apply_profile("cx6dx-legacy");
+  mc.hws_fw = false;  // fw 22.36.1010 still
+  Mlx5Model model(mc, {0, 1});
+  OffloadConfig oc = with_nic("cx6dx-legacy");
+  oc.provider = "emulated";
+  auto off = std::move(make_offload_provider(oc, 1, &model.api(), &model).value());
+  std::string msg;
+  logged([&] { msg = start_ports(*off, {0, 1}, test_pool()).message(); });
+  stop_ports(*off, {0, 1});
+  EXPECT_NE(msg.find("hws-firmware"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("offload.engine: sws (or dv_flow_en=1 in its devargs)"), std::string::npos) << msg;
+}
+
 // Finding 9: a connection's rules name its conntrack object only once the
 // object's create has completed (the driver would take them earlier, with
 // the object still WAIT_ASYNC, and the rule could go live before the context

@@ -239,11 +239,17 @@ Status RteFlowProvider::configure_port(uint16_t port) {
     rc = attempt(&msg);
   }
   if (rc != 0)
+    // Under auto the port was probed with HWS because its firmware version
+    // has it; the steering engine is fixed at probe, so the way on is the
+    // other one (the provider does not re-probe a port).
     return Status::error("rte_flow_configure " + pn + ": " + msg +
                          (msg != first ? " (first asked: " + first + ")" : "") +
                          (pa.nb_conn_tracks ? " (with " + std::to_string(pa.nb_conn_tracks) +
                                                   " conntrack objects: offload.conntrack " + cfg_.conntrack + ")"
-                                            : ""));
+                                            : "") +
+                         (cfg_.engine == "auto" ? "; hardware steering did not start on this port: offload.engine: "
+                                                  "sws (or dv_flow_en=1 in its devargs) runs DV software steering"
+                                                : ""));
   if (usable && proxy) {
     queue_ = qa.size;
     if (in_flight_cap() < cfg_.max_in_flight)
