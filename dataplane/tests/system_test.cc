@@ -508,6 +508,26 @@ TEST_F(OffloadSwsFdb, IperfTcpFlowIsHandledByTheNic) {
 }
 TEST_F(OffloadSwsFdb, ShortIperfRunsAreEachHandledByTheNic) { short_iperf_runs_are_each_handled_by_the_nic(); }
 
+// A firmware whose version has HWS but whose capabilities do not start it:
+// auto probes the port with dv_flow_en=2, rte_flow_configure fails, and the
+// daemon starts itself again (execve: the same process) with DV software
+// steering, which then carries the connections.
+class OffloadHwsOff : public Offload {
+ protected:
+  static void SetUpTestSuite() {
+    offload = "provider: emulated\n  nic: cx6dx-legacy-hws-off\n  table_size: 4\n  age_s: 2\n  latency_us: 50";
+    Dut::SetUpTestSuite();
+  }
+};
+TEST_F(OffloadHwsOff, DaemonStartsAgainWithSoftwareSteering) {
+  const std::string log = read_file(log_path);
+  EXPECT_NE(log.find("dataplane: hardware steering did not start (port 0: hws-firmware"), std::string::npos) << log;
+  EXPECT_NE(log.find("starting again with DV software steering (dv_flow_en=1)"), std::string::npos) << log;
+  EXPECT_EQ(off("engine_sws"), 1);
+  EXPECT_NE(ctl("stats").find("started again with dv_flow_en=1"), std::string::npos) << ctl("stats");
+  iperf_tcp_flow_is_handled_by_the_nic();
+}
+
 TEST_F(Offload, RstRemovesTheOffload) {
   int ls = listen_in(server, "10.0.0.2", 7101), cs = sock_in(client, SOCK_STREAM);
   ASSERT_GE(ls, 0);

@@ -57,6 +57,10 @@ namespace dp {
 //   xx.35.1012, which has no hardware steering (hws/mlx5dr_context.c:103-141
 //   leaves HWS off): dv_flow_en=2 cannot configure a port; these cards run
 //   DV software steering (dv_flow_en=1), synchronous rte_flow.
+// - cx6dx-legacy-hws-off: a firmware whose version has HWS (so auto probes
+//   with dv_flow_en=2) but whose capabilities do not start it
+//   (mlx5dr_context.c:103-141 checks more than the version): configure
+//   fails; auto then starts again with dv_flow_en=1.
 struct NicProfile {
   const char* name;
   bool esw;        // switchdev: ports[0] is the E-Switch manager, the rest its representors

@@ -63,6 +63,11 @@ class OffloadProvider {
   virtual const FlowApi& api() const { return FlowApi::dpdk(); }
   // Between rte_eth_dev_configure and rte_eth_dev_start of each port.
   virtual Status configure_port(uint16_t /*port_id*/) { return {}; }
+  // Under offload.engine auto: the driver's reason when a port probed with
+  // hardware steering (its firmware's version has it) could not configure
+  // it; "" otherwise. The daemon then starts again with DV software steering
+  // (kHwsDidNotStartEnv), the engine being fixed at probe.
+  virtual std::string hws_did_not_start() const { return ""; }
   // After all ports started.
   virtual Status start(OffloadHost& /*host*/) { return {}; }
   // A new pipeline is live in software (it stays alive until the next call).
@@ -114,8 +119,15 @@ std::string pci_firmware(const std::string& devargs, const std::string& root = "
 // hws adds dv_flow_en=2, sws dv_flow_en=1; auto adds dv_flow_en=2 where the
 // firmware `fw` has HWS (xx.35.1012 or newer) and leaves the driver's
 // default (1, DV software steering) otherwise. *why says which and why.
+// Under auto, a start after hardware steering did not start (this variable
+// set, to the driver's reason, by the daemon that re-executes itself) probes
+// with dv_flow_en=1.
 std::string engine_devargs(const std::string& devargs, const std::string& engine, const std::string& fw,
                            std::string* why);
+// The environment variable a daemon sets, to the reason, before it starts
+// itself again with DV software steering; hws_did_not_start_before() reads it.
+inline constexpr const char* kHwsDidNotStartEnv = "DATAPLANE_HWS_DID_NOT_START";
+std::string hws_did_not_start_before();
 
 // What an mlx5 PCI port (`devargs`, as engine_devargs gave them) needs for
 // the offload, read from the host before EAL (hw-check prints them first):

@@ -45,6 +45,9 @@ class Daemon {
   Status start();  // after rte_eal_init; an error, and interrupted(), when a stop was asked for meanwhile
   int run();       // control loop until SIGINT/SIGTERM; returns the exit code
   bool interrupted() const { return interrupted_; }  // start() gave up for a stop (a clean one: exit 0)
+  // After a failed start: the reason hardware steering did not start (see
+  // OffloadProvider::hws_did_not_start), or "".
+  std::string hws_did_not_start() const { return offload_ ? offload_->hws_did_not_start() : ""; }
 
   // A control request (the socket's; telemetry has its own below).
   ControlServer::Reply handle(const std::string& request);

@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include <sched.h>
+#include <unistd.h>
+
 #include "socket.h"
 #include "daemon.h"
 #include "metrics.h"
@@ -43,7 +46,8 @@ void usage() {
       "(hardware steering, dv_flow_en=2: templates and queues) | sws (DV software steering,\n"
       "dv_flow_en=1: rte_flow_validate and rte_flow_create per rule) | auto (an mlx5 PCI port without\n"
       "dv_flow_en in its devargs gets 2 when its firmware has HWS, xx.35.1012 or newer, else the\n"
-      "driver's default 1; the provider then runs the engine the port was probed with).\n"
+      "driver's default 1; the provider then runs the engine the port was probed with; where\n"
+      "hardware steering does not configure, the daemon starts itself again with dv_flow_en=1).\n"
       "--hw-check PCI probes an mlx5 port and offloads one connection through it; with --peer DEV (a port\n"
       "cabled to PCI's: a PCI address or a vdev such as net_af_packet0,iface=eth2) it makes the connection\n"
       "with frames from the peer and checks that its data segments come back forwarded by the NIC, not\n"
@@ -70,6 +74,10 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // EAL pins this thread to the main lcore; a start again (execve) begins
+  // with the CPUs this one began with.
+  cpu_set_t cpus0;
+  const bool have_cpus0 = sched_getaffinity(0, sizeof cpus0, &cpus0) == 0;
   std::string file, prefix, hw, log_level, nic, peer;
   bool check = false, no_huge = false, host_checks = true;
   for (int i = 1; i < argc; i++) {
@@ -168,6 +176,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   int rc = 0;
+  std::string hws_failed;  // start again with DV software steering
   if (dp::stop_requested()) {
     fprintf(stderr, "dataplane: stopping: a signal during start-up\n");
   } else {
@@ -177,6 +186,11 @@ int main(int argc, char** argv) {
     } else if (!s) {
       fprintf(stderr, "dataplane: %s\n", s.message().c_str());
       rc = 1;
+      // The engine is fixed when EAL probes a port: a port probed with
+      // hardware steering that would not configure is probed again, by a
+      // new EAL in this same process (execve: the same PID for systemd),
+      // with DV software steering. Once: the variable marks the second start.
+      if (dp::hws_did_not_start_before().empty()) hws_failed = d.hws_did_not_start();
     } else {
       rc = d.run();
     }
@@ -188,5 +202,14 @@ int main(int argc, char** argv) {
   std::error_code ec;
   std::filesystem::remove_all(runtime_dir, ec);
   if (ec) fprintf(stderr, "dataplane: remove %s: %s\n", runtime_dir.c_str(), ec.message().c_str());
+  if (!hws_failed.empty()) {
+    fprintf(stderr, "dataplane: hardware steering did not start (%s): starting again with DV software steering "
+                    "(dv_flow_en=1)\n", hws_failed.c_str());
+    fflush(nullptr);
+    setenv(dp::kHwsDidNotStartEnv, hws_failed.c_str(), 1);
+    if (have_cpus0) sched_setaffinity(0, sizeof cpus0, &cpus0);
+    execv("/proc/self/exe", argv);
+    fprintf(stderr, "dataplane: execv /proc/self/exe: %s\n", strerror(errno));
+  }
   return rc;
 }

@@ -211,7 +211,9 @@ int hw_check(const std::string& target, bool no_huge, const std::string& nic, co
       const NicProfile* np = find_nic_profile(prof);
       printf("hw-check: --- NIC profile %s: %s\n", prof.c_str(), np->what);
       step(std::string("firmware ") + np->fw + ": " +
-           (np->hws ? "hardware steering (HWS) available" : "no hardware steering (it needs xx.35.1012 or newer)") +
+           (np->hws                       ? "hardware steering (HWS) available"
+            : firmware_has_hws(np->fw) ? "its version has hardware steering (HWS), its capabilities do not start it"
+                                       : "no hardware steering (it needs xx.35.1012 or newer)") +
            "; max_qp_wr " + std::to_string(np->max_qp_wr) + "; conntrack objects per DevX create 2^" +
            std::to_string(np->log_ct_max_alloc) + "; jumbo definers with 9 full dwords (format_select_dw_8_6_ext): " +
            (np->full_dw_jumbo ? "yes" : "no") + " (no card's value read yet for either)");
@@ -253,6 +255,7 @@ class HwCheck {
   HwCheck(bool model, const std::string& profile, const Cabling& cab, bool overlay)
       : model_(model), overlay_(overlay), profile_(profile), cab_(cab) {}
   int run();
+  std::string hws_did_not_start() const { return off_ ? off_->hws_did_not_start() : ""; }
 
  private:
   int setup();                // 1. probe, configure, start; the rules; the provider started
@@ -749,8 +752,23 @@ int HwCheck::flush_leaves_nothing() {
 }  // namespace
 
 int hw_check_run(const std::string&, bool model, const std::string& profile, const Cabling& cab, bool overlay) {
-  HwCheck check(model, profile, cab, overlay);
-  return check.run();
+  std::string hws_failed;
+  {
+    HwCheck check(model, profile, cab, overlay);
+    int rc = check.run();
+    // The daemon starts again with DV software steering where hardware
+    // steering did not start (a new EAL: the engine is fixed at probe); the
+    // model's ports can be asked the same within this one.
+    if (rc == 0 || !model || !hws_did_not_start_before().empty()) return rc;
+    hws_failed = check.hws_did_not_start();
+    if (hws_failed.empty()) return rc;
+  }
+  step("hardware steering did not start (" + hws_failed + "): the daemon starts again with dv_flow_en=1; so does this");
+  setenv(kHwsDidNotStartEnv, hws_failed.c_str(), 1);
+  HwCheck again(model, profile, cab, overlay);
+  int rc = again.run();
+  unsetenv(kHwsDidNotStartEnv);
+  return rc;
 }
 
 }  // namespace dp

@@ -55,18 +55,26 @@ std::string pci_firmware(const std::string& devargs, const std::string& root) {
   return fw;
 }
 
+std::string hws_did_not_start_before() {
+  const char* v = getenv(kHwsDidNotStartEnv);
+  return v ? v : "";
+}
+
 std::string engine_devargs(const std::string& devargs, const std::string& engine, const std::string& fw,
                            std::string* why) {
   if (devargs.find("dv_flow_en=") != std::string::npos) {
     *why = "dv_flow_en as its devargs set it";
     return devargs;
   }
-  const bool hws = engine == "hws" || (engine == "auto" && firmware_has_hws(fw));
+  const std::string before = hws_did_not_start_before();
+  const bool hws = engine == "hws" || (engine == "auto" && firmware_has_hws(fw) && before.empty());
   if (engine == "hws") *why = "offload.engine: hws";
+  else if (engine == "auto" && !before.empty())
+    *why = "auto: hardware steering did not start on the last probe (" + before + "): DV software steering";
   else if (engine == "sws") *why = "offload.engine: sws";
   else if (fw.empty()) *why = "auto: no mlx5 firmware version found for it: the driver's default (dv_flow_en=1)";
   else *why = "auto: firmware " + fw + (hws ? " has" : " has no") + " hardware steering (xx.35.1012 or newer)";
-  if (engine == "auto" && !hws) return devargs;  // the driver's default: DV software steering
+  if (engine == "auto" && !hws && before.empty()) return devargs;  // the driver's default: DV software steering
   return devargs + (hws ? ",dv_flow_en=2" : ",dv_flow_en=1");
 }
 

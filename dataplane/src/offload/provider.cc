@@ -86,7 +86,10 @@ Status RteFlowProvider::make_model(const std::vector<uint16_t>& ports) {
   // The engine the ports are probed with: what the daemon gives an mlx5 port
   // without dv_flow_en before EAL (engine_devarg), here from the profile's
   // firmware.
-  mc.dv_flow_en = cfg_.engine == "hws" ? 2 : cfg_.engine == "sws" ? 1 : mc.hws_fw ? 2 : 1;
+  mc.dv_flow_en = cfg_.engine == "hws"                                             ? 2
+                  : cfg_.engine == "sws" || !hws_did_not_start_before().empty() ? 1
+                  : firmware_has_hws(mc.fw)                                     ? 2
+                                                                                : 1;
   mc.latency_us = cfg_.latency_us;
   mc.insert_rate = cfg_.insert_rate;
   uint32_t ts = 1;
@@ -124,8 +127,11 @@ Status RteFlowProvider::configure_port(uint16_t port) {
     if (sws_probe(port, &why)) {
       if (!sws_ && configured_.empty())
         engine_why_ = cfg_.engine == "sws" ? "offload.engine: sws"
-                                           : "auto: port " + std::to_string(port) + " has no hardware steering (" +
-                                                 c.missing.front() + ") and validates rules synchronously";
+                      : !hws_did_not_start_before().empty()
+                          ? "auto: hardware steering did not start on the last probe (" + hws_did_not_start_before() +
+                                "); started again with dv_flow_en=1"
+                          : "auto: port " + std::to_string(port) + " has no hardware steering (" + c.missing.front() +
+                                ") and validates rules synchronously";
       sws_ = true;
       configured_.insert(port);
       if (!transfer_ || port == (ports_.empty() ? port : ports_[0])) caps_ = c;
@@ -238,10 +244,11 @@ Status RteFlowProvider::configure_port(uint16_t port) {
     qa.size /= 2;
     rc = attempt(&msg);
   }
+  if (rc != 0 && cfg_.engine == "auto") hws_failed_ = pn + ": " + msg;
   if (rc != 0)
     // Under auto the port was probed with HWS because its firmware version
-    // has it; the steering engine is fixed at probe, so the way on is the
-    // other one (the provider does not re-probe a port).
+    // has it; the steering engine is fixed at probe: the daemon starts
+    // again with the other one (hws_did_not_start), hw-check says how.
     return Status::error("rte_flow_configure " + pn + ": " + msg +
                          (msg != first ? " (first asked: " + first + ")" : "") +
                          (pa.nb_conn_tracks ? " (with " + std::to_string(pa.nb_conn_tracks) +

@@ -94,6 +94,7 @@ class RteFlowProvider final : public OffloadProvider {
 
   Status start(OffloadHost& host) override;
 
+  std::string hws_did_not_start() const override { return hws_failed_; }
   std::string probe_ct();
   rte_flow* sws_create(const hw::Flow& f, std::string* why, int* errno_out);
   bool sws_probe(uint16_t port, std::string* why);
@@ -352,6 +353,7 @@ class RteFlowProvider final : public OffloadProvider {
   // rte_flow_create per rule; their completions go through sync_done_.
   bool sws_ = false;
   std::string domain_why_, strategy_why_, engine_why_;
+  std::string hws_failed_;  // hws_did_not_start()
 };
 
 }  // namespace dp

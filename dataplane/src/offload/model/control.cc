@@ -92,7 +92,9 @@ int ModelCalls::configure(void* self, uint16_t port, const rte_flow_port_attr* p
   }
   if (!m.cfg_.hws_fw && !s.inside)
     return refuse(m, e, ENOTSUP, "hws-firmware",
-                  "fail to configure port (firmware " + m.cfg_.fw + " has no hardware steering: it needs xx.35.1012)");
+                  "fail to configure port (firmware " + m.cfg_.fw +
+                      (firmware_has_hws(m.cfg_.fw) ? ": its hardware steering capabilities are off)"
+                                                   : " has no hardware steering: it needs xx.35.1012)"));
   {
     uint64_t entries = 1;
     while (entries < qa[0]->size) entries <<= 1;

@@ -17,6 +17,9 @@ const std::vector<NicProfile>& nic_profiles() {
        "switchdev with a firmware that takes conntrack in the FDB (model option: keeps that path tested)"},
       {"cx6dx-legacy-fw22.31", false, false, "22.31.1014", false, 1u << 15, 22, false,
        "ConnectX-6 Dx in legacy mode on firmware without HWS: DV software steering, conntrack per port"},
+      {"cx6dx-legacy-hws-off", false, false, "22.36.1010", false, 1u << 15, 22, false,
+       "ConnectX-6 Dx in legacy mode whose firmware version has HWS but whose capabilities do not start it "
+       "(hws/mlx5dr_context.c:103-141): rte_flow_configure fails; auto starts again with DV software steering"},
       {"bf2-switchdev-fw24.32", true, false, "24.32.1010", false, 1u << 15, 22, false,
        "BlueField-2 Arm side (switchdev) on firmware without HWS: DV software steering in the FDB, no conntrack "
        "there"},
