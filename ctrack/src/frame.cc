@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "net/checksum.h"
+#include "net/headers.h"
+
 namespace ctrack {
 
 namespace {
@@ -17,19 +20,6 @@ void put16(std::vector<uint8_t>& b, uint16_t v) {
 void put32(std::vector<uint8_t>& b, uint32_t v) {
   put16(b, static_cast<uint16_t>(v >> 16));
   put16(b, static_cast<uint16_t>(v));
-}
-uint32_t sum16(const uint8_t* p, size_t n, uint32_t s = 0) {
-  for (size_t i = 0; i + 1 < n; i += 2) s += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
-  if (n & 1) s += static_cast<uint32_t>(p[n - 1] << 8);
-  return s;
-}
-uint16_t fold(uint32_t s) {
-  while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
-  return static_cast<uint16_t>(~s);
-}
-void set16(std::vector<uint8_t>& b, size_t off, uint16_t v) {
-  b[off] = static_cast<uint8_t>(v >> 8);
-  b[off + 1] = static_cast<uint8_t>(v);
 }
 
 }  // namespace
@@ -74,19 +64,9 @@ std::vector<uint8_t> build_frame(const FrameSpec& s) {
 
   // L4 checksum (with the pseudo-header for TCP, UDP and ICMPv6).
   size_t csum_off = s.proto == IPPROTO_TCP ? 16 : s.proto == IPPROTO_UDP ? 6 : 2;
-  if (s.proto == IPPROTO_TCP || s.proto == IPPROTO_UDP || s.proto == IPPROTO_ICMPV6 || s.proto == IPPROTO_ICMP) {
-    uint32_t sum = 0;
-    if (s.proto != IPPROTO_ICMP) {
-      sum = sum16(sa, v6 ? 16 : 4, sum);
-      sum = sum16(da, v6 ? 16 : 4, sum);
-      sum += s.proto;
-      sum += static_cast<uint32_t>(l4.size());
-    }
-    sum = sum16(l4.data(), l4.size(), sum);
-    uint16_t c = fold(sum);
-    if (s.proto == IPPROTO_UDP && c == 0) c = 0xFFFF;
-    set16(l4, csum_off, c);
-  }
+  if (s.proto == IPPROTO_TCP || s.proto == IPPROTO_UDP || s.proto == IPPROTO_ICMPV6 || s.proto == IPPROTO_ICMP)
+    net::put16(l4.data() + csum_off,
+          net::l4_checksum(sa, da, v6 ? 16 : 4, s.proto, l4.data(), static_cast<uint32_t>(l4.size())));
 
   std::vector<uint8_t> f(s.dst_mac, s.dst_mac + 6);
   f.insert(f.end(), s.src_mac, s.src_mac + 6);
@@ -107,7 +87,7 @@ std::vector<uint8_t> build_frame(const FrameSpec& s) {
     put16(f, 0);
     f.insert(f.end(), sa, sa + 4);
     f.insert(f.end(), da, da + 4);
-    set16(f, ip + 10, fold(sum16(f.data() + ip, 20)));
+    net::ipv4_set_checksum(f.data() + ip, 20);
   } else {
     put32(f, 0x60000000);
     put16(f, static_cast<uint16_t>(l4.size()));
@@ -124,14 +104,14 @@ std::vector<uint8_t> build_frame(const FrameSpec& s) {
 std::vector<uint8_t> vxlan_frame(FrameSpec outer, uint32_t vni, const std::vector<uint8_t>& inner) {
   outer.vlan = -1;
   outer.proto = 17;
-  outer.dport = 4789;
+  outer.dport = net::kVxlanPort;
   outer.payload = 8 + inner.size();
   std::vector<uint8_t> f = build_frame(outer);
   f.resize(42);
   f[40] = f[41] = 0;
-  const uint8_t vx[8] = {0x08, 0, 0, 0, static_cast<uint8_t>(vni >> 16), static_cast<uint8_t>(vni >> 8),
-                         static_cast<uint8_t>(vni), 0};
-  f.insert(f.end(), vx, vx + 8);
+  uint8_t vx[net::kVxlanLen];
+  net::put_vxlan(vx, vni);
+  f.insert(f.end(), vx, vx + net::kVxlanLen);
   f.insert(f.end(), inner.begin(), inner.end());
   return f;
 }
@@ -156,12 +136,11 @@ std::vector<std::vector<uint8_t>> fragment_frame(const std::vector<uint8_t>& fra
       f[f.size() - 2] = next;  // next header, reserved
       put16(f, static_cast<uint16_t>(off | (more ? 1 : 0)));
       put32(f, id6);
-      set16(f, l2 + 4, static_cast<uint16_t>(8 + n));
+      net::put16(f.data() + l2 + 4, static_cast<uint16_t>(8 + n));
     } else {
-      set16(f, l2 + 2, static_cast<uint16_t>(hl + n));
-      set16(f, l2 + 6, static_cast<uint16_t>((more ? 0x2000 : 0) | off / 8));
-      set16(f, l2 + 10, 0);
-      set16(f, l2 + 10, fold(sum16(f.data() + l2, hl)));
+      net::put16(f.data() + l2 + 2, static_cast<uint16_t>(hl + n));
+      net::put16(f.data() + l2 + 6, static_cast<uint16_t>((more ? 0x2000 : 0) | off / 8));
+      net::ipv4_set_checksum(f.data() + l2, hl);
     }
     f.insert(f.end(), data + off, data + off + n);
     while (f.size() < 60) f.push_back(0);

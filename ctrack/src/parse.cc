@@ -4,14 +4,12 @@
 
 #include <cstring>
 
+#include "net/bytes.h"
+
 namespace ctrack {
 
 namespace {
 
-inline uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-inline uint32_t rd32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 | static_cast<uint32_t>(p[2]) << 8 | p[3];
-}
 
 constexpr uint16_t kEthIpv4 = 0x0800, kEthIpv6 = 0x86DD, kEthArp = 0x0806, kEthVlan = 0x8100, kEthQinQ = 0x88A8;
 
@@ -38,7 +36,7 @@ void tcp_options(const uint8_t* o, uint32_t n, Packet* p) {
       p->meta |= kMetaSackPerm;
     } else if (kind == 5 && l >= 10 && (l - 2) % 8 == 0) {
       for (uint32_t b = i + 2; b + 8 <= i + l; b += 8) {
-        uint32_t right = rd32(o + b + 4);
+        uint32_t right = net::get32(o + b + 4);
         if (!(p->meta & kMetaSack) || static_cast<int32_t>(right - p->sack) > 0) p->sack = right;
         p->meta |= kMetaSack;
       }
@@ -53,8 +51,8 @@ void tcp_options(const uint8_t* o, uint32_t n, Packet* p) {
 bool l4_ports(uint8_t proto, bool v6, const uint8_t* l4, uint32_t avail, Key* k, uint8_t* meta) {
   if (proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP || proto == IPPROTO_UDPLITE) {
     if (avail < 4) return false;
-    k->sport = rd16(l4);
-    k->dport = rd16(l4 + 2);
+    k->sport = net::get16(l4);
+    k->dport = net::get16(l4 + 2);
     return true;
   }
   if ((proto == IPPROTO_ICMP && !v6) || (proto == IPPROTO_ICMPV6 && v6)) {
@@ -64,7 +62,7 @@ bool l4_ports(uint8_t proto, bool v6, const uint8_t* l4, uint32_t avail, Key* k,
     bool rep = v6 ? t == 129 : t == 0;
     if (req || rep) {
       // Request keeps the id in sport, reply in dport, so reply == reversed request.
-      uint16_t id = rd16(l4 + 4);
+      uint16_t id = net::get16(l4 + 4);
       k->sport = req ? id : 0;
       k->dport = req ? 0 : id;
       *meta |= kMetaIcmpEcho;
@@ -86,7 +84,7 @@ bool parse_inner(const uint8_t* p, uint32_t n, bool v6, Key* k) {
     memcpy(k->src, p + 12, 4);
     memcpy(k->dst, p + 16, 4);
     k->family = 4;
-    if (rd16(p + 6) & 0x1FFF) {  // embedded non-first fragment: no ports
+    if (net::get16(p + 6) & 0x1FFF) {  // embedded non-first fragment: no ports
       k->proto = proto;
       return true;
     }
@@ -120,13 +118,13 @@ Drop parse_packet(const uint8_t* d, uint32_t len, uint16_t zone, Parsed* out) {
   p.key.zone = zone;
   if (len < 14) return Drop::kTruncEth;
   uint32_t off = 12;
-  uint16_t et = rd16(d + off);
+  uint16_t et = net::get16(d + off);
   for (int tags = 0; et == kEthVlan || et == kEthQinQ; tags++) {
     if (tags == 2) return Drop::kVlanDepth;
     if (off + 6 > len) return Drop::kTruncVlan;
-    if (tags == 0) r.vlan = rd16(d + off + 2) & 0x0FFF;
+    if (tags == 0) r.vlan = net::get16(d + off + 2) & 0x0FFF;
     off += 4;
-    et = rd16(d + off);
+    et = net::get16(d + off);
   }
   off += 2;
   r.ethertype = et;
@@ -151,7 +149,7 @@ Drop parse_packet(const uint8_t* d, uint32_t len, uint16_t zone, Parsed* out) {
     if ((ip[0] >> 4) != 4) return Drop::kIpVersion;
     uint32_t ihl = (ip[0] & 0x0F) * 4u;
     if (ihl < 20 || ihl > avail) return Drop::kIpIhl;
-    uint32_t tot = rd16(ip + 2);
+    uint32_t tot = net::get16(ip + 2);
     if (tot < ihl || tot > avail) return Drop::kIpLen;
     ip_end = tot;
     proto = ip[9];
@@ -159,11 +157,11 @@ Drop parse_packet(const uint8_t* d, uint32_t len, uint16_t zone, Parsed* out) {
     memcpy(p.key.src, ip + 12, 4);
     memcpy(p.key.dst, ip + 16, 4);
     p.key.family = 4;
-    const uint16_t ff = rd16(ip + 6);
+    const uint16_t ff = net::get16(ip + 6);
     if (ff & 0x3FFF) {  // MF or an offset
       r.frag = (ff & 0x1FFF) ? Parsed::kFragLater : Parsed::kFragFirst;
       r.frag_more = (ff & 0x2000) != 0;
-      r.frag_id = rd16(ip + 4);
+      r.frag_id = net::get16(ip + 4);
       r.frag_off = (ff & 0x1FFFu) * 8u;
       r.frag_start = static_cast<uint16_t>(ihl);
       r.frag_len = tot - ihl;
@@ -173,7 +171,7 @@ Drop parse_packet(const uint8_t* d, uint32_t len, uint16_t zone, Parsed* out) {
   } else {
     if (avail < 40) return Drop::kTruncIp;
     if ((ip[0] >> 4) != 6) return Drop::kIpVersion;
-    uint32_t plen = rd16(ip + 4);
+    uint32_t plen = net::get16(ip + 4);
     if (40 + plen > avail) return Drop::kIpLen;
     ip_end = 40 + plen;
     proto = ip[6];
@@ -189,12 +187,12 @@ Drop parse_packet(const uint8_t* d, uint32_t len, uint16_t zone, Parsed* out) {
       uint32_t ehl;
       if (proto == 44) {
         ehl = 8;
-        const uint16_t fo = rd16(eh + 2);
+        const uint16_t fo = net::get16(eh + 2);
         if (r.frag != Parsed::kFragNone) return Drop::kIp6Ext;  // two fragment headers
         if (fo & 0xFFF9) {  // an offset or M (an atomic fragment, RFC 6946, is a whole packet)
           r.frag = (fo & 0xFFF8) ? Parsed::kFragLater : Parsed::kFragFirst;
           r.frag_more = (fo & 1) != 0;
-          r.frag_id = rd32(eh + 4);
+          r.frag_id = net::get32(eh + 4);
           r.frag_off = fo & 0xFFF8u;
           r.frag_start = static_cast<uint16_t>(l4off + 8);
           r.frag_len = ip_end - (l4off + 8);
@@ -227,24 +225,24 @@ Drop parse_packet(const uint8_t* d, uint32_t len, uint16_t zone, Parsed* out) {
       if (l4len < 20) return Drop::kTruncL4;
       uint32_t doff = (l4[12] >> 4) * 4u;
       if (doff < 20 || doff > l4len) return Drop::kTcpOff;
-      p.key.sport = rd16(l4);
-      p.key.dport = rd16(l4 + 2);
-      p.seq = rd32(l4 + 4);
-      p.ack = rd32(l4 + 8);
+      p.key.sport = net::get16(l4);
+      p.key.dport = net::get16(l4 + 2);
+      p.seq = net::get32(l4 + 4);
+      p.ack = net::get32(l4 + 8);
       p.tcp_flags = l4[13];
-      p.win = rd16(l4 + 14);
+      p.win = net::get16(l4 + 14);
       p.payload_len = static_cast<uint16_t>(l4len - doff);
       if (doff > 20) tcp_options(l4 + 20, doff - 20, &p);
       return Drop::kNone;
     }
     case IPPROTO_UDP: {
       if (l4len < 8) return Drop::kTruncL4;
-      uint32_t ul = rd16(l4 + 4);
+      uint32_t ul = net::get16(l4 + 4);
       // A first fragment's UDP length is the whole datagram's: it may run
       // past the fragment, never end inside it.
       if (ul < 8 || (r.frag == Parsed::kFragFirst ? ul < l4len : ul > l4len)) return Drop::kUdpLen;
-      p.key.sport = rd16(l4);
-      p.key.dport = rd16(l4 + 2);
+      p.key.sport = net::get16(l4);
+      p.key.dport = net::get16(l4 + 2);
       p.payload_len = static_cast<uint16_t>(ul - 8);
       return Drop::kNone;
     }

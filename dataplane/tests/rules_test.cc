@@ -213,7 +213,7 @@ TEST(Config, ErrorsNameFileLineAndKey) {
       {replace(kGood, "capacity: 1000", "capacity: lots"), "bad.yaml:8: key 'conntrack.capacity': 'lots' is not a number"},
       {replace(kGood, "capacity: 1000", "capacty: 1000"), "bad.yaml:8: key 'conntrack.capacty': unknown key"},
       {replace(kGood, "full_policy: pass", "full_policy: maybe"), "bad.yaml:9: key 'conntrack.full_policy'"},
-      {replace(kGood, "mtu: 9000", "mtu: 20000"), "bad.yaml:5: key 'ports[1].mtu': 20000 is out of range"},
+      {replace(kGood, "mtu: 9000", "mtu: 20000"), "bad.yaml:5: key 'ports[1].mtu': '20000' is out of range"},
       {replace(kGood, "\"ct_state=+trk+est\"", "\"ct_state=+trk+sideways\""),
        "bad.yaml:17: key 'tables.1[0].match': 'ct_state=+trk+sideways': unknown flag"},
       {replace(kGood, "\"output:outside\"", "\"output:mars\""), "bad.yaml:17: key 'tables.1[0].actions'"},

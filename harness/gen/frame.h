@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "net/checksum.h"
+
 namespace gen {
 
 // Connection i of K: client 10.128.0.0 + i / kPortsPerIp, port 10000 + i %
@@ -42,27 +44,13 @@ inline uint32_t index_of(uint32_t cip, uint16_t cport, uint32_t conns) {
 
 enum : uint8_t { kFin = 0x01, kSyn = 0x02, kRst = 0x04, kPsh = 0x08, kAck = 0x10 };
 
-inline void put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-inline void put32(uint8_t* p, uint32_t v) {
-  put16(p, static_cast<uint16_t>(v >> 16));
-  put16(p + 2, static_cast<uint16_t>(v));
-}
-inline uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-inline uint32_t get32(const uint8_t* p) { return static_cast<uint32_t>(get16(p)) << 16 | get16(p + 2); }
-
-// One's-complement sum of 16-bit big-endian words (len may be odd).
-inline uint32_t sum16(const uint8_t* p, size_t len, uint32_t acc = 0) {
-  for (size_t i = 0; i + 1 < len; i += 2) acc += get16(p + i);
-  if (len & 1) acc += static_cast<uint32_t>(p[len - 1]) << 8;
-  return acc;
-}
-inline uint16_t fold(uint32_t acc) {
-  while (acc >> 16) acc = (acc & 0xFFFF) + (acc >> 16);
-  return static_cast<uint16_t>(acc);
-}
+using net::finish;
+using net::fold;
+using net::get16;
+using net::get32;
+using net::put16;
+using net::put32;
+using net::sum16;
 
 // Which side sends the frame.
 enum class Dir : uint8_t { kToServer, kToClient };
@@ -168,7 +156,7 @@ inline void fill(const Template& t, uint8_t* out, const Tuple& c, uint32_t seq, 
   put32(ip + 12, src);
   put32(ip + 16, dst);
   uint32_t ipsum = t.ip_base + (src >> 16) + (src & 0xFFFF) + (dst >> 16) + (dst & 0xFFFF);
-  put16(ip + 10, static_cast<uint16_t>(~fold(ipsum)));
+  put16(ip + 10, finish(ipsum));
   put16(tcp, sp);
   put16(tcp + 2, dp);
   if (t.proto == 17) {
@@ -178,8 +166,7 @@ inline void fill(const Template& t, uint8_t* out, const Tuple& c, uint32_t seq, 
       for (int k = 0; k < kTsBytes; k++) d[k] = static_cast<uint8_t>(ts >> (8 * (kTsBytes - 1 - k)));
       u += get16(d) + get16(d + 2) + get16(d + 4);
     }
-    const uint16_t cs = static_cast<uint16_t>(~fold(u));
-    put16(tcp + 6, cs ? cs : 0xFFFF);  // 0 would mean "no checksum"
+    put16(tcp + 6, net::udp_field(finish(u)));
     return;
   }
   put32(tcp + 4, seq);
@@ -191,7 +178,7 @@ inline void fill(const Template& t, uint8_t* out, const Tuple& c, uint32_t seq, 
     for (int k = 0; k < kTsBytes; k++) d[k] = static_cast<uint8_t>(ts >> (8 * (kTsBytes - 1 - k)));
     s += get16(d) + get16(d + 2) + get16(d + 4);
   }
-  put16(tcp + 16, static_cast<uint16_t>(~fold(s)));
+  put16(tcp + 16, finish(s));
 }
 
 // What the receive side needs of a frame; false when it is not one of ours.

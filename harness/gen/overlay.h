@@ -12,14 +12,15 @@
 #include <vector>
 
 #include "frame.h"
+#include "net/headers.h"
 
 namespace gen {
 
-inline constexpr int kVxlanHeaders = 14 + 20 + 8 + 8;
+inline constexpr int kVxlanHeaders = net::kVxlanOuterV4;
 inline constexpr uint32_t kLocalVtep = 0xC0000201u;   // 192.0.2.1: the DUT's (configs/dataplane/overlay-nat.yaml)
 inline constexpr uint32_t kRemoteVtep = 0xC0000202u;  // 192.0.2.2: this generator's server side
 inline constexpr uint32_t kFloatingIp = 0xCB007107u;  // 203.0.113.7
-inline constexpr uint16_t kVxlanPort = 4789;
+inline constexpr uint16_t kVxlanPort = net::kVxlanPort;
 inline constexpr uint32_t kVni = 100;
 inline constexpr uint8_t kVtepMac[6] = {0x02, 0, 0, 0, 0x01, 0x01};    // the DUT's underlay MAC
 inline constexpr uint8_t kRemoteMac[6] = {0x02, 0, 0, 0, 0x02, 0x02};  // this side's, as the DUT's config names it
@@ -45,26 +46,10 @@ struct Overlay {
   // The outer headers for an inner frame of inner_len bytes, at out (the
   // inner frame follows at out + kVxlanHeaders). UDP checksum 0 (RFC 7348).
   static void encap(uint8_t* out, uint16_t inner_len, uint16_t sport) {
-    memcpy(out, kVtepMac, 6);
-    memcpy(out + 6, kRemoteMac, 6);
-    put16(out + 12, 0x0800);
-    uint8_t* ip = out + 14;
-    memset(ip, 0, 36);
-    ip[0] = 0x45;
-    put16(ip + 2, static_cast<uint16_t>(inner_len + 36));
-    put16(ip + 6, 0x4000);
-    ip[8] = 64;
-    ip[9] = 17;
-    put32(ip + 12, kRemoteVtep);
-    put32(ip + 16, kLocalVtep);
-    put16(ip + 10, static_cast<uint16_t>(~fold(sum16(ip, 20))));
-    uint8_t* udp = ip + 20;
-    put16(udp, sport);
-    put16(udp + 2, kVxlanPort);
-    put16(udp + 4, static_cast<uint16_t>(inner_len + 16));
-    uint8_t* vx = udp + 8;
-    vx[0] = 0x08;
-    put32(vx + 4, kVni << 8);
+    uint8_t src[4], dst[4];
+    put32(src, kRemoteVtep);
+    put32(dst, kLocalVtep);
+    net::put_vxlan_outer_v4(out, {kVtepMac, kRemoteMac, src, dst, kVni, sport}, inner_len);
   }
 
   // Connection `conn`'s tuple as the server sees it.
@@ -82,10 +67,10 @@ struct Overlay {
   // Returns the inner frame's offset, or -1 (counted in bad[]).
   int decap(uint8_t* f, uint32_t len, uint32_t bound) {
     if (len < kVxlanHeaders + 54 || get16(f + 12) != 0x0800 || f[14] != 0x45 || f[14 + 9] != 17 ||
-        get16(f + 36) != kVxlanPort || (f[42] & 0x08) == 0)
+        get16(f + 36) != kVxlanPort || !net::vxlan_has_vni(f + 42))
       return bad[kNotVxlan]++, -1;
     if (get32(f + 26) != kLocalVtep || get32(f + 30) != kRemoteVtep) return bad[kWrongVtep]++, -1;
-    if (get32(f + 46) >> 8 != kVni) return bad[kWrongVni]++, -1;
+    if (net::vxlan_vni(f + 42) != kVni) return bad[kWrongVni]++, -1;
     uint8_t* in = f + kVxlanHeaders;
     uint8_t* ip = in + 14;
     if (get16(in + 12) != 0x0800 || (ip[0] >> 4) != 4 || ip[9] != 6 || get32(ip + 12) != kFloatingIp)

@@ -41,6 +41,7 @@
 
 #include <nlohmann/json.hpp>
 #include "sdn/json.h"
+#include "sdn/number.h"
 
 namespace {
 
@@ -66,11 +67,9 @@ void emit(const nlohmann::json& j) {
 }
 
 bool parse_int(const std::string& s, long lo, long hi, long* out) {
-  char* end = nullptr;
-  errno = 0;
-  long v = strtol(s.c_str(), &end, 10);
-  if (s.empty() || *end || errno || v < lo || v > hi) return false;
-  *out = v;
+  double v;
+  if (!sdn::parse_number(s, true, static_cast<double>(lo), static_cast<double>(hi), &v)) return false;
+  *out = static_cast<long>(v);
   return true;
 }
 

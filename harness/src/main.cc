@@ -133,9 +133,8 @@ std::vector<std::string> split_list(const std::string& s) {
 bool parse_ints(const std::string& s, std::vector<int>* out) {
   out->clear();
   for (const auto& x : split_list(s)) {
-    char* end;
-    long v = strtol(x.c_str(), &end, 10);
-    if (*end || v <= 0) return false;
+    double v;
+    if (!sdn::parse_number(x, true, 1, INT32_MAX, &v)) return false;
     out->push_back(static_cast<int>(v));
   }
   return !out->empty();
@@ -262,9 +261,8 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
     out->clear();
     std::stringstream ss(v);
     for (std::string x; std::getline(ss, x, ',');) {
-      char* e = nullptr;
-      long n = strtol(x.c_str(), &e, 10);
-      if (x.empty() || *e || n < lo || n > hi) {
+      double n;
+      if (!sdn::parse_number(x, true, lo, hi, &n)) {
         fprintf(stderr, "harness: %s '%s': want numbers %d..%d, comma-separated\n", flag.c_str(), v.c_str(), lo, hi);
         exit(2);
       }
@@ -449,10 +447,9 @@ int parse_sweep_flags(int argc, char** argv, SweepConfig* cfg, bool* no_rfc2544)
     };
     auto num = [&](long lo, long hi) {
       std::string v = val();
-      char* end;
-      long n = strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || n < lo || n > hi) {
-        fprintf(stderr, "harness: bad value '%s' for %s: want a number in %ld..%ld\n", v.c_str(), a.c_str(), lo, hi);
+      double n;
+      if (sdn::Status st = sdn::parse_number(v, true, static_cast<double>(lo), static_cast<double>(hi), &n); !st) {
+        fprintf(stderr, "harness: bad value for %s: %s\n", a.c_str(), st.message().c_str());
         exit(2);
       }
       return static_cast<int>(n);

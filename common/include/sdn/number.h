@@ -23,7 +23,8 @@ inline Status parse_number(const std::string& s, bool integer, double lo, double
   const size_t d = s.size() > 1 && (s[0] == '-' || s[0] == '+') ? 1 : 0;
   const bool hex = integer && s.size() > d + 2 && s[d] == '0' && (s[d + 1] == 'x' || s[d + 1] == 'X');
   if (!hex && s.size() > d + 1 && s[d] == '0' && isdigit(static_cast<unsigned char>(s[d + 1])))
-    return Status::error(ErrorKind::kInvalid, q + ": a leading zero is ambiguous (octal?); write the decimal number");
+    return Status::error(ErrorKind::kInvalid, q + ": a leading zero is ambiguous (octal?); write the decimal number" +
+                                                  std::string(integer ? ", or 0x for hex" : ""));
   if (s.empty() || isspace(static_cast<unsigned char>(s[0]))) return Status::error(ErrorKind::kInvalid, q + " is not a number");
   char* end = nullptr;
   double v;

@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "net/headers.h"
+
 namespace dp {
 
 inline constexpr uint32_t kVxlanMaxVni = 0xFFFFFF;
 // Outer Ethernet (14) + IPv4 (20) + UDP (8) + VXLAN (8).
-inline constexpr uint32_t kVxlanOverhead = 50;
+inline constexpr uint32_t kVxlanOverhead = net::kVxlanOuterV4;
 
 struct VxlanRemote {
   uint8_t ip[4] = {};
@@ -30,7 +32,7 @@ struct OverlayConfig {
   uint8_t local[4] = {};  // this VTEP's underlay IPv4 address
   uint8_t mac[6] = {};    // its MAC: the source of encapsulated frames
   uint16_t port = 0;      // the underlay port (index into ports): decapsulation only there
-  uint16_t udp_port = 4789;
+  uint16_t udp_port = net::kVxlanPort;
   uint8_t ttl = 64;
   bool df = true;
   std::vector<uint32_t> vnis;  // sorted

@@ -51,21 +51,10 @@ Status check_keys(const Ctx& c, const YAML::Node& map, const std::string& path, 
 template <typename T>
 Status parse_uint(const Ctx& c, const YAML::Node& n, const std::string& full, T* out, uint64_t lo, uint64_t hi) {
   if (!n.IsScalar()) return c.err(n, full, "expected a number");
-  const std::string& s = n.Scalar();
-  const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
-  if (!hex && s.size() > 1 && s[0] == '0')
-    return c.err(n, full, "'" + s + "': a leading zero is ambiguous (octal?); write the decimal number, or 0x for hex");
-  uint64_t v = 0;
-  try {
-    if (s.empty() || !isxdigit(static_cast<unsigned char>(s[hex ? 2 : 0]))) throw std::invalid_argument(s);
-    size_t pos = 0;
-    v = std::stoull(s, &pos, hex ? 16 : 10);
-    if (pos != s.size()) throw std::invalid_argument(s);
-  } catch (const std::exception&) {
-    return c.err(n, full, "'" + s + "' is not a number");
-  }
-  if (v < lo || v > hi)
-    return c.err(n, full, std::to_string(v) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+  if (hi > (1ull << 53)) return c.err(n, full, "internal: a range past 2^53 is not exact as a double");
+  double v = 0;
+  if (Status st = sdn::parse_number(n.Scalar(), true, static_cast<double>(lo), static_cast<double>(hi), &v); !st)
+    return c.err(n, full, st.message());
   *out = static_cast<T>(v);
   return {};
 }

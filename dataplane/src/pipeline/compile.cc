@@ -12,6 +12,7 @@
 #include "acl.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/rules.h"
+#include "net/headers.h"
 
 namespace dp {
 
@@ -128,29 +129,16 @@ namespace {
 // total length and checksum, UDP length and source port).
 Pipeline::Encap make_encap(const OverlayConfig& o, const VxlanRemote& r, uint32_t vni) {
   Pipeline::Encap e{};
-  uint8_t* h = e.hdr;
-  memcpy(h, r.mac, 6);
-  memcpy(h + 6, o.mac, 6);
-  h[12] = 0x08;
-  h[13] = 0x00;
-  uint8_t* ip = h + 14;
-  ip[0] = 0x45;
-  if (o.df) ip[6] = 0x40;
-  ip[8] = o.ttl;
-  ip[9] = IPPROTO_UDP;
-  memcpy(ip + 12, o.local, 4);
-  memcpy(ip + 16, r.ip, 4);
-  uint32_t sum = 0;
-  for (int i = 0; i < 20; i += 2) sum += static_cast<uint32_t>(ip[i] << 8 | ip[i + 1]);
-  e.ip_sum = sum;
-  uint8_t* udp = ip + 20;
-  udp[2] = static_cast<uint8_t>(o.udp_port >> 8);
-  udp[3] = static_cast<uint8_t>(o.udp_port);
-  uint8_t* vx = udp + 8;
-  vx[0] = 0x08;  // I: the VNI is valid
-  vx[4] = static_cast<uint8_t>(vni >> 16);
-  vx[5] = static_cast<uint8_t>(vni >> 8);
-  vx[6] = static_cast<uint8_t>(vni);
+  const net::VxlanOuter vo{r.mac, o.mac, o.local, r.ip, vni, 0, o.udp_port, o.ttl, o.df};
+  net::put_vxlan_outer_v4(e.hdr, vo, 0);
+  // The IPv4 header's sum without its total length and checksum, which
+  // write_encap adds per packet with the UDP length and source port (0 in
+  // the template, as the NIC's raw encap takes it).
+  uint8_t* ip = e.hdr + net::kEthLen;
+  net::put16(ip + 2, 0);
+  net::put16(ip + 10, 0);
+  net::put16(ip + net::kIpv4Len + 4, 0);
+  e.ip_sum = net::sum16(ip, net::kIpv4Len);
   return e;
 }
 

@@ -10,45 +10,16 @@
 #include <cstring>
 
 #include "ctrack/parse.h"
+#include "net/checksum.h"
 
 namespace dp::nat {
 
-inline uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-inline void put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-
-// The one's-complement sum of `n` bytes (n even) as 16-bit words.
-inline uint32_t sum16(const uint8_t* p, uint32_t n, uint32_t s = 0) {
-  for (uint32_t i = 0; i + 1 < n; i += 2) s += get16(p + i);
-  if (n & 1) s += static_cast<uint32_t>(p[n - 1]) << 8;
-  return s;
-}
-inline uint16_t fold(uint32_t s) {
-  while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
-  return static_cast<uint16_t>(s);
-}
-
-// RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), for the words [old, old+n)
-// becoming [neu, neu+n).
-inline void adjust(uint8_t* csum, const uint8_t* old, const uint8_t* neu, uint32_t n) {
-  uint32_t s = static_cast<uint16_t>(~get16(csum));
-  for (uint32_t i = 0; i < n; i += 2) {
-    s += static_cast<uint16_t>(~get16(old + i));
-    s += get16(neu + i);
-  }
-  put16(csum, static_cast<uint16_t>(~fold(s)));
-}
-
-// Sets the n bytes at `field` to `v`, adjusting each checksum in `sums`
-// (null entries skipped).
-inline void set_field(uint8_t* field, const uint8_t* v, uint32_t n, uint8_t* s1, uint8_t* s2 = nullptr) {
-  if (memcmp(field, v, n) == 0) return;
-  if (s1) adjust(s1, field, v, n);
-  if (s2) adjust(s2, field, v, n);
-  memcpy(field, v, n);
-}
+using net::fold;
+using net::get16;
+using net::l4_sum;
+using net::put16;
+using net::set_field;
+using net::sum16;
 
 // Where an IP header's addresses and an L4 header's checksum are.
 struct Hdr {
@@ -61,20 +32,9 @@ inline Hdr ip_hdr(uint8_t* ip, bool v6) {
   return v6 ? Hdr{ip + 8, ip + 24, 16, nullptr} : Hdr{ip + 12, ip + 16, 4, ip + 10};
 }
 
-// The L4 checksum that covers the pseudo-header (null: none, or UDP over
-// IPv4 sent without one), if it lies within `avail` bytes.
-inline uint8_t* l4_sum(uint8_t* l4, uint32_t avail, uint8_t proto, bool v6) {
-  if (proto == IPPROTO_TCP && avail >= 18) return l4 + 16;
-  if (proto == IPPROTO_UDP && avail >= 8) return (v6 || get16(l4 + 6)) ? l4 + 6 : nullptr;
-  if (proto == IPPROTO_ICMPV6 && avail >= 4) return l4 + 2;
-  return nullptr;
-}
-
-// A UDP checksum that comes out 0x0000 is sent as 0xFFFF (RFC 768: 0 means
-// "no checksum", which IPv6 forbids; the two are the same one's-complement
-// number, so the receiver's sum is unchanged). TCP and ICMP take either.
+// A UDP checksum that comes out 0x0000 is sent as 0xFFFF (net::udp_field).
 inline void udp_nonzero(uint8_t* ls, uint8_t proto) {
-  if (ls && proto == IPPROTO_UDP && get16(ls) == 0) put16(ls, 0xFFFF);
+  if (ls && proto == IPPROTO_UDP) put16(ls, net::udp_field(get16(ls)));
 }
 
 // Rewrites one IP header and the L4 ports after it to `to` (its src/dst
@@ -112,14 +72,8 @@ inline void rewrite_ip(uint8_t* ip, uint32_t hl, uint32_t avail, bool v6, uint8_
 // ICMP's checksum over [l4, l4+len) (ICMPv6: with its pseudo-header).
 inline void icmp_checksum(uint8_t* ip, uint8_t* l4, uint32_t len, bool v6) {
   put16(l4 + 2, 0);
-  uint32_t s = sum16(l4, len);
-  if (v6) {
-    s = sum16(ip + 8, 32, s);
-    s += len >> 16;
-    s += len & 0xFFFF;
-    s += IPPROTO_ICMPV6;
-  }
-  put16(l4 + 2, static_cast<uint16_t>(~fold(s)));
+  put16(l4 + 2, v6 ? net::l4_checksum(ip + 8, ip + 24, 16, IPPROTO_ICMPV6, l4, len)
+                   : net::l4_checksum(nullptr, nullptr, 0, IPPROTO_ICMP, l4, len));
 }
 
 // Writes `to` into the frame the parser read as `pp`. An ICMP error's

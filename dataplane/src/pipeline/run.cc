@@ -13,6 +13,7 @@
 #include "dataplane/pipeline.h"
 #include "fragments.h"
 #include "nat_rewrite.h"
+#include "net/bytes.h"
 #include "vxlan.h"
 
 namespace dp {
@@ -104,14 +105,12 @@ struct PktState {
 constexpr uint8_t kEst = ctrack::kCtTrk | ctrack::kCtEst;
 constexpr uint8_t kEstRpl = ctrack::kCtTrk | ctrack::kCtEst | ctrack::kCtRpl;
 
-inline uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-
 // Bytes after the Ethernet header and up to two VLAN tags (what the MTU
 // bounds), for frames the parser did not see (the NIC classified them).
 inline uint32_t l3_bytes(const uint8_t* d, uint32_t len, uint32_t pkt_len) {
   uint32_t off = 14;
   for (int t = 0; t < 2 && off <= len; t++) {
-    uint16_t et = rd16(d + off - 2);
+    uint16_t et = net::get16(d + off - 2);
     if (et != 0x8100 && et != 0x88A8) break;
     off += 4;
   }
@@ -121,8 +120,8 @@ inline uint32_t l3_bytes(const uint8_t* d, uint32_t len, uint32_t pkt_len) {
 // The length an IP header claims for its packet (parse gave kIpLen).
 inline uint32_t ip_claimed(const uint8_t* d, uint32_t len, const ctrack::Parsed& pp) {
   const uint8_t* ip = d + pp.l3_off;
-  if (pp.ethertype == 0x0800 && pp.l3_off + 4u <= len) return rd16(ip + 2);
-  if (pp.ethertype == 0x86DD && pp.l3_off + 6u <= len) return 40u + rd16(ip + 4);
+  if (pp.ethertype == 0x0800 && pp.l3_off + 4u <= len) return net::get16(ip + 2);
+  if (pp.ethertype == 0x86DD && pp.l3_off + 6u <= len) return 40u + net::get16(ip + 4);
   return 0;
 }
 

@@ -12,10 +12,10 @@
 #include "dataplane/overlay.h"
 #include "dataplane/pipeline.h"
 #include "nat_rewrite.h"
+#include "net/headers.h"
 
 namespace dp {
 
-inline uint16_t vx_rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 
 // VXLAN decap (RFC 7348) of a frame received on the underlay port: 0 when
 // it is not VXLAN to this VTEP (it goes through the tables as it is), the
@@ -34,27 +34,27 @@ inline Decap vxlan_decap(const uint8_t* d, uint32_t len, const OverlayConfig& ov
   Decap r;
   uint32_t off = 14;
   if (len < off) return r;
-  uint16_t et = vx_rd16(d + 12);
+  uint16_t et = net::get16(d + 12);
   if (et == 0x8100) {
     if (len < 18) return r;
-    et = vx_rd16(d + 16);
+    et = net::get16(d + 16);
     off = 18;
   }
   if (et != 0x0800 || len < off + 20) return r;
   const uint8_t* ip = d + off;
   if ((ip[0] >> 4) != 4 || ip[9] != IPPROTO_UDP || memcmp(ip + 16, ov.local, 4) != 0) return r;
-  const uint32_t ihl = (ip[0] & 0x0F) * 4u, iplen = vx_rd16(ip + 2);
+  const uint32_t ihl = (ip[0] & 0x0F) * 4u, iplen = net::get16(ip + 2);
   if (ihl < 20 || len < off + ihl + 4) return r;
   const uint8_t* udp = ip + ihl;
-  if (vx_rd16(udp + 2) != ov.udp_port) return r;
+  if (net::get16(udp + 2) != ov.udp_port) return r;
   // VXLAN to this VTEP's address: from here on it is decapsulated or dropped.
   if (memcmp(d, ov.mac, 6) != 0) {
     r.why = DropWhy::kVxlanMac;  // to another host's MAC (a flooded or misdirected frame)
     return r;
   }
   r.why = DropWhy::kVxlanHeader;
-  if (nat::fold(nat::sum16(ip, ihl)) != 0xFFFF) return r;  // the outer IPv4 checksum
-  if (vx_rd16(ip + 6) & 0x3FFF) return r;  // a fragment: this VTEP does not reassemble
+  if (!net::ipv4_checksum_ok(ip, ihl)) return r;  // the outer IPv4 checksum
+  if (net::get16(ip + 6) & 0x3FFF) return r;  // a fragment: this VTEP does not reassemble
   if (!ov.any_remote && !ov.remote(ip + 12)) {
     r.why = DropWhy::kVxlanRemote;
     return r;
@@ -63,15 +63,15 @@ inline Decap vxlan_decap(const uint8_t* d, uint32_t len, const OverlayConfig& ov
     r.why = DropWhy::kVxlanTrunc;
     return r;
   }
-  const uint32_t ulen = vx_rd16(udp + 4);
+  const uint32_t ulen = net::get16(udp + 4);
   if (iplen < ihl + 16 || ulen != iplen - ihl) return r;
   if (off + iplen > len) {
     r.why = DropWhy::kVxlanTrunc;
     return r;
   }
   const uint8_t* vx = udp + 8;
-  if (!(vx[0] & 0x08)) return r;  // I clear: no VNI
-  r.vni = static_cast<uint32_t>(vx[4]) << 16 | static_cast<uint32_t>(vx[5]) << 8 | vx[6];
+  if (!net::vxlan_has_vni(vx)) return r;  // I clear: no VNI
+  r.vni = net::vxlan_vni(vx);
   if (!std::binary_search(ov.vnis.begin(), ov.vnis.end(), r.vni)) {
     r.why = DropWhy::kVxlanVni;
     return r;

@@ -25,6 +25,7 @@
 #include <map>
 
 #include "ctrack/parse.h"
+#include "net/headers.h"
 #include "sdn/clock.h"
 
 namespace dp {
@@ -56,7 +57,7 @@ inline const std::vector<uint32_t> kOrderFdb = {bit(kDrDecap),  bit(kDrCtr),   b
                                                 bit(kDrEncap), bit(kDrFt) | bit(kDrVport) | bit(kDrDrop)};
 
 // VXLAN as the model knows it: over IPv4 without options or VLAN.
-inline constexpr uint16_t kVxlanPort = 4789;  // the definer's implicit L4 destination port (mlx5dr_definer.c:1028-1045)
+inline constexpr uint16_t kVxlanPort = net::kVxlanPort;  // the definer's implicit L4 destination port (mlx5dr_definer.c:1028-1045)
 inline constexpr uint8_t kEncapMax = 14 + 20 + 8 + 8;
 inline constexpr uint8_t kMaxMods = 4;
 // An exact rule below a VXLAN item: its key is the inner tuple, its zone

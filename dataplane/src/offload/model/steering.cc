@@ -2,7 +2,8 @@
 // steering of a packet through them (groups, exact tables, conntrack).
 #include "internal.h"
 
-#include "../../pipeline/nat_rewrite.h"
+#include "net/checksum.h"
+#include "net/headers.h"
 
 namespace dp {
 
@@ -104,7 +105,7 @@ void find_tunnel(const PacketIn& in, const ctrack::Parsed& pp, VxTunnel* t) {
     return;
   const uint8_t* vx = in.data + pp.l4_off + 8;
   t->flags = vx[0];
-  t->vni = static_cast<uint32_t>(vx[4] << 16 | vx[5] << 8 | vx[6]);
+  t->vni = net::vxlan_vni(vx);
   t->off = pp.l4_off + 16u;
   t->ok = ctrack::parse_packet(in.data + t->off, in.len - t->off, 0, &t->inner) == ctrack::Drop::kNone;
 }
@@ -152,10 +153,10 @@ void modify(PacketIn& in, const ctrack::Parsed& pp, const Mod& md) {
   uint8_t* l4 = in.data + pp.l4_off;
   const uint8_t proto = pp.ct.key.proto;
   const bool first = !(pp.ct.meta & ctrack::kMetaFragment);
-  uint8_t* l4sum = first ? nat::l4_sum(l4, in.len - pp.l4_off, proto, false) : nullptr;
+  uint8_t* l4sum = first ? net::l4_sum(l4, in.len - pp.l4_off, proto, false) : nullptr;
   switch (md.field) {
-    case kModIp4Src: nat::set_field(ip + 12, md.value, 4, ip + 10, l4sum); break;
-    case kModIp4Dst: nat::set_field(ip + 16, md.value, 4, ip + 10, l4sum); break;
+    case kModIp4Src: net::set_field(ip + 12, md.value, 4, ip + 10, l4sum); break;
+    case kModIp4Dst: net::set_field(ip + 16, md.value, 4, ip + 10, l4sum); break;
     case kModTcpSport:
     case kModTcpDport:
     case kModUdpSport:
@@ -163,7 +164,7 @@ void modify(PacketIn& in, const ctrack::Parsed& pp, const Mod& md) {
       const bool tcp = md.field == kModTcpSport || md.field == kModTcpDport;
       if (!first || proto != (tcp ? IPPROTO_TCP : IPPROTO_UDP) || in.len < pp.l4_off + 4u) return;
       const bool src = md.field == kModTcpSport || md.field == kModUdpSport;
-      nat::set_field(l4 + (src ? 0 : 2), md.value, 2, l4sum);
+      net::set_field(l4 + (src ? 0 : 2), md.value, 2, l4sum);
       break;
     }
   }
@@ -181,10 +182,9 @@ bool encap(PacketIn& in, const MRule& r) {
   in.pkt_len += r.encap_len;
   memcpy(in.data, r.encap, r.encap_len);
   uint8_t* ip = in.data + 14;
-  nat::put16(ip + 2, static_cast<uint16_t>(in.pkt_len - 14));
-  nat::put16(ip + 10, 0);
-  nat::put16(ip + 10, static_cast<uint16_t>(~nat::fold(nat::sum16(ip, 20))));
-  nat::put16(ip + 24, static_cast<uint16_t>(in.pkt_len - 34));
+  net::put16(ip + 2, static_cast<uint16_t>(in.pkt_len - 14));
+  net::ipv4_set_checksum(ip, net::kIpv4Len);
+  net::put16(ip + 24, static_cast<uint16_t>(in.pkt_len - 34));
   return true;
 }
 

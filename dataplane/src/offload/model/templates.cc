@@ -195,7 +195,7 @@ Refusal check_raw_encap(const rte_flow_action& act, const rte_flow_action& msk) 
   if (msk.conf) return bad("not-modelled", ENOTSUP, "raw_encap data shared by the template");
   const uint8_t* d = c->data;
   if (c->size != kEncapMax || d[12] != 0x08 || d[13] != 0x00 || d[14] != 0x45 || d[23] != IPPROTO_UDP ||
-      d[36] != kVxlanPort >> 8 || d[37] != (kVxlanPort & 0xFF) || !(d[42] & 0x08))
+      d[36] != kVxlanPort >> 8 || d[37] != (kVxlanPort & 0xFF) || !net::vxlan_has_vni(d + 42))
     return bad("not-modelled", ENOTSUP, "raw_encap other than VXLAN over IPv4 (50 bytes)");
   return {};
 }
