@@ -101,6 +101,66 @@ bool parse_inner(const uint8_t* p, uint32_t n, bool v6, Key* k) {
   return l4_ports(proto, v6, p + hl, n - hl, k, &meta);
 }
 
+// The transport header of a datagram that is not a later fragment: ports,
+// TCP's sequence space, ICMP's type and an error's inner key.
+inline Drop parse_l4(uint8_t proto, bool v6, const uint8_t* l4, uint32_t l4len, uint16_t zone, Parsed* out) {
+  Parsed& r = *out;
+  Packet& p = r.ct;
+  switch (proto) {
+    case IPPROTO_TCP: {
+      if (l4len < 20) return Drop::kTruncL4;
+      uint32_t doff = (l4[12] >> 4) * 4u;
+      if (doff < 20 || doff > l4len) return Drop::kTcpOff;
+      p.key.sport = net::get16(l4);
+      p.key.dport = net::get16(l4 + 2);
+      p.seq = net::get32(l4 + 4);
+      p.ack = net::get32(l4 + 8);
+      p.tcp_flags = l4[13];
+      p.win = net::get16(l4 + 14);
+      p.payload_len = static_cast<uint16_t>(l4len - doff);
+      if (doff > 20) tcp_options(l4 + 20, doff - 20, &p);
+      return Drop::kNone;
+    }
+    case IPPROTO_UDP: {
+      if (l4len < 8) return Drop::kTruncL4;
+      uint32_t ul = net::get16(l4 + 4);
+      // A first fragment's UDP length is the whole datagram's: it may run
+      // past the fragment, never end inside it.
+      if (ul < 8 || (r.frag == Parsed::kFragFirst ? ul < l4len : ul > l4len)) return Drop::kUdpLen;
+      p.key.sport = net::get16(l4);
+      p.key.dport = net::get16(l4 + 2);
+      p.payload_len = static_cast<uint16_t>(ul - 8);
+      return Drop::kNone;
+    }
+    case IPPROTO_ICMP:
+    case IPPROTO_ICMPV6: {
+      if ((proto == IPPROTO_ICMP) == v6) return Drop::kNone;  // ICMP in IPv6 or ICMPv6 in IPv4: generic
+      if (l4len < 8) return Drop::kTruncL4;
+      uint8_t t = l4[0];
+      p.icmp_type = t;
+      r.icmp_code = l4[1];
+      if (v6 && t >= 130 && t <= 137) {
+        r.kind = L3Kind::kNd;  // MLD, router/neighbour solicitation/advertisement, redirect
+        return Drop::kNone;
+      }
+      if (v6 ? icmp6_is_error(t) : icmp4_is_error(t)) {
+        Key inner{};
+        inner.zone = zone;
+        if (!parse_inner(l4 + 8, l4len - 8, v6, &inner)) return Drop::kIcmpInner;
+        p.key = inner;
+        p.meta |= kMetaIcmpError;
+        return Drop::kNone;
+      }
+      l4_ports(proto, v6, l4, l4len, &p.key, &p.meta);
+      p.payload_len = static_cast<uint16_t>(l4len - 8);
+      return Drop::kNone;
+    }
+    default:
+      l4_ports(proto, v6, l4, l4len, &p.key, &p.meta);
+      return Drop::kNone;
+  }
+}
+
 }  // namespace
 
 const char* drop_name(Drop d) {
@@ -218,61 +278,7 @@ Drop parse_packet(const uint8_t* d, uint32_t len, uint16_t zone, Parsed* out) {
     p.meta |= kMetaFragment;
     return Drop::kNone;
   }
-  const uint8_t* l4 = ip + l4off;
-  uint32_t l4len = ip_end - l4off;
-  switch (proto) {
-    case IPPROTO_TCP: {
-      if (l4len < 20) return Drop::kTruncL4;
-      uint32_t doff = (l4[12] >> 4) * 4u;
-      if (doff < 20 || doff > l4len) return Drop::kTcpOff;
-      p.key.sport = net::get16(l4);
-      p.key.dport = net::get16(l4 + 2);
-      p.seq = net::get32(l4 + 4);
-      p.ack = net::get32(l4 + 8);
-      p.tcp_flags = l4[13];
-      p.win = net::get16(l4 + 14);
-      p.payload_len = static_cast<uint16_t>(l4len - doff);
-      if (doff > 20) tcp_options(l4 + 20, doff - 20, &p);
-      return Drop::kNone;
-    }
-    case IPPROTO_UDP: {
-      if (l4len < 8) return Drop::kTruncL4;
-      uint32_t ul = net::get16(l4 + 4);
-      // A first fragment's UDP length is the whole datagram's: it may run
-      // past the fragment, never end inside it.
-      if (ul < 8 || (r.frag == Parsed::kFragFirst ? ul < l4len : ul > l4len)) return Drop::kUdpLen;
-      p.key.sport = net::get16(l4);
-      p.key.dport = net::get16(l4 + 2);
-      p.payload_len = static_cast<uint16_t>(ul - 8);
-      return Drop::kNone;
-    }
-    case IPPROTO_ICMP:
-    case IPPROTO_ICMPV6: {
-      if ((proto == IPPROTO_ICMP) == v6) return Drop::kNone;  // ICMP in IPv6 or ICMPv6 in IPv4: generic
-      if (l4len < 8) return Drop::kTruncL4;
-      uint8_t t = l4[0];
-      p.icmp_type = t;
-      r.icmp_code = l4[1];
-      if (v6 && t >= 130 && t <= 137) {
-        r.kind = L3Kind::kNd;  // MLD, router/neighbour solicitation/advertisement, redirect
-        return Drop::kNone;
-      }
-      if (v6 ? icmp6_is_error(t) : icmp4_is_error(t)) {
-        Key inner{};
-        inner.zone = zone;
-        if (!parse_inner(l4 + 8, l4len - 8, v6, &inner)) return Drop::kIcmpInner;
-        p.key = inner;
-        p.meta |= kMetaIcmpError;
-        return Drop::kNone;
-      }
-      l4_ports(proto, v6, l4, l4len, &p.key, &p.meta);
-      p.payload_len = static_cast<uint16_t>(l4len - 8);
-      return Drop::kNone;
-    }
-    default:
-      l4_ports(proto, v6, l4, l4len, &p.key, &p.meta);
-      return Drop::kNone;
-  }
+  return parse_l4(proto, v6, ip + l4off, ip_end - l4off, zone, &r);
 }
 
 }  // namespace ctrack

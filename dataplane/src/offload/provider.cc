@@ -111,6 +111,41 @@ Status RteFlowProvider::make_model(const std::vector<uint16_t>& ports) {
   return {};
 }
 
+// A port without the template API takes DV software steering if the
+// driver validates a rule on it; otherwise why not goes in c.missing.
+bool RteFlowProvider::take_sws(uint16_t port, HwCaps& c) {
+  std::string why;
+  if (sws_probe(port, &why)) {
+    if (!sws_ && configured_.empty())
+      engine_why_ = cfg_.engine == "sws" ? "offload.engine: sws"
+                    : !hws_did_not_start_before().empty()
+                        ? "auto: hardware steering did not start on the last probe (" + hws_did_not_start_before() +
+                              "); started again with dv_flow_en=1"
+                        : "auto: port " + std::to_string(port) + " has no hardware steering (" + c.missing.front() +
+                              ") and validates rules synchronously";
+    sws_ = true;
+    configured_.insert(port);
+    if (!transfer_ || port == (ports_.empty() ? port : ports_[0])) caps_ = c;
+    return true;
+  }
+  c.missing.push_back("rte_flow_validate: " + why);
+  return false;
+}
+
+// rte_flow_configure refused for good. Under auto the port was probed with
+// HWS because its firmware version has it; the steering engine is fixed at
+// probe: the daemon starts again with the other one (hws_did_not_start),
+// hw-check says how.
+std::string RteFlowProvider::refused_configure(const std::string& pn, const std::string& msg,
+                                               const std::string& first, uint32_t cts) const {
+  return "rte_flow_configure " + pn + ": " + msg + (msg != first ? " (first asked: " + first + ")" : "") +
+         (cts ? " (with " + std::to_string(cts) + " conntrack objects: offload.conntrack " + cfg_.conntrack + ")"
+              : "") +
+         (cfg_.engine == "auto" ? "; hardware steering did not start on this port: offload.engine: "
+                                  "sws (or dv_flow_en=1 in its devargs) runs DV software steering"
+                                : "");
+}
+
 Status RteFlowProvider::configure_port(uint16_t port) {
   if (disabled_) return {};
   const FlowApi& a = api();
@@ -123,21 +158,7 @@ Status RteFlowProvider::configure_port(uint16_t port) {
     // No template API: DV software steering (dv_flow_en=1) if the driver
     // judges a rule (flow_dv_validate); a port with no rte_flow at all
     // refuses that too.
-    std::string why;
-    if (sws_probe(port, &why)) {
-      if (!sws_ && configured_.empty())
-        engine_why_ = cfg_.engine == "sws" ? "offload.engine: sws"
-                      : !hws_did_not_start_before().empty()
-                          ? "auto: hardware steering did not start on the last probe (" + hws_did_not_start_before() +
-                                "); started again with dv_flow_en=1"
-                          : "auto: port " + std::to_string(port) + " has no hardware steering (" + c.missing.front() +
-                                ") and validates rules synchronously";
-      sws_ = true;
-      configured_.insert(port);
-      if (!transfer_ || port == (ports_.empty() ? port : ports_[0])) caps_ = c;
-      return {};
-    }
-    c.missing.push_back("rte_flow_validate: " + why);
+    if (take_sws(port, c)) return {};
     if (cfg_.engine == "sws") return Status::error("offload.engine: sws: port " + std::to_string(port) + ": " + c.str());
   }
   if (c.info_ok) engine_why_ = cfg_.engine == "hws" ? "offload.engine: hws" : "auto: the ports have hardware steering";
@@ -245,18 +266,7 @@ Status RteFlowProvider::configure_port(uint16_t port) {
     rc = attempt(&msg);
   }
   if (rc != 0 && cfg_.engine == "auto") hws_failed_ = pn + ": " + msg;
-  if (rc != 0)
-    // Under auto the port was probed with HWS because its firmware version
-    // has it; the steering engine is fixed at probe: the daemon starts
-    // again with the other one (hws_did_not_start), hw-check says how.
-    return Status::error("rte_flow_configure " + pn + ": " + msg +
-                         (msg != first ? " (first asked: " + first + ")" : "") +
-                         (pa.nb_conn_tracks ? " (with " + std::to_string(pa.nb_conn_tracks) +
-                                                  " conntrack objects: offload.conntrack " + cfg_.conntrack + ")"
-                                            : "") +
-                         (cfg_.engine == "auto" ? "; hardware steering did not start on this port: offload.engine: "
-                                                  "sws (or dv_flow_en=1 in its devargs) runs DV software steering"
-                                                : ""));
+  if (rc != 0) return Status::error(refused_configure(pn, msg, first, pa.nb_conn_tracks));
   if (usable && proxy) {
     queue_ = qa.size;
     if (in_flight_cap() < cfg_.max_in_flight)

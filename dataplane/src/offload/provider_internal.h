@@ -98,6 +98,9 @@ class RteFlowProvider final : public OffloadProvider {
   std::string probe_ct();
   rte_flow* sws_create(const hw::Flow& f, std::string* why, int* errno_out);
   bool sws_probe(uint16_t port, std::string* why);
+  bool take_sws(uint16_t port, HwCaps& c);
+  std::string refused_configure(const std::string& pn, const std::string& msg, const std::string& first,
+                                uint32_t cts) const;
 
   void on_pipeline(const Pipeline& pl) override;
 

@@ -253,6 +253,26 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
   if (notes) note(b, notes);
 }
 
+// A packet's state before the stages have judged it.
+inline void begin_packet(PktState& p, bool fast) {
+  p.off = 0;
+  p.tun_id = 0;
+  p.table = -1;
+  p.ct_state = 0;
+  p.pre = -1;
+  p.ct_zone = -1;
+  p.cacheable = fast;
+  p.have_ct = false;
+  p.have_found = false;
+  p.rule_drop = false;
+  p.hw_marked = false;
+  p.why = 0;
+  p.cached = nullptr;
+  p.natted = false;
+  p.df_clear = false;
+  p.ncts = p.nhits = 0;
+}
+
 // Parse, the hardware-mark skip, the ingress MTU and connection ownership.
 // (Counters are summed in locals and stored once: a per-packet increment of
 // one memory word is a dependency chain through store forwarding.)
@@ -267,22 +287,7 @@ inline void Datapath::ingress(Burst& b, bool noting) {
     out[i] = Verdict{-1, 0, -1, 0, 0, 0, 0, false, 0, 0, FragNote{}};
     rx_bytes += in[i].pkt_len;
     PktState& p = b.s[i];
-    p.off = 0;
-    p.tun_id = 0;
-    p.table = -1;
-    p.ct_state = 0;
-    p.pre = -1;
-    p.ct_zone = -1;
-    p.cacheable = b.fast;
-    p.have_ct = false;
-    p.have_found = false;
-    p.rule_drop = false;
-    p.hw_marked = false;
-    p.why = 0;
-    p.cached = nullptr;
-    p.natted = false;
-    p.df_clear = false;
-    p.ncts = p.nhits = 0;
+    begin_packet(p, b.fast);
     // The frame's bytes the parse may read (a decapsulated frame: up to the
     // outer datagram's end) and where the IP packet the MTU bounds starts.
     uint32_t flen = in[i].len, mtu_from = 0;
