@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -50,7 +52,8 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         -- s0 10.0.0.2 server. Repetitions run in rounds: each round runs every
         DUT once, so DUTs are compared minutes apart (--no-interleave: all
         repetitions of one DUT, then the next). Flags override the YAML config.
-        Rows go to DIR/results.csv one at a time (flushed); raw tool output to
+        Rows go to DIR/results.csv one at a time (flushed), typed in
+        DIR/results.json beside it (see --schema); raw tool output to
         DIR/raw/; machine info to DIR/machine.txt; then DIR/report.{md,html}.
         --duration S is what each iperf3 run measures, after --omit S seconds
         it leaves out (slow start; default 1); sockperf under load waits them
@@ -106,9 +109,14 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         the generator saw every connection's translation and no untranslated
         frame (TCP only; the ceiling stays the firewall's).
   report DIR                    write DIR/report.md and DIR/report.html
-  compare OLD.csv NEW.csv [--max-regression PCT]
+  compare OLD.csv NEW.csv [--max-regression PCT] [--junit FILE]
                                 list cells that regressed by more than PCT (default 5);
-                                exit 1 if any did
+                                exit 1 if any did. --junit FILE: JUnit XML, one test case
+                                per compared cell (classname the DUT; the ratio and the
+                                threshold in each), for a CI system to show which regressed
+  --schema                      print the JSON Schema of results.json, rfc2544.json and
+                                rfc2544-trials.json (written beside each CSV: typed numbers,
+                                units; a cell that is a reason is null, its text in "reasons")
   testbed up [--inventory FILE] | down | status
                                 up: build the testbed and hold it until Ctrl-C; with
                                 --inventory, as a lab (sshd in the client, server and DUT
@@ -393,12 +401,19 @@ int cmd_report(int argc, char** argv) {
 }
 
 int cmd_compare(int argc, char** argv) {
-  const char* usage = "usage: harness compare OLD.csv NEW.csv [--max-regression PCT]\n";
+  const char* usage = "usage: harness compare OLD.csv NEW.csv [--max-regression PCT] [--junit FILE]\n";
   std::vector<std::string> files;
+  std::string junit;
   double pct = 5;
   for (int i = 2; i < argc; i++) {
     std::string x = argv[i];
-    if (x == "--max-regression") {
+    if (x == "--junit") {
+      if (i + 1 >= argc || !*argv[i + 1]) {
+        fprintf(stderr, "harness: --junit needs a file\n%s", usage);
+        return 2;
+      }
+      junit = argv[++i];
+    } else if (x == "--max-regression") {
       if (i + 1 >= argc) {
         fprintf(stderr, "harness: --max-regression needs a value\n%s", usage);
         return 2;
@@ -419,10 +434,22 @@ int cmd_compare(int argc, char** argv) {
     fputs(usage, stderr);
     return 2;
   }
+  auto cells = compare_cells(files[0], files[1], pct);
   auto r = compare(files[0], files[1], pct);
-  if (!r) {
-    fprintf(stderr, "harness: %s\n", r.message().c_str());
+  if (!cells || !r) {
+    fprintf(stderr, "harness: %s\n", (cells ? r.message() : cells.message()).c_str());
     return 2;
+  }
+  if (!junit.empty()) {
+    const std::string tmp = junit + ".tmp";
+    std::ofstream f(tmp, std::ios::trunc);
+    f << junit_xml(*cells, files[0], files[1], pct);
+    f.close();
+    if (!f || rename(tmp.c_str(), junit.c_str()) != 0) {
+      fprintf(stderr, "harness: --junit %s: cannot write it: %s\n", junit.c_str(), strerror(errno));
+      unlink(tmp.c_str());
+      return 2;
+    }
   }
   for (const auto& l : *r) printf("%s\n", l.c_str());
   printf("%zu problem(s): regressions over %.1f%%, missing or failing cells\n", r->size(), pct);
@@ -581,6 +608,14 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string cmd = argv[1];
+  if (cmd == "--schema") {
+    if (argc != 2) {
+      fprintf(stderr, "usage: harness --schema\n");
+      return 2;
+    }
+    printf("%s\n", results_json_schema().c_str());
+    return 0;
+  }
   std::string build_dir = exe_dir() + "/..";
   if (cmd == "check") return cmd_check(build_dir);
   if (cmd == "testbed") {

@@ -1,6 +1,7 @@
 // `harness report DIR` and `harness compare OLD NEW`.
 #include "harness/report.h"
 #include "report_render.h"
+#include "util.h"
 
 #include <unistd.h>
 
@@ -540,13 +541,14 @@ sdn::Status write_report(const std::string& dir) {
   return {};
 }
 
-sdn::Result<std::vector<std::string>> compare(const std::string& old_csv, const std::string& new_csv, double max_pct) {
+sdn::Result<std::vector<CellVerdict>> compare_cells(const std::string& old_csv, const std::string& new_csv,
+                                                    double max_pct) {
   auto a = read_csv(old_csv);
   if (!a) return a.status();
   auto b = read_csv(new_csv);
   if (!b) return b.status();
   auto name = [](Row& r) {
-    return r[Col::dut] + " " + r[Col::kind] + " " + r[Col::proto] + " x" + r[Col::instances] + " " + r[Col::size_bytes] + "B";
+    return r[Col::kind] + " " + r[Col::proto] + " x" + r[Col::instances] + " " + r[Col::size_bytes] + "B";
   };
   // A value that is there: a finite number.
   auto value = [](const std::string& v, double* out) {
@@ -562,47 +564,123 @@ sdn::Result<std::vector<std::string>> compare(const std::string& old_csv, const 
       fresh[cell_key(r)] = r;
       fresh_duts[r[Col::dut]]++;
     }
-  std::vector<std::string> out;
-  if (fresh.empty()) return std::vector<std::string>{"MISSING " + new_csv + ": no summary rows (an empty or unfinished run)"};
-  std::map<std::string, int> gone;  // DUTs of OLD with no cell in NEW
+  std::vector<CellVerdict> out;
+  if (fresh.empty()) {
+    CellVerdict v{"run", "summary rows", {"MISSING " + new_csv + ": no summary rows (an empty or unfinished run)"}, {}};
+    return std::vector<CellVerdict>{v};
+  }
+  const double lo = 1 - max_pct / 100, hi = 1 + max_pct / 100;
   for (auto& r : *a) {
     if (r[Col::repeat] != "summary" || r[Col::status] != "ok") continue;
-    std::string cell = name(r);
-    if (!fresh_duts.count(r[Col::dut])) {
-      gone[r[Col::dut]]++;
-      continue;
-    }
+    CellVerdict v;
+    v.dut = r[Col::dut];
+    v.cell = name(r);
+    const std::string full = v.dut + " " + v.cell;
     auto it = fresh.find(cell_key(r));
-    if (it == fresh.end()) {
-      out.push_back("MISSING " + cell + ": not in NEW");
+    if (!fresh_duts.count(v.dut)) {
+      v.dut_gone = true;
+      v.problems.push_back("MISSING dut " + v.dut + ": none of its cells is in NEW");
+    } else if (it == fresh.end()) {
+      v.problems.push_back("MISSING " + full + ": not in NEW");
+    } else if (Row& n = it->second; n[Col::status] != "ok") {
+      v.problems.push_back("FAILING " + full + ": " + n[Col::status] + ": " + n[Col::error]);
+    } else {
+      double ot, nt, ol, nl;
+      if (value(r[Col::throughput_gbps], &ot)) {
+        if (!value(n[Col::throughput_gbps], &nt)) {
+          v.problems.push_back("MISSING " + full + ": throughput_gbps is '" + n[Col::throughput_gbps] + "' in NEW");
+        } else {
+          const double ratio = ot > 0 ? nt / ot : 1;
+          v.compared.push_back("throughput " + f2(ot) + " -> " + f2(nt) + " Gbit/s (ratio " + util::fmt(ratio, 3) +
+                               ", fails below " + util::fmt(lo, 3) + ")");
+          if (ot > 0 && (ot - nt) / ot * 100 > max_pct)
+            v.problems.push_back("REGRESSION " + full + ": throughput " + f2(ot) + " -> " + f2(nt) + " Gbit/s (" +
+                                 f2((ot - nt) / ot * 100) + "% lower)");
+        }
+      }
+      if (r[Col::kind] == "latency" && value(r[Col::latency_p50_us], &ol)) {
+        if (!value(n[Col::latency_p50_us], &nl)) {
+          v.problems.push_back("MISSING " + full + ": latency_p50_us is '" + n[Col::latency_p50_us] + "' in NEW");
+        } else {
+          const double ratio = ol > 0 ? nl / ol : 1;
+          v.compared.push_back("latency p50 " + f2(ol) + " -> " + f2(nl) + " us (ratio " + util::fmt(ratio, 3) +
+                               ", fails above " + util::fmt(hi, 3) + ")");
+          if (ol > 0 && (nl - ol) / ol * 100 > max_pct)
+            v.problems.push_back("REGRESSION " + full + ": latency p50 " + f2(ol) + " -> " + f2(nl) + " us (" +
+                                 f2((nl - ol) / ol * 100) + "% higher)");
+        }
+      }
+      if (v.compared.empty() && v.problems.empty()) v.compared.push_back("no figure in OLD to compare (its cell is ok)");
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+sdn::Result<std::vector<std::string>> compare(const std::string& old_csv, const std::string& new_csv, double max_pct) {
+  auto cells = compare_cells(old_csv, new_csv, max_pct);
+  if (!cells) return cells.status();
+  std::vector<std::string> out;
+  std::map<std::string, int> gone;  // DUTs of OLD with no cell in NEW: one line each
+  for (const auto& c : *cells) {
+    if (c.dut_gone) {
+      gone[c.dut]++;
       continue;
     }
-    Row& n = it->second;
-    if (n[Col::status] != "ok") {
-      out.push_back("FAILING " + cell + ": " + n[Col::status] + ": " + n[Col::error]);
-      continue;
-    }
-    double ot, nt, ol, nl;
-    if (value(r[Col::throughput_gbps], &ot)) {
-      if (!value(n[Col::throughput_gbps], &nt)) {
-        out.push_back("MISSING " + cell + ": throughput_gbps is '" + n[Col::throughput_gbps] + "' in NEW");
-      } else if (ot > 0 && (ot - nt) / ot * 100 > max_pct) {
-        out.push_back("REGRESSION " + cell + ": throughput " + f2(ot) + " -> " + f2(nt) + " Gbit/s (" +
-                      f2((ot - nt) / ot * 100) + "% lower)");
-      }
-    }
-    if (r[Col::kind] == "latency" && value(r[Col::latency_p50_us], &ol)) {
-      if (!value(n[Col::latency_p50_us], &nl)) {
-        out.push_back("MISSING " + cell + ": latency_p50_us is '" + n[Col::latency_p50_us] + "' in NEW");
-      } else if (ol > 0 && (nl - ol) / ol * 100 > max_pct) {
-        out.push_back("REGRESSION " + cell + ": latency p50 " + f2(ol) + " -> " + f2(nl) + " us (" +
-                      f2((nl - ol) / ol * 100) + "% higher)");
-      }
+    out.insert(out.end(), c.problems.begin(), c.problems.end());
+  }
+  for (auto& [dut, n] : gone)
+    out.push_back("MISSING dut " + dut + ": none of its " + std::to_string(n) + " cells is in NEW");
+  return out;
+}
+
+namespace {
+// Text for an XML attribute or element: the five entities escaped, control
+// characters XML 1.0 cannot carry dropped.
+std::string xml_text(const std::string& s) {
+  std::string o;
+  for (unsigned char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&apos;"; break;
+      default:
+        if (c >= 0x20 || c == '\t' || c == '\n') o += static_cast<char>(c);
     }
   }
-  for (auto& [dut, cells] : gone)
-    out.push_back("MISSING dut " + dut + ": none of its " + std::to_string(cells) + " cells is in NEW");
-  return out;
+  return o;
+}
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string o;
+  for (const auto& x : v) o += (o.empty() ? "" : sep) + x;
+  return o;
+}
+}  // namespace
+
+std::string junit_xml(const std::vector<CellVerdict>& cells, const std::string& old_csv, const std::string& new_csv,
+                      double max_pct) {
+  size_t failures = 0;
+  for (const auto& c : cells) failures += !c.problems.empty();
+  const std::string counts =
+      "tests=\"" + std::to_string(cells.size()) + "\" failures=\"" + std::to_string(failures) + "\" errors=\"0\"";
+  std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"harness compare\" " + counts + ">\n";
+  x += "  <testsuite name=\"" + xml_text("harness compare " + old_csv + " " + new_csv) + "\" " + counts +
+       " skipped=\"0\" time=\"0\">\n";
+  x += "    <properties>\n      <property name=\"old\" value=\"" + xml_text(old_csv) + "\"/>\n";
+  x += "      <property name=\"new\" value=\"" + xml_text(new_csv) + "\"/>\n";
+  x += "      <property name=\"max_regression_pct\" value=\"" + util::fmt(max_pct, 3) + "\"/>\n    </properties>\n";
+  for (const auto& c : cells) {
+    x += "    <testcase classname=\"" + xml_text(c.dut) + "\" name=\"" + xml_text(c.cell) + "\" time=\"0\">\n";
+    if (!c.problems.empty())
+      x += "      <failure type=\"regression\" message=\"" + xml_text(join(c.problems, "; ")) + "\">" +
+           xml_text(join(c.problems, "\n") + (c.compared.empty() ? "" : "\n" + join(c.compared, "\n"))) +
+           "</failure>\n";
+    if (!c.compared.empty()) x += "      <system-out>" + xml_text(join(c.compared, "\n")) + "</system-out>\n";
+    x += "    </testcase>\n";
+  }
+  return x + "  </testsuite>\n</testsuites>\n";
 }
 
 }  // namespace harness

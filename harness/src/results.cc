@@ -3,23 +3,40 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 namespace harness {
 
 namespace {
 constexpr std::array<std::string_view, kColumnCount> kNames = {
-#define HARNESS_COLUMN_NAME(n) #n,
+#define HARNESS_COLUMN_NAME(n, t, u) #n,
     HARNESS_COLUMNS(HARNESS_COLUMN_NAME)
 #undef HARNESS_COLUMN_NAME
 };
+constexpr std::array<ColType, kColumnCount> kTypes = {
+#define HARNESS_COLUMN_TYPE(n, t, u) ColType::t,
+    HARNESS_COLUMNS(HARNESS_COLUMN_TYPE)
+#undef HARNESS_COLUMN_TYPE
+};
+constexpr std::array<std::string_view, kColumnCount> kUnits = {
+#define HARNESS_COLUMN_UNIT(n, t, u) u,
+    HARNESS_COLUMNS(HARNESS_COLUMN_UNIT)
+#undef HARNESS_COLUMN_UNIT
+};
+constexpr std::string_view kJsonFormat = "harness-results/1";
 }  // namespace
 
 std::string_view col_name(Col c) { return kNames[static_cast<size_t>(c)]; }
+ColType col_type(Col c) { return kTypes[static_cast<size_t>(c)]; }
+std::string_view col_unit(Col c) { return kUnits[static_cast<size_t>(c)]; }
 
 std::optional<Col> col_named(std::string_view name) {
   for (size_t i = 0; i < kColumnCount; i++)
@@ -78,6 +95,103 @@ std::string csv_header(const std::vector<Col>& columns) {
   std::string h;
   for (Col c : columns) h += (h.empty() ? "" : ",") + std::string(col_name(c));
   return h;
+}
+
+std::string_view table_name(const std::vector<Col>& columns) {
+  if (&columns == &rfc2544_columns()) return "rfc2544";
+  if (&columns == &rfc2544_trial_columns()) return "rfc2544-trials";
+  return "results";
+}
+
+std::string json_path(const std::string& csv_path) {
+  const std::string ext = ".csv";
+  if (csv_path.size() > ext.size() && csv_path.compare(csv_path.size() - ext.size(), ext.size(), ext) == 0)
+    return csv_path.substr(0, csv_path.size() - ext.size()) + ".json";
+  return csv_path + ".json";
+}
+
+namespace {
+// A cell's figure: the whole text a finite number (an integer column's
+// integral text as an integer), or nothing.
+std::optional<nlohmann::json> figure(ColType t, const std::string& v) {
+  if (v.empty() || isspace(static_cast<unsigned char>(v[0]))) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  if (t == ColType::I) {
+    long long i = strtoll(v.c_str(), &end, 10);
+    if (*end == 0 && errno == 0) return nlohmann::json(i);
+  }
+  errno = 0;
+  double d = strtod(v.c_str(), &end);
+  if (*end != 0 || errno != 0 || !std::isfinite(d)) return std::nullopt;
+  return nlohmann::json(d);
+}
+}  // namespace
+
+std::string row_json(const Row& r, const std::vector<Col>& columns) {
+  nlohmann::ordered_json o = nlohmann::ordered_json::object(), reasons = nlohmann::ordered_json::object();
+  for (Col c : columns) {
+    if (!r.has(c) || r[c].empty()) continue;
+    const std::string name(col_name(c));
+    if (col_type(c) == ColType::S) {
+      o[name] = r[c];
+    } else if (auto f = figure(col_type(c), r[c])) {
+      o[name] = *f;
+    } else {
+      o[name] = nullptr;
+      reasons[name] = r[c];
+    }
+  }
+  if (!reasons.empty()) o["reasons"] = reasons;
+  return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string results_json_schema() {
+  using J = nlohmann::ordered_json;
+  auto row_def = [](const std::vector<Col>& columns) {
+    J props = J::object(), required = J::array();
+    for (Col c : columns) {
+      const std::string name(col_name(c));
+      J p = J::object();
+      switch (col_type(c)) {
+        case ColType::S: p["type"] = "string"; break;
+        case ColType::I: p["type"] = J::array({"integer", "null"}); break;
+        case ColType::N: p["type"] = J::array({"number", "null"}); break;
+      }
+      if (col_type(c) != ColType::S) {
+        p["unit"] = std::string(col_unit(c));
+        p["description"] = "in " + std::string(col_unit(c)) + "; null when the CSV cell is a reason (in reasons)";
+      }
+      props[name] = p;
+    }
+    for (Col c : {Col::dut, Col::status})
+      if (std::find(columns.begin(), columns.end(), c) != columns.end()) required.push_back(std::string(col_name(c)));
+    props["reasons"] = J{{"type", "object"},
+                         {"description", "why a numeric cell has no figure, by column (the CSV cell's text)"},
+                         {"additionalProperties", J{{"type", "string"}}}};
+    J d = J{{"type", "object"}, {"properties", props}, {"additionalProperties", false}};
+    if (!required.empty()) d["required"] = required;
+    return d;
+  };
+  J variants = J::array(), defs = J::object();
+  for (const auto* cols : {&csv_columns(), &rfc2544_columns(), &rfc2544_trial_columns()}) {
+    const std::string t(table_name(*cols));
+    defs[t + "_row"] = row_def(*cols);
+    variants.push_back(J{{"properties",
+                          J{{"table", J{{"const", t}}},
+                            {"rows", J{{"type", "array"}, {"items", J{{"$ref", "#/$defs/" + t + "_row"}}}}}}}});
+  }
+  J s = J{{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+          {"title", "harness results: results.json, rfc2544.json, rfc2544-trials.json (beside the CSVs of a run)"},
+          {"type", "object"},
+          {"required", J::array({"format", "table", "rows"})},
+          {"properties", J{{"format", J{{"const", std::string(kJsonFormat)}}},
+                           {"table", J{{"enum", J::array({"results", "rfc2544", "rfc2544-trials"})}}},
+                           {"rows", J{{"type", "array"}}}}},
+          {"additionalProperties", false},
+          {"oneOf", variants},
+          {"$defs", defs}};
+  return s.dump(2);
 }
 
 std::string cell_key(const Row& r) {
@@ -161,7 +275,29 @@ sdn::Status CsvWriter::open(const std::string& path, const std::vector<Col>& col
   if (ftell(f_) == 0) {
     fprintf(f_, "%s\n", want.c_str());
     fflush(f_);
+  } else {
+    auto rows = read_csv(path);
+    if (!rows) return rows.status();
+    for (const auto& r : *rows) json_rows_.push_back(row_json(r, columns));
   }
+  return write_json();
+}
+
+sdn::Status CsvWriter::write_json() const {
+  const std::string out = json_path(path_), tmp = out + ".tmp";
+  std::string text = "{\"format\": \"" + std::string(kJsonFormat) + "\", \"table\": \"" +
+                     std::string(table_name(*cols_)) + "\", \"rows\": [";
+  for (size_t i = 0; i < json_rows_.size(); i++) text += (i ? ",\n  " : "\n  ") + json_rows_[i];
+  text += json_rows_.empty() ? "]}\n" : "\n]}\n";
+  FILE* f = fopen(tmp.c_str(), "w");
+  if (!f) return sdn::Status::error(tmp + ": " + strerror(errno));
+  const bool ok = fwrite(text.data(), 1, text.size(), f) == text.size() && fflush(f) == 0 && fsync(fileno(f)) == 0;
+  const int err = errno;
+  if (fclose(f) != 0 || !ok) {
+    unlink(tmp.c_str());
+    return sdn::Status::error(tmp + ": write: " + strerror(ok ? errno : err));
+  }
+  if (rename(tmp.c_str(), out.c_str()) != 0) return sdn::Status::error(out + ": rename: " + strerror(errno));
   return {};
 }
 
@@ -178,7 +314,8 @@ sdn::Status CsvWriter::write(const Row& r) {
   if (fprintf(f_, "%s\n", line.c_str()) < 0 || fflush(f_) != 0)
     return sdn::Status::error(path_ + ": write: " + strerror(errno));
   fsync(fileno(f_));
-  return {};
+  json_rows_.push_back(row_json(r, *cols_));
+  return write_json();
 }
 
 sdn::Result<std::vector<Row>> read_csv(const std::string& path) {

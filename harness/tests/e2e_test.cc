@@ -123,6 +123,30 @@ void expect_no_new_namespaces(const std::set<std::string>& before) {
     if (!before.count(ns)) ADD_FAILURE() << "namespace left by the run: " << ns;
 }
 
+// Issue 32, item 3: the JSON beside each CSV of a real run has the CSV's
+// rows and validates against `harness --schema` (python3-jsonschema, the
+// outside reader).
+void expect_json_beside(const std::string& dir, const std::string& table) {
+  auto schema = testbed::run_capture({g_harness, "--schema"}, nullptr, std::chrono::seconds(20));
+  ASSERT_TRUE(schema.ok() && schema->status == 0);
+  const std::string sp = dir + "/schema.json";
+  std::ofstream(sp, std::ios::trunc) << schema->output;
+  const char* py =
+      "import json, sys, jsonschema\n"
+      "s = json.load(open(sys.argv[1])); d = json.load(open(sys.argv[2]))\n"
+      "jsonschema.Draft202012Validator(s).validate(d)\n"
+      "assert d['table'] == sys.argv[3], d['table']\n"
+      "print(len(d['rows']))\n";
+  auto v = testbed::run_capture({"/usr/bin/python3", "-c", py, sp, dir + "/" + table + ".json", table}, nullptr,
+                                std::chrono::seconds(60));
+  ASSERT_TRUE(v.ok());
+  ASSERT_EQ(v->status, 0) << table << ".json: " << v->output;
+  auto rows = harness::read_csv(dir + "/" + table + ".csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  EXPECT_EQ(std::stoul(v->output), rows->size()) << table << ".json and .csv differ in rows";
+  unlink(sp.c_str());
+}
+
 TEST(E2E, SmallSweepAllRowsOkAndNothingLeftBehind) {
   std::string out = "/tmp/harness-e2e-" + std::to_string(getpid());
   const auto before = testbed_namespaces();
@@ -151,6 +175,7 @@ TEST(E2E, SmallSweepAllRowsOkAndNothingLeftBehind) {
         l.find(" elapsed, ETA ") != std::string::npos)
       progress++;
   EXPECT_EQ(progress, 6) << r->output;
+  expect_json_beside(out, "results");
   expect_no_new_namespaces(before);
   EXPECT_EQ(access((out + "/report.md").c_str(), F_OK), 0);
   EXPECT_EQ(access((out + "/machine.txt").c_str(), F_OK), 0);
@@ -733,6 +758,8 @@ TEST(E2E, Rfc2544ModeOverMemif) {
   auto rows = harness::read_csv(out + "/rfc2544.csv");
   ASSERT_TRUE(rows.ok()) << rows.message();
   ASSERT_EQ(rows->size(), 4u) << r->output;
+  expect_json_beside(out, "rfc2544");
+  expect_json_beside(out, "rfc2544-trials");
   for (auto& row : *rows) {
     EXPECT_GT(harness::to_num(row[Col::generator_ceiling_mpps], 0), 0) << row[Col::generator_ceiling_mpps];
     if (row[Col::dut] == "kernel-ct") {

@@ -350,6 +350,182 @@ TEST(Compare, CommandLineRefusesBadFlags) {
   unlink(empty.c_str());
 }
 
+// Issue 32, item 3: results for a CI system. The harness binary beside this
+// test, and a Python of Debian's (jsonschema, junitparser) as the outside reader.
+std::string harness_exe() {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return "harness";
+  self[n] = 0;
+  return std::string(self).substr(0, std::string(self).rfind('/')) + "/harness";
+}
+testbed::RunOutput run_argv(const std::vector<std::string>& argv) {
+  auto r = testbed::run_capture(argv, nullptr, std::chrono::seconds(60));
+  EXPECT_TRUE(r.ok()) << r.message();
+  return r.ok() ? *r : testbed::RunOutput{-1, ""};
+}
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in, nullptr, false);
+}
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::trunc) << text;
+}
+// Validates a file against `harness --schema` with python3-jsonschema: "valid"
+// or the validator's complaint.
+std::string validate(const std::string& schema, const std::string& data) {
+  const char* py =
+      "import json, sys, jsonschema\n"
+      "s = json.load(open(sys.argv[1])); d = json.load(open(sys.argv[2]))\n"
+      "jsonschema.Draft202012Validator.check_schema(s)\n"
+      "try:\n"
+      "    jsonschema.Draft202012Validator(s).validate(d)\n"
+      "except jsonschema.ValidationError as e:\n"
+      "    print('invalid:', e.message); sys.exit(1)\n"
+      "print('valid')\n";
+  auto r = run_argv({"/usr/bin/python3", "-c", py, schema, data});
+  return r.status == 0 ? "valid" : r.output;
+}
+
+TEST(ResultsJson, BesideEveryCsvTypedAndValidAgainstTheSchema) {
+  const std::string dir = tmp("json");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string schema = dir + "/schema.json";
+  auto sch = run_argv({harness_exe(), "--schema"});
+  ASSERT_EQ(sch.status, 0) << sch.output;
+  write_file(schema, sch.output);
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(dir + "/results.csv").ok());
+    Row r = summary("dataplane", "throughput", 1460, 2.5, -1);
+    r[Col::ct_entries] = "n/a: io forwarding tracks no connections";
+    r[Col::dut_drops] = "17";
+    r[Col::retransmits] = "3";
+    r[Col::error] = std::string("bad \xff utf-8");
+    ASSERT_TRUE(w.write(r).ok());
+    Row n = summary("ovs-dpdk", "throughput", 1460, 2.0, -1);
+    n[Col::throughput_gbps] = "nan";
+    ASSERT_TRUE(w.write(n).ok());
+  }
+  {
+    CsvWriter w;  // a resumed run: the JSON keeps the CSV's rows and adds the new one
+    ASSERT_TRUE(w.open(dir + "/results.csv").ok());
+    ASSERT_TRUE(w.write(summary("kernel-ct", "latency", 64, -1, 21.5)).ok());
+  }
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(dir + "/rfc2544.csv", rfc2544_columns()).ok());
+    Row r{{Col::dut, "dataplane"}, {Col::frame_bytes, "64"}, {Col::conns, "100000"}, {Col::zero_loss_mpps, "7.870"},
+          {Col::lat90_p50_us, "n/a: the trial reached 4.306 of 5.055 Mpps"}, {Col::limited_by, "loss: the search found the rate"},
+          {Col::status, "ok"}};
+    ASSERT_TRUE(w.write(r).ok());
+  }
+  auto j = read_json(dir + "/results.json");
+  ASSERT_TRUE(j.is_object()) << "results.json is not JSON";
+  EXPECT_EQ(j["format"], "harness-results/1");
+  EXPECT_EQ(j["table"], "results");
+  ASSERT_EQ(j["rows"].size(), 3u) << j.dump();
+  const auto& r0 = j["rows"][0];
+  EXPECT_TRUE(r0["throughput_gbps"].is_number_float()) << r0.dump();
+  EXPECT_DOUBLE_EQ(r0["throughput_gbps"].get<double>(), 2.5);
+  EXPECT_TRUE(r0["instances"].is_number_integer()) << r0.dump();
+  EXPECT_EQ(r0["dut_drops"], 17);
+  EXPECT_EQ(r0["retransmits"], 3);
+  EXPECT_TRUE(r0["ct_entries"].is_null()) << r0.dump();
+  EXPECT_EQ(r0["reasons"]["ct_entries"], "n/a: io forwarding tracks no connections");
+  EXPECT_EQ(r0["repeat"], "summary");
+  EXPECT_TRUE(j["rows"][1]["throughput_gbps"].is_null());
+  EXPECT_EQ(j["rows"][1]["reasons"]["throughput_gbps"], "nan");
+  EXPECT_EQ(j["rows"][2]["dut"], "kernel-ct");
+  EXPECT_DOUBLE_EQ(j["rows"][2]["latency_p50_us"].get<double>(), 21.5);
+  auto rf = read_json(dir + "/rfc2544.json");
+  ASSERT_TRUE(rf.is_object());
+  EXPECT_EQ(rf["table"], "rfc2544");
+  EXPECT_EQ(rf["rows"][0]["conns"], 100000);
+  EXPECT_TRUE(rf["rows"][0]["lat90_p50_us"].is_null());
+  EXPECT_EQ(validate(schema, dir + "/results.json"), "valid");
+  EXPECT_EQ(validate(schema, dir + "/rfc2544.json"), "valid");
+  // The schema can fail: a figure as text, a column no table has, an rfc2544
+  // column in the sweep's table.
+  for (auto [key, val] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"throughput_gbps", "fast"}, {"speed_gbps", 1.0}, {"zero_loss_mpps", 7.0}, {"instances", 4.5}}) {
+    auto bad = j;
+    bad["rows"][0][key] = val;
+    write_file(dir + "/bad.json", bad.dump());
+    EXPECT_NE(validate(schema, dir + "/bad.json"), "valid") << key;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// `compare --junit`: one test case per compared cell, read by junitparser (a
+// real JUnit consumer); a run against itself passes, one cell 20 % worse
+// fails exactly that case.
+TEST(Compare, JunitHasOneCasePerCellAndFailsExactlyTheRegressedOne) {
+  const std::string dir = tmp("junit");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string a = dir + "/old.csv", b = dir + "/new.csv", x = dir + "/junit.xml";
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(a).ok());
+    w.write(summary("dataplane", "throughput", 1460, 2.0, -1));
+    w.write(summary("dataplane", "throughput", 8192, 4.0, -1));
+    w.write(summary("dataplane", "latency", 64, -1, 20));
+    w.write(summary("ovs-dpdk", "throughput", 1460, 1.5, -1));
+  }
+  {
+    CsvWriter w;
+    ASSERT_TRUE(w.open(b).ok());
+    w.write(summary("dataplane", "throughput", 1460, 2.0, -1));
+    w.write(summary("dataplane", "throughput", 8192, 3.2, -1));  // 20 % lower
+    w.write(summary("dataplane", "latency", 64, -1, 20));
+    w.write(summary("ovs-dpdk", "throughput", 1460, 1.5, -1));
+  }
+  const char* py =
+      "import json, sys, junitparser\n"
+      "out = []\n"
+      "for suite in junitparser.JUnitXml.fromfile(sys.argv[1]):\n"
+      "    for case in suite:\n"
+      "        out.append({'classname': case.classname, 'name': case.name, 'passed': case.is_passed,\n"
+      "                    'message': ' '.join(r.message or '' for r in case.result)})\n"
+      "print(json.dumps(out))\n";
+  auto cases = [&]() {
+    auto r = run_argv({"/usr/bin/python3", "-c", py, x});
+    EXPECT_EQ(r.status, 0) << r.output;
+    auto j = nlohmann::json::parse(r.output, nullptr, false);
+    EXPECT_TRUE(j.is_array()) << r.output;
+    return j.is_array() ? j : nlohmann::json::array();
+  };
+  auto self = run_argv({harness_exe(), "compare", a, a, "--junit", x});
+  EXPECT_EQ(self.status, 0) << self.output;
+  auto c = cases();
+  ASSERT_EQ(c.size(), 4u) << c.dump();
+  for (auto& k : c) EXPECT_TRUE(k["passed"].get<bool>()) << k.dump();
+  EXPECT_EQ(run_argv({"xmllint", "--noout", x}).status, 0);
+
+  auto worse = run_argv({harness_exe(), "compare", a, b, "--junit", x});
+  EXPECT_EQ(worse.status, 1) << worse.output;
+  c = cases();
+  ASSERT_EQ(c.size(), 4u) << c.dump();
+  int failed = 0;
+  for (auto& k : c) {
+    if (k["passed"].get<bool>()) continue;
+    failed++;
+    EXPECT_EQ(k["classname"], "dataplane") << k.dump();
+    EXPECT_EQ(k["name"], "throughput tcp x4 8192B") << k.dump();
+    EXPECT_NE(k["message"].get<std::string>().find("4.00 -> 3.20"), std::string::npos) << k.dump();
+  }
+  EXPECT_EQ(failed, 1) << c.dump();
+  std::ifstream in(x);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("ratio 0.800, fails below 0.950"), std::string::npos) << text.str();
+  EXPECT_NE(run_argv({harness_exe(), "compare", a, b, "--junit", ""}).status, 0);
+  EXPECT_EQ(run_argv({harness_exe(), "compare", a, b, "--junit", "/nonexistent/dir/x.xml"}).status, 2);
+  std::filesystem::remove_all(dir);
+}
+
 // Issue 19, item 2: NaN and infinities pass a `v < lo || v > hi` check.
 // They are refused by name, before anything starts; `run --help` is help;
 // harness-gen reads its flags before EAL (no hugepage file or runtime
