@@ -277,7 +277,7 @@ Status build_overlay(Bed& b) {
 
 }  // namespace
 
-Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh, const std::string& scenario) {
+Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh, const std::string& scenario, const std::string& segmentation) {
   auto b = std::make_unique<Bed>();
   auto t = testbed::Testbed::create();
   if (!t) return t.status();
@@ -294,10 +294,17 @@ Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh, const std::string& sc
                     b->tb->add_veth({b->dut, "d1"}, {b->server, "s0"}, mtu),
                     b->tb->add_address(b->client, "c0", std::string(kClientIp) + "/24"),
                     // overlay-nat: the server reaches the client only through the tunnel.
-                    scenario == "overlay-nat" ? Status() : b->tb->add_address(b->server, "s0", std::string(kServerIp) + "/24"),
-                    b->tb->disable_tx_checksum(b->client, "c0"), b->tb->disable_tx_checksum(b->server, "s0"),
-                    b->tb->disable_tx_checksum(b->dut, "d0"), b->tb->disable_tx_checksum(b->dut, "d1")})
+                    scenario == "overlay-nat" ? Status() : b->tb->add_address(b->server, "s0", std::string(kServerIp) + "/24")})
     if (!st) return Status::error("testbed: " + st.message());
+  // Wire segmentation: without TX checksum offload a veth has no TSO, so
+  // the endpoints' kernels cut TCP into MTU-size frames before the veth, as
+  // a real NIC's wire carries them (and af_packet ports get whole, checksummed
+  // frames). Host segmentation keeps the veths' defaults: GSO packets of up
+  // to 64 KB cross into the DUT namespace whole.
+  if (segmentation == "wire")
+    for (Status st : {b->tb->disable_tx_checksum(b->client, "c0"), b->tb->disable_tx_checksum(b->server, "s0"),
+                      b->tb->disable_tx_checksum(b->dut, "d0"), b->tb->disable_tx_checksum(b->dut, "d1")})
+      if (!st) return Status::error("testbed: " + st.message());
   // iperf3 instances reuse fixed client ports (--cport) run after run, so
   // the endpoints keep no TIME_WAIT state (testbed namespaces only).
   // And keep ephemeral ports (iperf3's control connections) out of the

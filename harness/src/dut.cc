@@ -25,6 +25,17 @@ using util::tail;
 
 namespace {
 
+// `ip -s -j link show dev IFC` on the host: the link's stats64 object.
+Result<nlohmann::json> link_stats(DutHost& h, const std::string& ifc) {
+  std::string out;
+  if (Status s = h.run({"ip", "-s", "-j", "link", "show", "dev", ifc}, &out, 20s); !s)
+    return Status::error("ip -s -j link: " + s.message());
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  if (!j.is_array() || j.empty() || !j[0].contains("stats64") || !j[0]["stats64"].is_object())
+    return Status::error("ip -s -j link show dev " + ifc + ": no statistics");
+  return j[0]["stats64"];
+}
+
 // What every profile shares: its site, its main program, and how it is
 // found gone.
 class Profile : public Dut {
@@ -44,6 +55,24 @@ class Profile : public Dut {
   void stop() override {
     main_ = Job();
     host_.undo();
+  }
+  Result<std::map<std::string, LinkCount>> link_counts() override {
+    if (interfaces().empty())
+      return Status::error("n/a: its ports are memif or PCI devices, whose frames the kernel does not count");
+    std::map<std::string, LinkCount> m;
+    for (const auto& ifc : interfaces()) {
+      auto st = link_stats(host_, ifc);
+      if (!st) return st.status();
+      auto num = [&](const char* dir, const char* k) -> long long {
+        const auto& d = (*st)[dir];
+        return d.is_object() && d.contains(k) && d[k].is_number_integer() ? d[k].get<long long>() : -1;
+      };
+      LinkCount c{num("rx", "bytes"), num("rx", "packets"), num("tx", "bytes"), num("tx", "packets")};
+      if (c.rx_bytes < 0 || c.rx_packets < 0 || c.tx_bytes < 0 || c.tx_packets < 0)
+        return Status::error("ip -s -j link show dev " + ifc + ": no byte or packet counts");
+      m[ifc] = c;
+    }
+    return m;
   }
 
  protected:
@@ -324,15 +353,11 @@ Result<std::string> kernel_make_room(DutHost& h, long long conns) {
 Result<std::map<std::string, long long>> link_drops(DutHost& h, const std::vector<std::string>& ifaces) {
   std::map<std::string, long long> m;
   for (const auto& ifc : ifaces) {
-    std::string out;
-    if (Status s = h.run({"ip", "-s", "-j", "link", "show", "dev", ifc}, &out, 20s); !s)
-      return Status::error("ip -s -j link: " + s.message());
-    auto j = nlohmann::json::parse(out, nullptr, false);
-    if (!j.is_array() || j.empty() || !j[0].contains("stats64")) return Status::error("ip -s -j link: no statistics");
+    auto st = link_stats(h, ifc);
+    if (!st) return st.status();
     for (const char* dir : {"rx", "tx"})
       for (const char* k : {"dropped", "errors", "missed"})
-        if (j[0]["stats64"].contains(dir) && j[0]["stats64"][dir].contains(k))
-          m[ifc + "_" + dir + "_" + k] = j[0]["stats64"][dir][k].get<long long>();
+        if ((*st).contains(dir) && (*st)[dir].contains(k)) m[ifc + "_" + dir + "_" + k] = (*st)[dir][k].get<long long>();
   }
   return m;
 }
@@ -557,6 +582,10 @@ Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const DutSite& si
   if (site.scenario == "overlay-nat" && name != "dataplane" && name != "kernel-ct" && name != "ovs-dpdk")
     return Status::error("the overlay-nat scenario is not built for " + name +
                          " (dataplane, ovs-dpdk and kernel-ct have it)");
+  if (site.segmentation == "host" && name != "kernel-ct" && name != "ovs-kernel-tc")
+    return Status::error("--segmentation host: the endpoints' TSO/GSO packets of up to 64 KB cross the veths whole, and " +
+                         name + "'s af_packet ports take frames of at most MTU + 18 bytes (the kernel DUTs kernel-ct and "
+                         "ovs-kernel-tc run in host mode; the others in wire mode, the default)");
   if (name == "dataplane") return std::unique_ptr<Dut>(new DataplaneDut(name, site));
   if (name == "testpmd-io") return std::unique_ptr<Dut>(new TestpmdDut(name, site, "io"));
   if (name == "testpmd-rxonly") return std::unique_ptr<Dut>(new TestpmdDut(name, site, "rxonly"));

@@ -43,7 +43,7 @@ const char* kHelp = R"(usage: harness COMMAND [options]
   run [--instances 4,16,32] [--sizes 64,512,1024,1460,4096,8192] [--proto tcp,udp]
       [--duration S] [--omit S] [--repeat N] [--warmup S] [--dut dataplane,ovs-dpdk,kernel-ct,testpmd-io]
       [--background-conns K] [--no-sockperf] [--no-interleave] [--mtu N] [--dataplane-config FILE]
-      [--scenario firewall|overlay-nat]
+      [--scenario firewall|overlay-nat] [--segmentation wire|host]
       [--config configs/harness/FILE.yaml] [--out DIR] [--resume DIR] [--ci] [--lab testbed-ssh|FILE] [--no-rfc2544]
         Sweep every DUT over proto x instances x size with iperf3 (one flow per
         instance, one server port each, fixed --cport, all started behind a
@@ -76,6 +76,13 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         kernel's VTEP) that the DUT terminates, and has the DUT source-NAT
         the client to a floating address; each throughput row carries the
         evidence (overlay_check). dataplane, ovs-dpdk and kernel-ct have it.
+        --segmentation wire (default) hands every DUT MTU-size frames, as a
+        real wire does (the endpoints' veths segment TCP); host lets the
+        endpoints' 64 KB TSO/GSO packets cross into a kernel DUT whole (no
+        per-frame cost: no real wire does that; kernel DUTs only). Each row
+        has the mode and the mean frame the DUT's links carried in and out
+        (dut_in_frame_bytes, dut_out_frame_bytes, from the kernel's link
+        counters of its ports).
         --lab FILE drives the hosts of a lab inventory over SSH
         (configs/harness/lab.example.yaml): iperf3, sockperf and harness-conns
         on the client and server hosts (pinned with taskset to the CPUs the
@@ -532,6 +539,15 @@ int parse_sweep_flags(int argc, char** argv, SweepConfig* cfg, bool* no_rfc2544)
       }
       cfg->scenario = one[0];
     }
+    else if (a == "--segmentation") {
+      std::vector<std::string> one;
+      names(kSegmentationNames, &one);
+      if (one.size() != 1) {
+        fprintf(stderr, "harness: --segmentation takes one of wire, host\n");
+        return 2;
+      }
+      cfg->segmentation = one[0];
+    }
     else if (a == "--out") cfg->out_dir = absolute(val());
     else if (a == "--resume") cfg->resume_dir = absolute(val());
     else if (a == "--ci") cfg->ci = true;
@@ -660,6 +676,13 @@ int main(int argc, char** argv) {
             "harness: --scenario %s: built on the namespace testbed only (its server VTEP and routes are made "
             "there); a lab's hosts are set up as they are\n",
             cfg.scenario.c_str());
+    return 2;
+  }
+  if (!cfg.lab.empty() && cfg.segmentation != "wire") {
+    fprintf(stderr,
+            "harness: --segmentation %s: the namespace testbed's setting; a lab's hosts send what their NICs put on "
+            "the wire\n",
+            cfg.segmentation.c_str());
     return 2;
   }
   if (cfg.inventory) {

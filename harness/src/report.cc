@@ -78,6 +78,10 @@ struct SweepView {
   // The line rate: the lab inventory's link speed (machine.txt); 0 on the
   // namespace testbed, where the testpmd-io ceiling stands in for it.
   double line_rate = 0;
+  // The rows' segmentation modes ("wire", "host"; none in runs before the
+  // column) and per DUT the largest mean frame its links received.
+  std::set<std::string> segmentation;
+  std::map<std::string, double> in_frame;
 };
 
 int cell_size(const std::string& k) { return static_cast<int>(to_num(split(k)[3], 0)); }
@@ -86,6 +90,11 @@ bool by_size(const std::string& a, const std::string& b) { return cell_size(a) <
 SweepView sweep_view(const std::vector<Row>& rows, const std::stringstream& machine) {
   SweepView v;
   v.t = summarize(rows, &v.duts);
+  for (const auto& r : rows) {
+    if (!r[Col::segmentation].empty()) v.segmentation.insert(r[Col::segmentation]);
+    double f = to_num(r[Col::dut_in_frame_bytes], -1);
+    if (f >= 0 && r[Col::kind] == "throughput") v.in_frame[r[Col::dut]] = std::max(v.in_frame[r[Col::dut]], f);
+  }
   std::set<int> sizes_set;
   for (const auto& [k, m] : v.t) {
     auto p = split(k);
@@ -349,6 +358,26 @@ std::string spread_text(const std::vector<double>& v, double scale, int prec, co
   return o;
 }
 
+// What the run's segmentation mode means, in one sentence, with the largest
+// mean frame each DUT's links received in a throughput row.
+std::string segmentation_sentence(const SweepView& v) {
+  std::string o;
+  if (v.segmentation.empty())
+    o = "The rows do not say how the endpoints segmented TCP (a run before the segmentation column).";
+  else if (v.segmentation.size() > 1)
+    o = "The rows mix segmentation modes (wire and host): compare a DUT only with rows of its own mode.";
+  else if (*v.segmentation.begin() == "wire")
+    o = "Segmentation wire: every DUT was handed MTU-size frames, as a real wire carries them (what a kernel DUT merges "
+        "with GRO afterwards is its own cost).";
+  else
+    o = "Segmentation host: the endpoints' TSO/GSO packets of up to 64 KB crossed into the DUT whole, so a kernel DUT "
+        "paid no per-frame cost; no real wire allows this, and DPDK DUTs cannot take it.";
+  std::string sizes;
+  for (const auto& [d, f] : v.in_frame) sizes += (sizes.empty() ? "" : ", ") + d + " " + f2(f) + " B";
+  if (!sizes.empty()) o += " Largest mean frame received on a DUT's links in a throughput row: " + sizes + ".";
+  return o;
+}
+
 // The findings, first in the report: per instance count and DUT, over the
 // sizes measured, throughput as a share of the line rate (or of testpmd-io's
 // figure in the same cell), the dataplane against the DUT, and latency
@@ -362,7 +391,8 @@ std::vector<Section> findings_sections(SweepView& v) {
            "share of " +
            std::string(line ? "the line rate (" + f2(v.line_rate) + " Gbit/s)" : "testpmd-io's throughput in the same cell") +
            ", the dataplane's throughput over the DUT's, and latency p50 under that load, dataplane minus the DUT. "
-           "The sections after this one hold the evidence.";
+           "The sections after this one hold the evidence. " +
+           segmentation_sentence(v);
   f.header = {"cell", "DUT", line ? "share of line rate" : "share of testpmd-io", "dataplane / DUT throughput",
               "latency p50 under load, dataplane - DUT (µs)"};
   for (auto& [g, keys] : v.groups)

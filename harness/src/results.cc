@@ -64,8 +64,8 @@ const std::vector<Col>& csv_columns() {
       Col::throughput_min_instance_gbps, Col::throughput_max_instance_gbps, Col::retransmits, Col::cpu_host_pct, Col::rtt_us, Col::lost_percent,
       Col::latency_p50_us, Col::latency_p50_us_min, Col::latency_p50_us_max, Col::latency_p90_us, Col::latency_p99_us, Col::latency_p99_us_min,
       Col::latency_p99_us_max, Col::latency_p999_us, Col::latency_max_us, Col::latency_dropped, Col::ct_entries, Col::offloaded_entries,
-      Col::dut_drops, Col::dut_drops_detail, Col::background_conns, Col::background_setup_per_s, Col::scenario,
-      Col::overlay_check, Col::status, Col::error};
+      Col::dut_drops, Col::dut_drops_detail, Col::segmentation, Col::dut_in_frame_bytes, Col::dut_out_frame_bytes,
+      Col::background_conns, Col::background_setup_per_s, Col::scenario, Col::overlay_check, Col::status, Col::error};
   return c;
 }
 

@@ -150,9 +150,16 @@ class DutSession {
   std::string server_log(int i) const { return dir_ + "/iperf3-server-" + std::to_string(i) + ".json"; }
   // A row's columns every cell of this DUT has.
   Row base_row(const std::string& kind, const std::string& proto, int inst, int size) const;
-  // The DUT's own view of a run: its tracker's entries, and what its drop
-  // counters added (a number, or why there is none).
-  void dut_view(Row& r, const Result<std::map<std::string, long long>>& before);
+  // The DUT's counters before a run, for dut_view to take the difference.
+  struct Counters {
+    Result<std::map<std::string, long long>> drops;
+    Result<std::map<std::string, LinkCount>> links;
+  };
+  Counters counters() { return {dut_->drops(), dut_->link_counts()}; }
+  // The DUT's own view of a run: its tracker's entries, what its drop
+  // counters added (a number, or why there is none), and the mean frame its
+  // links carried in and out.
+  void dut_view(Row& r, const Counters& before);
 
  private:
   void open_lab();
@@ -250,7 +257,7 @@ void DutSession::describe_endpoints() {
 
 // The namespace testbed: the DUT in its DUT namespace on d0 and d1.
 void DutSession::open_testbed() {
-  auto b = Bed::build(cfg_.mtu, cfg_.lab == "testbed-ssh", cfg_.scenario);
+  auto b = Bed::build(cfg_.mtu, cfg_.lab == "testbed-ssh", cfg_.scenario, cfg_.segmentation);
   if (!b) {
     error_ = b.message();
     return;
@@ -264,6 +271,7 @@ void DutSession::open_testbed() {
   site_.dataplane_ctl = cfg_.build_dir + "/dataplane/dataplane-ctl";
   site_.dataplane_config = cfg_.dataplane_config;
   site_.scenario = cfg_.scenario;
+  site_.segmentation = cfg_.segmentation;
   if (cfg_.scenario == "overlay-nat" && site_.dataplane_config.ends_with("configs/dataplane/firewall.yaml"))
     site_.dataplane_config = cfg_.source_dir + "/configs/dataplane/overlay-nat.yaml";
   site_.source_dir = cfg_.source_dir;
@@ -437,13 +445,39 @@ Row DutSession::base_row(const std::string& kind, const std::string& proto, int 
   r[Col::background_conns] = std::to_string(bg_ ? bg_->setup().established : 0);
   r[Col::background_setup_per_s] = bg_ ? fmt(bg_->setup().per_s, 0) : std::string("n/a: none asked for");
   r[Col::scenario] = cfg_.scenario;
+  r[Col::segmentation] = cfg_.segmentation;
   // The throughput rows carry the overlay's evidence; the rest say so.
   r[Col::overlay_check] = cfg_.scenario == "overlay-nat" ? "n/a: checked in this DUT's throughput rows"
                                                          : "n/a: no overlay in the firewall scenario";
   return r;
 }
 
-void DutSession::dut_view(Row& r, const Result<std::map<std::string, long long>>& before) {
+// The frames a DUT's links carried in a run: the largest mean size (bytes
+// per frame) over its links' receive side (what reached the DUT) and over
+// their transmit side (what it sent), or why there is none.
+void frame_sizes(Row& r, const Result<std::map<std::string, LinkCount>>& before,
+                 const Result<std::map<std::string, LinkCount>>& after) {
+  if (!before || !after) {
+    const std::string why = before ? after.message() : before.message();
+    r[Col::dut_in_frame_bytes] = r[Col::dut_out_frame_bytes] = why.rfind("n/a:", 0) == 0 ? why : "unavailable: " + why;
+    return;
+  }
+  double in = -1, out = -1;
+  for (const auto& [ifc, a] : *after) {
+    auto b = before->find(ifc);
+    if (b == before->end()) continue;
+    long long rb = a.rx_bytes - b->second.rx_bytes, rp = a.rx_packets - b->second.rx_packets;
+    long long tb = a.tx_bytes - b->second.tx_bytes, tp = a.tx_packets - b->second.tx_packets;
+    if (rp > 0) in = std::max(in, static_cast<double>(rb) / static_cast<double>(rp));
+    if (tp > 0) out = std::max(out, static_cast<double>(tb) / static_cast<double>(tp));
+  }
+  r[Col::dut_in_frame_bytes] = in >= 0 ? fmt(in, 1) : "unavailable: its links received no frame in the run";
+  r[Col::dut_out_frame_bytes] = out >= 0 ? fmt(out, 1) : "unavailable: its links sent no frame in the run";
+}
+
+void DutSession::dut_view(Row& r, const Counters& before_all) {
+  const auto& before = before_all.drops;
+  frame_sizes(r, before_all.links, dut_->link_counts());
   if (Status a = dut_->alive(); !a) {
     if (r[Col::status] == "ok") run_.errors++;
     r[Col::status] = "error";
@@ -533,6 +567,17 @@ void finish_cell(SweepRun& run, Row base, std::vector<Row> reps) {
     base[Col::overlay_check] = (checked ? "ok in " : "error: ok in ") + std::to_string(checked) + " of " +
                                std::to_string(reps.size()) + " repetitions" + (bad.empty() ? "" : "; " + bad);
   }
+  // Frame sizes: the largest over the repetitions, or the first reason.
+  for (Col c : {Col::dut_in_frame_bytes, Col::dut_out_frame_bytes}) {
+    double mx = -1;
+    std::string why;
+    for (auto& r : reps) {
+      double v = to_num(r[c], -1);
+      if (v >= 0) mx = std::max(mx, v);
+      else if (why.empty()) why = r[c].empty() ? "not measured" : r[c];
+    }
+    base[c] = mx >= 0 ? fmt(mx, 1) : why;
+  }
   base[Col::dut_drops] = drops_why.empty() ? std::to_string(drops) : drops_why;
   base[Col::ct_entries] = ct >= 0 ? std::to_string(ct) : ct_why;
   base[Col::offloaded_entries] = off >= 0 ? std::to_string(off) : off_why;
@@ -600,7 +645,7 @@ void throughput_rep(SweepRun& run, DutSession& s, const std::string& proto, int 
   const SweepConfig& cfg = run.cfg;
   std::string rp = s.dir() + "/" + proto + "-x" + std::to_string(inst) + "-" + std::to_string(size) + "-r" +
                    std::to_string(rep);
-  auto drops_before = s.dut().drops();
+  auto drops_before = s.counters();
   auto vtep_before = cfg.scenario == "overlay-nat" ? vtep_packets(s.transport()) : Result<std::pair<long long, long long>>(std::pair<long long, long long>{0, 0});
   RunOut o = run_traffic(s.transport(), proto, inst, size, cfg.duration_s, cfg.omit_s, rp, cfg.sockperf);
   s.renew_servers(o, inst);
@@ -610,7 +655,7 @@ void throughput_rep(SweepRun& run, DutSession& s, const std::string& proto, int 
     // not the DUT's failure. The cell once more.
     fprintf(stderr, "harness: %s: an iperf3 server was still busy with its last test; once more\n", what.c_str());
     std::this_thread::sleep_for(1s);
-    drops_before = s.dut().drops();
+    drops_before = s.counters();
     o = run_traffic(s.transport(), proto, inst, size, cfg.duration_s, cfg.omit_s, rp, cfg.sockperf);
     s.renew_servers(o, inst);
   }
@@ -717,7 +762,7 @@ Status latency_cells(SweepRun& run, DutSession& s, int rep_lo, int rep_hi) {
     for (int rep = rep_lo; rep <= rep_hi && !run.stop; rep++) {
       std::string what = s.name() + " latency " + std::to_string(size) + "B rep " + std::to_string(rep);
       SDN_TRY(one_rep(run, s, base, rep, what, reps, [&](Row& r) {
-        auto drops_before = s.dut().drops();
+        auto drops_before = s.counters();
         RunOut o = run_traffic(s.transport(), "udp", 0, size, cfg.duration_s, 0,
                                s.dir() + "/latency-" + std::to_string(size) + "-r" + std::to_string(rep), true);
         s.renew_servers(o, 0);

@@ -1,4 +1,6 @@
 // The sweep's YAML config (configs/harness/*.yaml) and its checks.
+#include <algorithm>
+
 #include "harness/sweep.h"
 #include "sdn/number.h"
 #include "sdn/yaml_load.h"
@@ -56,7 +58,7 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
   };
   static const std::set<std::string> known = {"instances", "sizes", "protos", "duts", "duration_s", "repeat",
                                               "warmup_s", "sockperf", "background_conns", "mtu", "dataplane_config",
-                                              "out_dir", "interleave", "omit_s", "rfc2544"};
+                                              "out_dir", "interleave", "omit_s", "rfc2544", "segmentation"};
   for (auto it = n.begin(); it != n.end(); ++it) {
     std::string k = it->first.as<std::string>();
     if (!known.count(k)) return err(it->first, k, "unknown key");
@@ -114,6 +116,11 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
   }
   if (YAML::Node v = n["dataplane_config"]) c->dataplane_config = v.Scalar();
   if (YAML::Node v = n["out_dir"]) c->out_dir = v.Scalar();
+  if (YAML::Node v = n["segmentation"]) {
+    if (!v.IsScalar() || std::find(kSegmentationNames.begin(), kSegmentationNames.end(), v.Scalar()) == kSegmentationNames.end())
+      return err(v, "segmentation", "expected wire or host");
+    c->segmentation = v.Scalar();
+  }
   if (YAML::Node r = n["rfc2544"]) {
     if (!r.IsMap()) return err(r, "rfc2544", "expected a mapping (frame_sizes, conns, duts, trial_s, ...)");
     static const std::set<std::string> rknown = {"frame_sizes", "conns", "duts", "trial_s", "loss", "churn_s",

@@ -164,6 +164,14 @@ TEST(E2E, SmallSweepAllRowsOkAndNothingLeftBehind) {
       throughput_rows++;
       EXPECT_GT(harness::to_num(row[Col::throughput_gbps], 0), 0) << row[Col::dut];
     }
+    // Issue 32, item 1: wire segmentation by default, and what the DUT's
+    // links carried is in the row: frames no larger than MTU + 18.
+    EXPECT_EQ(row[Col::segmentation], "wire") << row[Col::dut];
+    for (Col c : {Col::dut_in_frame_bytes, Col::dut_out_frame_bytes}) {
+      double f = harness::to_num(row[c], -1);
+      EXPECT_GT(f, 0) << row[Col::dut] << " " << row[Col::kind] << ": '" << row[c] << "'";
+      EXPECT_LE(f, 1500 + 18) << row[Col::dut] << " " << row[Col::kind];
+    }
   }
   EXPECT_EQ(throughput_rows, 2 * 2 * 2);  // 2 DUTs x 2 instance counts x (1 repetition + summary)
   // Issue 23: with stderr not a terminal, a progress line per repetition
@@ -179,6 +187,50 @@ TEST(E2E, SmallSweepAllRowsOkAndNothingLeftBehind) {
   expect_no_new_namespaces(before);
   EXPECT_EQ(access((out + "/report.md").c_str(), F_OK), 0);
   EXPECT_EQ(access((out + "/machine.txt").c_str(), F_OK), 0);
+}
+
+// Issue 32, item 1: --segmentation. In wire mode the kernel DUT is handed
+// MTU-size frames; in host mode the endpoints' GSO packets reach it whole
+// (its rows show frames larger than any wire carries: the frame check of
+// the test above can fail), and a DPDK DUT is an error row saying why.
+TEST(E2E, SegmentationModeAndTheFramesTheDutReceivedAreInTheRows) {
+  std::map<std::string, std::vector<harness::Row>> by_mode;
+  for (const std::string mode : {"wire", "host"}) {
+    std::string out = "/tmp/harness-e2e-seg-" + mode + "-" + std::to_string(getpid());
+    auto r = testbed::run_capture({g_harness, "run", "--segmentation", mode, "--instances", "2", "--sizes", "1460",
+                                   "--duration", "2", "--repeat", "1", "--warmup", "0", "--no-sockperf",
+                                   "--no-rfc2544", "--dut", "kernel-ct,testpmd-io", "--out", out},
+                                  nullptr, std::chrono::minutes(5));
+    ASSERT_TRUE(r.ok()) << r.message();
+    EXPECT_EQ(r->status, mode == "wire" ? 0 : 1) << r->output;
+    auto rows = harness::read_csv(out + "/results.csv");
+    ASSERT_TRUE(rows.ok()) << rows.message();
+    ASSERT_EQ(rows->size(), 4u) << r->output;
+    by_mode[mode] = *rows;
+    std::ifstream rep(out + "/report.md");
+    std::stringstream text;
+    text << rep.rdbuf();
+    EXPECT_NE(text.str().find("Segmentation " + mode + ":"), std::string::npos) << text.str();
+  }
+  for (auto& row : by_mode["wire"]) {
+    EXPECT_EQ(row[Col::status], "ok") << row[Col::dut] << ": " << row[Col::error];
+    EXPECT_EQ(row[Col::segmentation], "wire");
+    EXPECT_LE(harness::to_num(row[Col::dut_in_frame_bytes], 1e9), 1518) << row[Col::dut];
+  }
+  for (auto& row : by_mode["host"]) {
+    EXPECT_EQ(row[Col::segmentation], "host");
+    if (row[Col::dut] == "kernel-ct") {
+      EXPECT_EQ(row[Col::status], "ok") << row[Col::error];
+      EXPECT_GT(harness::to_num(row[Col::dut_in_frame_bytes], 0), 1518) << "GSO packets crossed whole";
+    } else {
+      EXPECT_EQ(row[Col::status], "error");
+      EXPECT_NE(row[Col::error].find("--segmentation host"), std::string::npos) << row[Col::error];
+    }
+  }
+  auto bad = testbed::run_capture({g_harness, "run", "--segmentation", "jumbo", "--dut", "kernel-ct"}, nullptr,
+                                  std::chrono::seconds(20));
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->status, 2) << bad->output;
 }
 
 // Issue 22: --scenario overlay-nat. The dataplane's and OVS-DPDK's rows

@@ -212,8 +212,12 @@ TEST(Config, ErrorsNameFileLineAndKey) {
   EXPECT_NE(s.message().find(p + ":1: YAML an alias inside the node it refers to"), std::string::npos) << s.message();
   s = load_sweep_config("/dev/zero", &c);
   EXPECT_NE(s.message().find("/dev/zero: not a regular file"), std::string::npos) << s.message();
-  std::ofstream(p) << "instances: [1, 2]\nduration_s: 7\nduts: [testpmd-io]\n";
+  std::ofstream(p) << "instances: [4]\nsegmentation: jumbo\n";
+  s = load_sweep_config(p, &c);
+  EXPECT_NE(s.message().find(p + ":2: key 'segmentation': expected wire or host"), std::string::npos) << s.message();
+  std::ofstream(p) << "instances: [1, 2]\nduration_s: 7\nduts: [testpmd-io]\nsegmentation: host\n";
   ASSERT_TRUE(load_sweep_config(p, &c).ok());
+  EXPECT_EQ(c.segmentation, "host");
   EXPECT_EQ(c.duration_s, 7);
   EXPECT_EQ(c.instances, (std::vector<int>{1, 2}));
   unlink(p.c_str());

@@ -116,11 +116,17 @@ struct DutSite {
   // "firewall" or "overlay-nat" (SweepConfig::scenario): with overlay-nat
   // the DUT terminates the bed's VXLAN tunnel and source-NATs the client.
   std::string scenario = "firewall";
+  // "wire" or "host" (SweepConfig::segmentation).
+  std::string segmentation = "wire";
 };
 
 // DPDK devargs of a port (af_packet with frames for the MTU, a memif server,
 // or the PCI address).
 std::string port_devargs(const DutPort& p, int index, int mtu);
+
+struct LinkCount {
+  long long rx_bytes = 0, rx_packets = 0, tx_bytes = 0, tx_packets = 0;
+};
 
 class Dut {
  public:
@@ -149,6 +155,13 @@ class Dut {
   }
   // What its drop counters cannot see, said next to them.
   virtual std::string drops_blind_spot() const { return ""; }
+  // The bytes and frames each of its links carried, cumulative, by link name
+  // (the kernel's counters of its ports' interfaces: what arrived at the DUT
+  // and what it sent, whatever it forwards with). An error says why there are
+  // none (memif or PCI ports: the kernel does not see their frames).
+  virtual sdn::Result<std::map<std::string, LinkCount>> link_counts() {
+    return sdn::Status::error("this DUT's links are not counted");
+  }
   // Its drops split in two where every port faces a generator (memif):
   // frames it dropped itself (`own`) and its transmits that failed because
   // the generator did not drain (`gen`).

@@ -34,7 +34,8 @@ namespace harness {
   X(latency_p90_us, N, "us") X(latency_p99_us, N, "us") X(latency_p99_us_min, N, "us") \
   X(latency_p99_us_max, N, "us") X(latency_p999_us, N, "us") X(latency_max_us, N, "us") \
   X(latency_dropped, I, "messages") X(ct_entries, I, "connections") X(offloaded_entries, I, "connections") \
-  X(dut_drops, I, "packets") X(dut_drops_detail, S, "") X(background_conns, I, "connections") \
+  X(dut_drops, I, "packets") X(dut_drops_detail, S, "") X(segmentation, S, "") \
+  X(dut_in_frame_bytes, N, "bytes") X(dut_out_frame_bytes, N, "bytes") X(background_conns, I, "connections") \
   X(background_setup_per_s, N, "connections/s") X(scenario, S, "") X(overlay_check, S, "") X(status, S, "") \
   X(error, S, "") X(frame_bytes, I, "bytes") X(conns, I, "connections") X(zero_loss_mpps, N, "Mpps") \
   X(zero_loss_gbps, N, "Gbit/s") X(max_fwd_mpps, N, "Mpps") X(offered_at_max_mpps, N, "Mpps") \

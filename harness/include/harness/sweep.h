@@ -47,6 +47,13 @@ struct SweepConfig {
   // terminates, the client source-NATed to a floating address; README:
   // harness, Scenarios).
   std::string scenario = "firewall";
+  // How the endpoints hand TCP to the DUT. "wire" (default): as from a real
+  // wire, MTU-size frames (the endpoints' veths without TX checksum offload,
+  // so without TSO: the kernel segments before the veth); what a DUT does
+  // with them (GRO on a kernel DUT) is its own. "host": the endpoints keep
+  // TSO/GSO, so the kernel DUT gets 64 KB packets through veth with no
+  // per-frame cost, a comparison no real wire allows (kernel DUTs only).
+  std::string segmentation = "wire";
   std::string out_dir;      // default results/runs/<timestamp>
   std::string resume_dir;
   // Where the traffic tools run: "" the namespace testbed's namespaces;
@@ -74,6 +81,7 @@ inline constexpr Limit kInstancesLimit{1, 128}, kSizesLimit{16, 65000}, kDuratio
     kRepeatLimit{1, 100}, kWarmupLimit{0, 600}, kOmitLimit{0, 60}, kBackgroundLimit{0, 2000000}, kMtuLimit{576, 9000};
 inline const std::vector<std::string> kProtoNames{"tcp", "udp"};
 inline const std::vector<std::string> kScenarioNames{"firewall", "overlay-nat"};
+inline const std::vector<std::string> kSegmentationNames{"wire", "host"};
 
 // Loads configs/harness/*.yaml over the defaults. Errors name file, line, key.
 sdn::Status load_sweep_config(const std::string& path, SweepConfig* c);
@@ -89,7 +97,8 @@ struct Bed {
   int mtu = 1500;
   std::string ssh_dir;  // keys, sshd configs, known_hosts
   std::vector<testbed::Process> sshd;
-  static sdn::Result<std::unique_ptr<Bed>> build(int mtu, bool ssh = false, const std::string& scenario = "firewall");
+  static sdn::Result<std::unique_ptr<Bed>> build(int mtu, bool ssh = false, const std::string& scenario = "firewall",
+                                                 const std::string& segmentation = "wire");
   // The testbed as a lab (`harness testbed up --inventory FILE`): sshd in the
   // client, server and DUT namespaces, reached from this namespace over
   // management links (192.168.251.0/24), the DUT namespace set up as a
