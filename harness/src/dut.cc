@@ -108,6 +108,40 @@ class Profile : public Dut {
     if (!host_.run(argv, &out, 20s)) return "unknown";
     return out.substr(0, out.find('\n'));
   }
+  // The receive-ring drops of its af_packet ports (p0_rx_ring_drops,
+  // p1_rx_ring_drops), read off the sockets of process `pid` and added up
+  // since it started (each read resets the kernel's count). Only where the
+  // harness runs: drops_blind_spot() names it elsewhere.
+  Status add_ring_drops(pid_t pid, std::map<std::string, long long>* m) {
+    if (!any_port(Attach::kAfPacket) || !host_.local()) return {};
+    if (pid <= 0) return Status::error("af_packet ring drops: " + name_ + " has no process");
+    auto d = util::af_packet_ring_drops(pid);
+    if (!d) return Status::error("af_packet ring drops: " + d.message());
+    for (size_t i = 0; i < 2; i++) {
+      const DutPort& p = site_.ports[i];
+      if (p.attach != Attach::kAfPacket) continue;
+      if (ifindex_[i] <= 0) {
+        std::string out;
+        SDN_TRY(host_.run({"ip", "-j", "link", "show", "dev", p.name}, &out, 20s));
+        auto j = nlohmann::json::parse(out, nullptr, false);
+        if (!j.is_array() || j.empty() || !j[0].contains("ifindex") || !j[0]["ifindex"].is_number_integer())
+          return Status::error("ip -j link show dev " + p.name + ": no ifindex");
+        ifindex_[i] = j[0]["ifindex"].get<int>();
+      }
+      auto it = d->find(ifindex_[i]);
+      if (it == d->end())
+        return Status::error("af_packet ring drops: " + name_ + " has no packet socket on " + p.name);
+      ring_drops_[i] += it->second;
+      (*m)["p" + std::to_string(i) + "_rx_ring_drops"] = ring_drops_[i];
+    }
+    return {};
+  }
+  std::string ring_blind_spot(const char* whose) const {
+    return any_port(Attach::kAfPacket) && !host_.local()
+               ? std::string("af_packet ring drops are not in ") + whose +
+                     " (the kernel counts them per socket; the harness reads them only on its own machine)"
+               : "";
+  }
   // Its kernel interfaces (af_packet ports), for counters read from the kernel.
   std::vector<std::string> interfaces() const {
     std::vector<std::string> v;
@@ -121,6 +155,8 @@ class Profile : public Dut {
   DutHost& host_;
   Job main_;
   std::string log_;
+  int ifindex_[2] = {0, 0};
+  long long ring_drops_[2] = {0, 0};
 };
 
 // The dataplane daemon. Read through dataplane-ctl, here or on the lab host.
@@ -265,11 +301,7 @@ class TestpmdDut final : public Profile {
     return "dpdk-testpmd " + mode_ + " " + first_line_on_host({"pkg-config", "--modversion", "libdpdk"}) + host_suffix();
   }
   std::string no_tracker() const override { return "n/a: io forwarding tracks no connections"; }
-  std::string drops_blind_spot() const override {
-    return any_port(Attach::kAfPacket)
-               ? "af_packet ring drops are not in testpmd's ethdev stats (the kernel counts them per socket)"
-               : "";
-  }
+  std::string drops_blind_spot() const override { return ring_blind_spot("testpmd's ethdev stats"); }
   Status start() override {
     auto prefix = dpdk_prefix("tp");
     if (!prefix) return prefix.status();
@@ -297,6 +329,7 @@ class TestpmdDut final : public Profile {
       for (const char* k : {"imissed", "ierrors", "oerrors", "rx_nombuf"})
         if (st->contains(k)) m["p" + std::to_string(port) + "_" + k] = (*st)[k].get<long long>();
     }
+    SDN_TRY(add_ring_drops(main_.pid(), &m));
     return m;
   }
   // memif counts no transmit errors; io forwarding drops only what its
@@ -313,6 +346,9 @@ class TestpmdDut final : public Profile {
       d.gen += st->value("oerrors", 0ll);
     }
     d.gen += std::max(0ll, in - out);
+    std::map<std::string, long long> ring;
+    SDN_TRY(add_ring_drops(main_.pid(), &ring));
+    for (const auto& [k, v] : ring) d.own += v;
     return d;
   }
 
@@ -524,11 +560,7 @@ class OvsDut final : public Profile {
     for (std::string l; std::getline(in, l);) n += !l.empty();
     return n;
   }
-  std::string drops_blind_spot() const override {
-    return any_port(Attach::kAfPacket) && !kernel()
-               ? "af_packet ring drops are not in OVS's port statistics (the kernel counts them per socket)"
-               : "";
-  }
+  std::string drops_blind_spot() const override { return kernel() ? "" : ring_blind_spot("OVS's port statistics"); }
   // dpctl/show's "lost" (upcalls dropped) and each port's statistics.
   Result<std::map<std::string, long long>> drops() override {
     std::map<std::string, long long> m;
@@ -540,6 +572,7 @@ class OvsDut final : public Profile {
         return Status::error("statistics of " + port + ": " + s.message());
       util::ovs_port_drops(port, out, &m);
     }
+    if (!kernel()) SDN_TRY(add_ring_drops(ovs_.pid(), &m));
     return m;
   }
   // Per port: transmit failures (into the generator's rings) are the

@@ -40,6 +40,7 @@ class Ovs {
   sdn::Status vsctl(std::vector<std::string> args, std::string* out = nullptr);
   sdn::Status appctl(std::vector<std::string> args, std::string* out = nullptr);
   bool running() { return vs_.pid() > 0 && vs_.running(); }
+  pid_t pid() const { return vs_.pid(); }  // ovs-vswitchd's, on a local host
   const std::string& log() const { return log_; }
 
  private:

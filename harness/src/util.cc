@@ -1,6 +1,14 @@
 #include "util.h"
 
+#include <linux/if_packet.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -125,6 +133,40 @@ HostRunner netns_runner(const testbed::Netns* ns) {
       return sdn::Status::error(r->output.empty() ? "exit status " + std::to_string(r->status) : r->output);
     return r->output;
   };
+}
+
+sdn::Result<std::map<int, long long>> af_packet_ring_drops(pid_t pid) {
+  // By number: glibc 2.36's <sys/pidfd.h> declares them without C linkage.
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return sdn::Status::error("pidfd_open(" + std::to_string(pid) + "): " + strerror(errno));
+  std::map<int, long long> drops;
+  std::string refused;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code lec;
+    if (std::filesystem::read_symlink(e.path(), lec).string().rfind("socket:", 0) != 0) continue;
+    const int fd = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, atoi(e.path().filename().c_str()), 0));
+    if (fd < 0) {  // closed since the listing, or not ours to take
+      if (errno != EBADF) refused = strerror(errno);
+      continue;
+    }
+    int domain = 0;
+    socklen_t l = sizeof domain;
+    sockaddr_ll ll{};
+    socklen_t al = sizeof ll;
+    tpacket_stats st{};
+    socklen_t sl = sizeof st;
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) == 0 && domain == AF_PACKET &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&ll), &al) == 0 &&
+        getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0)
+      drops[ll.sll_ifindex] += st.tp_drops;
+    close(fd);
+  }
+  close(pidfd);
+  if (ec) return sdn::Status::error("/proc/" + std::to_string(pid) + "/fd: " + ec.message());
+  if (drops.empty() && !refused.empty())
+    return sdn::Status::error("pidfd_getfd on process " + std::to_string(pid) + ": " + refused);
+  return drops;
 }
 
 }  // namespace harness::util

@@ -42,4 +42,12 @@ std::map<std::string, long long> dataplane_drops(const std::map<std::string, lon
 // Runs commands in a namespace (null: this one) for gather_host_facts().
 HostRunner netns_runner(const testbed::Netns* ns);
 
+// The receive-ring drops of another process's AF_PACKET sockets, by
+// interface index: the kernel's PACKET_STATISTICS tp_drops, which DPDK
+// 22.11's net_af_packet does not put in its ethdev stats (imissed stays 0),
+// so testpmd and OVS cannot show them. Each socket is duplicated into this
+// process with pidfd_getfd (Linux 5.6; root, PTRACE_MODE_ATTACH) and read.
+// A read resets the kernel's counts: callers add the reads up.
+sdn::Result<std::map<int, long long>> af_packet_ring_drops(pid_t pid);
+
 }  // namespace harness::util
