@@ -615,31 +615,26 @@ sdn::Result<std::vector<CellVerdict>> compare_cells(const std::string& old_csv, 
     } else if (Row& n = it->second; n[Col::status] != "ok") {
       v.problems.push_back("FAILING " + full + ": " + n[Col::status] + ": " + n[Col::error]);
     } else {
-      double ot, nt, ol, nl;
-      if (value(r[Col::throughput_gbps], &ot)) {
-        if (!value(n[Col::throughput_gbps], &nt)) {
-          v.problems.push_back("MISSING " + full + ": throughput_gbps is '" + n[Col::throughput_gbps] + "' in NEW");
-        } else {
-          const double ratio = ot > 0 ? nt / ot : 1;
-          v.compared.push_back("throughput " + f2(ot) + " -> " + f2(nt) + " Gbit/s (ratio " + util::fmt(ratio, 3) +
-                               ", fails below " + util::fmt(lo, 3) + ")");
-          if (ot > 0 && (ot - nt) / ot * 100 > max_pct)
-            v.problems.push_back("REGRESSION " + full + ": throughput " + f2(ot) + " -> " + f2(nt) + " Gbit/s (" +
-                                 f2((ot - nt) / ot * 100) + "% lower)");
+      // One figure of the cell, OLD against NEW: `worse` is +1 when a higher
+      // value is the regression (latency), -1 when a lower one is (throughput).
+      auto figure = [&](Col c, const char* label, const char* unit, int worse, double limit) {
+        double o, nv;
+        if (!value(r[c], &o)) return;
+        if (!value(n[c], &nv)) {
+          v.problems.push_back("MISSING " + full + ": " + std::string(col_name(c)) + " is '" + n[c] + "' in NEW");
+          return;
         }
-      }
-      if (r[Col::kind] == "latency" && value(r[Col::latency_p50_us], &ol)) {
-        if (!value(n[Col::latency_p50_us], &nl)) {
-          v.problems.push_back("MISSING " + full + ": latency_p50_us is '" + n[Col::latency_p50_us] + "' in NEW");
-        } else {
-          const double ratio = ol > 0 ? nl / ol : 1;
-          v.compared.push_back("latency p50 " + f2(ol) + " -> " + f2(nl) + " us (ratio " + util::fmt(ratio, 3) +
-                               ", fails above " + util::fmt(hi, 3) + ")");
-          if (ol > 0 && (nl - ol) / ol * 100 > max_pct)
-            v.problems.push_back("REGRESSION " + full + ": latency p50 " + f2(ol) + " -> " + f2(nl) + " us (" +
-                                 f2((nl - ol) / ol * 100) + "% higher)");
-        }
-      }
+        const double ratio = o > 0 ? nv / o : 1;
+        v.compared.push_back(std::string(label) + " " + f2(o) + " -> " + f2(nv) + " " + unit + " (ratio " +
+                             util::fmt(ratio, 3) + (worse < 0 ? ", fails below " : ", fails above ") +
+                             util::fmt(limit, 3) + ")");
+        const double pct = (nv - o) / (o > 0 ? o : 1) * 100 * worse;
+        if (o > 0 && pct > max_pct)
+          v.problems.push_back("REGRESSION " + full + ": " + label + " " + f2(o) + " -> " + f2(nv) + " " + unit +
+                               " (" + f2(pct) + (worse < 0 ? "% lower)" : "% higher)"));
+      };
+      figure(Col::throughput_gbps, "throughput", "Gbit/s", -1, lo);
+      if (r[Col::kind] == "latency") figure(Col::latency_p50_us, "latency p50", "us", +1, hi);
       if (v.compared.empty() && v.problems.empty()) v.compared.push_back("no figure in OLD to compare (its cell is ok)");
     }
     out.push_back(std::move(v));
