@@ -25,15 +25,24 @@ using util::tail;
 
 namespace {
 
-// `ip -s -j link show dev IFC` on the host: the link's stats64 object.
-Result<nlohmann::json> link_stats(DutHost& h, const std::string& ifc) {
+// `ip -s -j link show dev IFC` on the host: the link's object (ifindex,
+// stats64, ...), with `key` checked present.
+Result<nlohmann::json> link_json(DutHost& h, const std::string& ifc, const char* key) {
   std::string out;
   if (Status s = h.run({"ip", "-s", "-j", "link", "show", "dev", ifc}, &out, 20s); !s)
     return Status::error("ip -s -j link: " + s.message());
   auto j = nlohmann::json::parse(out, nullptr, false);
-  if (!j.is_array() || j.empty() || !j[0].contains("stats64") || !j[0]["stats64"].is_object())
-    return Status::error("ip -s -j link show dev " + ifc + ": no statistics");
-  return j[0]["stats64"];
+  if (!j.is_array() || j.empty() || !j[0].is_object() || !j[0].contains(key))
+    return Status::error("ip -s -j link show dev " + ifc + ": no " + key);
+  return j[0];
+}
+
+// Its stats64 object.
+Result<nlohmann::json> link_stats(DutHost& h, const std::string& ifc) {
+  auto j = link_json(h, ifc, "stats64");
+  if (!j) return j.status();
+  if (!(*j)["stats64"].is_object()) return Status::error("ip -s -j link show dev " + ifc + ": no statistics");
+  return (*j)["stats64"];
 }
 
 // What every profile shares: its site, its main program, and how it is
@@ -121,12 +130,10 @@ class Profile : public Dut {
       const DutPort& p = site_.ports[i];
       if (p.attach != Attach::kAfPacket) continue;
       if (ifindex_[i] <= 0) {
-        std::string out;
-        SDN_TRY(host_.run({"ip", "-j", "link", "show", "dev", p.name}, &out, 20s));
-        auto j = nlohmann::json::parse(out, nullptr, false);
-        if (!j.is_array() || j.empty() || !j[0].contains("ifindex") || !j[0]["ifindex"].is_number_integer())
-          return Status::error("ip -j link show dev " + p.name + ": no ifindex");
-        ifindex_[i] = j[0]["ifindex"].get<int>();
+        auto j = link_json(host_, p.name, "ifindex");
+        if (!j) return j.status();
+        if (!(*j)["ifindex"].is_number_integer()) return Status::error("ip -j link show dev " + p.name + ": no ifindex");
+        ifindex_[i] = (*j)["ifindex"].get<int>();
       }
       auto it = d->find(ifindex_[i]);
       if (it == d->end())

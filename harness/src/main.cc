@@ -511,6 +511,18 @@ int parse_sweep_flags(int argc, char** argv, SweepConfig* cfg, bool* no_rfc2544)
       for (auto& x : *out)
         if (std::find(known.begin(), known.end(), x) == known.end()) bad(x);
     };
+    // One name of `known` (--scenario, --segmentation).
+    auto one_of = [&](const std::vector<std::string>& known, std::string* out) {
+      std::vector<std::string> one;
+      names(known, &one);
+      if (one.size() != 1) {
+        std::string all;
+        for (auto& k : known) all += (all.empty() ? "" : ", ") + k;
+        fprintf(stderr, "harness: %s takes one of %s\n", a.c_str(), all.c_str());
+        exit(2);
+      }
+      *out = one[0];
+    };
     if (a == "--help" || a == "-h") {
       fputs(kHelp, stdout);
       return 0;
@@ -530,24 +542,8 @@ int parse_sweep_flags(int argc, char** argv, SweepConfig* cfg, bool* no_rfc2544)
     else if (a == "--no-interleave") cfg->interleave = false;
     else if (a == "--mtu") cfg->mtu = num(kMtuLimit.lo, kMtuLimit.hi);
     else if (a == "--dataplane-config") cfg->dataplane_config = val();
-    else if (a == "--scenario") {
-      std::vector<std::string> one;
-      names(kScenarioNames, &one);
-      if (one.size() != 1) {
-        fprintf(stderr, "harness: --scenario takes one of firewall, overlay-nat\n");
-        return 2;
-      }
-      cfg->scenario = one[0];
-    }
-    else if (a == "--segmentation") {
-      std::vector<std::string> one;
-      names(kSegmentationNames, &one);
-      if (one.size() != 1) {
-        fprintf(stderr, "harness: --segmentation takes one of wire, host\n");
-        return 2;
-      }
-      cfg->segmentation = one[0];
-    }
+    else if (a == "--scenario") one_of(kScenarioNames, &cfg->scenario);
+    else if (a == "--segmentation") one_of(kSegmentationNames, &cfg->segmentation);
     else if (a == "--out") cfg->out_dir = absolute(val());
     else if (a == "--resume") cfg->resume_dir = absolute(val());
     else if (a == "--ci") cfg->ci = true;
