@@ -233,7 +233,7 @@ Result<std::unique_ptr<Bed>> Bed::build_lab(const SweepConfig& cfg, Inventory* i
   v.server.address = kServerIp;
   v.dut.ssh = host(mg[2]);
   v.dut.interfaces = {"d0", "d1"};
-  v.dut.profiles = {"dataplane", "kernel-ct", "testpmd-io", "ovs-dpdk", "ovs-dpdk-offload", "ovs-kernel-tc"};
+  v.dut.profiles = dut_names();
   v.dut.dataplane_config = r.ssh_dir + "/dataplane.yaml";
   v.dut.dataplane_program = cfg.build_dir + "/dataplane/dataplane";
   v.dut.dataplane_ctl = cfg.build_dir + "/dataplane/dataplane-ctl";
@@ -277,7 +277,7 @@ Status build_overlay(Bed& b) {
 
 }  // namespace
 
-Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh, const std::string& scenario, const std::string& segmentation) {
+Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh, Scenario scenario, Segmentation segmentation) {
   auto b = std::make_unique<Bed>();
   auto t = testbed::Testbed::create();
   if (!t) return t.status();
@@ -294,14 +294,14 @@ Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh, const std::string& sc
                     b->tb->add_veth({b->dut, "d1"}, {b->server, "s0"}, mtu),
                     b->tb->add_address(b->client, "c0", std::string(kClientIp) + "/24"),
                     // overlay-nat: the server reaches the client only through the tunnel.
-                    scenario == "overlay-nat" ? Status() : b->tb->add_address(b->server, "s0", std::string(kServerIp) + "/24")})
+                    scenario == Scenario::kOverlayNat ? Status() : b->tb->add_address(b->server, "s0", std::string(kServerIp) + "/24")})
     if (!st) return Status::error("testbed: " + st.message());
   // Wire segmentation: without TX checksum offload a veth has no TSO, so
   // the endpoints' kernels cut TCP into MTU-size frames before the veth, as
   // a real NIC's wire carries them (and af_packet ports get whole, checksummed
   // frames). Host segmentation keeps the veths' defaults: GSO packets of up
   // to 64 KB cross into the DUT namespace whole.
-  if (segmentation == "wire")
+  if (segmentation == Segmentation::kWire)
     for (Status st : {b->tb->disable_tx_checksum(b->client, "c0"), b->tb->disable_tx_checksum(b->server, "s0"),
                       b->tb->disable_tx_checksum(b->dut, "d0"), b->tb->disable_tx_checksum(b->dut, "d1")})
       if (!st) return Status::error("testbed: " + st.message());
@@ -321,7 +321,7 @@ Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh, const std::string& sc
     if (!ws) return ws;
   }
   b->scenario = scenario;
-  if (scenario == "overlay-nat")
+  if (scenario == Scenario::kOverlayNat)
     if (Status st = build_overlay(*b); !st) return st;
   if (ssh)
     if (Status st = add_ssh(*b); !st) return st;

@@ -49,7 +49,7 @@ Result<nlohmann::json> link_stats(DutHost& h, const std::string& ifc) {
 // found gone.
 class Profile : public Dut {
  public:
-  Profile(std::string name, const DutSite& site) : name_(std::move(name)), site_(site), host_(*site.host) {}
+  Profile(const DutProfile& p, const DutSite& site) : p_(p), name_(p.name), site_(site), host_(*site.host) {}
   ~Profile() override { Profile::stop(); }
   std::string name() const override { return name_; }
   Status alive() override {
@@ -157,6 +157,7 @@ class Profile : public Dut {
     return v;
   }
 
+  const DutProfile& p_;
   std::string name_;
   DutSite site_;
   DutHost& host_;
@@ -303,7 +304,7 @@ class DataplaneDut final : public Profile {
 // rxonly (the RFC 2544 generator's own ceiling).
 class TestpmdDut final : public Profile {
  public:
-  TestpmdDut(std::string name, const DutSite& site, std::string mode) : Profile(std::move(name), site), mode_(std::move(mode)) {}
+  TestpmdDut(const DutProfile& p, const DutSite& site, std::string mode) : Profile(p, site), mode_(std::move(mode)) {}
   std::string version() const override {
     return "dpdk-testpmd " + mode_ + " " + first_line_on_host({"pkg-config", "--modversion", "libdpdk"}) + host_suffix();
   }
@@ -422,7 +423,7 @@ class KernelCtDut final : public Profile {
     if (interfaces().size() != 2) return Status::error("kernel-ct needs two kernel interfaces (the kernel has no DPDK port)");
     const std::string& in0 = site_.ports[0].name;
     const std::string& in1 = site_.ports[1].name;
-    if (site_.scenario == "overlay-nat") return start_overlay(in0, in1);
+    if (site_.scenario == Scenario::kOverlayNat) return start_overlay(in0, in1);
     if (!site_.router_client_ip.empty()) SDN_TRY(make_router(in0, in1));
     const std::vector<std::vector<std::string>> cmds = {
         {"nft", "add", "table", "inet", "harness"},
@@ -514,14 +515,14 @@ class OvsDut final : public Profile {
     spec.host = &host_;
     spec.log_dir = site_.dir;
     spec.dpdk = !kernel();
-    spec.hw_offload = name_ != "ovs-dpdk";
+    spec.hw_offload = p_.needs_connectx;
     spec.lcore_mask = mask(site_.main_lcore);
     spec.pmd_mask = mask(site_.fwd_lcore);
     spec.pci = any_port(Attach::kPci);
     for (size_t i = 0; i < 2; i++)
       spec.ports[i] = kernel() ? site_.ports[i].name : port_devargs(site_.ports[i], static_cast<int>(i), site_.mtu);
     spec.mtu = any_port(Attach::kMemif) ? 0 : site_.mtu;
-    spec.overlay = site_.scenario == "overlay-nat";
+    spec.overlay = site_.scenario == Scenario::kOverlayNat;
     if (spec.dpdk) {
       auto prefix = dpdk_prefix("ovs");
       if (!prefix) return prefix.status();
@@ -561,7 +562,7 @@ class OvsDut final : public Profile {
   }
   long long offloaded() override {
     std::string out;
-    if (name_ == "ovs-dpdk" || !ovs_.running() || !ovs_.appctl({"dpctl/dump-flows", "type=offloaded"}, &out)) return -1;
+    if (!p_.offload_counted || !ovs_.running() || !ovs_.appctl({"dpctl/dump-flows", "type=offloaded"}, &out)) return -1;
     long long n = 0;
     std::istringstream in(out);
     for (std::string l; std::getline(in, l);) n += !l.empty();
@@ -602,7 +603,7 @@ class OvsDut final : public Profile {
   }
 
  private:
-  bool kernel() const { return name_ == "ovs-kernel-tc"; }
+  bool kernel() const { return p_.kind == DutKind::kOvsKernelTc; }
   std::vector<std::string> ports() const {
     return kernel() ? std::vector<std::string>{site_.ports[0].name, site_.ports[1].name}
                     : std::vector<std::string>{"p0", "p1"};
@@ -618,26 +619,37 @@ class OvsDut final : public Profile {
 }  // namespace
 
 Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const DutSite& site) {
-  if (!site.host) return Status::error("no host for DUT " + name);
-  if (site.scenario == "overlay-nat" && name != "dataplane" && name != "kernel-ct" && name != "ovs-dpdk")
-    return Status::error("the overlay-nat scenario is not built for " + name +
-                         " (dataplane, ovs-dpdk and kernel-ct have it)");
-  if (site.segmentation == "host" && name != "kernel-ct" && name != "ovs-kernel-tc")
-    return Status::error("--segmentation host: the endpoints' TSO/GSO packets of up to 64 KB cross the veths whole, and " +
-                         name + "'s af_packet ports take frames of at most MTU + 18 bytes (the kernel DUTs kernel-ct and "
-                         "ovs-kernel-tc run in host mode; the others in wire mode, the default)");
-  if (name == "dataplane") return std::unique_ptr<Dut>(new DataplaneDut(name, site));
-  if (name == "testpmd-io") return std::unique_ptr<Dut>(new TestpmdDut(name, site, "io"));
-  if (name == "testpmd-rxonly") return std::unique_ptr<Dut>(new TestpmdDut(name, site, "rxonly"));
-  if (name == "kernel-ct") {
-    if (site.ports[0].attach != Attach::kAfPacket || site.ports[1].attach != Attach::kAfPacket)
-      return Status::error("the kernel has no DPDK port to attach to memif or a PCI device");
-    return std::unique_ptr<Dut>(new KernelCtDut(name, site));
+  const DutProfile* p = find_dut(name);
+  if (!p) {
+    std::string known;
+    for (const std::string& n : dut_names()) known += (known.empty() ? "" : ", ") + n;
+    return Status::error("unknown DUT '" + name + "' (known: " + known + ")");
   }
-  if (name == "ovs-dpdk" || name == "ovs-dpdk-offload" || name == "ovs-kernel-tc")
-    return std::unique_ptr<Dut>(new OvsDut(name, site));
-  return Status::error("unknown DUT '" + name +
-                       "' (known: dataplane, ovs-dpdk, kernel-ct, testpmd-io, ovs-dpdk-offload, ovs-kernel-tc)");
+  if (!site.host) return Status::error("no host for DUT " + name);
+  if (!(p->scenarios & bit(site.scenario)))
+    return Status::error("the " + std::string(harness::name(site.scenario)) + " scenario is not built for " + name + " (" +
+                         dut_list([&](const DutProfile& q) { return (q.scenarios & bit(site.scenario)) != 0; }) +
+                         " have it)");
+  if (!(p->segmentations & bit(site.segmentation)))
+    return Status::error("--segmentation host: the endpoints' TSO/GSO packets of up to 64 KB cross the veths whole, and " +
+                         name + "'s af_packet ports take frames of at most MTU + 18 bytes (the kernel DUTs " +
+                         dut_list([](const DutProfile& q) { return (q.segmentations & bit(Segmentation::kHost)) != 0; }) +
+                         " run in host mode; the others in wire mode, the default)");
+  for (const DutPort& port : site.ports)
+    if (!(p->attaches & bit(port.attach)))
+      return Status::error(p->kind == DutKind::kKernelCt
+                               ? std::string("the kernel has no DPDK port to attach to memif or a PCI device")
+                               : name + " cannot attach a port by " + std::string(harness::name(port.attach)));
+  switch (p->kind) {
+    case DutKind::kDataplane: return std::unique_ptr<Dut>(new DataplaneDut(*p, site));
+    case DutKind::kTestpmdIo: return std::unique_ptr<Dut>(new TestpmdDut(*p, site, "io"));
+    case DutKind::kTestpmdRxonly: return std::unique_ptr<Dut>(new TestpmdDut(*p, site, "rxonly"));
+    case DutKind::kKernelCt: return std::unique_ptr<Dut>(new KernelCtDut(*p, site));
+    case DutKind::kOvsDpdk:
+    case DutKind::kOvsDpdkOffload:
+    case DutKind::kOvsKernelTc: return std::unique_ptr<Dut>(new OvsDut(*p, site));
+  }
+  return Status::error("unknown DUT '" + name + "'");
 }
 
 }  // namespace harness

@@ -290,6 +290,7 @@ std::string port_devargs(const DutPort& p, int index, int mtu) {
     case Attach::kPci:
       return p.name;
     case Attach::kAfPacket:
+    case Attach::kCount:
       break;
   }
   std::string d = "net_af_packet" + i + ",iface=" + p.name;

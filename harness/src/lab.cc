@@ -151,9 +151,9 @@ Result<Inventory> load_inventory(const std::string& path) {
   YAML::Node pr = d["profiles"];
   if (!pr || !pr.IsSequence() || pr.size() == 0)
     return r.err(pr ? pr : d, "hosts.dut.profiles", "expected a non-empty list of DUT profiles");
-  const std::set<std::string> known(kDutNames.begin(), kDutNames.end());
   for (const auto& x : pr) {
-    if (!known.count(x.Scalar())) return r.err(x, "hosts.dut.profiles", "unknown DUT profile '" + x.Scalar() + "'");
+    const DutProfile* p = find_dut(x.Scalar());
+    if (!p || p->role == DutRole::kTool) return r.err(x, "hosts.dut.profiles", "unknown DUT profile '" + x.Scalar() + "'");
     inv.dut.profiles.push_back(x.Scalar());
   }
   if (YAML::Node dp = d["dataplane"]) {
@@ -164,7 +164,7 @@ Result<Inventory> load_inventory(const std::string& path) {
     if (Status s = r.str(dp, "hw_check", "hosts.dut.dataplane", &inv.dut.hw_check, false); !s) return s;
   } else {
     for (const auto& p : inv.dut.profiles)
-      if (p == "dataplane") return r.err(d, "hosts.dut.dataplane", "missing (the dataplane profile needs its config)");
+      if (p == name(DutKind::kDataplane)) return r.err(d, "hosts.dut.dataplane", "missing (the dataplane profile needs its config)");
   }
   return inv;
 }

@@ -322,7 +322,8 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
       c.duts.clear();
       std::stringstream ss(v);
       for (std::string x; std::getline(ss, x, ',');) {
-        if (std::find(kDutNames.begin(), kDutNames.end(), x) == kDutNames.end()) {
+        const DutProfile* p = find_dut(x);
+        if (!p || p->role == DutRole::kTool) {
           fprintf(stderr, "harness: --dut: unknown DUT '%s'\n", x.c_str());
           return 2;
         }
@@ -361,11 +362,12 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
       c.scenarios.clear();
       std::stringstream ss(v);
       for (std::string x; std::getline(ss, x, ',');) {
-        if (x != "firewall" && x != "overlay-nat") {
+        const std::optional<Scenario> sc = parse_scenario(x);
+        if (!sc) {
           fprintf(stderr, "harness: --scenario '%s': want firewall and/or overlay-nat, comma-separated\n", x.c_str());
           return 2;
         }
-        if (std::find(c.scenarios.begin(), c.scenarios.end(), x) == c.scenarios.end()) c.scenarios.push_back(x);
+        if (std::find(c.scenarios.begin(), c.scenarios.end(), *sc) == c.scenarios.end()) c.scenarios.push_back(*sc);
       }
       if (c.scenarios.empty()) {
         fprintf(stderr, "harness: --scenario: empty\n");
@@ -376,7 +378,7 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
       return 2;
     }
   }
-  if (c.proto == "udp" && std::find(c.scenarios.begin(), c.scenarios.end(), "overlay-nat") != c.scenarios.end()) {
+  if (c.proto == "udp" && std::find(c.scenarios.begin(), c.scenarios.end(), Scenario::kOverlayNat) != c.scenarios.end()) {
     fprintf(stderr, "harness: --scenario overlay-nat: the generator learns each translation from a TCP SYN; not with "
                     "--proto udp\n");
     return 2;
@@ -512,7 +514,7 @@ int parse_sweep_flags(int argc, char** argv, SweepConfig* cfg, bool* no_rfc2544)
         if (std::find(known.begin(), known.end(), x) == known.end()) bad(x);
     };
     // One name of `known` (--scenario, --segmentation).
-    auto one_of = [&](const std::vector<std::string>& known, std::string* out) {
+    auto one_of = [&](const std::vector<std::string>& known) -> std::string {
       std::vector<std::string> one;
       names(known, &one);
       if (one.size() != 1) {
@@ -521,7 +523,7 @@ int parse_sweep_flags(int argc, char** argv, SweepConfig* cfg, bool* no_rfc2544)
         fprintf(stderr, "harness: %s takes one of %s\n", a.c_str(), all.c_str());
         exit(2);
       }
-      *out = one[0];
+      return one[0];
     };
     if (a == "--help" || a == "-h") {
       fputs(kHelp, stdout);
@@ -531,7 +533,7 @@ int parse_sweep_flags(int argc, char** argv, SweepConfig* cfg, bool* no_rfc2544)
     else if (a == "--instances") ints(kInstancesLimit, &cfg->instances);
     else if (a == "--sizes") ints(kSizesLimit, &cfg->sizes);
     else if (a == "--proto") names(kProtoNames, &cfg->protos);
-    else if (a == "--dut") names(kDutNames, &cfg->duts);
+    else if (a == "--dut") names(dut_names(), &cfg->duts);
     else if (a == "--duration") cfg->duration_s = num(kDurationLimit.lo, kDurationLimit.hi);
     else if (a == "--repeat") cfg->repeat = num(kRepeatLimit.lo, kRepeatLimit.hi);
     else if (a == "--warmup") cfg->warmup_s = num(kWarmupLimit.lo, kWarmupLimit.hi);
@@ -542,8 +544,8 @@ int parse_sweep_flags(int argc, char** argv, SweepConfig* cfg, bool* no_rfc2544)
     else if (a == "--no-interleave") cfg->interleave = false;
     else if (a == "--mtu") cfg->mtu = num(kMtuLimit.lo, kMtuLimit.hi);
     else if (a == "--dataplane-config") cfg->dataplane_config = val();
-    else if (a == "--scenario") one_of(kScenarioNames, &cfg->scenario);
-    else if (a == "--segmentation") one_of(kSegmentationNames, &cfg->segmentation);
+    else if (a == "--scenario") cfg->scenario = *parse_scenario(one_of(scenario_names()));
+    else if (a == "--segmentation") cfg->segmentation = *parse_segmentation(one_of(segmentation_names()));
     else if (a == "--out") cfg->out_dir = absolute(val());
     else if (a == "--resume") cfg->resume_dir = absolute(val());
     else if (a == "--ci") cfg->ci = true;
@@ -592,7 +594,7 @@ int rfc2544_stage(const SweepConfig& cfg, const std::string& dir) {
   rc.dataplane_config = cfg.dataplane_config;
   rc.out_dir = dir;
   rc.scenarios = {cfg.scenario};
-  if (cfg.scenario == "overlay-nat" && rc.proto == "udp") {
+  if (cfg.scenario == Scenario::kOverlayNat && rc.proto == "udp") {
     fprintf(stderr, "harness: the config's rfc2544 stage is not run: overlay-nat is TCP only there\n");
     return 1;
   }
@@ -667,18 +669,18 @@ int main(int argc, char** argv) {
         return 2;
       }
   if (int rc = parse_sweep_flags(argc, argv, &cfg, &no_rfc2544); rc >= 0) return rc;
-  if (cfg.inventory && cfg.scenario != "firewall") {
+  if (cfg.inventory && cfg.scenario != Scenario::kFirewall) {
     fprintf(stderr,
             "harness: --scenario %s: built on the namespace testbed only (its server VTEP and routes are made "
             "there); a lab's hosts are set up as they are\n",
-            cfg.scenario.c_str());
+            std::string(name(cfg.scenario)).c_str());
     return 2;
   }
-  if (!cfg.lab.empty() && cfg.segmentation != "wire") {
+  if (!cfg.lab.empty() && cfg.segmentation != Segmentation::kWire) {
     fprintf(stderr,
             "harness: --segmentation %s: the namespace testbed's setting; a lab's hosts send what their NICs put on "
             "the wire\n",
-            cfg.segmentation.c_str());
+            std::string(name(cfg.segmentation)).c_str());
     return 2;
   }
   if (cfg.inventory) {

@@ -104,7 +104,7 @@ SweepView sweep_view(const std::vector<Row>& rows, const std::stringstream& mach
   }
   v.sizes.assign(sizes_set.begin(), sizes_set.end());
   if (v.sizes.empty()) v.sizes = {64};
-  v.have_ceiling = std::find(v.duts.begin(), v.duts.end(), "testpmd-io") != v.duts.end();
+  v.have_ceiling = std::find(v.duts.begin(), v.duts.end(), kCeiling) != v.duts.end();
   std::istringstream ms(machine.str());
   for (std::string line; std::getline(ms, line);)
     if (line.rfind("line_rate_gbps: ", 0) == 0) v.line_rate = to_num(line.substr(16), 0);
@@ -149,7 +149,7 @@ void throughput_sections(SweepView& v, Section* charts_out, std::vector<Section>
           row.push_back(f2(c.gbps) + " [" + f2(c.gmin) + ".." + f2(c.gmax) + "]" +
                         (line_rate > 0 ? " " + std::to_string(std::lround(100 * c.gbps / line_rate)) + " %" : ""));
           series[d][size] = Point{c.gbps, c.gmin, c.gmax};
-          if (d == "testpmd-io") ceiling = std::max(ceiling, c.gbps);
+          if (d == kCeiling) ceiling = std::max(ceiling, c.gbps);
         }
       }
       s.rows.push_back(row);
@@ -188,12 +188,12 @@ Section paired_section(const std::vector<Row>* rows, SweepView& v) {
     });
     for (const auto& k : pkeys) {
       auto& by_dut = reps[k];
-      auto base = by_dut.find("testpmd-io");
+      auto base = by_dut.find(kCeiling);
       if (base == by_dut.end()) continue;
       auto p = split(k);
       std::string cell = p[0] == "latency" ? "latency " + p[3] + " B" : p[1] + " x" + p[2] + " " + p[3] + " B";
       for (const auto& d : duts) {
-        if (d == "testpmd-io" || !by_dut.count(d)) continue;
+        if (d == kCeiling || !by_dut.count(d)) continue;
         std::vector<double> tr, lr;
         size_t npaired = 0;
         std::string why_missing;  // the first reason a round has no latency pair
@@ -209,7 +209,7 @@ Section paired_section(const std::vector<Row>* rows, SweepView& v) {
           else if (why_missing.empty())
           {
             const std::string& e = !(x > 0) ? (*row)[Col::error] : (*b->second)[Col::error];
-            why_missing = (!(x > 0) ? d : std::string("testpmd-io")) + ": " +
+            why_missing = (!(x > 0) ? d : kCeiling) + ": " +
                           (e.empty() ? std::string("no latency figure, no reason recorded") : e);
           }
         }
@@ -259,8 +259,8 @@ Section reach_section(SweepView& v) {
         for (const auto& k : keys) {
           auto& m = t[k];
           if (!m.count(d) || !m[d].ok) continue;
-          if (line_rate <= 0 && (!m.count("testpmd-io") || !m["testpmd-io"].ok)) continue;
-          if (m[d].gbps >= 0.9 * (line_rate > 0 ? line_rate : m["testpmd-io"].gbps)) {
+          if (line_rate <= 0 && (!m.count(kCeiling) || !m[kCeiling].ok)) continue;
+          if (m[d].gbps >= 0.9 * (line_rate > 0 ? line_rate : m[kCeiling].gbps)) {
             found = split(k)[3] + " B";
             break;
           }
@@ -315,23 +315,23 @@ Section relative_section(SweepView& v) {
   const auto& duts = v.duts;
   // Relative, in the blog's terms: ours against each peer.
   Section rel;
-  if (std::find(duts.begin(), duts.end(), "dataplane") != duts.end()) {
+  if (std::find(duts.begin(), duts.end(), kSubject) != duts.end()) {
     rel.title = "dataplane against its peers";
     rel.text = "Geometric mean of dataplane / peer over the cells both have (throughput: higher is better; latency: "
                "lower is better).";
     rel.header = {"peer", "dataplane throughput", "dataplane latency p50"};
     for (const auto& peer : duts) {
-      if (peer == "dataplane") continue;
+      if (peer == kSubject) continue;
       double lt = 0, ll = 0;
       int nt = 0, nl = 0;
       for (auto& [k, m] : t) {
-        if (!m.count("dataplane") || !m.count(peer) || !m["dataplane"].ok || !m[peer].ok) continue;
-        if (split(k)[0] == "throughput" && m["dataplane"].gbps > 0 && m[peer].gbps > 0) {
-          lt += std::log(m["dataplane"].gbps / m[peer].gbps);
+        if (!m.count(kSubject) || !m.count(peer) || !m[kSubject].ok || !m[peer].ok) continue;
+        if (split(k)[0] == "throughput" && m[kSubject].gbps > 0 && m[peer].gbps > 0) {
+          lt += std::log(m[kSubject].gbps / m[peer].gbps);
           nt++;
         }
-        if (split(k)[0] == "latency" && m["dataplane"].p50 > 0 && m[peer].p50 > 0) {
-          ll += std::log(m["dataplane"].p50 / m[peer].p50);
+        if (split(k)[0] == "latency" && m[kSubject].p50 > 0 && m[peer].p50 > 0) {
+          ll += std::log(m[kSubject].p50 / m[peer].p50);
           nl++;
         }
       }
@@ -384,7 +384,7 @@ std::string segmentation_sentence(const SweepView& v) {
 // under that load; then latency without load.
 std::vector<Section> findings_sections(SweepView& v) {
   const bool line = v.line_rate > 0;
-  const bool have_dp = std::find(v.duts.begin(), v.duts.end(), "dataplane") != v.duts.end();
+  const bool have_dp = std::find(v.duts.begin(), v.duts.end(), kSubject) != v.duts.end();
   Section f;
   f.title = "Findings";
   f.text = "Per instance count, over the sizes measured (median [min..max] over sizes): each DUT's throughput as a "
@@ -407,11 +407,11 @@ std::vector<Section> findings_sections(SweepView& v) {
           if (why.empty()) why = c.error.empty() ? "no figure" : c.error;
           continue;
         }
-        const double ref = line ? v.line_rate : m.count("testpmd-io") && m["testpmd-io"].ok ? m["testpmd-io"].gbps : 0;
+        const double ref = line ? v.line_rate : m.count(kCeiling) && m[kCeiling].ok ? m[kCeiling].gbps : 0;
         if (ref > 0) share.push_back(c.gbps / ref);
-        if (have_dp && d != "dataplane" && m.count("dataplane") && m["dataplane"].ok && m["dataplane"].gbps > 0) {
-          ratio.push_back(m["dataplane"].gbps / c.gbps);
-          if (m["dataplane"].p50 > 0 && c.p50 > 0) dlat.push_back(m["dataplane"].p50 - c.p50);
+        if (have_dp && d != kSubject && m.count(kSubject) && m[kSubject].ok && m[kSubject].gbps > 0) {
+          ratio.push_back(m[kSubject].gbps / c.gbps);
+          if (m[kSubject].p50 > 0 && c.p50 > 0) dlat.push_back(m[kSubject].p50 - c.p50);
         }
       }
       // A DUT without a figure says why once (its rows carry the whole reason).
@@ -420,7 +420,7 @@ std::vector<Section> findings_sections(SweepView& v) {
                           "no figure: " + (why.size() > 160 ? why.substr(0, 160) + "..." : why), "-", "-"});
         continue;
       }
-      const std::string peer = d == "dataplane" ? "-" : !have_dp ? "no dataplane rows" : "";
+      const std::string peer = d == kSubject ? "-" : !have_dp ? "no dataplane rows" : "";
       f.rows.push_back({g.first + " x" + std::to_string(g.second), d,
                         share.empty() ? (line || v.have_ceiling ? "no cell with testpmd-io's figure"
                                                                 : "no line rate or testpmd-io rows")
@@ -438,12 +438,12 @@ std::vector<Section> findings_sections(SweepView& v) {
     for (auto& [k, m] : v.t) {
       if (split(k)[0] != "latency" || !m.count(d) || !m[d].ok || m[d].p50 <= 0) continue;
       p50.push_back(m[d].p50);
-      if (have_dp && d != "dataplane" && m.count("dataplane") && m["dataplane"].ok && m["dataplane"].p50 > 0)
-        diff.push_back(m["dataplane"].p50 - m[d].p50);
+      if (have_dp && d != kSubject && m.count(kSubject) && m[kSubject].ok && m[kSubject].p50 > 0)
+        diff.push_back(m[kSubject].p50 - m[d].p50);
     }
     if (p50.empty()) continue;
     idle.rows.push_back({d, spread_text(p50, 1, 1, ""),
-                         d == "dataplane" ? "-" : diff.empty() ? "no common size" : spread_text(diff, 1, 1, "", true)});
+                         d == kSubject ? "-" : diff.empty() ? "no common size" : spread_text(diff, 1, 1, "", true)});
   }
   std::vector<Section> out;
   if (!f.rows.empty()) out.push_back(f);

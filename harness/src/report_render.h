@@ -7,9 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "harness/profiles.h"
 #include "harness/results.h"
 
 namespace harness::report_detail {
+
+// The DUTs the reports compare by role (profiles.h): every DUT against the
+// dataplane, and against testpmd-io, the bed's ceiling.
+inline const std::string kSubject(role_dut(DutRole::kSubject)), kCeiling(role_dut(DutRole::kCeiling));
+inline const std::string kOvsDpdk(name(DutKind::kOvsDpdk));
 
 // The fields of a cell key ("kind|proto|instances|size").
 std::vector<std::string> split(const std::string& k);

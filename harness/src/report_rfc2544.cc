@@ -130,8 +130,8 @@ Section rfc_paired_section(RfcView& view) {
   for (const Kp& k : conns_set)
     for (int f : frames)
       for (const auto& d : duts)
-        for (const char* peer : {"testpmd-io", "ovs-dpdk"}) {
-          if (d == peer || d == "testpmd-io" || !cells.count({k, f, d}) || !cells.count({k, f, peer})) continue;
+        for (const std::string& peer : {kCeiling, kOvsDpdk}) {
+          if (d == peer || d == kCeiling || !cells.count({k, f, d}) || !cells.count({k, f, peer})) continue;
           auto& mine = cells[{k, f, d}];
           auto& theirs = cells[{k, f, peer}];
           auto ratio = [&](Col c) -> std::string {
@@ -152,7 +152,7 @@ Section rfc_paired_section(RfcView& view) {
             return f2(sp.median) + " [" + f2(sp.min) + ".." + f2(sp.max) + "], " + std::to_string(v.size()) + " rounds";
           };
           paired.rows.push_back({kp_label(k), std::to_string(f), d, peer, ratio(Col::zero_loss_mpps),
-                                 std::string(peer) == "testpmd-io" ? "n/a: testpmd-io tracks nothing"
+                                 std::string(peer) == kCeiling ? "n/a: testpmd-io tracks nothing"
                                                                    : ratio(Col::cps_established)});
         }
   return paired;
@@ -216,8 +216,8 @@ Section rfc2544_headline(const std::vector<Row>& rows) {
       auto it = v.cells.find({k, f, d});
       if (it == v.cells.end()) continue;
       std::string ratio = "-";
-      auto dp = v.cells.find({k, f, std::string("dataplane")});
-      if (d != "dataplane" && dp != v.cells.end()) {
+      auto dp = v.cells.find({k, f, kSubject});
+      if (d != kSubject && dp != v.cells.end()) {
         std::vector<double> r;
         for (auto& [round, row] : it->second) {
           auto o = dp->second.find(round);
@@ -232,7 +232,7 @@ Section rfc2544_headline(const std::vector<Row>& rows) {
           ratio = f2(sp.median) + (r.size() > 1 ? " [" + f2(sp.min) + ".." + f2(sp.max) + "]" : "") + ", " +
                   std::to_string(r.size()) + " rounds";
         }
-      } else if (d != "dataplane") {
+      } else if (d != kSubject) {
         ratio = "no dataplane rows";
       }
       h.rows.push_back({kp_label(k), std::to_string(f), d, round_summary(it->second, Col::zero_loss_mpps), ratio});

@@ -68,7 +68,7 @@ long long tracker_room(const Rfc2544Config& c) {
 // generator), forwarding on lcore 0.
 Result<std::unique_ptr<Dut>> memif_dut(const std::string& name, const Rfc2544Config& c, DutHost& host,
                                        const std::string& dir, const std::string& a, const std::string& b,
-                                       const std::string& scenario = "firewall") {
+                                       Scenario scenario = Scenario::kFirewall) {
   DutSite site;
   site.scenario = scenario;
   site.host = &host;
@@ -82,9 +82,7 @@ Result<std::unique_ptr<Dut>> memif_dut(const std::string& name, const Rfc2544Con
   site.tracker_room_exact = c.tracker_capacity > 0;
   site.dataplane = c.build_dir + "/dataplane/dataplane";
   site.dataplane_ctl = c.build_dir + "/dataplane/dataplane-ctl";
-  site.dataplane_config = c.dataplane_config;
-  if (scenario == "overlay-nat" && site.dataplane_config.ends_with("configs/dataplane/firewall.yaml"))
-    site.dataplane_config = c.source_dir + "/configs/dataplane/overlay-nat.yaml";
+  site.dataplane_config = dataplane_config_for(scenario, c.dataplane_config, c.source_dir);
   site.source_dir = c.source_dir;
   return make_dut(name, site);
 }
@@ -483,8 +481,8 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
   int errors = 0;
   for (int round = 1; round <= cfg.repeat && !stop; round++) {
     bool all_done = true;
-    for (const std::string& sc : cfg.scenarios)
-      for (const std::string& d : cfg.duts) all_done = all_done && round_done(d, sc, round);
+    for (Scenario sc : cfg.scenarios)
+      for (const std::string& d : cfg.duts) all_done = all_done && round_done(d, std::string(name(sc)), round);
     if (all_done) continue;
     std::map<int, std::string> ceiling;
     {
@@ -492,8 +490,9 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
       if (Status st = sp.make(); !st) return st;
       ceiling = generator_ceilings(cfg, sp.ns, out, a, b, round);
     }
-    for (const std::string& sc : cfg.scenarios)
+    for (Scenario scenario : cfg.scenarios)
     for (const std::string& dname : cfg.duts) {
+      const std::string sc(name(scenario));
       if (stop) break;
       if (round_done(dname, sc, round)) continue;
       for (int k : cfg.conns)
@@ -511,7 +510,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           auto host = local_host(ns, ddir);
           std::unique_ptr<Dut> dut;
           std::string why;
-          if (auto d = memif_dut(dname, cfg, *host, ddir, a, b, sc); !d)
+          if (auto d = memif_dut(dname, cfg, *host, ddir, a, b, scenario); !d)
             why = d.message();
           else if (Status s = (dut = std::move(d.value()))->start(); !s)
             why = "start: " + s.message();
@@ -521,7 +520,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           r[Col::dut] = dname;
           r[Col::dut_version] = dut ? dut->version() : dname;
           r[Col::scenario] = sc;
-          r[Col::overlay_check] = sc == "firewall" ? "n/a: no overlay in the firewall scenario" : "n/a: not measured";
+          r[Col::overlay_check] = profile(scenario).no_check;
           r[Col::frame_bytes] = std::to_string(f);
           r[Col::conns] = std::to_string(k);
           r[Col::proto] = cfg.proto;
@@ -531,7 +530,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           long long ct = -1, ct_at_end = -1;
           std::string drops_why, died;
           if (why.empty())
-            j = generate(cfg, ns, a, b, f, k, dut.get(), ddir + "/gen", &ct, &drops_why, sc == "overlay-nat", [&] {
+            j = generate(cfg, ns, a, b, f, k, dut.get(), ddir + "/gen", &ct, &drops_why, scenario == Scenario::kOverlayNat, [&] {
               if (Status alive = dut->alive(); !alive) died = "the DUT died during the cell: " + alive.message();
               else if (ct == -1) ct_at_end = dut->ct_entries();
               dut->stop();

@@ -269,11 +269,9 @@ void DutSession::open_testbed() {
   site_.prefix_tag = "harness-";
   site_.dataplane = cfg_.build_dir + "/dataplane/dataplane";
   site_.dataplane_ctl = cfg_.build_dir + "/dataplane/dataplane-ctl";
-  site_.dataplane_config = cfg_.dataplane_config;
+  site_.dataplane_config = dataplane_config_for(cfg_.scenario, cfg_.dataplane_config, cfg_.source_dir);
   site_.scenario = cfg_.scenario;
   site_.segmentation = cfg_.segmentation;
-  if (cfg_.scenario == "overlay-nat" && site_.dataplane_config.ends_with("configs/dataplane/firewall.yaml"))
-    site_.dataplane_config = cfg_.source_dir + "/configs/dataplane/overlay-nat.yaml";
   site_.source_dir = cfg_.source_dir;
   // The tracker is preallocated at start: room for the background
   // connections (each worker's shard could get all of them) goes in now.
@@ -370,7 +368,7 @@ Status DutSession::start_server(int i) {
   o.stderr_path = "/dev/null";
   std::vector<std::string> argv = {"iperf3", "-s", "-p", std::to_string(5201 + i), "--rcv-timeout",
                                    std::to_string((cfg_.duration_s + 10) * 1000), "-B", tr_->server_address()};
-  if (cfg_.scenario == "overlay-nat") {  // its JSON names the peer each test came from (the translation)
+  if (cfg_.scenario == Scenario::kOverlayNat) {  // its JSON names the peer each test came from (the translation)
     argv.push_back("-J");
     o.stdout_path = server_log(i);
   }
@@ -444,11 +442,11 @@ Row DutSession::base_row(const std::string& kind, const std::string& proto, int 
   r[Col::size_bytes] = std::to_string(size);
   r[Col::background_conns] = std::to_string(bg_ ? bg_->setup().established : 0);
   r[Col::background_setup_per_s] = bg_ ? fmt(bg_->setup().per_s, 0) : std::string("n/a: none asked for");
-  r[Col::scenario] = cfg_.scenario;
-  r[Col::segmentation] = cfg_.segmentation;
+  r[Col::scenario] = harness::name(cfg_.scenario);
+  r[Col::segmentation] = harness::name(cfg_.segmentation);
   // The throughput rows carry the overlay's evidence; the rest say so.
-  r[Col::overlay_check] = cfg_.scenario == "overlay-nat" ? "n/a: checked in this DUT's throughput rows"
-                                                         : "n/a: no overlay in the firewall scenario";
+  r[Col::overlay_check] = profile(cfg_.scenario).overlay ? std::string_view("n/a: checked in this DUT's throughput rows")
+                                                         : profile(cfg_.scenario).no_check;
   return r;
 }
 
@@ -646,7 +644,7 @@ void throughput_rep(SweepRun& run, DutSession& s, const std::string& proto, int 
   std::string rp = s.dir() + "/" + proto + "-x" + std::to_string(inst) + "-" + std::to_string(size) + "-r" +
                    std::to_string(rep);
   auto drops_before = s.counters();
-  auto vtep_before = cfg.scenario == "overlay-nat" ? vtep_packets(s.transport()) : Result<std::pair<long long, long long>>(std::pair<long long, long long>{0, 0});
+  auto vtep_before = profile(cfg.scenario).overlay ? vtep_packets(s.transport()) : Result<std::pair<long long, long long>>(std::pair<long long, long long>{0, 0});
   RunOut o = run_traffic(s.transport(), proto, inst, size, cfg.duration_s, cfg.omit_s, rp, cfg.sockperf);
   s.renew_servers(o, inst);
   if (o.server_busy && !run.stop) {
@@ -692,12 +690,12 @@ void throughput_rep(SweepRun& run, DutSession& s, const std::string& proto, int 
     r[Col::error] = "latency under load: " + o.lat.error;
   }
   s.dut_view(r, drops_before);
-  if (cfg.scenario == "overlay-nat") {
+  if (profile(cfg.scenario).overlay) {
     const bool was_ok = r[Col::status] == "ok";
     overlay_check(s, vtep_before, inst, r);
     if (was_ok && r[Col::status] != "ok") run.errors++;
   } else {
-    r[Col::overlay_check] = "n/a: no overlay in the firewall scenario";
+    r[Col::overlay_check] = profile(cfg.scenario).no_check;
   }
 }
 

@@ -96,7 +96,8 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
     return {};
   };
   const std::set<std::string> protos(kProtoNames.begin(), kProtoNames.end());
-  const std::set<std::string> duts(kDutNames.begin(), kDutNames.end());
+  const std::vector<std::string> known_duts = dut_names();
+  const std::set<std::string> duts(known_duts.begin(), known_duts.end());
   if (Status s = ints("instances", &c->instances, kInstancesLimit.lo, kInstancesLimit.hi); !s) return s;
   if (Status s = ints("sizes", &c->sizes, kSizesLimit.lo, kSizesLimit.hi); !s) return s;
   if (Status s = strs("protos", &c->protos, protos); !s) return s;
@@ -117,9 +118,9 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
   if (YAML::Node v = n["dataplane_config"]) c->dataplane_config = v.Scalar();
   if (YAML::Node v = n["out_dir"]) c->out_dir = v.Scalar();
   if (YAML::Node v = n["segmentation"]) {
-    if (!v.IsScalar() || std::find(kSegmentationNames.begin(), kSegmentationNames.end(), v.Scalar()) == kSegmentationNames.end())
-      return err(v, "segmentation", "expected wire or host");
-    c->segmentation = v.Scalar();
+    auto seg = v.IsScalar() ? parse_segmentation(v.Scalar()) : std::nullopt;
+    if (!seg) return err(v, "segmentation", "expected wire or host");
+    c->segmentation = *seg;
   }
   if (YAML::Node r = n["rfc2544"]) {
     if (!r.IsMap()) return err(r, "rfc2544", "expected a mapping (frame_sizes, conns, duts, trial_s, ...)");

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "harness/preconditions.h"
+#include "harness/profiles.h"
 #include "harness/ssh.h"
 #include "sdn/status.h"
 #include "testbed/process.h"
@@ -76,8 +77,6 @@ std::unique_ptr<DutHost> ssh_host(SshSession& ssh);
 // back.
 sdn::Result<int> sweep_dead_runs();
 
-enum class Attach { kAfPacket, kMemif, kPci };
-
 struct DutPort {
   Attach attach = Attach::kAfPacket;
   std::string name;  // the interface, the memif socket path, or the PCI address
@@ -113,11 +112,10 @@ struct DutSite {
   // kernel-ct on the testbed: the DUT namespace is made a router with proxy
   // ARP for these endpoints (a lab's DUT host is set up as one already).
   std::string router_client_ip, router_server_ip;
-  // "firewall" or "overlay-nat" (SweepConfig::scenario): with overlay-nat
-  // the DUT terminates the bed's VXLAN tunnel and source-NATs the client.
-  std::string scenario = "firewall";
-  // "wire" or "host" (SweepConfig::segmentation).
-  std::string segmentation = "wire";
+  // With overlay-nat the DUT terminates the bed's VXLAN tunnel and
+  // source-NATs the client (SweepConfig::scenario).
+  Scenario scenario = Scenario::kFirewall;
+  Segmentation segmentation = Segmentation::kWire;
 };
 
 // DPDK devargs of a port (af_packet with frames for the MTU, a memif server,
@@ -175,12 +173,10 @@ class Dut {
   virtual sdn::Status alive() { return {}; }
 };
 
-// Every profile make_dut() knows.
-inline const std::vector<std::string> kDutNames{"dataplane",  "ovs-dpdk",         "kernel-ct",
-                                                "testpmd-io", "ovs-dpdk-offload", "ovs-kernel-tc"};
-
-// The profile `name` on `site`. Its preconditions on the host (a ConnectX
-// in switchdev mode for the offload profiles) are checked by start().
+// The profile `name` (profiles.h) on `site`, refused when the site asks for
+// what the profile cannot do (a scenario, a segmentation mode, a port
+// kind). Its preconditions on the host (a ConnectX in switchdev mode for
+// the offload profiles) are checked by start().
 sdn::Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const DutSite& site);
 
 // Tracker entries a DUT gets beyond the connections it must hold

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/profiles.h"
 #include "sdn/status.h"
 
 namespace harness {
@@ -15,9 +16,9 @@ struct Rfc2544Config {
   std::vector<int> frames{64, 512, 1518};
   std::vector<int> conns{1000, 100000};
   std::vector<std::string> duts{"dataplane", "testpmd-io", "ovs-dpdk"};
-  // Each DUT in each: "firewall" (the default) or "overlay-nat" (harness-gen
+  // Each DUT in each: the firewall (the default) or overlay-nat (harness-gen
   // --overlay: the server side is a VXLAN VTEP behind the DUT's source NAT).
-  std::vector<std::string> scenarios{"firewall"};
+  std::vector<Scenario> scenarios{Scenario::kFirewall};
   double trial_s = 2;
   double loss = 0;  // fraction allowed at the zero-loss rate
   std::string proto = "tcp";  // or "udp": flows set up by a datagram each way (no churn)

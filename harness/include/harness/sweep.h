@@ -42,18 +42,18 @@ struct SweepConfig {
   // With MTU 1500, TCP sizes above the MSS are iperf3's write size.
   int mtu = 1500;
   std::string dataplane_config = "configs/dataplane/firewall.yaml";
-  // "firewall" (client and server on one subnet through a stateful
-  // firewall) or "overlay-nat" (the server behind a VXLAN tunnel the DUT
+  // The firewall (client and server on one subnet through a stateful
+  // firewall) or overlay-nat (the server behind a VXLAN tunnel the DUT
   // terminates, the client source-NATed to a floating address; README:
   // harness, Scenarios).
-  std::string scenario = "firewall";
-  // How the endpoints hand TCP to the DUT. "wire" (default): as from a real
+  Scenario scenario = Scenario::kFirewall;
+  // How the endpoints hand TCP to the DUT. Wire (default): as from a real
   // wire, MTU-size frames (the endpoints' veths without TX checksum offload,
   // so without TSO: the kernel segments before the veth); what a DUT does
   // with them (GRO on a kernel DUT) is its own. "host": the endpoints keep
   // TSO/GSO, so the kernel DUT gets 64 KB packets through veth with no
   // per-frame cost, a comparison no real wire allows (kernel DUTs only).
-  std::string segmentation = "wire";
+  Segmentation segmentation = Segmentation::kWire;
   std::string out_dir;      // default results/runs/<timestamp>
   std::string resume_dir;
   // Where the traffic tools run: "" the namespace testbed's namespaces;
@@ -80,8 +80,6 @@ struct Limit {
 inline constexpr Limit kInstancesLimit{1, 128}, kSizesLimit{16, 65000}, kDurationLimit{1, 3600},
     kRepeatLimit{1, 100}, kWarmupLimit{0, 600}, kOmitLimit{0, 60}, kBackgroundLimit{0, 2000000}, kMtuLimit{576, 9000};
 inline const std::vector<std::string> kProtoNames{"tcp", "udp"};
-inline const std::vector<std::string> kScenarioNames{"firewall", "overlay-nat"};
-inline const std::vector<std::string> kSegmentationNames{"wire", "host"};
 
 // Loads configs/harness/*.yaml over the defaults. Errors name file, line, key.
 sdn::Status load_sweep_config(const std::string& path, SweepConfig* c);
@@ -97,8 +95,8 @@ struct Bed {
   int mtu = 1500;
   std::string ssh_dir;  // keys, sshd configs, known_hosts
   std::vector<testbed::Process> sshd;
-  static sdn::Result<std::unique_ptr<Bed>> build(int mtu, bool ssh = false, const std::string& scenario = "firewall",
-                                                 const std::string& segmentation = "wire");
+  static sdn::Result<std::unique_ptr<Bed>> build(int mtu, bool ssh = false, Scenario scenario = Scenario::kFirewall,
+                                                 Segmentation segmentation = Segmentation::kWire);
   // The testbed as a lab (`harness testbed up --inventory FILE`): sshd in the
   // client, server and DUT namespaces, reached from this namespace over
   // management links (192.168.251.0/24), the DUT namespace set up as a
@@ -116,7 +114,7 @@ struct Bed {
   static constexpr const char* kLocalVtep = "192.0.2.1", *kRemoteVtep = "192.0.2.2";
   static constexpr const char* kClientMac = "02:00:00:00:0c:00", *kServerMac = "02:00:00:00:02:02",
                                *kNextHopMac = "02:00:00:00:0a:0a", *kVtepMac = "02:00:00:00:01:01";
-  std::string scenario = "firewall";
+  Scenario scenario = Scenario::kFirewall;
   std::string server_ip = kServerIp;  // where the client's tools go
 };
 
