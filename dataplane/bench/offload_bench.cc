@@ -106,7 +106,7 @@ struct Rig {
   }
   static int work(void* arg) {
     auto* r = static_cast<Rig*>(arg);
-    dp::Mlx5Model* nic = r->off->nic();
+    dp::Mlx5Model* nic = r->off->model();
     while (!r->stop.load(std::memory_order_relaxed)) nic->service(0, mono_ns());
     return 0;
   }
@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
     const double ops = n_aso + n_flows > 0 ? (4 * n_aso + 2 * n_flows) / (n_aso + n_flows) : 2;
     double rate = done / s, ceiling = oc.insert_rate / ops;
     unsigned long long ct_max = r.stat("ct_ops_outstanding_max"), ct_limit = r.stat("ct_ops_limit"),
-                       wqes = r.off->nic()->ct_wqes_max();
+                       wqes = r.off->model()->ct_wqes_max();
     if (g_json)
       printf("{\"bench\": \"offload_rate\", \"provider\": \"rte_flow+model\", \"nic\": \"%s\", \"engine\": \"%s\", "
              "\"conntrack\": \"%s\", "
@@ -264,7 +264,7 @@ int main(int argc, char** argv) {
     const uint32_t kBatch = 10000;
     oc.table_size = 4 * kBatch;
     Rig r(oc, 4 * kBatch);
-    uint64_t base_rules = r.off->nic()->flows_in_use();
+    uint64_t base_rules = r.off->model()->flows_in_use();
     auto t0 = Clock::now();
     for (uint32_t done = 0; done < churn; done += kBatch) {
       for (uint32_t x = 0; x < kBatch; x++) {
@@ -276,7 +276,7 @@ int main(int argc, char** argv) {
       while (r.stat("jobs_in_use") > 0) r.control();
     }
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    dp::Mlx5Model* nic = r.off->nic();
+    dp::Mlx5Model* nic = r.off->model();
     unsigned long long ct_max = r.stat("ct_ops_outstanding_max"), wqes = nic->ct_wqes_max(),
                        failed = 0;
     for (const auto& [k, v] : r.off->stats().counters)

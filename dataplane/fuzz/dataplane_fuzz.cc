@@ -134,17 +134,17 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   g->off = std::move(dp::make_offload_provider(oc, 1).value());
   rte_mempool* pool = rte_pktmbuf_pool_create("fuzz", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
   if (!pool || !dp::start_ports(*g->off, {0, 1}, pool)) abort();
-  g->off->nic()->set_clock([](void* now) { return *static_cast<uint64_t*>(now); }, &g->now);
+  g->off->model()->set_clock([](void* now) { return *static_cast<uint64_t*>(now); }, &g->now);
   g->host.port_ids = {0, 1};
   g->host.shards = {g->ct.get()};
   g->host.marks = &g->marks;
   if (!g->off->start(g->host)) abort();
   g->off->poll(g->now);
   g->off->on_pipeline(*g->pl);
-  g->start_refusals = g->off->nic()->refusals();
+  g->start_refusals = g->off->model()->refusals();
   if (g->start_refusals > 1) {
     fprintf(stderr, "the NIC model refused %llu calls at start: %s\n",
-            static_cast<unsigned long long>(g->start_refusals), g->off->nic()->last_error().c_str());
+            static_cast<unsigned long long>(g->start_refusals), g->off->model()->last_error().c_str());
     abort();
   }
   return 0;
@@ -166,7 +166,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
   dp::Verdict v[dp::kMaxBurst];
   uint32_t n = 0;
   size_t off = 0;
-  dp::Mlx5Model& nic = *g->off->nic();
+  dp::Mlx5Model& nic = *g->off->model();
   nic.service(0, g->now);
   // Per frame: [flags: bit0 port, bit1 carries a mark][len][mark: 4 bytes if bit1][frame]
   dp::PacketIn all[dp::kMaxBurst];

@@ -233,7 +233,7 @@ TEST_F(Model, FailedOrRepeatedConfigureReleasesThePort) {
   for (uint16_t p : {2, 1, 0}) rte_eth_dev_stop(p);
   Mlx5ModelConfig c;
   c.apply_profile("cx6dx-switchdev-ct-fdb");
-  c.log_ct_max_alloc = 10;
+  c.limits.log_ct_max_alloc = 10;
   make_with(c);
   ASSERT_EQ(configure(0, 0), 0) << m->last_error();
   refused("ct-pool-size", configure(0, 2048), ENODATA);
@@ -458,7 +458,7 @@ TEST_F(Model, TemplatesFitTheMatchDefiner) {
     SCOPED_TRACE(full_dw_jumbo ? "full dword jumbo" : "six full, three limited");
     Mlx5ModelConfig c;
     c.apply_profile("cx6dx-switchdev-ct-fdb");
-    c.full_dw_jumbo = full_dw_jumbo;
+    c.limits.full_dw_jumbo = full_dw_jumbo;
     make_with(c);
     up();
     rte_flow_item_ipv6 v6both{}, v6dst{};
@@ -547,8 +547,8 @@ TEST_F(Model, TemplatesFitTheMatchDefiner) {
   EXPECT_NE(table(0, 0, p, t, false), nullptr) << m->last_error();
   refused_null("match-definer", table(0, 1, p, t, false), ENOTSUP);
   Mlx5ModelConfig c;
-  for (const auto& prof : nic_profiles()) EXPECT_FALSE(prof.full_dw_jumbo) << prof.name << ": no card's value has been read";
-  EXPECT_FALSE(c.full_dw_jumbo);
+  for (const auto& prof : nic_profiles()) EXPECT_FALSE(prof.limits.full_dw_jumbo) << prof.name << ": no card's value has been read";
+  EXPECT_FALSE(c.limits.full_dw_jumbo);
 }
 
 TEST_F(Model, RulesOnThePortThatOwnsTheTable) {
@@ -651,7 +651,7 @@ TEST_F(Model, ConntrackProfileAndPoolSize) {
   for (uint16_t p : {2, 1, 0}) rte_eth_dev_stop(p);
   Mlx5ModelConfig c;
   c.apply_profile("cx6dx-switchdev-ct-fdb");
-  c.log_ct_max_alloc = 10;
+  c.limits.log_ct_max_alloc = 10;
   make_with(c);
   refused("ct-pool-size", configure(0, 1025), ENODATA);
   EXPECT_EQ(configure(0, 1024), 0) << m->last_error();
@@ -932,7 +932,7 @@ TEST_F(Model, ConntrackQueueHoldsItsDepth) {
   c.esw = false;
   c.max_flows = 64;
   c.ring = 4096;
-  c.ct_queue_depth = 8;  // 1024 in the driver; 8 keeps the test short
+  c.limits.ct_queue_depth = 8;  // 1024 in the driver; 8 keeps the test short
   m = std::make_unique<Mlx5Model>(c, std::vector<uint16_t>{0, 1, 2});
   m->set_clock(fake_clock, &now);
   ASSERT_EQ(configure(0, 64, 64, 64, 64), 0) << m->last_error();
@@ -1231,7 +1231,7 @@ TEST_F(Model, ModifyFieldMaskedAsTheDriverWants) {
 TEST_F(Model, ActionArgumentsFitWhatTheFirmwareAllocates) {
   Mlx5ModelConfig c;
   c.apply_profile("cx6dx-switchdev-ct-fdb");
-  c.log_arg_max_alloc = 4;  // 16 rules' arguments
+  c.limits.log_arg_max_alloc = 4;  // 16 rules' arguments
   make_with(c);
   up();
   rte_flow_action_ethdev out{2};
@@ -1253,8 +1253,8 @@ TEST_F(Model, ActionArgumentsFitWhatTheFirmwareAllocates) {
   EXPECT_NE(table(0, 3, p, one, true, 1024), nullptr) << m->last_error();  // inline
   // A firmware whose smallest argument is two chunks takes no shared
   // reformat (one chunk, no bulk in 22.11.11).
-  c.log_arg_granularity = 1;
-  c.log_arg_max_alloc = 24;
+  c.limits.log_arg_granularity = 1;
+  c.limits.log_arg_max_alloc = 24;
   make_with(c);
   up();
   auto hdr = vxlan_outer("192.0.2.1", "192.0.2.2", 100, 64);

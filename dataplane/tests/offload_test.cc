@@ -113,7 +113,7 @@ struct Rig {
     Status ps = start_ports(*off, ports, test_pool());
     EXPECT_TRUE(ps.ok()) << ps.message();
     started = ports.size();
-    nic().set_clock(rig_clock, &now);
+    nic_model().set_clock(rig_clock, &now);
     host.port_ids = ports;
     host.shards = {ct.get()};
     host.marks = &marks;
@@ -121,33 +121,33 @@ struct Rig {
     off->poll(now);  // the provider takes its clock from the calls
     off->on_pipeline(*pl);
     settle();
-    base_rules = nic().flows_in_use();
+    base_rules = nic_model().flows_in_use();
   }
   ~Rig() {
     if (off) {
       Status s = off->flush();
       EXPECT_TRUE(s.ok()) << s.message();
-      EXPECT_EQ(nic().flows_in_use(), 0u);
-      EXPECT_EQ(nic().ct_in_use(), 0u);
-      EXPECT_EQ(nic().templates_in_use(), 0u);
-      EXPECT_EQ(nic().ct_overruns(), 0u);  // never past the pool (ct-pool-bound)
+      EXPECT_EQ(nic_model().flows_in_use(), 0u);
+      EXPECT_EQ(nic_model().ct_in_use(), 0u);
+      EXPECT_EQ(nic_model().templates_in_use(), 0u);
+      EXPECT_EQ(nic_model().ct_overruns(), 0u);  // never past the pool (ct-pool-bound)
       stop_ports(*off, ports);
       // (The provider's probes meet refusals by design on the other
       // profiles: no transfer proxy, no conntrack pool on an e-switch.)
       if (!refusals_expected && nic_profile == "cx6dx-switchdev-ct-fdb") {
-        EXPECT_EQ(nic().refusals(), 0u) << nic().last_error();
+        EXPECT_EQ(nic_model().refusals(), 0u) << nic_model().last_error();
       }
     }
     delete marks.load();
   }
-  Mlx5Model& nic() { return *off->nic(); }
-  uint64_t conn_rules() { return nic().flows_in_use() - base_rules; }
+  Mlx5Model& nic_model() { return *off->model(); }
+  uint64_t conn_rules() { return nic_model().flows_in_use() - base_rules; }
 
   Sent send(uint16_t port, std::vector<uint8_t> f) {
-    nic().service(0, now);
+    nic_model().service(0, now);
     PacketIn in{f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), port, false, 0};
     now += 10'000;
-    int16_t o = nic().rx(0, in, now);
+    int16_t o = nic_model().rx(0, in, now);
     if (o != kNicMiss) return {o, true};
     Verdict v;
     dp->run(*pl, &in, 1, now, &v);
@@ -161,16 +161,16 @@ struct Rig {
     bool by_nic;  // the NIC sent it (FDB); NIC Rx marks it for software to send on
     std::vector<uint8_t> frame;
     bool marked = false;
-    bool nic() const { return by_nic || marked; }
+    bool nic_model() const { return by_nic || marked; }
   };
   Out pass(uint16_t port, const std::vector<uint8_t>& f) {
-    nic().service(0, now);
+    nic_model().service(0, now);
     std::vector<uint8_t> buf(128 + f.size());
     memcpy(buf.data() + 128, f.data(), f.size());
     PacketIn in{buf.data() + 128, static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), port, false, 0};
     in.headroom = 128;
     now += 10'000;
-    int16_t o = nic().rx(0, in, now);
+    int16_t o = nic_model().rx(0, in, now);
     if (o != kNicMiss) return {o, true, std::vector<uint8_t>(in.data, in.data + in.len)};
     const bool marked = in.has_mark;
     Verdict v;
@@ -195,7 +195,7 @@ struct Rig {
     for (int i = 0; i < 4; i++) {
       control();
       now += 1'000'000;  // 1 ms: past the modelled latency
-      nic().service(0, now);
+      nic_model().service(0, now);
       control();
     }
   }
@@ -253,8 +253,8 @@ TEST(EmulatedOffload, SharedRulesInstalled) {
   EXPECT_EQ(r.stat("rules_full"), 2u);
   EXPECT_EQ(r.stat("rules_jump_ct"), 1u);
   EXPECT_EQ(r.stat("rules_software"), 4u);
-  EXPECT_EQ(r.nic().flows_in_use(), 2u + 2 + 4);
-  EXPECT_EQ(r.nic().refusals(), 0u) << r.nic().last_error();
+  EXPECT_EQ(r.nic_model().flows_in_use(), 2u + 2 + 4);
+  EXPECT_EQ(r.nic_model().refusals(), 0u) << r.nic_model().last_error();
   // ARP crosses in the NIC.
   std::vector<uint8_t> arp(42, 0);
   arp[12] = 0x08;
@@ -270,7 +270,7 @@ TEST(EmulatedOffload, TcpFlowRunsInTheNicAfterTheHandshake) {
   EXPECT_EQ(r.stat("installed"), 1u);
   EXPECT_EQ(r.ct->stats().offloaded, 1u);
   EXPECT_EQ(r.conn_rules(), 2u);
-  EXPECT_EQ(r.nic().ct_in_use(), 1u);
+  EXPECT_EQ(r.nic_model().ct_in_use(), 1u);
   uint64_t sw_before = r.st.rx_packets;
   uint32_t seq = 101, rseq = 501;
   for (int i = 0; i < 50; i++) {
@@ -300,7 +300,7 @@ TEST(EmulatedOffload, FinGoesToSoftwareAndRemovesTheOffload) {
   EXPECT_EQ(r.stat("closing"), 1u);
   EXPECT_EQ(r.stat("removed"), 1u);
   EXPECT_EQ(r.conn_rules(), 0u);
-  EXPECT_EQ(r.nic().ct_in_use(), 0u);
+  EXPECT_EQ(r.nic_model().ct_in_use(), 0u);
   EXPECT_EQ(r.ct->stats().offloaded, 0u);
   Sent finack = r.send(kOut, build_frame(tcp(false, kFin | kAck, 501, 102)));
   EXPECT_FALSE(finack.by_nic);
@@ -321,10 +321,10 @@ TEST(EmulatedOffload, RstGoesToSoftwareAndRemovesTheOffload) {
 TEST(EmulatedOffload, OutOfWindowIsHandedToSoftware) {
   Rig r;
   handshake(r);
-  uint64_t inv = r.nic().stats(0).ct_invalid;
+  uint64_t inv = r.nic_model().stats(0).ct_invalid;
   Sent s = r.send(kIn, build_frame(tcp(true, kAck, 101 + 50'000'000, 501, 100)));
   EXPECT_FALSE(s.by_nic);
-  EXPECT_EQ(r.nic().stats(0).ct_invalid, inv + 1);
+  EXPECT_EQ(r.nic_model().stats(0).ct_invalid, inv + 1);
   EXPECT_EQ(r.conn_rules(), 2u);  // one bad segment does not end the offload
 }
 
@@ -373,7 +373,7 @@ TEST(EmulatedOffload, FullTableFallsBackToSoftwareWithTheReason) {
   EXPECT_EQ(r.stat("installed"), 1u);
   EXPECT_EQ(r.stat("failed_table_or_queue_full"), 1u);
   EXPECT_EQ(r.conn_rules(), 2u);
-  EXPECT_EQ(r.nic().ct_in_use(), 1u);  // the failed one's context was cleaned up
+  EXPECT_EQ(r.nic_model().ct_in_use(), 1u);  // the failed one's context was cleaned up
   Sent s = r.send(kIn, build_frame(tcp(true, kAck | kPsh, 101, 501, 10, 40001)));
   EXPECT_FALSE(s.by_nic);
   EXPECT_EQ(s.out, kOut);
@@ -391,9 +391,9 @@ TEST(EmulatedOffload, MarkTierRuleSkipsTheSoftwareLookup) {
   q.sport = 1000;
   q.dport = 5353;
   auto f = build_frame(q);
-  r.nic().service(0, r.now);
+  r.nic_model().service(0, r.now);
   PacketIn in{f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), kIn, false, 0};
-  ASSERT_EQ(r.nic().rx(0, in, r.now), kNicMiss);
+  ASSERT_EQ(r.nic_model().rx(0, in, r.now), kNicMiss);
   EXPECT_TRUE(in.has_mark);
   Verdict v;
   r.dp->run(*r.pl, &in, 1, r.now, &v);
@@ -444,7 +444,7 @@ TEST(EmulatedOffload, ChurnLeavesNothingBehind) {
   oc.table_size = 1 << 16;
   oc.max_in_flight = 4096;
   Rig r(oc);
-  const uint64_t base_rules = r.nic().flows_in_use();
+  const uint64_t base_rules = r.nic_model().flows_in_use();
   // UDP connections made straight through the tracker, offloaded, then
   // flushed; 200K here (the 1M run is offload-bench's `churn`).
   const int kBatches = 20, kPer = 10000;
@@ -484,8 +484,8 @@ TEST(EmulatedOffload, ChurnLeavesNothingBehind) {
   EXPECT_EQ(r.stat("jobs_in_use"), 0u);
   EXPECT_EQ(r.stat("in_flight"), 0u);
   EXPECT_EQ(r.conn_rules(), 0u);
-  EXPECT_EQ(r.nic().ct_in_use(), 0u);
-  EXPECT_EQ(r.nic().flows_in_use(), base_rules);
+  EXPECT_EQ(r.nic_model().ct_in_use(), 0u);
+  EXPECT_EQ(r.nic_model().flows_in_use(), base_rules);
   EXPECT_EQ(r.ct->stats().offloaded, 0u);
   EXPECT_TRUE(r.ct->check_invariants().ok());
 }
@@ -514,7 +514,7 @@ TEST(Domains, PickedFromThePortsAndTheStrategyFromWhatTheyTake) {
     // port's rules, so this one is tracked by exact rules.
     EXPECT_EQ(r.stat("installed"), 1u);
     EXPECT_EQ(r.stat("offloads_flows"), 1u);
-    EXPECT_EQ(r.nic().ct_in_use(), 0u);
+    EXPECT_EQ(r.nic_model().ct_in_use(), 0u);
   }
   for (const char* nic : {"bf2-switchdev", "cx6dx-switchdev"}) {
     Rig r(with_nic(nic));
@@ -531,7 +531,7 @@ TEST(Domains, PickedFromThePortsAndTheStrategyFromWhatTheyTake) {
     EXPECT_EQ(r.stat("conntrack_aso"), 1u);
     handshake(r);
     EXPECT_EQ(r.stat("offloads_aso"), 1u);
-    EXPECT_EQ(r.nic().ct_in_use(), 1u);
+    EXPECT_EQ(r.nic_model().ct_in_use(), 1u);
   }
 }
 
@@ -686,10 +686,10 @@ TEST(Findings, ConntrackOperationsStayBelowTheQueueDepth) {
   EXPECT_EQ(r.stat("installed"), 3000u);
   EXPECT_LE(r.stat("ct_ops_outstanding_max"), r.stat("ct_ops_limit"));
   EXPECT_LT(r.stat("ct_ops_limit"), 1024u);
-  EXPECT_LE(r.nic().ct_wqes_max(), 1024u);
+  EXPECT_LE(r.nic_model().ct_wqes_max(), 1024u);
   printf("[ offload ] conntrack operations out at most: %llu (limit %llu; the model's queue saw %u)\n",
          static_cast<unsigned long long>(r.stat("ct_ops_outstanding_max")),
-         static_cast<unsigned long long>(r.stat("ct_ops_limit")), r.nic().ct_wqes_max());
+         static_cast<unsigned long long>(r.stat("ct_ops_limit")), r.nic_model().ct_wqes_max());
 }
 
 // Counters freed less than a counter-service cycle ago cannot be taken
@@ -698,7 +698,7 @@ TEST(Findings, ConntrackOperationsStayBelowTheQueueDepth) {
 TEST(Findings, CountersNotYetReusableDelayTheOffloadAndLoseNothing) {
   Mlx5ModelConfig mc;
   mc.ct_in_fdb = true;
-  mc.max_counters = 96;  // the provider asks for more: the device's count bounds it
+  mc.limits.max_counters = 96;  // the provider asks for more: the device's count bounds it
   Mlx5Model model(mc, {0, 1});
   Rig r({}, "", &model.api(), &model);
   r.refusals_expected = true;
@@ -781,7 +781,7 @@ TEST(EmulatedOffload, RefusedRuleShapeLeavesConnectionsInSoftware) {
     EXPECT_EQ(r.stat("failed_not_supported"), 5u);
     EXPECT_EQ(r.ct->stats().offloaded, 0u);
     EXPECT_EQ(r.conn_rules(), 0u);
-    EXPECT_EQ(r.nic().ct_in_use(), 0u);  // the objects made for them went again
+    EXPECT_EQ(r.nic_model().ct_in_use(), 0u);  // the objects made for them went again
     Sent s = r.send(kIn, build_frame(tcp(true, kAck | kPsh, 101, 501, 10, 40003)));
     EXPECT_FALSE(s.by_nic);
     EXPECT_EQ(s.out, kOut);  // software forwards it
@@ -914,10 +914,10 @@ TEST_P(OverlayOffload, NatAndVxlanConnectionRunsInTheNicByteForByte) {
       s.dst = "203.0.113.7";
       return from_remote(build_frame(s));
     };
-    const uint64_t offloads = r.stat("offloads"), rewritten = r.nic().stats(0).rewritten;
+    const uint64_t offloads = r.stat("offloads"), rewritten = r.nic_model().stats(0).rewritten;
     Rig::Out syn = r.pass(kIn, vm(kSyn, 100, 0, 0));
     ASSERT_EQ(syn.out, kOut);
-    ASSERT_FALSE(syn.nic());
+    ASSERT_FALSE(syn.nic_model());
     ASSERT_GE(syn.frame.size(), 50u + 54u);
     // The translated source port, as the remote VTEP sees it.
     const uint16_t xport = static_cast<uint16_t>(syn.frame[50 + 34] << 8 | syn.frame[50 + 35]);
@@ -929,12 +929,12 @@ TEST_P(OverlayOffload, NatAndVxlanConnectionRunsInTheNicByteForByte) {
     // the NIC's bytes must be software's.
     const Rig::Out sw_a = r.pass(kIn, vm(kAck | kPsh, 101, 501, 300));
     const Rig::Out sw_b = r.pass(kOut, server(kAck | kPsh, 501, 401, 200, xport));
-    ASSERT_FALSE(sw_a.nic() || sw_b.nic());
+    ASSERT_FALSE(sw_a.nic_model() || sw_b.nic_model());
     r.settle();
-    ASSERT_EQ(r.stat("offloads"), offloads + 1) << r.nic().last_error();
+    ASSERT_EQ(r.stat("offloads"), offloads + 1) << r.nic_model().last_error();
     const Rig::Out hw_a = r.pass(kIn, vm(kAck | kPsh, 101, 501, 300));
     const Rig::Out hw_b = r.pass(kOut, server(kAck | kPsh, 501, 401, 200, xport));
-    ASSERT_TRUE(hw_a.nic() && hw_b.nic());
+    ASSERT_TRUE(hw_a.nic_model() && hw_b.nic_model());
     EXPECT_EQ(hw_a.out, sw_a.out);
     EXPECT_EQ(hw_b.out, sw_b.out);
     EXPECT_EQ(hw_a.frame, sw_a.frame) << "translated and encapsulated: the NIC's bytes are software's";
@@ -955,12 +955,12 @@ TEST_P(OverlayOffload, NatAndVxlanConnectionRunsInTheNicByteForByte) {
       Rig::Out a = r.pass(kIn, vm(kAck | kPsh, seq, rseq, 300));
       seq += 300;
       Rig::Out b = r.pass(kOut, server(kAck, rseq, seq, 0, xport));
-      ASSERT_TRUE(a.nic() && b.nic()) << i;
+      ASSERT_TRUE(a.nic_model() && b.nic_model()) << i;
       EXPECT_EQ(a.out, kOut);
       EXPECT_EQ(b.out, kIn);
     }
-    EXPECT_EQ(r.nic().stats(0).rewritten, rewritten + 42);
-    EXPECT_FALSE(r.pass(kIn, vm(kFin | kAck, seq, rseq, 0)).nic()) << "FIN: software's";
+    EXPECT_EQ(r.nic_model().stats(0).rewritten, rewritten + 42);
+    EXPECT_FALSE(r.pass(kIn, vm(kFin | kAck, seq, rseq, 0)).nic_model()) << "FIN: software's";
   }
 }
 
@@ -1074,7 +1074,7 @@ TEST(Testpmd, SwsCommandsParseInDpdkTestpmd) {
     s.dst = "10.0.0.3";
     EXPECT_EQ(r.send(kIn, build_frame(s)).out, kIn);
     r.settle();
-    ASSERT_EQ(r.stat("installed"), 2u) << r.nic().last_error();
+    ASSERT_EQ(r.stat("installed"), 2u) << r.nic_model().last_error();
     EXPECT_EQ(r.stat("offloads_aso"), esw ? 0u : 1u);
     const std::string all = r.off->testpmd_commands();
     EXPECT_NE(all.find("dv_flow_en=1"), std::string::npos);
@@ -1195,20 +1195,20 @@ TEST(Sws, PreHwsProfilesRunDvSoftwareSteeringAndSayWhy) {
               std::string::npos)
         << n;
     EXPECT_GT(r.stat("shared_rules"), 0u);
-    EXPECT_EQ(r.stat("failed_shared_rule_not_supported"), 0u) << r.nic().last_error();
+    EXPECT_EQ(r.stat("failed_shared_rule_not_supported"), 0u) << r.nic_model().last_error();
     handshake(r);
-    ASSERT_EQ(r.stat("installed"), 1u) << r.nic().last_error();
+    ASSERT_EQ(r.stat("installed"), 1u) << r.nic_model().last_error();
     // Conntrack objects in the NIC Rx domain, none with an E-Switch (N/A);
     // a connection across two NIC Rx ports is tracked by exact rules anyway.
     EXPECT_EQ(r.stat("conntrack_aso"), prof.esw ? 0u : 1u);
     EXPECT_EQ(r.stat("offloads_flows"), 1u);
     EXPECT_EQ(r.stat("domain_transfer"), prof.esw ? 1u : 0u);
     for (int i = 0; i < 20; i++) {
-      EXPECT_TRUE(r.pass(kIn, build_frame(tcp(true, kAck | kPsh, 101 + 100 * i, 501, 100))).nic()) << i;
-      EXPECT_TRUE(r.pass(kOut, build_frame(tcp(false, kAck, 501, 201 + 100 * i))).nic()) << i;
+      EXPECT_TRUE(r.pass(kIn, build_frame(tcp(true, kAck | kPsh, 101 + 100 * i, 501, 100))).nic_model()) << i;
+      EXPECT_TRUE(r.pass(kOut, build_frame(tcp(false, kAck, 501, 201 + 100 * i))).nic_model()) << i;
     }
     // FIN to software, the offload removed.
-    EXPECT_FALSE(r.pass(kIn, build_frame(tcp(true, kFin | kAck, 2101, 501))).nic());
+    EXPECT_FALSE(r.pass(kIn, build_frame(tcp(true, kFin | kAck, 2101, 501))).nic_model());
     r.settle();
     EXPECT_EQ(r.stat("installed"), 0u);
   }
@@ -1235,11 +1235,11 @@ TEST(Sws, Ipv6ConnectionIsOffloaded) {
     std::string counters;
     for (const auto& [k, v] : r.off->stats().counters)
       if (v) counters += k + "=" + std::to_string(v) + " ";
-    ASSERT_EQ(r.stat("installed"), 1u) << counters << r.nic().last_error();
+    ASSERT_EQ(r.stat("installed"), 1u) << counters << r.nic_model().last_error();
     int by_nic = 0;
     for (int i = 0; i < 20; i++) {
-      by_nic += r.pass(kIn, v6tcp(true, kAck | kPsh, 101 + 100 * i, 501, 100)).nic();
-      by_nic += r.pass(kOut, v6tcp(false, kAck, 501, 201 + 100 * i, 0)).nic();
+      by_nic += r.pass(kIn, v6tcp(true, kAck | kPsh, 101 + 100 * i, 501, 100)).nic_model();
+      by_nic += r.pass(kOut, v6tcp(false, kAck, 501, 201 + 100 * i, 0)).nic_model();
     }
     EXPECT_EQ(by_nic, 40);
   }
@@ -1275,7 +1275,7 @@ TEST(Sws, ChurnAndAgingLeaveNothingBehind) {
       const uint16_t base = static_cast<uint16_t>(20000 + 1000 * wave);
       for (uint16_t i = 0; i < 200; i++) handshake(r, static_cast<uint16_t>(base + i));
       for (int k = 0; k < 10 && r.stat("installed") < 200; k++) r.settle();
-      ASSERT_EQ(r.stat("installed"), 200u) << r.nic().last_error();
+      ASSERT_EQ(r.stat("installed"), 200u) << r.nic_model().last_error();
       for (uint16_t i = 0; i < 100; i++) {  // half closed by RST, half left to age
         FrameSpec rst = tcp(true, kRst | kAck, 101, 501, 0, static_cast<uint16_t>(base + i));
         r.pass(kIn, build_frame(rst));
@@ -1288,7 +1288,7 @@ TEST(Sws, ChurnAndAgingLeaveNothingBehind) {
       }
       EXPECT_EQ(r.stat("installed"), 0u);
       EXPECT_EQ(r.conn_rules(), 0u);
-      EXPECT_EQ(r.nic().ct_in_use(), 0u);
+      EXPECT_EQ(r.nic_model().ct_in_use(), 0u);
     }
     EXPECT_GE(r.stat("aged"), 4u * 100);
   }
@@ -1327,11 +1327,11 @@ TEST(Findings29, FlowQueueFitsWhatTheFirmwareGrantsAndStepsDown) {
     EXPECT_EQ(r.stat("flow_queue_size"), 1024u);
     EXPECT_EQ(r.stat("in_flight_limit"), (1024u - 64) / 2);
     handshake(r);
-    EXPECT_EQ(r.stat("installed"), 1u) << r.nic().last_error();
+    EXPECT_EQ(r.stat("installed"), 1u) << r.nic_model().last_error();
   }
   Mlx5ModelConfig mc;
   mc.apply_profile("cx6dx-switchdev-ct-fdb");
-  mc.max_qp_wr = 1u << 13;  // a firmware granting 8,192 WQEBBs: queues of 256
+  mc.limits.max_qp_wr = 1u << 13;  // a firmware granting 8,192 WQEBBs: queues of 256
   Mlx5Model model(mc, {0, 1});
   std::string log;
   std::unique_ptr<Rig> r;
@@ -1347,7 +1347,7 @@ TEST(Findings29, FlowQueueFitsWhatTheFirmwareGrantsAndStepsDown) {
   EXPECT_EQ(log.find("refused a conntrack pool"), std::string::npos) << log;
   for (int i = 0; i < 300; i++) handshake(*r, static_cast<uint16_t>(20000 + i));
   r->settle();
-  EXPECT_EQ(r->stat("installed"), 300u) << r->nic().last_error();
+  EXPECT_EQ(r->stat("installed"), 300u) << r->nic_model().last_error();
   EXPECT_LE(r->stat("in_flight"), 96u);
 }
 
@@ -1360,7 +1360,7 @@ TEST(Findings29, ConntrackPoolStepsDownToWhatTheFirmwareAllocates) {
   {
     Mlx5ModelConfig mc;
     mc.apply_profile("cx6dx-switchdev-ct-fdb");
-    mc.log_ct_max_alloc = 10;  // 1,024 objects; the default config asks 33,792 (65,536 in the object)
+    mc.limits.log_ct_max_alloc = 10;  // 1,024 objects; the default config asks 33,792 (65,536 in the object)
     Mlx5Model model(mc, {0, 1});
     std::unique_ptr<Rig> r;
     std::string log = logged([&] { r = std::make_unique<Rig>(aso_cfg(), "", &model.api(), &model); });
@@ -1375,13 +1375,13 @@ TEST(Findings29, ConntrackPoolStepsDownToWhatTheFirmwareAllocates) {
     EXPECT_NE(r->off->testpmd_commands().find("conn_tracks_number 1024"), std::string::npos);
     for (int i = 0; i < 1200; i++) handshake(*r, static_cast<uint16_t>(20000 + i));
     for (int k = 0; k < 20; k++) r->settle();
-    EXPECT_EQ(r->stat("installed"), 1024u) << r->nic().last_error();
-    EXPECT_EQ(r->nic().ct_overruns(), 0u);
+    EXPECT_EQ(r->stat("installed"), 1024u) << r->nic_model().last_error();
+    EXPECT_EQ(r->nic_model().ct_overruns(), 0u);
   }
   {
     Mlx5ModelConfig mc;
     mc.apply_profile("cx6dx-switchdev-ct-fdb");
-    mc.log_ct_max_alloc = 9;  // 512: below the provider's smallest pool
+    mc.limits.log_ct_max_alloc = 9;  // 512: below the provider's smallest pool
     Mlx5Model model(mc, {0, 1});
     std::unique_ptr<Rig> r;
     std::string log = logged([&] { r = std::make_unique<Rig>(aso_cfg(), "", &model.api(), &model); });
@@ -1392,14 +1392,14 @@ TEST(Findings29, ConntrackPoolStepsDownToWhatTheFirmwareAllocates) {
     EXPECT_NE(n.find("every halving from 32768 down to 1024"), std::string::npos) << n;
     handshake(*r);
     r->settle();
-    EXPECT_EQ(r->stat("installed"), 1u) << r->nic().last_error();
+    EXPECT_EQ(r->stat("installed"), 1u) << r->nic_model().last_error();
   }
   {
     // A pool asked at 1,024 or less: nothing smaller was tried, and the
     // note does not say it was.
     Mlx5ModelConfig mc;
     mc.apply_profile("cx6dx-switchdev-ct-fdb");
-    mc.log_ct_max_alloc = 9;
+    mc.limits.log_ct_max_alloc = 9;
     Mlx5Model model(mc, {0, 1});
     OffloadConfig oc = aso_cfg();
     oc.table_size = 1024;
@@ -1418,7 +1418,7 @@ TEST(Findings29, ConntrackPoolStepsDownToWhatTheFirmwareAllocates) {
     // was granted instead of stepping down again.
     Mlx5ModelConfig mc;
     mc.apply_profile("cx6dx-legacy");
-    mc.log_ct_max_alloc = 10;
+    mc.limits.log_ct_max_alloc = 10;
     Mlx5Model model(mc, {0, 1});
     std::unique_ptr<Rig> r;
     std::string log = logged([&] { r = std::make_unique<Rig>(with_nic("cx6dx-legacy"), "", &model.api(), &model); });
@@ -1469,8 +1469,8 @@ TEST(Findings29, RulesNameOnlyAConntrackObjectWhoseCreateCompleted) {
       r.send(kIn, build_frame(s));
     }
     for (int k = 0; k < 10 && r.stat("installed") < 50; k++) r.settle();
-    ASSERT_EQ(r.stat("installed"), 50u) << r.nic().last_error();
-    EXPECT_EQ(r.nic().ct_unready_refs(), 0u);
+    ASSERT_EQ(r.stat("installed"), 50u) << r.nic_model().last_error();
+    EXPECT_EQ(r.nic_model().ct_unready_refs(), 0u);
   }
   // A connection turning back on its port gets a conntrack object in NIC Rx too.
   for (const char* nic : {"cx6dx-legacy", "cx6dx-legacy-fw22.31"}) {
@@ -1495,8 +1495,8 @@ TEST(Findings29, RulesNameOnlyAConntrackObjectWhoseCreateCompleted) {
     s.dst = "10.0.0.3";
     r.send(kIn, build_frame(s));
     r.settle();
-    ASSERT_EQ(r.stat("offloads_aso"), 1u) << r.nic().last_error();
-    EXPECT_EQ(r.nic().ct_unready_refs(), 0u);
+    ASSERT_EQ(r.stat("offloads_aso"), 1u) << r.nic_model().last_error();
+    EXPECT_EQ(r.nic_model().ct_unready_refs(), 0u);
   }
 }
 
@@ -1507,7 +1507,7 @@ TEST(Findings29, ConfigureFailureIsDiagnosedByWhatTheRetryShows) {
   {
     Mlx5ModelConfig mc;
     mc.apply_profile("cx6dx-legacy");
-    mc.max_qp_wr = 1u << 14;  // queues of 512
+    mc.limits.max_qp_wr = 1u << 14;  // queues of 512
     Mlx5Model model(mc, {0, 1});
     std::unique_ptr<Rig> r;
     std::string log = logged([&] { r = std::make_unique<Rig>(with_nic("cx6dx-legacy"), "", &model.api(), &model); });
@@ -1529,7 +1529,7 @@ TEST(Findings29, ConfigureFailureIsDiagnosedByWhatTheRetryShows) {
     // not the pool.
     Mlx5ModelConfig mc;
     mc.apply_profile("cx6dx-switchdev");
-    mc.max_qp_wr = 1u << 12;  // not even 256
+    mc.limits.max_qp_wr = 1u << 12;  // not even 256
     Mlx5Model model(mc, {0, 1});
     OffloadConfig oc = with_nic("cx6dx-switchdev");
     oc.provider = "emulated";
@@ -1569,7 +1569,7 @@ TEST(Findings29, DecapAndEncapInOneDirectionStaysInSoftware) {
     SCOPED_TRACE(nic);
     Rig r(with_nic(nic), y, "hairpin.yaml");
     r.refusals_expected = true;
-    const uint64_t refusals = r.nic().refusals();
+    const uint64_t refusals = r.nic_model().refusals();
     ASSERT_EQ(r.pass(kIn, build_frame(tcp(true, kSyn, 100, 0))).out, kOut);
     ASSERT_EQ(r.pass(kOut, from_remote(build_frame(tcp(false, kSyn | kAck, 500, 101)))).out, kOut);
     ASSERT_EQ(r.pass(kIn, build_frame(tcp(true, kAck, 101, 501))).out, kOut);
@@ -1579,10 +1579,10 @@ TEST(Findings29, DecapAndEncapInOneDirectionStaysInSoftware) {
       if (v) counters += k + "=" + std::to_string(v) + " ";
     EXPECT_EQ(r.stat("offloads"), 0u) << counters;
     EXPECT_EQ(r.stat("refused_decapsulated_and_encapsulated_in_one_direction"), 1u) << counters;
-    EXPECT_EQ(r.nic().refusals(), refusals) << "asked the NIC for it: " << r.nic().last_error();
+    EXPECT_EQ(r.nic_model().refusals(), refusals) << "asked the NIC for it: " << r.nic_model().last_error();
     const Rig::Out again = r.pass(kOut, from_remote(build_frame(tcp(false, kAck | kPsh, 501, 101, 100))));
     EXPECT_EQ(again.out, kOut);
-    EXPECT_FALSE(again.nic());
+    EXPECT_FALSE(again.nic_model());
   }
 }
 
@@ -1644,9 +1644,9 @@ TEST(Findings29, TransferProxyStartsFirstWhateverTheConfigOrder) {
       ASSERT_EQ(model.api().pick_transfer_proxy(model.api().self, 0, &px, &err), 0);
       EXPECT_EQ(px, 1);
       handshake(r);
-      EXPECT_EQ(r.stat("installed"), 1u) << r.nic().last_error();
+      EXPECT_EQ(r.stat("installed"), 1u) << r.nic_model().last_error();
       int by_nic = 0;
-      for (int i = 0; i < 10; i++) by_nic += r.pass(kIn, build_frame(tcp(true, kAck | kPsh, 101 + 100 * i, 501, 100))).nic();
+      for (int i = 0; i < 10; i++) by_nic += r.pass(kIn, build_frame(tcp(true, kAck | kPsh, 101 + 100 * i, 501, 100))).nic_model();
       EXPECT_EQ(by_nic, 10);
     }
     EXPECT_EQ(model.last_error().find("stop-order"), std::string::npos) << model.last_error();
@@ -1672,7 +1672,7 @@ TEST(Findings29, ConntrackProbeInsertsARule) {
   std::string counters;
   for (const auto& [k, v] : r.off->stats().counters)
     if (v) counters += k + "=" + std::to_string(v) + " ";
-  EXPECT_EQ(r.stat("installed"), 5u) << counters << r.nic().last_error();
+  EXPECT_EQ(r.stat("installed"), 5u) << counters << r.nic_model().last_error();
   EXPECT_EQ(r.stat("failed_not_supported"), 0u);
 }
 

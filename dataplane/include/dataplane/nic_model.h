@@ -61,18 +61,17 @@ namespace dp {
 //   with dv_flow_en=2) but whose capabilities do not start it
 //   (mlx5dr_context.c:103-141 checks more than the version): configure
 //   fails; auto then starts again with dv_flow_en=1.
-struct NicProfile {
-  const char* name;
-  bool esw;        // switchdev: ports[0] is the E-Switch manager, the rest its representors
-  bool ct_in_fdb;  // the firmware takes a conntrack pool on the E-Switch manager
-  const char* fw;  // the firmware version it runs (ethtool -i, sysfs fw_ver)
-  bool hws;        // the firmware has HWS (xx.35.1012 or newer)
-  uint32_t max_qp_wr;  // the largest work queue it grants (ibv_devinfo max_qp_wr)
+// What a card, its firmware and the 22.11 driver grant: every limit the
+// model enforces, one row per NIC profile (rules.cc), copied into the
+// model's config by apply_profile. Where no card's value has been read the
+// field says so; a profile that differs from another differs here.
+struct NicLimits {
+  uint32_t max_qp_wr = 1u << 15;  // the largest work queue it grants (ibv_devinfo max_qp_wr)
   // The largest conntrack object bulk its firmware allocates in one DevX
   // create, log2 (HCA capabilities 2, log_conn_track_max_alloc). 22.11 does
   // not read it; no card's value has been read here: every profile has 22
   // (4M objects), which the configs shipped stay below; tests set less.
-  uint8_t log_ct_max_alloc;
+  uint8_t log_ct_max_alloc = 22;
   // Jumbo definers with nine full dword selectors (HCA capabilities 2,
   // format_select_dw_8_6_ext, read by hws/mlx5dr_cmd.c): without it a jumbo
   // definer has six full and three limited ones, which only reach the first
@@ -80,7 +79,33 @@ struct NicProfile {
   // them (IPv4 and IPv6 addresses, the VNI, registers) fit one template.
   // No card's value has been read here; false on every profile (the guide's
   // "IPv6 5-tuple matching is not supported", mlx5.rst:163, is what false gives).
-  bool full_dw_jumbo;
+  bool full_dw_jumbo = false;
+  // Modify-header and reformat arguments the firmware allocates, log2 of
+  // 64-byte chunks (HCA caps log_header_modify_argument_granularity and
+  // _max_alloc, mlx5dr_cmd.c): 0 and 24 in a published HWS dump of a
+  // ConnectX-6 Dx on firmware 22.34.0366 (Mellanox/mlx_steering_dump).
+  uint8_t log_arg_granularity = 0;
+  uint8_t log_arg_max_alloc = 24;
+  uint32_t max_counters = 1u << 22;  // what the device reports (hws_max_nb_counters)
+  // The ASO conntrack work queue of each flow queue: 2^MLX5_ASO_QUEUE_LOG_DESC
+  // = 1024 WQEs (mlx5.h:592 of 22.11.11; the SQ made in mlx5_flow_aso.c:1137-1141).
+  // A create, a context update or a query holds one until its completion is
+  // pulled; when none is free the call fails at once (mlx5_flow_aso.c:1190-1196,
+  // mlx5_flow_hw.c:7805-7810).
+  uint32_t ct_queue_depth = 1024;
+  // Counters a rule frees wait for the counter service's next cycle before
+  // they can be taken again (mlx5_hws_cnt.h:436-452, mlx5_hws_cnt.c:63-92;
+  // svc_cycle_time default 500 ms, mlx5_defs.h:188).
+  uint32_t counter_cycle_ms = 500;
+};
+
+struct NicProfile {
+  const char* name;
+  bool esw;        // switchdev: ports[0] is the E-Switch manager, the rest its representors
+  bool ct_in_fdb;  // the firmware takes a conntrack pool on the E-Switch manager
+  const char* fw;  // the firmware version it runs (ethtool -i, sysfs fw_ver)
+  bool hws;        // the firmware has HWS (xx.35.1012 or newer)
+  NicLimits limits;
   const char* what;
 };
 // "22.31.1014" -> true when it is xx.35.1012 or newer (the HWS minimum);
@@ -100,15 +125,7 @@ struct Mlx5ModelConfig {
   std::string profile = "cx6dx-switchdev";
   std::string fw = "22.36.1010";  // see NicProfile
   bool hws_fw = true;             // the firmware has HWS
-  uint32_t max_qp_wr = 1u << 15;  // see NicProfile
-  uint8_t log_ct_max_alloc = 22;  // see NicProfile
-  bool full_dw_jumbo = false;     // see NicProfile
-  // Modify-header and reformat arguments the firmware allocates, log2 of
-  // 64-byte chunks (HCA caps log_header_modify_argument_granularity and
-  // _max_alloc, mlx5dr_cmd.c): 0 and 24 in a published HWS dump of a
-  // ConnectX-6 Dx on firmware 22.34.0366 (Mellanox/mlx_steering_dump).
-  uint8_t log_arg_granularity = 0;
-  uint8_t log_arg_max_alloc = 24;
+  NicLimits limits;               // the profile's (apply_profile)
   // The steering engine the ports were probed with (devarg dv_flow_en): 2,
   // hardware steering (templates and queues); 1, DV software steering
   // (synchronous rte_flow_validate/create).
@@ -116,25 +133,14 @@ struct Mlx5ModelConfig {
   bool repr_matching = true;  // devarg repr_matching_en (default 1)
   bool fdb_def_rule = true;   // devarg fdb_def_rule_en (default 1)
   unsigned rx_queues = 1;     // software rx queues: one table replica each
-  uint32_t max_counters = 1u << 22;  // what the device reports (hws_max_nb_counters)
   uint32_t max_flows = 1u << 18;     // rule slots the model preallocates, over all template tables
   uint32_t max_masked = 8192;        // rules that are not exact 5-tuple matches, per replica
   uint32_t latency_us = 50;          // completion latency of every operation
   uint32_t insert_rate = 1000000;    // operations per second the NIC takes
   uint32_t ring = 16384;             // operations in flight per replica (power of two >= all flow queue sizes)
   bool self_service = false;         // no workers: pull() applies queued operations itself
-  // The ASO conntrack work queue of each flow queue: 2^MLX5_ASO_QUEUE_LOG_DESC
-  // = 1024 WQEs (mlx5.h:592 of 22.11.11; the SQ made in mlx5_flow_aso.c:1137-1141).
-  // A create, a context update or a query holds one until its completion is
-  // pulled; when none is free the call fails at once (mlx5_flow_aso.c:1190-1196,
-  // mlx5_flow_hw.c:7805-7810).
-  uint32_t ct_queue_depth = 1024;
-  // Counters a rule frees wait for the counter service's next cycle before
-  // they can be taken again (mlx5_hws_cnt.h:436-452, mlx5_hws_cnt.c:63-92;
-  // svc_cycle_time default 500 ms, mlx5_defs.h:188).
-  uint32_t counter_cycle_ms = 500;
-  // Takes the profile's fields (esw, ct_in_fdb, fw, hws_fw, max_qp_wr, log_ct_max_alloc, full_dw_jumbo); false
-  // for an unknown name.
+  // Takes the profile's fields (esw, ct_in_fdb, fw, hws_fw and its limits);
+  // false for an unknown name.
   bool apply_profile(const std::string& name);
 };
 

@@ -25,6 +25,7 @@
 namespace dp {
 
 class Mlx5Model;
+class NicStage;
 
 // What the daemon lets a provider touch.
 struct OffloadHost {
@@ -83,8 +84,12 @@ class OffloadProvider {
   virtual OffloadStats stats() const { return {}; }
   // The hardware rules as testpmd commands (for reproducing by hand).
   virtual std::string testpmd_commands() const { return ""; }
-  // The NIC model the workers run as their first stage (`emulated` only).
-  virtual Mlx5Model* nic() { return nullptr; }
+  // The stage the workers run first: what the NIC did to each packet
+  // before software sees it (`emulated` only; null for a real NIC).
+  NicStage* nic();
+  // The emulated NIC itself, for what only a model can say (refusals, rules
+  // and objects in use): tests, `--hw-check model`, the fuzzer.
+  virtual Mlx5Model* model() { return nullptr; }
 };
 
 // `none`, or the provider the config names. `workers` = rx queues per port.

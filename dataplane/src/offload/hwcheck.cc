@@ -214,9 +214,9 @@ int hw_check(const std::string& target, bool no_huge, const std::string& nic, co
            (np->hws                       ? "hardware steering (HWS) available"
             : firmware_has_hws(np->fw) ? "its version has hardware steering (HWS), its capabilities do not start it"
                                        : "no hardware steering (it needs xx.35.1012 or newer)") +
-           "; max_qp_wr " + std::to_string(np->max_qp_wr) + "; conntrack objects per DevX create 2^" +
-           std::to_string(np->log_ct_max_alloc) + "; jumbo definers with 9 full dwords (format_select_dw_8_6_ext): " +
-           (np->full_dw_jumbo ? "yes" : "no") + " (no card's value read yet for either)");
+           "; max_qp_wr " + std::to_string(np->limits.max_qp_wr) + "; conntrack objects per DevX create 2^" +
+           std::to_string(np->limits.log_ct_max_alloc) + "; jumbo definers with 9 full dwords (format_select_dw_8_6_ext): " +
+           (np->limits.full_dw_jumbo ? "yes" : "no") + " (no card's value read yet for either)");
     }
     int r = hw_check_run(target, model, prof, cab);  // everything DPDK-backed is gone before the cleanup
     rc |= r;
@@ -399,7 +399,7 @@ tables:
   OffloadHost host{ports_, {ct_.get()}, &marks_};
   if (Status s = o.start(host); !s) return fail(s.message());
   o.on_pipeline(*pl_);
-  nic_ = o.nic();
+  nic_ = o.model();
   // Across the two ports, and (two ports) one that turns back on the port
   // it came in on.
   conns_ = {{"10.99.0.1", "10.99.0.2", 40000, 80, 0, static_cast<uint16_t>(ports_.size() > 1 ? 1 : 0)}};

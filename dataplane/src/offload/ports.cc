@@ -26,7 +26,7 @@ Status start_ports(OffloadProvider& off, const std::vector<uint16_t>& ports, rte
   for (size_t i : off.start_order(ports.size())) {
     const uint16_t p = ports[i];
     if (int rc = api.dev_start(api.self, p); rc != 0) {
-      std::string why = off.nic() ? off.nic()->last_error() : std::string(strerror(-rc));
+      std::string why = off.model() ? off.model()->last_error() : std::string(strerror(-rc));
       return Status::error("port " + std::to_string(p) + ": start: " + why);
     }
   }

@@ -29,6 +29,8 @@
 
 namespace dp {
 
+NicStage* OffloadProvider::nic() { return model(); }
+
 Status RteFlowProvider::prepare(const std::vector<uint16_t>& ports) {
   ports_ = ports;
   if (emulated_ && !given_api_)

@@ -77,7 +77,7 @@ class RteFlowProvider final : public OffloadProvider {
     if (given_api_) return *given_api_;
     return model_ ? model_->api() : FlowApi::dpdk();
   }
-  Mlx5Model* nic() override { return given_nic_ ? given_nic_ : model_.get(); }
+  Mlx5Model* model() override { return given_nic_ ? given_nic_ : model_.get(); }
   void use(const FlowApi* api, Mlx5Model* nic) {
     given_api_ = api;
     given_nic_ = nic;

@@ -16,7 +16,7 @@ rte_flow_action_handle* ModelCalls::ah_create(void* self, uint16_t port, uint32_
     return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "indirect actions other than CONNTRACK");
   if (!p->ct_pool) return refuse_null<R>(m, e, EINVAL, "ct-pool", "CT is not enabled");
   if (port >= 16) return refuse_null<R>(m, e, EINVAL, "ct-port-limit", "CT supports port indexes up to 16");
-  if (q->ct_wqes >= m.cfg_.ct_queue_depth)
+  if (q->ct_wqes >= m.cfg_.limits.ct_queue_depth)
     return refuse_null<R>(m, e, EBUSY, "ct-queue-depth",
                           "Failed to update CT (SQ is full: " + std::to_string(q->ct_wqes) + " WQEs out)");
   const auto* prof = static_cast<const rte_flow_action_conntrack*>(action->conf);
@@ -84,7 +84,7 @@ int ModelCalls::ah_update(void* self, uint16_t port, uint32_t queue, const rte_f
       return refuse(m, e, EINVAL, "ct-profile", "Invalid CT state");
     if (mod->new_ct.last_index > RTE_FLOW_CONNTRACK_FLAG_RST)
       return refuse(m, e, EINVAL, "ct-profile", "Invalid last TCP packet flag");
-    if (q->ct_wqes >= m.cfg_.ct_queue_depth)  // mlx5_flow_hw.c:7748-7753
+    if (q->ct_wqes >= m.cfg_.limits.ct_queue_depth)  // mlx5_flow_hw.c:7748-7753
       return refuse(m, e, EIO, "ct-queue-depth",
                     "Failed to send CT context update WQE (SQ is full: " + std::to_string(q->ct_wqes) + " WQEs out)");
     o.kind = Op::kCtSet;
@@ -133,7 +133,7 @@ int ModelCalls::ah_query(void* self, uint16_t port, uint32_t queue, const rte_fl
   Impl::CtObj* c = ct_of(m, const_cast<rte_flow_action_handle*>(h), &idx);
   if (!c) return refuse(m, e, EINVAL, "ct-freed", "Invalid CT query index");
   if (c->owner != port) return refuse(m, e, EACCES, "ct-owner", "Can't query CT object owned by another port");
-  if (q->ct_wqes >= m.cfg_.ct_queue_depth)  // mlx5_flow_hw.c:7704-7708
+  if (q->ct_wqes >= m.cfg_.limits.ct_queue_depth)  // mlx5_flow_hw.c:7704-7708
     return refuse(m, e, EIO, "ct-queue-depth",
                   "Failed to query CT context (SQ is full: " + std::to_string(q->ct_wqes) + " WQEs out)");
   auto* out = static_cast<rte_flow_action_conntrack*>(data);

@@ -27,7 +27,7 @@ int ModelCalls::info_get(void* self, uint16_t port, rte_flow_port_info* pi, rte_
   memset(pi, 0, sizeof *pi);
   pi->max_nb_queues = UINT32_MAX;
   qi->max_size = UINT32_MAX;
-  pi->max_nb_counters = m.cfg_.max_counters;
+  pi->max_nb_counters = m.cfg_.limits.max_counters;
   pi->max_nb_aging_objects = pi->max_nb_counters;
   return 0;
 }
@@ -98,17 +98,17 @@ int ModelCalls::configure(void* self, uint16_t port, const rte_flow_port_attr* p
   {
     uint64_t entries = 1;
     while (entries < qa[0]->size) entries <<= 1;
-    if (entries * 32 > m.cfg_.max_qp_wr && !s.inside)
+    if (entries * 32 > m.cfg_.limits.max_qp_wr && !s.inside)
       return refuse(m, e, EINVAL, "queue-wqes",
                     "fail to configure port (a flow queue of " + std::to_string(qa[0]->size) + " needs a send queue of " +
                         std::to_string(entries * 32) + " WQEBBs; the firmware grants " +
-                        std::to_string(m.cfg_.max_qp_wr) + ")");
+                        std::to_string(m.cfg_.limits.max_qp_wr) + ")");
   }
   if (pa->nb_aging_objects && !pa->nb_counters)
     return refuse(m, e, EINVAL, "configure-age-counters",
                   "Port " + std::to_string(port) + " AGE objects are requested (" +
                       std::to_string(pa->nb_aging_objects) + ") without counters requesting.");
-  if (pa->nb_counters > m.cfg_.max_counters)
+  if (pa->nb_counters > m.cfg_.limits.max_counters)
     return refuse(m, e, ENOMEM, "info-get", "more counters than the device has");
   uint64_t total = static_cast<uint64_t>(qa[0]->size) * nb_queue;
   for (const auto& o : s.ports)
@@ -126,12 +126,12 @@ int ModelCalls::configure(void* self, uint16_t port, const rte_flow_port_attr* p
   // The DevX object is created before the FDB action (mlx5_flow_hw.c:6591-6608):
   // a bulk the firmware does not allocate fails first. Not the model's own DV
   // set-up (inside): DV grows its pool in small bulks (mlx5_flow_dv.c:13066-13075).
-  if (pa->nb_conn_tracks > 0 && !s.inside && rte_log2_u32(rte_align32pow2(pa->nb_conn_tracks)) > m.cfg_.log_ct_max_alloc) {
+  if (pa->nb_conn_tracks > 0 && !s.inside && rte_log2_u32(rte_align32pow2(pa->nb_conn_tracks)) > m.cfg_.limits.log_ct_max_alloc) {
     release_port(s, p);  // the configure failed part-way: the port is not configured
     return refuse(m, e, ENODATA, "ct-pool-size",
                   "fail to configure port: Failed to create conn_track_offload_obj using DevX (a bulk of " +
                       std::to_string(rte_align32pow2(pa->nb_conn_tracks)) + " objects; this firmware allocates 2^" +
-                      std::to_string(m.cfg_.log_ct_max_alloc) + ")");
+                      std::to_string(m.cfg_.limits.log_ct_max_alloc) + ")");
   }
   if (pa->nb_conn_tracks > 0 && m.cfg_.esw && p->proxy && !m.cfg_.ct_in_fdb) {
     // The manager port's pool asks for the FDB too, which this firmware

@@ -122,7 +122,7 @@ void ModelCalls::complete(Mlx5Model& m, Impl::FlowQueue& q, Impl::Pending& pd, u
       if (Impl::Port* cp = s.port(f.t->port)) {
         cp->cnt_taken--;
         // (HWS's counter service; DV's counters are free again at once.)
-        const uint64_t cyc = s.inside ? 0 : m.cfg_.counter_cycle_ms * 1'000'000ull;
+        const uint64_t cyc = s.inside ? 0 : m.cfg_.limits.counter_cycle_ms * 1'000'000ull;
         cp->cnt_waiting.push_back(cyc ? cp->cnt_t0 + ((now - cp->cnt_t0) / cyc + 1) * cyc : now);
       }
     }

@@ -5,22 +5,37 @@ namespace dp {
 
 // ------------------------------------------------------------------ rules
 
+namespace {
+// A ConnectX-6 Dx on the 22.11 driver: what the model enforces and where
+// each figure comes from (nic_model.h, NicLimits). No BlueField-2 value has
+// been read: its profiles take the same until one is.
+constexpr NicLimits kCx6Dx{.max_qp_wr = 1u << 15,
+                           .log_ct_max_alloc = 22,
+                           .full_dw_jumbo = false,
+                           .log_arg_granularity = 0,
+                           .log_arg_max_alloc = 24,
+                           .max_counters = 1u << 22,
+                           .ct_queue_depth = 1024,
+                           .counter_cycle_ms = 500};
+constexpr NicLimits kBf2 = kCx6Dx;
+}  // namespace
+
 const std::vector<NicProfile>& nic_profiles() {
   static const std::vector<NicProfile> p = {
-      {"cx6dx-legacy", false, false, "22.36.1010", true, 1u << 15, 22, false,
+      {"cx6dx-legacy", false, false, "22.36.1010", true, kCx6Dx,
        "ConnectX-6 Dx as shipped: e-switch in legacy mode, each PF its own NIC Rx domain, conntrack per port"},
-      {"cx6dx-switchdev", true, false, "22.36.1010", true, 1u << 15, 22, false,
+      {"cx6dx-switchdev", true, false, "22.36.1010", true, kCx6Dx,
        "ConnectX-6 Dx in switchdev mode: PF (E-Switch manager) and representors; no conntrack in the FDB"},
-      {"bf2-switchdev", true, false, "24.36.1010", true, 1u << 15, 22, false,
+      {"bf2-switchdev", true, false, "24.36.1010", true, kBf2,
        "BlueField-2 Arm side (switchdev): uplink p0 (E-Switch manager) and representors; no conntrack in the FDB"},
-      {"cx6dx-switchdev-ct-fdb", true, true, "22.36.1010", true, 1u << 15, 22, false,
+      {"cx6dx-switchdev-ct-fdb", true, true, "22.36.1010", true, kCx6Dx,
        "switchdev with a firmware that takes conntrack in the FDB (model option: keeps that path tested)"},
-      {"cx6dx-legacy-fw22.31", false, false, "22.31.1014", false, 1u << 15, 22, false,
+      {"cx6dx-legacy-fw22.31", false, false, "22.31.1014", false, kCx6Dx,
        "ConnectX-6 Dx in legacy mode on firmware without HWS: DV software steering, conntrack per port"},
-      {"cx6dx-legacy-hws-off", false, false, "22.36.1010", false, 1u << 15, 22, false,
+      {"cx6dx-legacy-hws-off", false, false, "22.36.1010", false, kCx6Dx,
        "ConnectX-6 Dx in legacy mode whose firmware version has HWS but whose capabilities do not start it "
        "(hws/mlx5dr_context.c:103-141): rte_flow_configure fails; auto starts again with DV software steering"},
-      {"bf2-switchdev-fw24.32", true, false, "24.32.1010", false, 1u << 15, 22, false,
+      {"bf2-switchdev-fw24.32", true, false, "24.32.1010", false, kBf2,
        "BlueField-2 Arm side (switchdev) on firmware without HWS: DV software steering in the FDB, no conntrack "
        "there"},
   };
@@ -41,9 +56,7 @@ bool Mlx5ModelConfig::apply_profile(const std::string& name) {
   ct_in_fdb = p->ct_in_fdb;
   fw = p->fw;
   hws_fw = p->hws;
-  max_qp_wr = p->max_qp_wr;
-  log_ct_max_alloc = p->log_ct_max_alloc;
-  full_dw_jumbo = p->full_dw_jumbo;
+  limits = p->limits;
   return true;
 }
 

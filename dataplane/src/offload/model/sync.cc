@@ -37,7 +37,7 @@ int ModelCalls::sws_setup(Mlx5Model& m, Impl::Port& p) {
   Impl& s = *m.impl_;
   Inside in(s);
   rte_flow_port_attr pa{};
-  pa.nb_counters = m.cfg_.max_counters;
+  pa.nb_counters = m.cfg_.limits.max_counters;
   pa.nb_conn_tracks = m.cfg_.esw ? 0 : kSwsCtPool;
   rte_flow_queue_attr qa{};
   qa.size = kSwsQueue;

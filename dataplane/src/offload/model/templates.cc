@@ -464,10 +464,10 @@ rte_flow_template_table* ModelCalls::template_table_create(void* self, uint16_t 
   // The fields of a non-root table's template must fit a match or jumbo
   // definer (root tables use the DV matcher: no definer).
   if (!root && !s.inside &&
-      definer_fit(pt->items, pt->implicit_port, m.cfg_.full_dw_jumbo) == DefinerFit::kNone)
+      definer_fit(pt->items, pt->implicit_port, m.cfg_.limits.full_dw_jumbo) == DefinerFit::kNone)
     return refuse_null<R>(m, e, ENOTSUP, "match-definer",
                           std::string("Unable to find supporting match/jumbo definer combination (") +
-                              (m.cfg_.full_dw_jumbo ? "9 full dword" : "6 full and 3 limited dword") +
+                              (m.cfg_.limits.full_dw_jumbo ? "9 full dword" : "6 full and 3 limited dword") +
                               " and 8 byte selectors)");
   // Modify-header and reformat arguments, sized at table create: a chunk of
   // 64 bytes per 8 commands (a single command is inline, no argument), one
@@ -485,7 +485,7 @@ rte_flow_template_table* ModelCalls::template_table_create(void* self, uint16_t 
     auto arg_ok = [&](uint32_t bytes, uint32_t bulk) {
       uint32_t chunk = bytes <= 64 ? 0 : bytes <= 128 ? 1 : bytes <= 256 ? 2 : 3;
       uint32_t log = chunk + bulk;
-      return log >= m.cfg_.log_arg_granularity && log <= m.cfg_.log_arg_max_alloc;
+      return log >= m.cfg_.limits.log_arg_granularity && log <= m.cfg_.limits.log_arg_max_alloc;
     };
     const uint32_t bulk = rte_log2_u32(a->nb_flows);
     if (cmds > 1 && !arg_ok(cmds * 8, shared ? 0 : bulk))
