@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
+#include <functional>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "dut.h"
@@ -783,6 +786,100 @@ class Metrics : public Dut {
   }
 };
 
+// The metric names a PromQL expression reads: string literals, label
+// matchers {...}, ranges [...], grouping lists by/without/on/ignoring(...)
+// and $variables taken out; of the identifiers left, those not followed by
+// '(' (functions) and not operators.
+std::set<std::string> promql_metrics(std::string e) {
+  auto cut = [&](char open, char close) {
+    for (size_t a; (a = e.find(open)) != std::string::npos;) {
+      size_t b = e.find(close, a + 1);
+      e.erase(a, b == std::string::npos ? std::string::npos : b - a + 1);
+    }
+  };
+  cut('"', '"');
+  cut('{', '}');
+  cut('[', ']');
+  for (const char* kw : {"by", "without", "on", "ignoring", "group_left", "group_right"})
+    for (size_t a = 0; (a = e.find(kw, a)) != std::string::npos;) {
+      const size_t end = a + strlen(kw);
+      const bool word = (a == 0 || !(isalnum(static_cast<unsigned char>(e[a - 1])) || e[a - 1] == '_')) &&
+                        (end >= e.size() || !(isalnum(static_cast<unsigned char>(e[end])) || e[end] == '_'));
+      size_t p = e.find_first_not_of(' ', end);
+      if (!word || p == std::string::npos || e[p] != '(') {
+        a = end;
+        continue;
+      }
+      e.erase(a, e.find(')', p) - a + 1);
+    }
+  static const std::set<std::string> ops = {"and", "or", "unless", "bool", "offset", "inf", "nan"};
+  std::set<std::string> out;
+  for (size_t i = 0; i < e.size();) {
+    const char ch = e[i];
+    if (!(isalpha(static_cast<unsigned char>(ch)) || ch == '_' || ch == ':') ||
+        (i > 0 && (isdigit(static_cast<unsigned char>(e[i - 1])) || e[i - 1] == '.' || e[i - 1] == '$'))) {
+      i++;
+      continue;
+    }
+    size_t j = i;
+    while (j < e.size() && (isalnum(static_cast<unsigned char>(e[j])) || e[j] == '_' || e[j] == ':')) j++;
+    const std::string w = e.substr(i, j - i);
+    const size_t next = e.find_first_not_of(' ', j);
+    if (!(next != std::string::npos && e[next] == '(') && !ops.count(w)) out.insert(w);
+    i = j;
+  }
+  return out;
+}
+
+// Every metric the dashboard's PromQL (panel targets' expr, templating's
+// label_values(METRIC...)) reads that `scrape` has no sample of; `names`
+// gets every name it found.
+std::vector<std::string> dashboard_unresolved(const std::string& dashboard_path, const std::string& scrape,
+                                              std::set<std::string>* names) {
+  const nlohmann::json d = nlohmann::json::parse(read_file(dashboard_path));  // throws on bad JSON
+  std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& j) {
+    if (j.is_object()) {
+      for (const auto& [k, v] : j.items()) {
+        if (k == "expr" && v.is_string()) {
+          for (const auto& n : promql_metrics(v.get<std::string>())) names->insert(n);
+        } else if (k == "query" && v.is_string() && v.get<std::string>().rfind("label_values(", 0) == 0) {
+          const std::string q = v.get<std::string>().substr(13);
+          names->insert(q.substr(0, q.find_first_of("{,)")));
+        } else {
+          walk(v);
+        }
+      }
+    } else if (j.is_array()) {
+      for (const auto& x : j) walk(x);
+    }
+  };
+  walk(d);
+  std::vector<std::string> missing;
+  for (const auto& n : *names)
+    if (scrape.find("\n" + n + "{") == std::string::npos && scrape.find("\n" + n + " ") == std::string::npos)
+      missing.push_back(n);
+  return missing;
+}
+
+// Each HELP line that is not a sentence of its own (a capital letter
+// first, a full stop last, four words or more, not its metric's name).
+std::vector<std::string> help_not_sentences(const std::string& scrape) {
+  std::vector<std::string> bad;
+  std::istringstream in(scrape);
+  for (std::string l; std::getline(in, l);) {
+    if (l.rfind("# HELP ", 0) != 0) continue;
+    const size_t sp = l.find(' ', 7);
+    const std::string name = l.substr(7, sp - 7), text = sp == std::string::npos ? "" : l.substr(sp + 1);
+    std::string key = name.rfind("dataplane_", 0) == 0 ? name.substr(10) : name;
+    if (key.ends_with("_total")) key.resize(key.size() - 6);
+    const long words = std::count(text.begin(), text.end(), ' ') + 1;
+    if (text.empty() || !isupper(static_cast<unsigned char>(text[0])) || text.back() != '.' || words < 4 ||
+        text.find(key) != std::string::npos || text.find(name) != std::string::npos)
+      bad.push_back(l);
+  }
+  return bad;
+}
+
 TEST_F(Metrics, ScrapeUnderTrafficPassesPromtoolAndMatchesJsonStats) {
   // Traffic through the daemon while scraping: iperf3 for 3 s, a TCP
   // connection held open and UDP datagrams.
@@ -830,6 +927,47 @@ TEST_F(Metrics, ScrapeUnderTrafficPassesPromtoolAndMatchesJsonStats) {
   ASSERT_TRUE(rc.ok());
   EXPECT_EQ(*rc, 0) << read_file(scrape + ".out");
   EXPECT_EQ(read_file(scrape + ".out").find("error"), std::string::npos) << read_file(scrape + ".out");
+  // Every HELP a sentence (the counters' descriptions), none missing.
+  const size_t helps = static_cast<size_t>(std::count(body.begin(), body.end(), '#')) / 2;
+  EXPECT_GT(helps, 50u) << body.substr(0, 1000);
+  for (const auto& l : help_not_sentences(body)) ADD_FAILURE() << "HELP is not a sentence: " << l;
+  // Seconds, not TSC cycles: busy time under iperf3 is some of the time since start.
+  EXPECT_EQ(body.find("_cycles"), std::string::npos) << "a metric still in TSC cycles";
+  const std::string wl0 = "{worker=\"0\",lcore=\"1\"}";
+  const double busy = sample(body, "dataplane_worker_busy_seconds_total" + wl0);
+  EXPECT_GT(busy, 0.001) << "iperf3's packets took some worker time";
+  EXPECT_LT(busy, 600) << "seconds, not cycles";
+  EXPECT_GE(sample(body, "dataplane_worker_expire_seconds_total" + wl0), 0);
+  // build_info, process, port and mempool metrics.
+  EXPECT_NE(body.find("\ndataplane_build_info{version=\"0."), std::string::npos) << body.substr(0, 600);
+  EXPECT_NE(body.find("\",dpdk=\"DPDK 22.11"), std::string::npos);
+  EXPECT_EQ(body.find("revision=\"\""), std::string::npos) << "no git revision";
+  EXPECT_GT(sample(body, "process_cpu_seconds_total"), 0);
+  EXPECT_GT(sample(body, "process_resident_memory_bytes"), 1 << 20);
+  EXPECT_GT(sample(body, "process_virtual_memory_bytes"), sample(body, "process_resident_memory_bytes"));
+  EXPECT_GE(sample(body, "process_open_fds"), 5);
+  EXPECT_GE(sample(body, "process_max_fds"), sample(body, "process_open_fds"));
+  const double start = sample(body, "process_start_time_seconds");
+  EXPECT_LT(std::fabs(start - static_cast<double>(time(nullptr))), 600) << "started minutes ago at most: " << start;
+  EXPECT_GE(sample(body, "dataplane_port_rx_nombuf_total{port=\"inside\"}"), 0);
+  EXPECT_GE(sample(body, "dataplane_port_rx_missed_total{port=\"inside\"}"), 0);
+  const double in_use = sample(body, "dataplane_mempool_in_use{pool=\"dp_mbufs\"}");
+  const double size = sample(body, "dataplane_mempool_size{pool=\"dp_mbufs\"}");
+  EXPECT_GT(in_use, 0) << "the ports' rx rings hold mbufs";
+  EXPECT_LE(in_use + sample(body, "dataplane_mempool_available{pool=\"dp_mbufs\"}"), size);
+  // The Grafana dashboard: every metric its PromQL reads is in this scrape;
+  // a renamed one is reported.
+  const std::string dash = g_srcdir + "/packaging/grafana/dataplane.json";
+  std::set<std::string> names;
+  const auto missing = dashboard_unresolved(dash, body, &names);
+  EXPECT_GE(names.size(), 15u) << "the dashboard's metric names were not found";
+  for (const auto& n : missing) ADD_FAILURE() << dash << " reads " << n << ", which the scrape does not have";
+  EXPECT_TRUE(names.count("dataplane_drops_total") && names.count("dataplane_worker_busy_seconds_total") &&
+              names.count("dataplane_ct_offloaded") && names.count("dataplane_mempool_in_use") &&
+              names.count("dataplane_port_rx_nombuf_total"));
+  std::set<std::string> again;
+  const auto renamed = dashboard_unresolved(dash, replace_all(body, "dataplane_drops_total", "dataplane_dropped_total"), &again);
+  EXPECT_EQ(renamed, std::vector<std::string>{"dataplane_drops_total"}) << "a renamed metric is not reported";
   // Ten counters against dataplane-ctl --json stats, traffic stopped: read
   // one right after the other, equal up to the packets in between.
   std::this_thread::sleep_for(300ms);
