@@ -178,7 +178,7 @@ const std::map<std::string, std::string>& descriptions() {
         {"ct_offloaded", "Connections the NIC handles now (offloaded)."},
         {"ct_lookups", "Packets looked up in conntrack."},
         {"ct_hits", "Conntrack lookups that found their connection."},
-        {"ct_new", "Connections conntrack created."},
+        {"ct_new", "New connections conntrack created."},
         {"ct_related", "Packets conntrack judged related to a known connection (ICMP errors)."},
         {"ct_untracked", "Packets that went on untracked because the table was full (full_policy: pass)."},
         {"ct_table_full", "Commits that found the conntrack table full."},
