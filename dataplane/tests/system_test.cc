@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -355,7 +356,8 @@ TEST(Config, ErrorsExitWith2AndNameFileLineKeyWithoutTouchingPorts) {
   EXPECT_NE(access(("/var/run/dpdk/" + prefix).c_str(), F_OK), 0);
   auto c = run_capture({g_bindir + "/dataplane", "--config", bad, "--check"});
   EXPECT_EQ(c->status, 2);
-  auto good = run_capture({g_bindir + "/dataplane", "--config", g_srcdir + "/configs/dataplane/firewall.yaml", "--check"});
+  auto good = run_capture(
+      {g_bindir + "/dataplane", "--config", g_srcdir + "/configs/dataplane/firewall.yaml", "--check", "--no-host-checks"});
   EXPECT_EQ(good->status, 0) << good->output;
   unlink(bad.c_str());
 }
@@ -1049,6 +1051,113 @@ TEST(Config, MetricsListenErrorsNameFileLineKey) {
   EXPECT_NE(in_use.find(f + L + ": key 'metrics.listen': " + held + ": Address already in use"), std::string::npos)
       << in_use;
   close(busy);
+  unlink(f.c_str());
+}
+
+// dataplane@NAME: its control socket DIR/dataplane-t1.sock (DIR standing
+// for /run/dataplane through DATAPLANE_RUN_DIR), its metrics address held.
+class Instances : public Dut {
+ public:
+  static inline std::string dir;
+  static void SetUpTestSuite() {
+    dir = "/tmp/dpsys-inst-" + std::to_string(getpid());
+    mkdir(dir.c_str(), 0700);
+    edits = {{"\ntables:", "\ncontrol:\n  socket: " + dir + "/dataplane-t1.sock\nmetrics:\n  listen: 127.0.0.1:9469\ntables:"}};
+    Dut::SetUpTestSuite();
+  }
+  static void TearDownTestSuite() {
+    Dut::TearDownTestSuite();
+    std::filesystem::remove_all(dir);
+  }
+  // dataplane-ctl with NAME=VALUE entries in its environment.
+  static RunOutput ctl_env(std::vector<std::string> env, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"env", "DATAPLANE_RUN_DIR=" + dir};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.push_back(g_bindir + "/dataplane-ctl");
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = run_capture(argv);
+    return r.ok() ? r.value() : RunOutput{-1, r.message()};
+  }
+};
+
+TEST_F(Instances, CtlFindsAnInstanceByNameAndNamesThemWhenSeveralRun) {
+  auto by_i = ctl_env({}, {"-i", "t1", "stats"});
+  EXPECT_EQ(by_i.status, 0) << by_i.output;
+  EXPECT_EQ(by_i.output.rfind("ok\n", 0), 0u) << by_i.output;
+  auto by_env = ctl_env({"DATAPLANE_INSTANCE=t1"}, {"--json", "stats"});
+  EXPECT_EQ(by_env.status, 0) << by_env.output;
+  auto only_one = ctl_env({}, {"stats"});
+  EXPECT_EQ(only_one.status, 0) << "the one running instance is taken: " << only_one.output;
+  auto absent = ctl_env({}, {"-i", "nope", "stats"});
+  EXPECT_EQ(absent.status, 1);
+  EXPECT_NE(absent.output.find("no instance 'nope' runs (no " + dir + "/dataplane-nope.sock); running: -i t1"),
+            std::string::npos) << absent.output;
+  EXPECT_EQ(ctl_env({}, {"-i", "../t1", "stats"}).status, 2);
+  // A second instance (its socket and lock): without -i, both are named.
+  int fake = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  snprintf(a.sun_path, sizeof a.sun_path, "%s/dataplane-t2.sock", dir.c_str());
+  ASSERT_EQ(bind(fake, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  std::ofstream(dir + "/dataplane-t2.sock.lock") << "1\n";
+  auto several = ctl_env({}, {"stats"});
+  EXPECT_EQ(several.status, 2);
+  EXPECT_NE(several.output.find("2 dataplanes run; name one: -i t1, -i t2"), std::string::npos) << several.output;
+  EXPECT_EQ(ctl_env({}, {"-i", "t1", "stats"}).status, 0);
+  EXPECT_EQ(ctl_env({"DATAPLANE_INSTANCE=t1"}, {"stats"}).status, 0);
+  close(fake);
+  unlink(a.sun_path);
+  unlink((dir + "/dataplane-t2.sock.lock").c_str());
+}
+
+// --check of the running instance's own config: its control socket and
+// metrics address are the instance's, not in the way (said so); the same
+// socket from another config file is an error.
+TEST_F(Instances, CheckOfTheRunningInstancesOwnConfigSkipsWhatItHolds) {
+  auto own = run_capture({g_bindir + "/dataplane", "--config", cfg_path, "--check"}, dut);
+  ASSERT_TRUE(own.ok()) << own.message();
+  EXPECT_EQ(own->status, 0) << own->output;
+  const std::string pid = std::to_string(daemon.pid());
+  EXPECT_NE(own->output.find(cfg_path + ": note: the running instance of this config (pid " + pid +
+                             ") holds the control socket " + dir + "/dataplane-t1.sock: not checked as free"),
+            std::string::npos) << own->output;
+  EXPECT_NE(own->output.find("(pid " + pid + ") holds the metrics address 127.0.0.1:9469: not checked as free"),
+            std::string::npos) << own->output;
+  EXPECT_NE(own->output.find(cfg_path + ": ok:"), std::string::npos) << own->output;
+  // The same file under another name is another config.
+  const std::string other = cfg_path + ".other.yaml";
+  std::ofstream(other) << read_file(cfg_path);
+  auto second = run_capture({g_bindir + "/dataplane", "--config", other, "--check"}, dut);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->status, 2) << second->output;
+  EXPECT_NE(second->output.find(dir + "/dataplane-t1.sock is in use by another dataplane (pid " + pid + ", --config " +
+                                cfg_path + ")"),
+            std::string::npos) << second->output;
+  unlink(other.c_str());
+}
+
+// --check requires the ports' devices: a missing af_packet interface or PCI
+// device is an error naming file:line:key; --no-host-checks leaves them be.
+TEST(Config, MissingPortDevicesAreErrorsNamingFileLineKey) {
+  const std::string f = "/tmp/dpsys-ports-" + std::to_string(getpid()) + ".yaml";
+  auto check = [&](const std::string& devargs, bool host) {
+    std::ofstream(f) << "ports:\n  - name: a\n    devargs: \"" << devargs
+                     << "\"\ntables:\n  0:\n    - {priority: 1, match: \"\", actions: drop}\n";
+    std::vector<std::string> argv = {g_bindir + "/dataplane", "--config", f, "--check"};
+    if (!host) argv.push_back("--no-host-checks");
+    auto r = run_capture(argv);
+    return r.ok() ? r.value() : RunOutput{-1, r.message()};
+  };
+  auto iface = check("net_af_packet0,iface=dpsys-nonexist", true);
+  EXPECT_EQ(iface.status, 2);
+  EXPECT_NE(iface.output.find(f + ":3: key 'ports[0].devargs': interface 'dpsys-nonexist' does not exist"),
+            std::string::npos) << iface.output;
+  auto pci = check("ff:1f.7", true);
+  EXPECT_EQ(pci.status, 2);
+  EXPECT_NE(pci.output.find(f + ":3: key 'ports[0].devargs': PCI device 0000:ff:1f.7 does not exist"),
+            std::string::npos) << pci.output;
+  EXPECT_EQ(check("net_af_packet0,iface=lo", true).status, 0) << check("net_af_packet0,iface=lo", true).output;
+  EXPECT_EQ(check("net_af_packet0,iface=dpsys-nonexist", false).status, 0);
   unlink(f.c_str());
 }
 

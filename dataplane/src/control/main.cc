@@ -129,10 +129,12 @@ int main(int argc, char** argv) {
     fprintf(stderr, "dataplane: --no-host-checks goes with --check only\n");
     return 2;
   }
-  if (dp::Status s = host_checks ? dp::check_host(*cfg) : dp::Status(); !s) {
+  std::vector<std::string> notes;  // --check of a running instance's own config: what it skipped
+  if (dp::Status s = host_checks ? dp::check_host(*cfg, check ? &notes : nullptr) : dp::Status(); !s) {
     fprintf(stderr, "dataplane: %s\n", s.message().c_str());
     return 2;
   }
+  for (const auto& n : notes) printf("%s: note: %s\n", file.c_str(), n.c_str());
   if (check) {
     int tables = 0;
     for (const auto& r : cfg->rules) tables = std::max(tables, r.table + 1);
