@@ -1016,6 +1016,59 @@ TEST_F(Metrics, ScrapeUnderTrafficPassesPromtoolAndMatchesJsonStats) {
   close(ls);
 }
 
+// promtool check metrics on `body`: its exit status and output.
+std::pair<int, std::string> promtool_check(const std::string& body) {
+  auto tool = run_capture({g_srcdir + "/scripts/promtool"}, nullptr, 120s);
+  if (!tool.ok() || tool->status != 0) return {-1, tool.ok() ? tool->output : tool.message()};
+  std::string promtool = tool->output.substr(tool->output.rfind('\n', tool->output.size() - 2) + 1);
+  while (!promtool.empty() && promtool.back() == '\n') promtool.pop_back();
+  const std::string scrape = "/tmp/dpsys-scrape-" + std::to_string(getpid()) + "-b.txt";
+  std::ofstream(scrape) << body;
+  SpawnOptions o;
+  o.stdin_path = scrape;
+  o.stdout_path = scrape + ".out";
+  o.stderr_path = "=stdout";
+  auto p = Process::spawn({promtool, "check", "metrics"}, o);
+  if (!p.ok()) return {-1, p.message()};
+  auto rc = p->wait(60s);
+  std::pair<int, std::string> r{rc.ok() ? *rc : -1, read_file(scrape + ".out")};
+  unlink(scrape.c_str());
+  unlink((scrape + ".out").c_str());
+  return r;
+}
+
+// The same with the emulated offload provider: its counters' HELP too.
+class OffloadMetrics : public Metrics {
+ public:
+  static void SetUpTestSuite() {
+    offload = "provider: emulated\n  table_size: 4\n  age_s: 2\n  latency_us: 50";
+    Metrics::SetUpTestSuite();
+  }
+};
+
+TEST_F(OffloadMetrics, EveryOffloadCounterHasASentenceAndPromtoolPasses) {
+  SpawnOptions o;
+  o.ns = server;
+  o.stdout_path = "/dev/null";
+  o.stderr_path = "=stdout";
+  auto srv = Process::spawn({"iperf3", "-s", "-1", "-p", "5306"}, o);
+  ASSERT_TRUE(srv.ok()) << srv.message();
+  std::this_thread::sleep_for(300ms);
+  auto r = run_capture({"iperf3", "-c", "10.0.0.2", "-p", "5306", "-t", "2"}, client, 30s);
+  ASSERT_TRUE(r.ok() && r->status == 0) << (r.ok() ? r->output : r.message());
+  srv->wait(5s);
+  const std::string reply = http("GET /metrics HTTP/1.0\r\n\r\n");
+  const std::string body = reply.substr(reply.find("\r\n\r\n") + 4);
+  if (const char* keep = getenv("METRICS_SCRAPE_OUT")) std::ofstream(std::string(keep) + ".offload") << body;
+  EXPECT_GE(sample(body, "dataplane_offload_installed{provider=\"emulated\"}"), 0) << body.substr(0, 3000);
+  EXPECT_GT(sample(body, "dataplane_offload_nic_rx_total{provider=\"emulated\"}"), 0);
+  EXPECT_GT(sample(body, "dataplane_offload_offloads_total{provider=\"emulated\"}"), 0);
+  for (const auto& l : help_not_sentences(body)) ADD_FAILURE() << "HELP is not a sentence: " << l;
+  auto [rc, out] = promtool_check(body);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "") << out;
+}
+
 // A metrics address that is malformed, or in use, is a config error with
 // file:line:key, found by --check before EAL.
 TEST(Config, MetricsListenErrorsNameFileLineKey) {

@@ -206,7 +206,7 @@ const std::map<std::string, std::string>& descriptions() {
         {"offload_resyncs_liberal", "Resyncs that fell back to liberal TCP window checking."},
         {"offload_in_flight", "Hardware rule operations submitted and not yet completed."},
         {"offload_pending", "Offload operations waiting to be submitted."},
-        {"offload_retries", "Offload operations retried."},
+        {"offload_retries", "Offload operations that were retried."},
         {"offload_jobs_in_use", "Offload jobs in use now."},
         {"offload_jobs_limit", "Offload jobs available in all."},
         {"offload_backlog_drops", "Offload requests dropped because the backlog was full."},
