@@ -1189,6 +1189,32 @@ TEST_F(Instances, CheckOfTheRunningInstancesOwnConfigSkipsWhatItHolds) {
   unlink(other.c_str());
 }
 
+// What README says of a reload: the file's rules replace the run-time
+// `rule add`s and bring back what `rule del` removed.
+TEST_F(Instances, ReloadReplacesRuntimeRuleChangesWithTheFile) {
+  auto rules = [] {
+    auto r = ctl_env({}, {"-i", "t1", "--json", "rules"});
+    std::set<uint32_t> ids;
+    auto j = nlohmann::json::parse(r.output, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.output;
+    if (!j.is_discarded())
+      for (const auto& x : j["rules"]) ids.insert(x["id"].get<uint32_t>());
+    return ids;
+  };
+  const std::set<uint32_t> file = rules();
+  ASSERT_GE(file.size(), 2u);
+  auto add = ctl_env({}, {"-i", "t1", "rule", "add", "{table: 1, priority: 7, match: \"ip_proto=tcp,tp_dst=2222\", actions: drop}"});
+  ASSERT_EQ(add.status, 0) << add.output;
+  const uint32_t added = static_cast<uint32_t>(std::stoul(add.output.substr(add.output.find("id=") + 3)));
+  const uint32_t removed = *file.begin();
+  ASSERT_EQ(ctl_env({}, {"-i", "t1", "rule", "del", std::to_string(removed)}).status, 0);
+  std::set<uint32_t> changed = rules();
+  EXPECT_TRUE(changed.count(added) && !changed.count(removed));
+  auto reload = ctl_env({}, {"-i", "t1", "reload"});
+  ASSERT_EQ(reload.status, 0) << reload.output;
+  EXPECT_EQ(rules(), file) << "after a reload the rules are the file's";
+}
+
 // --check requires the ports' devices: a missing af_packet interface or PCI
 // device is an error naming file:line:key; --no-host-checks leaves them be.
 TEST(Config, MissingPortDevicesAreErrorsNamingFileLineKey) {
