@@ -87,8 +87,8 @@ Status check_socket_path(const std::string& p);
 // the control socket's lock, and its --config is this file) is not in the
 // way: the control socket and the metrics address it holds are not checked
 // as free, and a note says so. Another dataplane on the control socket is
-// an error. Either way the ports must exist: net_af_packet's iface= and
-// PCI addresses.
+// an error. And the ports' devices must exist (net_af_packet's iface=, PCI
+// addresses).
 Status check_host(const Config& cfg, std::vector<std::string>* notes = nullptr);
 
 Result<Config> load_config(const std::string& path);
