@@ -1,26 +1,73 @@
 // dataplane-ctl: changes to a running dataplane over its root-only socket.
+#include <dirent.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "dataplane/commands.h"
 
+namespace {
+
+// Where the sockets are: /run/dataplane, or $DATAPLANE_RUN_DIR.
+std::string run_dir() {
+  const char* d = getenv("DATAPLANE_RUN_DIR");
+  return d && *d ? d : "/run/dataplane";
+}
+
+// The running dataplanes' control sockets in the run directory: NAME.sock
+// with the lock NAME.sock.lock a daemon keeps beside it (a metrics socket
+// there has none). Sorted names (without .sock).
+std::vector<std::string> control_sockets() {
+  std::vector<std::string> names;
+  DIR* d = opendir(run_dir().c_str());
+  if (!d) return names;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() <= 5 || n.compare(n.size() - 5, 5, ".sock") != 0) continue;
+    struct stat st {}, lk {};
+    const std::string p = run_dir() + "/" + n;
+    if (lstat(p.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && lstat((p + ".lock").c_str(), &lk) == 0)
+      names.push_back(n.substr(0, n.size() - 5));
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// "-i a, -i b, --prefix other": how to name each running one.
+std::string how_to_name(const std::vector<std::string>& names) {
+  std::string o;
+  for (const auto& n : names)
+    o += (o.empty() ? "" : ", ") + (n.rfind("dataplane-", 0) == 0 ? "-i " + n.substr(10) : "--prefix " + n);
+  return o.empty() ? "none" : o;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  std::string sock = "/run/dataplane/dataplane.sock", req;
+  std::string sock, instance, req;
   bool json = false;
   int i = 1;
   for (; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--socket" && i + 1 < argc) sock = argv[++i];
-    else if (a == "--prefix" && i + 1 < argc) sock = std::string("/run/dataplane/") + argv[++i] + ".sock";
+    else if (a == "--prefix" && i + 1 < argc) sock = run_dir() + "/" + argv[++i] + ".sock";
+    else if ((a == "-i" || a == "--instance") && i + 1 < argc) instance = argv[++i];
     else if (a == "--json") json = true;
     else if (a == "--help" || a == "-h") {
-      printf("usage: dataplane-ctl [--prefix NAME | --socket PATH] [--json] COMMAND | --help | --commands\n%s"
+      printf("usage: dataplane-ctl [-i NAME | --prefix PREFIX | --socket PATH] [--json] COMMAND | --help | --commands\n%s"
+             "-i NAME (or $DATAPLANE_INSTANCE): the instance dataplane@NAME, socket /run/dataplane/dataplane-NAME.sock.\n"
+             "--prefix PREFIX: the daemon run with --file-prefix PREFIX, socket /run/dataplane/PREFIX.sock.\n"
+             "Without any: the one daemon whose socket is in /run/dataplane; with several, it names them and\n"
+             "exits 2. $DATAPLANE_RUN_DIR replaces /run/dataplane.\n"
              "Exit status 0 when the daemon answers ok, 1 otherwise (an error, or a reply cut short).\n"
              "--json: the reply as JSON, one object per line (README: dataplane-ctl --json).\n"
              "dataplane-ctl --commands lists the command words, one command per line (shell completion).\n",
@@ -36,6 +83,31 @@ int main(int argc, char** argv) {
   if (req.empty()) {
     fprintf(stderr, "dataplane-ctl: no command (see --help)\n");
     return 2;
+  }
+  if (sock.empty() && instance.empty())
+    if (const char* e = getenv("DATAPLANE_INSTANCE")) instance = e;
+  if (sock.empty() && !instance.empty()) {
+    for (char ch : instance)
+      if (!isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_') {
+        fprintf(stderr, "dataplane-ctl: instance '%s': use letters, digits, '-' and '_' (dataplane@NAME)\n",
+                instance.c_str());
+        return 2;
+      }
+    sock = run_dir() + "/dataplane-" + instance + ".sock";
+    struct stat st {};
+    if (lstat(sock.c_str(), &st) != 0) {
+      fprintf(stderr, "dataplane-ctl: no instance '%s' runs (no %s); running: %s\n", instance.c_str(), sock.c_str(),
+              how_to_name(control_sockets()).c_str());
+      return 1;
+    }
+  }
+  if (sock.empty()) {
+    const std::vector<std::string> running = control_sockets();
+    if (running.size() > 1) {
+      fprintf(stderr, "dataplane-ctl: %zu dataplanes run; name one: %s\n", running.size(), how_to_name(running).c_str());
+      return 2;
+    }
+    sock = run_dir() + "/" + (running.empty() ? "dataplane" : running[0]) + ".sock";
   }
   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   sockaddr_un sa{};

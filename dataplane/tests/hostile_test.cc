@@ -388,6 +388,9 @@ TEST(HostileConfig, CheckTouchesNothingAndRefusesUnsafeSocketPaths) {
   auto check = [&](const std::string& block) {
     std::string cfg = read_file(g_srcdir + "/configs/dataplane/firewall.yaml");
     cfg = replace_all(cfg, "\ntables:", "\n" + block + "\ntables:");
+    // (--check wants the ports' interfaces: none of the testbed's here.)
+    cfg = replace_all(cfg, "net_af_packet0,iface=veth-inside,framesz=4096", "net_null0");
+    cfg = replace_all(cfg, "net_af_packet1,iface=veth-outside,framesz=4096", "net_null1");
     std::ofstream(f) << cfg;
     auto r = run_capture({g_bindir + "/dataplane", "--config", f, "--check"});
     return r.ok() ? r->output : r.message();

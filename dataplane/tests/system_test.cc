@@ -8,6 +8,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
+#include <cstring>
+#include <functional>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "dut.h"
@@ -352,7 +356,8 @@ TEST(Config, ErrorsExitWith2AndNameFileLineKeyWithoutTouchingPorts) {
   EXPECT_NE(access(("/var/run/dpdk/" + prefix).c_str(), F_OK), 0);
   auto c = run_capture({g_bindir + "/dataplane", "--config", bad, "--check"});
   EXPECT_EQ(c->status, 2);
-  auto good = run_capture({g_bindir + "/dataplane", "--config", g_srcdir + "/configs/dataplane/firewall.yaml", "--check"});
+  auto good = run_capture(
+      {g_bindir + "/dataplane", "--config", g_srcdir + "/configs/dataplane/firewall.yaml", "--check", "--no-host-checks"});
   EXPECT_EQ(good->status, 0) << good->output;
   unlink(bad.c_str());
 }
@@ -783,6 +788,100 @@ class Metrics : public Dut {
   }
 };
 
+// The metric names a PromQL expression reads: string literals, label
+// matchers {...}, ranges [...], grouping lists by/without/on/ignoring(...)
+// and $variables taken out; of the identifiers left, those not followed by
+// '(' (functions) and not operators.
+std::set<std::string> promql_metrics(std::string e) {
+  auto cut = [&](char open, char close) {
+    for (size_t a; (a = e.find(open)) != std::string::npos;) {
+      size_t b = e.find(close, a + 1);
+      e.erase(a, b == std::string::npos ? std::string::npos : b - a + 1);
+    }
+  };
+  cut('"', '"');
+  cut('{', '}');
+  cut('[', ']');
+  for (const char* kw : {"by", "without", "on", "ignoring", "group_left", "group_right"})
+    for (size_t a = 0; (a = e.find(kw, a)) != std::string::npos;) {
+      const size_t end = a + strlen(kw);
+      const bool word = (a == 0 || !(isalnum(static_cast<unsigned char>(e[a - 1])) || e[a - 1] == '_')) &&
+                        (end >= e.size() || !(isalnum(static_cast<unsigned char>(e[end])) || e[end] == '_'));
+      size_t p = e.find_first_not_of(' ', end);
+      if (!word || p == std::string::npos || e[p] != '(') {
+        a = end;
+        continue;
+      }
+      e.erase(a, e.find(')', p) - a + 1);
+    }
+  static const std::set<std::string> ops = {"and", "or", "unless", "bool", "offset", "inf", "nan"};
+  std::set<std::string> out;
+  for (size_t i = 0; i < e.size();) {
+    const char ch = e[i];
+    if (!(isalpha(static_cast<unsigned char>(ch)) || ch == '_' || ch == ':') ||
+        (i > 0 && (isdigit(static_cast<unsigned char>(e[i - 1])) || e[i - 1] == '.' || e[i - 1] == '$'))) {
+      i++;
+      continue;
+    }
+    size_t j = i;
+    while (j < e.size() && (isalnum(static_cast<unsigned char>(e[j])) || e[j] == '_' || e[j] == ':')) j++;
+    const std::string w = e.substr(i, j - i);
+    const size_t next = e.find_first_not_of(' ', j);
+    if (!(next != std::string::npos && e[next] == '(') && !ops.count(w)) out.insert(w);
+    i = j;
+  }
+  return out;
+}
+
+// Every metric the dashboard's PromQL (panel targets' expr, templating's
+// label_values(METRIC...)) reads that `scrape` has no sample of; `names`
+// gets every name it found.
+std::vector<std::string> dashboard_unresolved(const std::string& dashboard_path, const std::string& scrape,
+                                              std::set<std::string>* names) {
+  const nlohmann::json d = nlohmann::json::parse(read_file(dashboard_path));  // throws on bad JSON
+  std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& j) {
+    if (j.is_object()) {
+      for (const auto& [k, v] : j.items()) {
+        if (k == "expr" && v.is_string()) {
+          for (const auto& n : promql_metrics(v.get<std::string>())) names->insert(n);
+        } else if (k == "query" && v.is_string() && v.get<std::string>().rfind("label_values(", 0) == 0) {
+          const std::string q = v.get<std::string>().substr(13);
+          names->insert(q.substr(0, q.find_first_of("{,)")));
+        } else {
+          walk(v);
+        }
+      }
+    } else if (j.is_array()) {
+      for (const auto& x : j) walk(x);
+    }
+  };
+  walk(d);
+  std::vector<std::string> missing;
+  for (const auto& n : *names)
+    if (scrape.find("\n" + n + "{") == std::string::npos && scrape.find("\n" + n + " ") == std::string::npos)
+      missing.push_back(n);
+  return missing;
+}
+
+// Each HELP line that is not a sentence of its own (a capital letter
+// first, a full stop last, four words or more, not its metric's name).
+std::vector<std::string> help_not_sentences(const std::string& scrape) {
+  std::vector<std::string> bad;
+  std::istringstream in(scrape);
+  for (std::string l; std::getline(in, l);) {
+    if (l.rfind("# HELP ", 0) != 0) continue;
+    const size_t sp = l.find(' ', 7);
+    const std::string name = l.substr(7, sp - 7), text = sp == std::string::npos ? "" : l.substr(sp + 1);
+    std::string key = name.rfind("dataplane_", 0) == 0 ? name.substr(10) : name;
+    if (key.ends_with("_total")) key.resize(key.size() - 6);
+    const long words = std::count(text.begin(), text.end(), ' ') + 1;
+    if (text.empty() || !isupper(static_cast<unsigned char>(text[0])) || text.back() != '.' || words < 4 ||
+        text.find(key) != std::string::npos || text.find(name) != std::string::npos)
+      bad.push_back(l);
+  }
+  return bad;
+}
+
 TEST_F(Metrics, ScrapeUnderTrafficPassesPromtoolAndMatchesJsonStats) {
   // Traffic through the daemon while scraping: iperf3 for 3 s, a TCP
   // connection held open and UDP datagrams.
@@ -830,6 +929,51 @@ TEST_F(Metrics, ScrapeUnderTrafficPassesPromtoolAndMatchesJsonStats) {
   ASSERT_TRUE(rc.ok());
   EXPECT_EQ(*rc, 0) << read_file(scrape + ".out");
   EXPECT_EQ(read_file(scrape + ".out").find("error"), std::string::npos) << read_file(scrape + ".out");
+  printf("promtool check metrics on a %zu-byte scrape under iperf3: exit %d, output: '%s'\n", body.size(), *rc,
+         read_file(scrape + ".out").c_str());
+  if (const char* keep = getenv("METRICS_SCRAPE_OUT")) std::ofstream(keep) << body;  // for a look by hand
+  // Every HELP a sentence (the counters' descriptions), none missing.
+  const size_t helps = static_cast<size_t>(std::count(body.begin(), body.end(), '#')) / 2;
+  EXPECT_GT(helps, 50u) << body.substr(0, 1000);
+  for (const auto& l : help_not_sentences(body)) ADD_FAILURE() << "HELP is not a sentence: " << l;
+  // Seconds, not TSC cycles: busy time under iperf3 is some of the time since start.
+  EXPECT_EQ(body.find("_cycles"), std::string::npos) << "a metric still in TSC cycles";
+  const std::string wl0 = "{worker=\"0\",lcore=\"1\"}";
+  const double busy = sample(body, "dataplane_worker_busy_seconds_total" + wl0);
+  EXPECT_GT(busy, 0.001) << "iperf3's packets took some worker time";
+  EXPECT_LT(busy, 600) << "seconds, not cycles";
+  EXPECT_GE(sample(body, "dataplane_worker_expire_seconds_total" + wl0), 0);
+  // build_info, process, port and mempool metrics.
+  EXPECT_NE(body.find("\ndataplane_build_info{version=\"0."), std::string::npos) << body.substr(0, 600);
+  EXPECT_NE(body.find("\",dpdk=\"DPDK 22.11"), std::string::npos);
+  EXPECT_EQ(body.find("revision=\"\""), std::string::npos) << "no git revision";
+  EXPECT_GT(sample(body, "process_cpu_seconds_total"), 0);
+  EXPECT_GT(sample(body, "process_resident_memory_bytes"), 1 << 20);
+  EXPECT_GT(sample(body, "process_virtual_memory_bytes"), sample(body, "process_resident_memory_bytes"));
+  EXPECT_GE(sample(body, "process_open_fds"), 5);
+  EXPECT_GE(sample(body, "process_max_fds"), sample(body, "process_open_fds"));
+  const double start = sample(body, "process_start_time_seconds");
+  EXPECT_LT(std::fabs(start - static_cast<double>(time(nullptr))), 600) << "started minutes ago at most: " << start;
+  EXPECT_GE(sample(body, "dataplane_port_rx_nombuf_total{port=\"inside\"}"), 0);
+  EXPECT_GE(sample(body, "dataplane_port_rx_missed_total{port=\"inside\"}"), 0);
+  const double in_use = sample(body, "dataplane_mempool_in_use{pool=\"dp_mbufs\"}");
+  const double size = sample(body, "dataplane_mempool_size{pool=\"dp_mbufs\"}");
+  EXPECT_GE(in_use, 0);
+  EXPECT_EQ(size, 16383) << "workers.mbufs";
+  EXPECT_LE(in_use + sample(body, "dataplane_mempool_available{pool=\"dp_mbufs\"}"), size);
+  // The Grafana dashboard: every metric its PromQL reads is in this scrape;
+  // a renamed one is reported.
+  const std::string dash = g_srcdir + "/packaging/grafana/dataplane.json";
+  std::set<std::string> names;
+  const auto missing = dashboard_unresolved(dash, body, &names);
+  EXPECT_GE(names.size(), 15u) << "the dashboard's metric names were not found";
+  for (const auto& n : missing) ADD_FAILURE() << dash << " reads " << n << ", which the scrape does not have";
+  EXPECT_TRUE(names.count("dataplane_drops_total") && names.count("dataplane_worker_busy_seconds_total") &&
+              names.count("dataplane_ct_offloaded") && names.count("dataplane_mempool_in_use") &&
+              names.count("dataplane_port_rx_nombuf_total"));
+  std::set<std::string> again;
+  const auto renamed = dashboard_unresolved(dash, replace_all(body, "dataplane_drops_total", "dataplane_dropped_total"), &again);
+  EXPECT_EQ(renamed, std::vector<std::string>{"dataplane_drops_total"}) << "a renamed metric is not reported";
   // Ten counters against dataplane-ctl --json stats, traffic stopped: read
   // one right after the other, equal up to the packets in between.
   std::this_thread::sleep_for(300ms);
@@ -872,6 +1016,59 @@ TEST_F(Metrics, ScrapeUnderTrafficPassesPromtoolAndMatchesJsonStats) {
   close(ls);
 }
 
+// promtool check metrics on `body`: its exit status and output.
+std::pair<int, std::string> promtool_check(const std::string& body) {
+  auto tool = run_capture({g_srcdir + "/scripts/promtool"}, nullptr, 120s);
+  if (!tool.ok() || tool->status != 0) return {-1, tool.ok() ? tool->output : tool.message()};
+  std::string promtool = tool->output.substr(tool->output.rfind('\n', tool->output.size() - 2) + 1);
+  while (!promtool.empty() && promtool.back() == '\n') promtool.pop_back();
+  const std::string scrape = "/tmp/dpsys-scrape-" + std::to_string(getpid()) + "-b.txt";
+  std::ofstream(scrape) << body;
+  SpawnOptions o;
+  o.stdin_path = scrape;
+  o.stdout_path = scrape + ".out";
+  o.stderr_path = "=stdout";
+  auto p = Process::spawn({promtool, "check", "metrics"}, o);
+  if (!p.ok()) return {-1, p.message()};
+  auto rc = p->wait(60s);
+  std::pair<int, std::string> r{rc.ok() ? *rc : -1, read_file(scrape + ".out")};
+  unlink(scrape.c_str());
+  unlink((scrape + ".out").c_str());
+  return r;
+}
+
+// The same with the emulated offload provider: its counters' HELP too.
+class OffloadMetrics : public Metrics {
+ public:
+  static void SetUpTestSuite() {
+    offload = "provider: emulated\n  table_size: 4\n  age_s: 2\n  latency_us: 50";
+    Metrics::SetUpTestSuite();
+  }
+};
+
+TEST_F(OffloadMetrics, EveryOffloadCounterHasASentenceAndPromtoolPasses) {
+  SpawnOptions o;
+  o.ns = server;
+  o.stdout_path = "/dev/null";
+  o.stderr_path = "=stdout";
+  auto srv = Process::spawn({"iperf3", "-s", "-1", "-p", "5306"}, o);
+  ASSERT_TRUE(srv.ok()) << srv.message();
+  std::this_thread::sleep_for(300ms);
+  auto r = run_capture({"iperf3", "-c", "10.0.0.2", "-p", "5306", "-t", "2"}, client, 30s);
+  ASSERT_TRUE(r.ok() && r->status == 0) << (r.ok() ? r->output : r.message());
+  srv->wait(5s);
+  const std::string reply = http("GET /metrics HTTP/1.0\r\n\r\n");
+  const std::string body = reply.substr(reply.find("\r\n\r\n") + 4);
+  if (const char* keep = getenv("METRICS_SCRAPE_OUT")) std::ofstream(std::string(keep) + ".offload") << body;
+  EXPECT_GE(sample(body, "dataplane_offload_installed{provider=\"emulated\"}"), 0) << body.substr(0, 3000);
+  EXPECT_GT(sample(body, "dataplane_offload_nic_rx_total{provider=\"emulated\"}"), 0);
+  EXPECT_GT(sample(body, "dataplane_offload_offloads_total{provider=\"emulated\"}"), 0);
+  for (const auto& l : help_not_sentences(body)) ADD_FAILURE() << "HELP is not a sentence: " << l;
+  auto [rc, out] = promtool_check(body);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "") << out;
+}
+
 // A metrics address that is malformed, or in use, is a config error with
 // file:line:key, found by --check before EAL.
 TEST(Config, MetricsListenErrorsNameFileLineKey) {
@@ -907,6 +1104,139 @@ TEST(Config, MetricsListenErrorsNameFileLineKey) {
   EXPECT_NE(in_use.find(f + L + ": key 'metrics.listen': " + held + ": Address already in use"), std::string::npos)
       << in_use;
   close(busy);
+  unlink(f.c_str());
+}
+
+// dataplane@NAME: its control socket DIR/dataplane-t1.sock (DIR standing
+// for /run/dataplane through DATAPLANE_RUN_DIR), its metrics address held.
+class Instances : public Dut {
+ public:
+  static inline std::string dir;
+  static void SetUpTestSuite() {
+    dir = "/tmp/dpsys-inst-" + std::to_string(getpid());
+    mkdir(dir.c_str(), 0700);
+    edits = {{"\ntables:", "\ncontrol:\n  socket: " + dir + "/dataplane-t1.sock\nmetrics:\n  listen: 127.0.0.1:9469\ntables:"}};
+    Dut::SetUpTestSuite();
+  }
+  static void TearDownTestSuite() {
+    Dut::TearDownTestSuite();
+    std::filesystem::remove_all(dir);
+  }
+  // dataplane-ctl with NAME=VALUE entries in its environment.
+  static RunOutput ctl_env(std::vector<std::string> env, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"env", "DATAPLANE_RUN_DIR=" + dir};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.push_back(g_bindir + "/dataplane-ctl");
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = run_capture(argv);
+    return r.ok() ? r.value() : RunOutput{-1, r.message()};
+  }
+};
+
+TEST_F(Instances, CtlFindsAnInstanceByNameAndNamesThemWhenSeveralRun) {
+  auto by_i = ctl_env({}, {"-i", "t1", "stats"});
+  EXPECT_EQ(by_i.status, 0) << by_i.output;
+  EXPECT_EQ(by_i.output.rfind("ok\n", 0), 0u) << by_i.output;
+  auto by_env = ctl_env({"DATAPLANE_INSTANCE=t1"}, {"--json", "stats"});
+  EXPECT_EQ(by_env.status, 0) << by_env.output;
+  auto only_one = ctl_env({}, {"stats"});
+  EXPECT_EQ(only_one.status, 0) << "the one running instance is taken: " << only_one.output;
+  auto absent = ctl_env({}, {"-i", "nope", "stats"});
+  EXPECT_EQ(absent.status, 1);
+  EXPECT_NE(absent.output.find("no instance 'nope' runs (no " + dir + "/dataplane-nope.sock); running: -i t1"),
+            std::string::npos) << absent.output;
+  EXPECT_EQ(ctl_env({}, {"-i", "../t1", "stats"}).status, 2);
+  // A second instance (its socket and lock): without -i, both are named.
+  int fake = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  snprintf(a.sun_path, sizeof a.sun_path, "%s/dataplane-t2.sock", dir.c_str());
+  ASSERT_EQ(bind(fake, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  std::ofstream(dir + "/dataplane-t2.sock.lock") << "1\n";
+  auto several = ctl_env({}, {"stats"});
+  EXPECT_EQ(several.status, 2);
+  EXPECT_NE(several.output.find("2 dataplanes run; name one: -i t1, -i t2"), std::string::npos) << several.output;
+  EXPECT_EQ(ctl_env({}, {"-i", "t1", "stats"}).status, 0);
+  EXPECT_EQ(ctl_env({"DATAPLANE_INSTANCE=t1"}, {"stats"}).status, 0);
+  close(fake);
+  unlink(a.sun_path);
+  unlink((dir + "/dataplane-t2.sock.lock").c_str());
+}
+
+// --check of the running instance's own config: its control socket and
+// metrics address are the instance's, not in the way (said so); the same
+// socket from another config file is an error.
+TEST_F(Instances, CheckOfTheRunningInstancesOwnConfigSkipsWhatItHolds) {
+  auto own = run_capture({g_bindir + "/dataplane", "--config", cfg_path, "--check"}, dut);
+  ASSERT_TRUE(own.ok()) << own.message();
+  EXPECT_EQ(own->status, 0) << own->output;
+  const std::string pid = std::to_string(daemon.pid());
+  EXPECT_NE(own->output.find(cfg_path + ": note: the running instance of this config (pid " + pid +
+                             ") holds the control socket " + dir + "/dataplane-t1.sock: not checked as free"),
+            std::string::npos) << own->output;
+  EXPECT_NE(own->output.find("(pid " + pid + ") holds the metrics address 127.0.0.1:9469: not checked as free"),
+            std::string::npos) << own->output;
+  EXPECT_NE(own->output.find(cfg_path + ": ok:"), std::string::npos) << own->output;
+  // The same file under another name is another config.
+  const std::string other = cfg_path + ".other.yaml";
+  std::ofstream(other) << read_file(cfg_path);
+  auto second = run_capture({g_bindir + "/dataplane", "--config", other, "--check"}, dut);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->status, 2) << second->output;
+  EXPECT_NE(second->output.find(dir + "/dataplane-t1.sock is in use by another dataplane (pid " + pid + ", --config " +
+                                cfg_path + ")"),
+            std::string::npos) << second->output;
+  unlink(other.c_str());
+}
+
+// What README says of a reload: the file's rules replace the run-time
+// `rule add`s and bring back what `rule del` removed.
+TEST_F(Instances, ReloadReplacesRuntimeRuleChangesWithTheFile) {
+  auto rules = [] {
+    auto r = ctl_env({}, {"-i", "t1", "--json", "rules"});
+    std::set<uint32_t> ids;
+    auto j = nlohmann::json::parse(r.output, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.output;
+    if (!j.is_discarded())
+      for (const auto& x : j["rules"]) ids.insert(x["id"].get<uint32_t>());
+    return ids;
+  };
+  const std::set<uint32_t> file = rules();
+  ASSERT_GE(file.size(), 2u);
+  auto add = ctl_env({}, {"-i", "t1", "rule", "add", "{table: 1, priority: 7, match: \"ip_proto=tcp,tp_dst=2222\", actions: drop}"});
+  ASSERT_EQ(add.status, 0) << add.output;
+  const uint32_t added = static_cast<uint32_t>(std::stoul(add.output.substr(add.output.find("id=") + 3)));
+  const uint32_t removed = *file.begin();
+  ASSERT_EQ(ctl_env({}, {"-i", "t1", "rule", "del", std::to_string(removed)}).status, 0);
+  std::set<uint32_t> changed = rules();
+  EXPECT_TRUE(changed.count(added) && !changed.count(removed));
+  auto reload = ctl_env({}, {"-i", "t1", "reload"});
+  ASSERT_EQ(reload.status, 0) << reload.output;
+  EXPECT_EQ(rules(), file) << "after a reload the rules are the file's";
+}
+
+// --check requires the ports' devices: a missing af_packet interface or PCI
+// device is an error naming file:line:key; --no-host-checks leaves them be.
+TEST(Config, MissingPortDevicesAreErrorsNamingFileLineKey) {
+  const std::string f = "/tmp/dpsys-ports-" + std::to_string(getpid()) + ".yaml";
+  auto check = [&](const std::string& devargs, bool host) {
+    std::ofstream(f) << "ports:\n  - name: a\n    devargs: \"" << devargs
+                     << "\"\ntables:\n  0:\n    - {priority: 1, match: \"\", actions: drop}\n";
+    std::vector<std::string> argv = {g_bindir + "/dataplane", "--config", f, "--check"};
+    if (!host) argv.push_back("--no-host-checks");
+    auto r = run_capture(argv);
+    return r.ok() ? r.value() : RunOutput{-1, r.message()};
+  };
+  auto iface = check("net_af_packet0,iface=dpsys-nonexist", true);
+  EXPECT_EQ(iface.status, 2);
+  EXPECT_NE(iface.output.find(f + ":3: key 'ports[0].devargs': interface 'dpsys-nonexist' does not exist"),
+            std::string::npos) << iface.output;
+  auto pci = check("ff:1f.7", true);
+  EXPECT_EQ(pci.status, 2);
+  EXPECT_NE(pci.output.find(f + ":3: key 'ports[0].devargs': PCI device 0000:ff:1f.7 does not exist"),
+            std::string::npos) << pci.output;
+  EXPECT_EQ(check("net_af_packet0,iface=lo", true).status, 0) << check("net_af_packet0,iface=lo", true).output;
+  EXPECT_EQ(check("net_af_packet0,iface=dpsys-nonexist", false).status, 0);
   unlink(f.c_str());
 }
 

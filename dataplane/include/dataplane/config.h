@@ -21,6 +21,7 @@ struct PortConfig {
   uint16_t rx_desc = 1024, tx_desc = 1024;
   uint32_t frame_room = 0;  // net_af_packet's framesz= (a frame the kernel reassembled can be this long), 0 if unset
   int line = 0;
+  int devargs_line = 0;
 };
 
 struct WorkerConfig {
@@ -82,7 +83,13 @@ Status check_socket_path(const std::string& p);
 // config EAL or the allocator would refuse late (or the OOM killer would
 // answer) fails with file:line: key instead: lcores this process may run
 // on, conntrack memory against MemAvailable.
-Status check_host(const Config& cfg);
+// With `notes` (--check): a dataplane that runs this very file (it holds
+// the control socket's lock, and its --config is this file) is not in the
+// way: the control socket and the metrics address it holds are not checked
+// as free, and a note says so. Another dataplane on the control socket is
+// an error. And the ports' devices must exist (net_af_packet's iface=, PCI
+// addresses).
+Status check_host(const Config& cfg, std::vector<std::string>* notes = nullptr);
 
 Result<Config> load_config(const std::string& path);
 // Same, from text (for tests); `name` is used in messages.

@@ -95,25 +95,36 @@ const char* drop_why_name(DropWhy d);
 // datagrams longer than the egress MTU.
 enum class Tunnel : uint8_t { kDecap, kEncap, kNat, kFragsOut, kCount };
 const char* tunnel_name(Tunnel t);  // vxlan_decap, vxlan_encap, nat_packets, ip_fragments_out
+// What each counts, in Tunnel's order (the HELP of /metrics).
+inline constexpr const char* kTunnelHelp[] = {
+    "Frames decapsulated from this VTEP's VXLAN port.",
+    "Packets encapsulated in VXLAN and sent.",
+    "Packets whose addresses or ports NAT rewrote.",
+    "IPv4 fragments made of datagrams longer than the egress MTU.",
+};
+static_assert(sizeof kTunnelHelp / sizeof kTunnelHelp[0] == static_cast<size_t>(Tunnel::kCount),
+              "a Tunnel counter without a description");
 
 // A worker's counters, one list: the struct's fields, `stats` and telemetry
-// (as w<N>_<name>) all come from it. X(name, what it counts).
-#define DP_WORKER_COUNTERS(X)                                                                \
-  X(rx_packets, "packets this worker judged (after handoff)")                               \
-  X(rx_bytes, "their bytes")                                                                 \
-  X(tx_packets, "packets sent")                                                              \
-  X(hw_marked, "handled by the NIC's classification (mark): tables skipped")               \
-  X(cache_hits, "established packets the flow cache took from conntrack to their actions") \
-  X(handoff_out, "packets of connections another worker owns, passed on")                  \
-  X(handoff_in, "and taken in")                                                              \
-  X(busy_polls, "polls that received packets")                                               \
-  X(idle_polls, "polls that received none")                                                  \
-  X(busy_cycles, "TSC cycles in the software pipeline and tx, for rx_packets")              \
-  X(nic_packets, "packets through the NIC model's stage (emulated offload)")                \
-  X(nic_cycles, "TSC cycles in that stage")                                                  \
-  X(expire_runs, "paced expiry slices")                                                      \
-  X(expire_cycles, "TSC cycles in them")                                                     \
-  X(expired, "entries they expired")
+// (as w<N>_<name>) all come from it. X(name, what it counts): a sentence,
+// which /metrics gives as the counter's HELP (a *_cycles counter is
+// exported in seconds, as *_seconds_total, its "TSC cycles" read "Seconds").
+#define DP_WORKER_COUNTERS(X)                                                                          \
+  X(rx_packets, "Packets this worker judged (after handoff).")                                        \
+  X(rx_bytes, "Bytes of the packets this worker judged (after handoff).")                             \
+  X(tx_packets, "Packets this worker sent.")                                                          \
+  X(hw_marked, "Packets the NIC's classification had marked, so that the tables were skipped.")      \
+  X(cache_hits, "Established packets the flow cache took from conntrack straight to their actions.") \
+  X(handoff_out, "Packets of connections another worker owns, passed on to that worker.")            \
+  X(handoff_in, "Packets of this worker's connections taken in from other workers.")                 \
+  X(busy_polls, "Polls of the ports that received packets.")                                          \
+  X(idle_polls, "Polls of the ports that received none.")                                             \
+  X(busy_cycles, "TSC cycles spent in the software pipeline and tx, for the packets judged.")         \
+  X(nic_packets, "Packets through the NIC model's stage (emulated offload).")                         \
+  X(nic_cycles, "TSC cycles spent in the NIC model's stage.")                                         \
+  X(expire_runs, "Paced conntrack expiry slices run.")                                                \
+  X(expire_cycles, "TSC cycles spent in conntrack expiry slices.")                                    \
+  X(expired, "Conntrack entries the expiry slices expired.")
 
 // One worker's counters. Written only by that worker; read by others with
 // relaxed loads (see snapshot()).

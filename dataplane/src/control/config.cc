@@ -3,7 +3,10 @@
 #include "socket.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <sys/un.h>
 #include <yaml-cpp/yaml.h>
 
@@ -12,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -164,6 +168,7 @@ Status parse_ports(const Ctx& c, const YAML::Node& n, std::vector<PortConfig>* p
     pc.line = p.Mark().line + 1;
     TRY(get_str(c, p, "name", path, &pc.name, true));
     TRY(get_str(c, p, "devargs", path, &pc.devargs, true));
+    pc.devargs_line = p["devargs"].Mark().line + 1;
     TRY(get_str(c, p, "dpdk_name", path, &pc.dpdk_name));
     TRY(get_uint(c, p, "mtu", path, &pc.mtu, 68, 9600));
     TRY(get_bool(c, p, "promisc", path, &pc.promisc));
@@ -682,9 +687,69 @@ uint64_t mem_available_bytes() {
   return 0;
 }
 
+// The dataplane holding `cfg`'s control socket (its lock), if one does.
+struct Holder {
+  int pid = 0;
+  std::string config;  // its --config, made absolute
+  bool same = false;   // that is this file
+};
+
+Holder socket_holder(const Config& cfg) {
+  Holder h;
+  const std::string lock = cfg.control_socket + ".lock";
+  int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return h;
+  const bool free = flock(fd, LOCK_SH | LOCK_NB) == 0;  // the daemon holds LOCK_EX
+  char pid[32] = {};
+  const ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+  close(fd);
+  if (free || n <= 0) return h;
+  h.pid = atoi(pid);
+  if (h.pid <= 0) return h;
+  const std::string proc = "/proc/" + std::to_string(h.pid);
+  std::ifstream in(proc + "/cmdline");
+  std::vector<std::string> args;
+  for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
+  for (size_t i = 0; i + 1 < args.size(); i++)
+    if (args[i] == "--config") h.config = args[i + 1];
+  std::error_code ec;
+  if (!h.config.empty() && h.config[0] != '/')
+    h.config = std::filesystem::read_symlink(proc + "/cwd", ec).string() + "/" + h.config;
+  if (!h.config.empty())
+    h.same = std::filesystem::weakly_canonical(h.config, ec) == std::filesystem::weakly_canonical(cfg.file, ec);
+  return h;
+}
+
+// The ports' devices exist: net_af_packet's iface=, a PCI address's device.
+Status check_ports_exist(const Config& cfg) {
+  for (size_t i = 0; i < cfg.ports.size(); i++) {
+    const PortConfig& p = cfg.ports[i];
+    auto at = [&](const std::string& msg) {
+      return Status::error(cfg.file + ":" + std::to_string(p.devargs_line ? p.devargs_line : p.line) + ": key 'ports[" +
+                           std::to_string(i) + "].devargs': " + msg);
+    };
+    const std::string dev = p.devargs.substr(0, p.devargs.find(','));
+    if (dev.rfind("net_af_packet", 0) == 0) {
+      const std::string iface = devarg(p.devargs, "iface");
+      if (!iface.empty() && !std::filesystem::exists("/sys/class/net/" + iface))
+        return at("interface '" + iface + "' does not exist in this network namespace (port '" + p.name + "')");
+      continue;
+    }
+    // A PCI address: [DDDD:]BB:DD.F
+    static const std::regex pci("^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]$");
+    if (std::regex_match(dev, pci)) {
+      std::string full = dev.size() == 7 ? "0000:" + dev : dev;
+      for (char& ch : full) ch = static_cast<char>(tolower(static_cast<unsigned char>(ch)));
+      if (!std::filesystem::exists("/sys/bus/pci/devices/" + full))
+        return at("PCI device " + full + " does not exist (no /sys/bus/pci/devices/" + full + "; port '" + p.name + "')");
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
-Status check_host(const Config& cfg) {
+Status check_host(const Config& cfg, std::vector<std::string>* notes) {
   auto at = [&](int line, const std::string& key, const std::string& msg) {
     return Status::error(cfg.file + ":" + std::to_string(line) + ": key '" + key + "': " + msg);
   };
@@ -721,14 +786,30 @@ Status check_host(const Config& cfg) {
                   " workers need " + std::to_string(need >> 20) + " MiB" +
                   (cfg.eal.no_huge ? " (with eal.memory_mb under no_huge)" : "") + "; this host has " +
                   std::to_string(avail >> 20) + " MiB available (at most 3/4 of it may go to conntrack)");
+  // --check: a dataplane on the control socket is this config's own
+  // running instance (skip what it holds) or another one (an error).
+  const Holder h = notes ? socket_holder(cfg) : Holder{};
+  if (h.pid && !h.same)
+    return at(cfg.control_line, "control.socket",
+              cfg.control_socket + " is in use by another dataplane (pid " + std::to_string(h.pid) + ", --config " +
+                  (h.config.empty() ? "?" : h.config) + "); give this one its own --file-prefix or control.socket");
+  if (h.same)
+    notes->push_back("the running instance of this config (pid " + std::to_string(h.pid) + ") holds the control socket " +
+                     cfg.control_socket + ": not checked as free");
   // The metrics address must be free now (a daemon binds it before EAL);
   // checked without binding a unix path, or removing what is there.
   if (!cfg.metrics_listen.empty())
-    if (Status s = MetricsServer::check(cfg.metrics_listen); !s) return at(cfg.metrics_line, "metrics.listen", s.message());
+    if (Status s = MetricsServer::check(cfg.metrics_listen); !s) {
+      if (!h.same || !MetricsServer::held_by(cfg.metrics_listen, h.pid))
+        return at(cfg.metrics_line, "metrics.listen", s.message());
+      notes->push_back("the running instance (pid " + std::to_string(h.pid) + ") holds the metrics address " +
+                       cfg.metrics_listen + ": not checked as free");
+    }
   // The control socket's directory, as the daemon will check it.
   if (Status s = check_socket_place("control socket", cfg.control_socket); !s)
     return at(cfg.control_line, "control.socket", s.message());
-  return {};
+  // --check only: a start finds out in EAL's probe.
+  return notes ? check_ports_exist(cfg) : Status();
 }
 
 }  // namespace dp

@@ -328,6 +328,7 @@ int Daemon::run() {
       });
     }
     builder_.poll();
+    serve_dpdk_reads();  // /metrics' and telemetry's port counters and mempools
     for (unsigned w = 0; w < shards_.size(); w++) {
       uint32_t n;
       while ((n = shards_[w]->poll_events(ev.data(), static_cast<uint32_t>(ev.size()))) > 0)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -91,6 +92,20 @@ class Daemon {
   ControlServer::Reply rule_add(const std::string& yaml);
   ControlServer::Reply ct_list(int zone, Format f);
   StatsSnapshot snapshot(bool control_thread);
+  // What a snapshot needs DPDK calls for, made on the control thread only:
+  // other threads ask the loop (serve_dpdk_reads) and wait a turn.
+  struct DpdkReads {
+    std::vector<std::pair<std::string, uint64_t>> ports;  // port_counters()
+    std::vector<StatsSnapshot::Mempool> mempools;
+  };
+  DpdkReads dpdk_reads();            // control thread
+  DpdkReads dpdk_reads_from_loop();  // any other thread
+  void serve_dpdk_reads();           // the control loop, each turn
+  std::mutex reads_mu_;
+  std::condition_variable reads_cv_;
+  std::atomic<bool> reads_wanted_{false};
+  uint64_t reads_gen_ = 0;
+  DpdkReads reads_;
   std::string trace(const std::string& packet_desc, Format f);
   ControlServer::Reply live_trace(uint32_t n, uint32_t seconds, Format f);
   std::string live_trace_json(const std::vector<const TraceRecord*>& recs, uint32_t n, uint32_t seconds);

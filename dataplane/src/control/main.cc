@@ -32,7 +32,9 @@ void usage() {
       "\n"
       "  --config FILE       the YAML config (configs/dataplane/*.yaml)\n"
       "  --check             validate FILE and exit: 0 if good, 2 with file:line: key 'x': reason if not;\n"
-      "                      includes what this host must have (lcores, memory for conntrack)\n"
+      "                      includes what this host must have (lcores, memory for conntrack, the\n"
+      "                      ports' interfaces or PCI devices); the control socket and metrics address\n"
+      "                      of a running instance of FILE itself are not counted as taken (a note says so)\n"
       "  --no-host-checks    with --check: the file alone, for a config meant for another host\n"
       "  --no-huge           run DPDK without hugepages (overrides eal.no_huge)\n"
       "  --file-prefix NAME  DPDK runtime prefix (overrides eal.file_prefix; the telemetry socket\n"
@@ -129,10 +131,12 @@ int main(int argc, char** argv) {
     fprintf(stderr, "dataplane: --no-host-checks goes with --check only\n");
     return 2;
   }
-  if (dp::Status s = host_checks ? dp::check_host(*cfg) : dp::Status(); !s) {
+  std::vector<std::string> notes;  // --check of a running instance's own config: what it skipped
+  if (dp::Status s = host_checks ? dp::check_host(*cfg, check ? &notes : nullptr) : dp::Status(); !s) {
     fprintf(stderr, "dataplane: %s\n", s.message().c_str());
     return 2;
   }
+  for (const auto& n : notes) printf("%s: note: %s\n", file.c_str(), n.c_str());
   if (check) {
     int tables = 0;
     for (const auto& r : cfg->rules) tables = std::max(tables, r.table + 1);

@@ -11,6 +11,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "sdn/clock.h"
 #include "sdn/number.h"
@@ -114,6 +117,46 @@ Status MetricsServer::check(const std::string& spec) {
   close(fd);
   if (rc != 0) return Status::error(sdn::kind_of_errno(e), spec + ": " + strerror(e));
   return {};
+}
+
+bool MetricsServer::held_by(const std::string& spec, int pid) {
+  auto a = resolve(spec);
+  if (!a || pid <= 0) return false;
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::string inode;
+  if (!a->unix_path.empty()) {
+    std::ifstream in(proc + "/net/unix");
+    for (std::string l; std::getline(in, l);) {
+      std::istringstream f(l);
+      std::vector<std::string> w;
+      for (std::string x; f >> x;) w.push_back(x);
+      if (w.size() >= 8 && w[7] == a->unix_path) inode = w[6];
+    }
+  } else {
+    char want[80];
+    const bool v4 = a->ss.ss_family == AF_INET;
+    if (v4) {
+      const auto* s4 = reinterpret_cast<const sockaddr_in*>(&a->ss);
+      snprintf(want, sizeof want, "%08X:%04X", s4->sin_addr.s_addr, ntohs(s4->sin_port));
+    } else {
+      const auto* s6 = reinterpret_cast<const sockaddr_in6*>(&a->ss);
+      uint32_t w[4];
+      memcpy(w, &s6->sin6_addr, sizeof w);
+      snprintf(want, sizeof want, "%08X%08X%08X%08X:%04X", w[0], w[1], w[2], w[3], ntohs(s6->sin6_port));
+    }
+    std::ifstream in(proc + (v4 ? "/net/tcp" : "/net/tcp6"));
+    for (std::string l; std::getline(in, l);) {
+      std::istringstream f(l);
+      std::vector<std::string> w;
+      for (std::string x; f >> x;) w.push_back(x);
+      if (w.size() >= 10 && w[1] == want && w[3] == "0A") inode = w[9];  // 0A: LISTEN
+    }
+  }
+  if (inode.empty()) return false;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(proc + "/fd", ec))
+    if (std::filesystem::read_symlink(e.path(), ec).string() == "socket:[" + inode + "]") return true;
+  return false;
 }
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::open(const std::string& spec) {

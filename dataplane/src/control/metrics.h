@@ -31,6 +31,10 @@ class MetricsServer {
   // address, one in use, a unix path that is not a socket or sits in a
   // directory others may write. Nothing is bound, created or removed.
   static sdn::Status check(const std::string& spec);
+  // Whether process `pid` listens on `spec` (its socket's inode, from
+  // /proc/PID/net/{tcp,tcp6,unix}, among /proc/PID/fd): --check of a running
+  // instance's own config does not count that address as taken.
+  static bool held_by(const std::string& spec, int pid);
   // Binds and listens (an address in use is an error here, before EAL).
   static sdn::Result<std::unique_ptr<MetricsServer>> open(const std::string& spec);
   ~MetricsServer();  // stops the thread at once, closes, removes a unix socket

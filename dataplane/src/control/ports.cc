@@ -181,6 +181,7 @@ std::vector<std::pair<std::string, uint64_t>> Daemon::port_counters() {
                        {n + "_rx_missed", s.imissed},
                        {n + "_rx_errors", s.ierrors},
                        {n + "_tx_errors", s.oerrors},
+                       {n + "_rx_nombuf", s.rx_nombuf},
                        {n + "_link_up", static_cast<uint64_t>(link.link_status)}});
     if (ifindex_[i]) {
       std::lock_guard<std::mutex> lk(off_mu_);

@@ -3,6 +3,7 @@
 #include "daemon_internal.h"
 
 
+#include "build_info.h"
 #include "dataplane/log.h"
 #include "sdn/clock.h"
 
@@ -22,6 +23,7 @@
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_telemetry.h>
+#include <rte_version.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -41,11 +43,53 @@
 namespace dp {
 
 
+// What needs DPDK calls (the ports' ethdev counters, the mempools): read
+// on the control thread only.
+Daemon::DpdkReads Daemon::dpdk_reads() {
+  DpdkReads r;
+  r.ports = port_counters();
+  rte_mempool_walk(
+      [](rte_mempool* mp, void* arg) {
+        auto* pools = static_cast<std::vector<StatsSnapshot::Mempool>*>(arg);
+        const unsigned avail = rte_mempool_avail_count(mp);
+        pools->push_back({mp->name, mp->size, avail, mp->size > avail ? mp->size - avail : 0});
+      },
+      &r.mempools);
+  return r;
+}
+
+// The control loop, each turn: reads for whoever asked since the last.
+void Daemon::serve_dpdk_reads() {
+  if (!reads_wanted_.exchange(false, std::memory_order_acq_rel)) return;
+  DpdkReads r = dpdk_reads();
+  std::lock_guard<std::mutex> lk(reads_mu_);
+  reads_ = std::move(r);
+  reads_gen_++;
+  reads_cv_.notify_all();
+}
+
+// Another thread's (metrics, telemetry): asks the control loop, which
+// answers within a turn (<= 20 ms); the last reads if it does not in 250 ms
+// (before the loop runs, or after it stopped).
+Daemon::DpdkReads Daemon::dpdk_reads_from_loop() {
+  std::unique_lock<std::mutex> lk(reads_mu_);
+  const uint64_t gen = reads_gen_;
+  reads_wanted_.store(true, std::memory_order_release);
+  reads_cv_.wait_for(lk, std::chrono::milliseconds(250), [&] { return reads_gen_ != gen; });
+  return reads_;
+}
+
 // Every counter, read once. `control_thread`: called by the control loop,
-// which owns the offload provider; other threads (metrics) read the copy
-// the loop refreshes.
+// which owns the offload provider and makes the DPDK calls; other threads
+// (metrics, telemetry) read the copy the loop refreshes, and ask it for
+// the ports' and mempools'.
 StatsSnapshot Daemon::snapshot(bool control_thread) {
   StatsSnapshot s;
+  const DpdkReads reads = control_thread ? dpdk_reads() : dpdk_reads_from_loop();
+  s.mempools = reads.mempools;
+  s.tsc_hz = static_cast<double>(rte_get_tsc_hz());
+  s.process = read_process();
+  s.build = {DP_VERSION, DP_REVISION, rte_version()};
   WorkerStats sum;
   for (auto& w : workers_) {
     const WorkerStats ws = w->stats.snapshot();
@@ -59,7 +103,7 @@ StatsSnapshot Daemon::snapshot(bool control_thread) {
     for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++) sum.drop[i] += ws.drop[i];
     for (int i = 0; i < static_cast<int>(Tunnel::kCount); i++) sum.tunnel[i] += ws.tunnel[i];
   }
-  for (auto& [k, v] : port_counters()) {
+  for (auto& [k, v] : reads.ports) {
     size_t i = 0;
     for (; i < cfg_.ports.size(); i++)
       if (k.rfind(cfg_.ports[i].name + "_", 0) == 0) break;

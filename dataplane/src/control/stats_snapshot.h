@@ -41,7 +41,27 @@ struct StatsSnapshot {
   Counters offload;
   std::set<std::string> offload_gauges;  // which of `offload` are levels, not counts
   std::vector<std::pair<std::string, std::string>> offload_notes;
+  // /metrics only. The workers' *_cycles as seconds: cycles / tsc_hz.
+  double tsc_hz = 0;
+  struct Mempool {
+    std::string name;
+    uint64_t size = 0, available = 0, in_use = 0;  // objects (mbufs)
+  };
+  std::vector<Mempool> mempools;  // rte_mempool_walk, on the control thread
+  // This process, from /proc/self (Prometheus' standard process_* names).
+  struct Process {
+    bool ok = false;
+    double cpu_seconds = 0, start_time_seconds = 0;
+    uint64_t resident_bytes = 0, virtual_bytes = 0, open_fds = 0, max_fds = 0;
+  } process;
+  struct Build {
+    std::string version, revision, dpdk;
+  } build;
 };
+
+// This process's CPU time, memory, fds and start time from /proc/self
+// (ok = false when /proc cannot be read).
+StatsSnapshot::Process read_process();
 
 // The names that are levels (gauges) rather than counts.
 bool ct_is_gauge(const std::string& name);
@@ -53,7 +73,12 @@ std::string stats_text(const StatsSnapshot& s);
 // "offload": {...}}.
 nlohmann::json stats_json(const StatsSnapshot& s);
 // Prometheus text exposition format 0.0.4: dataplane_* with labels port,
-// worker, reason, rule, table; counters end in _total.
+// worker, reason, rule, table, pool; counters end in _total, the workers'
+// cycles are *_seconds_total; process_* as Prometheus' client libraries
+// name them; every family's HELP a sentence (metric_help()).
 std::string stats_prometheus(const StatsSnapshot& s);
+// The HELP of a family, by its name without "dataplane_" and "_total"
+// (e.g. "port_rx_missed"); "" for a name without a description.
+std::string metric_help(const std::string& family);
 
 }  // namespace dp
