@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "metrics.h"
 #include "dataplane/config.h"
+#include "dataplane/log.h"
 
 namespace dp {
 int hw_check(const std::string& pci, bool no_huge, const std::string& nic, const std::string& peer);  // hwcheck.cc
@@ -74,6 +75,7 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dp::log_open_stream();  // rte_log's lines once, to stderr, with journal priorities (dataplane/log.h)
   // EAL pins this thread to the main lcore; a start again (execve) begins
   // with the CPUs this one began with.
   cpu_set_t cpus0;
@@ -115,14 +117,14 @@ int main(int argc, char** argv) {
   // Everything that can be refused is refused here, before EAL touches a port.
   auto cfg = dp::load_config(file);
   if (!cfg) {
-    fprintf(stderr, "dataplane: %s\n", cfg.message().c_str());
+    dp::log_error(dp::LogType::kControl, cfg.message());
     return 2;
   }
   cfg->cli.file_prefix = prefix;
   cfg->cli.log_level = log_level;
   cfg->cli.no_huge = no_huge;
   if (dp::Status s = cfg->apply_cli(); !s) {
-    fprintf(stderr, "dataplane: %s\n", s.message().c_str());
+    dp::log_error(dp::LogType::kControl, s.message());
     return 2;
   }
   if (!host_checks && !check) {
@@ -130,7 +132,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (dp::Status s = host_checks ? dp::check_host(*cfg) : dp::Status(); !s) {
-    fprintf(stderr, "dataplane: %s\n", s.message().c_str());
+    dp::log_error(dp::LogType::kControl, s.message());
     return 2;
   }
   if (check) {
@@ -147,7 +149,7 @@ int main(int argc, char** argv) {
   // The socket before EAL: a second daemon on the same path stops here.
   auto ctl = dp::ControlServer::open(cfg->control_socket);
   if (!ctl) {
-    fprintf(stderr, "dataplane: %s\n", ctl.message().c_str());
+    dp::log_error(dp::LogType::kControl, ctl.message());
     return 2;
   }
   // The metrics endpoint too, when configured (an address in use stops here).
@@ -155,8 +157,8 @@ int main(int argc, char** argv) {
   if (!cfg->metrics_listen.empty()) {
     auto m = dp::MetricsServer::open(cfg->metrics_listen);
     if (!m) {
-      fprintf(stderr, "dataplane: %s:%d: key 'metrics.listen': %s\n", cfg->file.c_str(), cfg->metrics_line,
-              m.message().c_str());
+      dp::log_error(dp::LogType::kControl, cfg->file + ":" + std::to_string(cfg->metrics_line) +
+                                               ": key 'metrics.listen': " + m.message());
       return 2;
     }
     metrics = std::move(m.value());
@@ -172,7 +174,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (rte_eal_init(static_cast<int>(av.size()), av.data()) < 0) {
-    fprintf(stderr, "dataplane: DPDK EAL init failed: %s\n", rte_strerror(rte_errno));
+    dp::log_error(dp::LogType::kControl, std::string("DPDK EAL init failed: ") + rte_strerror(rte_errno));
     return 1;
   }
   int rc = 0;
@@ -184,7 +186,7 @@ int main(int argc, char** argv) {
     if (dp::Status s = d.start(); !s && d.interrupted()) {
       fprintf(stderr, "dataplane: stopping: a signal during start-up\n");
     } else if (!s) {
-      fprintf(stderr, "dataplane: %s\n", s.message().c_str());
+      dp::log_error(dp::LogType::kControl, s.message());
       rc = 1;
       // The engine is fixed when EAL probes a port: a port probed with
       // hardware steering that would not configure is probed again, by a
