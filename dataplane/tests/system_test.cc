@@ -125,6 +125,45 @@ TEST_F(Dut, ControlRejectsBadInputAndStaysUp) {
   EXPECT_EQ(ctl("stats").rfind("ok", 0), 0u);
 }
 
+// dataplane-ctl log-level: the daemon's types listed with their levels; a
+// level set at run time changes what the daemon prints; a bad level is
+// refused with the valid ones and changes nothing.
+TEST_F(Dut, LogLevelAtRunTimeChangesWhatTheDaemonPrints) {
+  const auto level_of = [](const std::string& type) {
+    const std::string list = ctl("log-level");
+    const size_t at = list.find("\n" + type + " ");
+    if (at == std::string::npos) return "not listed:\n" + list;
+    const size_t b = list.find_first_not_of(' ', at + 1 + type.size());
+    return list.substr(b, list.find('\n', b) - b);
+  };
+  EXPECT_EQ(ctl("log-level").rfind("ok: ", 0), 0u) << ctl("log-level");
+  for (const char* t : {"dataplane.control", "dataplane.offload", "dataplane.pipeline", "dataplane.ports",
+                        "dataplane.worker", "dataplane.systemd", "lib.eal"})
+    EXPECT_NE(level_of(t).rfind("not listed", 0), 0u) << t << " " << level_of(t);
+  EXPECT_EQ(level_of("dataplane.control"), "info");
+  const auto reloads = [] {
+    const std::string log = read_file(log_path);
+    size_t n = 0;
+    for (size_t p = log.find("dataplane: reloaded "); p != std::string::npos; p = log.find("dataplane: reloaded ", p + 1))
+      n++;
+    return n;
+  };
+  const size_t before = reloads();
+  EXPECT_EQ(ctl("log-level dataplane.control warning"), "ok: warning: dataplane.control\n");
+  EXPECT_EQ(ctl("reload"), "ok\n");
+  EXPECT_EQ(reloads(), before) << "an info line printed at level warning:\n" << read_file(log_path);
+  EXPECT_EQ(ctl("log-level dataplane.c* info"), "ok: info: dataplane.control\n");
+  EXPECT_EQ(ctl("reload"), "ok\n");
+  EXPECT_EQ(reloads(), before + 1) << read_file(log_path);
+  EXPECT_EQ(ctl("log-level dataplane.control loud").rfind(
+                "error: log-level: level 'loud': use emerg, alert, crit, err, warning, notice, info or debug", 0),
+            0u) << ctl("log-level dataplane.control loud");
+  EXPECT_EQ(ctl("log-level nosuch.* debug").rfind("error: log-level: log type 'nosuch.*' matches none", 0), 0u);
+  EXPECT_EQ(ctl("log-level dataplane.control").rfind("error: usage: log-level [TYPE LEVEL]", 0), 0u);
+  EXPECT_EQ(level_of("dataplane.control"), "info");
+  EXPECT_TRUE(daemon.running());
+}
+
 TEST_F(Dut, CraftedInvalidTcpIsDroppedAndCounted) {
   // A live connection, so that the out-of-window segment has a tuple to hit.
   int ls = listen_in(server, "10.0.0.2", 7007), cs = sock_in(client, SOCK_STREAM);
