@@ -781,6 +781,39 @@ TEST_F(NotifyOtherPid, WatchdogOfAnotherPidIsNotPinged) {
 // Prometheus: /metrics on a unix socket (metrics.listen in the config),
 // scraped under traffic, checked by promtool and against dataplane-ctl
 // --json stats read at the same moment.
+// Under systemd: JOURNAL_STREAM names the daemon's stderr (here the log
+// file, stdout joined to it), so every line it writes, DPDK's too, carries
+// the journal's "<N>" priority; before the one stream EAL's lines went to
+// stdout bare (and to syslog a second time).
+class Journal : public Dut {
+ public:
+  static void SetUpTestSuite() {
+    // Dut's log path, made first so that its device and inode are known
+    // (the spawn truncates it: the same inode).
+    const std::string log = "/tmp/dpsys" + std::to_string(getpid()) + "-" +
+                            ::testing::UnitTest::GetInstance()->current_test_suite()->name() + ".log";
+    std::ofstream{log};
+    struct stat st{};
+    ASSERT_EQ(stat(log.c_str(), &st), 0) << log;
+    daemon_env = {"JOURNAL_STREAM=" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino)};
+    Dut::SetUpTestSuite();
+    ASSERT_EQ(log_path, log);
+  }
+};
+
+TEST_F(Journal, EveryLineCarriesItsPriority) {
+  EXPECT_EQ(ctl("log-level dataplane.control debug"), "ok: debug: dataplane.control\n");
+  const std::string log = read_file(log_path);
+  std::istringstream in(log);
+  int lines = 0;
+  for (std::string l; std::getline(in, l); lines++)
+    EXPECT_TRUE(l.size() > 3 && l[0] == '<' && l[1] >= '0' && l[1] <= '7' && l[2] == '>') << "'" << l << "' in\n" << log;
+  EXPECT_GE(lines, 5) << log;
+  EXPECT_NE(log.find("<6>EAL: "), std::string::npos) << log;
+  EXPECT_NE(log.find("<6>dataplane: running: "), std::string::npos) << log;
+  EXPECT_NE(log.find("<5>dataplane: log level debug: dataplane.control"), std::string::npos) << log;
+}
+
 class Metrics : public Dut {
  public:
   static inline std::string path;
