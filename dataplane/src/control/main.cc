@@ -12,11 +12,11 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "dataplane/log.h"
 #include "socket.h"
 #include "daemon.h"
 #include "metrics.h"
 #include "dataplane/config.h"
-#include "dataplane/log.h"
 
 namespace dp {
 int hw_check(const std::string& pci, bool no_huge, const std::string& nic, const std::string& peer);  // hwcheck.cc
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (dp::Status s = host_checks ? dp::check_host(*cfg) : dp::Status(); !s) {
-    dp::log_error(dp::LogType::kControl, s.message());
+    fprintf(stderr, "dataplane: %s\n", s.message().c_str());
     return 2;
   }
   if (check) {
