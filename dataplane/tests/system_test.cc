@@ -161,6 +161,14 @@ TEST_F(Dut, LogLevelAtRunTimeChangesWhatTheDaemonPrints) {
   EXPECT_EQ(ctl("log-level nosuch.* debug").rfind("error: log-level: log type 'nosuch.*' matches none", 0), 0u);
   EXPECT_EQ(ctl("log-level dataplane.control").rfind("error: usage: log-level [TYPE LEVEL]", 0), 0u);
   EXPECT_EQ(level_of("dataplane.control"), "info");
+  // --json: {"ok": true, "types": [{"type", "level"}]}
+  auto j = nlohmann::json::parse(ctl("--json log-level"), nullptr, false);
+  ASSERT_TRUE(j.is_object() && j["types"].is_array()) << ctl("--json log-level");
+  size_t found = 0;
+  for (const auto& t : j["types"]) found += t["type"] == "dataplane.control" && t["level"] == "info";
+  EXPECT_EQ(found, 1u) << j.dump();
+  j = nlohmann::json::parse(ctl("--json log-level dataplane.control loud"), nullptr, false);
+  EXPECT_TRUE(j.is_object() && j.contains("error")) << j.dump();
   EXPECT_TRUE(daemon.running());
 }
 
