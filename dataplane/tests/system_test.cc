@@ -129,6 +129,53 @@ TEST_F(Dut, ControlRejectsBadInputAndStaysUp) {
   EXPECT_EQ(ctl("stats").rfind("ok", 0), 0u);
 }
 
+// dataplane-ctl log-level: the daemon's types listed with their levels; a
+// level set at run time changes what the daemon prints; a bad level is
+// refused with the valid ones and changes nothing.
+TEST_F(Dut, LogLevelAtRunTimeChangesWhatTheDaemonPrints) {
+  const auto level_of = [](const std::string& type) {
+    const std::string list = ctl("log-level");
+    const size_t at = list.find("\n" + type + " ");
+    if (at == std::string::npos) return "not listed:\n" + list;
+    const size_t b = list.find_first_not_of(' ', at + 1 + type.size());
+    return list.substr(b, list.find('\n', b) - b);
+  };
+  EXPECT_EQ(ctl("log-level").rfind("ok: ", 0), 0u) << ctl("log-level");
+  for (const char* t : {"dataplane.control", "dataplane.offload", "dataplane.pipeline", "dataplane.ports",
+                        "dataplane.worker", "dataplane.systemd", "lib.eal"})
+    EXPECT_NE(level_of(t).rfind("not listed", 0), 0u) << t << " " << level_of(t);
+  EXPECT_EQ(level_of("dataplane.control"), "info");
+  const auto reloads = [] {
+    const std::string log = read_file(log_path);
+    size_t n = 0;
+    for (size_t p = log.find("dataplane: reloaded "); p != std::string::npos; p = log.find("dataplane: reloaded ", p + 1))
+      n++;
+    return n;
+  };
+  const size_t before = reloads();
+  EXPECT_EQ(ctl("log-level dataplane.control warning"), "ok: warning: dataplane.control\n");
+  EXPECT_EQ(ctl("reload"), "ok\n");
+  EXPECT_EQ(reloads(), before) << "an info line printed at level warning:\n" << read_file(log_path);
+  EXPECT_EQ(ctl("log-level dataplane.c* info"), "ok: info: dataplane.control\n");
+  EXPECT_EQ(ctl("reload"), "ok\n");
+  EXPECT_EQ(reloads(), before + 1) << read_file(log_path);
+  EXPECT_EQ(ctl("log-level dataplane.control loud").rfind(
+                "error: log-level: level 'loud': use emerg, alert, crit, err, warning, notice, info or debug", 0),
+            0u) << ctl("log-level dataplane.control loud");
+  EXPECT_EQ(ctl("log-level nosuch.* debug").rfind("error: log-level: log type 'nosuch.*' matches none", 0), 0u);
+  EXPECT_EQ(ctl("log-level dataplane.control").rfind("error: usage: log-level [TYPE LEVEL]", 0), 0u);
+  EXPECT_EQ(level_of("dataplane.control"), "info");
+  // --json: {"ok": true, "types": [{"type", "level"}]}
+  auto j = nlohmann::json::parse(ctl("--json log-level"), nullptr, false);
+  ASSERT_TRUE(j.is_object() && j["types"].is_array()) << ctl("--json log-level");
+  size_t found = 0;
+  for (const auto& t : j["types"]) found += t["type"] == "dataplane.control" && t["level"] == "info";
+  EXPECT_EQ(found, 1u) << j.dump();
+  j = nlohmann::json::parse(ctl("--json log-level dataplane.control loud"), nullptr, false);
+  EXPECT_TRUE(j.is_object() && j.contains("error")) << j.dump();
+  EXPECT_TRUE(daemon.running());
+}
+
 TEST_F(Dut, CraftedInvalidTcpIsDroppedAndCounted) {
   // A live connection, so that the out-of-window segment has a tuple to hit.
   int ls = listen_in(server, "10.0.0.2", 7007), cs = sock_in(client, SOCK_STREAM);
@@ -747,6 +794,39 @@ TEST_F(NotifyOtherPid, WatchdogOfAnotherPidIsNotPinged) {
 // Prometheus: /metrics on a unix socket (metrics.listen in the config),
 // scraped under traffic, checked by promtool and against dataplane-ctl
 // --json stats read at the same moment.
+// Under systemd: JOURNAL_STREAM names the daemon's stderr (here the log
+// file, stdout joined to it), so every line it writes, DPDK's too, carries
+// the journal's "<N>" priority; before the one stream EAL's lines went to
+// stdout bare (and to syslog a second time).
+class Journal : public Dut {
+ public:
+  static void SetUpTestSuite() {
+    // Dut's log path, made first so that its device and inode are known
+    // (the spawn truncates it: the same inode).
+    const std::string log = "/tmp/dpsys" + std::to_string(getpid()) + "-" +
+                            ::testing::UnitTest::GetInstance()->current_test_suite()->name() + ".log";
+    std::ofstream{log};
+    struct stat st{};
+    ASSERT_EQ(stat(log.c_str(), &st), 0) << log;
+    daemon_env = {"JOURNAL_STREAM=" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino)};
+    Dut::SetUpTestSuite();
+    ASSERT_EQ(log_path, log);
+  }
+};
+
+TEST_F(Journal, EveryLineCarriesItsPriority) {
+  EXPECT_EQ(ctl("log-level dataplane.control debug"), "ok: debug: dataplane.control\n");
+  const std::string log = read_file(log_path);
+  std::istringstream in(log);
+  int lines = 0;
+  for (std::string l; std::getline(in, l); lines++)
+    EXPECT_TRUE(l.size() > 3 && l[0] == '<' && l[1] >= '0' && l[1] <= '7' && l[2] == '>') << "'" << l << "' in\n" << log;
+  EXPECT_GE(lines, 5) << log;
+  EXPECT_NE(log.find("<6>EAL: "), std::string::npos) << log;
+  EXPECT_NE(log.find("<6>dataplane: running: "), std::string::npos) << log;
+  EXPECT_NE(log.find("<5>dataplane: log level debug: dataplane.control"), std::string::npos) << log;
+}
+
 class Metrics : public Dut {
  public:
   static inline std::string path;

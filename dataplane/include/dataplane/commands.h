@@ -37,6 +37,11 @@ inline constexpr CommandSpec kCommands[] = {
      "in_port=inside,tcp,10.0.0.1:1234>10.0.0.2:80,flags=S\n"
      "in_port=outside,udp,[fd00::2]:53>[fd00::1]:3333 | in_port=inside,icmp,10.0.0.1>10.0.0.2"},
     {"offload testpmd", "", "hardware rules as testpmd flow commands"},
+    {"log-level", "[TYPE LEVEL]",
+     "without arguments: the rte_log types (dataplane.control, .offload,\n"
+     ".pipeline, .ports, .worker, .systemd; DPDK's lib.eal, pmd.*) and their\n"
+     "levels; with them: set TYPE (a name or a glob, 'dataplane.*') to LEVEL:\n"
+     "emerg alert crit err warning notice info debug, or 1..8 (rte_log's)"},
 };
 
 inline const CommandSpec* find_command(std::string_view name) {

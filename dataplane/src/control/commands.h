@@ -47,4 +47,7 @@ class CommandTable {
   std::vector<Entry> entries_;
 };
 
+// log-level (log_service.cc): needs nothing of the daemon's.
+sdn::Status register_log_commands(CommandTable& t);
+
 }  // namespace dp

@@ -150,6 +150,7 @@ Status Daemon::register_commands() {
   SDN_TRY(register_ct_commands(commands_));
   SDN_TRY(register_trace_commands(commands_));
   SDN_TRY(register_stats_commands(commands_));
+  SDN_TRY(register_log_commands(commands_));
   return commands_.complete();
 }
 
@@ -361,7 +362,7 @@ bool Daemon::workers_polling() {
     const WorkerStats s = workers_[i]->stats.snapshot();
     const uint64_t polls = s.busy_polls + s.idle_polls;
     if (polls == polls_seen_[i]) {
-      warn("worker " + std::to_string(i) + " has not polled since the last watchdog ping; not pinging");
+      log_warning(LogType::kWorker, "worker " + std::to_string(i) + " has not polled since the last watchdog ping; not pinging");
       all = false;
     }
     polls_seen_[i] = polls;

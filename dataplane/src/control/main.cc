@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "dataplane/log.h"
 #include "socket.h"
 #include "daemon.h"
 #include "metrics.h"
@@ -76,6 +77,7 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dp::log_open_stream();  // rte_log's lines once, to stderr, with journal priorities (dataplane/log.h)
   // EAL pins this thread to the main lcore; a start again (execve) begins
   // with the CPUs this one began with.
   cpu_set_t cpus0;
@@ -117,14 +119,14 @@ int main(int argc, char** argv) {
   // Everything that can be refused is refused here, before EAL touches a port.
   auto cfg = dp::load_config(file);
   if (!cfg) {
-    fprintf(stderr, "dataplane: %s\n", cfg.message().c_str());
+    dp::log_error(dp::LogType::kControl, cfg.message());
     return 2;
   }
   cfg->cli.file_prefix = prefix;
   cfg->cli.log_level = log_level;
   cfg->cli.no_huge = no_huge;
   if (dp::Status s = cfg->apply_cli(); !s) {
-    fprintf(stderr, "dataplane: %s\n", s.message().c_str());
+    dp::log_error(dp::LogType::kControl, s.message());
     return 2;
   }
   if (!host_checks && !check) {
@@ -151,7 +153,7 @@ int main(int argc, char** argv) {
   // The socket before EAL: a second daemon on the same path stops here.
   auto ctl = dp::ControlServer::open(cfg->control_socket);
   if (!ctl) {
-    fprintf(stderr, "dataplane: %s\n", ctl.message().c_str());
+    dp::log_error(dp::LogType::kControl, ctl.message());
     return 2;
   }
   // The metrics endpoint too, when configured (an address in use stops here).
@@ -159,8 +161,8 @@ int main(int argc, char** argv) {
   if (!cfg->metrics_listen.empty()) {
     auto m = dp::MetricsServer::open(cfg->metrics_listen);
     if (!m) {
-      fprintf(stderr, "dataplane: %s:%d: key 'metrics.listen': %s\n", cfg->file.c_str(), cfg->metrics_line,
-              m.message().c_str());
+      dp::log_error(dp::LogType::kControl, cfg->file + ":" + std::to_string(cfg->metrics_line) +
+                                               ": key 'metrics.listen': " + m.message());
       return 2;
     }
     metrics = std::move(m.value());
@@ -176,7 +178,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (rte_eal_init(static_cast<int>(av.size()), av.data()) < 0) {
-    fprintf(stderr, "dataplane: DPDK EAL init failed: %s\n", rte_strerror(rte_errno));
+    dp::log_error(dp::LogType::kControl, std::string("DPDK EAL init failed: ") + rte_strerror(rte_errno));
     return 1;
   }
   int rc = 0;
@@ -188,7 +190,7 @@ int main(int argc, char** argv) {
     if (dp::Status s = d.start(); !s && d.interrupted()) {
       fprintf(stderr, "dataplane: stopping: a signal during start-up\n");
     } else if (!s) {
-      fprintf(stderr, "dataplane: %s\n", s.message().c_str());
+      dp::log_error(dp::LogType::kControl, s.message());
       rc = 1;
       // The engine is fixed when EAL probes a port: a port probed with
       // hardware steering that would not configure is probed again, by a

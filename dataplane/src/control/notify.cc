@@ -20,13 +20,13 @@ ServiceNotifier::ServiceNotifier() {
   if (!path || !*path) return;
   // A path, or an abstract socket written with a leading '@'.
   if ((path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(sockaddr_un::sun_path)) {
-    log_warning(LogType::kControl, std::string("NOTIFY_SOCKET '") + path + "' is not a socket path; not notifying the service manager");
+    log_warning(LogType::kSystemd, std::string("NOTIFY_SOCKET '") + path + "' is not a socket path; not notifying the service manager");
     return;
   }
   addr_ = path;
   fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) {
-    log_warning(LogType::kControl, std::string("NOTIFY_SOCKET: socket: ") + strerror(errno));
+    log_warning(LogType::kSystemd, std::string("NOTIFY_SOCKET: socket: ") + strerror(errno));
     return;
   }
   const char* usec = getenv("WATCHDOG_USEC");
@@ -35,7 +35,7 @@ ServiceNotifier::ServiceNotifier() {
   const bool for_me = !pid || (sdn::parse_number(pid, true, 1, 4194304, &p) && static_cast<pid_t>(p) == getpid());
   if (usec && for_me) {
     if (sdn::Status s = sdn::parse_number(usec, true, 1, 3.6e12, &us); !s)
-      log_warning(LogType::kControl, "WATCHDOG_USEC: " + s.message() + "; no watchdog pings");
+      log_warning(LogType::kSystemd, "WATCHDOG_USEC: " + s.message() + "; no watchdog pings");
     else watchdog_ns_ = static_cast<uint64_t>(us) * 1000;
   }
 }
@@ -55,7 +55,7 @@ void ServiceNotifier::send(const std::string& msg) {
   // stall the control loop; the datagram is lost and counted instead.
   if (sendto(fd_, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&a), len) >= 0) {
     if (failed_)
-      log_info(LogType::kControl, "NOTIFY_SOCKET " + addr_ + ": reachable again after " + std::to_string(failed_) +
+      log_info(LogType::kSystemd, "NOTIFY_SOCKET " + addr_ + ": reachable again after " + std::to_string(failed_) +
                                       " failed notifications");
     failed_ = 0;
     return;
@@ -65,7 +65,7 @@ void ServiceNotifier::send(const std::string& msg) {
   const int err = errno;
   const uint64_t now = sdn::mono_ns();
   if (failed_++ == 0 || now - last_warn_ns_ >= 60'000'000'000ull) {
-    log_warning(LogType::kControl, "NOTIFY_SOCKET " + addr_ + ": " + strerror(err) +
+    log_warning(LogType::kSystemd, "NOTIFY_SOCKET " + addr_ + ": " + strerror(err) +
                                        (failed_ > 1 ? " (" + std::to_string(failed_) + " failed so far)" : ""));
     last_warn_ns_ = now;
   }

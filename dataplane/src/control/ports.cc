@@ -65,7 +65,7 @@ Status Daemon::setup_port(size_t i) {
           std::min<uint8_t>(info.hash_key_size ? info.hash_key_size : 40, sizeof kSymmetricRssKey);
       conf.rx_adv_conf.rss_conf.rss_hf = hf;
     } else {
-      warn("port '" + pc.name + "' has no RSS: with several workers, both directions of a connection may reach "
+      log_warning(LogType::kPorts, "port '" + pc.name + "' has no RSS: with several workers, both directions of a connection may reach "
           "different shards (the kernel's af_packet fanout hash is used instead)");
     }
   }
@@ -80,7 +80,7 @@ Status Daemon::setup_port(size_t i) {
       reta[e / RTE_ETH_RETA_GROUP_SIZE].reta[e % RTE_ETH_RETA_GROUP_SIZE] = static_cast<uint16_t>(e % nq);
     }
     if (int rc = rte_eth_dev_rss_reta_update(pid, reta.data(), info.reta_size); rc != 0)
-      warn("port '" + pc.name + "': RSS redirection table: " + strerror(-rc) +
+      log_warning(LogType::kPorts, "port '" + pc.name + "': RSS redirection table: " + strerror(-rc) +
            "; packets its RSS steers elsewhere are handed to their owner");
   }
   if (set_mtu_later) {
@@ -113,7 +113,7 @@ Status Daemon::start_port(size_t i) {
   ports_started_.push_back(i);
   if (pc.promisc && rte_eth_promiscuous_get(pid) != 1) {
     if (rte_eth_promiscuous_enable(pid) == 0) promisc_on_[i] = true;
-    else warn("port '" + pc.name + "': promiscuous mode not supported");
+    else log_warning(LogType::kPorts, "port '" + pc.name + "': promiscuous mode not supported");
   }
   return {};
 }
