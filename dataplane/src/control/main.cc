@@ -130,12 +130,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!host_checks && !check) {
-    fprintf(stderr, "dataplane: --no-host-checks goes with --check only\n");
+    dp::log_error(dp::LogType::kControl, "--no-host-checks goes with --check only");
     return 2;
   }
   std::vector<std::string> notes;  // --check of a running instance's own config: what it skipped
   if (dp::Status s = host_checks ? dp::check_host(*cfg, check ? &notes : nullptr) : dp::Status(); !s) {
-    fprintf(stderr, "dataplane: %s\n", s.message().c_str());
+    dp::log_error(dp::LogType::kControl, s.message());
     return 2;
   }
   for (const auto& n : notes) printf("%s: note: %s\n", file.c_str(), n.c_str());
