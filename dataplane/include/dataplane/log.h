@@ -46,7 +46,7 @@ inline void log_error(LogType t, const std::string& m) { log_line(t, 4, m); }   
 // The one stream (see above) as rte_log's, on fd 2. Call first in main.
 void log_open_stream();
 // A stream writing rte_log's lines to `fd`, "<N>"-prefixed when `journal`
-// (log_open_stream's, and the tests'). Never closed by log_open_stream.
+// (the tests'; fclose frees it).
 FILE* log_stream(int fd, bool journal);
 // `fd` is the journal's stream: JOURNAL_STREAM=DEV:INO is fd's device and
 // inode (systemd.exec(5)); a terminal or a file is not.
