@@ -9,6 +9,7 @@
 #include <string>
 
 #include "dataplane/commands.h"
+#include "version.h"
 
 int main(int argc, char** argv) {
   std::string sock = "/run/dataplane/dataplane.sock", req;
@@ -20,11 +21,15 @@ int main(int argc, char** argv) {
     else if (a == "--prefix" && i + 1 < argc) sock = std::string("/run/dataplane/") + argv[++i] + ".sock";
     else if (a == "--json") json = true;
     else if (a == "--help" || a == "-h") {
-      printf("usage: dataplane-ctl [--prefix NAME | --socket PATH] [--json] COMMAND | --help | --commands\n%s"
+      printf("usage: dataplane-ctl [--prefix NAME | --socket PATH] [--json] COMMAND | --help | --commands | --version\n%s"
              "Exit status 0 when the daemon answers ok, 1 otherwise (an error, or a reply cut short).\n"
              "--json: the reply as JSON, one object per line (README: dataplane-ctl --json).\n"
              "dataplane-ctl --commands lists the command words, one command per line (shell completion).\n",
              dp::commands_help().c_str());
+      return 0;
+    } else if (a == "--version") {
+      printf("dataplane-ctl %s (revision %s)\nDPDK %s built against (libdpdk.pc; dataplane-ctl does not link DPDK)\n",
+             DP_VERSION, DP_REVISION, DP_DPDK_BUILD_VERSION);
       return 0;
     } else if (a == "--commands") {
       for (const dp::CommandSpec& c : dp::kCommands) printf("%s\n", c.name);
