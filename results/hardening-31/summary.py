@@ -1,0 +1,28 @@
+#!/usr/bin/env python3
+"""Medians, spreads and adjacent-pair ratios of the A/B in raw/ (ab.sh)."""
+import json, glob, os, re, statistics as st
+here = os.path.dirname(os.path.abspath(__file__))
+runs = {}  # (round, variant) -> {bench: mpps}
+for f in glob.glob(os.path.join(here, 'raw', 'r*-*.json')):
+    m = re.match(r'r(\d+)-(hard|nohard)\.json$', os.path.basename(f))
+    rows = {}
+    for line in open(f):
+        line = line.strip()
+        if line.startswith('{'):
+            d = json.loads(line)
+            rows[d['bench']] = d['mpps']
+    if not rows:
+        raise SystemExit(f'{f}: no JSON rows')
+    runs[(int(m.group(1)), m.group(2))] = rows
+rounds = sorted({r for r, _ in runs})
+benches = sorted({b for v in runs.values() for b in v})
+print(f'{len(rounds)} rounds; Mpps medians [min..max]; ratio = hardened/unhardened of the same round (adjacent runs)')
+print(f'| bench | hardened Mpps | unhardened Mpps | median ratio | ratios min..max | cost |')
+print('|---|---|---|---|---|---|')
+for b in benches:
+    h = [runs[(r, 'hard')][b] for r in rounds if (r, 'hard') in runs]
+    n = [runs[(r, 'nohard')][b] for r in rounds if (r, 'nohard') in runs]
+    ratios = [runs[(r, 'hard')][b] / runs[(r, 'nohard')][b] for r in rounds if (r, 'hard') in runs and (r, 'nohard') in runs]
+    mr = st.median(ratios)
+    print(f'| {b} | {st.median(h):.2f} [{min(h):.2f}..{max(h):.2f}] | {st.median(n):.2f} [{min(n):.2f}..{max(n):.2f}] '
+          f'| {mr:.3f} | {min(ratios):.3f}..{max(ratios):.3f} | {(1 - mr) * 100:+.1f} % |')
