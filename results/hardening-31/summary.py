@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Medians, spreads and adjacent-pair ratios of the A/B in raw/ (ab.sh)."""
-import json, glob, os, re, statistics as st
+"""Medians, spreads and adjacent-pair ratios of the A/B in raw/ (ab.sh).
+   summary.py [DIR]   (default raw)"""
+import json, glob, os, re, sys, statistics as st
 here = os.path.dirname(os.path.abspath(__file__))
+rawdir = os.path.join(here, sys.argv[1] if len(sys.argv) > 1 else 'raw')
 runs = {}  # (round, variant) -> {bench: mpps}
-for f in glob.glob(os.path.join(here, 'raw', 'r*-*.json')):
+for f in glob.glob(os.path.join(rawdir, 'r*-*.json')):
     m = re.match(r'r(\d+)-(hard|nohard)\.json$', os.path.basename(f))
     rows = {}
     for line in open(f):
