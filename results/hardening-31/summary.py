@@ -28,3 +28,19 @@ for b in benches:
     mr = st.median(ratios)
     print(f'| {b} | {st.median(h):.2f} [{min(h):.2f}..{max(h):.2f}] | {st.median(n):.2f} [{min(n):.2f}..{max(n):.2f}] '
           f'| {mr:.3f} | {min(ratios):.3f}..{max(ratios):.3f} | {(1 - mr) * 100:+.1f} % |')
+
+# The median ratio's 95 % confidence interval from the order statistics
+# (sign-test / binomial: no assumption about the noise's shape).
+from math import comb
+for b in benches:
+    r = sorted(runs[(k, 'hard')][b] / runs[(k, 'nohard')][b] for k in rounds if (k, 'hard') in runs and (k, 'nohard') in runs)
+    n = len(r)
+    lo = 0
+    while lo + 1 < n and sum(comb(n, i) for i in range(lo + 2)) / 2 ** n <= 0.025:
+        lo += 1
+    if sum(comb(n, i) for i in range(lo + 1)) / 2 ** n > 0.025:
+        print(f'{b}: {n} pairs, too few for a 95 % interval of the median ratio')
+        continue
+    slower = sum(1 for x in r if x < 1)
+    print(f'{b}: {n} pairs, median ratio 95 % interval {r[lo]:.3f}..{r[n - 1 - lo]:.3f}; hardened slower in {slower} of {n} pairs; ratios ' +
+          ' '.join(f'{x:.3f}' for x in r))
