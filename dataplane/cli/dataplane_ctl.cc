@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dataplane/commands.h"
+#include "version.h"
 
 namespace {
 
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
     else if ((a == "-i" || a == "--instance") && i + 1 < argc) instance = argv[++i];
     else if (a == "--json") json = true;
     else if (a == "--help" || a == "-h") {
-      printf("usage: dataplane-ctl [-i NAME | --prefix PREFIX | --socket PATH] [--json] COMMAND | --help | --commands\n%s"
+      printf("usage: dataplane-ctl [-i NAME | --prefix PREFIX | --socket PATH] [--json] COMMAND | --help | --commands | --version\n%s"
              "-i NAME (or $DATAPLANE_INSTANCE): the instance dataplane@NAME, socket /run/dataplane/dataplane-NAME.sock.\n"
              "--prefix PREFIX: the daemon run with --file-prefix PREFIX, socket /run/dataplane/PREFIX.sock.\n"
              "Without any: the one daemon whose socket is in /run/dataplane; with several, it names them and\n"
@@ -72,6 +73,10 @@ int main(int argc, char** argv) {
              "--json: the reply as JSON, one object per line (README: dataplane-ctl --json).\n"
              "dataplane-ctl --commands lists the command words, one command per line (shell completion).\n",
              dp::commands_help().c_str());
+      return 0;
+    } else if (a == "--version") {
+      printf("dataplane-ctl %s (revision %s)\nDPDK %s built against (libdpdk.pc; dataplane-ctl does not link DPDK)\n",
+             DP_VERSION, DP_REVISION, DP_DPDK_BUILD_VERSION);
       return 0;
     } else if (a == "--commands") {
       for (const dp::CommandSpec& c : dp::kCommands) printf("%s\n", c.name);

@@ -20,6 +20,7 @@
 #include "harness/report.h"
 #include "harness/sweep.h"
 #include "testbed/testbed.h"
+#include "version.h"
 
 using namespace harness;
 
@@ -133,6 +134,7 @@ const char* kHelp = R"(usage: harness COMMAND [options]
                                 and locks) and put back the nf_conntrack_max they raised;
                                 status: list them
   check                         prerequisites, each missing one with its Debian package
+  --version                     the version, git revision and DPDK version built against
 
 Exit status: 0 ok, 1 failures (error rows, regressions), 2 bad usage or config.
 )";
@@ -622,6 +624,11 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string cmd = argv[1];
+  if (cmd == "--version") {
+    printf("harness %s (revision %s)\nDPDK %s built against (libdpdk.pc: harness-gen's)\n", DP_VERSION, DP_REVISION,
+           DP_DPDK_BUILD_VERSION);
+    return 0;
+  }
   if (cmd == "--schema") {
     if (argc != 2) {
       fprintf(stderr, "usage: harness --schema\n");

@@ -1,6 +1,7 @@
 // dataplane: the DPDK daemon. See `dataplane --help` and configs/dataplane/.
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_version.h>
 
 #include <csignal>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "daemon.h"
 #include "metrics.h"
 #include "dataplane/config.h"
+#include "version.h"
 
 namespace dp {
 int hw_check(const std::string& pci, bool no_huge, const std::string& nic, const std::string& peer);  // hwcheck.cc
@@ -28,6 +30,7 @@ void usage() {
   printf(
       "usage: dataplane --config FILE [--check [--no-host-checks]] [--no-huge] [--file-prefix NAME]\n"
       "                 [--log-level LEVEL]\n"
+      "       dataplane --version\n"
       "       dataplane --hw-check PCI[,devargs] [--peer DEV] [--no-huge]\n"
       "       dataplane --hw-check model [--nic PROFILE]\n"
       "\n"
@@ -42,6 +45,7 @@ void usage() {
       "                      is /var/run/dpdk/NAME/dpdk_telemetry.v2)\n"
       "  --log-level LEVEL   the daemon's rte_log types dataplane.control, .offload, .pipeline:\n"
       "                      error, warning, notice, info (default) or debug\n"
+      "  --version           the version, git revision and DPDK version (built against, running)\n"
       "\n"
       "Offload (offload.provider): none | rte_flow (mlx5) | emulated (the same\n"
       "rte_flow provider on a model of the mlx5 22.11 driver, which also steers packets as the first\n"
@@ -97,6 +101,12 @@ int main(int argc, char** argv) {
     else if (a == "--log-level" && i + 1 < argc) log_level = argv[++i];
     else if (a == "--help" || a == "-h") {
       usage();
+      return 0;
+    } else if (a == "--version") {
+      // Built against: rte_version.h's macros; running: the librte_eal
+      // loaded now (rte_version() needs no EAL init).
+      printf("dataplane %s (revision %s)\nDPDK %d.%02d.%d built against, %s running\n", DP_VERSION, DP_REVISION,
+             RTE_VER_YEAR, RTE_VER_MONTH, RTE_VER_MINOR, rte_version());
       return 0;
     } else {
       fprintf(stderr, "dataplane: unknown argument '%s' (see --help)\n", a.c_str());

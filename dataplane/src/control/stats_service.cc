@@ -3,7 +3,7 @@
 #include "daemon_internal.h"
 
 
-#include "build_info.h"
+#include "version.h"  // DP_VERSION, DP_REVISION (meson vcs_tag)
 #include "dataplane/log.h"
 #include "sdn/clock.h"
 
