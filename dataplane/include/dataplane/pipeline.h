@@ -213,6 +213,7 @@ class Pipeline {
 
  private:
   friend class Datapath;
+  friend struct Interp;  // pipeline/interp.h: the table walk
   Pipeline() = default;
   std::vector<Rule> rules_;
   std::vector<std::unique_ptr<Table>> tables_;  // index = table number; null if empty
@@ -382,7 +383,7 @@ class Datapath {
   void classifier_keys(Burst& b);
   void classify(Burst& b, int table);   // rte_acl, or the NIC's table-0 match
   void actions(Burst& b);               // hits counted, actions up to a ct()
-  void exec(Burst& b, uint32_t i, uint32_t from);
+  void exec(Burst& b, uint32_t i, uint32_t from, bool resumed);  // a rule's actions (interp.h's walk)
   void conntrack(Burst& b);             // batched per (zone, commit, nat), then the actions after it
   void translate(Burst& b, uint32_t i, const ctrack::Key& to);  // NAT: bytes and classifier key
   void finish(Burst& b);                // no match past the last table, path recording, egress MTU
