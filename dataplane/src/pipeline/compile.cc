@@ -404,12 +404,6 @@ struct NarrateWalk {
     out.push_back("  ct(" + std::string(a.commit ? "commit," : "") + "zone=" + std::to_string(a.zone) +
                   (nat ? ",nat(" + nat_str(a.nat) + ")" : "") + "): " + ct_state_str(st) +
                   (note.empty() ? "" : ": " + note));
-    // As the tracker refuses it (ctrack: translate()): a new connection
-    // given a range of the other family.
-    if (ip && nat && a.commit && (st & ctrack::kCtNew) && a.nat.family != cp.key.family) {
-      out.push_back("result: dropped (nat_family): the range is of the other address family");
-      return Step::kStop;
-    }
     key.ct(st, a.zone);
     return Step::kNext;
   }
