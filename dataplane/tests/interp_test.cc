@@ -256,7 +256,7 @@ const char* refuse_from_path(const std::vector<const Rule*>& path, uint32_t flag
 }
 
 TEST(Interpreters, ExecutionNarrationAndOffloadDecisionAgree) {
-  constexpr int kRuleSets = 1000, kPerSet = 100;
+  constexpr int kRuleSets = 400, kPerSet = 250;
   std::mt19937 rng(30);
   Gen g{rng, {}};
   Counts c;

@@ -560,14 +560,15 @@ struct RuleOffload {
   }
   Step ct(const Action& a, uint32_t) {
     note(a);
-    if (!term) term = &a;
-    return Step::kNext;
+    terminal(a);
+    return Step::kNext;  // on: the actions after a ct() are asked too
   }
-  void output(const Action& a) {
+  void output(const Action& a) { terminal(a); }
+  void drop(const Action& a) { terminal(a); }
+  void go(const Action& a) { terminal(a); }
+  void terminal(const Action& a) {
     if (!term) term = &a;
   }
-  void drop() {}
-  void go(int) {}
 };
 
 // Why `m` cannot be expressed, or empty.
@@ -654,9 +655,7 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
     // What the actions need.
     Tier tier = Tier::kFull;
     RuleOffload ro;
-    const Step end = run_actions(r.actions.data(), static_cast<uint32_t>(r.actions.size()), 0, ro);
-    if (end == Step::kDrop && !ro.term) ro.term = &r.actions.back();  // drop is the last action
-    if (end == Step::kGoto && !ro.term) ro.term = &r.actions.back();  // as is goto_table
+    run_actions(r.actions.data(), static_cast<uint32_t>(r.actions.size()), 0, ro);
     if (why.empty() && ro.why) why = ro.why;
     const Action* term = ro.term;
     const bool side = ro.side;

@@ -333,8 +333,8 @@ struct OffloadWalk {
     if (!tracked) tr.refuse = "the path does not run ct";
     tr.out_port = static_cast<int16_t>(a.port);
   }
-  void drop() { tr.refuse = "the path drops"; }
-  void go(int t) { next = t; }
+  void drop(const Action&) { tr.refuse = "the path drops"; }
+  void go(const Action& a) { next = a.table; }
 };
 
 }  // namespace
@@ -410,8 +410,10 @@ struct NarrateWalk {
   void output(const Action& a) {
     out.push_back("result: output to " + port_name(a.port) + (mark ? ", mark " + std::to_string(mark) : ""));
   }
-  void drop() { out.push_back("result: dropped by rule " + std::to_string(rules[cur].id) + " (rule_drop)"); }
-  void go(int t) { next = t; }
+  void drop(const Action&) {
+    out.push_back("result: dropped by rule " + std::to_string(rules[cur].id) + " (rule_drop)");
+  }
+  void go(const Action& a) { next = a.table; }
 };
 
 }  // namespace

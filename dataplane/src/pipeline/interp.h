@@ -142,7 +142,8 @@ enum class Step : uint8_t {
 
 // A rule's actions from `from` on, through policy P's hooks:
 //   set_mark(a), encap(a) -> bool (false: stop), ct(a, index) -> Step (kNext
-//   goes on; a ct(table=T) then jumps), output(a), drop(), go(table).
+//   goes on; a ct(table=T) then jumps), output(a), drop(a), go(a) (to
+//   a.table: goto_table or ct(table=T)).
 template <typename P>
 inline Step run_actions(const Action* acts, uint32_t count, uint32_t from, P& p) {
   for (uint32_t a = from; a < count; a++) {
@@ -160,7 +161,7 @@ inline Step run_actions(const Action* acts, uint32_t count, uint32_t from, P& p)
         const Step s = p.ct(act, a);
         if (s != Step::kNext) return s;
         if (act.table >= 0) {
-          p.go(act.table);
+          p.go(act);
           return Step::kGoto;
         }
         break;
@@ -169,10 +170,10 @@ inline Step run_actions(const Action* acts, uint32_t count, uint32_t from, P& p)
         p.output(act);
         return Step::kOutput;
       case ActType::kDrop:
-        p.drop();
+        p.drop(act);
         return Step::kDrop;
       case ActType::kGotoTable:
-        p.go(act.table);
+        p.go(act);
         return Step::kGoto;
     }
   }
@@ -184,7 +185,7 @@ inline Step run_actions(const Action* acts, uint32_t count, uint32_t from, P& p)
 template <typename P>
 inline Step after_ct(const Action* acts, uint32_t count, uint32_t at, P& p) {
   if (acts[at].table >= 0) {
-    p.go(acts[at].table);
+    p.go(acts[at]);
     return Step::kGoto;
   }
   return run_actions(acts, count, at + 1, p);

@@ -224,12 +224,12 @@ struct Datapath::Burst {
       b.out[i].out_port = static_cast<int16_t>(a.port);
       b.done(i);
     }
-    void drop() {
+    void drop(const Action&) {
       b.drop(i, DropWhy::kRule);
       b.s[i].rule_drop = true;
       b.done(i);
     }
-    void go(int t) { b.s[i].table = static_cast<int8_t>(t); }
+    void go(const Action& a) { b.s[i].table = static_cast<int8_t>(a.table); }
   };
 };
 
