@@ -110,7 +110,7 @@ struct Gen {
   std::string rule_set(int per_table) {
     zone_nat.clear();
     one_zone = chance(40);
-    if (one_zone && chance(40)) zone_nat[0] = "src=203.0.113.1-203.0.113.4:1024-65535";
+    if (one_zone && chance(70)) zone_nat[0] = "src=203.0.113.1-203.0.113.4:1024-65535";
     if (chance(50)) zone_nat[1] = "src=203.0.113.1-203.0.113.4:1024-65535";
     if (chance(30)) zone_nat[2] = chance(50) ? "dst=198.51.100.1-198.51.100.2" : "src=[2001:db8:ff::1]-[2001:db8:ff::2]";
     std::string y = "ports:\n";

@@ -319,6 +319,7 @@ struct FlowPath {
   uint8_t state = 0;  // ct_state the packet had after its ct()
   uint8_t nrules = 0;
   bool commit = false;
+  uint32_t ct_act = 0;    // its ct() action (index into the pipeline's actions): commit, NAT range
   int16_t out_port = -1;  // -1: dropped by its last rule
   uint32_t mark = 0;
   uint32_t rules[kMaxTables] = {};  // rule indices hit, in order

@@ -76,6 +76,7 @@ struct PktState {
   uint8_t ncts, nhits;
   ctrack::CtResult first;
   bool first_commit;
+  uint32_t first_act;    // the first ct()'s action (index into the pipeline's actions)
   bool natted;           // a ct() rewrote it to its connection's translated tuple
   ctrack::Key nat_to;    // with have_ct and first.nat: the tuple the flow cache's ct() gave
   uint32_t hits[kMaxTables];
@@ -111,6 +112,7 @@ inline uint32_t path_hash(const FlowPath& p) {
   mix(p.tun_id);
   mix(p.encap);
   mix(p.state | static_cast<uint32_t>(p.nrules) << 8 | static_cast<uint32_t>(p.commit) << 16);
+  mix(p.ct_act);
   mix(static_cast<uint16_t>(p.out_port));
   mix(p.mark);
   for (uint32_t i = 0; i < p.nrules; i++) mix(p.rules[i]);
@@ -120,7 +122,7 @@ inline uint32_t path_hash(const FlowPath& p) {
 inline bool same_path(const FlowPath& a, const FlowPath& b) {
   if (a.in_port != b.in_port || a.vlan != b.vlan || a.tun_id != b.tun_id || a.encap != b.encap ||
       a.state != b.state || a.nrules != b.nrules ||
-      a.commit != b.commit || a.out_port != b.out_port || a.mark != b.mark)
+      a.commit != b.commit || a.ct_act != b.ct_act || a.out_port != b.out_port || a.mark != b.mark)
     return false;
   for (uint32_t i = 0; i < a.nrules; i++)
     if (a.rules[i] != b.rules[i]) return false;
@@ -488,21 +490,29 @@ inline void Datapath::flow_cache(Burst& b) {
     }
   }
   nh = keep;
-  // Conntrack for the hits, in burst order, grouped by the path's commit.
-  for (int commit = 0; commit < 2 && nh; commit++) {
+  // Conntrack for the hits, in burst order, grouped as conntrack() groups
+  // (by commit and NAT range: a connection that expired is made again here,
+  // and must be translated as its ct() would).
+  bool taken[kMaxBurst] = {};
+  for (uint32_t h0 = 0; h0 < nh; h0++) {
+    if (taken[h0]) continue;
+    const Action& ca = b.acts[path[h0]->ct_act];
     const ctrack::Packet* hp[kMaxBurst];
     const ctrack::Tracker::Found* hf[kMaxBurst];
     uint32_t which[kMaxBurst], m = 0;
-    for (uint32_t h = 0; h < nh; h++) {
-      if (path[h]->commit != (commit == 1)) continue;
+    for (uint32_t h = h0; h < nh; h++) {
+      if (taken[h]) continue;
+      const Action& x = b.acts[path[h]->ct_act];
+      if (x.commit != ca.commit || memcmp(&x.nat, &ca.nat, sizeof x.nat) != 0) continue;
+      taken[h] = true;
       hp[m] = cpk[hit[h]];
       hf[m] = &found[hit[h]];
       which[m++] = h;
     }
-    if (!m) continue;
+    const ctrack::NatRange* nat = ca.nat.kind != ctrack::NatKind::kNone ? &ca.nat : nullptr;
     ctrack::CtResult res[kMaxBurst];
     ctrack::Key nat_to[kMaxBurst];
-    ct_->process_found(hp, hf, m, b.now_ns, commit == 1, res, nullptr, nat_to);
+    ct_->process_found(hp, hf, m, b.now_ns, ca.commit, res, nat, nat_to);
     for (uint32_t j = 0; j < m; j++) {
       const FlowPath& fp = *path[which[j]];
       uint32_t i = idx[hit[which[j]]];
@@ -662,7 +672,8 @@ inline void Datapath::conntrack(Burst& b) {
   for (uint32_t a = 0; a < nct; a++) {
     if (done[a]) continue;
     const CompiledRule& lr = b.crules[s[ctq[a]].rule];
-    const Action& lead = b.acts[lr.first + s[ctq[a]].resume];
+    const uint32_t lead_act = lr.first + s[ctq[a]].resume;
+    const Action& lead = b.acts[lead_act];
     uint32_t ng = 0, nall = 0, all[kMaxBurst];
     bool any_found = false;
     for (uint32_t x = a; x < nct; x++) {
@@ -703,6 +714,7 @@ inline void Datapath::conntrack(Burst& b) {
       if (++p.ncts == 1) {
         p.first = r;
         p.first_commit = lead.commit;
+        p.first_act = lead_act;
         if (lead.zone != b.fast_zone) p.cacheable = false;
       } else {
         p.cacheable = false;
@@ -754,6 +766,7 @@ inline void Datapath::finish(Burst& b) {
       fp.encap = out[i].encap;
       fp.state = p.first.state;
       fp.commit = p.first_commit;
+      fp.ct_act = p.first_act;
       fp.out_port = out[i].out_port;
       fp.mark = out[i].mark;
       fp.nrules = p.nhits;
