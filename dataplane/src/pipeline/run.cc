@@ -502,8 +502,10 @@ inline void Datapath::flow_cache(Burst& b) {
     uint32_t which[kMaxBurst], m = 0;
     for (uint32_t h = h0; h < nh; h++) {
       if (taken[h]) continue;
-      const Action& x = b.acts[path[h]->ct_act];
-      if (x.commit != ca.commit || memcmp(&x.nat, &ca.nat, sizeof x.nat) != 0) continue;
+      if (path[h]->ct_act != path[h0]->ct_act) {  // (usually one ct() action for all: no compare)
+        const Action& x = b.acts[path[h]->ct_act];
+        if (x.commit != ca.commit || memcmp(&x.nat, &ca.nat, sizeof x.nat) != 0) continue;
+      }
       taken[h] = true;
       hp[m] = cpk[hit[h]];
       hf[m] = &found[hit[h]];
