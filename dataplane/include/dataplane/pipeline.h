@@ -224,6 +224,7 @@ class Pipeline {
 
  private:
   friend class Datapath;
+  friend struct Interp;  // pipeline/interp.h: the table walk
   Pipeline() = default;
   std::vector<Rule> rules_;
   std::vector<std::unique_ptr<Table>> tables_;  // index = table number; null if empty
@@ -329,6 +330,7 @@ struct FlowPath {
   uint8_t state = 0;  // ct_state the packet had after its ct()
   uint8_t nrules = 0;
   bool commit = false;
+  uint32_t ct_act = 0;    // its ct() action (index into the pipeline's actions): commit, NAT range
   int16_t out_port = -1;  // -1: dropped by its last rule
   uint32_t mark = 0;
   uint32_t rules[kMaxTables] = {};  // rule indices hit, in order
@@ -393,7 +395,7 @@ class Datapath {
   void classifier_keys(Burst& b);
   void classify(Burst& b, int table);   // rte_acl, or the NIC's table-0 match
   void actions(Burst& b);               // hits counted, actions up to a ct()
-  void exec(Burst& b, uint32_t i, uint32_t from);
+  void exec(Burst& b, uint32_t i, uint32_t from, bool resumed);  // a rule's actions (interp.h's walk)
   void conntrack(Burst& b);             // batched per (zone, commit, nat), then the actions after it
   void translate(Burst& b, uint32_t i, const ctrack::Key& to);  // NAT: bytes and classifier key
   void finish(Burst& b);                // no match past the last table, path recording, egress MTU

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "../pipeline/interp.h"
+
 namespace dp::hw {
 
 namespace {
@@ -535,6 +537,40 @@ uint32_t build_pattern(Flow& f, const Match& m, int family) {
   return used;
 }
 
+// A table-0 rule's actions through the rules' one action walk
+// (pipeline/interp.h), asking what a rule flow may do of them. This is not
+// the per-packet question trace_established answers for a connection (its
+// path through all tables, with its tuple known): a rule flow exists before
+// any connection, so NAT and encap, which a connection's flow carries, are
+// refused here (rule_action_refuse), and the walk stops at the first table.
+struct RuleOffload {
+  const Action* term = nullptr;  // the first action that is not count/set_mark
+  bool side = false;             // set_mark before it: software-visible metadata
+  const char* why = nullptr;     // the first action a rule flow may not do
+  void note(const Action& a) {
+    if (!why) why = rule_action_refuse(a);
+  }
+  void set_mark(const Action& a) {
+    if (!term) side = true;
+    note(a);
+  }
+  bool encap(const Action& a) {
+    note(a);
+    return true;  // on: every action is asked
+  }
+  Step ct(const Action& a, uint32_t) {
+    note(a);
+    terminal(a);
+    return Step::kNext;  // on: the actions after a ct() are asked too
+  }
+  void output(const Action& a) { terminal(a); }
+  void drop(const Action& a) { terminal(a); }
+  void go(const Action& a) { terminal(a); }
+  void terminal(const Action& a) {
+    if (!term) term = &a;
+  }
+};
+
 // Why `m` cannot be expressed, or empty.
 std::string refuse_match(const Match& m) {
   if (m.has(kMCtState)) return "ct_state: only software conntrack sets it";
@@ -618,22 +654,11 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
     }
     // What the actions need.
     Tier tier = Tier::kFull;
-    const Action* term = nullptr;
-    bool side = false;  // set_mark: software-visible metadata
-    for (const Action& a : r.actions) {
-      if (a.type == ActType::kCount) continue;
-      if (a.type == ActType::kSetMark) {
-        side = true;
-        continue;
-      }
-      term = &a;
-      break;
-    }
-    for (const Action& a : r.actions) {
-      if (!why.empty()) break;
-      if (a.type == ActType::kEncap) why = "encap(vxlan): VXLAN encap runs in software";
-      if (a.type == ActType::kCt && a.nat.kind != ctrack::NatKind::kNone) why = "ct(nat): NAT runs in software";
-    }
+    RuleOffload ro;
+    run_actions(r.actions.data(), static_cast<uint32_t>(r.actions.size()), 0, ro);
+    if (why.empty() && ro.why) why = ro.why;
+    const Action* term = ro.term;
+    const bool side = ro.side;
     if (!term) why = why.empty() ? "no terminal action" : why;
     else if (term->type == ActType::kCt) tier = side ? Tier::kMark : Tier::kJumpCt;
     else if (term->type == ActType::kGotoTable) tier = Tier::kMark;

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "acl.h"
+#include "interp.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/rules.h"
 #include "net/headers.h"
@@ -271,93 +272,151 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
 
 // ------------------------------------------------------------------ trace
 
-Pipeline::Trace Pipeline::trace_established(const ctrack::Key& k, uint16_t in_port, bool reply, uint32_t tun_id,
-                                             const ctrack::Key* after_ct) const {
-  Trace tr;
-  AclKey4 k4{};
-  AclKey6 k6{};
-  auto fill = [&](auto& a, const ctrack::Key& x) {
-    a.proto = x.proto;
-    memcpy(a.src, x.src, sizeof a.src);
-    memcpy(a.dst, x.dst, sizeof a.dst);
-    a.sport = htons(x.sport);
-    a.dport = htons(x.dport);
-    a.in_port = htons(in_port);
-    a.tcp_flags = x.proto == IPPROTO_TCP ? ctrack::kAck : 0;  // a mid-stream segment
-    a.tun_id = htonl(tun_id);
-  };
-  if (k.family == 4) fill(k4, k);
-  else fill(k6, k);
+namespace {
+
+// The offload decision's hooks of the walk (interp.h): what the tables do
+// with an established connection's packet, and whether the NIC may do it
+// alone. The first reason it may not stops the walk.
+struct OffloadWalk {
+  ClassKey key;
+  uint16_t in_port;
+  uint16_t vlan = 0;  // a connection's flow matches no VLAN
+  uint32_t tun_id;
+  int next = -1;
+  const ctrack::Key& wire;
+  bool reply;
+  const ctrack::Key* after_ct;
+  const CompiledRule* crules;
+  Pipeline::Trace tr;
   bool tracked = false;
-  int t = 0;
-  for (int hops = 0; hops < 64 && t <= max_table_; hops++) {
-    const Table* tbl = tables_[static_cast<size_t>(t)].get();
-    if (!tbl) return tr;  // no rule matches: dropped
+  uint32_t cur = 0;  // index of the rule being run
+  int table_now = 0;
+
+  void no_table(int) {}  // no rule matches: dropped
+  bool table(int t, bool flags_table) {
+    table_now = t;
     // A rule on flags would see FIN/RST/SYN differently from the segments
     // the NIC forwards; the NIC cannot run our tables per segment.
-    for (const Rule& r : rules_)
-      if (r.table == t && r.match.has(kMTcpFlags) && k.proto == IPPROTO_TCP) {
-        tr.refuse = "a rule in the path matches tcp_flags";
-        return tr;
-      }
-    uint32_t res = 0;
-    const uint8_t* d = k.family == 4 ? reinterpret_cast<const uint8_t*>(&k4) : reinterpret_cast<const uint8_t*>(&k6);
-    rte_acl_ctx* ctx = k.family == 4 ? tbl->v4[proto_class(k.proto)] : tbl->v6[proto_class(k.proto)];
-    if (!ctx || rte_acl_classify(ctx, &d, &res, 1, 1) != 0 || res == 0) return tr;
-    const Rule& r = rules_[res - 1];
-    if (!r.offload) {
-      tr.refuse = "rule has offload: false";
-      return tr;
-    }
-    int next = -1;
-    for (const Action& a : r.actions) {
-      switch (a.type) {
-        case ActType::kCount:
-        case ActType::kSetMark:
-          continue;
-        case ActType::kCt: {
-          if (tracked) {
-            tr.refuse = "the path runs ct twice";
-            return tr;
-          }
-          if (a.zone != k.zone) {
-            tr.refuse = "the path tracks in another zone";
-            return tr;
-          }
-          tracked = true;
-          tr.ct_rule = r.id;
-          tr.ct_table = t;
-          if (after_ct) {  // the connection's translation: later tables see the tuple it leaves with
-            if (k.family == 4) fill(k4, *after_ct);
-            else fill(k6, *after_ct);
-          }
-          uint8_t st = ctrack::kCtTrk | ctrack::kCtEst | (reply ? ctrack::kCtRpl : 0);
-          k4.ct_state = k6.ct_state = st;
-          k4.zone = k6.zone = htons(a.zone);
-          if (a.table >= 0) next = a.table;
-          break;
-        }
-        case ActType::kEncap:  // its header index is in the fast path's copy of the actions
-          tr.encap = acts_[crules_[res - 1].first + static_cast<uint32_t>(&a - r.actions.data())].encap;
-          continue;
-        case ActType::kOutput:
-          if (!tracked) tr.refuse = "the path does not run ct";
-          tr.out_port = static_cast<int16_t>(a.port);
-          return tr;
-        case ActType::kDrop:
-          tr.refuse = "the path drops";
-          return tr;
-        case ActType::kGotoTable:
-          next = a.table;
-          break;
-      }
-      if (next >= 0) break;
-    }
-    if (next < 0) return tr;
-    t = next;
+    if (flags_table && wire.proto == IPPROTO_TCP) return refuse("a rule in the path matches tcp_flags");
+    return true;
   }
-  return tr;
+  void no_match(int) {}
+  bool rule(int, uint32_t r) {
+    cur = r;
+    if (!crules[r].offload) return refuse("rule has offload: false");
+    return true;
+  }
+  void no_terminal() {}
+  bool refuse(const char* why) {
+    tr.refuse = why;
+    return false;
+  }
+  void set_mark(const Action&) {}
+  bool encap(const Action& a) {
+    tr.encap = a.encap;
+    return true;
+  }
+  Step ct(const Action& a, uint32_t) {
+    if (tracked || a.zone != wire.zone) {
+      refuse(tracked ? "the path runs ct twice" : "the path tracks in another zone");
+      return Step::kStop;
+    }
+    tracked = true;
+    tr.ct_rule = crules[cur].id;
+    tr.ct_table = table_now;
+    // The connection's translation: later tables see the tuple it leaves with.
+    if (after_ct) key.tuple(*after_ct);
+    key.ct(static_cast<uint8_t>(ctrack::kCtTrk | ctrack::kCtEst | (reply ? ctrack::kCtRpl : 0)), a.zone);
+    return Step::kNext;
+  }
+  void output(const Action& a) {
+    if (!tracked) tr.refuse = "the path does not run ct";
+    tr.out_port = static_cast<int16_t>(a.port);
+  }
+  void drop(const Action&) { tr.refuse = "the path drops"; }
+  void go(const Action& a) { next = a.table; }
+};
+
+}  // namespace
+
+Pipeline::Trace Pipeline::trace_established(const ctrack::Key& k, uint16_t in_port, bool reply, uint32_t tun_id,
+                                             const ctrack::Key* after_ct) const {
+  OffloadWalk w{{}, in_port, 0, tun_id, -1, k, reply, after_ct, crules_.data(), {}};
+  w.key.kind = k.family;
+  // A mid-stream segment: ACK alone.
+  if (k.family == 4) fill_acl_key(w.key.k4, k, ctrack::kAck, in_port, 0, tun_id);
+  else fill_acl_key(w.key.k6, k, ctrack::kAck, in_port, 0, tun_id);
+  Interp::walk(*this, w);  // out_port stays -1 (dropped) unless a rule outputs it
+  return w.tr;
 }
+
+namespace {
+
+// The narration's hooks of the walk (interp.h): each step in words, the ct
+// state from the caller's peek.
+struct NarrateWalk {
+  ClassKey key;
+  uint16_t in_port;
+  uint16_t vlan;
+  uint32_t tun_id;
+  int next = -1;
+  const ctrack::Parsed& pp;
+  const PortNames& ports;
+  const Pipeline::CtPeek& ct_peek;
+  const std::vector<Rule>& rules;
+  std::vector<std::string>& out;
+  uint32_t mark = 0;
+  uint32_t cur = 0;  // index of the rule being run
+
+  std::string port_name(uint16_t p) const { return p < ports.names.size() ? ports.names[p] : std::to_string(p); }
+  void no_table(int t) { out.push_back("table " + std::to_string(t) + ": no rules: dropped (no_match)"); }
+  bool table(int, bool) { return true; }
+  void no_match(int t) { out.push_back("table " + std::to_string(t) + ": no rule matches: dropped (no_match)"); }
+  bool rule(int t, uint32_t i) {
+    cur = i;
+    const Rule& r = rules[i];
+    out.push_back("table " + std::to_string(t) + ": rule " + std::to_string(r.id) + " (priority " +
+                  std::to_string(r.priority) + ") match \"" + r.match_text + "\" actions \"" + r.actions_text + "\"");
+    return true;
+  }
+  void no_terminal() { out.push_back("result: no terminal action: dropped"); }
+  void set_mark(const Action& a) { mark = a.mark; }
+  bool encap(const Action& a) {
+    char vtep[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, a.remote, vtep, sizeof vtep);
+    out.push_back("  encap(vxlan): VNI " + std::to_string(a.vni) + " to the VTEP " + vtep);
+    return true;
+  }
+  Step ct(const Action& a, uint32_t) {
+    const ctrack::Packet& cp = pp.ct;
+    const bool ip = key.kind != 0;
+    std::string note;
+    ctrack::Key to{};
+    to.family = 0;
+    uint8_t st = ip ? ct_peek(cp, a.zone, a.commit, &note, &to) : 0;
+    if (to.family == cp.key.family) {  // translated: later tables see the new tuple
+      note += "; translated, it leaves as " + to.str().substr(0, to.str().rfind(" zone"));
+      key.tuple(to);
+    }
+    if (!ip) note = "not IP: stays untracked";
+    const bool nat = a.nat.kind != ctrack::NatKind::kNone;
+    if (ip && nat && (st & ctrack::kCtNew)) note += "; a new connection is translated from nat(" + nat_str(a.nat) + ")";
+    out.push_back("  ct(" + std::string(a.commit ? "commit," : "") + "zone=" + std::to_string(a.zone) +
+                  (nat ? ",nat(" + nat_str(a.nat) + ")" : "") + "): " + ct_state_str(st) +
+                  (note.empty() ? "" : ": " + note));
+    key.ct(st, a.zone);
+    return Step::kNext;
+  }
+  void output(const Action& a) {
+    out.push_back("result: output to " + port_name(a.port) + (mark ? ", mark " + std::to_string(mark) : ""));
+  }
+  void drop(const Action&) {
+    out.push_back("result: dropped by rule " + std::to_string(rules[cur].id) + " (rule_drop)");
+  }
+  void go(const Action& a) { next = a.table; }
+};
+
+}  // namespace
 
 std::vector<std::string> Pipeline::explain(const ctrack::Parsed& pp, uint16_t in_port, const PortNames& ports,
                                            const CtPeek& ct_peek, uint32_t tun_id) const {
@@ -366,118 +425,10 @@ std::vector<std::string> Pipeline::explain(const ctrack::Parsed& pp, uint16_t in
     out.push_back("tunnel: VXLAN VNI " + std::to_string(tun_id) + ", decapsulated" +
                   (ov_.vxlan && ov_.has_vni(tun_id) ? "" : " (this VNI is not in overlay.vxlan.vnis: it would be dropped "
                                                            "as vxlan_unknown_vni before the tables)"));
-  auto port_name = [&](uint16_t p) { return p < ports.names.size() ? ports.names[p] : std::to_string(p); };
-  const ctrack::Packet& cp = pp.ct;
-  const bool ip = pp.kind == ctrack::L3Kind::kIp;
-  AclKey4 k4{};
-  AclKey6 k6{};
-  auto fill = [&](auto& a) {
-    a.proto = cp.key.proto;
-    memcpy(a.src, cp.key.src, sizeof a.src);
-    memcpy(a.dst, cp.key.dst, sizeof a.dst);
-    a.sport = htons(cp.key.sport);
-    a.dport = htons(cp.key.dport);
-    a.in_port = htons(in_port);
-    a.vlan = htons(pp.vlan);
-    a.tcp_flags = cp.key.proto == IPPROTO_TCP ? cp.tcp_flags : 0;
-    a.tun_id = htonl(tun_id);
-  };
-  if (ip && cp.key.family == 4) fill(k4);
-  else if (ip) fill(k6);
-  uint16_t other_type = pp.kind == ctrack::L3Kind::kNd ? kEthNd : pp.ethertype;
-  uint32_t mark = 0;
-  int t = 0;
-  for (int hops = 0; hops < 64; hops++) {
-    if (t > max_table_ || !tables_[static_cast<size_t>(t)]) {
-      out.push_back("table " + std::to_string(t) + ": no rules: dropped (no_match)");
-      return out;
-    }
-    const Table* tbl = tables_[static_cast<size_t>(t)].get();
-    uint32_t res = 0;
-    if (ip) {
-      const uint8_t* d =
-          cp.key.family == 4 ? reinterpret_cast<const uint8_t*>(&k4) : reinterpret_cast<const uint8_t*>(&k6);
-      rte_acl_ctx* ctx = cp.key.family == 4 ? tbl->v4[proto_class(cp.key.proto)] : tbl->v6[proto_class(cp.key.proto)];
-      if (ctx && rte_acl_classify(ctx, &d, &res, 1, 1) != 0) res = 0;
-    } else {
-      for (const OtherRule& o : tbl->other) {
-        const Match& m = o.m;
-        if (m.has(kMInPort) && m.in_port != in_port) continue;
-        if (m.has(kMEthType) && m.eth_type != other_type) continue;
-        if (m.has(kMVlan) && m.vlan != pp.vlan) continue;
-        if (m.has(kMTunId) && m.tun_id != tun_id) continue;
-        res = o.rule + 1;
-        break;
-      }
-    }
-    if (res == 0) {
-      out.push_back("table " + std::to_string(t) + ": no rule matches: dropped (no_match)");
-      return out;
-    }
-    const Rule& r = rules_[res - 1];
-    out.push_back("table " + std::to_string(t) + ": rule " + std::to_string(r.id) + " (priority " +
-                  std::to_string(r.priority) + ") match \"" + r.match_text + "\" actions \"" + r.actions_text + "\"");
-    int next = -1;
-    for (const Action& a : r.actions) {
-      switch (a.type) {
-        case ActType::kCount:
-          continue;
-        case ActType::kSetMark:
-          mark = a.mark;
-          continue;
-        case ActType::kEncap: {
-          char vtep[INET_ADDRSTRLEN];
-          inet_ntop(AF_INET, a.remote, vtep, sizeof vtep);
-          out.push_back("  encap(vxlan): VNI " + std::to_string(a.vni) + " to the VTEP " + vtep);
-          continue;
-        }
-        case ActType::kCt: {
-          std::string note;
-          ctrack::Key to{};
-          to.family = 0;
-          uint8_t st = ip ? ct_peek(cp, a.zone, a.commit, &note, &to) : 0;
-          if (to.family == cp.key.family) {  // translated: later tables see the new tuple
-            note += "; translated, it leaves as " + to.str().substr(0, to.str().rfind(" zone"));
-            auto put = [&](auto& k) {
-              memcpy(k.src, to.src, sizeof k.src);
-              memcpy(k.dst, to.dst, sizeof k.dst);
-              k.sport = htons(to.sport);
-              k.dport = htons(to.dport);
-            };
-            if (cp.key.family == 4) put(k4);
-            else put(k6);
-          }
-          if (!ip) note = "not IP: stays untracked";
-          if (ip && a.nat.kind != ctrack::NatKind::kNone && (st & ctrack::kCtNew))
-            note += "; a new connection is translated from nat(" + nat_str(a.nat) + ")";
-          out.push_back("  ct(" + std::string(a.commit ? "commit," : "") + "zone=" + std::to_string(a.zone) +
-                        (a.nat.kind != ctrack::NatKind::kNone ? ",nat(" + nat_str(a.nat) + ")" : "") +
-                        "): " + ct_state_str(st) + (note.empty() ? "" : ": " + note));
-          k4.ct_state = k6.ct_state = st;
-          k4.zone = k6.zone = htons(a.zone);
-          if (a.table >= 0) next = a.table;
-          break;
-        }
-        case ActType::kOutput:
-          out.push_back("result: output to " + port_name(a.port) + (mark ? ", mark " + std::to_string(mark) : ""));
-          return out;
-        case ActType::kDrop:
-          out.push_back("result: dropped by rule " + std::to_string(r.id) + " (rule_drop)");
-          return out;
-        case ActType::kGotoTable:
-          next = a.table;
-          break;
-      }
-      if (next >= 0) break;
-    }
-    if (next < 0) {
-      out.push_back("result: no terminal action: dropped");
-      return out;
-    }
-    t = next;
-  }
+  NarrateWalk w{{}, in_port, pp.vlan, tun_id, -1, pp, ports, ct_peek, rules_, out};
+  w.key.fill(pp, in_port, tun_id);
+  Interp::walk(*this, w);
   return out;
 }
-
 
 }  // namespace dp

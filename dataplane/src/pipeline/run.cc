@@ -12,6 +12,7 @@
 #include "acl.h"
 #include "dataplane/pipeline.h"
 #include "fragments.h"
+#include "interp.h"
 #include "nat_rewrite.h"
 #include "net/bytes.h"
 #include "vxlan.h"
@@ -50,36 +51,14 @@ WorkerStats WorkerStats::snapshot() const {
 
 namespace {
 
-// The classifier's view of a parsed packet (network byte order).
-template <typename K>
-inline void fill_acl_key(K& k, const ctrack::Packet& cp, uint16_t nport, uint16_t nvlan, uint32_t tun_id) {
-  k.proto = cp.key.proto;
-  k.pad[0] = k.pad[1] = k.pad[2] = 0;
-  memcpy(k.src, cp.key.src, sizeof k.src);
-  memcpy(k.dst, cp.key.dst, sizeof k.dst);
-  k.sport = htons(cp.key.sport);
-  k.dport = htons(cp.key.dport);
-  k.in_port = nport;
-  k.vlan = nvlan;
-  k.tcp_flags = cp.key.proto == IPPROTO_TCP ? cp.tcp_flags : 0;
-  k.ct_state = 0;
-  k.zone = 0;
-  k.tun_id = htonl(tun_id);
-}
-
 struct PktState {
   ctrack::Parsed parsed;  // of the frame at in.data + off
   uint16_t off;           // VXLAN decap: the outer headers' length
   uint32_t tun_id;        // the VNI it came in with, 0: none
-  union {
-    AclKey4 k4;
-    AclKey6 k6;
-  };
-  uint8_t kind;  // 4, 6, or 0 for other (ARP, ND, non-IP)
+  ClassKey key;   // the classifier's key; key.kind 4, 6, or 0 for other (ARP, ND, non-IP)
   bool df_clear;  // IPv4 without DF: may leave in fragments
   int8_t table;  // current table, -1 when done
   uint8_t ct_state;
-  uint16_t other_type;  // ethertype for the "other" list (kEthNd for ND)
   uint32_t rule;        // matched rule index
   int32_t pre;          // table-0 rule the NIC matched (mark), or -1
   int32_t ct_zone;      // zone a ct() found this packet's connection in, -1 none; a drop: -2 commit
@@ -97,6 +76,7 @@ struct PktState {
   uint8_t ncts, nhits;
   ctrack::CtResult first;
   bool first_commit;
+  uint32_t first_act;    // the first ct()'s action (index into the pipeline's actions)
   bool natted;           // a ct() rewrote it to its connection's translated tuple
   ctrack::Key nat_to;    // with have_ct and first.nat: the tuple the flow cache's ct() gave
   uint32_t hits[kMaxTables];
@@ -132,6 +112,7 @@ inline uint32_t path_hash(const FlowPath& p) {
   mix(p.tun_id);
   mix(p.encap);
   mix(p.state | static_cast<uint32_t>(p.nrules) << 8 | static_cast<uint32_t>(p.commit) << 16);
+  mix(p.ct_act);
   mix(static_cast<uint16_t>(p.out_port));
   mix(p.mark);
   for (uint32_t i = 0; i < p.nrules; i++) mix(p.rules[i]);
@@ -141,7 +122,7 @@ inline uint32_t path_hash(const FlowPath& p) {
 inline bool same_path(const FlowPath& a, const FlowPath& b) {
   if (a.in_port != b.in_port || a.vlan != b.vlan || a.tun_id != b.tun_id || a.encap != b.encap ||
       a.state != b.state || a.nrules != b.nrules ||
-      a.commit != b.commit || a.out_port != b.out_port || a.mark != b.mark)
+      a.commit != b.commit || a.ct_act != b.ct_act || a.out_port != b.out_port || a.mark != b.mark)
     return false;
   for (uint32_t i = 0; i < a.nrules; i++)
     if (a.rules[i] != b.rules[i]) return false;
@@ -225,6 +206,33 @@ struct Datapath::Burst {
     s[i].table = -1;
     active--;
   }
+  // The executor's hooks of the action walk (interp.h): the verdict, and a
+  // ct() queues the packet for the burst's conntrack.
+  struct Exec {
+    Burst& b;
+    uint32_t i;
+    void set_mark(const Action& a) { b.out[i].mark = a.mark; }
+    bool encap(const Action& a) {
+      b.out[i].encap = a.encap;
+      b.out[i].encap_sport = encap_sport(b.s[i].parsed.ct.key);
+      return true;
+    }
+    Step ct(const Action&, uint32_t a) {
+      b.s[i].resume = static_cast<uint8_t>(a);
+      b.ctq[b.nct++] = i;
+      return Step::kWait;
+    }
+    void output(const Action& a) {
+      b.out[i].out_port = static_cast<int16_t>(a.port);
+      b.done(i);
+    }
+    void drop(const Action&) {
+      b.drop(i, DropWhy::kRule);
+      b.s[i].rule_drop = true;
+      b.done(i);
+    }
+    void go(const Action& a) { b.s[i].table = static_cast<int8_t>(a.table); }
+  };
 };
 
 void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns, Verdict* out, PacketNote* notes) {
@@ -403,10 +411,10 @@ inline void Datapath::ingress(Burst& b, bool noting) {
         handed_bytes += in[i].pkt_len;
         continue;
       }
-      p.kind = p.parsed.ct.key.family;
+      p.key.kind = p.parsed.ct.key.family;
     } else {
-      p.kind = 0;
-      p.other_type = p.parsed.kind == ctrack::L3Kind::kNd ? kEthNd : p.parsed.ethertype;
+      p.key.kind = 0;
+      p.key.other_type = p.parsed.kind == ctrack::L3Kind::kNd ? kEthNd : p.parsed.ethertype;
     }
     if (p.off) st.tunnel[static_cast<int>(Tunnel::kDecap)]++;  // here: by the worker that keeps it
     p.table = 0;
@@ -433,7 +441,7 @@ inline void Datapath::flow_cache(Burst& b) {
   ctrack::Tracker::Found found[kMaxBurst];
   uint32_t idx[kMaxBurst], nc = 0;
   for (uint32_t i = 0; i < b.n; i++) {
-    if (s[i].table != 0 || s[i].pre >= 0 || s[i].kind == 0) continue;
+    if (s[i].table != 0 || s[i].pre >= 0 || s[i].key.kind == 0) continue;
     s[i].parsed.ct.key.zone = b.fast_zone;
     cpk[nc] = &s[i].parsed.ct;
     idx[nc++] = i;
@@ -482,21 +490,31 @@ inline void Datapath::flow_cache(Burst& b) {
     }
   }
   nh = keep;
-  // Conntrack for the hits, in burst order, grouped by the path's commit.
-  for (int commit = 0; commit < 2 && nh; commit++) {
+  // Conntrack for the hits, in burst order, grouped as conntrack() groups
+  // (by commit and NAT range: a connection that expired is made again here,
+  // and must be translated as its ct() would).
+  bool taken[kMaxBurst] = {};
+  for (uint32_t h0 = 0; h0 < nh; h0++) {
+    if (taken[h0]) continue;
+    const Action& ca = b.acts[path[h0]->ct_act];
     const ctrack::Packet* hp[kMaxBurst];
     const ctrack::Tracker::Found* hf[kMaxBurst];
     uint32_t which[kMaxBurst], m = 0;
-    for (uint32_t h = 0; h < nh; h++) {
-      if (path[h]->commit != (commit == 1)) continue;
+    for (uint32_t h = h0; h < nh; h++) {
+      if (taken[h]) continue;
+      if (path[h]->ct_act != path[h0]->ct_act) {  // (usually one ct() action for all: no compare)
+        const Action& x = b.acts[path[h]->ct_act];
+        if (x.commit != ca.commit || memcmp(&x.nat, &ca.nat, sizeof x.nat) != 0) continue;
+      }
+      taken[h] = true;
       hp[m] = cpk[hit[h]];
       hf[m] = &found[hit[h]];
       which[m++] = h;
     }
-    if (!m) continue;
+    const ctrack::NatRange* nat = ca.nat.kind != ctrack::NatKind::kNone ? &ca.nat : nullptr;
     ctrack::CtResult res[kMaxBurst];
     ctrack::Key nat_to[kMaxBurst];
-    ct_->process_found(hp, hf, m, b.now_ns, commit == 1, res, nullptr, nat_to);
+    ct_->process_found(hp, hf, m, b.now_ns, ca.commit, res, nat, nat_to);
     for (uint32_t j = 0; j < m; j++) {
       const FlowPath& fp = *path[which[j]];
       uint32_t i = idx[hit[which[j]]];
@@ -534,10 +552,8 @@ inline void Datapath::flow_cache(Burst& b) {
 inline void Datapath::classifier_keys(Burst& b) {
   for (uint32_t i = 0; i < b.n && b.active; i++) {
     PktState& p = b.s[i];
-    if (p.table != 0 || p.kind == 0) continue;
-    uint16_t nport = htons(b.in[i].port), nvlan = htons(p.parsed.vlan);
-    if (p.kind == 4) fill_acl_key(p.k4, p.parsed.ct, nport, nvlan, p.tun_id);
-    else fill_acl_key(p.k6, p.parsed.ct, nport, nvlan, p.tun_id);
+    if (p.table != 0 || p.key.kind == 0) continue;
+    p.key.fill(p.parsed, b.in[i].port, p.tun_id);
   }
 }
 
@@ -563,26 +579,18 @@ inline void Datapath::classify(Burst& b, int t) {
       continue;
     }
     if (!tbl) continue;
-    if (s[i].kind == 4) {
-      int c = proto_class(s[i].k4.proto);
+    if (s[i].key.kind == 4) {
+      int c = proto_class(s[i].key.k4.proto);
       if (!tbl->v4[c]) continue;
-      dk[c][nk[c]] = reinterpret_cast<const uint8_t*>(&s[i].k4);
+      dk[c][nk[c]] = reinterpret_cast<const uint8_t*>(&s[i].key.k4);
       ik[c][nk[c]++] = i;
-    } else if (s[i].kind == 6) {
-      int c = kPcNum + proto_class(s[i].k6.proto);
+    } else if (s[i].key.kind == 6) {
+      int c = kPcNum + proto_class(s[i].key.k6.proto);
       if (!tbl->v6[c - kPcNum]) continue;
-      dk[c][nk[c]] = reinterpret_cast<const uint8_t*>(&s[i].k6);
+      dk[c][nk[c]] = reinterpret_cast<const uint8_t*>(&s[i].key.k6);
       ik[c][nk[c]++] = i;
     } else {
-      for (const OtherRule& o : tbl->other) {
-        const Match& m = o.m;
-        if (m.has(kMInPort) && m.in_port != b.in[i].port) continue;
-        if (m.has(kMEthType) && m.eth_type != s[i].other_type) continue;
-        if (m.has(kMVlan) && m.vlan != s[i].parsed.vlan) continue;
-        if (m.has(kMTunId) && m.tun_id != s[i].tun_id) continue;
-        s[i].rule = o.rule + 1;
-        break;
-      }
+      s[i].rule = match_other(*tbl, b.in[i].port, s[i].key.other_type, s[i].parsed.vlan, s[i].tun_id);
     }
   }
   for (int c = 0; c < 2 * kPcNum; c++) {
@@ -621,7 +629,7 @@ inline void Datapath::actions(Burst& b) {
     lb += b.in[i].pkt_len;
     if (s[i].nhits < kMaxTables) s[i].hits[s[i].nhits++] = r;
     if (!b.crules[r].offload) s[i].cacheable = false;
-    exec(b, i, 0);
+    exec(b, i, 0, false);
   }
   if (last != UINT32_MAX) {
     b.counters[last].packets += lp;
@@ -629,40 +637,14 @@ inline void Datapath::actions(Burst& b) {
   }
 }
 
-// Packet i's rule's actions from action `from` on.
-inline void Datapath::exec(Burst& b, uint32_t i, uint32_t from) {
-  PktState& p = b.s[i];
-  const CompiledRule& r = b.crules[p.rule];
-  for (uint32_t a = from; a < r.count; a++) {
-    const Action& act = b.acts[r.first + a];
-    switch (act.type) {
-      case ActType::kCount:
-        break;  // every rule counts its hits; `count` documents intent in listings
-      case ActType::kSetMark:
-        b.out[i].mark = act.mark;
-        break;
-      case ActType::kEncap:
-        b.out[i].encap = act.encap;
-        b.out[i].encap_sport = encap_sport(p.parsed.ct.key);
-        break;
-      case ActType::kCt:
-        p.resume = static_cast<uint8_t>(a);
-        b.ctq[b.nct++] = i;
-        return;
-      case ActType::kOutput:
-        b.out[i].out_port = static_cast<int16_t>(act.port);
-        b.done(i);
-        return;
-      case ActType::kDrop:
-        b.drop(i, DropWhy::kRule);
-        p.rule_drop = true;
-        b.done(i);
-        return;
-      case ActType::kGotoTable:
-        p.table = static_cast<int8_t>(act.table);
-        return;
-    }
-  }
+// Packet i's rule's actions from action `from` on (after_ct: from the ct()
+// at `from`, which the burst's conntrack just ran), through the one action
+// walk (interp.h) with the executor's hooks.
+inline void Datapath::exec(Burst& b, uint32_t i, uint32_t from, bool resumed) {
+  const CompiledRule& r = b.crules[b.s[i].rule];
+  Burst::Exec x{b, i};
+  if (resumed) after_ct(b.acts + r.first, r.count, from, x);
+  else run_actions(b.acts + r.first, r.count, from, x);
 }
 
 // A translated connection's packet: its bytes, then what the classifier
@@ -674,17 +656,7 @@ inline void Datapath::translate(Burst& b, uint32_t i, const ctrack::Key& to) {
   p.natted = true;
   b.st.tunnel[static_cast<int>(Tunnel::kNat)]++;
   if (p.table < 0) return;  // the flow cache judged it: no table reads it
-  if (p.kind == 4) {
-    memcpy(p.k4.src, to.src, sizeof p.k4.src);
-    memcpy(p.k4.dst, to.dst, sizeof p.k4.dst);
-    p.k4.sport = htons(to.sport);
-    p.k4.dport = htons(to.dport);
-  } else if (p.kind == 6) {
-    memcpy(p.k6.src, to.src, sizeof p.k6.src);
-    memcpy(p.k6.dst, to.dst, sizeof p.k6.dst);
-    p.k6.sport = htons(to.sport);
-    p.k6.dport = htons(to.dport);
-  }
+  p.key.tuple(to);
 }
 
 // Conntrack for the packets waiting at a ct(), grouped by (zone, commit, nat);
@@ -702,7 +674,8 @@ inline void Datapath::conntrack(Burst& b) {
   for (uint32_t a = 0; a < nct; a++) {
     if (done[a]) continue;
     const CompiledRule& lr = b.crules[s[ctq[a]].rule];
-    const Action& lead = b.acts[lr.first + s[ctq[a]].resume];
+    const uint32_t lead_act = lr.first + s[ctq[a]].resume;
+    const Action& lead = b.acts[lead_act];
     uint32_t ng = 0, nall = 0, all[kMaxBurst];
     bool any_found = false;
     for (uint32_t x = a; x < nct; x++) {
@@ -712,7 +685,7 @@ inline void Datapath::conntrack(Burst& b) {
         continue;
       done[x] = true;
       PktState& p = s[ctq[x]];
-      if (p.kind == 0) continue;
+      if (p.key.kind == 0) continue;
       all[nall++] = ctq[x];
       if (p.have_ct) continue;  // the flow cache ran this ct() already
       p.parsed.ct.key.zone = act.zone;
@@ -743,6 +716,7 @@ inline void Datapath::conntrack(Burst& b) {
       if (++p.ncts == 1) {
         p.first = r;
         p.first_commit = lead.commit;
+        p.first_act = lead_act;
         if (lead.zone != b.fast_zone) p.cacheable = false;
       } else {
         p.cacheable = false;
@@ -754,13 +728,7 @@ inline void Datapath::conntrack(Burst& b) {
         p.ct_zone = -2;  // commit failed under full_policy: drop
       if (r.reason == ctrack::Invalid::kNatExhausted) p.ct_zone = -3;
       if (r.reason == ctrack::Invalid::kNatFamily) p.ct_zone = -4;
-      if (p.kind == 4) {
-        p.k4.ct_state = r.state;
-        p.k4.zone = htons(lead.zone);
-      } else {
-        p.k6.ct_state = r.state;
-        p.k6.zone = htons(lead.zone);
-      }
+      p.key.ct(r.state, lead.zone);
     }
   }
   for (uint32_t a = 0; a < nct; a++) {
@@ -775,9 +743,7 @@ inline void Datapath::conntrack(Burst& b) {
       b.done(i);
       continue;
     }
-    const Action& act = b.acts[b.crules[p.rule].first + p.resume];
-    if (act.table >= 0) p.table = static_cast<int8_t>(act.table);
-    else exec(b, i, p.resume + 1u);
+    exec(b, i, p.resume, true);
   }
 }
 
@@ -802,6 +768,7 @@ inline void Datapath::finish(Burst& b) {
       fp.encap = out[i].encap;
       fp.state = p.first.state;
       fp.commit = p.first_commit;
+      fp.ct_act = p.first_act;
       fp.out_port = out[i].out_port;
       fp.mark = out[i].mark;
       fp.nrules = p.nhits;
