@@ -962,6 +962,27 @@ std::vector<std::string> help_not_sentences(const std::string& scrape) {
   return bad;
 }
 
+// promtool check metrics on `body`: its exit status and output.
+std::pair<int, std::string> promtool_check(const std::string& body) {
+  auto tool = run_capture({g_srcdir + "/scripts/promtool"}, nullptr, 120s);
+  if (!tool.ok() || tool->status != 0) return {-1, tool.ok() ? tool->output : tool.message()};
+  std::string promtool = tool->output.substr(tool->output.rfind('\n', tool->output.size() - 2) + 1);
+  while (!promtool.empty() && promtool.back() == '\n') promtool.pop_back();
+  const std::string scrape = "/tmp/dpsys-scrape-" + std::to_string(getpid()) + "-b.txt";
+  std::ofstream(scrape) << body;
+  SpawnOptions o;
+  o.stdin_path = scrape;
+  o.stdout_path = scrape + ".out";
+  o.stderr_path = "=stdout";
+  auto p = Process::spawn({promtool, "check", "metrics"}, o);
+  if (!p.ok()) return {-1, p.message()};
+  auto rc = p->wait(60s);
+  std::pair<int, std::string> r{rc.ok() ? *rc : -1, read_file(scrape + ".out")};
+  unlink(scrape.c_str());
+  unlink((scrape + ".out").c_str());
+  return r;
+}
+
 TEST_F(Metrics, ScrapeUnderTrafficPassesPromtoolAndMatchesJsonStats) {
   // Traffic through the daemon while scraping: iperf3 for 3 s, a TCP
   // connection held open and UDP datagrams.
@@ -993,24 +1014,11 @@ TEST_F(Metrics, ScrapeUnderTrafficPassesPromtoolAndMatchesJsonStats) {
   EXPECT_NE(reply.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
   const std::string body = reply.substr(reply.find("\r\n\r\n") + 4);
   // promtool (Debian's, via scripts/promtool) on the scrape.
-  auto tool = run_capture({g_srcdir + "/scripts/promtool"}, nullptr, 120s);
-  ASSERT_TRUE(tool.ok() && tool->status == 0) << (tool.ok() ? tool->output : tool.message());
-  std::string promtool = tool->output.substr(tool->output.rfind('\n', tool->output.size() - 2) + 1);
-  while (!promtool.empty() && promtool.back() == '\n') promtool.pop_back();
-  const std::string scrape = "/tmp/dpsys-scrape-" + std::to_string(getpid()) + ".txt";
-  std::ofstream(scrape) << body;
-  SpawnOptions o;
-  o.stdin_path = scrape;
-  o.stdout_path = scrape + ".out";
-  o.stderr_path = "=stdout";
-  auto p = Process::spawn({promtool, "check", "metrics"}, o);
-  ASSERT_TRUE(p.ok()) << p.message();
-  auto rc = p->wait(60s);
-  ASSERT_TRUE(rc.ok());
-  EXPECT_EQ(*rc, 0) << read_file(scrape + ".out");
-  EXPECT_EQ(read_file(scrape + ".out").find("error"), std::string::npos) << read_file(scrape + ".out");
-  printf("promtool check metrics on a %zu-byte scrape under iperf3: exit %d, output: '%s'\n", body.size(), *rc,
-         read_file(scrape + ".out").c_str());
+  auto [rc, out] = promtool_check(body);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out.find("error"), std::string::npos) << out;
+  printf("promtool check metrics on a %zu-byte scrape under iperf3: exit %d, output: '%s'\n", body.size(), rc,
+         out.c_str());
   if (const char* keep = getenv("METRICS_SCRAPE_OUT")) std::ofstream(keep) << body;  // for a look by hand
   // Every HELP a sentence (the counters' descriptions), none missing.
   const size_t helps = static_cast<size_t>(std::count(body.begin(), body.end(), '#')) / 2;
@@ -1089,33 +1097,11 @@ TEST_F(Metrics, ScrapeUnderTrafficPassesPromtoolAndMatchesJsonStats) {
   EXPECT_EQ(http("POST /metrics HTTP/1.0\r\n\r\n").rfind("HTTP/1.0 405", 0), 0u);
   EXPECT_EQ(http("garbage\n\n").rfind("HTTP/1.0 405", 0), 0u);
   EXPECT_TRUE(daemon.running());
-  unlink(scrape.c_str());
-  unlink((scrape + ".out").c_str());
   close(c);
   close(cs);
   close(ls);
 }
 
-// promtool check metrics on `body`: its exit status and output.
-std::pair<int, std::string> promtool_check(const std::string& body) {
-  auto tool = run_capture({g_srcdir + "/scripts/promtool"}, nullptr, 120s);
-  if (!tool.ok() || tool->status != 0) return {-1, tool.ok() ? tool->output : tool.message()};
-  std::string promtool = tool->output.substr(tool->output.rfind('\n', tool->output.size() - 2) + 1);
-  while (!promtool.empty() && promtool.back() == '\n') promtool.pop_back();
-  const std::string scrape = "/tmp/dpsys-scrape-" + std::to_string(getpid()) + "-b.txt";
-  std::ofstream(scrape) << body;
-  SpawnOptions o;
-  o.stdin_path = scrape;
-  o.stdout_path = scrape + ".out";
-  o.stderr_path = "=stdout";
-  auto p = Process::spawn({promtool, "check", "metrics"}, o);
-  if (!p.ok()) return {-1, p.message()};
-  auto rc = p->wait(60s);
-  std::pair<int, std::string> r{rc.ok() ? *rc : -1, read_file(scrape + ".out")};
-  unlink(scrape.c_str());
-  unlink((scrape + ".out").c_str());
-  return r;
-}
 
 // The same with the emulated offload provider: its counters' HELP too.
 class OffloadMetrics : public Metrics {
