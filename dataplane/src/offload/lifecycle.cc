@@ -89,15 +89,6 @@ void RteFlowProvider::aged_report(uintptr_t ck, uint64_t now_ns) {
   request_remove(id, "aged", now_ns);
 }
 
-void RteFlowProvider::log_limited(const std::string& key, const std::string& line) {
-  uint64_t now = mono_ns();
-  uint64_t& last = last_log_ns_[key];
-  if (now - last >= 1'000'000'000ull) {  // at most one line per reason per second
-    last = now;
-    log_warning(LogType::kOffload, line);
-  }
-}
-
 bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string* why) const {
   if (e.orig.proto != IPPROTO_TCP && e.orig.proto != IPPROTO_UDP) {
     *why = "protocol";
@@ -301,7 +292,7 @@ void RteFlowProvider::finish_remove(uint32_t id) {
 // Submits queued work within the in-flight bound: removals first (they
 // free table space), then installs.
 void RteFlowProvider::pump(uint64_t now_ns) {
-  while (!removals_.empty() && in_flight_ + reserved_ + 2 <= in_flight_cap()) {
+  while (!removals_.empty() && sub_.in_flight() + reserved_ + 2 <= in_flight_cap()) {
     uint32_t id = removals_.front();
     removals_.pop_front();
     submit_remove(id);
@@ -311,7 +302,7 @@ void RteFlowProvider::pump(uint64_t now_ns) {
     pending_.push_front(retry_.back());
     retry_.pop_back();
   }
-  while (removals_.empty() && !pending_.empty() && in_flight_ + reserved_ + 6 <= in_flight_cap() && !free_jobs_.empty() &&
+  while (removals_.empty() && !pending_.empty() && sub_.in_flight() + reserved_ + 6 <= in_flight_cap() && !free_jobs_.empty() &&
          ct_ops_ + 1 <= kCtOpsMax) {
     Req r = pending_.front();
     pending_.pop_front();
@@ -347,7 +338,6 @@ void RteFlowProvider::pump(uint64_t now_ns) {
 }
 
 void RteFlowProvider::complete(uintptr_t ck, int err, uint64_t now_ns) {
-  in_flight_--;
   auto tag = static_cast<Tag>(ck & 15);
   if (tag == kOpCtCreate || tag == kOpQuery || tag == kOpResync) ct_ops_--;
   if (tag == kOpShared) {
