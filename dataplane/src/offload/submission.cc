@@ -163,4 +163,30 @@ std::vector<Submission::Done> Submission::pull(const std::vector<uint16_t>& queu
   return done;
 }
 
+bool Submission::query_count(uint16_t port, rte_flow* fl, uint64_t* hits, uint64_t* bytes) const {
+  const FlowApi& a = *api_;
+  rte_flow_error err{};
+  rte_flow_query_count qc{};
+  rte_flow_action count[] = {{RTE_FLOW_ACTION_TYPE_COUNT, nullptr}, {RTE_FLOW_ACTION_TYPE_END, nullptr}};
+  if (a.query(a.self, port, fl, count, &qc, &err) != 0) return false;
+  *hits = qc.hits;
+  *bytes = qc.bytes;
+  return true;
+}
+
+bool Submission::query_age(uint16_t port, rte_flow* fl, rte_flow_query_age* qa) const {
+  const FlowApi& a = *api_;
+  rte_flow_error err{};
+  rte_flow_action age[] = {{RTE_FLOW_ACTION_TYPE_AGE, nullptr}, {RTE_FLOW_ACTION_TYPE_END, nullptr}};
+  return a.query(a.self, port, fl, age, qa, &err) == 0;
+}
+
+int Submission::aged_flows(uint16_t port, void** ctx, uint32_t n, std::string* why) const {
+  const FlowApi& a = *api_;
+  rte_flow_error err{};
+  int got = a.get_q_aged_flows(a.self, port, 0, ctx, n, &err);
+  if (got < 0) *why = flow_err(err, -got);
+  return got;
+}
+
 }  // namespace dp

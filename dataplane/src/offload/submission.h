@@ -68,6 +68,14 @@ class Submission {
   // queue port's (`queue_ports`: those holding flow queues).
   std::vector<Done> pull(const std::vector<uint16_t>& queue_ports);
 
+  // Reads, answered at once (no completion): a rule's COUNT (hits, bytes)
+  // and, when `age` is given, its AGE; false when the driver refuses.
+  bool query_count(uint16_t port, rte_flow* fl, uint64_t* hits, uint64_t* bytes) const;
+  bool query_age(uint16_t port, rte_flow* fl, rte_flow_query_age* age) const;
+  // HWS: up to `n` contexts of rules the NIC reports aged on `port`'s
+  // queue 0; < 0 with the driver's message in *why.
+  int aged_flows(uint16_t port, void** ctx, uint32_t n, std::string* why) const;
+
   // DV: the driver judges the rule (rte_flow_validate), then writes it;
   // null with the driver's message and errno when either refuses.
   static rte_flow* sws_create(const FlowApi& a, const hw::Flow& f, std::string* why, int* errno_out);
