@@ -149,33 +149,12 @@ void Daemon::telemetry_ct_list(const char* params, rte_tel_data* d) {
 
 Status Daemon::register_ct_commands(CommandTable& t) {
   using C = CommandTable;
-  // [ZONE]: -1 for all; false when the word is not a zone.
-  auto zone_of = [](const std::string& a, int* zone, std::string* bad) {
-    std::istringstream in(a);
-    std::string z;
-    *zone = -1;
-    if (!(in >> z)) return true;
-    char* end;
-    long v = strtol(z.c_str(), &end, 10);
-    if (*end || v < 0 || v > 65535) {
-      *bad = "error: zone '" + z + "' is not 0..65535";
-      return false;
-    }
-    *zone = static_cast<int>(v);
-    return true;
-  };
-  SDN_TRY(t.add("ct list", [this, zone_of](const std::string& a, Format f) {
-    int zone;
-    std::string bad;
-    if (!zone_of(a, &zone, &bad)) return f == Format::kJson ? C::as_json_lines(C::text(bad)) : C::text(bad);
-    return ct_list(zone, f);
-  }));
-  SDN_TRY(t.add_text("ct flush", [this, zone_of](const std::string& a) {
-    int zone;
-    std::string bad;
-    if (!zone_of(a, &zone, &bad)) return C::text(bad);
+  // [ZONE]: -1 for all.
+  auto zone_of = [](const CommandArgs& a) { return a.given[0] ? static_cast<int>(a.num[0]) : -1; };
+  SDN_TRY(t.add("ct list", [this, zone_of](const CommandArgs& a, Format f) { return ct_list(zone_of(a), f); }));
+  SDN_TRY(t.add_text("ct flush", [this, zone_of](const CommandArgs& a) {
     uint64_t n = 0;
-    for (auto& sh : shards_) n += sh->flush(zone);
+    for (auto& sh : shards_) n += sh->flush(zone_of(a));
     return C::text("ok flushed " + std::to_string(n));
   }));
   return {};

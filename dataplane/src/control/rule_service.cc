@@ -304,12 +304,9 @@ void Daemon::telemetry_rules(rte_tel_data* d) {
 
 Status Daemon::register_rule_commands(CommandTable& t) {
   using C = CommandTable;
-  SDN_TRY(t.add_text("rule add", [this](const std::string& a) { return rule_add(a); }));
-  SDN_TRY(t.add_text("rule del", [this](const std::string& a) {
-    std::istringstream in(a);
-    uint32_t id = 0;
-    std::string extra;
-    if (!(in >> id) || (in >> extra)) return C::usage("rule del");
+  SDN_TRY(t.add_text("rule add", [this](const CommandArgs& a) { return rule_add(a.str[0]); }));
+  SDN_TRY(t.add_text("rule del", [this](const CommandArgs& a) {
+    const uint32_t id = static_cast<uint32_t>(a.num[0]);
     return change_rules([id](std::vector<Rule> next) -> Result<std::vector<Rule>> {
       auto before = next.size();
       std::erase_if(next, [&](const Rule& x) { return x.id == id; });
@@ -317,10 +314,10 @@ Status Daemon::register_rule_commands(CommandTable& t) {
       return next;
     }, "ok");
   }));
-  SDN_TRY(t.add("rules", [this](const std::string&, Format f) {
+  SDN_TRY(t.add("rules", [this](const CommandArgs&, Format f) {
     return C::text(f == Format::kJson ? sdn::json_dump(rules_json()) + "\n" : "ok\n" + rules_text());
   }));
-  SDN_TRY(t.add_text("reload", [this](const std::string&) {
+  SDN_TRY(t.add_text("reload", [this](const CommandArgs&) {
     auto p = std::make_shared<Pending>();
     reload([p](const Status& s) {
       p->done = true;

@@ -192,11 +192,11 @@ void Daemon::telemetry_stats(rte_tel_data* d) {
 
 Status Daemon::register_stats_commands(CommandTable& t) {
   using C = CommandTable;
-  SDN_TRY(t.add("stats", [this](const std::string&, Format f) {
+  SDN_TRY(t.add("stats", [this](const CommandArgs&, Format f) {
     StatsSnapshot s = snapshot(true);
     return C::text(f == Format::kJson ? sdn::json_dump(stats_json(s)) + "\n" : stats_text(s));
   }));
-  SDN_TRY(t.add_text("offload testpmd", [this](const std::string&) { return C::text("ok\n" + offload_->testpmd_commands()); }));
+  SDN_TRY(t.add_text("offload testpmd", [this](const CommandArgs&) { return C::text("ok\n" + offload_->testpmd_commands()); }));
   return {};
 }
 

@@ -298,25 +298,10 @@ void Daemon::end_live_trace() {
 
 Status Daemon::register_trace_commands(CommandTable& t) {
   using C = CommandTable;
-  SDN_TRY(t.add("trace", [this](const std::string& a, Format f) { return C::text(trace(a, f)); }));
-  SDN_TRY(t.add("trace --live", [this](const std::string& a, Format f) {
-    auto num = [](const std::string& w, uint32_t lo, uint32_t hi, uint32_t* v) {
-      char* end;
-      long x = strtol(w.c_str(), &end, 10);
-      if (w.empty() || *end || x < lo || x > hi) return false;
-      *v = static_cast<uint32_t>(x);
-      return true;
-    };
-    std::istringstream in(a);
-    std::string ns, ss, extra;
-    uint32_t n = 0, secs = 10;
-    ControlServer::Reply usage = C::usage("trace --live");
-    usage.text += " (N 1.." + std::to_string(LiveTrace::kCap) + ", SECONDS 1..50, default 10)";
-    if (f == Format::kJson) usage = C::as_json_lines(std::move(usage));
-    if (!(in >> ns) || !num(ns, 1, LiveTrace::kCap, &n)) return usage;
-    if (in >> ss && !num(ss, 1, 50, &secs)) return usage;
-    if (in >> extra) return usage;
-    return live_trace(n, secs, f);
+  static_assert(find_command("trace --live")->args[0].hi == LiveTrace::kCap, "trace --live N: the records a worker keeps");
+  SDN_TRY(t.add("trace", [this](const CommandArgs& a, Format f) { return C::text(trace(a.str[0], f)); }));
+  SDN_TRY(t.add("trace --live", [this](const CommandArgs& a, Format f) {
+    return live_trace(static_cast<uint32_t>(a.num[0]), static_cast<uint32_t>(a.num[1]), f);
   }));
   return {};
 }
