@@ -29,13 +29,14 @@ struct ArgSpec {
   bool optional = false;       // may be left out (and then every one after it)
   bool with_previous = false;  // given exactly when the one before it is
   uint64_t lo = 0, hi = 0;     // kUint: its range
-  uint64_t dflt = 0;           // kUint, optional: its value when left out
+  uint64_t dflt = 0;           // kUint, optional: its value when left out (outside lo..hi: none; see given)
 };
 
 constexpr ArgSpec uint_arg(const char* n, uint64_t lo, uint64_t hi) { return {n, ArgKind::kUint, false, false, lo, hi, 0}; }
 constexpr ArgSpec opt_uint(const char* n, uint64_t lo, uint64_t hi, uint64_t dflt) {
   return {n, ArgKind::kUint, true, false, lo, hi, dflt};
 }
+inline constexpr uint64_t kNoDefault = ~uint64_t{0};
 constexpr ArgSpec rest_arg(const char* n) { return {n, ArgKind::kRest}; }
 constexpr ArgSpec opt_word(const char* n) { return {n, ArgKind::kWord, true}; }
 constexpr ArgSpec and_word(const char* n) { return {n, ArgKind::kWord, true, true}; }
@@ -60,8 +61,8 @@ inline constexpr CommandSpec kCommands[] = {
      "add a rule (YAML, as in the config's tables)"},
     {"rule del", {uint_arg("ID", 0, 0xFFFFFFFF)}, "remove rule ID"},
     {"rules", {}, "list rules with hit counters"},
-    {"ct list", {opt_uint("ZONE", 0, 65535, 0)}, "connections (all of them, streamed), then a total line"},
-    {"ct flush", {opt_uint("ZONE", 0, 65535, 0)}, "remove connections"},
+    {"ct list", {opt_uint("ZONE", 0, 65535, kNoDefault)}, "connections (all of them, streamed), then a total line; ZONE: only that zone's"},
+    {"ct flush", {opt_uint("ZONE", 0, 65535, kNoDefault)}, "remove connections (of every zone, or of ZONE)"},
     {"reload", {},
      "re-read the config file: tables and conntrack timeouts; other\n"
      "changes are refused with the reason (README: Reload)"},
@@ -111,7 +112,7 @@ inline std::string command_ranges(const CommandSpec& c) {
   for (const ArgSpec& a : c.args) {
     if (a.kind != ArgKind::kUint) continue;
     r += (r.empty() ? " (" : ", ") + std::string(a.name) + " " + std::to_string(a.lo) + ".." + std::to_string(a.hi);
-    if (a.optional && a.dflt >= a.lo) r += ", default " + std::to_string(a.dflt);
+    if (a.optional && a.dflt >= a.lo && a.dflt <= a.hi) r += ", default " + std::to_string(a.dflt);
   }
   return r.empty() ? r : r + ")";
 }
