@@ -1,5 +1,5 @@
 // Stats and telemetry: `stats` text and /dataplane/stats from the same
-// counter lists (WorkerStats::visit, port_counters, ct and offload stats).
+// counter lists (WorkerStats::visit, PortService::counters, ct and offload stats).
 #include "daemon_internal.h"
 
 
@@ -47,7 +47,7 @@ namespace dp {
 // on the control thread only.
 Daemon::DpdkReads Daemon::dpdk_reads() {
   DpdkReads r;
-  r.ports = port_counters();
+  r.ports = ports_.counters();
   rte_mempool_walk(
       [](rte_mempool* mp, void* arg) {
         auto* pools = static_cast<std::vector<StatsSnapshot::Mempool>*>(arg);
@@ -120,14 +120,12 @@ StatsSnapshot Daemon::snapshot(bool control_thread) {
     s.drops.emplace_back(std::string("parse_") + ctrack::drop_name(static_cast<ctrack::Drop>(i)), sum.parse_drop[i]);
   for (int i = 0; i < static_cast<int>(Tunnel::kCount); i++)
     s.overlay.emplace_back(tunnel_name(static_cast<Tunnel>(i)), sum.tunnel[i]);
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    Pipeline* pl = pipeline_.load();
-    for (size_t i = 0; i < pl->rules().size(); i++) {
-      const RuleCounters c = rule_counters(*pl, i);
-      s.rules.push_back({pl->rules()[i].id, pl->rules()[i].table, c.packets, c.bytes});
+  rules_.with_pipeline([&](const Pipeline& pl) {
+    for (size_t i = 0; i < pl.rules().size(); i++) {
+      const RuleCounters c = rules_.counters(pl, i);
+      s.rules.push_back({pl.rules()[i].id, pl.rules()[i].table, c.packets, c.bytes});
     }
-  }
+  });
   ctrack::Stats cs;
   for (auto& sh : shards_) cs += sh->stats();
   cs.visit([&](const std::string& k, uint64_t v) { s.ct.emplace_back(k, v); });

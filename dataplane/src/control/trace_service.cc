@@ -98,9 +98,8 @@ std::string Daemon::trace(const std::string& text, Format fmt) {
     }
     return static_cast<uint8_t>(ctrack::kCtTrk | ctrack::kCtEst | (f.dir ? ctrack::kCtRpl : 0));
   };
-  std::lock_guard<std::mutex> lk(mu_);  // the pipeline stays while we read it
-  Pipeline* pl = pipeline_.load();
-  const std::vector<std::string> steps = pl->explain(pp, d->in_port, cfg_.port_names(), peek, d->tun_id);
+  const std::vector<std::string> steps = rules_.with_pipeline(
+      [&](const Pipeline& pl) { return pl.explain(pp, d->in_port, cfg_.port_names(), peek, d->tun_id); });
   if (fmt == Format::kJson) return sdn::json_dump(nlohmann::json{{"packet", desc}, {"steps", steps}}) + "\n";
   std::string o = "ok\n";
   o += "packet: " + desc + "\n";
