@@ -145,9 +145,9 @@ ControlServer::Reply Daemon::handle(const std::string& request) { return command
 // Each service's commands; every command of the table has a handler.
 Status Daemon::register_commands() {
   SDN_TRY(rules_.register_commands(commands_));
-  SDN_TRY(register_ct_commands(commands_));
-  SDN_TRY(register_trace_commands(commands_));
-  SDN_TRY(register_stats_commands(commands_));
+  SDN_TRY(ct_.register_commands(commands_));
+  SDN_TRY(trace_.register_commands(commands_));
+  SDN_TRY(stats_.register_commands(commands_));
   SDN_TRY(register_log_commands(commands_));
   return commands_.complete();
 }
@@ -172,7 +172,7 @@ Status Daemon::start() {
     auto t = ctrack::Tracker::create(cc);
     if (!t) return Status::error("conntrack: " + t.message());
     shards_.push_back(std::move(t.value()));
-    auto w = std::make_unique<Worker>();
+    auto w = std::make_unique<WorkerSlot>();
     w->id = i;
     w->lcore = cfg_.workers.lcores[i];
     w->dp = std::make_unique<Datapath>(i, shards_.back().get(), &w->stats);
@@ -280,7 +280,7 @@ int Daemon::run() {
   }
   const std::string running = std::to_string(ports_.size()) + " ports, " + std::to_string(workers_.size()) +
                               " workers, " + std::to_string(rules_.size()) + " rules, offload " + offload_->name();
-  if (metrics_) metrics_->start([this] { return stats_prometheus(snapshot(false)); });
+  if (metrics_) metrics_->start([this] { return stats_prometheus(stats_.snapshot(false)); });
   log("running: " + running + ", control " + ctl_->path() + (metrics_ ? ", metrics " + metrics_->spec() : ""));
   notify_.ready("forwarding: " + running);
   std::vector<ctrack::Event> ev(256);
@@ -300,7 +300,7 @@ int Daemon::run() {
       });
     }
     rules_.poll();
-    serve_dpdk_reads();  // /metrics' and telemetry's port counters and mempools
+    stats_.serve_dpdk_reads();  // /metrics' and telemetry's port counters and mempools
     for (unsigned w = 0; w < shards_.size(); w++) {
       uint32_t n;
       while ((n = shards_[w]->poll_events(ev.data(), static_cast<uint32_t>(ev.size()))) > 0)
@@ -310,9 +310,7 @@ int Daemon::run() {
     offload_->poll(now);
     if (notify_.watchdog_due(now) && workers_polling()) notify_.watchdog_ping(now);
     if (++loops % 16 == 0) {  // the telemetry thread reads this copy, never the provider
-      OffloadStats os = offload_->stats();
-      std::lock_guard<std::mutex> lk(off_mu_);
-      off_snap_ = std::move(os);
+      stats_.offload_snapshot(offload_->stats());
     }
     if (now - last_sample >= 1'000'000'000) {
       ports_.sample_drops();

@@ -1,5 +1,7 @@
-// Internal: the running daemon. Ports, workers, the control socket, the
-// telemetry commands, rule swaps.
+// Internal: the running daemon. It starts and stops what the services
+// share (workers, conntrack shards, RCU, handoff rings, the offload
+// provider), runs the control loop and composes the services, which own
+// the rest: ports, rules and swaps, conntrack queries, traces, stats.
 #pragma once
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include "notify.h"
 #include "port_service.h"
 #include "rule_service.h"
+#include "services.h"
 #include "rule_builder.h"
 #include "stats_snapshot.h"
 #include "socket.h"
@@ -54,39 +57,14 @@ class Daemon {
 
   // A control request (the socket's; telemetry has its own below).
   ControlServer::Reply handle(const std::string& request);
-  void telemetry_stats(rte_tel_data* d);
-  void telemetry_ct_list(const char* params, rte_tel_data* d);
+  void telemetry_stats(rte_tel_data* d) { stats_.telemetry(d); }
+  void telemetry_ct_list(const char* params, rte_tel_data* d) { ct_.telemetry(params, d); }
   void telemetry_rules(rte_tel_data* d) { rules_.telemetry(d); }
 
-  struct Worker;
 
  private:
-  // Services: each file registers its commands (rule_service.cc, ct_service.cc,
-  // trace_service.cc, stats_service.cc).
+  // Each service registers its commands.
   Status register_commands();
-  Status register_ct_commands(CommandTable& t);
-  Status register_trace_commands(CommandTable& t);
-  Status register_stats_commands(CommandTable& t);
-  ControlServer::Reply ct_list(int zone, Format f);
-  StatsSnapshot snapshot(bool control_thread);
-  // What a snapshot needs DPDK calls for, made on the control thread only:
-  // other threads ask the loop (serve_dpdk_reads) and wait a turn.
-  struct DpdkReads {
-    std::vector<std::pair<std::string, uint64_t>> ports;  // PortService::counters()
-    std::vector<StatsSnapshot::Mempool> mempools;
-  };
-  DpdkReads dpdk_reads();            // control thread
-  DpdkReads dpdk_reads_from_loop();  // any other thread
-  void serve_dpdk_reads();           // the control loop, each turn
-  std::mutex reads_mu_;
-  std::condition_variable reads_cv_;
-  std::atomic<bool> reads_wanted_{false};
-  uint64_t reads_gen_ = 0;
-  DpdkReads reads_;
-  std::string trace(const std::string& packet_desc, Format f);
-  ControlServer::Reply live_trace(uint32_t n, uint32_t seconds, Format f);
-  std::string live_trace_json(const std::vector<const TraceRecord*>& recs, uint32_t n, uint32_t seconds);
-  void end_live_trace();
   void shutdown();
 
   Config cfg_;
@@ -99,7 +77,7 @@ class Daemon {
   std::vector<NatOwner> nat_owners_;   // each shard's NAT tuple filter (set_nat_filter), sized once
   std::vector<rte_ring*> handoff_;     // [from * workers + to], single producer / single consumer
   bool launched_ = false;
-  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::unique_ptr<WorkerSlot>> workers_;
   std::vector<std::unique_ptr<ctrack::Tracker>> shards_;
   rte_rcu_qsbr* qsbr_ = nullptr;
   std::atomic<Pipeline*> pipeline_{nullptr};
@@ -112,13 +90,14 @@ class Daemon {
   OffloadHost host_;
 
   RuleService rules_{{cfg_, pipeline_, qsbr_, shards_, offload_, notify_}};
-  std::mutex off_mu_;  // off_snap_: the control loop writes, telemetry reads
-  OffloadStats off_snap_;
+  Running running_{cfg_, workers_, shards_, offload_, launched_, shut_, qsbr_, steer_};
+  CtService ct_{running_};
+  TraceService trace_{running_, rules_};
+  StatsService stats_{running_, rules_, ports_};
   std::unique_ptr<ControlServer> ctl_;
   std::unique_ptr<MetricsServer> metrics_;  // Prometheus /metrics, when configured
   CommandTable commands_;
   bool started_ = false, shut_ = false, interrupted_ = false;
-  bool live_ = false;  // a live trace is running (one at a time)
 };
 
 }  // namespace dp
