@@ -84,7 +84,11 @@ void log_pipeline(const Pipeline& p) {
   log_info(LogType::kPipeline, "pipeline " + std::to_string(p.generation()) + ": " + std::to_string(p.rules().size()) +
                                    " rules; flow cache " +
                                    (p.fast_zone() >= 0 ? "on (zone " + std::to_string(p.fast_zone()) + ")"
-                                                       : std::string("off (ct() in more than one zone)")));
+                                                       : std::string("off (ct() in more than one zone)")) +
+                                   "; rte_acl classify " + acl_classifier());
+  if (std::string(acl_classifier()) == "scalar")
+    log_warning(LogType::kPipeline, "rte_acl runs its scalar classifier: neither the CPU nor EAL's SIMD width "
+                                    "(--force-max-simd-bitwidth) allows a vector one");
 }
 
 std::vector<std::string> eal_args(const Config& cfg, bool force_no_huge) {
