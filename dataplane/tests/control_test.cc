@@ -15,6 +15,7 @@
 #include <fstream>
 #include <thread>
 
+#include "../src/control/commands.h"
 #include "../src/control/socket.h"
 
 namespace dp {
@@ -181,6 +182,73 @@ TEST(ControlServer, ARequestTooLargeGetsAnError) {
   EXPECT_EQ(reply.rfind("error: request larger than", 0), 0u) << reply;
   srv.value().reset();
   unlink((path + ".lock").c_str());
+}
+
+}  // namespace
+}  // namespace dp
+
+namespace dp {
+namespace {
+
+// The commands' typed arguments: the dispatcher reads them from the one
+// declaration (dataplane/commands.h) before any handler runs; a request
+// that does not fit gets the usage, its ranges and why, and the handler
+// is never called.
+TEST(Commands, ArgumentsAreCheckedAgainstTheirDeclarationBeforeTheHandler) {
+  CommandTable t;
+  std::string seen;
+  int calls = 0;
+  for (const CommandSpec& c : kCommands) {
+    sdn::Status s = t.add(c.name, [&, name = std::string(c.name)](const CommandArgs& a, Format) {
+      calls++;
+      seen = name;
+      for (size_t i = 0; i < kMaxArgs; i++)
+        seen += a.given[i] ? " [" + a.str[i] + "=" + std::to_string(a.num[i]) + "]" : " [-" + std::to_string(a.num[i]) + "]";
+      return CommandTable::text("ok");
+    });
+    ASSERT_TRUE(s) << s.message();
+  }
+  ASSERT_TRUE(t.complete());
+  auto ask = [&](const std::string& r) { return t.dispatch(r).text; };
+
+  EXPECT_EQ(ask("trace --live 5"), "ok");
+  EXPECT_EQ(seen, "trace --live [5=5] [-10]");  // SECONDS' default
+  EXPECT_EQ(ask("trace --live 256 0x32"), "ok");
+  EXPECT_EQ(seen, "trace --live [256=256] [0x32=50]");
+  EXPECT_EQ(ask("ct list"), "ok");
+  EXPECT_EQ(seen, "ct list [-18446744073709551615] [-0]");  // no ZONE: every zone
+  EXPECT_EQ(ask("ct flush 65535"), "ok");
+  EXPECT_EQ(seen, "ct flush [65535=65535] [-0]");
+  EXPECT_EQ(ask("trace in_port=inside,tcp,10.0.0.1:1>10.0.0.2:80  "), "ok");
+  EXPECT_EQ(seen, "trace [in_port=inside,tcp,10.0.0.1:1>10.0.0.2:80=0] [-0]");
+  EXPECT_EQ(ask("rule add {table: 1, priority: 5, match: \"tp_dst=1\", actions: drop}"), "ok");
+  EXPECT_EQ(seen, "rule add [{table: 1, priority: 5, match: \"tp_dst=1\", actions: drop}=0] [-0]");
+  EXPECT_EQ(ask("log-level"), "ok");
+  EXPECT_EQ(ask("log-level dataplane.* debug"), "ok");
+  EXPECT_EQ(seen, "log-level [dataplane.*=0] [debug=0]");
+  const int good = calls;
+
+  const std::string live = "error: usage: trace --live N [SECONDS] (N 1..256, SECONDS 1..50, default 10): ";
+  EXPECT_EQ(ask("trace --live"), live + "N missing");
+  EXPECT_EQ(ask("trace --live 0"), live + "N: '0' is out of range 1..256");
+  EXPECT_EQ(ask("trace --live 010"), live.substr(0, live.size() - 2) + ": N: '010': a leading zero is ambiguous (octal?); write the decimal number, or 0x for hex");
+  EXPECT_EQ(ask("trace --live 5 x"), live + "SECONDS: 'x' is not a number");
+  EXPECT_EQ(ask("trace --live 5 5 5"), live + "'5': more than the command takes");
+  EXPECT_EQ(ask("ct list 65536"), "error: usage: ct list [ZONE] (ZONE 0..65535): ZONE: '65536' is out of range 0..65535");
+  EXPECT_EQ(ask("ct flush 1 2"), "error: usage: ct flush [ZONE] (ZONE 0..65535): '2': more than the command takes");
+  EXPECT_EQ(ask("rule del"), "error: usage: rule del ID (ID 0..4294967295): ID missing");
+  EXPECT_EQ(ask("rule del -1"), "error: usage: rule del ID (ID 0..4294967295): ID: '-1' is out of range 0..4294967295");
+  EXPECT_EQ(ask("log-level dataplane.control"), "error: usage: log-level [TYPE LEVEL]: LEVEL missing");
+  EXPECT_EQ(ask("stats now"), "error: usage: stats: 'now': more than the command takes");
+  EXPECT_EQ(ask("trace   "), "error: usage: trace PACKET: PACKET missing");
+  EXPECT_EQ(calls, good) << "a handler ran for a request that did not fit its arguments";
+  // In JSON, the same error as one object.
+  EXPECT_EQ(ask("--json trace --live 0"),
+            "{\"error\":\"usage: trace --live N [SECONDS] (N 1..256, SECONDS 1..50, default 10): N: '0' is out of "
+            "range 1..256\"}\n");
+  // The help shows the usage as before.
+  EXPECT_NE(commands_help().find("  trace --live N [SECONDS]"), std::string::npos) << commands_help();
+  EXPECT_NE(commands_help().find("  log-level [TYPE LEVEL]"), std::string::npos) << commands_help();
 }
 
 }  // namespace

@@ -1004,3 +1004,26 @@ TEST(Fragments, AnOverMtuDatagramWithoutDfLeavesInFragments) {
 }  // namespace dp
 
 int main(int argc, char** argv) { return run_tests_with_eal(argc, argv, "dp-unit"); }
+
+namespace dp {
+namespace {
+
+// Issue 33 (Arm): the tables' rte_acl classify method is the widest vector
+// one the build, the CPU and EAL allow, never scalar silently: on x86-64
+// with AVX2 an AVX one (EAL's default width is 256 bits here; the daemon
+// allows 512), on aarch64 (the cross build under qemu) NEON.
+TEST(Classifier, TablesTakeAVectorClassifyMethod) {
+  Fixture f(firewall_yaml());
+  const std::string alg = acl_classifier();
+  printf("[ measured ] rte_acl classify method: %s\n", alg.c_str());
+#if defined(RTE_ARCH_X86)
+  if (__builtin_cpu_supports("avx2")) EXPECT_EQ(alg.rfind("avx", 0), 0u) << alg;
+  else EXPECT_EQ(alg, "sse");
+#elif defined(RTE_ARCH_ARM64)
+  EXPECT_EQ(alg, "neon");
+#endif
+  EXPECT_NE(alg, "scalar");
+}
+
+}  // namespace
+}  // namespace dp

@@ -12,9 +12,11 @@
 
 namespace sdn {
 
+// Whole numbers in full (a range's 4294967295, not 4.29497e+09).
 inline std::string number_text(double v) {
   char b[32];
-  snprintf(b, sizeof b, "%g", v);
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) snprintf(b, sizeof b, "%.0f", v);
+  else snprintf(b, sizeof b, "%g", v);
   return b;
 }
 

@@ -254,6 +254,10 @@ class Pipeline {
   void write_encap(uint8_t* hdr, uint16_t idx, uint32_t inner_len, uint16_t sport) const;
 };
 
+// The rte_acl classify method the last built table took (pick_classifier
+// in pipeline/acl.h): "avx512x32", "avx2", "neon", ... or "scalar".
+const char* acl_classifier();
+
 // Marks the NIC puts on packets it has classified, and what they mean. The
 // offload provider publishes one; workers only read it.
 // Marks: kTag | port = forward to that port (the NIC checked the connection);

@@ -20,7 +20,7 @@ sdn::Status CommandTable::add(const char* name, Handler h) {
 }
 
 sdn::Status CommandTable::add_text(const char* name, TextHandler h) {
-  return add(name, [h = std::move(h)](const std::string& args, Format f) {
+  return add(name, [h = std::move(h)](const CommandArgs& args, Format f) {
     ControlServer::Reply r = h(args);
     return f == Format::kJson ? as_json_lines(std::move(r)) : r;
   });
@@ -88,9 +88,10 @@ sdn::Status CommandTable::complete() const {
   return {};
 }
 
-ControlServer::Reply CommandTable::usage(const char* name) {
+ControlServer::Reply CommandTable::usage(const char* name, const std::string& why) {
   const CommandSpec* c = find_command(name);
-  return text("error: usage: " + (c ? command_usage(*c) : std::string(name)));
+  return text("error: usage: " + (c ? command_usage(*c) + command_ranges(*c) : std::string(name)) +
+              (why.empty() ? "" : ": " + why));
 }
 
 namespace {
@@ -128,7 +129,7 @@ std::string internal_error(const char* name, Format f, const std::exception& x) 
 
 // Nothing a client sends ends the daemon: a handler (or its streamed
 // reply) that throws answers with an error instead.
-ControlServer::Reply CommandTable::guarded(const Entry& e, const std::string& args, Format f) {
+ControlServer::Reply CommandTable::guarded(const Entry& e, const CommandArgs& args, Format f) {
   ControlServer::Reply r;
   try {
     r = e.h(args, f);
@@ -169,9 +170,13 @@ ControlServer::Reply CommandTable::dispatch(const std::string& request) const {
     }
   }
   if (best) {
-    size_t at = rw.end[best_words - 1];
-    while (at < req.size() && isspace(static_cast<unsigned char>(req[at]))) at++;
-    return guarded(*best, req.substr(at), f);
+    CommandArgs args;
+    if (std::string why = parse_command_args(*best->spec, std::string_view(req).substr(rw.end[best_words - 1]), &args);
+        !why.empty()) {
+      ControlServer::Reply r = usage(best->spec->name, why);
+      return f == Format::kJson ? as_json_lines(std::move(r)) : r;
+    }
+    return guarded(*best, args, f);
   }
   // A known first word: the usages of the commands it starts.
   std::string first = rw.w.empty() ? "" : rw.w[0], usages;

@@ -18,9 +18,11 @@ enum class Format { kText, kJson };
 
 class CommandTable {
  public:
-  // `args`: the request after the command's name, leading blanks removed.
-  using Handler = std::function<ControlServer::Reply(const std::string& args, Format f)>;
-  using TextHandler = std::function<ControlServer::Reply(const std::string& args)>;
+  // `args`: the request's arguments, checked against the command's
+  // ArgSpecs (a request that does not fit gets the usage error, and the
+  // handler is not called).
+  using Handler = std::function<ControlServer::Reply(const CommandArgs& args, Format f)>;
+  using TextHandler = std::function<ControlServer::Reply(const CommandArgs& args)>;
 
   // `name` must be one of kCommands; registering it twice is an error.
   sdn::Status add(const char* name, Handler h);
@@ -35,15 +37,15 @@ class CommandTable {
   static ControlServer::Reply as_json_lines(ControlServer::Reply r);
 
   static ControlServer::Reply text(std::string s) { return ControlServer::Reply{std::move(s), nullptr, nullptr}; }
-  // "error: usage: NAME ARGS" for a registered command.
-  static ControlServer::Reply usage(const char* name);
+  // "error: usage: NAME ARGS (ranges)[: why]" for a registered command.
+  static ControlServer::Reply usage(const char* name, const std::string& why = "");
 
  private:
   struct Entry {
     const CommandSpec* spec;
     Handler h;
   };
-  static ControlServer::Reply guarded(const Entry& e, const std::string& args, Format f);
+  static ControlServer::Reply guarded(const Entry& e, const CommandArgs& args, Format f);
   std::vector<Entry> entries_;
 };
 

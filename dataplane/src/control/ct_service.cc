@@ -43,7 +43,7 @@ namespace dp {
 
 using sdn::mono_ns;
 
-ControlServer::Reply Daemon::ct_list(int zone, Format f) {
+ControlServer::Reply CtService::list(int zone, Format f) {
   // Streamed a slice of slots at a time: 10^6 entries never sit in one
   // string, and the control loop (offload events) runs between slices.
   struct Cursor {
@@ -55,8 +55,8 @@ ControlServer::Reply Daemon::ct_list(int zone, Format f) {
   ControlServer::Reply r;
   r.text = f == Format::kJson ? "" : "ok\n";
   r.more = [this, cur, zone, f](std::string* out) {
-    if (cur->shard >= shards_.size()) return false;
-    ctrack::Tracker& t = *shards_[cur->shard];
+    if (cur->shard >= run_.shards.size()) return false;
+    ctrack::Tracker& t = *run_.shards[cur->shard];
     std::ostringstream o;
     cur->at = t.for_each_from(
         mono_ns(), cur->at, 4096,
@@ -91,7 +91,7 @@ ControlServer::Reply Daemon::ct_list(int zone, Format f) {
     if (cur->at >= t.capacity()) {
       cur->shard++;
       cur->at = 0;
-      if (cur->shard == shards_.size())
+      if (cur->shard == run_.shards.size())
         o << (f == Format::kJson ? sdn::json_dump(nlohmann::json{{"total", cur->n}}) : "total " + std::to_string(cur->n)) << "\n";
     }
     *out += o.str();
@@ -100,7 +100,7 @@ ControlServer::Reply Daemon::ct_list(int zone, Format f) {
   return r;
 }
 
-void Daemon::telemetry_ct_list(const char* params, rte_tel_data* d) {
+void CtService::telemetry(const char* params, rte_tel_data* d) {
   int zone = -1;
   int proto = -1;
   size_t limit = 50, offset = 0;
@@ -121,7 +121,7 @@ void Daemon::telemetry_ct_list(const char* params, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   size_t seen = 0, added = 0;
   uint64_t now = mono_ns();
-  for (auto& s : shards_) {
+  for (auto& s : run_.shards) {
     s->for_each(
         now,
         [&](const ctrack::ConnInfo& c) {
@@ -147,35 +147,14 @@ void Daemon::telemetry_ct_list(const char* params, rte_tel_data* d) {
 }
 
 
-Status Daemon::register_ct_commands(CommandTable& t) {
+Status CtService::register_commands(CommandTable& t) {
   using C = CommandTable;
-  // [ZONE]: -1 for all; false when the word is not a zone.
-  auto zone_of = [](const std::string& a, int* zone, std::string* bad) {
-    std::istringstream in(a);
-    std::string z;
-    *zone = -1;
-    if (!(in >> z)) return true;
-    char* end;
-    long v = strtol(z.c_str(), &end, 10);
-    if (*end || v < 0 || v > 65535) {
-      *bad = "error: zone '" + z + "' is not 0..65535";
-      return false;
-    }
-    *zone = static_cast<int>(v);
-    return true;
-  };
-  SDN_TRY(t.add("ct list", [this, zone_of](const std::string& a, Format f) {
-    int zone;
-    std::string bad;
-    if (!zone_of(a, &zone, &bad)) return f == Format::kJson ? C::as_json_lines(C::text(bad)) : C::text(bad);
-    return ct_list(zone, f);
-  }));
-  SDN_TRY(t.add_text("ct flush", [this, zone_of](const std::string& a) {
-    int zone;
-    std::string bad;
-    if (!zone_of(a, &zone, &bad)) return C::text(bad);
+  // [ZONE]: -1 for all.
+  auto zone_of = [](const CommandArgs& a) { return a.given[0] ? static_cast<int>(a.num[0]) : -1; };
+  SDN_TRY(t.add("ct list", [this, zone_of](const CommandArgs& a, Format f) { return list(zone_of(a), f); }));
+  SDN_TRY(t.add_text("ct flush", [this, zone_of](const CommandArgs& a) {
     uint64_t n = 0;
-    for (auto& sh : shards_) n += sh->flush(zone);
+    for (auto& sh : run_.shards) n += sh->flush(zone_of(a));
     return C::text("ok flushed " + std::to_string(n));
   }));
   return {};

@@ -84,7 +84,11 @@ void log_pipeline(const Pipeline& p) {
   log_info(LogType::kPipeline, "pipeline " + std::to_string(p.generation()) + ": " + std::to_string(p.rules().size()) +
                                    " rules; flow cache " +
                                    (p.fast_zone() >= 0 ? "on (zone " + std::to_string(p.fast_zone()) + ")"
-                                                       : std::string("off (ct() in more than one zone)")));
+                                                       : std::string("off (ct() in more than one zone)")) +
+                                   "; rte_acl classify " + acl_classifier());
+  if (std::string(acl_classifier()) == "scalar")
+    log_warning(LogType::kPipeline, "rte_acl runs its scalar classifier: neither the CPU nor EAL's SIMD width "
+                                    "(--force-max-simd-bitwidth) allows a vector one");
 }
 
 std::vector<std::string> eal_args(const Config& cfg, bool force_no_huge) {
@@ -129,9 +133,7 @@ std::vector<std::string> eal_args(const Config& cfg, bool force_no_huge) {
 
 // ------------------------------------------------------------------ workers
 Daemon::Daemon(Config cfg, std::unique_ptr<ControlServer> ctl, std::unique_ptr<MetricsServer> metrics)
-    : cfg_(std::move(cfg)), ctl_(std::move(ctl)), metrics_(std::move(metrics)) {
-  for (const Rule& r : cfg_.rules) next_rule_id_ = std::max(next_rule_id_, r.id + 1);
-}
+    : cfg_(std::move(cfg)), ctl_(std::move(ctl)), metrics_(std::move(metrics)) {}
 
 Daemon::~Daemon() {
   metrics_.reset();  // its thread reads the workers' counters and the shards
@@ -146,10 +148,10 @@ ControlServer::Reply Daemon::handle(const std::string& request) { return command
 
 // Each service's commands; every command of the table has a handler.
 Status Daemon::register_commands() {
-  SDN_TRY(register_rule_commands(commands_));
-  SDN_TRY(register_ct_commands(commands_));
-  SDN_TRY(register_trace_commands(commands_));
-  SDN_TRY(register_stats_commands(commands_));
+  SDN_TRY(rules_.register_commands(commands_));
+  SDN_TRY(ct_.register_commands(commands_));
+  SDN_TRY(trace_.register_commands(commands_));
+  SDN_TRY(stats_.register_commands(commands_));
   SDN_TRY(register_log_commands(commands_));
   return commands_.complete();
 }
@@ -174,7 +176,7 @@ Status Daemon::start() {
     auto t = ctrack::Tracker::create(cc);
     if (!t) return Status::error("conntrack: " + t.message());
     shards_.push_back(std::move(t.value()));
-    auto w = std::make_unique<Worker>();
+    auto w = std::make_unique<WorkerSlot>();
     w->id = i;
     w->lcore = cfg_.workers.lcores[i];
     w->dp = std::make_unique<Datapath>(i, shards_.back().get(), &w->stats);
@@ -189,38 +191,11 @@ Status Daemon::start() {
   }
   if (stop_asked()) return stopped;
 
-  // A buffer holds the largest frame a port can give: its MTU's, or for
-  // net_af_packet its framesz (an IPv4 datagram the kernel reassembled
-  // arrives whole, up to that; the PMD copies into the buffer unchecked).
-  uint32_t max_frame = 2048;
-  for (const auto& p : cfg_.ports) max_frame = std::max({max_frame, p.mtu + 26u, p.frame_room});
-  if (RTE_PKTMBUF_HEADROOM + max_frame > UINT16_MAX) return Status::error("ports: frames of " + std::to_string(max_frame) + " bytes do not fit an mbuf");
-  uint16_t room = static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + max_frame);
-  pool_ = rte_pktmbuf_pool_create("dp_mbufs", cfg_.workers.mbufs, cfg_.workers.mbuf_cache, 0, room,
-                                  static_cast<int>(rte_socket_id()));
-  if (!pool_) return Status::error(std::string("mbuf pool: ") + rte_strerror(rte_errno));
-
+  if (Status s = ports_.open(cfg_.workers); !s) return s;
   size_t sz = rte_rcu_qsbr_get_memsize(nw);
   qsbr_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("dp_qsbr", sz, RTE_CACHE_LINE_SIZE));
   if (!qsbr_ || rte_rcu_qsbr_init(qsbr_, nw) != 0) return Status::error("RCU: cannot allocate");
 
-  for (const auto& pc : cfg_.ports) {
-    uint16_t pid;
-    std::string name = dpdk_port_name(pc);
-    if (rte_eth_dev_get_port_by_name(name.c_str(), &pid) != 0)
-      return Status::error("port '" + pc.name + "': no DPDK port named '" + name + "' (devargs '" + pc.devargs +
-                           "'); for representors set dpdk_name");
-    port_ids_.push_back(pid);
-    rte_eth_dev_info info{};
-    ifindex_.push_back(is_vdev(pc) && pc.devargs.rfind("net_af_packet", 0) == 0 &&
-                               rte_eth_dev_info_get(pid, &info) == 0
-                           ? static_cast<int>(info.if_index)
-                           : 0);
-  }
-  promisc_on_.assign(port_ids_.size(), false);
-  ring_drops_.assign(port_ids_.size(), 0);
-  port_index_.assign(RTE_MAX_ETHPORTS, 0);
-  for (size_t i = 0; i < port_ids_.size(); i++) port_index_[port_ids_[i]] = static_cast<uint16_t>(i);
   if (nw > 1) {
     // Several workers, a conntrack shard each: a connection's packets are
     // judged by the worker that owns it (steer.h); others hand them over.
@@ -248,20 +223,20 @@ Status Daemon::start() {
         handoff_.push_back(r);
       }
   }
-  if (Status s = offload_->prepare(port_ids_); !s) return Status::error("offload: " + s.message());
+  if (Status s = offload_->prepare(ports_.ids()); !s) return Status::error("offload: " + s.message());
   for (size_t i = 0; i < cfg_.ports.size(); i++)
-    if (Status s = setup_port(i); !s) return s;
+    if (Status s = ports_.setup(i, static_cast<uint16_t>(nw), *offload_); !s) return s;
   for (size_t i : offload_->start_order(cfg_.ports.size()))
-    if (Status s = start_port(i); !s) return s;
+    if (Status s = ports_.start(i, offload_->api()); !s) return s;
   if (stop_asked()) return stopped;
 
   auto pl = Pipeline::build(cfg_.rules, nw, &cfg_.overlay);
   if (!pl) return pl.status();
   log_pipeline(*pl.value());
   pipeline_.store(pl.value().release());
-  rules_ = cfg_.rules;
+  rules_.started();
 
-  host_.port_ids = port_ids_;
+  host_.port_ids = ports_.ids();
   for (auto& s : shards_) host_.shards.push_back(s.get());
   host_.marks = &marks_;
   if (Status s = offload_->start(host_); !s) return Status::error("offload: " + s.message());
@@ -281,15 +256,15 @@ Status Daemon::start() {
     w->env.workers = nw;
     w->env.burst = cfg_.workers.burst;
     w->env.expire_slice = std::max<uint32_t>(64, cfg_.ct.capacity / 1000 + 1);
-    w->env.port_ids = port_ids_;
-    w->env.port_index = port_index_.data();
+    w->env.port_ids = ports_.ids();
+    w->env.port_index = ports_.index();
     w->env.pipeline = &pipeline_;
     w->env.stop = &stop_;
     w->env.qsbr = qsbr_;
     w->env.shard = shards_[w->id].get();
     w->env.nic = offload_->nic();
     w->env.dp = w->dp.get();
-    w->env.pool = pool_;
+    w->env.pool = ports_.pool();
     w->env.frag_note_off = frag_note_off;
     w->env.stats = &w->stats;
     w->env.handoff = handoff_.data();
@@ -307,9 +282,9 @@ int Daemon::run() {
     log("stopping: a signal during start-up");
     return 0;
   }
-  const std::string running = std::to_string(port_ids_.size()) + " ports, " + std::to_string(workers_.size()) +
+  const std::string running = std::to_string(ports_.size()) + " ports, " + std::to_string(workers_.size()) +
                               " workers, " + std::to_string(rules_.size()) + " rules, offload " + offload_->name();
-  if (metrics_) metrics_->start([this] { return stats_prometheus(snapshot(false)); });
+  if (metrics_) metrics_->start([this] { return stats_prometheus(stats_.snapshot(false)); });
   log("running: " + running + ", control " + ctl_->path() + (metrics_ ? ", metrics " + metrics_->spec() : ""));
   notify_.ready("forwarding: " + running);
   std::vector<ctrack::Event> ev(256);
@@ -324,12 +299,12 @@ int Daemon::run() {
     ctl_->poll(wait_ms, mono_ns(), handler);
     if (g_signal_reload) {
       g_signal_reload = 0;
-      reload([](const Status& s) {
+      rules_.reload([](const Status& s) {
         if (!s) warn("reload failed, keeping the running rules: " + s.message());
       });
     }
-    builder_.poll();
-    serve_dpdk_reads();  // /metrics' and telemetry's port counters and mempools
+    rules_.poll();
+    stats_.serve_dpdk_reads();  // /metrics' and telemetry's port counters and mempools
     for (unsigned w = 0; w < shards_.size(); w++) {
       uint32_t n;
       while ((n = shards_[w]->poll_events(ev.data(), static_cast<uint32_t>(ev.size()))) > 0)
@@ -339,13 +314,10 @@ int Daemon::run() {
     offload_->poll(now);
     if (notify_.watchdog_due(now) && workers_polling()) notify_.watchdog_ping(now);
     if (++loops % 16 == 0) {  // the telemetry thread reads this copy, never the provider
-      OffloadStats os = offload_->stats();
-      std::lock_guard<std::mutex> lk(off_mu_);
-      off_snap_ = std::move(os);
+      stats_.offload_snapshot(offload_->stats());
     }
     if (now - last_sample >= 1'000'000'000) {
-      std::lock_guard<std::mutex> lk(off_mu_);
-      sample_port_drops();
+      ports_.sample_drops();
       last_sample = now;
     }
   }
@@ -388,22 +360,7 @@ void Daemon::shutdown() {
   handoff_.clear();
   if (offload_)
     if (Status s = offload_->flush(); !s) warn("offload flush: " + s.message());
-  // The reverse of the start order: representors before the transfer
-  // proxy (mlx5_trigger.c:1391-1420). Only what start() got to; the
-  // interfaces as they were found.
-  for (size_t k = ports_started_.size(); k-- > 0;) {
-    const size_t i = ports_started_[k];
-    if (promisc_on_[i] && rte_eth_promiscuous_disable(port_ids_[i]) != 0)
-      warn("port '" + cfg_.ports[i].name + "': could not turn promiscuous mode off");
-    const FlowApi& api = offload_->api();
-    if (int rc = api.dev_stop(api.self, port_ids_[i]); rc != 0)
-      warn("port '" + cfg_.ports[i].name + "': stop: " + strerror(-rc));
-  }
-  for (uint16_t pid : port_ids_) rte_eth_dev_close(pid);
-  if (pool_) {
-    unsigned in_use = rte_mempool_in_use_count(pool_);
-    log("stopped; mbufs in use: " + std::to_string(in_use) + " of " + std::to_string(pool_->size));
-  }
+  if (offload_) ports_.stop(offload_->api());
 }
 
 }  // namespace dp

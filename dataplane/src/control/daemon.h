@@ -1,5 +1,7 @@
-// Internal: the running daemon. Ports, workers, the control socket, the
-// telemetry commands, rule swaps.
+// Internal: the running daemon. It starts and stops what the services
+// share (workers, conntrack shards, RCU, handoff rings, the offload
+// provider), runs the control loop and composes the services, which own
+// the rest: ports, rules and swaps, conntrack queries, traces, stats.
 #pragma once
 
 #include <atomic>
@@ -13,6 +15,9 @@
 #include "commands.h"
 #include "metrics.h"
 #include "notify.h"
+#include "port_service.h"
+#include "rule_service.h"
+#include "services.h"
 #include "rule_builder.h"
 #include "stats_snapshot.h"
 #include "socket.h"
@@ -52,74 +57,18 @@ class Daemon {
 
   // A control request (the socket's; telemetry has its own below).
   ControlServer::Reply handle(const std::string& request);
-  void telemetry_stats(rte_tel_data* d);
-  // Each port's counters as NAME_rx_packets, NAME_rx_missed, ... (and the
-  // af_packet ring drops, the kernel's reassembly failures), for telemetry
-  // and `stats` alike.
-  std::vector<std::pair<std::string, uint64_t>> port_counters();
-  void telemetry_ct_list(const char* params, rte_tel_data* d);
-  void telemetry_rules(rte_tel_data* d);
+  void telemetry_stats(rte_tel_data* d) { stats_.telemetry(d); }
+  void telemetry_ct_list(const char* params, rte_tel_data* d) { ct_.telemetry(params, d); }
+  void telemetry_rules(rte_tel_data* d) { rules_.telemetry(d); }
 
-  struct Worker;
 
  private:
-  // Services: each file registers its commands (rule_service.cc, ct_service.cc,
-  // trace_service.cc, stats_service.cc).
+  // Each service registers its commands.
   Status register_commands();
-  Status register_rule_commands(CommandTable& t);
-  Status register_ct_commands(CommandTable& t);
-  Status register_trace_commands(CommandTable& t);
-  Status register_stats_commands(CommandTable& t);
-  Status setup_port(size_t i);  // configure (queues, offload), not started
-  Status start_port(size_t i);
-  // Rule changes: checked and compiled on the builder's thread (static:
-  // nothing of the running daemon but the copy they are given), put in
-  // force by install() on the control loop.
-  static Result<RuleBuilder::Plan> build_plan(std::vector<Rule> rules, const Config& running);
-  static Result<RuleBuilder::Plan> reload_plan(const Config& running);
-  void install(RuleBuilder::Plan plan);
-  std::shared_ptr<const Config> running_snapshot() const;
-  // A reply sent once a queued rule change is done.
-  struct Pending {
-    bool done = false;
-    std::string text;
-  };
-  static ControlServer::Reply later(std::shared_ptr<Pending> p);
-  ControlServer::Reply change_rules(std::function<Result<std::vector<Rule>>(std::vector<Rule>)> edit, std::string ok);
-  // Reload, told to the service manager (RELOADING=1, then READY=1);
-  // `done` runs on the control loop when it is in force or refused.
-  void reload(std::function<void(const Status&)> done);
-  ControlServer::Reply rule_add(const std::string& yaml);
-  ControlServer::Reply ct_list(int zone, Format f);
-  StatsSnapshot snapshot(bool control_thread);
-  // What a snapshot needs DPDK calls for, made on the control thread only:
-  // other threads ask the loop (serve_dpdk_reads) and wait a turn.
-  struct DpdkReads {
-    std::vector<std::pair<std::string, uint64_t>> ports;  // port_counters()
-    std::vector<StatsSnapshot::Mempool> mempools;
-  };
-  DpdkReads dpdk_reads();            // control thread
-  DpdkReads dpdk_reads_from_loop();  // any other thread
-  void serve_dpdk_reads();           // the control loop, each turn
-  std::mutex reads_mu_;
-  std::condition_variable reads_cv_;
-  std::atomic<bool> reads_wanted_{false};
-  uint64_t reads_gen_ = 0;
-  DpdkReads reads_;
-  std::string trace(const std::string& packet_desc, Format f);
-  ControlServer::Reply live_trace(uint32_t n, uint32_t seconds, Format f);
-  std::string live_trace_json(const std::vector<const TraceRecord*>& recs, uint32_t n, uint32_t seconds);
-  void end_live_trace();
-  void sample_port_drops();  // af_packet ring drops, kernel reassembly failures
   void shutdown();
-  std::string rules_text();
-  nlohmann::json rules_json();
-  RuleCounters rule_counters(const Pipeline& pl, size_t i) const;  // with counters from before swaps; hold mu_
 
   Config cfg_;
-  rte_mempool* pool_ = nullptr;
-  std::vector<uint16_t> port_ids_;
-  std::vector<uint16_t> port_index_;   // DPDK port id -> index in the config's ports
+  PortService ports_{cfg_.ports};
   std::unique_ptr<Steering> steer_;    // with several workers: who owns a connection
   struct NatOwner {
     const Steering* steer;
@@ -127,14 +76,8 @@ class Daemon {
   };
   std::vector<NatOwner> nat_owners_;   // each shard's NAT tuple filter (set_nat_filter), sized once
   std::vector<rte_ring*> handoff_;     // [from * workers + to], single producer / single consumer
-  std::vector<size_t> ports_started_;  // config indexes of the started ports, in start order
-  std::vector<bool> promisc_on_;  // we turned it on: turn it off on stop
-  std::vector<int> ifindex_;      // af_packet ports' interfaces (0 otherwise)
-  std::vector<uint64_t> ring_drops_;  // af_packet PACKET_STATISTICS tp_drops, summed
-  std::vector<uint64_t> ring_rollover_;  // af_packet PACKET_ROLLOVER_STATS tp_all (packets rolled to another queue)
-  uint64_t reasm_fails_ = 0;          // the netns' IP ReasmFails (af_packet ports only)
   bool launched_ = false;
-  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::unique_ptr<WorkerSlot>> workers_;
   std::vector<std::unique_ptr<ctrack::Tracker>> shards_;
   rte_rcu_qsbr* qsbr_ = nullptr;
   std::atomic<Pipeline*> pipeline_{nullptr};
@@ -146,27 +89,15 @@ class Daemon {
   std::vector<uint64_t> polls_seen_;
   OffloadHost host_;
 
-  std::mutex mu_;  // rules_, retired_, pipeline swaps (control and telemetry threads)
-  std::vector<Rule> rules_;
-  // Counters of rules from swapped-out pipelines, by id, for the rule they
-  // belonged to: they carry over only to an identical rule (fingerprint).
-  struct Retired {
-    std::string fingerprint;
-    RuleCounters c;
-  };
-  std::map<uint32_t, Retired> retired_;
-  uint32_t next_rule_id_ = 1;  // auto ids: never reused in this daemon's life
-  RuleBuilder builder_{[this] {
-    std::lock_guard<std::mutex> lk(mu_);
-    return rules_;
-  }};
-  std::mutex off_mu_;  // off_snap_: the control loop writes, telemetry reads
-  OffloadStats off_snap_;
+  RuleService rules_{{cfg_, pipeline_, qsbr_, shards_, offload_, notify_}};
+  Running running_{cfg_, workers_, shards_, offload_, launched_, shut_, qsbr_, steer_};
+  CtService ct_{running_};
+  TraceService trace_{running_, rules_};
+  StatsService stats_{running_, rules_, ports_};
   std::unique_ptr<ControlServer> ctl_;
   std::unique_ptr<MetricsServer> metrics_;  // Prometheus /metrics, when configured
   CommandTable commands_;
   bool started_ = false, shut_ = false, interrupted_ = false;
-  bool live_ = false;  // a live trace is running (one at a time)
 };
 
 }  // namespace dp

@@ -1,7 +1,8 @@
 // Internal to the daemon's files: the worker record and helpers the
-// services share. Each service (ports, rules, conntrack queries, trace,
-// stats and telemetry) is a file of Daemon's members that registers its
-// own commands (commands.h).
+// services share. The daemon (daemon.h) composes the services, each a
+// class that owns its state and registers its own commands (commands.h):
+// ports (port_service.h), rules (rule_service.h), conntrack queries,
+// traces, stats and telemetry (services.h).
 #pragma once
 
 #include <string>
@@ -13,7 +14,7 @@
 
 namespace dp {
 
-struct Daemon::Worker {
+struct WorkerSlot {
   unsigned id = 0;
   unsigned lcore = 0;
   WorkerStats stats;

@@ -45,16 +45,9 @@ ControlServer::Reply set(const std::string& type, const std::string& level, Form
 }  // namespace
 
 sdn::Status register_log_commands(CommandTable& t) {
-  return t.add("log-level", [](const std::string& args, Format f) {
-    std::istringstream in(args);
-    std::vector<std::string> w;
-    for (std::string s; in >> s;) w.push_back(s);
-    if (w.empty()) return list(f);
-    if (w.size() != 2) {
-      ControlServer::Reply r = CommandTable::usage("log-level");
-      return f == Format::kJson ? CommandTable::as_json_lines(std::move(r)) : r;
-    }
-    return set(w[0], w[1], f);
+  return t.add("log-level", [](const CommandArgs& a, Format f) {
+    if (!a.given[0]) return list(f);
+    return set(a.str[0], a.str[1], f);
   });
 }
 

@@ -1,5 +1,6 @@
-// The ports service: set-up of each port, its counters (ethdev, af_packet
-// ring drops, the kernel's reassembly failures).
+// The ports service (port_service.h).
+#include "port_service.h"
+
 #include "daemon_internal.h"
 
 
@@ -40,13 +41,42 @@
 namespace dp {
 
 
-Status Daemon::setup_port(size_t i) {
-  const PortConfig& pc = cfg_.ports[i];
-  uint16_t pid = port_ids_[i];
+Status PortService::open(const WorkerConfig& w) {
+  // A buffer holds the largest frame a port can give: its MTU's, or for
+  // net_af_packet its framesz (an IPv4 datagram the kernel reassembled
+  // arrives whole, up to that; the PMD copies into the buffer unchecked).
+  uint32_t max_frame = 2048;
+  for (const auto& p : cfg_) max_frame = std::max({max_frame, p.mtu + 26u, p.frame_room});
+  if (RTE_PKTMBUF_HEADROOM + max_frame > UINT16_MAX)
+    return Status::error("ports: frames of " + std::to_string(max_frame) + " bytes do not fit an mbuf");
+  uint16_t room = static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + max_frame);
+  pool_ = rte_pktmbuf_pool_create("dp_mbufs", w.mbufs, w.mbuf_cache, 0, room, static_cast<int>(rte_socket_id()));
+  if (!pool_) return Status::error(std::string("mbuf pool: ") + rte_strerror(rte_errno));
+  for (const auto& pc : cfg_) {
+    uint16_t pid;
+    std::string name = dpdk_port_name(pc);
+    if (rte_eth_dev_get_port_by_name(name.c_str(), &pid) != 0)
+      return Status::error("port '" + pc.name + "': no DPDK port named '" + name + "' (devargs '" + pc.devargs +
+                           "'); for representors set dpdk_name");
+    ids_.push_back(pid);
+    rte_eth_dev_info info{};
+    ifindex_.push_back(is_vdev(pc) && pc.devargs.rfind("net_af_packet", 0) == 0 && rte_eth_dev_info_get(pid, &info) == 0
+                           ? static_cast<int>(info.if_index)
+                           : 0);
+  }
+  promisc_on_.assign(ids_.size(), false);
+  ring_drops_.assign(ids_.size(), 0);
+  index_.assign(RTE_MAX_ETHPORTS, 0);
+  for (size_t i = 0; i < ids_.size(); i++) index_[ids_[i]] = static_cast<uint16_t>(i);
+  return {};
+}
+
+Status PortService::setup(size_t i, uint16_t nq, OffloadProvider& offload) {
+  const PortConfig& pc = cfg_[i];
+  uint16_t pid = ids_[i];
   rte_eth_dev_info info;
   if (int rc = rte_eth_dev_info_get(pid, &info); rc != 0)
     return Status::error("port '" + pc.name + "': dev_info: " + strerror(-rc));
-  uint16_t nq = static_cast<uint16_t>(workers_.size());
   if (nq > info.max_rx_queues || nq > info.max_tx_queues)
     return Status::error("port '" + pc.name + "': " + std::to_string(nq) + " workers need that many queues; the port has " +
                          std::to_string(info.max_rx_queues) + " rx / " + std::to_string(info.max_tx_queues) +
@@ -98,19 +128,18 @@ Status Daemon::setup_port(size_t i) {
     if (int rc = rte_eth_tx_queue_setup(pid, q, ntx, static_cast<unsigned>(socket), nullptr); rc != 0)
       return Status::error("port '" + pc.name + "': tx queue " + std::to_string(q) + ": " + strerror(-rc));
   }
-  if (Status s = offload_->configure_port(pid); !s) return Status::error("port '" + pc.name + "': offload: " + s.message());
+  if (Status s = offload.configure_port(pid); !s) return Status::error("port '" + pc.name + "': offload: " + s.message());
   return {};
 }
 
 // In the offload's start order: on an E-Switch the transfer proxy first,
 // wherever the config lists it (mlx5_trigger.c:1117-1122).
-Status Daemon::start_port(size_t i) {
-  const PortConfig& pc = cfg_.ports[i];
-  uint16_t pid = port_ids_[i];
-  const FlowApi& api = offload_->api();
+Status PortService::start(size_t i, const FlowApi& api) {
+  const PortConfig& pc = cfg_[i];
+  uint16_t pid = ids_[i];
   if (int rc = api.dev_start(api.self, pid); rc != 0)
     return Status::error("port '" + pc.name + "': start: " + strerror(-rc));
-  ports_started_.push_back(i);
+  started_.push_back(i);
   if (pc.promisc && rte_eth_promiscuous_get(pid) != 1) {
     if (rte_eth_promiscuous_enable(pid) == 0) promisc_on_[i] = true;
     else log_warning(LogType::kPorts, "port '" + pc.name + "': promiscuous mode not supported");
@@ -122,7 +151,8 @@ Status Daemon::start_port(size_t i) {
 // on read) and its PMD reports none; the daemon reads them off the PMD's
 // sockets. Fragments the kernel could not reassemble (the PMD's fanout
 // defragments) show in the netns' IP ReasmFails.
-void Daemon::sample_port_drops() {
+void PortService::sample_drops() {
+  std::lock_guard<std::mutex> lk(mu_);
   bool any = false;
   for (int ix : ifindex_) any |= ix != 0;
   if (!any) return;
@@ -165,15 +195,15 @@ void Daemon::sample_port_drops() {
   }
 }
 
-std::vector<std::pair<std::string, uint64_t>> Daemon::port_counters() {
+std::vector<std::pair<std::string, uint64_t>> PortService::counters() {
   std::vector<std::pair<std::string, uint64_t>> v;
   bool af_packet = false;
-  for (size_t i = 0; i < port_ids_.size(); i++) {
+  for (size_t i = 0; i < ids_.size(); i++) {
     rte_eth_stats s{};
-    rte_eth_stats_get(port_ids_[i], &s);
+    rte_eth_stats_get(ids_[i], &s);
     rte_eth_link link{};
-    rte_eth_link_get_nowait(port_ids_[i], &link);
-    const std::string& n = cfg_.ports[i].name;
+    rte_eth_link_get_nowait(ids_[i], &link);
+    const std::string& n = cfg_[i].name;
     v.insert(v.end(), {{n + "_rx_packets", s.ipackets},
                        {n + "_tx_packets", s.opackets},
                        {n + "_rx_bytes", s.ibytes},
@@ -184,18 +214,33 @@ std::vector<std::pair<std::string, uint64_t>> Daemon::port_counters() {
                        {n + "_rx_nombuf", s.rx_nombuf},
                        {n + "_link_up", static_cast<uint64_t>(link.link_status)}});
     if (ifindex_[i]) {
-      std::lock_guard<std::mutex> lk(off_mu_);
+      std::lock_guard<std::mutex> lk(mu_);
       v.emplace_back(n + "_rx_ring_drops", ring_drops_[i]);
       v.emplace_back(n + "_rx_rollover", i < ring_rollover_.size() ? ring_rollover_[i] : 0);
       af_packet = true;
     }
   }
   if (af_packet) {
-    std::lock_guard<std::mutex> lk(off_mu_);
+    std::lock_guard<std::mutex> lk(mu_);
     v.emplace_back("kernel_ip_reasm_fails", reasm_fails_);
   }
   return v;
 }
 
+
+void PortService::stop(const FlowApi& api) {
+  for (size_t k = started_.size(); k-- > 0;) {
+    const size_t i = started_[k];
+    if (promisc_on_[i] && rte_eth_promiscuous_disable(ids_[i]) != 0)
+      warn("port '" + cfg_[i].name + "': could not turn promiscuous mode off");
+    if (int rc = api.dev_stop(api.self, ids_[i]); rc != 0) warn("port '" + cfg_[i].name + "': stop: " + strerror(-rc));
+  }
+  started_.clear();
+  for (uint16_t pid : ids_) rte_eth_dev_close(pid);
+  if (pool_) {
+    unsigned in_use = rte_mempool_in_use_count(pool_);
+    log("stopped; mbufs in use: " + std::to_string(in_use) + " of " + std::to_string(pool_->size));
+  }
+}
 
 }  // namespace dp

@@ -1,5 +1,6 @@
-// The rules service: installs (pipeline swaps with counters carried over),
-// reload, rule add/del, listings; its commands and telemetry.
+// The rules service (rule_service.h).
+#include "rule_service.h"
+
 #include "daemon_internal.h"
 
 #include <rte_rcu_qsbr.h>
@@ -14,9 +15,23 @@
 
 namespace dp {
 
+RuleService::RuleService(Env e) : env_(e) {
+  for (const Rule& r : env_.cfg.rules) next_rule_id_ = std::max(next_rule_id_, r.id + 1);
+}
+
+void RuleService::started() {
+  std::lock_guard<std::mutex> lk(mu_);
+  rules_ = env_.cfg.rules;
+}
+
+size_t RuleService::size() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return rules_.size();
+}
+
 // Off the control loop (RuleBuilder's thread): what may be checked and
 // compiled without touching the running state.
-Result<RuleBuilder::Plan> Daemon::build_plan(std::vector<Rule> rules, const Config& running) {
+Result<RuleBuilder::Plan> RuleService::build_plan(std::vector<Rule> rules, const Config& running) {
   if (!running.ct.nat && uses_nat(rules))
     return Status::error("ct(commit,nat(...)) needs the tracker's room for NAT, and it was started without it "
                          "(set conntrack.nat: true; needs a restart)");
@@ -31,13 +46,13 @@ Result<RuleBuilder::Plan> Daemon::build_plan(std::vector<Rule> rules, const Conf
 
 // On the control loop: the built pipeline goes in force; the old one is
 // freed once every worker has left it.
-void Daemon::install(RuleBuilder::Plan plan) {
+void RuleService::install(RuleBuilder::Plan plan) {
   log_pipeline(*plan.pipeline);
   std::vector<Rule>& rules = plan.rules;
   std::lock_guard<std::mutex> lk(mu_);
-  Pipeline* old = pipeline_.exchange(plan.pipeline.release(), std::memory_order_acq_rel);
+  Pipeline* old = env_.pipeline.exchange(plan.pipeline.release(), std::memory_order_acq_rel);
   // Free the old tables only after every worker has passed a quiescent state.
-  rte_rcu_qsbr_synchronize(qsbr_, RTE_QSBR_THRID_INVALID);
+  rte_rcu_qsbr_synchronize(env_.qsbr, RTE_QSBR_THRID_INVALID);
   for (size_t i = 0; i < old->rules().size(); i++) {
     const Rule& r = old->rules()[i];
     RuleCounters c = old->counters(i);
@@ -55,16 +70,16 @@ void Daemon::install(RuleBuilder::Plan plan) {
   std::erase_if(retired_, [&](const auto& kv) { return !live.count(kv.first); });
   for (const Rule& r : rules) next_rule_id_ = std::max(next_rule_id_, r.id + 1);
   rules_ = std::move(rules);
-  cfg_.rules = rules_;
+  env_.cfg.rules = rules_;
   if (plan.timeouts) {
-    for (auto& sh : shards_) sh->set_timeouts(*plan.timeouts);
-    cfg_.ct.timeouts = *plan.timeouts;
+    for (auto& sh : env_.shards) sh->set_timeouts(*plan.timeouts);
+    env_.cfg.ct.timeouts = *plan.timeouts;
   }
-  offload_->on_pipeline(*pipeline_.load());
+  env_.offload->on_pipeline(*env_.pipeline.load());
 }
 
 // A reply that is sent when `p` is done (the builder's Finish sets it).
-ControlServer::Reply Daemon::later(std::shared_ptr<Pending> p) {
+ControlServer::Reply RuleService::later(std::shared_ptr<Pending> p) {
   ControlServer::Reply r;
   r.ready = [p] { return p->done; };
   r.more = [p](std::string* out) {
@@ -75,7 +90,7 @@ ControlServer::Reply Daemon::later(std::shared_ptr<Pending> p) {
 }
 
 // A rule change through the builder; its reply once it is in force.
-ControlServer::Reply Daemon::change_rules(std::function<Result<std::vector<Rule>>(std::vector<Rule>)> edit,
+ControlServer::Reply RuleService::change_rules(std::function<Result<std::vector<Rule>>(std::vector<Rule>)> edit,
                                           std::string ok) {
   auto p = std::make_shared<Pending>();
   builder_.submit(
@@ -99,8 +114,8 @@ ControlServer::Reply Daemon::change_rules(std::function<Result<std::vector<Rule>
 
 // What a build reads of the running config (never the rules, which it is
 // given): a copy, so the builder's thread shares nothing with the loop.
-std::shared_ptr<const Config> Daemon::running_snapshot() const {
-  auto c = std::make_shared<Config>(cfg_);
+std::shared_ptr<const Config> RuleService::running_snapshot() const {
+  auto c = std::make_shared<Config>(env_.cfg);
   c->rules.clear();
   return c;
 }
@@ -137,8 +152,8 @@ bool same_timeouts(const ctrack::Timeouts& a, const ctrack::Timeouts& b) { retur
 // running state whole. Ports are bound by name: the file's port order does
 // not matter. The file is read and the rules built off the control loop;
 // `done` hears how it ended.
-void Daemon::reload(std::function<void(const Status&)> done) {
-  notify_.reloading();
+void RuleService::reload(std::function<void(const Status&)> done) {
+  env_.notify.reloading();
   builder_.submit(
       [this, running = running_snapshot()](const std::vector<Rule>&) { return reload_plan(*running); },
       [this, done = std::move(done)](Result<RuleBuilder::Plan> r) {
@@ -147,7 +162,7 @@ void Daemon::reload(std::function<void(const Status&)> done) {
           log(r->done);
           install(std::move(r.value()));
         }
-        notify_.reloaded(s ? "forwarding; reloaded " + cfg_.file
+        env_.notify.reloaded(s ? "forwarding; reloaded " + env_.cfg.file
                            : "forwarding; reload refused: " + s.message().substr(0, 200));
         done(s);
       });
@@ -155,7 +170,7 @@ void Daemon::reload(std::function<void(const Status&)> done) {
 
 // The builder's part of a reload: the file read, checked against what runs
 // (`running`, without its rules) and compiled.
-Result<RuleBuilder::Plan> Daemon::reload_plan(const Config& running) {
+Result<RuleBuilder::Plan> RuleService::reload_plan(const Config& running) {
   auto next = load_config(running.file);
   if (!next) return next.status();
   Config& c = next.value();
@@ -219,7 +234,7 @@ Result<RuleBuilder::Plan> Daemon::reload_plan(const Config& running) {
   return plan;
 }
 
-RuleCounters Daemon::rule_counters(const Pipeline& pl, size_t i) const {
+RuleCounters RuleService::counters(const Pipeline& pl, size_t i) const {
   RuleCounters c = pl.counters(i);
   const Rule& r = pl.rules()[i];
   auto it = retired_.find(r.id);
@@ -230,26 +245,26 @@ RuleCounters Daemon::rule_counters(const Pipeline& pl, size_t i) const {
   return c;
 }
 
-std::string Daemon::rules_text() {
+std::string RuleService::rules_text() {
   std::lock_guard<std::mutex> lk(mu_);
   std::ostringstream o;
-  Pipeline* pl = pipeline_.load();
+  Pipeline* pl = env_.pipeline.load();
   for (size_t i = 0; i < pl->rules().size(); i++) {
     const Rule& r = pl->rules()[i];
-    RuleCounters c = rule_counters(*pl, i);
+    RuleCounters c = counters(*pl, i);
     o << "id=" << r.id << " table=" << r.table << " priority=" << r.priority << " match=\"" << r.match_text
       << "\" actions=\"" << r.actions_text << "\" packets=" << c.packets << " bytes=" << c.bytes << "\n";
   }
   return o.str();
 }
 
-nlohmann::json Daemon::rules_json() {
+nlohmann::json RuleService::rules_json() {
   std::lock_guard<std::mutex> lk(mu_);
   nlohmann::json j = {{"rules", nlohmann::json::array()}};
-  Pipeline* pl = pipeline_.load();
+  Pipeline* pl = env_.pipeline.load();
   for (size_t i = 0; i < pl->rules().size(); i++) {
     const Rule& r = pl->rules()[i];
-    RuleCounters c = rule_counters(*pl, i);
+    RuleCounters c = counters(*pl, i);
     j["rules"].push_back({{"id", r.id},
                           {"table", r.table},
                           {"priority", r.priority},
@@ -261,8 +276,8 @@ nlohmann::json Daemon::rules_json() {
   return j;
 }
 
-ControlServer::Reply Daemon::rule_add(const std::string& yaml) {
-  auto r = parse_rule_yaml(yaml, cfg_.port_names());
+ControlServer::Reply RuleService::rule_add(const std::string& yaml) {
+  auto r = parse_rule_yaml(yaml, env_.cfg.port_names());
   if (!r) return CommandTable::text("error: " + r.message());
   Rule rule = std::move(r.value());
   if (!rule.id) {
@@ -281,13 +296,13 @@ ControlServer::Reply Daemon::rule_add(const std::string& yaml) {
   }, "ok id=" + std::to_string(id));
 }
 
-void Daemon::telemetry_rules(rte_tel_data* d) {
+void RuleService::telemetry(rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   std::lock_guard<std::mutex> lk(mu_);
-  Pipeline* pl = pipeline_.load();
+  Pipeline* pl = env_.pipeline.load();
   for (size_t i = 0; i < pl->rules().size() && i < 60; i++) {
     const Rule& r = pl->rules()[i];
-    RuleCounters c = rule_counters(*pl, i);
+    RuleCounters c = counters(*pl, i);
     rte_tel_data* e = rte_tel_data_alloc();
     rte_tel_data_start_dict(e);
     rte_tel_data_add_dict_u64(e, "id", r.id);
@@ -302,14 +317,11 @@ void Daemon::telemetry_rules(rte_tel_data* d) {
 }
 
 
-Status Daemon::register_rule_commands(CommandTable& t) {
+Status RuleService::register_commands(CommandTable& t) {
   using C = CommandTable;
-  SDN_TRY(t.add_text("rule add", [this](const std::string& a) { return rule_add(a); }));
-  SDN_TRY(t.add_text("rule del", [this](const std::string& a) {
-    std::istringstream in(a);
-    uint32_t id = 0;
-    std::string extra;
-    if (!(in >> id) || (in >> extra)) return C::usage("rule del");
+  SDN_TRY(t.add_text("rule add", [this](const CommandArgs& a) { return rule_add(a.str[0]); }));
+  SDN_TRY(t.add_text("rule del", [this](const CommandArgs& a) {
+    const uint32_t id = static_cast<uint32_t>(a.num[0]);
     return change_rules([id](std::vector<Rule> next) -> Result<std::vector<Rule>> {
       auto before = next.size();
       std::erase_if(next, [&](const Rule& x) { return x.id == id; });
@@ -317,10 +329,10 @@ Status Daemon::register_rule_commands(CommandTable& t) {
       return next;
     }, "ok");
   }));
-  SDN_TRY(t.add("rules", [this](const std::string&, Format f) {
+  SDN_TRY(t.add("rules", [this](const CommandArgs&, Format f) {
     return C::text(f == Format::kJson ? sdn::json_dump(rules_json()) + "\n" : "ok\n" + rules_text());
   }));
-  SDN_TRY(t.add_text("reload", [this](const std::string&) {
+  SDN_TRY(t.add_text("reload", [this](const CommandArgs&) {
     auto p = std::make_shared<Pending>();
     reload([p](const Status& s) {
       p->done = true;

@@ -1,5 +1,5 @@
 // Stats and telemetry: `stats` text and /dataplane/stats from the same
-// counter lists (WorkerStats::visit, port_counters, ct and offload stats).
+// counter lists (WorkerStats::visit, PortService::counters, ct and offload stats).
 #include "daemon_internal.h"
 
 
@@ -45,9 +45,9 @@ namespace dp {
 
 // What needs DPDK calls (the ports' ethdev counters, the mempools): read
 // on the control thread only.
-Daemon::DpdkReads Daemon::dpdk_reads() {
+StatsService::DpdkReads StatsService::dpdk_reads() {
   DpdkReads r;
-  r.ports = port_counters();
+  r.ports = ports_.counters();
   rte_mempool_walk(
       [](rte_mempool* mp, void* arg) {
         auto* pools = static_cast<std::vector<StatsSnapshot::Mempool>*>(arg);
@@ -59,7 +59,7 @@ Daemon::DpdkReads Daemon::dpdk_reads() {
 }
 
 // The control loop, each turn: reads for whoever asked since the last.
-void Daemon::serve_dpdk_reads() {
+void StatsService::serve_dpdk_reads() {
   if (!reads_wanted_.exchange(false, std::memory_order_acq_rel)) return;
   DpdkReads r = dpdk_reads();
   std::lock_guard<std::mutex> lk(reads_mu_);
@@ -71,7 +71,7 @@ void Daemon::serve_dpdk_reads() {
 // Another thread's (metrics, telemetry): asks the control loop, which
 // answers within a turn (<= 20 ms); the last reads if it does not in 250 ms
 // (before the loop runs, or after it stopped).
-Daemon::DpdkReads Daemon::dpdk_reads_from_loop() {
+StatsService::DpdkReads StatsService::dpdk_reads_from_loop() {
   std::unique_lock<std::mutex> lk(reads_mu_);
   const uint64_t gen = reads_gen_;
   reads_wanted_.store(true, std::memory_order_release);
@@ -83,7 +83,7 @@ Daemon::DpdkReads Daemon::dpdk_reads_from_loop() {
 // which owns the offload provider and makes the DPDK calls; other threads
 // (metrics, telemetry) read the copy the loop refreshes, and ask it for
 // the ports' and mempools'.
-StatsSnapshot Daemon::snapshot(bool control_thread) {
+StatsSnapshot StatsService::snapshot(bool control_thread) {
   StatsSnapshot s;
   const DpdkReads reads = control_thread ? dpdk_reads() : dpdk_reads_from_loop();
   s.mempools = reads.mempools;
@@ -91,7 +91,7 @@ StatsSnapshot Daemon::snapshot(bool control_thread) {
   s.process = read_process();
   s.build = {DP_VERSION, DP_REVISION, rte_version()};
   WorkerStats sum;
-  for (auto& w : workers_) {
+  for (auto& w : run_.workers) {
     const WorkerStats ws = w->stats.snapshot();
     StatsSnapshot::Worker x;
     x.id = w->id;
@@ -105,14 +105,14 @@ StatsSnapshot Daemon::snapshot(bool control_thread) {
   }
   for (auto& [k, v] : reads.ports) {
     size_t i = 0;
-    for (; i < cfg_.ports.size(); i++)
-      if (k.rfind(cfg_.ports[i].name + "_", 0) == 0) break;
-    if (i == cfg_.ports.size()) {
+    for (; i < run_.cfg.ports.size(); i++)
+      if (k.rfind(run_.cfg.ports[i].name + "_", 0) == 0) break;
+    if (i == run_.cfg.ports.size()) {
       s.host.emplace_back(k, v);
       continue;
     }
-    if (s.ports.empty() || s.ports.back().name != cfg_.ports[i].name) s.ports.push_back({cfg_.ports[i].name, {}});
-    s.ports.back().counters.emplace_back(k.substr(cfg_.ports[i].name.size() + 1), v);
+    if (s.ports.empty() || s.ports.back().name != run_.cfg.ports[i].name) s.ports.push_back({run_.cfg.ports[i].name, {}});
+    s.ports.back().counters.emplace_back(k.substr(run_.cfg.ports[i].name.size() + 1), v);
   }
   for (int i = 0; i < static_cast<int>(DropWhy::kCount); i++)
     s.drops.emplace_back(drop_why_name(static_cast<DropWhy>(i)), sum.drop[i]);
@@ -120,25 +120,23 @@ StatsSnapshot Daemon::snapshot(bool control_thread) {
     s.drops.emplace_back(std::string("parse_") + ctrack::drop_name(static_cast<ctrack::Drop>(i)), sum.parse_drop[i]);
   for (int i = 0; i < static_cast<int>(Tunnel::kCount); i++)
     s.overlay.emplace_back(tunnel_name(static_cast<Tunnel>(i)), sum.tunnel[i]);
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    Pipeline* pl = pipeline_.load();
-    for (size_t i = 0; i < pl->rules().size(); i++) {
-      const RuleCounters c = rule_counters(*pl, i);
-      s.rules.push_back({pl->rules()[i].id, pl->rules()[i].table, c.packets, c.bytes});
+  rules_.with_pipeline([&](const Pipeline& pl) {
+    for (size_t i = 0; i < pl.rules().size(); i++) {
+      const RuleCounters c = rules_.counters(pl, i);
+      s.rules.push_back({pl.rules()[i].id, pl.rules()[i].table, c.packets, c.bytes});
     }
-  }
+  });
   ctrack::Stats cs;
-  for (auto& sh : shards_) cs += sh->stats();
+  for (auto& sh : run_.shards) cs += sh->stats();
   cs.visit([&](const std::string& k, uint64_t v) { s.ct.emplace_back(k, v); });
   OffloadStats os;
   if (control_thread) {
-    os = offload_->stats();
+    os = run_.offload->stats();
   } else {
     std::lock_guard<std::mutex> lk(off_mu_);
     os = off_snap_;
   }
-  s.offload_provider = offload_->name();
+  s.offload_provider = run_.offload->name();
   s.offload = std::move(os.counters);
   s.offload_gauges = std::move(os.gauges);
   s.offload_notes = std::move(os.notes);
@@ -148,7 +146,7 @@ StatsSnapshot Daemon::snapshot(bool control_thread) {
 // /dataplane/stats: the snapshot `stats` and /metrics are written from, as
 // telemetry's dicts (ports, workers as w<N>_<counter>, overlay, drops,
 // rule_hits for the first 120 rules, ct, offload).
-void Daemon::telemetry_stats(rte_tel_data* d) {
+void StatsService::telemetry(rte_tel_data* d) {
   const StatsSnapshot s = snapshot(false);
   rte_tel_data_start_dict(d);
   auto dict = [&](const char* name, const auto& fill) {
@@ -190,13 +188,13 @@ void Daemon::telemetry_stats(rte_tel_data* d) {
   });
 }
 
-Status Daemon::register_stats_commands(CommandTable& t) {
+Status StatsService::register_commands(CommandTable& t) {
   using C = CommandTable;
-  SDN_TRY(t.add("stats", [this](const std::string&, Format f) {
+  SDN_TRY(t.add("stats", [this](const CommandArgs&, Format f) {
     StatsSnapshot s = snapshot(true);
     return C::text(f == Format::kJson ? sdn::json_dump(stats_json(s)) + "\n" : stats_text(s));
   }));
-  SDN_TRY(t.add_text("offload testpmd", [this](const std::string&) { return C::text("ok\n" + offload_->testpmd_commands()); }));
+  SDN_TRY(t.add_text("offload testpmd", [this](const CommandArgs&) { return C::text("ok\n" + run_.offload->testpmd_commands()); }));
   return {};
 }
 

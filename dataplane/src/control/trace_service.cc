@@ -46,10 +46,10 @@ namespace dp {
 
 using sdn::mono_ns;
 
-std::string Daemon::trace(const std::string& text, Format fmt) {
+std::string TraceService::trace(const std::string& text, Format fmt) {
   std::string desc = text.substr(std::min(text.size(), text.find_first_not_of(" \t")));
   while (!desc.empty() && (desc.back() == '\n' || desc.back() == ' ')) desc.pop_back();
-  auto d = parse_packet_desc(desc, cfg_.port_names());
+  auto d = parse_packet_desc(desc, run_.cfg.port_names());
   auto error = [fmt](const std::string& m) {
     return fmt == Format::kJson ? sdn::json_dump(nlohmann::json{{"error", "trace: " + m}}) + "\n" : "error: trace: " + m;
   };
@@ -60,7 +60,7 @@ std::string Daemon::trace(const std::string& text, Format fmt) {
       why != ctrack::Drop::kNone)
     return error(std::string("the packet does not parse: ") + ctrack::drop_name(why));
   pp.ct.in_port = static_cast<uint8_t>(d->in_port);
-  unsigned shard = steer_ ? steer_->owner(pp.ct.key) : 0;
+  unsigned shard = run_.steer ? run_.steer->owner(pp.ct.key) : 0;
   uint64_t now = mono_ns();
   auto peek = [&](const ctrack::Packet& p, uint16_t zone, bool commit, std::string* note,
                   ctrack::Key* nat_to) -> uint8_t {
@@ -68,9 +68,9 @@ std::string Daemon::trace(const std::string& text, Format fmt) {
     q.key.zone = zone;
     const ctrack::Packet* qp = &q;
     ctrack::Tracker::Found f;
-    ctrack::Tracker& t = *shards_[shard];
+    ctrack::Tracker& t = *run_.shards[shard];
     t.lookup(&qp, 1, &f);
-    std::string where = shards_.size() > 1 ? " (worker " + std::to_string(shard) + "'s shard)" : "";
+    std::string where = run_.shards.size() > 1 ? " (worker " + std::to_string(shard) + "'s shard)" : "";
     if (f.conn == ctrack::kNoConn) {
       bool tcp_no_syn = q.key.proto == IPPROTO_TCP && !(q.tcp_flags & ctrack::kSyn) && !t.config().tcp_midstream;
       if (tcp_no_syn) {
@@ -98,9 +98,8 @@ std::string Daemon::trace(const std::string& text, Format fmt) {
     }
     return static_cast<uint8_t>(ctrack::kCtTrk | ctrack::kCtEst | (f.dir ? ctrack::kCtRpl : 0));
   };
-  std::lock_guard<std::mutex> lk(mu_);  // the pipeline stays while we read it
-  Pipeline* pl = pipeline_.load();
-  const std::vector<std::string> steps = pl->explain(pp, d->in_port, cfg_.port_names(), peek, d->tun_id);
+  const std::vector<std::string> steps = rules_.with_pipeline(
+      [&](const Pipeline& pl) { return pl.explain(pp, d->in_port, run_.cfg.port_names(), peek, d->tun_id); });
   if (fmt == Format::kJson) return sdn::json_dump(nlohmann::json{{"packet", desc}, {"steps", steps}}) + "\n";
   std::string o = "ok\n";
   o += "packet: " + desc + "\n";
@@ -146,8 +145,8 @@ std::string describe_frame(const TraceRecord& r) {
 // packet {"n", "t_s", "worker", "in_port", "frame", "stage": "nic" |
 // "handoff" | "software", and what happened: "handoff_to", "parse_drop",
 // "nic_mark", "flow_cache", "rules", "ct", "mark", "output" or "drop"}.
-std::string Daemon::live_trace_json(const std::vector<const TraceRecord*>& recs, uint32_t n, uint32_t seconds) {
-  const PortNames names = cfg_.port_names();
+std::string TraceService::live_trace_json(const std::vector<const TraceRecord*>& recs, uint32_t n, uint32_t seconds) {
+  const PortNames names = run_.cfg.port_names();
   auto port = [&](int p) {
     return p >= 0 && static_cast<size_t>(p) < names.names.size() ? names.names[static_cast<size_t>(p)]
                                                                     : std::to_string(p);
@@ -193,41 +192,41 @@ std::string Daemon::live_trace_json(const std::vector<const TraceRecord*>& recs,
 // The next n packets the workers handle, as they were handled: recorded by
 // each worker into its LiveTrace, answered when n have arrived or after
 // `seconds`. The reply waits without holding up the control loop.
-ControlServer::Reply Daemon::live_trace(uint32_t n, uint32_t seconds, Format f) {
+ControlServer::Reply TraceService::live_trace(uint32_t n, uint32_t seconds, Format f) {
   auto err = [](std::string m) { return ControlServer::Reply{"error: trace --live: " + m, nullptr, nullptr}; };
   if (live_) return err("another live trace is running");
-  if (workers_.empty() || !launched_) return err("no workers are running");
+  if (run_.workers.empty() || !run_.launched) return err("no workers are running");
   live_ = true;
-  for (auto& w : workers_) {
+  for (auto& w : run_.workers) {
     w->trace.used.store(0, std::memory_order_relaxed);
     w->trace.want.store(n, std::memory_order_release);
   }
   // Ends the trace however the reply ends (answered, or the client gone).
   struct Session {
-    explicit Session(Daemon* x) : d(x) {}
+    explicit Session(TraceService* x) : d(x) {}
     Session(const Session&) = delete;
     ~Session() { d->end_live_trace(); }
-    Daemon* d;
+    TraceService* d;
   };
   auto session = std::make_shared<Session>(this);
   const uint64_t deadline = mono_ns() + uint64_t{seconds} * 1'000'000'000;
   auto total = [this] {
     uint32_t t = 0;
-    for (auto& w : workers_) t += w->trace.used.load(std::memory_order_acquire);
+    for (auto& w : run_.workers) t += w->trace.used.load(std::memory_order_acquire);
     return t;
   };
   ControlServer::Reply r;
   r.ready = [=] { return total() >= n || mono_ns() >= deadline; };
   r.more = [this, n, seconds, session, f](std::string* out) {
-    for (auto& w : workers_) w->trace.want.store(0, std::memory_order_relaxed);
+    for (auto& w : run_.workers) w->trace.want.store(0, std::memory_order_relaxed);
     std::vector<const TraceRecord*> recs;
-    for (auto& w : workers_) {
+    for (auto& w : run_.workers) {
       uint32_t u = std::min(w->trace.used.load(std::memory_order_acquire), LiveTrace::kCap);
       for (uint32_t i = 0; i < u; i++) recs.push_back(&w->trace.rec[i]);
     }
     std::stable_sort(recs.begin(), recs.end(), [](auto* a, auto* b) { return a->ns < b->ns; });
     if (recs.size() > n) recs.resize(n);
-    const PortNames names = cfg_.port_names();
+    const PortNames names = run_.cfg.port_names();
     auto port = [&](int p) {
       return p >= 0 && static_cast<size_t>(p) < names.names.size() ? names.names[static_cast<size_t>(p)]
                                                                       : std::to_string(p);
@@ -286,37 +285,22 @@ ControlServer::Reply Daemon::live_trace(uint32_t n, uint32_t seconds, Format f) 
   return r;
 }
 
-void Daemon::end_live_trace() {
+void TraceService::end_live_trace() {
   if (!live_) return;
-  for (auto& w : workers_) w->trace.want.store(0, std::memory_order_relaxed);
+  for (auto& w : run_.workers) w->trace.want.store(0, std::memory_order_relaxed);
   // A worker may be in a burst that read `want` before it went to 0; the
   // rings are reused only after every worker has passed a quiescent state.
-  if (launched_ && !shut_) rte_rcu_qsbr_synchronize(qsbr_, RTE_QSBR_THRID_INVALID);
+  if (run_.launched && !run_.shut) rte_rcu_qsbr_synchronize(run_.qsbr, RTE_QSBR_THRID_INVALID);
   live_ = false;
 }
 
 
-Status Daemon::register_trace_commands(CommandTable& t) {
+Status TraceService::register_commands(CommandTable& t) {
   using C = CommandTable;
-  SDN_TRY(t.add("trace", [this](const std::string& a, Format f) { return C::text(trace(a, f)); }));
-  SDN_TRY(t.add("trace --live", [this](const std::string& a, Format f) {
-    auto num = [](const std::string& w, uint32_t lo, uint32_t hi, uint32_t* v) {
-      char* end;
-      long x = strtol(w.c_str(), &end, 10);
-      if (w.empty() || *end || x < lo || x > hi) return false;
-      *v = static_cast<uint32_t>(x);
-      return true;
-    };
-    std::istringstream in(a);
-    std::string ns, ss, extra;
-    uint32_t n = 0, secs = 10;
-    ControlServer::Reply usage = C::usage("trace --live");
-    usage.text += " (N 1.." + std::to_string(LiveTrace::kCap) + ", SECONDS 1..50, default 10)";
-    if (f == Format::kJson) usage = C::as_json_lines(std::move(usage));
-    if (!(in >> ns) || !num(ns, 1, LiveTrace::kCap, &n)) return usage;
-    if (in >> ss && !num(ss, 1, 50, &secs)) return usage;
-    if (in >> extra) return usage;
-    return live_trace(n, secs, f);
+  static_assert(find_command("trace --live")->args[0].hi == LiveTrace::kCap, "trace --live N: the records a worker keeps");
+  SDN_TRY(t.add("trace", [this](const CommandArgs& a, Format f) { return C::text(trace(a.str[0], f)); }));
+  SDN_TRY(t.add("trace --live", [this](const CommandArgs& a, Format f) {
+    return live_trace(static_cast<uint32_t>(a.num[0]), static_cast<uint32_t>(a.num[1]), f);
   }));
   return {};
 }

@@ -54,15 +54,13 @@ void RteFlowProvider::poll(uint64_t now_ns) {
 // connection leaves the NIC when both directions have been idle age_s.
 void RteFlowProvider::drain_aged(uint64_t now_ns) {
   if (sws_) return;  // no aged-flow ring: poll() ages by counters
-  const FlowApi& a = api();
   void* ctx[256];
-  for (uint16_t p : configured_) {
-    if (!has_queue(p)) continue;
+  for (uint16_t p : queue_ports()) {
     for (int rounds = 0; rounds < 64; rounds++) {
-      rte_flow_error err{};
-      int n = a.get_q_aged_flows(a.self, p, 0, ctx, 256, &err);
+      std::string why;
+      int n = sub_.aged_flows(p, ctx, 256, &why);
       if (n < 0) {
-        log_limited("aged_flows", "aged-flow ring of port " + std::to_string(p) + ": " + flow_err(err, -n));
+        log_limited("aged_flows", "aged-flow ring of port " + std::to_string(p) + ": " + why);
         break;
       }
       aged_reports_ += static_cast<uint64_t>(n);
@@ -87,15 +85,6 @@ void RteFlowProvider::aged_report(uintptr_t ck, uint64_t now_ns) {
   aged_++;
   live_.erase(conn_key(j.worker, j.handle));
   request_remove(id, "aged", now_ns);
-}
-
-void RteFlowProvider::log_limited(const std::string& key, const std::string& line) {
-  uint64_t now = mono_ns();
-  uint64_t& last = last_log_ns_[key];
-  if (now - last >= 1'000'000'000ull) {  // at most one line per reason per second
-    last = now;
-    log_warning(LogType::kOffload, line);
-  }
 }
 
 bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string* why) const {
@@ -301,7 +290,7 @@ void RteFlowProvider::finish_remove(uint32_t id) {
 // Submits queued work within the in-flight bound: removals first (they
 // free table space), then installs.
 void RteFlowProvider::pump(uint64_t now_ns) {
-  while (!removals_.empty() && in_flight_ + reserved_ + 2 <= in_flight_cap()) {
+  while (!removals_.empty() && sub_.in_flight() + reserved_ + 2 <= in_flight_cap()) {
     uint32_t id = removals_.front();
     removals_.pop_front();
     submit_remove(id);
@@ -311,7 +300,7 @@ void RteFlowProvider::pump(uint64_t now_ns) {
     pending_.push_front(retry_.back());
     retry_.pop_back();
   }
-  while (removals_.empty() && !pending_.empty() && in_flight_ + reserved_ + 6 <= in_flight_cap() && !free_jobs_.empty() &&
+  while (removals_.empty() && !pending_.empty() && sub_.in_flight() + reserved_ + 6 <= in_flight_cap() && !free_jobs_.empty() &&
          ct_ops_ + 1 <= kCtOpsMax) {
     Req r = pending_.front();
     pending_.pop_front();
@@ -347,7 +336,6 @@ void RteFlowProvider::pump(uint64_t now_ns) {
 }
 
 void RteFlowProvider::complete(uintptr_t ck, int err, uint64_t now_ns) {
-  in_flight_--;
   auto tag = static_cast<Tag>(ck & 15);
   if (tag == kOpCtCreate || tag == kOpQuery || tag == kOpResync) ct_ops_--;
   if (tag == kOpShared) {
@@ -452,22 +440,14 @@ void RteFlowProvider::complete(uintptr_t ck, int err, uint64_t now_ns) {
 }
 
 void RteFlowProvider::fold(Job& j, uint64_t now_ns, uint64_t* last_hit) {
-  const FlowApi& a = api();
   *last_hit = 0;
   uint64_t pk[2] = {}, by[2] = {};
   for (int d = 0; d < 2; d++) {
     if (!(j.made & (d ? kMadeFlow1 : kMadeFlow0))) continue;
-    rte_flow_error err{};
-    rte_flow_query_count qc{};
-    rte_flow_action count[] = {{RTE_FLOW_ACTION_TYPE_COUNT, nullptr}, {RTE_FLOW_ACTION_TYPE_END, nullptr}};
-    if (a.query(a.self, flow_port(j, d), j.flow[d], count, &qc, &err) == 0) {
-      pk[d] = qc.hits;
-      by[d] = qc.bytes;
-    }
+    sub_.query_count(flow_port(j, d), j.flow[d], &pk[d], &by[d]);
     if (sws_) continue;  // no AGE on DV rules: the last hit is when the counters last moved (below)
     rte_flow_query_age qa{};
-    rte_flow_action age[] = {{RTE_FLOW_ACTION_TYPE_AGE, nullptr}, {RTE_FLOW_ACTION_TYPE_END, nullptr}};
-    if (a.query(a.self, flow_port(j, d), j.flow[d], age, &qa, &err) == 0 && qa.sec_since_last_hit_valid && pk[d])
+    if (sub_.query_age(flow_port(j, d), j.flow[d], &qa) && qa.sec_since_last_hit_valid && pk[d])
       *last_hit = std::max<uint64_t>(*last_hit,
                                      now_ns - std::min<uint64_t>(now_ns, qa.sec_since_last_hit * 1'000'000'000ull));
   }

@@ -309,6 +309,7 @@ Status RteFlowProvider::start(OffloadHost& host) {
   }
   for (uint16_t p : host.port_ids)
     if (!configured_.count(p)) return Status::error("rte_flow: port " + std::to_string(p) + " was not configured");
+  sub_.bind(&api(), sws_);
   layout_.age_action = !sws_;
   layout_.vxlan_flags = !sws_;
   if (sws_ && cfg_.conntrack == "auto") strategy_why_ = "auto: a conntrack object was taken (DV: no pool to configure)";
@@ -415,7 +416,7 @@ std::string RteFlowProvider::probe_ct() {
     std::string why;
     int e = 0;
     hw::Flow f = hw::conn_flow(pl, probe_conn, 0, h, nullptr);
-    if (rte_flow* fl = sws_create(f, &why, &e); !fl) {
+    if (rte_flow* fl = Submission::sws_create(a, f, &why, &e); !fl) {
       why = "a rule with it: " + why;
     } else {
       err = {};
@@ -433,7 +434,7 @@ std::string RteFlowProvider::probe_ct() {
   if (why.empty()) {
     hw::Flow f = hw::conn_flow(pl, probe_conn, 0, h, nullptr);
     std::string twhy;
-    rte_flow_template_table* t = table_for(f, kProbeTable, &twhy);
+    rte_flow_template_table* t = sub_.templates().get(a, f, kProbeTable, &twhy);
     err = {};
     rte_flow* fl = t ? a.async_create(a.self, f.port_id, 0, &now, t, f.pattern.data(), 0, f.actions.data(), 0,
                                       nullptr, &err)
@@ -452,14 +453,7 @@ std::string RteFlowProvider::probe_ct() {
         if (std::string w = wait(); why.empty() && !w.empty()) why = "a rule with it: destroy: " + w;
       }
     }
-    if (auto it = tables_.find(shape(f)); it != tables_.end()) {
-      const Table& tb = it->second;
-      err = {};
-      a.template_table_destroy(a.self, tb.port, tb.table, &err);
-      a.actions_template_destroy(a.self, tb.port, tb.at, &err);
-      a.pattern_template_destroy(a.self, tb.port, tb.pt, &err);
-      tables_.erase(it);
-    }
+    sub_.templates().drop(a, f);
   }
   err = {};
   if (a.async_action_handle_destroy(a.self, port, 0, &now, h, nullptr, &err) == 0) {
@@ -517,7 +511,7 @@ Status RteFlowProvider::flush() {
   for (uint32_t id = 0; id < jobs_.size(); id++)
     if (jobs_[id].used) request_remove(id, "flush", now);
   replace_shared(true);
-  for (int round = 0; round < 5000 && (in_flight_ > 0 || !removals_.empty()); round++) {
+  for (int round = 0; round < 5000 && (sub_.in_flight() > 0 || !removals_.empty()); round++) {
     pump(clock());
     if (Mlx5Model* model = given_nic_ ? given_nic_ : model_.get()) model->drain();  // the workers have stopped
     struct timespec ts{0, 200'000};
@@ -527,18 +521,11 @@ Status RteFlowProvider::flush() {
   size_t left = 0;
   for (const Job& j : jobs_) left += j.used;
   std::string err;
-  if (left || in_flight_)
-    err = std::to_string(left) + " connections and " + std::to_string(in_flight_) +
+  if (left || sub_.in_flight())
+    err = std::to_string(left) + " connections and " + std::to_string(sub_.in_flight()) +
           " operations still in the NIC after flush; ";
   // Templates and tables go last (they are in use until the rules left).
-  const FlowApi& a = api();
-  for (auto& [k, t] : tables_) {
-    rte_flow_error e{};
-    if (a.template_table_destroy(a.self, t.port, t.table, &e) != 0) err += "table: " + flow_err(e, rte_errno) + "; ";
-    if (a.actions_template_destroy(a.self, t.port, t.at, &e) != 0) err += "actions template: " + flow_err(e, rte_errno) + "; ";
-    if (a.pattern_template_destroy(a.self, t.port, t.pt, &e) != 0) err += "pattern template: " + flow_err(e, rte_errno) + "; ";
-  }
-  tables_.clear();
+  err += sub_.templates().destroy_all(api());
   if (!err.empty()) return Status::error(err);
   return {};
 }
@@ -557,13 +544,13 @@ OffloadStats RteFlowProvider::stats() const {
                 {"revoked", revoked_},
                 {"resyncs", resyncs_},
                 {"resyncs_liberal", resyncs_liberal_},
-                {"in_flight", in_flight_},
+                {"in_flight", sub_.in_flight()},
                 {"pending", pending_.size() + removals_.size() + retry_.size()},
                 {"retries", retries_},
                 {"jobs_in_use", used},
                 {"jobs_limit", jobs_.size()},
                 {"backlog_drops", backlog_drop_},
-                {"hw_templates", tables_.size()},
+                {"hw_templates", sub_.template_tables()},
                 {"shared_rules", shared_.size()},
                 {"hw_max_counters", caps_.max_nb_counters},
                 {"domain_transfer", transfer_ ? 1u : 0u},

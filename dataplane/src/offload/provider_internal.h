@@ -1,9 +1,11 @@
-// Internal to the rte_flow provider (dataplane/src/offload/): the class,
+// Internal to the rte_flow provider (dataplane/src/offload/): the class and
 // its connection lifecycle (lifecycle.cc: events, install and removal
-// decisions, completions, aging, counter folding) and its rte_flow
-// submission (submit.cc: templates, tables, rules, conntrack objects through
-// the seam); set-up, domain and strategy in provider.cc; testpmd.cc prints
-// the rules as testpmd commands.
+// decisions, completions, aging, counter folding; submit.cc: which
+// operations each step of a connection asks for), apart from the
+// submission itself (submission.h: the seam's calls on either engine, the
+// operations out) and the template cache (template_cache.h); set-up,
+// domain and strategy in provider.cc; testpmd.cc prints the rules as
+// testpmd commands.
 #pragma once
 
 #include <netinet/in.h>
@@ -22,6 +24,7 @@
 #include "dataplane/log.h"
 #include "dataplane/offload.h"
 #include "sdn/clock.h"
+#include "submission.h"
 
 namespace dp {
 
@@ -96,7 +99,6 @@ class RteFlowProvider final : public OffloadProvider {
 
   std::string hws_did_not_start() const override { return hws_failed_; }
   std::string probe_ct();
-  rte_flow* sws_create(const hw::Flow& f, std::string* why, int* errno_out);
   bool sws_probe(uint16_t port, std::string* why);
   bool take_sws(uint16_t port, HwCaps& c);
   std::string refused_configure(const std::string& pn, const std::string& msg, const std::string& first,
@@ -111,7 +113,7 @@ class RteFlowProvider final : public OffloadProvider {
   void drain_aged(uint64_t now_ns);
   void aged_report(uintptr_t ck, uint64_t now_ns);
 
-  bool busy() const override { return in_flight_ || !pending_.empty() || !removals_.empty() || !retry_.empty(); }
+  bool busy() const override { return sub_.in_flight() || !pending_.empty() || !removals_.empty() || !retry_.empty(); }
 
   Status flush() override;
 
@@ -180,9 +182,7 @@ class RteFlowProvider final : public OffloadProvider {
   static void* age_cookie(const Job& j, uint32_t id, Tag t) {
     return reinterpret_cast<void*>(static_cast<uintptr_t>(j.gen) << 32 | static_cast<uintptr_t>(id) << 4 | t);
   }
-  static void* cookie(uint32_t job, Tag t) {
-    return reinterpret_cast<void*>(static_cast<uintptr_t>(job) << 4 | t);
-  }
+  static uintptr_t cookie(uint32_t job, Tag t) { return static_cast<uintptr_t>(job) << 4 | t; }
   struct Req {
     unsigned worker;
     ctrack::Event ev;
@@ -191,14 +191,6 @@ class RteFlowProvider final : public OffloadProvider {
   struct Live {
     int job;  // -1: waiting in pending_
     ctrack::Key orig;
-  };
-  struct Table {
-    uint16_t port;
-    int id;
-    rte_flow_pattern_template* pt;
-    rte_flow_actions_template* at;
-    rte_flow_template_table* table;
-    uint32_t rules;
   };
   struct Shared {
     uint16_t port;
@@ -232,7 +224,7 @@ class RteFlowProvider final : public OffloadProvider {
   }
   uint16_t ct_port(const Job& j) const { return flow_port(j, 0); }
 
-  void log_limited(const std::string& key, const std::string& line);
+  void log_limited(const std::string& key, const std::string& line) { log_.warn(key, line); }
   void fail(const std::string& reason, const std::string& detail) {
     uint64_t n = ++failed_[reason];
     log_limited("failed_" + reason, "failed: " + reason + (detail.empty() ? "" : " (" + detail + ")") + ", " +
@@ -256,20 +248,8 @@ class RteFlowProvider final : public OffloadProvider {
 
   void pump(uint64_t now_ns);
 
-  // A failed submission completes at once with its errno.
-  void sync_fail(void* ck, int err, const std::string& msg) {
-    sync_done_.push_back({reinterpret_cast<uintptr_t>(ck), err});
-    if (!msg.empty()) log_limited("op_" + errno_reason(err), "operation refused: " + msg);
-  }
-  // A synchronous call's result (SWS): it completes at the next pull.
-  void sync_result(void* ck, bool ok, const rte_flow_error& err) {
-    if (ok) sync_done_.push_back({reinterpret_cast<uintptr_t>(ck), 0});
-    else sync_fail(ck, rte_errno ? rte_errno : EIO, flow_err(err, rte_errno));
-  }
-  void op_out(Job& j) {
-    j.pending++;
-    in_flight_++;
-  }
+  // An operation of the job's submitted (Submission counts all of them).
+  static void op_out(Job& j) { j.pending++; }
   // Conntrack operations (creates, context updates, queries) share the
   // driver's ASO work queue of 1024 per flow queue (ct-queue-depth in the
   // model): at most kCtOpsMax out at once, below it.
@@ -287,22 +267,19 @@ class RteFlowProvider final : public OffloadProvider {
 
   void resync_update(uint32_t id);
 
-  rte_flow_template_table* table_for(const hw::Flow& f, uint32_t nb_flows, std::string* why);
-
-  rte_flow* create(const hw::Flow& f, uint32_t nb_flows, void* ck, bool postpone, Job* j);
+  // The queue ports (HWS: those holding flow queues; DV: none).
+  std::vector<uint16_t> queue_ports() const {
+    std::vector<uint16_t> v;
+    for (uint16_t p : configured_)
+      if (has_queue(p)) v.push_back(p);
+    return v;
+  }
 
   void replace_shared(bool none);
 
   void pull_all(uint64_t now_ns);
   bool has_queue(uint16_t p) const { return !sws_ && (!transfer_ || p == layout_.proxy_port); }
-  void push_all(const std::set<uint16_t>& ports) {
-    if (sws_) return;
-    const FlowApi& a = api();
-    for (uint16_t p : ports) {
-      rte_flow_error err{};
-      a.push(a.self, p, 0, &err);
-    }
-  }
+  void push_all(const std::set<uint16_t>& ports) { sub_.push(ports); }
 
   void complete(uintptr_t ck, int err, uint64_t now_ns);
 
@@ -331,11 +308,9 @@ class RteFlowProvider final : public OffloadProvider {
   uint64_t hold_until_ns_ = 0;  // no installs before (a transient failure's pause)
   std::deque<uint32_t> removals_;
   std::vector<hw::RuleFlows> rule_flows_;
-  std::map<std::string, Table> tables_;
-  int next_table_id_ = 0;
+  Submission sub_;  // the seam's calls, the operations out, the template tables
+  LimitedLog log_;
   std::vector<Shared> shared_;
-  std::vector<std::pair<uintptr_t, int>> sync_done_;
-  uint32_t in_flight_ = 0;
   uint32_t reserved_ = 0;  // queue room held for the rules of connections whose conntrack object is being made
   uint32_t queue_ = 0;  // the flow queue size the proxy's rte_flow_configure took
   // The conntrack pool every port took (the smallest, stepped down from
@@ -345,7 +320,6 @@ class RteFlowProvider final : public OffloadProvider {
   uint32_t scan_ = 0;
   uint64_t last_scan_ns_ = 0;
   std::map<std::string, uint64_t> failed_, refused_;
-  std::map<std::string, uint64_t> last_log_ns_;
   uint64_t installed_ = 0, offloads_ = 0, removed_ = 0, aged_ = 0, closed_ = 0, revoked_ = 0, resyncs_ = 0,
            resyncs_liberal_ = 0, backlog_drop_ = 0, resync_deferred_ = 0, retries_ = 0;
   uint32_t ct_ops_ = 0, ct_ops_max_ = 0;
@@ -353,7 +327,7 @@ class RteFlowProvider final : public OffloadProvider {
   bool transfer_ = true, aso_ = true;
   uint16_t proxy_ = 0;  // transfer: the E-Switch manager's port id (choose_domain)
   // DV software steering (dv_flow_en=1): synchronous rte_flow_validate and
-  // rte_flow_create per rule; their completions go through sync_done_.
+  // rte_flow_create per rule; Submission completes them at the next pull.
   bool sws_ = false;
   std::string domain_why_, strategy_why_, engine_why_;
   std::string hws_failed_;  // hws_did_not_start()

@@ -13,6 +13,29 @@
 
 namespace dp {
 
+// The classify method for a built context: the widest this build, the CPU
+// and EAL's SIMD width allow, tried in that order (rte_acl_set_ctx_classify
+// refuses what any of them lacks): on aarch64 (BlueField) NEON. Scalar only
+// when nothing else is taken; the choice is kept for acl_classifier().
+inline const char* pick_classifier(rte_acl_ctx* ctx) {
+  static constexpr struct {
+    enum rte_acl_classify_alg alg;
+    const char* name;
+  } kOrder[] = {
+#if defined(RTE_ARCH_X86)
+      {RTE_ACL_CLASSIFY_AVX512X32, "avx512x32"}, {RTE_ACL_CLASSIFY_AVX512X16, "avx512x16"},
+      {RTE_ACL_CLASSIFY_AVX2, "avx2"}, {RTE_ACL_CLASSIFY_SSE, "sse"},
+#elif defined(RTE_ARCH_ARM64) || defined(RTE_ARCH_ARM)
+      {RTE_ACL_CLASSIFY_NEON, "neon"},
+#elif defined(RTE_ARCH_PPC_64)
+      {RTE_ACL_CLASSIFY_ALTIVEC, "altivec"},
+#endif
+      {RTE_ACL_CLASSIFY_SCALAR, "scalar"}};
+  for (const auto& a : kOrder)
+    if (rte_acl_set_ctx_classify(ctx, a.alg) == 0) return a.name;
+  return "default";
+}
+
 // rte_acl input keys: the first field is one byte, the rest grouped in
 // 4-byte words; multi-byte fields in network byte order.
 struct AclKey4 {

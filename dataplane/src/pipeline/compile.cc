@@ -18,6 +18,13 @@
 namespace dp {
 
 namespace {
+std::atomic<const char*> g_acl_classifier{"none (no table built)"};
+}  // namespace
+
+const char* acl_classifier() { return g_acl_classifier.load(std::memory_order_relaxed); }
+
+
+namespace {
 
 enum F4 { F4_PROTO, F4_SRC, F4_DST, F4_SPORT, F4_DPORT, F4_INPORT, F4_VLAN, F4_TCPF, F4_CT, F4_ZONE, F4_TUN, F4_NUM };
 enum F6 {
@@ -257,6 +264,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
       defs(&cfg);
       if (int rc = rte_acl_build(ctx, &cfg); rc != 0)
         return Status::error("rte_acl_build table " + std::to_string(t) + ": " + strerror(-rc));
+      g_acl_classifier.store(pick_classifier(ctx), std::memory_order_relaxed);
       return {};
     };
     for (int c = 0; c < kPcNum; c++) {
