@@ -172,9 +172,15 @@ const char* drop_name(Drop d) {
 
 Drop parse_packet(const uint8_t* d, uint32_t len, uint16_t zone, Parsed* out) {
   Parsed& r = *out;
-  r = Parsed{};
+  // Cleared in place, 64 bytes at a time (vector stores): `r = Parsed{}`
+  // built a 64-byte-aligned temporary with `rep stos` and copied it over,
+  // and GCC makes one 128-byte memset a `rep stos` too (-mtune=znver3):
+  // either was half the parser's time. Every default is zero but kind's.
+  static_assert(sizeof(Parsed) == 128);
+  memset(static_cast<void*>(out), 0, 64);
+  memset(reinterpret_cast<char*>(out) + 64, 0, 64);
+  r.kind = L3Kind::kOther;
   Packet& p = r.ct;
-  memset(&p.key, 0, sizeof p.key);
   p.key.zone = zone;
   if (len < 14) return Drop::kTruncEth;
   uint32_t off = 12;
