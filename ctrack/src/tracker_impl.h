@@ -611,40 +611,63 @@ struct Tracker::Impl {
 
   // Stage 1: canonical hash; prefetch the first candidate bucket (most keys
   // live there; a second prefetch per packet costs more than the few misses).
-  [[gnu::always_inline]] void stage1(const Packet& p, uint32_t& h, uint32_t& b1, uint32_t& b2, bool& canon) {
+  [[gnu::always_inline]] void stage1(const Packet& p, uint32_t& h, uint32_t& b1, bool& canon) {
     h = hash_canonical(p.key, &canon);
     b1 = table.b1(h);
-    b2 = table.alt(b1, detail::Table::sig(h));
     __builtin_prefetch(&table.buckets()[b1]);
   }
 
-  // Stage 2: signature match; prefetch the candidate connection.
-  [[gnu::always_inline]] uint32_t stage2(uint32_t h, uint32_t b1, uint32_t b2, bool key_only = false) {
-    uint16_t s = detail::Table::sig(h);
+  // The first live-looking signature match in bucket b, or kEmpty.
+  [[gnu::always_inline]] uint32_t first_match(uint32_t b, uint16_t s) const {
+    const detail::Bucket& B = table.buckets()[b];
     uint32_t c = kEmpty;
-    for (uint32_t b : {b1, b2}) {
-      const detail::Bucket& B = table.buckets()[b];
-      for (uint32_t m = detail::match_mask(B, s); m && c == kEmpty; m &= m - 1) c = B.idx[__builtin_ctz(m)];
-      if (c != kEmpty) break;
-    }
-    if (c != kEmpty) {
-      // A 120-byte entry spans two or three cache lines.
-      const Conn* cp = &conns[c & ~kNatTag];
-      if (nat) __builtin_prefetch(&nat[c & ~kNatTag]);  // hit() reads whether it is translated
-      uintptr_t first = reinterpret_cast<uintptr_t>(cp) & ~uintptr_t{63};
-      uintptr_t last = (reinterpret_cast<uintptr_t>(cp) + sizeof(Conn) - 1) & ~uintptr_t{63};
-      __builtin_prefetch(reinterpret_cast<const void*>(first));
-      if (key_only) {
-        // The key and flags (the first 50 bytes) only: the rest is asked for
-        // once the key matched (prefetch_rest).
-        uintptr_t kl = (reinterpret_cast<uintptr_t>(cp) + 49) & ~uintptr_t{63};
-        if (kl != first) __builtin_prefetch(reinterpret_cast<const void*>(kl));
+    for (uint32_t m = detail::match_mask(B, s); m && c == kEmpty; m &= m - 1) c = B.idx[__builtin_ctz(m)];
+    return c;
+  }
+
+  // Stage 2, over the burst: signature match in each packet's first bucket;
+  // where it has none, the second bucket (computed only then) is prefetched
+  // and matched in a second pass, with the other packets' loads in flight.
+  // Prefetches each candidate connection. b[] holds the first buckets and is
+  // overwritten.
+  [[gnu::always_inline]] void stage2(const uint32_t* h, uint32_t* b, uint32_t* cand, uint32_t n,
+                                     bool key_only = false) {
+    uint32_t again[kChunkMax], na = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      const uint16_t s = detail::Table::sig(h[i]);
+      cand[i] = first_match(b[i], s);
+      if (cand[i] != kEmpty) {
+        prefetch_conn(cand[i], key_only);
       } else {
-        __builtin_prefetch(reinterpret_cast<const void*>(first + 64));
-        if (last > first + 64) __builtin_prefetch(reinterpret_cast<const void*>(last));
+        b[i] = table.alt(b[i], s);
+        __builtin_prefetch(&table.buckets()[b[i]]);
+        again[na++] = i;
       }
     }
-    return c;
+    for (uint32_t k = 0; k < na; k++) {
+      const uint32_t i = again[k];
+      cand[i] = first_match(b[i], detail::Table::sig(h[i]));
+      if (cand[i] != kEmpty) prefetch_conn(cand[i], key_only);
+    }
+  }
+
+  // Prefetches the connection under index slot c.
+  [[gnu::always_inline]] void prefetch_conn(uint32_t c, bool key_only) {
+    // A 120-byte entry spans two or three cache lines.
+    const Conn* cp = &conns[c & ~kNatTag];
+    if (nat) __builtin_prefetch(&nat[c & ~kNatTag]);  // hit() reads whether it is translated
+    uintptr_t first = reinterpret_cast<uintptr_t>(cp) & ~uintptr_t{63};
+    uintptr_t last = (reinterpret_cast<uintptr_t>(cp) + sizeof(Conn) - 1) & ~uintptr_t{63};
+    __builtin_prefetch(reinterpret_cast<const void*>(first));
+    if (key_only) {
+      // The key and flags (the first 50 bytes) only: the rest is asked for
+      // once the key matched (prefetch_rest).
+      uintptr_t kl = (reinterpret_cast<uintptr_t>(cp) + 49) & ~uintptr_t{63};
+      if (kl != first) __builtin_prefetch(reinterpret_cast<const void*>(kl));
+    } else {
+      __builtin_prefetch(reinterpret_cast<const void*>(first + 64));
+      if (last > first + 64) __builtin_prefetch(reinterpret_cast<const void*>(last));
+    }
   }
   [[gnu::always_inline]] void prefetch_rest(uint32_t c) {
     if (nat) __builtin_prefetch(&nat[c]);
@@ -692,14 +715,12 @@ struct Tracker::Impl {
   // entry load, a 32-packet pipeline never fills, and staging was ~1.6x faster
   // at 1M connections.
   void process_burst(const Packet* const* pkts, uint32_t n, uint32_t now, bool commit, CtResult* out, Key* nat_out) {
-    uint32_t h[kChunk], b1[kChunk], b2[kChunk], cand[kChunk];
+    uint32_t h[kChunk], b[kChunk], cand[kChunk];
     bool canon[kChunk];
-    for (uint32_t i = 0; i < n; i++) stage1(*pkts[i], h[i], b1[i], b2[i], canon[i]);
+    for (uint32_t i = 0; i < n; i++) stage1(*pkts[i], h[i], b[i], canon[i]);
+    stage2(h, b, cand, n);
     uint32_t misses = 0;
-    for (uint32_t i = 0; i < n; i++) {
-      cand[i] = stage2(h[i], b1[i], b2[i]);
-      misses += cand[i] == kEmpty;
-    }
+    for (uint32_t i = 0; i < n; i++) misses += cand[i] == kEmpty;
     if (commit && misses) reserve(misses);
     for (uint32_t i = 0; i < n; i++) {
       cur_nat_out = nat_out ? nat_out + i : nullptr;
