@@ -148,8 +148,9 @@ void emit(const char* bench, uint64_t conns, double pkts, std::vector<double> se
   double handshakes = static_cast<double>(conns) / med;
   if (g_json) {
     printf("{\"bench\": \"%s\", \"conns\": %llu, \"mpps\": %.2f, \"ns_per_pkt\": %.2f, \"bytes_per_conn\": %.1f, "
-           "\"mpps_min\": %.2f, \"mpps_max\": %.2f, \"reps\": %zu",
-           bench, static_cast<unsigned long long>(conns), mpps, ns, bytes_per_conn, lo, hi, secs.size());
+           "\"mpps_min\": %.2f, \"mpps_max\": %.2f, \"reps\": %zu, \"hash\": \"%s\"",
+           bench, static_cast<unsigned long long>(conns), mpps, ns, bytes_per_conn, lo, hi, secs.size(),
+           detail::kHashImpl);
     if (with_conns_rate) printf(", \"conns_per_s\": %.0f", handshakes);
     printf("%s}\n", extra.c_str());
   } else {
