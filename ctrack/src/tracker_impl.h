@@ -625,29 +625,20 @@ struct Tracker::Impl {
     return c;
   }
 
-  // Stage 2, over the burst: signature match in each packet's first bucket;
-  // where it has none, the second bucket (computed only then) is prefetched
-  // and matched in a second pass, with the other packets' loads in flight.
-  // Prefetches each candidate connection. b[] holds the first buckets and is
-  // overwritten.
-  [[gnu::always_inline]] void stage2(const uint32_t* h, uint32_t* b, uint32_t* cand, uint32_t n,
+  // Stage 2, over the burst: signature match in each packet's first bucket,
+  // and only where it has none in the second (computed only then: nearly
+  // every key is found in its first). Prefetches each candidate connection.
+  // (A pass of its own for the second buckets, prefetched during the first,
+  // measured 0.87-0.95x at 1M connections: it asks for those packets'
+  // entries last, and stage 3 takes them in order.)
+  [[gnu::always_inline]] void stage2(const uint32_t* h, const uint32_t* b, uint32_t* cand, uint32_t n,
                                      bool key_only = false) {
-    uint32_t again[kChunkMax], na = 0;
     for (uint32_t i = 0; i < n; i++) {
       const uint16_t s = detail::Table::sig(h[i]);
-      cand[i] = first_match(b[i], s);
-      if (cand[i] != kEmpty) {
-        prefetch_conn(cand[i], key_only);
-      } else {
-        b[i] = table.alt(b[i], s);
-        __builtin_prefetch(&table.buckets()[b[i]]);
-        again[na++] = i;
-      }
-    }
-    for (uint32_t k = 0; k < na; k++) {
-      const uint32_t i = again[k];
-      cand[i] = first_match(b[i], detail::Table::sig(h[i]));
-      if (cand[i] != kEmpty) prefetch_conn(cand[i], key_only);
+      uint32_t c = first_match(b[i], s);
+      if (c == kEmpty) [[unlikely]] c = first_match(table.alt(b[i], s), s);
+      if (c != kEmpty) prefetch_conn(c, key_only);
+      cand[i] = c;
     }
   }
 
