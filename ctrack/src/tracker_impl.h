@@ -683,6 +683,53 @@ struct Tracker::Impl {
     return canon ? keys_equal(sk, k) : keys_equal_reversed(sk, k);
   }
 
+  // The common case of a hit, without hit()'s and update()'s general
+  // machinery: an ACK or data segment of an assured ESTABLISHED TCP
+  // connection in the window (tcp::established()), or a UDP datagram that
+  // changes nothing an event hangs on; untranslated, not offloaded, not
+  // expired, not an ICMP error or a fragment, and no event due (a
+  // connection not yet offered with the event ring on goes the long way).
+  // Does exactly what hit() would; false (nothing done) when it does not
+  // apply.
+  [[gnu::always_inline]] bool fast_hit(uint32_t e, const Packet& p, bool canon, uint32_t now, CtResult& r) {
+    if (e & kNatTag) return false;
+    Conn& c = conns[e];
+    const uint8_t f = c.flags;
+    if ((f & (detail::kAlive | detail::kOffloaded)) != detail::kAlive) return false;
+    if (p.meta & (kMetaIcmpError | kMetaFragment)) return false;
+    if ((nat && nat[e].kind) || expired(c, now)) return false;
+    const bool offered = (f & (detail::kEvented | detail::kNoOffload)) || ring.empty();
+    const int dir = canon == ((f & detail::kOrigCanon) != 0) ? 0 : 1;
+    Outcome o;
+    if (c.key.proto == IPPROTO_TCP) {
+      if (!offered || !(f & detail::kSeenReply) || !proto::tcp::fast_path(c, p, cfg.tcp_liberal)) return false;
+      o = proto::tcp::established(c, dir, p, now, times);
+    } else if (c.key.proto == IPPROTO_UDP) {
+      // Not the first reply (kEstablished), not a replied one to offer again.
+      if (!(f & detail::kSeenReply) ? dir == 1 : !offered) return false;
+      o = proto::udp::update(c, dir, now, times);
+    } else {
+      return false;
+    }
+    st.hits++;
+    r.conn = e;
+    r.dir = static_cast<uint8_t>(dir);
+    if (o.v == Verdict::kInvalid) {
+      st.invalid[static_cast<int>(o.reason)]++;
+      r.state = kCtTrk | kCtInv;
+      r.reason = o.reason;
+      return true;
+    }
+    c.in_port[dir] = p.in_port;
+    if (!(p.meta & kMetaCounted)) {
+      c.packets[dir]++;
+      c.bytes[dir] += p.l3_len;
+    }
+    r.changed = o.changed;
+    r.state = static_cast<uint8_t>(kCtTrk | (dir ? (kCtEst | kCtRpl) : ((f & detail::kSeenReply) ? kCtEst : kCtNew)));
+    return true;
+  }
+
   // Stage 3: verify the candidate, then run the state machines.
   [[gnu::always_inline]] void stage3(const Packet& p, uint32_t c, uint32_t h, bool canon, uint32_t now, bool commit,
                                      CtResult& r) {
@@ -696,6 +743,7 @@ struct Tracker::Impl {
       c = table.find(ck, h);
       if (c == kEmpty) return miss(p, canon, h, now, commit, r);
     }
+    if (fast_hit(c, p, canon, now, r)) return;
     hit(c, p, canon, h, now, commit, r);
   }
 
