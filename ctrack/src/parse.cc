@@ -101,6 +101,18 @@ bool parse_inner(const uint8_t* p, uint32_t n, bool v6, Key* k) {
   return l4_ports(proto, v6, p + hl, n - hl, k, &meta);
 }
 
+// An ICMP error: the key is its embedded header's. Out of line: its local
+// Key would give every packet's parse a stack frame and a stack-protector
+// check.
+[[gnu::noinline]] Drop icmp_error(const uint8_t* l4, uint32_t l4len, bool v6, uint16_t zone, Packet* p) {
+  Key inner{};
+  inner.zone = zone;
+  if (!parse_inner(l4 + 8, l4len - 8, v6, &inner)) return Drop::kIcmpInner;
+  p->key = inner;
+  p->meta |= kMetaIcmpError;
+  return Drop::kNone;
+}
+
 // The transport header of a datagram that is not a later fragment: ports,
 // TCP's sequence space, ICMP's type and an error's inner key.
 inline Drop parse_l4(uint8_t proto, bool v6, const uint8_t* l4, uint32_t l4len, uint16_t zone, Parsed* out) {
@@ -143,14 +155,7 @@ inline Drop parse_l4(uint8_t proto, bool v6, const uint8_t* l4, uint32_t l4len, 
         r.kind = L3Kind::kNd;  // MLD, router/neighbour solicitation/advertisement, redirect
         return Drop::kNone;
       }
-      if (v6 ? icmp6_is_error(t) : icmp4_is_error(t)) {
-        Key inner{};
-        inner.zone = zone;
-        if (!parse_inner(l4 + 8, l4len - 8, v6, &inner)) return Drop::kIcmpInner;
-        p.key = inner;
-        p.meta |= kMetaIcmpError;
-        return Drop::kNone;
-      }
+      if (v6 ? icmp6_is_error(t) : icmp4_is_error(t)) return icmp_error(l4, l4len, v6, zone, &p);
       l4_ports(proto, v6, l4, l4len, &p.key, &p.meta);
       p.payload_len = static_cast<uint16_t>(l4len - 8);
       return Drop::kNone;
@@ -172,9 +177,15 @@ const char* drop_name(Drop d) {
 
 Drop parse_packet(const uint8_t* d, uint32_t len, uint16_t zone, Parsed* out) {
   Parsed& r = *out;
-  r = Parsed{};
+  // Cleared in place, 64 bytes at a time (vector stores): `r = Parsed{}`
+  // built a 64-byte-aligned temporary with `rep stos` and copied it over,
+  // and GCC makes one 128-byte memset a `rep stos` too (-mtune=znver3):
+  // either was half the parser's time. Every default is zero but kind's.
+  static_assert(sizeof(Parsed) == 128);
+  memset(static_cast<void*>(out), 0, 64);
+  memset(reinterpret_cast<char*>(out) + 64, 0, 64);
+  r.kind = L3Kind::kOther;
   Packet& p = r.ct;
-  memset(&p.key, 0, sizeof p.key);
   p.key.zone = zone;
   if (len < 14) return Drop::kTruncEth;
   uint32_t off = 12;

@@ -86,6 +86,14 @@ inline uint32_t match_mask(const Bucket& b, uint16_t s) {
   const __m128i hi = _mm_cmpeq_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.sig + 2)), k);  // slots 2-9
   uint32_t m = static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(lo, hi)));
   return (m & 0xFFu) | ((m >> 6) & 0x300u);
+#elif defined(__ARM_NEON) && defined(__aarch64__)
+  // Each equal lane keeps its own bit, and one horizontal add gathers them.
+  static constexpr uint16_t kBits[8] = {1, 2, 4, 8, 16, 32, 64, 128};
+  const uint16x8_t bits = vld1q_u16(kBits);
+  const uint16x8_t k = vdupq_n_u16(s);
+  const uint32_t lo = vaddvq_u16(vandq_u16(vceqq_u16(vld1q_u16(b.sig), k), bits));      // slots 0-7
+  const uint32_t hi = vaddvq_u16(vandq_u16(vceqq_u16(vld1q_u16(b.sig + 2), k), bits));  // slots 2-9
+  return lo | (hi >> 6) << 8;
 #elif defined(__ARM_NEON)
   const uint16x8_t k = vdupq_n_u16(s);
   const uint8x8_t lo = vmovn_u16(vceqq_u16(vld1q_u16(b.sig), k));

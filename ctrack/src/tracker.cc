@@ -148,11 +148,12 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
   m.acquire();
   for (uint32_t off = 0; off < n; off += Impl::kChunk) {
     uint32_t k = std::min(Impl::kChunk, n - off);
-    uint32_t b1[Impl::kChunk], b2[Impl::kChunk], cand[Impl::kChunk];
+    uint32_t h[Impl::kChunk], b[Impl::kChunk], cand[Impl::kChunk];
     Found* f = out + off;
     // Staged as process() is: all bucket loads, then all entry loads.
-    for (uint32_t i = 0; i < k; i++) m.stage1(*pkts[off + i], f[i].hash, b1[i], b2[i], f[i].canon);
-    for (uint32_t i = 0; i < k; i++) cand[i] = m.stage2(f[i].hash, b1[i], b2[i], true);
+    for (uint32_t i = 0; i < k; i++) m.stage1(*pkts[off + i], f[i].hash, b[i], f[i].canon);
+    for (uint32_t i = 0; i < k; i++) h[i] = f[i].hash;
+    m.stage2(h, b, cand, k, true);
     for (uint32_t i = 0; i < k; i++) {
       const Packet& p = *pkts[off + i];
       uint32_t c = cand[i];

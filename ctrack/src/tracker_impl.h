@@ -611,40 +611,54 @@ struct Tracker::Impl {
 
   // Stage 1: canonical hash; prefetch the first candidate bucket (most keys
   // live there; a second prefetch per packet costs more than the few misses).
-  [[gnu::always_inline]] void stage1(const Packet& p, uint32_t& h, uint32_t& b1, uint32_t& b2, bool& canon) {
+  [[gnu::always_inline]] void stage1(const Packet& p, uint32_t& h, uint32_t& b1, bool& canon) {
     h = hash_canonical(p.key, &canon);
     b1 = table.b1(h);
-    b2 = table.alt(b1, detail::Table::sig(h));
     __builtin_prefetch(&table.buckets()[b1]);
   }
 
-  // Stage 2: signature match; prefetch the candidate connection.
-  [[gnu::always_inline]] uint32_t stage2(uint32_t h, uint32_t b1, uint32_t b2, bool key_only = false) {
-    uint16_t s = detail::Table::sig(h);
+  // The first live-looking signature match in bucket b, or kEmpty.
+  [[gnu::always_inline]] uint32_t first_match(uint32_t b, uint16_t s) const {
+    const detail::Bucket& B = table.buckets()[b];
     uint32_t c = kEmpty;
-    for (uint32_t b : {b1, b2}) {
-      const detail::Bucket& B = table.buckets()[b];
-      for (uint32_t m = detail::match_mask(B, s); m && c == kEmpty; m &= m - 1) c = B.idx[__builtin_ctz(m)];
-      if (c != kEmpty) break;
-    }
-    if (c != kEmpty) {
-      // A 120-byte entry spans two or three cache lines.
-      const Conn* cp = &conns[c & ~kNatTag];
-      if (nat) __builtin_prefetch(&nat[c & ~kNatTag]);  // hit() reads whether it is translated
-      uintptr_t first = reinterpret_cast<uintptr_t>(cp) & ~uintptr_t{63};
-      uintptr_t last = (reinterpret_cast<uintptr_t>(cp) + sizeof(Conn) - 1) & ~uintptr_t{63};
-      __builtin_prefetch(reinterpret_cast<const void*>(first));
-      if (key_only) {
-        // The key and flags (the first 50 bytes) only: the rest is asked for
-        // once the key matched (prefetch_rest).
-        uintptr_t kl = (reinterpret_cast<uintptr_t>(cp) + 49) & ~uintptr_t{63};
-        if (kl != first) __builtin_prefetch(reinterpret_cast<const void*>(kl));
-      } else {
-        __builtin_prefetch(reinterpret_cast<const void*>(first + 64));
-        if (last > first + 64) __builtin_prefetch(reinterpret_cast<const void*>(last));
-      }
-    }
+    for (uint32_t m = detail::match_mask(B, s); m && c == kEmpty; m &= m - 1) c = B.idx[__builtin_ctz(m)];
     return c;
+  }
+
+  // Stage 2, over the burst: signature match in each packet's first bucket,
+  // and only where it has none in the second (computed only then: nearly
+  // every key is found in its first). Prefetches each candidate connection.
+  // (A pass of its own for the second buckets, prefetched during the first,
+  // measured 0.87-0.95x at 1M connections: it asks for those packets'
+  // entries last, and stage 3 takes them in order.)
+  [[gnu::always_inline]] void stage2(const uint32_t* h, const uint32_t* b, uint32_t* cand, uint32_t n,
+                                     bool key_only = false) {
+    for (uint32_t i = 0; i < n; i++) {
+      const uint16_t s = detail::Table::sig(h[i]);
+      uint32_t c = first_match(b[i], s);
+      if (c == kEmpty) [[unlikely]] c = first_match(table.alt(b[i], s), s);
+      if (c != kEmpty) prefetch_conn(c, key_only);
+      cand[i] = c;
+    }
+  }
+
+  // Prefetches the connection under index slot c.
+  [[gnu::always_inline]] void prefetch_conn(uint32_t c, bool key_only) {
+    // A 120-byte entry spans two or three cache lines.
+    const Conn* cp = &conns[c & ~kNatTag];
+    if (nat) __builtin_prefetch(&nat[c & ~kNatTag]);  // hit() reads whether it is translated
+    uintptr_t first = reinterpret_cast<uintptr_t>(cp) & ~uintptr_t{63};
+    uintptr_t last = (reinterpret_cast<uintptr_t>(cp) + sizeof(Conn) - 1) & ~uintptr_t{63};
+    __builtin_prefetch(reinterpret_cast<const void*>(first));
+    if (key_only) {
+      // The key and flags (the first 50 bytes) only: the rest is asked for
+      // once the key matched (prefetch_rest).
+      uintptr_t kl = (reinterpret_cast<uintptr_t>(cp) + 49) & ~uintptr_t{63};
+      if (kl != first) __builtin_prefetch(reinterpret_cast<const void*>(kl));
+    } else {
+      __builtin_prefetch(reinterpret_cast<const void*>(first + 64));
+      if (last > first + 64) __builtin_prefetch(reinterpret_cast<const void*>(last));
+    }
   }
   [[gnu::always_inline]] void prefetch_rest(uint32_t c) {
     if (nat) __builtin_prefetch(&nat[c]);
@@ -669,6 +683,53 @@ struct Tracker::Impl {
     return canon ? keys_equal(sk, k) : keys_equal_reversed(sk, k);
   }
 
+  // The common case of a hit, without hit()'s and update()'s general
+  // machinery: an ACK or data segment of an assured ESTABLISHED TCP
+  // connection in the window (tcp::established()), or a UDP datagram that
+  // changes nothing an event hangs on; untranslated, not offloaded, not
+  // expired, not an ICMP error or a fragment, and no event due (a
+  // connection not yet offered with the event ring on goes the long way).
+  // Does exactly what hit() would; false (nothing done) when it does not
+  // apply.
+  [[gnu::always_inline]] bool fast_hit(uint32_t e, const Packet& p, bool canon, uint32_t now, CtResult& r) {
+    if (e & kNatTag) return false;
+    Conn& c = conns[e];
+    const uint8_t f = c.flags;
+    if ((f & (detail::kAlive | detail::kOffloaded)) != detail::kAlive) return false;
+    if (p.meta & (kMetaIcmpError | kMetaFragment)) return false;
+    if ((nat && nat[e].kind) || expired(c, now)) return false;
+    const bool offered = (f & (detail::kEvented | detail::kNoOffload)) || ring.empty();
+    const int dir = canon == ((f & detail::kOrigCanon) != 0) ? 0 : 1;
+    Outcome o;
+    if (c.key.proto == IPPROTO_TCP) {
+      if (!offered || !(f & detail::kSeenReply) || !proto::tcp::fast_path(c, p, cfg.tcp_liberal)) return false;
+      o = proto::tcp::established(c, dir, p, now, times);
+    } else if (c.key.proto == IPPROTO_UDP) {
+      // Not the first reply (kEstablished), not a replied one to offer again.
+      if (!(f & detail::kSeenReply) ? dir == 1 : !offered) return false;
+      o = proto::udp::update(c, dir, now, times);
+    } else {
+      return false;
+    }
+    st.hits++;
+    r.conn = e;
+    r.dir = static_cast<uint8_t>(dir);
+    if (o.v == Verdict::kInvalid) {
+      st.invalid[static_cast<int>(o.reason)]++;
+      r.state = kCtTrk | kCtInv;
+      r.reason = o.reason;
+      return true;
+    }
+    c.in_port[dir] = p.in_port;
+    if (!(p.meta & kMetaCounted)) {
+      c.packets[dir]++;
+      c.bytes[dir] += p.l3_len;
+    }
+    r.changed = o.changed;
+    r.state = static_cast<uint8_t>(kCtTrk | (dir ? (kCtEst | kCtRpl) : ((f & detail::kSeenReply) ? kCtEst : kCtNew)));
+    return true;
+  }
+
   // Stage 3: verify the candidate, then run the state machines.
   [[gnu::always_inline]] void stage3(const Packet& p, uint32_t c, uint32_t h, bool canon, uint32_t now, bool commit,
                                      CtResult& r) {
@@ -682,6 +743,7 @@ struct Tracker::Impl {
       c = table.find(ck, h);
       if (c == kEmpty) return miss(p, canon, h, now, commit, r);
     }
+    if (fast_hit(c, p, canon, now, r)) return;
     hit(c, p, canon, h, now, commit, r);
   }
 
@@ -692,14 +754,12 @@ struct Tracker::Impl {
   // entry load, a 32-packet pipeline never fills, and staging was ~1.6x faster
   // at 1M connections.
   void process_burst(const Packet* const* pkts, uint32_t n, uint32_t now, bool commit, CtResult* out, Key* nat_out) {
-    uint32_t h[kChunk], b1[kChunk], b2[kChunk], cand[kChunk];
+    uint32_t h[kChunk], b[kChunk], cand[kChunk];
     bool canon[kChunk];
-    for (uint32_t i = 0; i < n; i++) stage1(*pkts[i], h[i], b1[i], b2[i], canon[i]);
+    for (uint32_t i = 0; i < n; i++) stage1(*pkts[i], h[i], b[i], canon[i]);
+    stage2(h, b, cand, n);
     uint32_t misses = 0;
-    for (uint32_t i = 0; i < n; i++) {
-      cand[i] = stage2(h[i], b1[i], b2[i]);
-      misses += cand[i] == kEmpty;
-    }
+    for (uint32_t i = 0; i < n; i++) misses += cand[i] == kEmpty;
     if (commit && misses) reserve(misses);
     for (uint32_t i = 0; i < n; i++) {
       cur_nat_out = nat_out ? nat_out + i : nullptr;

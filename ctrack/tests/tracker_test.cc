@@ -3,6 +3,7 @@
 #include <set>
 #include <vector>
 
+#include "../src/table.h"
 #include "ct_test_util.h"
 
 namespace ctrack::test {
@@ -19,6 +20,23 @@ std::string state_of(Harness& h, const Key& k) {
     if (ci.orig == k) s = ci.state;
   });
   return s;
+}
+
+// The bucket's signature compare (SSE2 on x86-64, NEON on aarch64: the
+// cross build's tests run it under qemu) against the plain loop, with the
+// padding lanes the vector loads read holding matching values too.
+TEST(Table, SignatureMatchIsThePlainLoop) {
+  std::mt19937 rng(5);
+  for (int t = 0; t < 20000; t++) {
+    detail::Bucket b{};
+    for (int j = 0; j < detail::kSlots; j++) b.sig[j] = static_cast<uint16_t>(rng() % 4);
+    b.pad[0] = static_cast<uint16_t>(rng() % 4);
+    b.pad[1] = static_cast<uint16_t>(rng() % 4);
+    const uint16_t s = static_cast<uint16_t>(rng() % 4);
+    uint32_t want = 0;
+    for (int j = 0; j < detail::kSlots; j++) want |= static_cast<uint32_t>(b.sig[j] == s) << j;
+    ASSERT_EQ(detail::match_mask(b, s), want) << "round " << t;
+  }
 }
 
 TEST(Udp, UnrepliedRepliedAssuredWithTheirTimeouts) {
@@ -308,6 +326,45 @@ TEST(Events, FullRingDefersDestroyInsteadOfLosingIt) {
   EXPECT_EQ(h.tracker->stats().active, 0u);
   EXPECT_EQ(h.tracker->poll_events(ev, 8), 2u);
   for (int i = 0; i < 2; i++) EXPECT_EQ(ev[i].type, EventType::kDestroyed);
+}
+
+// A kEstablished lost to a full ring is raised by a later packet: for TCP
+// an in-window ACK of the assured connection, for UDP a replied datagram
+// (both the per-packet fast path's common cases).
+TEST(Events, EstablishedLostToAFullRingIsRaisedByALaterPacket) {
+  Config cfg = Harness::small_config();
+  cfg.event_ring = 1;
+  Harness h(cfg);
+  Key u = make_key("10.0.0.9", 9, "10.0.0.2", 2, IPPROTO_UDP);
+  h.run(udp(u));
+  h.run(udp(u.reversed()));  // its kEstablished fills the ring
+  Key k = make_key("10.0.0.1", 1, "10.0.0.2", 2, IPPROTO_TCP);
+  h.run(tcp(k, kSyn, 100, 0));
+  h.run(tcp(k.reversed(), kSyn | kAck, 500, 101));
+  h.run(tcp(k, kAck, 101, 501));
+  EXPECT_EQ(h.tracker->stats().events_dropped, 1u);
+  Event ev[2];
+  ASSERT_EQ(h.tracker->poll_events(ev, 2), 1u);
+  EXPECT_EQ(ev[0].orig, u);
+  EXPECT_EQ(+h.run(tcp(k.reversed(), kAck, 501, 101, 65535, 10)).state, +(kCtTrk | kCtEst | kCtRpl));
+  ASSERT_EQ(h.tracker->poll_events(ev, 2), 1u);
+  EXPECT_EQ(ev[0].type, EventType::kEstablished);
+  EXPECT_EQ(ev[0].orig, k);
+  // The same for UDP: lost, then raised by the next replied datagram.
+  Key u2 = make_key("10.0.0.8", 8, "10.0.0.2", 2, IPPROTO_UDP);
+  h.run(tcp(k, kAck, 101, 511, 65535, 10));  // nothing to raise: the ring stays empty
+  EXPECT_EQ(h.tracker->poll_events(ev, 2), 0u);
+  h.run(udp(u2));
+  Key u3 = make_key("10.0.0.7", 7, "10.0.0.2", 2, IPPROTO_UDP);
+  h.run(udp(u3));
+  h.run(udp(u3.reversed()));  // fills the ring
+  h.run(udp(u2.reversed()));  // lost
+  EXPECT_EQ(h.tracker->stats().events_dropped, 2u);
+  ASSERT_EQ(h.tracker->poll_events(ev, 2), 1u);
+  h.run(udp(u2));
+  ASSERT_EQ(h.tracker->poll_events(ev, 2), 1u);
+  EXPECT_EQ(ev[0].type, EventType::kEstablished);
+  EXPECT_EQ(ev[0].orig, u2);
 }
 
 TEST(Events, ClosingRaisedForOffloadedTcp) {

@@ -8,10 +8,17 @@
 #include <type_traits>
 #include <utility>
 
+// The hash is CRC32-C in hardware: SSE4.2 on x86-64 (-march=x86-64-v2 and
+// up), the CRC32 extension on aarch64 (-march=armv8-a+crc: every BlueField
+// core has it; the cross build's -Dmarch=portable asks for it). A target
+// with neither is refused rather than given the slower multiply hash
+// silently: -DCTRACK_SCALAR_HASH asks for that one knowingly.
 #if defined(__SSE4_2__)
 #include <nmmintrin.h>
 #elif defined(__ARM_FEATURE_CRC32)
 #include <arm_acle.h>
+#elif !defined(CTRACK_SCALAR_HASH)
+#error "ctrack: no CRC32-C instructions for this -march (x86-64: SSE4.2, e.g. -march=x86-64-v2; aarch64: +crc, e.g. -march=armv8-a+crc); -DCTRACK_SCALAR_HASH builds the portable hash instead"
 #endif
 
 namespace ctrack {
@@ -47,6 +54,16 @@ inline uint64_t load64(const void* p) {
   memcpy(&v, p, 8);
   return v;
 }
+
+// Which hash this build uses (ctrack-bench prints it).
+inline constexpr const char* kHashImpl =
+#if defined(__SSE4_2__)
+    "crc32c-sse4.2";
+#elif defined(__ARM_FEATURE_CRC32)
+    "crc32c-armv8";
+#else
+    "scalar";
+#endif
 
 inline uint32_t crc64(uint32_t crc, uint64_t v) {
 #if defined(__SSE4_2__)

@@ -39,6 +39,7 @@ enum class Drop : uint8_t {
 };
 const char* drop_name(Drop d);
 
+// parse_packet clears it in place (memset): every default is zero but kind's.
 struct Parsed {
   Packet ct;
   uint16_t vlan = 0;       // outer VLAN id, 0 when untagged
