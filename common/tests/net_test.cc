@@ -191,13 +191,22 @@ TEST(Headers, FramesEqualScapysLayers) {
   EXPECT_EQ(zeroes, 2);  // the crafted payloads: a computed 0 sent as 0xFFFF, as scapy does
 }
 
+// The tunnels' ends in the golden frames: this VTEP 192.0.2.1 (MAC
+// 02:00:00:00:01:01) to the remote 192.0.2.2 (02:00:00:00:02:02).
+struct TunnelEnds {
+  uint8_t vtep[4], remote[4];
+  const uint8_t rmac[6] = {0x02, 0, 0, 0, 2, 2}, lmac[6] = {0x02, 0, 0, 0, 1, 1};
+  TunnelEnds() {
+    inet_pton(AF_INET, "192.0.2.1", vtep);
+    inet_pton(AF_INET, "192.0.2.2", remote);
+  }
+};
+
 TEST(Headers, VxlanOuterEqualsScapysVxlanLayer) {
   const Spec inner{4, "tcp", 40000, 443, Bytes{'x', 'y'}};
   const Bytes in = build(inner);
-  uint8_t vtep[4], remote[4];
-  inet_pton(AF_INET, "192.0.2.1", vtep);
-  inet_pton(AF_INET, "192.0.2.2", remote);
-  const uint8_t rmac[6] = {0x02, 0, 0, 0, 2, 2}, lmac[6] = {0x02, 0, 0, 0, 1, 1};
+  const TunnelEnds e;
+  const auto& [vtep, remote, rmac, lmac] = e;
   nlohmann::json js = nlohmann::json::array();
   std::vector<Bytes> got;
   for (uint32_t vni : {1u, 100u, 0xFFFFFFu}) {
@@ -257,10 +266,8 @@ TEST(Headers, GeneveOuterEqualsScapysGeneveLayer) {
   const Bytes in = build(inner);
   Bytes data(128);
   for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<uint8_t>(0xA0 + i * 7);
-  uint8_t vtep[4], remote[4];
-  inet_pton(AF_INET, "192.0.2.1", vtep);
-  inet_pton(AF_INET, "192.0.2.2", remote);
-  const uint8_t rmac[6] = {0x02, 0, 0, 0, 2, 2}, lmac[6] = {0x02, 0, 0, 0, 1, 1};
+  const TunnelEnds e;
+  const auto& [vtep, remote, rmac, lmac] = e;
   nlohmann::json js = nlohmann::json::array();
   std::vector<Bytes> got;
   const auto cases = geneve_cases(data);
