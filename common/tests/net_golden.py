@@ -2,11 +2,13 @@
 # Frames from scapy for common/tests/net_test.cc: argv[1] is a JSON list of
 # specs; prints one hex line per spec. Ether / IPv4 or IPv6 / TCP, UDP or
 # ICMP (echo) / payload, optionally inside Ether / IPv4 / UDP (checksum 0) /
-# VXLAN; checksums left for scapy to compute unless given.
+# VXLAN or Geneve (with options); checksums left for scapy to compute unless
+# given.
 import json
 import sys
 
 from scapy.all import ICMP, IP, TCP, UDP, Ether, IPv6, Raw
+from scapy.contrib.geneve import GENEVE, GeneveOptions
 from scapy.layers.inet6 import ICMPv6EchoRequest
 from scapy.layers.vxlan import VXLAN
 
@@ -36,4 +38,16 @@ for s in json.loads(sys.argv[1]):
         f = (Ether(src=o["smac"], dst=o["dmac"]) /
              IP(src=o["src"], dst=o["dst"], ttl=o["ttl"], id=0, flags="DF" if o["df"] else 0) /
              UDP(sport=o["sport"], dport=o["dport"], chksum=0) / VXLAN(vni=o["vni"], flags=0x08) / f)
+    if "geneve" in s:
+        o = s["geneve"]
+        opts = [GeneveOptions(classid=x["class"], type=x["type"], data=bytes.fromhex(x["data"])) for x in o["options"]]
+        # Opt Len given, not left to scapy: 2.5.0's post_build masks it with
+        # 0x2f, which loses bit 4 (16..31 and 48..63 words); the options'
+        # own Length fields are scapy's.
+        optlen = sum(4 + len(bytes.fromhex(x["data"])) for x in o["options"]) // 4
+        f = (Ether(src=o["smac"], dst=o["dmac"]) /
+             IP(src=o["src"], dst=o["dst"], ttl=o["ttl"], id=0, flags="DF" if o["df"] else 0) /
+             UDP(sport=o["sport"], dport=o["dport"], chksum=0) /
+             GENEVE(vni=o["vni"], proto=0x6558, optionlen=optlen, oam=int(o["oam"]), critical=int(o["critical"]),
+                    options=opts) / f)
     print(bytes(f).hex())

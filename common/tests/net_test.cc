@@ -1,11 +1,12 @@
 // net/: the byte-order, checksum and header helpers every part shares,
 // against RFC 1071's worked example, a full recomputation (for RFC 1624's
 // incremental update) and scapy's layers byte for byte (net_golden.py, run
-// with Debian's python).
+// with Debian's python), Geneve's among them (scapy.contrib.geneve).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 
 #include "net/bytes.h"
 #include "net/checksum.h"
+#include "net/geneve.h"
 #include "net/headers.h"
 #include "testbed/process.h"
 
@@ -189,13 +191,22 @@ TEST(Headers, FramesEqualScapysLayers) {
   EXPECT_EQ(zeroes, 2);  // the crafted payloads: a computed 0 sent as 0xFFFF, as scapy does
 }
 
+// The tunnels' ends in the golden frames: this VTEP 192.0.2.1 (MAC
+// 02:00:00:00:01:01) to the remote 192.0.2.2 (02:00:00:00:02:02).
+struct TunnelEnds {
+  uint8_t vtep[4], remote[4];
+  const uint8_t rmac[6] = {0x02, 0, 0, 0, 2, 2}, lmac[6] = {0x02, 0, 0, 0, 1, 1};
+  TunnelEnds() {
+    inet_pton(AF_INET, "192.0.2.1", vtep);
+    inet_pton(AF_INET, "192.0.2.2", remote);
+  }
+};
+
 TEST(Headers, VxlanOuterEqualsScapysVxlanLayer) {
   const Spec inner{4, "tcp", 40000, 443, Bytes{'x', 'y'}};
   const Bytes in = build(inner);
-  uint8_t vtep[4], remote[4];
-  inet_pton(AF_INET, "192.0.2.1", vtep);
-  inet_pton(AF_INET, "192.0.2.2", remote);
-  const uint8_t rmac[6] = {0x02, 0, 0, 0, 2, 2}, lmac[6] = {0x02, 0, 0, 0, 1, 1};
+  const TunnelEnds e;
+  const auto& [vtep, remote, rmac, lmac] = e;
   nlohmann::json js = nlohmann::json::array();
   std::vector<Bytes> got;
   for (uint32_t vni : {1u, 100u, 0xFFFFFFu}) {
@@ -216,6 +227,193 @@ TEST(Headers, VxlanOuterEqualsScapysVxlanLayer) {
   const auto want = scapy(js);
   ASSERT_EQ(want.size(), got.size());
   for (size_t i = 0; i < got.size(); i++) EXPECT_EQ(hex(got[i]), hex(want[i])) << js[i].dump();
+}
+
+// Geneve options for the golden frames: data of 0, 4, 8, 120 and 124 bytes,
+// critical and not, so Opt Len's six bits and the options' five are all
+// exercised (the last set's Opt Len is 63 words, the most there is).
+struct GeneveCase {
+  std::vector<net::GeneveOption> opts;
+  bool oam;
+};
+std::vector<GeneveCase> geneve_cases(const Bytes& data) {
+  const uint8_t* d = data.data();
+  return {
+      {{}, false},
+      {{{0x0102, 0x01, d, 0}}, false},
+      {{{0x0102, 0x80, d, 4}}, false},
+      {{{0x0101, 0x05, d, 8}, {0xFFFF, 0x7F, d, 4}}, true},
+      {{{0x0100, 0x01, d, 4}, {0x0102, 0x83, d + 4, 8}, {0x0104, 0xFF, d + 8, 0}}, false},
+      {{{0x0102, 0x10, d, 60}}, false},
+      {{{0x0102, 0x10, d, 124}, {0x0103, 0x81, d + 1, 120}}, false},
+  };
+}
+
+nlohmann::json geneve_json(const GeneveCase& c, uint32_t vni, bool df) {
+  nlohmann::json opts = nlohmann::json::array();
+  bool critical = false;
+  for (const auto& o : c.opts) {
+    opts.push_back({{"class", o.cls}, {"type", o.type}, {"data", hex(Bytes(o.data, o.data + o.len))}});
+    critical |= (o.type & 0x80) != 0;
+  }
+  return {{"smac", "02:00:00:00:01:01"}, {"dmac", "02:00:00:00:02:02"}, {"src", "192.0.2.1"}, {"dst", "192.0.2.2"},
+          {"ttl", 32}, {"df", df}, {"sport", 51000}, {"dport", 6081}, {"vni", vni}, {"oam", c.oam},
+          {"critical", critical}, {"options", opts}};
+}
+
+TEST(Headers, GeneveOuterEqualsScapysGeneveLayer) {
+  const Spec inner{4, "tcp", 40000, 443, Bytes{'x', 'y'}};
+  const Bytes in = build(inner);
+  Bytes data(128);
+  for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<uint8_t>(0xA0 + i * 7);
+  const TunnelEnds e;
+  const auto& [vtep, remote, rmac, lmac] = e;
+  nlohmann::json js = nlohmann::json::array();
+  std::vector<Bytes> got;
+  const auto cases = geneve_cases(data);
+  for (size_t k = 0; k < cases.size(); k++) {
+    const auto& c = cases[k];
+    const uint32_t vni = k == 0 ? 0xFFFFFFu : static_cast<uint32_t>(k * 1000 + 1);
+    const bool df = k % 2 == 0;
+    const net::GeneveOuter o{rmac,      lmac, vtep, remote, vni, 51000, net::kGenevePort, 32, df, c.opts.data(),
+                             static_cast<uint32_t>(c.opts.size()), c.oam};
+    const uint32_t len = net::geneve_outer_v4_len(o);
+    ASSERT_GE(len, net::kGeneveOuterV4) << k;
+    Bytes f(len + in.size());
+    ASSERT_EQ(net::put_geneve_outer_v4(f.data(), o, static_cast<uint32_t>(in.size())), len) << k;
+    memcpy(f.data() + len, in.data(), in.size());
+    got.push_back(f);
+    nlohmann::json s = spec_json(inner);
+    s["geneve"] = geneve_json(c, vni, df);
+    js.push_back(s);
+    // And it reads back: the VNI, the flags, every option, the inner frame.
+    net::GeneveHeader h;
+    const uint8_t* g = f.data() + net::kEthLen + net::kIpv4Len + net::kUdpLen;
+    ASSERT_EQ(net::parse_geneve(g, static_cast<uint32_t>(f.data() + f.size() - g), &h), net::GeneveError::kNone) << k;
+    EXPECT_EQ(h.vni, vni);
+    EXPECT_EQ(h.proto, net::kEthTeb);
+    EXPECT_EQ(h.oam, c.oam);
+    EXPECT_EQ(g + h.len, f.data() + len);
+    ASSERT_EQ(h.n_opts, c.opts.size());
+    uint32_t at = 0;
+    for (const auto& want : c.opts) {
+      net::GeneveOption o2;
+      ASSERT_TRUE(net::geneve_next_option(h.opts, h.opts_len, &at, &o2));
+      EXPECT_EQ(o2.cls, want.cls);
+      EXPECT_EQ(o2.type, want.type);
+      EXPECT_EQ(hex(Bytes(o2.data, o2.data + o2.len)), hex(Bytes(want.data, want.data + want.len)));
+    }
+    EXPECT_EQ(at, h.opts_len);
+  }
+  const auto want = scapy(js);
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < got.size(); i++) EXPECT_EQ(hex(got[i]), hex(want[i])) << js[i].dump();
+}
+
+// The C bit follows the options, and the first critical option is the one
+// reported, C or not.
+TEST(Headers, GeneveReportsTheFirstCriticalOption) {
+  const uint8_t d[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  const net::GeneveOption opts[] = {{0x0102, 0x01, d, 4}, {0x0103, 0x85, d, 8}, {0x0104, 0x80, d, 0}};
+  uint8_t buf[64];
+  const uint32_t len = net::put_geneve(buf, {42, opts, 3});
+  ASSERT_EQ(len, 8u + 8 + 12 + 4);
+  EXPECT_EQ(buf[1] & net::kGeneveFlagC, net::kGeneveFlagC);
+  net::GeneveHeader h;
+  ASSERT_EQ(net::parse_geneve(buf, len, &h), net::GeneveError::kNone);
+  EXPECT_TRUE(h.critical);
+  ASSERT_TRUE(h.has_critical);
+  EXPECT_EQ(h.first_critical.cls, 0x0103);
+  EXPECT_EQ(h.first_critical.type, 0x85);
+  EXPECT_EQ(h.first_critical.len, 8);
+  EXPECT_EQ(h.first_critical.data, buf + 8 + 8 + 4);
+  // A sender that left C clear: the option is still found.
+  buf[1] &= static_cast<uint8_t>(~net::kGeneveFlagC);
+  ASSERT_EQ(net::parse_geneve(buf, len, &h), net::GeneveError::kNone);
+  EXPECT_FALSE(h.critical);
+  EXPECT_TRUE(h.has_critical);
+  EXPECT_EQ(h.first_critical.type, 0x85);
+  // Without critical options: neither.
+  ASSERT_EQ(net::put_geneve(buf, {42, opts, 1}), 16u);
+  EXPECT_EQ(buf[1], 0);
+  ASSERT_EQ(net::parse_geneve(buf, 16, &h), net::GeneveError::kNone);
+  EXPECT_FALSE(h.critical);
+  EXPECT_FALSE(h.has_critical);
+  EXPECT_EQ(h.n_opts, 1u);
+}
+
+// What cannot be written is refused whole: nothing is written.
+TEST(Headers, GeneveBuilderRefusesOptionsItCannotEncode) {
+  const uint8_t d[128] = {};
+  const net::GeneveOption odd[] = {{1, 1, d, 6}}, big[] = {{1, 1, d, 128}};
+  const net::GeneveOption over[] = {{1, 1, d, 124}, {1, 2, d, 124}};  // 256 bytes of options > 252
+  uint8_t buf[400];
+  memset(buf, 0xEE, sizeof buf);
+  for (const auto& [opts, n] : {std::pair{odd, 1u}, std::pair{big, 1u}, std::pair{over, 2u}}) {
+    EXPECT_EQ(net::geneve_len({1, opts, n}), 0u);
+    EXPECT_EQ(net::put_geneve(buf, {1, opts, n}), 0u);
+    const uint8_t m[6] = {};
+    const net::GeneveOuter o{m, m, d, d, 1, 1, net::kGenevePort, 64, true, opts, n};
+    EXPECT_EQ(net::put_geneve_outer_v4(buf, o, 10), 0u);
+  }
+  for (uint8_t c : buf) ASSERT_EQ(c, 0xEE);
+}
+
+// Malformed headers: each refused by its reason, and no read past the bytes
+// given (each case in a heap buffer of exactly its length, for ASan).
+TEST(Headers, GeneveParserRefusesMalformedHeaders) {
+  const uint8_t d[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+  const net::GeneveOption opts[] = {{0x0102, 0x01, d, 4}, {0x0102, 0x82, d, 8}};
+  Bytes good(8 + 8 + 12);
+  ASSERT_EQ(net::put_geneve(good.data(), {7, opts, 2}), good.size());
+  auto parse = [](const Bytes& b) {
+    std::unique_ptr<uint8_t[]> exact(new uint8_t[b.size() ? b.size() : 1]);
+    if (!b.empty()) memcpy(exact.get(), b.data(), b.size());
+    net::GeneveHeader h;
+    return net::parse_geneve(exact.get(), static_cast<uint32_t>(b.size()), &h);
+  };
+  EXPECT_EQ(parse(good), net::GeneveError::kNone);
+  // Truncated anywhere: before the fixed header ends, or inside the options.
+  for (size_t n = 0; n < good.size(); n++) {
+    const Bytes cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n));
+    EXPECT_EQ(parse(cut), n < 8 ? net::GeneveError::kShort : net::GeneveError::kOptLen) << n;
+  }
+  // Versions 1..3.
+  for (uint8_t v = 1; v < 4; v++) {
+    Bytes b = good;
+    b[0] = static_cast<uint8_t>(v << 6 | (b[0] & 0x3F));
+    EXPECT_EQ(parse(b), net::GeneveError::kVersion) << int{v};
+  }
+  // Opt Len one word, and 63 words, past the end.
+  Bytes b = good;
+  b[0] = static_cast<uint8_t>(b[0] + 1);
+  EXPECT_EQ(parse(b), net::GeneveError::kOptLen);
+  b[0] = 0x3F;
+  EXPECT_EQ(parse(b), net::GeneveError::kOptLen);
+  // An option's Length past Opt Len (the bytes are there, Opt Len stops
+  // short of them): the second option claims 3 words where 2 are.
+  b = good;
+  b[8 + 8 + 3] = 3;
+  b.resize(b.size() + 4, 0);
+  EXPECT_EQ(parse(b), net::GeneveError::kOptionLen);
+  // Walked option by option, the first is given and the second is not
+  // (the walk stays where it was).
+  uint32_t at = 0;
+  net::GeneveOption o;
+  EXPECT_TRUE(net::geneve_next_option(b.data() + 8, 20, &at, &o));
+  EXPECT_EQ(at, 8u);
+  EXPECT_FALSE(net::geneve_next_option(b.data() + 8, 20, &at, &o));
+  EXPECT_EQ(at, 8u);
+  // Opt Len ending inside an option's 4-byte header.
+  b = good;
+  b[0] = 3;  // 12 bytes: the first option (8) and half of the second's header
+  EXPECT_EQ(parse(b), net::GeneveError::kOptionLen);
+  // The largest option Length (31 words) in a one-word region.
+  b = Bytes{0x01, 0, 0x65, 0x58, 0, 0, 7, 0, 0x01, 0x02, 0x03, 0x1F};
+  EXPECT_EQ(parse(b), net::GeneveError::kOptionLen);
+  // The reserved bits in an option's length byte are not its length.
+  b = Bytes{0x01, 0, 0x65, 0x58, 0, 0, 7, 0, 0x01, 0x02, 0x03, 0xE0};
+  EXPECT_EQ(parse(b), net::GeneveError::kNone);
 }
 
 }  // namespace

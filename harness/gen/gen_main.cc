@@ -66,7 +66,8 @@ struct Options {
   bool full_only = false;  // one trial at full rate (the generator's ceiling against a peer that drops)
   bool sync = false;       // around every trial, a line to the harness and one back (see run_trial)
   bool linger = false;     // after the JSON, keep the ports until stdin closes (see leave())
-  bool overlay = false;    // the server side is a VXLAN VTEP behind a source NAT (overlay.h)
+  bool overlay = false;    // the server side is a VTEP behind a source NAT (overlay.h)
+  bool geneve = false;     // --tunnel geneve: that VTEP speaks Geneve, not VXLAN
 };
 
 // Latency: log-linear buckets, 16 per power of two (~6 % wide), 48 bits.
@@ -138,9 +139,9 @@ struct Gen {
     if (!m) return nullptr;
     uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
     if (o.overlay && t.dir == gen::Dir::kToClient) {
-      gen::fill(t, p + gen::kVxlanHeaders, ov.translated(conn), seq, ackn, ts);
-      gen::Overlay::encap(p, t.len, entropy(conn));
-      m->data_len = m->pkt_len = static_cast<uint16_t>(t.len + gen::kVxlanHeaders);
+      gen::fill(t, p + gen::kOverlayHeaders, ov.translated(conn), seq, ackn, ts);
+      ov.encap(p, t.len, entropy(conn));
+      m->data_len = m->pkt_len = static_cast<uint16_t>(t.len + gen::kOverlayHeaders);
       return m;
     }
     gen::fill(t, p, gen::tuple_of(conn), seq, ackn, ts);
@@ -538,10 +539,10 @@ struct Gen {
             cseq[c] += tp.payload;
             tx[i]->data_len = tx[i]->pkt_len = tp.len;
           } else if (o.overlay) {
-            gen::fill(tp, p + gen::kVxlanHeaders, ov.translated(c), sseq[c], srcv[c], ts);
-            gen::Overlay::encap(p, tp.len, entropy(c));
+            gen::fill(tp, p + gen::kOverlayHeaders, ov.translated(c), sseq[c], srcv[c], ts);
+            ov.encap(p, tp.len, entropy(c));
             sseq[c] += tp.payload;
-            tx[i]->data_len = tx[i]->pkt_len = static_cast<uint16_t>(tp.len + gen::kVxlanHeaders);
+            tx[i]->data_len = tx[i]->pkt_len = static_cast<uint16_t>(tp.len + gen::kOverlayHeaders);
           } else {
             gen::fill(tp, p, gen::tuple_of(c), sseq[c], srcv[c], ts);
             sseq[c] += tp.payload;
@@ -663,7 +664,7 @@ const char* kHelp =
     "usage: harness-gen [EAL options] -- --client DEV --server DEV [--conns K] [--frame BYTES]\n"
     "                   [--trial S] [--loss FRACTION] [--max-mpps R | --rate-mpps R] [--setup-timeout S]\n"
     "                   [--churn S] [--churn-conns N] [--rx-queues N] [--hold] [--sync]\n"
-    "                   [--proto tcp|udp] [--overlay] [--linger]\n"
+    "                   [--proto tcp|udp] [--overlay [--tunnel vxlan|geneve]] [--linger]\n"
     "  DEV              the port's devargs: a vdev (net_memif0,role=server,socket=/run/x.sock)\n"
     "                   or a PCI address; the client side sends SYNs, the server side answers\n"
     "  --conns K        TCP connections set up through the DUT first (default 1000, up to 10M)\n"
@@ -697,6 +698,9 @@ const char* kHelp =
     "                   the translated client and takes only VXLAN whose inner source is\n"
     "                   203.0.113.7 (each connection's port learnt from its SYN); the rest is\n"
     "                   counted by reason in \"overlay\"; TCP only\n"
+    "  --tunnel geneve  with --overlay: the tunnel is Geneve (UDP 6081, no options sent; a\n"
+    "                   received header is length-checked and one with a critical option\n"
+    "                   refused as not_geneve); vxlan (UDP 4789) is the default\n"
     "Every data frame carries its trial's id: frames of an earlier trial that arrive late\n"
     "are counted as late, not for the trial running. After each trial the generator drains\n"
     "until none of its frames came for 50 ms.\n"
@@ -709,6 +713,7 @@ const char* kHelp =
 // waits for).
 Options parse_flags(int argc, char** argv) {
   Options o;
+  bool tunnel_given = false;
   int i = 1;
   while (i < argc && strcmp(argv[i], "--") != 0) i++;
   for (i++; i < argc; i++) {
@@ -761,11 +766,19 @@ Options parse_flags(int argc, char** argv) {
     else if (a == "--proto") {
       if (strcmp(v, "tcp") != 0 && strcmp(v, "udp") != 0) bad("want tcp or udp");
       o.udp = strcmp(v, "udp") == 0;
+    } else if (a == "--tunnel") {
+      if (strcmp(v, "vxlan") != 0 && strcmp(v, "geneve") != 0) bad("want vxlan or geneve");
+      o.geneve = strcmp(v, "geneve") == 0;
+      tunnel_given = true;
     } else
       bad("unknown option");
   }
   if (o.udp && o.churn_s > 0) {
     fprintf(stderr, "harness-gen: --churn opens and closes TCP connections; not with --proto udp\n");
+    exit(2);
+  }
+  if (tunnel_given && !o.overlay) {
+    fprintf(stderr, "harness-gen: --tunnel names the --overlay's tunnel; not without --overlay\n");
     exit(2);
   }
   if (o.udp && o.overlay) {
@@ -854,7 +867,7 @@ int main(int argc, char** argv) {
     g.churn_state.assign(o.churn_conns, 0);
     g.churn_t0.assign(o.churn_conns, 0);
   }
-  if (o.overlay) g.ov.init(o.conns + (o.churn_s > 0 ? o.churn_conns : 0));
+  if (o.overlay) g.ov.init(o.conns + (o.churn_s > 0 ? o.churn_conns : 0), o.geneve);
   g.hz = rte_get_tsc_hz();
   g.cseq.assign(o.conns, 0);
   g.sseq.assign(o.conns, 0);
@@ -875,7 +888,7 @@ int main(int argc, char** argv) {
   auto print = [&g](nlohmann::json& j) {
     if (g.o.overlay) {
       nlohmann::json ov = {{"learnt", g.ov.learnt}};
-      for (int w = 0; w < gen::Overlay::kWhyCount; w++) ov[gen::Overlay::kWhyName[w]] = g.ov.bad[w];
+      for (int w = 0; w < gen::Overlay::kWhyCount; w++) ov[g.ov.why_name(w)] = g.ov.bad[w];
       j["overlay"] = ov;
     }
     printf("%s\n", sdn::json_dump(j).c_str());

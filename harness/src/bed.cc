@@ -156,7 +156,7 @@ Status make_ssh_keys(Bed& b) {
 }  // namespace
 
 Result<std::unique_ptr<Bed>> Bed::build_lab(const SweepConfig& cfg, Inventory* inv) {
-  auto bb = build(cfg.mtu, false);
+  auto bb = build(cfg.mtu, false, scenario_of(ScenarioKind::kFirewall));
   if (!bb) return bb.status();
   std::unique_ptr<Bed> b = std::move(bb.value());
   Bed& r = *b;
@@ -240,44 +240,7 @@ Result<std::unique_ptr<Bed>> Bed::build_lab(const SweepConfig& cfg, Inventory* i
   return b;
 }
 
-namespace {
-
-// overlay-nat: the server is a remote hypervisor whose VTEP is the kernel's
-// VXLAN device vx100 (VNI 100) with the server's address in the overlay;
-// the client is a VM whose MTU leaves VXLAN's 50 bytes, reaching the
-// overlay on-link. MACs are fixed so that the DUTs' configs can name them:
-// the client's next hop toward the overlay (kNextHopMac) is the server's
-// vx100 for a bump in the wire and the DUT's d0 for a router.
-Status build_overlay(Bed& b) {
-  auto ip = [](testbed::Netns* ns, std::vector<std::string> args) -> Status {
-    args.insert(args.begin(), "ip");
-    auto r = testbed::run_capture(args, ns, 10s);
-    if (!r) return r.status();
-    if (r->status != 0) return Status::error("ip " + args[1] + ": " + r->output.substr(0, 200));
-    return {};
-  };
-  const std::string vx_mtu = std::to_string(b.mtu - 50);
-  for (Status st : {ip(b.client, {"link", "set", "dev", "c0", "address", Bed::kClientMac, "mtu", vx_mtu}),
-                    ip(b.server, {"link", "set", "dev", "s0", "address", Bed::kServerMac}),
-                    b.tb->add_address(b.server, "s0", std::string(Bed::kRemoteVtep) + "/24"),
-                    b.tb->add_neighbor(b.server, "s0", Bed::kLocalVtep, Bed::kVtepMac),
-                    ip(b.server, {"link", "add", "vx100", "address", Bed::kNextHopMac, "type", "vxlan", "id", "100",
-                                  "local", Bed::kRemoteVtep, "remote", Bed::kLocalVtep, "dstport", "4789", "dev", "s0"}),
-                    ip(b.server, {"link", "set", "dev", "vx100", "mtu", vx_mtu, "up"}),
-                    b.tb->disable_tx_checksum(b.server, "vx100"),
-                    b.tb->add_address(b.server, "vx100", std::string(Bed::kOverlayServerIp) + "/24"),
-                    b.tb->add_route(b.server, "203.0.113.0/24", "", "vx100"),
-                    b.tb->add_neighbor(b.server, "vx100", Bed::kFloatingIp, Bed::kClientMac),
-                    b.tb->add_route(b.client, "198.51.100.0/24", "", "c0"),
-                    b.tb->add_neighbor(b.client, "c0", Bed::kOverlayServerIp, Bed::kNextHopMac)})
-    if (!st) return Status::error("overlay-nat testbed: " + st.message());
-  b.server_ip = Bed::kOverlayServerIp;
-  return {};
-}
-
-}  // namespace
-
-Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh, Scenario scenario, Segmentation segmentation) {
+Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh, const Scenario& scenario, Segmentation segmentation) {
   auto b = std::make_unique<Bed>();
   auto t = testbed::Testbed::create();
   if (!t) return t.status();
@@ -292,9 +255,7 @@ Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh, Scenario scenario, Se
   b->server = *s;
   for (Status st : {b->tb->add_veth({b->client, "c0"}, {b->dut, "d0"}, mtu),
                     b->tb->add_veth({b->dut, "d1"}, {b->server, "s0"}, mtu),
-                    b->tb->add_address(b->client, "c0", std::string(kClientIp) + "/24"),
-                    // overlay-nat: the server reaches the client only through the tunnel.
-                    scenario == Scenario::kOverlayNat ? Status() : b->tb->add_address(b->server, "s0", std::string(kServerIp) + "/24")})
+                    b->tb->add_address(b->client, "c0", std::string(kClientIp) + "/24")})
     if (!st) return Status::error("testbed: " + st.message());
   // Wire segmentation: without TX checksum offload a veth has no TSO, so
   // the endpoints' kernels cut TCP into MTU-size frames before the veth, as
@@ -320,9 +281,10 @@ Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh, Scenario scenario, Se
     });
     if (!ws) return ws;
   }
-  b->scenario = scenario;
-  if (scenario == Scenario::kOverlayNat)
-    if (Status st = build_overlay(*b); !st) return st;
+  // The server side as the scenario has it (overlay-nat: the server
+  // reaches the client only through the tunnel).
+  b->scenario = &scenario;
+  if (Status st = scenario.build_bed(*b); !st) return st;
   if (ssh)
     if (Status st = add_ssh(*b); !st) return st;
   return b;

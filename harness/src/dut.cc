@@ -423,7 +423,7 @@ class KernelCtDut final : public Profile {
     if (interfaces().size() != 2) return Status::error("kernel-ct needs two kernel interfaces (the kernel has no DPDK port)");
     const std::string& in0 = site_.ports[0].name;
     const std::string& in1 = site_.ports[1].name;
-    if (site_.scenario == Scenario::kOverlayNat) return start_overlay(in0, in1);
+    if (const Overlay* o = site_.scenario->overlay()) return start_overlay(*o, in0, in1);
     if (!site_.router_client_ip.empty()) SDN_TRY(make_router(in0, in1));
     const std::vector<std::vector<std::string>> cmds = {
         {"nft", "add", "table", "inet", "harness"},
@@ -443,9 +443,11 @@ class KernelCtDut final : public Profile {
 
  private:
   // overlay-nat: Linux as the VM's hypervisor: the VM's next hop on in0, a
-  // VXLAN device (VNI 100) to the remote VTEP over in1, nftables source NAT
-  // to the floating address on it, the same stateful forward chain.
-  Status start_overlay(const std::string& in0, const std::string& in1) {
+  // VXLAN or Geneve device (VNI 100) to the remote VTEP over in1, nftables
+  // source NAT to the floating address on it, the same stateful forward
+  // chain. The device goes with the DUT namespace.
+  Status start_overlay(const Overlay& o, const std::string& in0, const std::string& in1) {
+    const std::string dev(o.device);
     SDN_TRY(host_.note_nft_table("inet harness"));
     SDN_TRY(host_.note_nft_table("ip harness_nat"));
     SDN_TRY(host_.set_sysctl("net.ipv4.ip_forward", 1, false));
@@ -457,15 +459,14 @@ class KernelCtDut final : public Profile {
         {"ip", "addr", "add", "10.0.0.254/24", "dev", in0},
         {"ip", "addr", "add", "192.0.2.1/24", "dev", in1},
         {"ip", "neigh", "replace", "192.0.2.2", "lladdr", "02:00:00:00:02:02", "dev", in1, "nud", "permanent"},
-        {"ip", "link", "add", "vx100", "address", "02:00:00:00:0c:00", "type", "vxlan", "id", "100", "local",
-         "192.0.2.1", "remote", "192.0.2.2", "dstport", "4789", "dev", in1},
-        {"ip", "link", "set", "dev", "vx100", "mtu", std::to_string(site_.mtu - 50), "up"},
-        {"ip", "route", "add", "198.51.100.0/24", "dev", "vx100"},
-        {"ip", "neigh", "replace", "198.51.100.20", "lladdr", "02:00:00:00:0a:0a", "dev", "vx100", "nud", "permanent"},
+        vtep_link_argv(o, "02:00:00:00:0c:00", "192.0.2.1", "192.0.2.2", in1),
+        {"ip", "link", "set", "dev", dev, "mtu", std::to_string(site_.mtu - o.overhead), "up"},
+        {"ip", "route", "add", "198.51.100.0/24", "dev", dev},
+        {"ip", "neigh", "replace", "198.51.100.20", "lladdr", "02:00:00:00:0a:0a", "dev", dev, "nud", "permanent"},
         {"ip", "neigh", "replace", "10.0.0.1", "lladdr", "02:00:00:00:0c:00", "dev", in0, "nud", "permanent"},
         {"nft", "add", "table", "ip", "harness_nat"},
         {"nft", "add", "chain", "ip", "harness_nat", "post", "{ type nat hook postrouting priority 100; }"},
-        {"nft", "add", "rule", "ip", "harness_nat", "post", "oifname", "\"vx100\"", "snat", "to", "203.0.113.7"},
+        {"nft", "add", "rule", "ip", "harness_nat", "post", "oifname", "\"" + dev + "\"", "snat", "to", "203.0.113.7"},
         {"nft", "add", "table", "inet", "harness"},
         {"nft", "add", "chain", "inet", "harness", "forward", "{ type filter hook forward priority 0; policy drop; }"},
         {"nft", "add", "rule", "inet", "harness", "forward", "ct", "state", "established,related", "accept"},
@@ -522,7 +523,7 @@ class OvsDut final : public Profile {
     for (size_t i = 0; i < 2; i++)
       spec.ports[i] = kernel() ? site_.ports[i].name : port_devargs(site_.ports[i], static_cast<int>(i), site_.mtu);
     spec.mtu = any_port(Attach::kMemif) ? 0 : site_.mtu;
-    spec.overlay = site_.scenario == Scenario::kOverlayNat;
+    spec.overlay = site_.scenario->overlay();
     if (spec.dpdk) {
       auto prefix = dpdk_prefix("ovs");
       if (!prefix) return prefix.status();
@@ -626,10 +627,14 @@ Result<std::unique_ptr<Dut>> make_dut(const std::string& name, const DutSite& si
     return Status::error("unknown DUT '" + name + "' (known: " + known + ")");
   }
   if (!site.host) return Status::error("no host for DUT " + name);
-  if (!(p->scenarios & bit(site.scenario)))
-    return Status::error("the " + std::string(harness::name(site.scenario)) + " scenario is not built for " + name + " (" +
-                         dut_list([&](const DutProfile& q) { return (q.scenarios & bit(site.scenario)) != 0; }) +
-                         " have it)");
+  const ScenarioKind sc = site.scenario->kind();
+  if (!(p->scenarios & bit(sc)))
+    return Status::error("the " + std::string(harness::name(sc)) + " scenario is not built for " + name + " (" +
+                         dut_list([&](const DutProfile& q) { return (q.scenarios & bit(sc)) != 0; }) + " have it)");
+  if (const Overlay* o = site.scenario->overlay(); o && !(p->tunnels & bit(o->tunnel)))
+    return Status::error("the " + std::string(harness::name(sc)) + " scenario's " + std::string(harness::name(o->tunnel)) +
+                         " tunnel is not built for " + name + " (" +
+                         dut_list([&](const DutProfile& q) { return (q.tunnels & bit(o->tunnel)) != 0; }) + " have it)");
   if (!(p->segmentations & bit(site.segmentation)))
     return Status::error("--segmentation host: the endpoints' TSO/GSO packets of up to 64 KB cross the veths whole, and " +
                          name + "'s af_packet ports take frames of at most MTU + 18 bytes (the kernel DUTs " +

@@ -44,7 +44,7 @@ const char* kHelp = R"(usage: harness COMMAND [options]
   run [--instances 4,16,32] [--sizes 64,512,1024,1460,4096,8192] [--proto tcp,udp]
       [--duration S] [--omit S] [--repeat N] [--warmup S] [--dut dataplane,ovs-dpdk,kernel-ct,testpmd-io]
       [--background-conns K] [--no-sockperf] [--no-interleave] [--mtu N] [--dataplane-config FILE]
-      [--scenario firewall|overlay-nat] [--segmentation wire|host]
+      [--scenario firewall|overlay-nat] [--tunnel vxlan|geneve] [--segmentation wire|host]
       [--config configs/harness/FILE.yaml] [--out DIR] [--resume DIR] [--ci] [--lab testbed-ssh|FILE] [--no-rfc2544]
         Sweep every DUT over proto x instances x size with iperf3 (one flow per
         instance, one server port each, fixed --cport, all started behind a
@@ -77,6 +77,12 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         kernel's VTEP) that the DUT terminates, and has the DUT source-NAT
         the client to a floating address; each throughput row carries the
         evidence (overlay_check). dataplane, ovs-dpdk and kernel-ct have it.
+        --tunnel geneve (with overlay-nat; default vxlan) makes that tunnel
+        Geneve (RFC 8926, UDP 6081): the server's VTEP is the kernel's geneve
+        device, the dataplane runs configs/dataplane/overlay-nat-geneve.yaml
+        (overlay.geneve), OVS a geneve tunnel port, kernel-ct a geneve device;
+        the rows' overlay_check ends "; tunnel geneve". A DUT without it is
+        an error row naming why.
         --segmentation wire (default) hands every DUT MTU-size frames, as a
         real wire does (the endpoints' veths segment TCP); host lets the
         endpoints' 64 KB TSO/GSO packets cross into a kernel DUT whole (no
@@ -91,7 +97,7 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         checked and recorded in machine.txt first. No testbed is built.
   run --mode rfc2544 [--frame-sizes 64,512,1518] [--conns 1000,100000] [--dut dataplane,testpmd-io,ovs-dpdk]
       [--trial S] [--loss FRACTION] [--churn S] [--churn-conns N] [--tracker-capacity N] [--proto tcp|udp] [--repeat N]
-      [--scenario firewall,overlay-nat] [--out DIR | --resume DIR]
+      [--scenario firewall,overlay-nat] [--tunnel vxlan|geneve] [--out DIR | --resume DIR]
         Each DUT at its own limit over net_memif: harness-gen (stateful, K TCP
         connections set up with real handshakes first; the DUT's tracker must
         count all K before any trial) runs an RFC 2544 zero-loss binary search
@@ -115,7 +121,8 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         ovs-dpdk: userspace tunnelling and ct(nat)), server ports 80.. so one
         floating address holds 100K connections; each row's overlay_check says
         the generator saw every connection's translation and no untranslated
-        frame (TCP only; the ceiling stays the firewall's).
+        frame (TCP only; the ceiling stays the firewall's). --tunnel geneve:
+        the generator's server side speaks Geneve (UDP 6081) instead.
   report DIR                    write DIR/report.md and DIR/report.html
   compare OLD.csv NEW.csv [--max-regression PCT] [--junit FILE]
                                 list cells that regressed by more than PCT (default 5);
@@ -266,6 +273,15 @@ int cmd_testbed(const std::string& sub, const std::string& inventory, const std:
   return 2;
 }
 
+// --tunnel other than the default names the overlay's tunnel: refused
+// (with a message) when no scenario of the run has an overlay.
+bool tunnel_fits(Tunnel t, bool overlay) {
+  if (t == Tunnel::kVxlan || overlay) return true;
+  fprintf(stderr, "harness: --tunnel %s: the overlay-nat scenario's tunnel; not without --scenario overlay-nat\n",
+          std::string(name(t)).c_str());
+  return false;
+}
+
 // harness run --mode rfc2544 [--frame-sizes ..] [--conns ..] [--dut ..] [--trial S] [--loss F] [--repeat N] [--out DIR]
 int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
   Rfc2544Config c;
@@ -342,11 +358,12 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
         return 2;
       }
     } else if (a == "--proto") {
-      if (v != "tcp" && v != "udp") {
+      const std::optional<Proto> p = parse_proto(v);
+      if (!p) {
         fprintf(stderr, "harness: --proto '%s': want tcp or udp (one per run)\n", v.c_str());
         return 2;
       }
-      c.proto = v;
+      c.proto = *p;
     } else if (a == "--tracker-capacity") {
       std::vector<int> r;
       list(a, v, 1, 100000000, &r);
@@ -360,11 +377,18 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
       c.out_dir = absolute(v);
       c.resume = true;
     } else if (a == "--dataplane-config") c.dataplane_config = v;
-    else if (a == "--scenario") {
+    else if (a == "--tunnel") {
+      const std::optional<Tunnel> t = parse_tunnel(v);
+      if (!t) {
+        fprintf(stderr, "harness: --tunnel '%s': want vxlan or geneve\n", v.c_str());
+        return 2;
+      }
+      c.tunnel = *t;
+    } else if (a == "--scenario") {
       c.scenarios.clear();
       std::stringstream ss(v);
       for (std::string x; std::getline(ss, x, ',');) {
-        const std::optional<Scenario> sc = parse_scenario(x);
+        const std::optional<ScenarioKind> sc = parse_scenario(x);
         if (!sc) {
           fprintf(stderr, "harness: --scenario '%s': want firewall and/or overlay-nat, comma-separated\n", x.c_str());
           return 2;
@@ -380,11 +404,15 @@ int cmd_rfc2544(int argc, char** argv, const std::string& build_dir) {
       return 2;
     }
   }
-  if (c.proto == "udp" && std::find(c.scenarios.begin(), c.scenarios.end(), Scenario::kOverlayNat) != c.scenarios.end()) {
-    fprintf(stderr, "harness: --scenario overlay-nat: the generator learns each translation from a TCP SYN; not with "
-                    "--proto udp\n");
-    return 2;
+  bool tunnelled = false;
+  for (ScenarioKind k : c.scenarios) {
+    tunnelled = tunnelled || scenario_of(k, c.tunnel).overlay();
+    if (std::string why = scenario_of(k, c.tunnel).refuse_rfc2544(c.proto); !why.empty()) {
+      fprintf(stderr, "harness: --scenario %s: %s\n", std::string(name(k)).c_str(), why.c_str());
+      return 2;
+    }
   }
+  if (!tunnel_fits(c.tunnel, tunnelled)) return 2;
   if (!testbed::have_privileges()) {
     fprintf(stderr, "harness: run as root (DPDK and memif sockets under /run)\n");
     return 2;
@@ -547,6 +575,7 @@ int parse_sweep_flags(int argc, char** argv, SweepConfig* cfg, bool* no_rfc2544)
     else if (a == "--mtu") cfg->mtu = num(kMtuLimit.lo, kMtuLimit.hi);
     else if (a == "--dataplane-config") cfg->dataplane_config = val();
     else if (a == "--scenario") cfg->scenario = *parse_scenario(one_of(scenario_names()));
+    else if (a == "--tunnel") cfg->tunnel = *parse_tunnel(one_of(tunnel_names()));
     else if (a == "--segmentation") cfg->segmentation = *parse_segmentation(one_of(segmentation_names()));
     else if (a == "--out") cfg->out_dir = absolute(val());
     else if (a == "--resume") cfg->resume_dir = absolute(val());
@@ -596,8 +625,10 @@ int rfc2544_stage(const SweepConfig& cfg, const std::string& dir) {
   rc.dataplane_config = cfg.dataplane_config;
   rc.out_dir = dir;
   rc.scenarios = {cfg.scenario};
-  if (cfg.scenario == Scenario::kOverlayNat && rc.proto == "udp") {
-    fprintf(stderr, "harness: the config's rfc2544 stage is not run: overlay-nat is TCP only there\n");
+  rc.tunnel = cfg.tunnel;
+  if (std::string why = cfg.run_scenario().refuse_rfc2544(rc.proto); !why.empty()) {
+    fprintf(stderr, "harness: the config's rfc2544 stage is not run: %s: %s\n", std::string(name(cfg.scenario)).c_str(),
+            why.c_str());
     return 1;
   }
   fprintf(stderr, "harness: the config's rfc2544 stage (memif) into %s\n", dir.c_str());
@@ -676,11 +707,9 @@ int main(int argc, char** argv) {
         return 2;
       }
   if (int rc = parse_sweep_flags(argc, argv, &cfg, &no_rfc2544); rc >= 0) return rc;
-  if (cfg.inventory && cfg.scenario != Scenario::kFirewall) {
-    fprintf(stderr,
-            "harness: --scenario %s: built on the namespace testbed only (its server VTEP and routes are made "
-            "there); a lab's hosts are set up as they are\n",
-            std::string(name(cfg.scenario)).c_str());
+  if (!tunnel_fits(cfg.tunnel, cfg.run_scenario().overlay() != nullptr)) return 2;
+  if (std::string why = cfg.run_scenario().refuse_lab(); cfg.inventory && !why.empty()) {
+    fprintf(stderr, "harness: --scenario %s: %s\n", std::string(name(cfg.scenario)).c_str(), why.c_str());
     return 2;
   }
   if (!cfg.lab.empty() && cfg.segmentation != Segmentation::kWire) {

@@ -101,11 +101,12 @@ Status Ovs::firewall_bridge() {
   return {};
 }
 
-// OVS's native tunnelling: a packet output to the vxlan port gets its outer
+// OVS's native tunnelling: a packet output to the tunnel port gets its outer
 // headers from the route to the remote VTEP (OVS learns it from the kernel
 // routes of br-phy's address) and the neighbour set here, and leaves through
-// br-phy; a VXLAN packet reaching br-phy's MAC and the local VTEP is popped
-// into br-int's vxlan port.
+// br-phy; a VXLAN (Geneve) packet reaching br-phy's MAC and the local VTEP is
+// popped into br-int's tunnel port (OpenFlow port 3, named as the kernel's
+// VTEP device is).
 Status Ovs::overlay_bridges() {
   if (!spec_.dpdk) return Status::error("the overlay-nat scenario is built for OVS's userspace datapath only");
   DutHost& h = *spec_.host;
@@ -116,9 +117,12 @@ Status Ovs::overlay_bridges() {
   br.insert(br.end(), {"--", "add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev"});
   auto p0 = dpdk_port("br-int", 0);
   br.insert(br.end(), p0.begin(), p0.end());
-  br.insert(br.end(), {"--", "add-port", "br-int", "vx100", "--", "set", "Interface", "vx100", "type=vxlan",
-                       std::string("options:remote_ip=") + Bed::kRemoteVtep,
-                       std::string("options:local_ip=") + Bed::kLocalVtep, "options:key=100", "ofport_request=3"});
+  const Overlay& o = *spec_.overlay;
+  const std::string port(o.device);
+  br.insert(br.end(), {"--", "add-port", "br-int", port, "--", "set", "Interface", port,
+                       "type=" + std::string(o.link_type), std::string("options:remote_ip=") + Bed::kRemoteVtep,
+                       std::string("options:local_ip=") + Bed::kLocalVtep, "options:key=" + std::to_string(o.vni),
+                       "options:dst_port=" + std::to_string(o.udp_port), "ofport_request=3"});
   if (Status s = vsctl(br); !s)
     return Status::error("OVS bridges on " + h.describe() + ": " + s.message() + "; " + util::tail(util::slurp(log_)));
   for (const auto& c : std::vector<std::vector<std::string>>{

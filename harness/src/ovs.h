@@ -4,7 +4,8 @@
 // ports (p0 and p1, OpenFlow ports 1 and 2) and the ct() firewall flows.
 // overlay-nat: OVS's userspace tunnelling instead: br-phy holds p1 and the
 // local VTEP's address on its internal (tap) port, br-int holds p0 and a
-// vxlan port toward the remote VTEP, and ct(nat) flows translate the VM.
+// vxlan or geneve port toward the remote VTEP, and ct(nat) flows translate
+// the VM.
 // Every OVS profile (ovs-dpdk on af_packet, memif or PCI ports,
 // ovs-dpdk-offload, ovs-kernel-tc) starts it here.
 #pragma once
@@ -28,7 +29,7 @@ struct OvsSpec {
   std::string lcore_mask, pmd_mask;  // empty: OVS's defaults
   std::array<std::string, 2> ports;  // dpdk: the ports' devargs; kernel: interface names
   int mtu = 0;                   // the ports' mtu_request; 0: OVS's default
-  bool overlay = false;          // the overlay-nat scenario's bridges and flows
+  const Overlay* overlay = nullptr;  // the overlay-nat scenario's bridges and flows, with its tunnel port
 };
 
 class Ovs {

@@ -1,4 +1,5 @@
 #include "harness/preconditions.h"
+#include "harness/profiles.h"
 
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -164,10 +165,12 @@ std::vector<std::string> missing_for(const std::string& profile, const HostFacts
         miss.push_back(n.iface + ": hw-tc-offload is not on (ethtool -K " + n.iface + " hw-tc-offload on)");
     }
   };
-  if (profile == "ovs-dpdk-offload") {
+  const DutProfile* p = find_dut(profile);
+  const DutKind kind = p ? p->kind : DutKind::kDataplane;
+  if (kind == DutKind::kOvsDpdkOffload) {
     nic_checks(false);
     if (ovs_is("hw-offload") != "true") miss.push_back("OVS other_config:hw-offload is not true");
-  } else if (profile == "ovs-kernel-tc") {
+  } else if (kind == DutKind::kOvsKernelTc) {
     auto [maj, min] = kernel_version(f.kernel);
     if (maj < 0) miss.push_back("kernel version unknown (" + f.kernel + ")");
     else if (maj < 5 || (maj == 5 && min < 6))

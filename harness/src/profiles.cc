@@ -7,42 +7,44 @@ namespace harness {
 namespace {
 
 constexpr std::array<std::string_view, 2> kScenarios{"firewall", "overlay-nat"};
+constexpr std::array<std::string_view, 2> kTunnels{"vxlan", "geneve"};
+constexpr std::array<std::string_view, 2> kProtos{"tcp", "udp"};
 constexpr std::array<std::string_view, 2> kSegmentations{"wire", "host"};
 constexpr std::array<std::string_view, 3> kAttaches{"af_packet", "memif", "pci"};
-static_assert(kScenarios.size() == static_cast<size_t>(Scenario::kCount));
+static_assert(kScenarios.size() == static_cast<size_t>(ScenarioKind::kCount));
+static_assert(kTunnels.size() == static_cast<size_t>(Tunnel::kCount));
+static_assert(kProtos.size() == static_cast<size_t>(Proto::kCount));
 static_assert(kSegmentations.size() == static_cast<size_t>(Segmentation::kCount));
 static_assert(kAttaches.size() == static_cast<size_t>(Attach::kCount));
 
 constexpr unsigned kAllPorts = bit(Attach::kAfPacket) | bit(Attach::kMemif) | bit(Attach::kPci);
-constexpr unsigned kFirewall = bit(Scenario::kFirewall);
-constexpr unsigned kBothScenarios = kFirewall | bit(Scenario::kOverlayNat);
+constexpr unsigned kFirewall = bit(ScenarioKind::kFirewall);
+constexpr unsigned kBothScenarios = kFirewall | bit(ScenarioKind::kOverlayNat);
+// The tunnels of overlay-nat: the dataplane's overlay.vxlan and
+// overlay.geneve, OVS's userspace vxlan and geneve tunnel ports, the
+// kernel's vxlan and geneve devices. None where the scenario is not built.
+constexpr unsigned kBothTunnels = bit(Tunnel::kVxlan) | bit(Tunnel::kGeneve), kNoTunnel = 0;
 constexpr unsigned kWire = bit(Segmentation::kWire);
 constexpr unsigned kBothSegmentations = kWire | bit(Segmentation::kHost);
 
 // Index = DutKind. The order is the order names are offered in.
 constexpr DutProfile kProfiles[] = {
-    {DutKind::kDataplane, "dataplane", "this project's daemon", DutRole::kSubject, kBothScenarios, kWire, kAllPorts,
-     true, false, true},
+    {DutKind::kDataplane, "dataplane", "this project's daemon", DutRole::kSubject, kBothScenarios, kBothTunnels, kWire,
+     kAllPorts, true, false, true},
     {DutKind::kOvsDpdk, "ovs-dpdk", "Open vSwitch's userspace datapath with ct()", DutRole::kPeer, kBothScenarios,
-     kWire, kAllPorts, true, false, false},
+     kBothTunnels, kWire, kAllPorts, true, false, false},
     {DutKind::kKernelCt, "kernel-ct", "the Linux kernel: a router with nftables ct state", DutRole::kPeer,
-     kBothScenarios, kBothSegmentations, bit(Attach::kAfPacket), true, false, false},
+     kBothScenarios, kBothTunnels, kBothSegmentations, bit(Attach::kAfPacket), true, false, false},
     {DutKind::kTestpmdIo, "testpmd-io", "dpdk-testpmd forwarding without looking (the bed's ceiling)",
-     DutRole::kCeiling, kFirewall, kWire, kAllPorts, false, false, false},
+     DutRole::kCeiling, kFirewall, kNoTunnel, kWire, kAllPorts, false, false, false},
     {DutKind::kOvsDpdkOffload, "ovs-dpdk-offload", "OVS-DPDK with hw-offload=true on ConnectX representors",
-     DutRole::kPeer, kFirewall, kWire, kAllPorts, true, true, true},
+     DutRole::kPeer, kFirewall, kNoTunnel, kWire, kAllPorts, true, true, true},
     {DutKind::kOvsKernelTc, "ovs-kernel-tc", "kernel OVS with TC flower offload on ConnectX representors",
-     DutRole::kPeer, kFirewall, kBothSegmentations, bit(Attach::kAfPacket), true, true, true},
+     DutRole::kPeer, kFirewall, kNoTunnel, kBothSegmentations, bit(Attach::kAfPacket), true, true, true},
     {DutKind::kTestpmdRxonly, "testpmd-rxonly", "dpdk-testpmd receiving only (the generator's tests)",
-     DutRole::kTool, kFirewall, kWire, kAllPorts, false, false, false},
+     DutRole::kTool, kFirewall, kNoTunnel, kWire, kAllPorts, false, false, false},
 };
 
-constexpr std::string_view kDefaultConfig = "configs/dataplane/firewall.yaml";
-constexpr ScenarioProfile kScenarioProfiles[] = {
-    {Scenario::kFirewall, kDefaultConfig, false, "n/a: no overlay in the firewall scenario"},
-    {Scenario::kOverlayNat, "configs/dataplane/overlay-nat.yaml", true, "n/a: not measured"},
-};
-static_assert(std::size(kScenarioProfiles) == static_cast<size_t>(Scenario::kCount));
 
 template <size_t N>
 std::vector<std::string> all(const std::array<std::string_view, N>& a) {
@@ -58,21 +60,19 @@ std::optional<E> parse(const std::array<std::string_view, N>& a, std::string_vie
 
 }  // namespace
 
-std::string_view name(Scenario s) { return kScenarios[static_cast<size_t>(s)]; }
+std::string_view name(ScenarioKind s) { return kScenarios[static_cast<size_t>(s)]; }
+std::string_view name(Tunnel t) { return kTunnels[static_cast<size_t>(t)]; }
+std::string_view name(Proto p) { return kProtos[static_cast<size_t>(p)]; }
 std::string_view name(Segmentation s) { return kSegmentations[static_cast<size_t>(s)]; }
 std::string_view name(Attach a) { return kAttaches[static_cast<size_t>(a)]; }
-std::optional<Scenario> parse_scenario(std::string_view s) { return parse<Scenario>(kScenarios, s); }
+std::optional<ScenarioKind> parse_scenario(std::string_view s) { return parse<ScenarioKind>(kScenarios, s); }
+std::optional<Tunnel> parse_tunnel(std::string_view s) { return parse<Tunnel>(kTunnels, s); }
+std::optional<Proto> parse_proto(std::string_view s) { return parse<Proto>(kProtos, s); }
 std::optional<Segmentation> parse_segmentation(std::string_view s) { return parse<Segmentation>(kSegmentations, s); }
 std::vector<std::string> scenario_names() { return all(kScenarios); }
+std::vector<std::string> tunnel_names() { return all(kTunnels); }
+std::vector<std::string> proto_names() { return all(kProtos); }
 std::vector<std::string> segmentation_names() { return all(kSegmentations); }
-
-const ScenarioProfile& profile(Scenario s) { return kScenarioProfiles[static_cast<size_t>(s)]; }
-
-std::string dataplane_config_for(Scenario s, const std::string& given, const std::string& source_dir) {
-  const ScenarioProfile& p = profile(s);
-  if (p.dataplane_config == kDefaultConfig || !given.ends_with(kDefaultConfig)) return given;
-  return source_dir + "/" + std::string(p.dataplane_config);
-}
 
 std::span<const DutProfile> dut_profiles() { return kProfiles; }
 
@@ -97,6 +97,12 @@ std::vector<std::string> dut_names() {
   std::vector<std::string> v;
   for (const DutProfile& p : kProfiles)
     if (p.role != DutRole::kTool) v.emplace_back(p.name);
+  return v;
+}
+
+std::vector<std::string> dut_names_of(std::initializer_list<DutKind> kinds) {
+  std::vector<std::string> v;
+  for (DutKind k : kinds) v.emplace_back(name(k));
   return v;
 }
 

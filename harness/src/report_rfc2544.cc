@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "harness/profiles.h"
 #include "report_render.h"
 
 namespace harness::report_detail {
@@ -56,7 +57,7 @@ RfcView rfc_view(const std::vector<Row>& rows) {
   std::set<int> frames_set;
   for (const auto& r : rows) {
     // A scenario other than the firewall is a column of its own.
-    const std::string d = r[Col::scenario].empty() || r[Col::scenario] == "firewall"
+    const std::string d = r[Col::scenario].empty() || r[Col::scenario] == name(ScenarioKind::kFirewall)
                               ? r[Col::dut]
                               : r[Col::dut] + " " + r[Col::scenario];
     if (std::find(v.duts.begin(), v.duts.end(), d) == v.duts.end()) v.duts.push_back(d);

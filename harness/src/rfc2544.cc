@@ -60,7 +60,7 @@ long long tracker_room(const Rfc2544Config& c) {
   if (c.tracker_capacity > 0) return c.tracker_capacity;
   long long k = 0;
   for (int x : c.conns) k = std::max<long long>(k, x);
-  return k + (c.churn_s > 0 && c.proto == "tcp" ? c.churn_conns : 0) + kRoomHeadroom;
+  return k + (c.churn_s > 0 && c.proto == Proto::kTcp ? c.churn_conns : 0) + kRoomHeadroom;
 }
 
 // A DUT on this machine whose two ports are memif servers on sockets `a`
@@ -68,9 +68,9 @@ long long tracker_room(const Rfc2544Config& c) {
 // generator), forwarding on lcore 0.
 Result<std::unique_ptr<Dut>> memif_dut(const std::string& name, const Rfc2544Config& c, DutHost& host,
                                        const std::string& dir, const std::string& a, const std::string& b,
-                                       Scenario scenario = Scenario::kFirewall) {
+                                       const Scenario& scenario = scenario_of(ScenarioKind::kFirewall)) {
   DutSite site;
-  site.scenario = scenario;
+  site.scenario = &scenario;
   site.host = &host;
   site.ports = {DutPort{Attach::kMemif, a}, DutPort{Attach::kMemif, b}};
   site.main_lcore = 1;
@@ -82,7 +82,7 @@ Result<std::unique_ptr<Dut>> memif_dut(const std::string& name, const Rfc2544Con
   site.tracker_room_exact = c.tracker_capacity > 0;
   site.dataplane = c.build_dir + "/dataplane/dataplane";
   site.dataplane_ctl = c.build_dir + "/dataplane/dataplane-ctl";
-  site.dataplane_config = dataplane_config_for(scenario, c.dataplane_config, c.source_dir);
+  site.dataplane_config = scenario.dataplane_config_for(c.dataplane_config, c.source_dir);
   site.source_dir = c.source_dir;
   return make_dut(name, site);
 }
@@ -138,7 +138,8 @@ class LogLines {
 Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* ns, const std::string& a,
                                 const std::string& b, int frame,
                                 int conns, Dut* dut, const std::string& raw, long long* ct_seen = nullptr,
-                                std::string* drops_why = nullptr, bool overlay = false,
+                                std::string* drops_why = nullptr,
+                                const Scenario& scenario = scenario_of(ScenarioKind::kFirewall),
                                 const std::function<void()>& release = {}) {
   const std::string prefix = "harness-rfc-gen-" + std::to_string(getpid());
   std::vector<std::string> argv = {cfg.build_dir + "/harness/harness-gen", "-l", "1", "--no-pci", "--file-prefix",
@@ -155,13 +156,13 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* 
   argv.insert(argv.end(), {"--", "--client", "net_memif0,role=client,rsize=12,socket=" + a, "--server",
                            "net_memif1,role=client,rsize=12,socket=" + b, "--conns", std::to_string(conns), "--frame",
                            std::to_string(frame), "--trial", fmt(cfg.trial_s, 1), "--loss", fmt(cfg.loss, 6),
-                           "--setup-timeout", std::to_string(setup_s), "--proto", cfg.proto, "--linger"});
-  if (overlay) argv.push_back("--overlay");
+                           "--setup-timeout", std::to_string(setup_s), "--proto", std::string(name(cfg.proto)), "--linger"});
+  for (const std::string& x : scenario.gen_args()) argv.push_back(x);
   if (!dut) {
     argv.push_back("--full-rate-only");
   } else {
     argv.insert(argv.end(), {"--hold", "--sync", "--rx-queues", std::to_string(dut->gen_rx_queues())});
-    if (cfg.churn_s > 0 && cfg.proto == "tcp")
+    if (cfg.churn_s > 0 && cfg.proto == Proto::kTcp)
       argv.insert(argv.end(), {"--churn", fmt(cfg.churn_s, 1), "--churn-conns", std::to_string(cfg.churn_conns)});
   }
   SpawnOptions o;
@@ -281,29 +282,6 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* 
   return j;
 }
 
-// overlay-nat: the generator's server side saw every connection's
-// translation (learnt from its SYN) and took no untranslated frame; what it
-// refused, by reason, is in the cell either way.
-void overlay_evidence(const nlohmann::json& g, int conns, Row& r) {
-  if (r[Col::scenario] != "overlay-nat") {
-    r[Col::overlay_check] = "n/a: no overlay in the firewall scenario";
-    return;
-  }
-  if (!g.contains("overlay") || !g["overlay"].is_object()) {
-    r[Col::overlay_check] = "error: harness-gen reported no overlay counters";
-    return;
-  }
-  const auto& o = g["overlay"];
-  const long long learnt = o.value("learnt", 0ll), untranslated = o.value("untranslated", 0ll);
-  std::string refused;
-  for (const auto& [k, v] : o.items())
-    if (k != "learnt") refused += (refused.empty() ? "" : ", ") + k + " " + std::to_string(v.get<long long>());
-  const bool ok = learnt >= conns && untranslated == 0;
-  r[Col::overlay_check] = std::string(ok ? "ok: " : "error: ") + std::to_string(learnt) + " translations to " +
-                          "203.0.113.7 learnt in VXLAN VNI 100 for " + std::to_string(conns) +
-                          " connections; refused: " + refused;
-}
-
 // The row's measured columns from harness-gen's JSON, and a trials row per
 // trial. `drops_why`: why the DUT's drop counters could not be read, if so.
 void fill_from_gen(const Rfc2544Config& cfg, const nlohmann::json& g, const std::string& drops_why, Row& r,
@@ -372,7 +350,7 @@ void fill_from_gen(const Rfc2544Config& cfg, const nlohmann::json& g, const std:
       r[Col::cps_failed] = std::to_string(c.value("failed", 0));
     } else {
       for (Col c : {Col::cps_established, Col::cps_closed, Col::cps_failed})
-        r[c] = cfg.proto == "udp" ? "n/a: churn opens and closes TCP connections" : "n/a: no churn (--churn 0)";
+        r[c] = cfg.proto == Proto::kUdp ? "n/a: churn opens and closes TCP connections" : "n/a: no churn (--churn 0)";
     }
 }
 
@@ -413,7 +391,7 @@ Status cells_done(const Rfc2544Config& cfg, const std::string& csv, std::set<std
   auto rows = read_csv(csv);
   if (!rows) return rows.status();
   for (auto& r : *rows)
-    if (r[Col::proto] == cfg.proto)
+    if (r[Col::proto] == name(cfg.proto))
       done->insert(r[Col::dut] + "|" + r[Col::scenario] + "|" + r[Col::frame_bytes] + "|" + r[Col::conns] + "|" +
                    r[Col::repeat]);
   fprintf(stderr, "harness: resuming %s: %zu rows already measured\n", csv.c_str(), rows->size());
@@ -429,13 +407,13 @@ std::map<int, std::string> generator_ceilings(const Rfc2544Config& cfg, const te
   std::map<int, std::string> ceiling;
   auto host = local_host(ns, out + "/raw");
   for (int f : cfg.frames) {  // a peer per frame size: it goes before the generator (--linger)
-    auto rx = memif_dut("testpmd-rxonly", cfg, *host, out + "/raw", a, b);
+    auto rx = memif_dut(std::string(name(DutKind::kTestpmdRxonly)), cfg, *host, out + "/raw", a, b);
     if (Status s = rx ? (*rx)->start() : rx.status(); !s) {
       ceiling[f] = "unknown: rxonly peer: " + s.message();
       continue;
     }
     auto j = generate(cfg, ns, a, b, f, 1000, nullptr, out + "/raw/ceiling-" + std::to_string(f) + "-r" + std::to_string(round),
-                      nullptr, nullptr, false, [&] { (*rx)->stop(); });
+                      nullptr, nullptr, scenario_of(ScenarioKind::kFirewall), [&] { (*rx)->stop(); });
     ceiling[f] = j ? fmt((*j)["full_rate"].value("offered_mpps", 0.0)) : "unknown: " + j.message();
   }
   return ceiling;
@@ -481,7 +459,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
   int errors = 0;
   for (int round = 1; round <= cfg.repeat && !stop; round++) {
     bool all_done = true;
-    for (Scenario sc : cfg.scenarios)
+    for (ScenarioKind sc : cfg.scenarios)
       for (const std::string& d : cfg.duts) all_done = all_done && round_done(d, std::string(name(sc)), round);
     if (all_done) continue;
     std::map<int, std::string> ceiling;
@@ -490,9 +468,10 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
       if (Status st = sp.make(); !st) return st;
       ceiling = generator_ceilings(cfg, sp.ns, out, a, b, round);
     }
-    for (Scenario scenario : cfg.scenarios)
+    for (ScenarioKind kind : cfg.scenarios)
     for (const std::string& dname : cfg.duts) {
-      const std::string sc(name(scenario));
+      const Scenario& scenario = scenario_of(kind, cfg.tunnel);
+      const std::string sc(scenario.name());
       if (stop) break;
       if (round_done(dname, sc, round)) continue;
       for (int k : cfg.conns)
@@ -501,7 +480,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           if (cell_done(dname, sc, f, k, round)) continue;
           // A DUT of its own per cell, stopped before its generator lets go
           // of the memif rings (harness-gen --linger).
-          const std::string ddir = out + "/raw/" + dname + (sc == "firewall" ? "" : "-" + sc) + "-r" +
+          const std::string ddir = out + "/raw/" + dname + scenario.dir_suffix() + "-r" +
                                    std::to_string(round) + "/" + std::to_string(k) + "-" + std::to_string(f);
           Netspace sp;  // before the DUT: it goes after the DUT stopped
           if (Status st = sp.make(); !st) return st;
@@ -520,17 +499,17 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           r[Col::dut] = dname;
           r[Col::dut_version] = dut ? dut->version() : dname;
           r[Col::scenario] = sc;
-          r[Col::overlay_check] = profile(scenario).no_check;
+          r[Col::overlay_check] = scenario.no_check();
           r[Col::frame_bytes] = std::to_string(f);
           r[Col::conns] = std::to_string(k);
-          r[Col::proto] = cfg.proto;
+          r[Col::proto] = name(cfg.proto);
           r[Col::repeat] = std::to_string(round);
           r[Col::generator_ceiling_mpps] = ceiling[f];
           Result<nlohmann::json> j = Status::error(why);
           long long ct = -1, ct_at_end = -1;
           std::string drops_why, died;
           if (why.empty())
-            j = generate(cfg, ns, a, b, f, k, dut.get(), ddir + "/gen", &ct, &drops_why, scenario == Scenario::kOverlayNat, [&] {
+            j = generate(cfg, ns, a, b, f, k, dut.get(), ddir + "/gen", &ct, &drops_why, scenario, [&] {
               if (Status alive = dut->alive(); !alive) died = "the DUT died during the cell: " + alive.message();
               else if (ct == -1) ct_at_end = dut->ct_entries();
               dut->stop();
@@ -539,7 +518,8 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           if (!died.empty()) j = Status::error(j ? died : died + "; then harness-gen: " + j.message());
           if (ct != -1)
             r[Col::ct_entries] = ct == -2 ? "unavailable: the DUT did not answer" : std::to_string(ct);
-          if (!j && dname == "kernel-ct") {
+          // A DUT that cannot attach memif ports (kernel-ct) is skipped, not an error.
+          if (!j && !(find_dut(dname)->attaches & bit(Attach::kMemif))) {
             r[Col::status] = "skipped";
             r[Col::error] = j.message();
             w.write(r);
@@ -559,7 +539,7 @@ Result<int> run_rfc2544(const Rfc2544Config& cfg, const std::atomic<bool>& stop)
           }
           const auto& g = *j;
           fill_from_gen(cfg, g, drops_why, r, tw);
-          overlay_evidence(g, k, r);
+          scenario.check_gen(g, k, r);
           if (ct == -1) r[Col::ct_entries] = "n/a: no tracker";
           r[Col::status] = "ok";
           if (r[Col::overlay_check].rfind("error", 0) == 0) {

@@ -146,8 +146,13 @@ class DutSession {
 
   // After a run: fresh servers for the instances that failed.
   void renew_servers(const RunOut& o, int n);
-  // overlay-nat: iperf3 server i's JSON log (here; the testbed's server is a namespace of this machine).
+  // Scenario::server_json(): iperf3 server i's JSON log (here; the testbed's server is a namespace of this machine).
   std::string server_log(int i) const { return dir_ + "/iperf3-server-" + std::to_string(i) + ".json"; }
+  std::vector<std::string> server_logs(int n) const {
+    std::vector<std::string> v;
+    for (int i = 0; i < n; i++) v.push_back(server_log(i));
+    return v;
+  }
   // A row's columns every cell of this DUT has.
   Row base_row(const std::string& kind, const std::string& proto, int inst, int size) const;
   // The DUT's counters before a run, for dut_view to take the difference.
@@ -257,7 +262,7 @@ void DutSession::describe_endpoints() {
 
 // The namespace testbed: the DUT in its DUT namespace on d0 and d1.
 void DutSession::open_testbed() {
-  auto b = Bed::build(cfg_.mtu, cfg_.lab == "testbed-ssh", cfg_.scenario, cfg_.segmentation);
+  auto b = Bed::build(cfg_.mtu, cfg_.lab == "testbed-ssh", cfg_.run_scenario(), cfg_.segmentation);
   if (!b) {
     error_ = b.message();
     return;
@@ -269,8 +274,8 @@ void DutSession::open_testbed() {
   site_.prefix_tag = "harness-";
   site_.dataplane = cfg_.build_dir + "/dataplane/dataplane";
   site_.dataplane_ctl = cfg_.build_dir + "/dataplane/dataplane-ctl";
-  site_.dataplane_config = dataplane_config_for(cfg_.scenario, cfg_.dataplane_config, cfg_.source_dir);
-  site_.scenario = cfg_.scenario;
+  site_.dataplane_config = cfg_.run_scenario().dataplane_config_for(cfg_.dataplane_config, cfg_.source_dir);
+  site_.scenario = &cfg_.run_scenario();
   site_.segmentation = cfg_.segmentation;
   site_.source_dir = cfg_.source_dir;
   // The tracker is preallocated at start: room for the background
@@ -368,7 +373,7 @@ Status DutSession::start_server(int i) {
   o.stderr_path = "/dev/null";
   std::vector<std::string> argv = {"iperf3", "-s", "-p", std::to_string(5201 + i), "--rcv-timeout",
                                    std::to_string((cfg_.duration_s + 10) * 1000), "-B", tr_->server_address()};
-  if (cfg_.scenario == Scenario::kOverlayNat) {  // its JSON names the peer each test came from (the translation)
+  if (cfg_.run_scenario().server_json()) {  // its JSON names the peer each test came from (the translation)
     argv.push_back("-J");
     o.stdout_path = server_log(i);
   }
@@ -442,11 +447,10 @@ Row DutSession::base_row(const std::string& kind, const std::string& proto, int 
   r[Col::size_bytes] = std::to_string(size);
   r[Col::background_conns] = std::to_string(bg_ ? bg_->setup().established : 0);
   r[Col::background_setup_per_s] = bg_ ? fmt(bg_->setup().per_s, 0) : std::string("n/a: none asked for");
-  r[Col::scenario] = harness::name(cfg_.scenario);
+  r[Col::scenario] = cfg_.run_scenario().name();
   r[Col::segmentation] = harness::name(cfg_.segmentation);
-  // The throughput rows carry the overlay's evidence; the rest say so.
-  r[Col::overlay_check] = profile(cfg_.scenario).overlay ? std::string_view("n/a: checked in this DUT's throughput rows")
-                                                         : profile(cfg_.scenario).no_check;
+  // The throughput rows carry the scenario's evidence; the rest say so.
+  r[Col::overlay_check] = cfg_.run_scenario().base_check();
   return r;
 }
 
@@ -555,16 +559,7 @@ void finish_cell(SweepRun& run, Row base, std::vector<Row> reps) {
     if (o >= 0) off = std::max(off, static_cast<long long>(o));
     else if (off_why.empty()) off_why = r[Col::offloaded_entries].empty() ? "not measured" : r[Col::offloaded_entries];
   }
-  if (base[Col::kind] == "throughput" && base[Col::scenario] == "overlay-nat") {
-    int checked = 0;
-    std::string bad;
-    for (auto& r : reps) {
-      if (r[Col::overlay_check].rfind("ok:", 0) == 0) checked++;
-      else if (bad.empty()) bad = r[Col::overlay_check];
-    }
-    base[Col::overlay_check] = (checked ? "ok in " : "error: ok in ") + std::to_string(checked) + " of " +
-                               std::to_string(reps.size()) + " repetitions" + (bad.empty() ? "" : "; " + bad);
-  }
+  if (base[Col::kind] == "throughput") run.cfg.run_scenario().summarize(reps, base);
   // Frame sizes: the largest over the repetitions, or the first reason.
   for (Col c : {Col::dut_in_frame_bytes, Col::dut_out_frame_bytes}) {
     double mx = -1;
@@ -585,57 +580,6 @@ void finish_cell(SweepRun& run, Row base, std::vector<Row> reps) {
   run.w.write(base);
 }
 
-// overlay-nat: the server's VTEP (vx100) packet counters, received and sent.
-Result<std::pair<long long, long long>> vtep_packets(Transport& tr) {
-  auto out = tr.capture(Side::kServer, {"ip", "-s", "-j", "link", "show", "dev", "vx100"});
-  if (!out) return out.status();
-  auto j = nlohmann::json::parse(*out, nullptr, false);
-  if (!j.is_array() || j.empty() || !j[0].contains("stats64")) return Status::error("ip -s -j link show vx100: no statistics");
-  return std::pair<long long, long long>{j[0]["stats64"]["rx"]["packets"].get<long long>(),
-                                         j[0]["stats64"]["tx"]["packets"].get<long long>()};
-}
-
-// overlay-nat's evidence in the row: the server's VTEP received
-// (encapsulated by the DUT) and sent (for the DUT to decapsulate) packets in
-// this run, and each iperf3 server saw its last test come from the floating
-// address (the DUT translated). A row without all of it is an error.
-void overlay_check(DutSession& s, const Result<std::pair<long long, long long>>& before, int inst, Row& r) {
-  auto after = vtep_packets(s.transport());
-  std::string why;
-  long long rx = 0, tx = 0;
-  if (!before || !after) {
-    why = "the server's VTEP counters: " + (before ? after.message() : before.message());
-  } else {
-    rx = after->first - before->first;
-    tx = after->second - before->second;
-    if (rx <= 0 || tx <= 0) why = "the server's VTEP saw rx +" + std::to_string(rx) + " tx +" + std::to_string(tx);
-  }
-  int seen = 0;
-  for (int i = 0; i < inst && why.empty(); i++) {
-    std::ifstream in(s.server_log(i));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string log = ss.str();
-    const size_t at = log.rfind("\"remote_host\":");
-    if (at == std::string::npos) continue;
-    const size_t q1 = log.find('"', at + 14), q2 = q1 == std::string::npos ? q1 : log.find('"', q1 + 1);
-    const std::string peer = q2 == std::string::npos ? "" : log.substr(q1 + 1, q2 - q1 - 1);
-    if (peer != Bed::kFloatingIp) why = "iperf3 server " + std::to_string(i) + " saw its peer as " + peer + ", not " + Bed::kFloatingIp;
-    else seen++;
-  }
-  if (why.empty() && seen == 0) why = "no iperf3 server named its peer";
-  if (!why.empty()) {
-    r[Col::overlay_check] = "error: " + why;
-    if (r[Col::status] == "ok") {
-      r[Col::status] = "error";
-      r[Col::error] = "overlay-nat check: " + why;
-    }
-    return;
-  }
-  r[Col::overlay_check] = "ok: server VTEP rx +" + std::to_string(rx) + " tx +" + std::to_string(tx) + " packets; " +
-                          std::to_string(seen) + " iperf3 servers saw " + Bed::kFloatingIp;
-}
-
 // One repetition of a throughput cell (iperf3 instances, sockperf under
 // load when asked for) into row r.
 void throughput_rep(SweepRun& run, DutSession& s, const std::string& proto, int inst, int size, int rep,
@@ -644,7 +588,8 @@ void throughput_rep(SweepRun& run, DutSession& s, const std::string& proto, int 
   std::string rp = s.dir() + "/" + proto + "-x" + std::to_string(inst) + "-" + std::to_string(size) + "-r" +
                    std::to_string(rep);
   auto drops_before = s.counters();
-  auto vtep_before = profile(cfg.scenario).overlay ? vtep_packets(s.transport()) : Result<std::pair<long long, long long>>(std::pair<long long, long long>{0, 0});
+  const Scenario& sc = cfg.run_scenario();
+  auto check_before = sc.before_run(s.transport());
   RunOut o = run_traffic(s.transport(), proto, inst, size, cfg.duration_s, cfg.omit_s, rp, cfg.sockperf);
   s.renew_servers(o, inst);
   if (o.server_busy && !run.stop) {
@@ -690,13 +635,9 @@ void throughput_rep(SweepRun& run, DutSession& s, const std::string& proto, int 
     r[Col::error] = "latency under load: " + o.lat.error;
   }
   s.dut_view(r, drops_before);
-  if (profile(cfg.scenario).overlay) {
-    const bool was_ok = r[Col::status] == "ok";
-    overlay_check(s, vtep_before, inst, r);
-    if (was_ok && r[Col::status] != "ok") run.errors++;
-  } else {
-    r[Col::overlay_check] = profile(cfg.scenario).no_check;
-  }
+  const bool was_ok = r[Col::status] == "ok";
+  sc.check_run(s.transport(), check_before, s.server_logs(inst), r);
+  if (was_ok && r[Col::status] != "ok") run.errors++;
 }
 
 // Repetition `rep` of the cell `base`: skipped when a resumed run has it,

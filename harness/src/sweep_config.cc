@@ -164,8 +164,9 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
       *out = static_cast<int>(d);
     }
     if (YAML::Node v = r["proto"]) {
-      if (v.Scalar() != "tcp" && v.Scalar() != "udp") return err(v, "rfc2544.proto", "want tcp or udp");
-      rc.proto = v.Scalar();
+      const std::optional<Proto> p = v.IsScalar() ? parse_proto(v.Scalar()) : std::nullopt;
+      if (!p) return err(v, "rfc2544.proto", "want tcp or udp");
+      rc.proto = *p;
     }
     c->rfc2544 = true;
   }

@@ -84,7 +84,7 @@ std::string ovs_firewall_flows() {
   return fl + "table=1,priority=0,actions=drop\n";
 }
 
-// overlay-nat on br-int (p0 is port 1, the vxlan port 3): the VM's new
+// overlay-nat on br-int (p0 is port 1, the tunnel port 3): the VM's new
 // connections committed with the floating address as their source, every
 // packet of a tracked connection through ct(nat) both ways.
 std::string ovs_overlay_nat_flows() {

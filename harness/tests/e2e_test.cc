@@ -239,40 +239,218 @@ TEST(E2E, SegmentationModeAndTheFramesTheDutReceivedAreInTheRows) {
   EXPECT_EQ(bad->status, 2) << bad->output;
 }
 
-// Issue 22: --scenario overlay-nat. The dataplane's and OVS-DPDK's rows
-// carry the evidence (the server's VTEP counters, the floating address the
-// servers saw); a DUT without the scenario is an error row naming why.
-TEST(E2E, OverlayNatRowsCarryTheirEvidence) {
+// overlay-nat's rows: testpmd-io's errors naming that it has no overlay;
+// the others ok, and then as `ok_row` checks them.
+void expect_overlay_rows(std::vector<harness::Row>& rows, const std::function<void(harness::Row&)>& ok_row) {
+  for (auto& row : rows) {
+    EXPECT_EQ(row[Col::scenario], "overlay-nat");
+    if (row[Col::dut] == "testpmd-io") {
+      EXPECT_EQ(row[Col::status], "error");
+      EXPECT_NE(row[Col::error].find("overlay-nat scenario is not built for testpmd-io"), std::string::npos)
+          << row[Col::error];
+      continue;
+    }
+    EXPECT_EQ(row[Col::status], "ok") << row[Col::dut] << ": " << row[Col::error];
+    ok_row(row);
+  }
+}
+
+// The sweep's: a repetition's evidence the server VTEP's counters and
+// `seen` (what the iperf3 servers saw), the summary's "ok in 1 of 1".
+void expect_sweep_overlay_rows(std::vector<harness::Row>& rows, const std::string& seen) {
+  expect_overlay_rows(rows, [&](harness::Row& row) {
+    EXPECT_GT(harness::to_num(row[Col::throughput_gbps], 0), 0) << row[Col::dut];
+    if (row[Col::repeat] == "1") {
+      EXPECT_EQ(row[Col::overlay_check].rfind("ok: server VTEP rx +", 0), 0u) << row[Col::overlay_check];
+      EXPECT_NE(row[Col::overlay_check].find(seen), std::string::npos) << row[Col::overlay_check];
+    } else {
+      EXPECT_EQ(row[Col::overlay_check], "ok in 1 of 1 repetitions");
+    }
+  });
+}
+
+// The RFC 2544 mode's: a zero-loss rate, an overlay_check starting `want`.
+void expect_rfc2544_overlay_rows(std::vector<harness::Row>& rows, const std::string& want) {
+  expect_overlay_rows(rows, [&](harness::Row& row) {
+    EXPECT_GT(harness::to_num(row[Col::zero_loss_mpps], 0), 0) << row[Col::dut];
+    EXPECT_EQ(row[Col::overlay_check].rfind(want, 0), 0u) << row[Col::dut] << ": " << row[Col::overlay_check];
+  });
+}
+
+// A one-cell overlay-nat sweep of `duts` (testpmd-io among them) with
+// `extra` flags: exit 1 for testpmd-io's error rows, six rows as
+// expect_sweep_overlay_rows has them, no namespace left.
+void overlay_sweep(std::vector<std::string> extra, const std::string& duts, const std::string& seen) {
   std::string out = "/tmp/harness-e2e-overlay-" + std::to_string(getpid());
   const auto before = testbed_namespaces();
-  auto r = testbed::run_capture({g_harness, "run", "--scenario", "overlay-nat", "--instances", "2", "--sizes", "1024",
-                                 "--duration", "1", "--repeat", "1", "--warmup", "0", "--no-sockperf", "--no-rfc2544",
-                                 "--dut", "dataplane,ovs-dpdk,testpmd-io", "--out", out},
-                                nullptr, std::chrono::minutes(5));
+  std::vector<std::string> argv = {g_harness,   "run",    "--scenario", "overlay-nat", "--instances", "2",
+                                   "--sizes",   "1024",   "--duration", "1",           "--repeat",    "1",
+                                   "--warmup",  "0",      "--no-sockperf", "--no-rfc2544", "--dut",   duts,
+                                   "--out",     out};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto r = testbed::run_capture(argv, nullptr, std::chrono::minutes(5));
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r->status, 1) << "testpmd-io has no overlay: its rows are errors\n" << r->output;
   auto rows = harness::read_csv(out + "/results.csv");
   ASSERT_TRUE(rows.ok()) << rows.message();
   ASSERT_EQ(rows->size(), 6u) << r->output;
-  for (auto& row : *rows) {
-    EXPECT_EQ(row[Col::scenario], "overlay-nat");
-    if (row[Col::dut] == "dataplane" || row[Col::dut] == "ovs-dpdk") {
-      EXPECT_EQ(row[Col::status], "ok") << row[Col::dut] << ": " << row[Col::error];
-      EXPECT_GT(harness::to_num(row[Col::throughput_gbps], 0), 0);
-      if (row[Col::repeat] == "1") {
-        EXPECT_EQ(row[Col::overlay_check].rfind("ok: server VTEP rx +", 0), 0u) << row[Col::overlay_check];
-        EXPECT_NE(row[Col::overlay_check].find("2 iperf3 servers saw 203.0.113.7"), std::string::npos)
-            << row[Col::overlay_check];
-      } else {
-        EXPECT_EQ(row[Col::overlay_check], "ok in 1 of 1 repetitions");
-      }
-    } else {
-      EXPECT_EQ(row[Col::status], "error");
-      EXPECT_NE(row[Col::error].find("overlay-nat scenario is not built for testpmd-io"), std::string::npos)
+  expect_sweep_overlay_rows(*rows, seen);
+  expect_no_new_namespaces(before);
+  std::filesystem::remove_all(out);
+}
+
+// Issue 22: --scenario overlay-nat. The dataplane's and OVS-DPDK's rows
+// carry the evidence (the server's VTEP counters, the floating address the
+// servers saw); a DUT without the scenario is an error row naming why.
+TEST(E2E, OverlayNatRowsCarryTheirEvidence) {
+  overlay_sweep({}, "dataplane,ovs-dpdk,testpmd-io", "2 iperf3 servers saw 203.0.113.7");
+}
+
+// Why this kernel cannot make a geneve device, or "" when it can (a
+// throwaway namespace, not a testbed's).
+std::string kernel_lacks_geneve() {
+  const std::string ns = "harness-e2e-gnvprobe-" + std::to_string(getpid());
+  testbed::run_capture({"ip", "netns", "add", ns});
+  auto r = testbed::run_capture({"ip", "-n", ns, "link", "add", "g0", "type", "geneve", "id", "1", "remote",
+                                 "192.0.2.1"});
+  testbed::run_capture({"ip", "netns", "del", ns});
+  if (r && r->status == 0) return "";
+  auto cfg = testbed::run_capture({"sh", "-c", "zcat /proc/config.gz 2>/dev/null | grep -m1 CONFIG_GENEVE"});
+  std::string config = cfg ? cfg->output : "";
+  while (!config.empty() && config.back() == '\n') config.pop_back();
+  return "this kernel cannot make a geneve device (" + (config.empty() ? "no /proc/config.gz" : config) +
+         "): " + (r ? r->output : r.message());
+}
+
+// Issue 30, step 7: --tunnel geneve. The testbed's remote VTEP is the
+// kernel's geneve device (gnv100, VNI 100, UDP 6081) in the server
+// namespace. Against kernel-ct (the DUT's own geneve device: TCP through a
+// kernel Geneve tunnel between two namespaces, source-NATed) and OVS-DPDK
+// (a geneve tunnel port in its userspace datapath) every row is ok and
+// carries the evidence; testpmd-io has no overlay and its rows say so.
+// On a kernel without geneve devices (CONFIG_GENEVE not set: this
+// project's Firecracker VM) every row is an error naming that instead.
+TEST(E2E, OverlayNatOverGeneveKernelAndOvsRowsCarryTheirEvidence) {
+  if (const std::string no = kernel_lacks_geneve(); !no.empty()) {
+    const std::string out = "/tmp/harness-e2e-nognv-" + std::to_string(getpid());
+    const auto before = testbed_namespaces();
+    auto r = testbed::run_capture({g_harness, "run", "--scenario", "overlay-nat", "--tunnel", "geneve", "--instances",
+                                   "1", "--sizes", "1024", "--duration", "1", "--repeat", "1", "--warmup", "0",
+                                   "--no-sockperf", "--no-rfc2544", "--dut", "kernel-ct,ovs-dpdk", "--out", out},
+                                  nullptr, std::chrono::minutes(3));
+    ASSERT_TRUE(r.ok()) << r.message();
+    EXPECT_EQ(r->status, 1) << r->output;
+    auto rows = harness::read_csv(out + "/results.csv");
+    ASSERT_TRUE(rows.ok()) << rows.message();
+    ASSERT_EQ(rows->size(), 4u) << r->output;
+    for (auto& row : *rows) {
+      EXPECT_EQ(row[Col::status], "error") << row[Col::dut];
+      EXPECT_NE(row[Col::error].find("this kernel has no geneve device (CONFIG_GENEVE is not set"), std::string::npos)
           << row[Col::error];
     }
+    expect_no_new_namespaces(before);
+    std::filesystem::remove_all(out);
+    GTEST_SKIP() << "rows name the missing kernel Geneve (checked); TCP through the kernel's geneve device cannot "
+                    "run here: "
+                 << no;
   }
-  expect_no_new_namespaces(before);
+  overlay_sweep({"--tunnel", "geneve"}, "kernel-ct,ovs-dpdk,testpmd-io",
+                "2 iperf3 servers saw 203.0.113.7; tunnel geneve");
+}
+
+// The remote VTEP the bed builds for --tunnel geneve, as the kernel has it,
+// and that it goes with the testbed: at the end of a run, on Ctrl-C, and
+// after kill -9 with `harness testbed down` (the namespace holds it).
+TEST(E2E, GeneveVtepIsTheKernelsDeviceAndGoesOnCtrlCAndKill) {
+  if (const std::string no = kernel_lacks_geneve(); !no.empty()) GTEST_SKIP() << no;
+  auto gnv_namespaces = [] {
+    std::set<std::string> v;
+    for (const auto& ns : testbed_namespaces()) {
+      auto r = testbed::run_capture({"ip", "-n", ns, "-d", "-j", "link", "show", "dev", "gnv100"}, nullptr,
+                                    std::chrono::seconds(10));
+      if (r && r->status == 0) v.insert(ns + " " + r->output);
+    }
+    return v;
+  };
+  const auto before = testbed_namespaces();
+  for (int sig : {SIGINT, SIGKILL}) {
+    SCOPED_TRACE(sig == SIGINT ? "Ctrl-C" : "kill -9");
+    const std::string out = "/tmp/harness-e2e-gnvkill-" + std::to_string(getpid());
+    testbed::SpawnOptions o;
+    o.stdout_path = out + ".log";
+    o.stderr_path = "=stdout";
+    auto p = testbed::Process::spawn({g_harness, "run", "--scenario", "overlay-nat", "--tunnel", "geneve", "--dut",
+                                      "kernel-ct", "--instances", "1", "--sizes", "1024", "--duration", "30",
+                                      "--repeat", "1", "--warmup", "0", "--no-sockperf", "--no-rfc2544", "--out", out},
+                                     o);
+    ASSERT_TRUE(p.ok()) << p.message();
+    std::set<std::string> seen;
+    for (int i = 0; i < 600 && seen.empty() && p->running(); i++) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      seen = gnv_namespaces();
+    }
+    ASSERT_EQ(seen.size(), 1u) << "no geneve VTEP while the run ran:\n" << read_proc(out + ".log");
+    const std::string dev = *seen.begin();
+    EXPECT_NE(dev.find("\"info_kind\":\"geneve\""), std::string::npos) << dev;
+    EXPECT_NE(dev.find("\"id\":100"), std::string::npos) << dev;
+    EXPECT_NE(dev.find("\"remote\":\"192.0.2.1\""), std::string::npos) << dev;
+    EXPECT_NE(dev.find("\"port\":6081"), std::string::npos) << dev;
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // into the cell
+    p->signal(sig);
+    p->wait(std::chrono::seconds(60));
+    if (sig == SIGKILL) {
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      EXPECT_FALSE(gnv_namespaces().empty()) << "kill -9 left no VTEP: this test shows nothing";
+      auto down = testbed::run_capture({g_harness, "testbed", "down"}, nullptr, std::chrono::minutes(2));
+      ASSERT_TRUE(down.ok()) << down.message();
+      EXPECT_EQ(down->status, 0) << down->output;
+    }
+    EXPECT_TRUE(gnv_namespaces().empty()) << "a geneve VTEP left after the run ended";
+    expect_no_new_namespaces(before);
+    std::filesystem::remove_all(out);
+    std::filesystem::remove(out + ".log");
+  }
+}
+
+// --tunnel geneve through the dataplane (overlay.geneve, encap(geneve,...)):
+// skipped while `dataplane --check` refuses configs/dataplane/
+// overlay-nat-geneve.yaml (the dataplane's Geneve is another branch's);
+// then the sweep's rows and the RFC 2544 mode's must carry the evidence.
+TEST(E2E, OverlayNatOverGeneveThroughTheDataplane) {
+  const std::string dataplane =
+      std::filesystem::path(g_harness).parent_path().parent_path().string() + "/dataplane/dataplane";
+  auto check = testbed::run_capture({dataplane, "--check", "--no-host-checks", "--config",
+                                     g_source + "/configs/dataplane/overlay-nat-geneve.yaml"},
+                                    nullptr, std::chrono::seconds(60));
+  ASSERT_TRUE(check.ok()) << check.message();
+  if (check->status != 0)
+    GTEST_SKIP() << "this dataplane refuses an overlay.geneve config (" << check->output
+                 << "): the test runs once the dataplane has Geneve";
+  std::string out = "/tmp/harness-e2e-geneve-dp-" + std::to_string(getpid());
+  auto r = testbed::run_capture({g_harness, "run", "--mode", "rfc2544", "--scenario", "overlay-nat", "--tunnel",
+                                 "geneve", "--frame-sizes", "64", "--conns", "500", "--dut", "dataplane", "--trial",
+                                 "0.3", "--churn", "0", "--out", out},
+                                nullptr, std::chrono::minutes(3));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 0) << r->output;
+  auto rows = harness::read_csv(out + "/rfc2544.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  ASSERT_EQ(rows->size(), 1u) << r->output;
+  expect_rfc2544_overlay_rows(*rows, "ok: 500 translations to 203.0.113.7 learnt in Geneve VNI 100");
+  std::filesystem::remove_all(out);
+  // The sweep: the server's VTEP is the kernel's geneve device.
+  if (const std::string no = kernel_lacks_geneve(); !no.empty()) GTEST_SKIP() << "the sweep's part: " << no;
+  r = testbed::run_capture({g_harness, "run", "--scenario", "overlay-nat", "--tunnel", "geneve", "--instances", "2",
+                            "--sizes", "1024", "--duration", "1", "--repeat", "1", "--warmup", "0", "--no-sockperf",
+                            "--no-rfc2544", "--dut", "dataplane", "--out", out},
+                           nullptr, std::chrono::minutes(5));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 0) << r->output;
+  rows = harness::read_csv(out + "/results.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  ASSERT_EQ(rows->size(), 2u) << r->output;
+  expect_sweep_overlay_rows(*rows, "2 iperf3 servers saw 203.0.113.7; tunnel geneve");
+  std::filesystem::remove_all(out);
 }
 
 TEST(E2E, ADutThatFailsItsHealthCheckYieldsErrorRowsAndTheOthersRun) {
@@ -1053,19 +1231,7 @@ TEST(E2E, Rfc2544OverlayNatRowsNeedTheTranslation) {
   auto rows = harness::read_csv(rel + "/rfc2544.csv");
   ASSERT_TRUE(rows.ok()) << rows.message();
   ASSERT_EQ(rows->size(), 3u) << r->output;
-  for (auto& row : *rows) {
-    EXPECT_EQ(row[Col::scenario], "overlay-nat");
-    if (row[Col::dut] == "testpmd-io") {
-      EXPECT_EQ(row[Col::status], "error");
-      EXPECT_NE(row[Col::error].find("overlay-nat scenario is not built for testpmd-io"), std::string::npos)
-          << row[Col::error];
-      continue;
-    }
-    EXPECT_EQ(row[Col::status], "ok") << row[Col::dut] << ": " << row[Col::error];
-    EXPECT_GT(harness::to_num(row[Col::zero_loss_mpps], 0), 0) << row[Col::dut];
-    EXPECT_EQ(row[Col::overlay_check].rfind("ok: 500 translations to 203.0.113.7", 0), 0u)
-        << row[Col::dut] << ": " << row[Col::overlay_check];
-  }
+  expect_rfc2544_overlay_rows(*rows, "ok: 500 translations to 203.0.113.7");
   std::filesystem::remove_all(rel);
 
   const std::string out = "/tmp/harness-e2e-rfc-ovl-" + std::to_string(getpid());
@@ -1086,6 +1252,34 @@ TEST(E2E, Rfc2544OverlayNatRowsNeedTheTranslation) {
   EXPECT_NE((*rows)[0][Col::error].find("untranslated"), std::string::npos) << (*rows)[0][Col::error];
   std::filesystem::remove_all(out);
   std::filesystem::remove(out + ".yaml");
+}
+
+// --mode rfc2544 --tunnel geneve: harness-gen's server side speaks Geneve
+// (net/geneve.h's frames) to OVS-DPDK's geneve tunnel port, which must
+// decapsulate what it sends and encapsulate what it answers: every
+// connection's translation learnt in Geneve VNI 100.
+TEST(E2E, Rfc2544OverlayNatOverGeneveWithOvs) {
+  const std::string out = "/tmp/harness-e2e-rfc-gnv-" + std::to_string(getpid());
+  auto r = testbed::run_capture({g_harness, "run", "--mode", "rfc2544", "--scenario", "overlay-nat", "--tunnel",
+                                 "geneve", "--frame-sizes", "64", "--conns", "500", "--dut", "ovs-dpdk,testpmd-io",
+                                 "--trial", "0.3", "--churn", "0", "--out", out},
+                                nullptr, std::chrono::minutes(4));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, 1) << "testpmd-io's row is an error\n" << r->output;
+  auto rows = harness::read_csv(out + "/rfc2544.csv");
+  ASSERT_TRUE(rows.ok()) << rows.message();
+  ASSERT_EQ(rows->size(), 2u) << r->output;
+  expect_rfc2544_overlay_rows(*rows, "ok: 500 translations to 203.0.113.7 learnt in Geneve VNI 100");
+  for (auto& row : *rows) {
+    if (row[Col::dut] != "testpmd-io") {
+      // Its refusals by the Geneve side's names. Not bounded: a run here
+      // had not_geneve 3 (frames on the server port that were not Geneve,
+      // not identified), and the VXLAN test does not bound not_vxlan.
+      EXPECT_NE(row[Col::overlay_check].find("not_geneve "), std::string::npos) << row[Col::overlay_check];
+    }
+  }
+  EXPECT_TRUE(std::filesystem::exists(out + "/raw/ovs-dpdk-overlay-nat-geneve-r1")) << "the raw output's directory";
+  std::filesystem::remove_all(out);
 }
 
 // Bad input to --mode rfc2544: more connections than the DUT's table holds

@@ -1291,6 +1291,9 @@ TEST(Profiles, NamesRoundTripAndMakeDutRefusesWhatAProfileLacks) {
   EXPECT_EQ(dut_names(), (std::vector<std::string>{"dataplane", "ovs-dpdk", "kernel-ct", "testpmd-io",
                                                     "ovs-dpdk-offload", "ovs-kernel-tc"}));
   EXPECT_EQ(scenario_names(), (std::vector<std::string>{"firewall", "overlay-nat"}));
+  EXPECT_EQ(tunnel_names(), (std::vector<std::string>{"vxlan", "geneve"}));
+  for (const std::string& s : tunnel_names()) EXPECT_EQ(name(*parse_tunnel(s)), s);
+  EXPECT_FALSE(parse_tunnel("VXLAN"));
   EXPECT_EQ(segmentation_names(), (std::vector<std::string>{"wire", "host"}));
   for (const std::string& s : scenario_names()) EXPECT_EQ(name(*parse_scenario(s)), s);
   for (const std::string& s : segmentation_names()) EXPECT_EQ(name(*parse_segmentation(s)), s);
@@ -1308,26 +1311,28 @@ TEST(Profiles, NamesRoundTripAndMakeDutRefusesWhatAProfileLacks) {
   std::filesystem::create_directories(dir);
   auto host = local_host(nullptr, dir);
   for (const std::string& d : dut_names())
-    for (Scenario sc : {Scenario::kFirewall, Scenario::kOverlayNat})
+    for (ScenarioKind sc : {ScenarioKind::kFirewall, ScenarioKind::kOverlayNat})
+      for (Tunnel tn : {Tunnel::kVxlan, Tunnel::kGeneve})
       for (Segmentation sg : {Segmentation::kWire, Segmentation::kHost})
         for (Attach at : {Attach::kAfPacket, Attach::kMemif, Attach::kPci}) {
           DutSite site;
           site.host = host.get();
           site.dir = dir;
-          site.scenario = sc;
+          site.scenario = &scenario_of(sc, tn);
           site.segmentation = sg;
           site.ports = {DutPort{at, "p0"}, DutPort{at, "p1"}};
-          const bool want = (sc == Scenario::kFirewall || overlay.count(d)) &&
+          const bool want = (sc == ScenarioKind::kFirewall || overlay.count(d)) &&
                             (sg == Segmentation::kWire || host_mode.count(d)) &&
                             (at == Attach::kAfPacket || !kernel_ports.count(d));
           auto r = make_dut(d, site);
-          EXPECT_EQ(static_cast<bool>(r), want) << d << " " << name(sc) << " " << name(sg) << " " << name(at) << ": "
+          EXPECT_EQ(static_cast<bool>(r), want) << d << " " << name(sc) << " " << name(tn) << " " << name(sg) << " "
+                                                << name(at) << ": "
                                                 << (r ? "made" : r.message());
           if (r) {
             EXPECT_EQ((*r)->name(), d);
             continue;
           }
-          if (sc == Scenario::kOverlayNat && !overlay.count(d)) {
+          if (sc == ScenarioKind::kOverlayNat && !overlay.count(d)) {
             EXPECT_EQ(r.message(), "the overlay-nat scenario is not built for " + d +
                                        " (dataplane, ovs-dpdk and kernel-ct have it)");
           } else if (sg == Segmentation::kHost && !host_mode.count(d)) {
@@ -1339,4 +1344,63 @@ TEST(Profiles, NamesRoundTripAndMakeDutRefusesWhatAProfileLacks) {
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.message(), "unknown DUT 'openflow-magic' (known: dataplane, ovs-dpdk, kernel-ct, testpmd-io, "
                            "ovs-dpdk-offload, ovs-kernel-tc)");
+}
+
+// Issue 30, step 5: each scenario's behaviour is its Scenario (scenario.h):
+// the dataplane config it runs, the VTEP device it asks the kernel for,
+// harness-gen's flags, what it refuses, and the evidence text of its rows
+// (the VXLAN texts as they were before the refactor, Geneve's naming it).
+TEST(Scenarios, EachSaysWhatItRunsRefusesAndChecks) {
+  const Scenario& fw = scenario_of(ScenarioKind::kFirewall, Tunnel::kGeneve);  // no tunnel: it is ignored
+  const Scenario& vx = scenario_of(ScenarioKind::kOverlayNat);
+  const Scenario& gn = scenario_of(ScenarioKind::kOverlayNat, Tunnel::kGeneve);
+  EXPECT_EQ(fw.overlay(), nullptr);
+  ASSERT_NE(vx.overlay(), nullptr);
+  ASSERT_NE(gn.overlay(), nullptr);
+  EXPECT_EQ(fw.name(), "firewall");
+  EXPECT_EQ(gn.name(), "overlay-nat");
+  const std::string dflt = "/src/configs/dataplane/firewall.yaml";
+  EXPECT_EQ(fw.dataplane_config_for(dflt, "/src"), dflt);
+  EXPECT_EQ(vx.dataplane_config_for(dflt, "/src"), "/src/configs/dataplane/overlay-nat.yaml");
+  EXPECT_EQ(gn.dataplane_config_for(dflt, "/src"), "/src/configs/dataplane/overlay-nat-geneve.yaml");
+  EXPECT_EQ(gn.dataplane_config_for("/x/mine.yaml", "/src"), "/x/mine.yaml");
+  EXPECT_TRUE(fw.gen_args().empty());
+  EXPECT_EQ(vx.gen_args(), (std::vector<std::string>{"--overlay", "--tunnel", "vxlan"}));
+  EXPECT_EQ(gn.gen_args(), (std::vector<std::string>{"--overlay", "--tunnel", "geneve"}));
+  EXPECT_EQ(vtep_link_argv(*vx.overlay(), "M", "L", "R", "s0"),
+            (std::vector<std::string>{"ip", "link", "add", "vx100", "address", "M", "type", "vxlan", "id", "100",
+                                      "local", "L", "remote", "R", "dstport", "4789", "dev", "s0"}));
+  EXPECT_EQ(vtep_link_argv(*gn.overlay(), "M", "L", "R", "s0"),
+            (std::vector<std::string>{"ip", "link", "add", "gnv100", "address", "M", "type", "geneve", "id", "100",
+                                      "remote", "R", "dstport", "6081"}));
+  EXPECT_EQ(fw.refuse_rfc2544(Proto::kUdp), "");
+  EXPECT_EQ(gn.refuse_rfc2544(Proto::kTcp), "");
+  EXPECT_EQ(gn.refuse_rfc2544(Proto::kUdp), "the generator learns each translation from a TCP SYN; not with --proto udp");
+  EXPECT_EQ(fw.refuse_lab(), "");
+  EXPECT_NE(vx.refuse_lab().find("built on the namespace testbed only"), std::string::npos);
+  EXPECT_FALSE(fw.server_json());
+  EXPECT_TRUE(gn.server_json());
+  EXPECT_EQ(fw.dir_suffix(), "");
+  EXPECT_EQ(vx.dir_suffix(), "-overlay-nat");
+  EXPECT_EQ(gn.dir_suffix(), "-overlay-nat-geneve");
+  EXPECT_EQ(fw.base_check(), "n/a: no overlay in the firewall scenario");
+  EXPECT_EQ(vx.base_check(), "n/a: checked in this DUT's throughput rows");
+  EXPECT_EQ(vx.no_check(), "n/a: not measured");
+  const auto g = nlohmann::json::parse(R"({"overlay": {"learnt": 500, "not_geneve": 0, "untranslated": 0}})");
+  Row r;
+  fw.check_gen(g, 500, r);
+  EXPECT_EQ(r[Col::overlay_check], "n/a: no overlay in the firewall scenario");
+  vx.check_gen(g, 500, r);
+  EXPECT_EQ(r[Col::overlay_check], "ok: 500 translations to 203.0.113.7 learnt in VXLAN VNI 100 for 500 connections; "
+                                   "refused: not_geneve 0, untranslated 0");
+  gn.check_gen(g, 501, r);
+  EXPECT_EQ(r[Col::overlay_check], "error: 500 translations to 203.0.113.7 learnt in Geneve VNI 100 for 501 "
+                                   "connections; refused: not_geneve 0, untranslated 0");
+  Row ok, bad, base;
+  ok[Col::overlay_check] = "ok: server VTEP rx +1 tx +1 packets";
+  bad[Col::overlay_check] = "error: the server's VTEP saw rx +0 tx +0";
+  gn.summarize({ok, bad}, base);
+  EXPECT_EQ(base[Col::overlay_check], "ok in 1 of 2 repetitions; error: the server's VTEP saw rx +0 tx +0");
+  fw.summarize({ok}, base);  // the firewall leaves it as it is
+  EXPECT_EQ(base[Col::overlay_check], "ok in 1 of 2 repetitions; error: the server's VTEP saw rx +0 tx +0");
 }

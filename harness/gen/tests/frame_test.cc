@@ -291,16 +291,49 @@ namespace {
 // in VXLAN from the DUT's VTEP (192.0.2.1) to the server's (192.0.2.2).
 std::vector<uint8_t> from_dut(const gen::Template& t, uint32_t c, uint32_t seq, uint16_t port, uint32_t vni = 100,
                               uint32_t src = gen::kFloatingIp) {
-  std::vector<uint8_t> f(gen::kVxlanHeaders + t.len);
+  std::vector<uint8_t> f(gen::kOverlayHeaders + t.len);
   gen::Tuple tu = gen::tuple_of(c);
   tu.cip = src;
   tu.cport = port;
-  gen::fill(t, f.data() + gen::kVxlanHeaders, tu, seq, 0, 0);
-  gen::Overlay::encap(f.data(), t.len, 50000);
+  gen::fill(t, f.data() + gen::kOverlayHeaders, tu, seq, 0, 0);
+  gen::Overlay().encap(f.data(), t.len, 50000);
   gen::put32(f.data() + 26, gen::kLocalVtep);
   gen::put32(f.data() + 30, gen::kRemoteVtep);
   gen::put32(f.data() + 46, vni << 8);
   return f;
+}
+
+// What the server side sends connection 60001 (translated to port 31337)
+// from UDP source port 50123, in VXLAN or Geneve.
+std::vector<uint8_t> server_frame(bool geneve) {
+  gen::Overlay ov;
+  ov.init(100000, geneve);
+  ov.nat_port[60001] = 31337;
+  gen::Template t;
+  gen::make_template(&t, gen::Dir::kToClient, gen::kAck | gen::kPsh, 64, kMacS, kMacC);
+  std::vector<uint8_t> f(gen::kOverlayHeaders + t.len);
+  gen::fill(t, f.data() + gen::kOverlayHeaders, ov.translated(60001), 5, 6, 7);
+  ov.encap(f.data(), t.len, 50123);
+  return f;
+}
+
+// A frame the server side sent (connection 60001, translated to port
+// 31337, UDP source port 50123): its outer IPv4 and UDP toward the DUT's
+// VTEP on `dport`, sound checksums, the translated inner tuple.
+void expect_outer_and_inner(const std::vector<uint8_t>& f, uint16_t dport) {
+  const uint8_t* ip = f.data() + 14;
+  EXPECT_EQ(gen::get16(ip + 10), full_ip_csum(ip));
+  EXPECT_EQ(gen::get16(ip + 2), f.size() - 14);
+  EXPECT_EQ(gen::get32(ip + 12), gen::kRemoteVtep);
+  EXPECT_EQ(gen::get32(ip + 16), gen::kLocalVtep);
+  EXPECT_EQ(gen::get16(ip + 20), 50123);
+  EXPECT_EQ(gen::get16(ip + 22), dport);
+  EXPECT_EQ(gen::get16(ip + 24), f.size() - 34);
+  const uint8_t* in = f.data() + gen::kOverlayHeaders + 14;
+  EXPECT_EQ(gen::get32(in + 16), gen::kFloatingIp);
+  EXPECT_EQ(gen::get16(in + 22), 31337);
+  EXPECT_EQ(gen::get16(in + 20), 81) << "connection 60001's server port";
+  EXPECT_EQ(gen::get16(in + 36), full_tcp_csum(in));
 }
 
 }  // namespace
@@ -308,29 +341,10 @@ std::vector<uint8_t> from_dut(const gen::Template& t, uint32_t c, uint32_t seq, 
 // harness-gen --overlay: the server side's frames are VXLAN to the DUT's
 // VTEP with sound outer checksums, carrying the translated tuple.
 TEST(GenOverlay, WhatTheServerSendsIsVxlanToTheTranslatedClient) {
-  gen::Overlay ov;
-  ov.init(100000);
-  ov.nat_port[60001] = 31337;
-  gen::Template t;
-  gen::make_template(&t, gen::Dir::kToClient, gen::kAck | gen::kPsh, 64, kMacS, kMacC);
-  std::vector<uint8_t> f(gen::kVxlanHeaders + t.len);
-  gen::fill(t, f.data() + gen::kVxlanHeaders, ov.translated(60001), 5, 6, 7);
-  gen::Overlay::encap(f.data(), t.len, 50123);
-  const uint8_t* ip = f.data() + 14;
-  EXPECT_EQ(gen::get16(ip + 10), full_ip_csum(ip));
-  EXPECT_EQ(gen::get16(ip + 2), f.size() - 14);
-  EXPECT_EQ(gen::get32(ip + 12), gen::kRemoteVtep);
-  EXPECT_EQ(gen::get32(ip + 16), gen::kLocalVtep);
-  EXPECT_EQ(gen::get16(ip + 20), 50123);
-  EXPECT_EQ(gen::get16(ip + 22), 4789);
-  EXPECT_EQ(gen::get16(ip + 24), f.size() - 34);
+  const auto f = server_frame(false);
+  expect_outer_and_inner(f, 4789);
   EXPECT_EQ(f[42], 0x08);
   EXPECT_EQ(gen::get32(f.data() + 46) >> 8, 100u);
-  const uint8_t* in = f.data() + gen::kVxlanHeaders + 14;
-  EXPECT_EQ(gen::get32(in + 16), gen::kFloatingIp);
-  EXPECT_EQ(gen::get16(in + 22), 31337);
-  EXPECT_EQ(gen::get16(in + 20), 81) << "connection 60001's server port";
-  EXPECT_EQ(gen::get16(in + 36), full_tcp_csum(in));
 }
 
 // The translated port is learnt from the SYN (its ISN names the
@@ -347,12 +361,12 @@ TEST(GenOverlay, TheServerSideLearnsTheTranslationAndRefusesTheRest) {
     const uint16_t port = static_cast<uint16_t>(1024 + c % 60000);
     auto f = from_dut(syn, c, gen::isn_client(c), port);
     const int off = ov.decap(f.data(), static_cast<uint32_t>(f.size()), K);
-    ASSERT_EQ(off, gen::kVxlanHeaders) << c;
+    ASSERT_EQ(off, gen::kOverlayHeaders) << c;
     gen::Seen s;
     ASSERT_TRUE(gen::parse(f.data() + off, static_cast<uint32_t>(f.size()) - off, K, gen::Dir::kToServer, &s));
     EXPECT_EQ(s.conn, c);
     auto d = from_dut(data, c, gen::isn_client(c) + 1, port);
-    ASSERT_EQ(ov.decap(d.data(), static_cast<uint32_t>(d.size()), K), gen::kVxlanHeaders) << c;
+    ASSERT_EQ(ov.decap(d.data(), static_cast<uint32_t>(d.size()), K), gen::kOverlayHeaders) << c;
     ASSERT_TRUE(gen::parse(d.data() + off, static_cast<uint32_t>(d.size()) - off, K, gen::Dir::kToServer, &s));
     EXPECT_EQ(s.conn, c);
     EXPECT_EQ(s.payload, data.payload);
@@ -361,11 +375,95 @@ TEST(GenOverlay, TheServerSideLearnsTheTranslationAndRefusesTheRest) {
   auto untranslated = from_dut(data, 7, 1, 10007, 100, gen::tuple_of(7).cip);
   auto wrong_vni = from_dut(data, 7, 1, 1031, 101);
   auto unknown = from_dut(data, 8, 1, 4444);
-  auto plain = std::vector<uint8_t>(untranslated.begin() + gen::kVxlanHeaders, untranslated.end());
+  auto plain = std::vector<uint8_t>(untranslated.begin() + gen::kOverlayHeaders, untranslated.end());
   for (auto* f : {&untranslated, &wrong_vni, &unknown, &plain})
     EXPECT_EQ(ov.decap(f->data(), static_cast<uint32_t>(f->size()), K), -1);
   EXPECT_EQ(ov.bad[gen::Overlay::kUntranslated], 1u);
   EXPECT_EQ(ov.bad[gen::Overlay::kWrongVni], 1u);
   EXPECT_EQ(ov.bad[gen::Overlay::kUnknownPort], 1u);
-  EXPECT_EQ(ov.bad[gen::Overlay::kNotVxlan], 1u);
+  EXPECT_EQ(ov.bad[gen::Overlay::kNotTunnel], 1u);
+}
+
+namespace {
+
+// The same from a DUT speaking Geneve, with `opts` (a DUT may send options;
+// the generator sends none).
+std::vector<uint8_t> geneve_from_dut(const gen::Template& t, uint32_t c, uint32_t seq, uint16_t port,
+                                     std::vector<net::GeneveOption> opts = {}, uint32_t vni = 100) {
+  uint8_t src[4], dst[4];
+  gen::put32(src, gen::kLocalVtep);
+  gen::put32(dst, gen::kRemoteVtep);
+  const net::GeneveOuter o{gen::kRemoteMac, gen::kVtepMac, src, dst, vni, 50000, net::kGenevePort, 64, true,
+                           opts.data(), static_cast<uint32_t>(opts.size())};
+  const uint32_t hl = net::geneve_outer_v4_len(o);
+  std::vector<uint8_t> f(hl + t.len);
+  gen::Tuple tu = gen::tuple_of(c);
+  tu.cip = gen::kFloatingIp;
+  tu.cport = port;
+  gen::fill(t, f.data() + hl, tu, seq, 0, 0);
+  net::put_geneve_outer_v4(f.data(), o, t.len);
+  return f;
+}
+
+}  // namespace
+
+// --tunnel geneve: the server side sends Geneve (UDP 6081, protocol 0x6558,
+// no options, VNI 100) to the DUT's VTEP, sound outer checksum, carrying
+// the translated tuple.
+TEST(GenOverlay, WithGeneveTheServerSendsGeneveToTheTranslatedClient) {
+  const auto f = server_frame(true);
+  expect_outer_and_inner(f, 6081);
+  net::GeneveHeader h;
+  ASSERT_EQ(net::parse_geneve(f.data() + 42, static_cast<uint32_t>(f.size() - 42), &h), net::GeneveError::kNone);
+  EXPECT_EQ(h.vni, 100u);
+  EXPECT_EQ(h.proto, 0x6558);
+  EXPECT_EQ(h.len, 8u);
+  EXPECT_EQ(f[42], 0) << "version 0, no options";
+}
+
+// What the Geneve side takes: the DUT's frames with or without options
+// (the inner frame found after them); refused as not_geneve: VXLAN, a
+// critical option, Opt Len past the frame; a wrong VNI by its reason.
+TEST(GenOverlay, WithGeneveTheServerSideReadsOptionsAndRefusesCriticalOnes) {
+  const uint32_t K = 1000;
+  gen::Overlay ov;
+  ov.init(K, true);
+  gen::Template syn, data;
+  gen::make_template(&syn, gen::Dir::kToServer, gen::kSyn, 64, kMacC, kMacS);
+  gen::make_template(&data, gen::Dir::kToServer, gen::kAck | gen::kPsh, 128, kMacC, kMacS);
+  const uint8_t od[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  const std::vector<net::GeneveOption> plain_opts = {{0x0102, 0x01, od, 8}};
+  for (uint32_t c : {0u, 7u, K - 1}) {
+    const uint16_t port = static_cast<uint16_t>(2000 + c);
+    auto f = geneve_from_dut(syn, c, gen::isn_client(c), port);
+    int off = ov.decap(f.data(), static_cast<uint32_t>(f.size()), K);
+    ASSERT_EQ(off, gen::kOverlayHeaders) << c;
+    gen::Seen s;
+    ASSERT_TRUE(gen::parse(f.data() + off, static_cast<uint32_t>(f.size()) - off, K, gen::Dir::kToServer, &s));
+    EXPECT_EQ(s.conn, c);
+    auto d = geneve_from_dut(data, c, gen::isn_client(c) + 1, port, plain_opts);
+    off = ov.decap(d.data(), static_cast<uint32_t>(d.size()), K);
+    ASSERT_EQ(off, gen::kOverlayHeaders + 12) << c;
+    ASSERT_TRUE(gen::parse(d.data() + off, static_cast<uint32_t>(d.size()) - off, K, gen::Dir::kToServer, &s));
+    EXPECT_EQ(s.conn, c);
+    EXPECT_EQ(s.payload, data.payload);
+  }
+  EXPECT_EQ(ov.learnt, 3u);
+  auto critical = geneve_from_dut(data, 7, 1, 2007, {{0x0102, 0x80, od, 4}});
+  auto past = geneve_from_dut(data, 7, 1, 2007);
+  past[42] = 0x3F;  // 252 bytes of options in a frame that has 0
+  auto wrong_vni = geneve_from_dut(data, 7, 1, 2007, {}, 101);
+  auto vxlan = from_dut(data, 7, 1, 2007);
+  for (auto* f : {&critical, &past, &vxlan, &wrong_vni})
+    EXPECT_EQ(ov.decap(f->data(), static_cast<uint32_t>(f->size()), K), -1);
+  EXPECT_EQ(ov.bad[gen::Overlay::kNotTunnel], 3u);
+  EXPECT_EQ(ov.bad[gen::Overlay::kWrongVni], 1u);
+  EXPECT_STREQ(ov.why_name(gen::Overlay::kNotTunnel), "not_geneve");
+  // And the VXLAN side refuses Geneve.
+  gen::Overlay vx;
+  vx.init(K);
+  auto g = geneve_from_dut(data, 7, 1, 2007);
+  EXPECT_EQ(vx.decap(g.data(), static_cast<uint32_t>(g.size()), K), -1);
+  EXPECT_EQ(vx.bad[gen::Overlay::kNotTunnel], 1u);
+  EXPECT_STREQ(vx.why_name(gen::Overlay::kNotTunnel), "not_vxlan");
 }

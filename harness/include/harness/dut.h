@@ -18,6 +18,7 @@
 
 #include "harness/preconditions.h"
 #include "harness/profiles.h"
+#include "harness/scenario.h"
 #include "harness/ssh.h"
 #include "sdn/status.h"
 #include "testbed/process.h"
@@ -112,9 +113,9 @@ struct DutSite {
   // kernel-ct on the testbed: the DUT namespace is made a router with proxy
   // ARP for these endpoints (a lab's DUT host is set up as one already).
   std::string router_client_ip, router_server_ip;
-  // With overlay-nat the DUT terminates the bed's VXLAN tunnel and
-  // source-NATs the client (SweepConfig::scenario).
-  Scenario scenario = Scenario::kFirewall;
+  // With overlay-nat the DUT terminates the bed's tunnel (its overlay():
+  // VXLAN or Geneve) and source-NATs the client (SweepConfig::scenario).
+  const Scenario* scenario = &scenario_of(ScenarioKind::kFirewall);
   Segmentation segmentation = Segmentation::kWire;
 };
 

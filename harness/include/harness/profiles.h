@@ -1,11 +1,14 @@
 // The harness's vocabulary, written once: the DUT profiles and what each can
-// do, the scenarios and the segmentation modes. The command line, the YAML,
-// the lab inventory, make_dut() and the reports read these tables. A name
-// is parsed into its type where it comes in (parse_*) and printed back with
-// name() where it goes out (CSV, messages).
+// do, the scenarios, the overlay's tunnels and the segmentation modes. The
+// command line, the YAML, the lab inventory, make_dut() and the reports read
+// these tables. A name is parsed into its type where it comes in (parse_*)
+// and printed back with name() where it goes out (CSV, messages). What a
+// scenario does (the bed, the DUT config, the traffic, the checks) is its
+// Scenario (scenario.h).
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -14,9 +17,14 @@
 
 namespace harness {
 
-// With "overlay-nat" the server sits behind a VXLAN tunnel the DUT
-// terminates and the client is source-NATed (README: harness, Scenarios).
-enum class Scenario : uint8_t { kFirewall, kOverlayNat, kCount };
+// With "overlay-nat" the server sits behind a tunnel the DUT terminates and
+// the client is source-NATed (README: harness, Scenarios).
+enum class ScenarioKind : uint8_t { kFirewall, kOverlayNat, kCount };
+// The overlay-nat scenario's tunnel (--tunnel): VXLAN (RFC 7348, UDP 4789)
+// or Geneve (RFC 8926, UDP 6081).
+enum class Tunnel : uint8_t { kVxlan, kGeneve, kCount };
+// The traffic's transport: TCP connections or UDP flows (--proto).
+enum class Proto : uint8_t { kTcp, kUdp, kCount };
 // How the endpoints hand TCP to the DUT: MTU-size frames as from a wire, or
 // the host's TSO/GSO packets of up to 64 KB (kernel DUTs only).
 enum class Segmentation : uint8_t { kWire, kHost, kCount };
@@ -24,30 +32,25 @@ enum class Segmentation : uint8_t { kWire, kHost, kCount };
 // sockets, or a PCI device.
 enum class Attach : uint8_t { kAfPacket, kMemif, kPci, kCount };
 
-std::string_view name(Scenario s);
+std::string_view name(ScenarioKind s);
+std::string_view name(Tunnel t);
+std::string_view name(Proto p);
 std::string_view name(Segmentation s);
 std::string_view name(Attach a);
-std::optional<Scenario> parse_scenario(std::string_view s);
+std::optional<ScenarioKind> parse_scenario(std::string_view s);
+std::optional<Tunnel> parse_tunnel(std::string_view s);
+std::optional<Proto> parse_proto(std::string_view s);
 std::optional<Segmentation> parse_segmentation(std::string_view s);
 // Every name of the enum, in order: {"firewall", "overlay-nat"}.
 std::vector<std::string> scenario_names();
+std::vector<std::string> tunnel_names();
+std::vector<std::string> proto_names();
 std::vector<std::string> segmentation_names();
 
-// What a scenario asks of the bed, the dataplane and the rows.
-struct ScenarioProfile {
-  Scenario id;
-  // The dataplane's config for it, under the source tree: a run given the
-  // default config (firewall.yaml) runs the scenario's own.
-  std::string_view dataplane_config;
-  // The server behind a VXLAN tunnel the DUT terminates: the bed builds the
-  // remote VTEP and every throughput row checks the tunnel carried it.
-  bool overlay;
-  // Col::overlay_check where no check is made.
-  std::string_view no_check;
-};
-const ScenarioProfile& profile(Scenario s);
-// The dataplane config a run of `s` uses when it was given `given`.
-std::string dataplane_config_for(Scenario s, const std::string& given, const std::string& source_dir);
+// The dataplane config every run starts from unless given another, under
+// the source tree; a scenario with its own (Scenario::dataplane_config_for)
+// runs that one instead.
+inline constexpr std::string_view kDefaultDataplaneConfig = "configs/dataplane/firewall.yaml";
 
 template <typename E>
 constexpr unsigned bit(E e) {
@@ -78,7 +81,8 @@ struct DutProfile {
   std::string_view name;
   std::string_view summary;
   DutRole role;
-  unsigned scenarios;      // bit(Scenario)
+  unsigned scenarios;      // bit(ScenarioKind)
+  unsigned tunnels;        // bit(Tunnel): the overlay-nat tunnels it terminates
   unsigned segmentations;  // bit(Segmentation)
   unsigned attaches;       // bit(Attach)
   bool tracker;            // keeps connection state: its entries are counted and sized
@@ -93,6 +97,8 @@ const DutProfile* find_dut(std::string_view name);
 std::string_view name(DutKind k);
 // The names offered as DUTs (--dut, YAML duts, a lab's profiles), in order.
 std::vector<std::string> dut_names();
+// The names of `kinds`, in that order (the default DUT lists).
+std::vector<std::string> dut_names_of(std::initializer_list<DutKind> kinds);
 // The profiles with `pred`, as "a, b and c" (for messages).
 template <typename Pred>
 std::string dut_list(Pred pred) {

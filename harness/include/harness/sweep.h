@@ -14,6 +14,7 @@
 #include "harness/lab.h"
 #include "harness/rfc2544.h"
 #include "harness/results.h"
+#include "harness/scenario.h"
 #include "harness/ssh.h"
 #include "sdn/status.h"
 #include "testbed/process.h"
@@ -25,7 +26,8 @@ struct SweepConfig {
   std::vector<int> instances{4, 16, 32};
   std::vector<int> sizes{64, 512, 1024, 1460, 4096, 8192};
   std::vector<std::string> protos{"tcp"};
-  std::vector<std::string> duts{"dataplane", "ovs-dpdk", "kernel-ct", "testpmd-io"};
+  std::vector<std::string> duts =
+      dut_names_of({DutKind::kDataplane, DutKind::kOvsDpdk, DutKind::kKernelCt, DutKind::kTestpmdIo});
   int duration_s = 2;
   int repeat = 3;
   // Repetitions in rounds (each round runs every DUT once, on a fresh
@@ -43,10 +45,12 @@ struct SweepConfig {
   int mtu = 1500;
   std::string dataplane_config = "configs/dataplane/firewall.yaml";
   // The firewall (client and server on one subnet through a stateful
-  // firewall) or overlay-nat (the server behind a VXLAN tunnel the DUT
-  // terminates, the client source-NATed to a floating address; README:
-  // harness, Scenarios).
-  Scenario scenario = Scenario::kFirewall;
+  // firewall) or overlay-nat (the server behind a tunnel the DUT
+  // terminates, VXLAN or Geneve by `tunnel`, the client source-NATed to a
+  // floating address; README: harness, Scenarios).
+  ScenarioKind scenario = ScenarioKind::kFirewall;
+  Tunnel tunnel = Tunnel::kVxlan;
+  const Scenario& run_scenario() const { return scenario_of(scenario, tunnel); }
   // How the endpoints hand TCP to the DUT. Wire (default): as from a real
   // wire, MTU-size frames (the endpoints' veths without TX checksum offload,
   // so without TSO: the kernel segments before the veth); what a DUT does
@@ -79,7 +83,7 @@ struct Limit {
 };
 inline constexpr Limit kInstancesLimit{1, 128}, kSizesLimit{16, 65000}, kDurationLimit{1, 3600},
     kRepeatLimit{1, 100}, kWarmupLimit{0, 600}, kOmitLimit{0, 60}, kBackgroundLimit{0, 2000000}, kMtuLimit{576, 9000};
-inline const std::vector<std::string> kProtoNames{"tcp", "udp"};
+inline const std::vector<std::string> kProtoNames = proto_names();
 
 // Loads configs/harness/*.yaml over the defaults. Errors name file, line, key.
 sdn::Status load_sweep_config(const std::string& path, SweepConfig* c);
@@ -95,7 +99,8 @@ struct Bed {
   int mtu = 1500;
   std::string ssh_dir;  // keys, sshd configs, known_hosts
   std::vector<testbed::Process> sshd;
-  static sdn::Result<std::unique_ptr<Bed>> build(int mtu, bool ssh = false, Scenario scenario = Scenario::kFirewall,
+  static sdn::Result<std::unique_ptr<Bed>> build(int mtu, bool ssh = false,
+                                                 const Scenario& scenario = scenario_of(ScenarioKind::kFirewall),
                                                  Segmentation segmentation = Segmentation::kWire);
   // The testbed as a lab (`harness testbed up --inventory FILE`): sshd in the
   // client, server and DUT namespaces, reached from this namespace over
@@ -108,13 +113,13 @@ struct Bed {
   static constexpr const char* kClientIp = "10.0.0.1";
   static constexpr const char* kServerIp = "10.0.0.2";
   // overlay-nat: the server's address in the overlay (on its VTEP), the
-  // floating address the DUT translates the client to, and the VXLAN ends.
+  // floating address the DUT translates the client to, and the tunnel's ends.
   static constexpr const char* kOverlayServerIp = "198.51.100.20";
   static constexpr const char* kFloatingIp = "203.0.113.7";
   static constexpr const char* kLocalVtep = "192.0.2.1", *kRemoteVtep = "192.0.2.2";
   static constexpr const char* kClientMac = "02:00:00:00:0c:00", *kServerMac = "02:00:00:00:02:02",
                                *kNextHopMac = "02:00:00:00:0a:0a", *kVtepMac = "02:00:00:00:01:01";
-  Scenario scenario = Scenario::kFirewall;
+  const Scenario* scenario = &scenario_of(ScenarioKind::kFirewall);
   std::string server_ip = kServerIp;  // where the client's tools go
 };
 
