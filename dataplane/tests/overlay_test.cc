@@ -153,8 +153,8 @@ TEST(Overlay, EncapsulatedNatFramesEqualScapys) {
     EXPECT_EQ(f.send(kWire, scapy_vxlan(from_remote(), build_frame(b))).out_port, kVm) << i;
   }
   EXPECT_GT(f.st.cache_hits, 0u);
-  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kEncap)], 6u);
-  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kDecap)], 6u);
+  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kVxlanEncap)], 6u);
+  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kVxlanDecap)], 6u);
   EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kNat)], 12u);
   // A tunnelled connection stays in software (the NIC's rules would see the outer headers).
   f.ct->for_each(f.now, [&](const ctrack::ConnInfo& c) { EXPECT_FALSE(c.offloaded); });
@@ -269,7 +269,7 @@ TEST(Overlay, DecapOnlyFromRemotesToOurMacWithWholeOuterHeaders) {
   tagged.insert(tagged.begin() + 12, tag, tag + 4);
   EXPECT_EQ(f.send(kWire, tagged).out_port, kVm) << "the VLAN-tagged full-size frame";
   EXPECT_EQ(count(DropWhy::kRxOversize), 0u);
-  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kDecap)], 3u) << "decap counts only what it delivers";
+  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kVxlanDecap)], 3u) << "decap counts only what it delivers";
 
   // any_remote: true takes the stranger.
   std::string yaml = overlay_yaml();
@@ -430,7 +430,7 @@ TEST(Overlay, TwoWorkersCountAHandedOverFrameOnce) {
   }
   EXPECT_EQ(delivered, kConns);
   EXPECT_GT(handed, kConns / 4) << "the test needs frames that land on the other worker";
-  EXPECT_EQ(st[0].tunnel[static_cast<int>(Tunnel::kDecap)] + st[1].tunnel[static_cast<int>(Tunnel::kDecap)],
+  EXPECT_EQ(st[0].tunnel[static_cast<int>(Tunnel::kVxlanDecap)] + st[1].tunnel[static_cast<int>(Tunnel::kVxlanDecap)],
             static_cast<uint64_t>(kConns))
       << "decapsulated frames, counted once";
   EXPECT_EQ(st[0].rx_packets + st[1].rx_packets, static_cast<uint64_t>(2 * kConns)) << "received, counted once";
