@@ -15,6 +15,7 @@
 
 #include "features/conntrack/list.h"
 #include "features/fragments/list.h"
+#include "features/geneve/list.h"
 #include "features/nat/list.h"
 #include "features/overlay/list.h"
 #include "features/ports/list.h"
@@ -22,7 +23,8 @@
 #include "features/vxlan/list.h"
 
 #define DP_TUNNELS(T, X) \
-  T(X, Vxlan, vxlan, DP_VXLAN_DROPS, DP_VXLAN_COUNTERS)
+  T(X, Vxlan, vxlan, DP_VXLAN_DROPS, DP_VXLAN_COUNTERS) \
+  T(X, Geneve, geneve, DP_GENEVE_DROPS, DP_GENEVE_COUNTERS)
 
 #define DP_TUNNEL_DROPS_OF(X, S, n, drops, counters) drops(X)
 #define DP_TUNNEL_COUNTERS_OF(X, S, n, drops, counters) counters(X)

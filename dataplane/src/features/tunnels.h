@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "features/registry.h"
+#include "features/geneve/geneve.h"
 #include "features/vxlan/vxlan.h"
 
 namespace dp {
