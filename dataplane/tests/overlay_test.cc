@@ -330,15 +330,27 @@ TEST(Overlay, SourcePortsSpreadFlows) {
   EXPECT_GT(ports.size(), 48u) << "64 flows share too few source ports for ECMP to spread them";
 }
 
+// A config edited from a test's (the first `from` replaced by `to`), and
+// the error it must give.
+std::string edit(std::string s, const std::string& from, const std::string& to) {
+  size_t p = s.find(from);
+  EXPECT_NE(p, std::string::npos) << from;
+  return s.replace(p, from.size(), to);
+}
+struct ConfigCase {
+  std::string text, want;
+};
+template <size_t N>
+void expect_config_errors(const ConfigCase (&cases)[N]) {
+  for (const ConfigCase& c : cases) {
+    auto r = parse_config(c.text, "test.yaml");
+    ASSERT_FALSE(r.ok()) << c.want;
+    EXPECT_NE(r.message().find(c.want), std::string::npos) << "got: " << r.message() << "\nwant: " << c.want;
+  }
+}
+
 TEST(Overlay, ConfigErrorsNameFileLineAndKey) {
-  auto edit = [](std::string s, const std::string& from, const std::string& to) {
-    size_t p = s.find(from);
-    EXPECT_NE(p, std::string::npos) << from;
-    return s.replace(p, from.size(), to);
-  };
-  struct Case {
-    std::string text, want;
-  } cases[] = {
+  const ConfigCase cases[] = {
       {edit(overlay_yaml(), "vnis: [100, 200]", "vnis: [100, 200, 100]"),
        "test.yaml:11: key 'overlay.vxlan.vnis[2]': VNI 100 is listed twice (first at line 11)"},
       {edit(overlay_yaml(), "remote=192.0.2.2),output:wire\"}\n    - {priority: 100, match: \"in_port=vm,ct_state=+trk+est\"",
@@ -357,11 +369,7 @@ TEST(Overlay, ConfigErrorsNameFileLineAndKey) {
             ",drop\"}\n    - {priority: 100, match: \"in_port=vm,ct_state=+trk+est\""),
        "encap(...) goes before the output"},
   };
-  for (const Case& c : cases) {
-    auto r = parse_config(c.text, "test.yaml");
-    ASSERT_FALSE(r.ok()) << c.want;
-    EXPECT_NE(r.message().find(c.want), std::string::npos) << "got: " << r.message() << "\nwant: " << c.want;
-  }
+  expect_config_errors(cases);
   std::string no_overlay = overlay_yaml();
   no_overlay.erase(no_overlay.find("overlay:"), no_overlay.find("tables:") - no_overlay.find("overlay:"));
   auto r = parse_config(no_overlay, "test.yaml");
@@ -558,14 +566,7 @@ TEST(Geneve, BadHeadersAndOptionsAreCountedByReason) {
 }
 
 TEST(Geneve, ConfigAndRuleErrorsAreCaught) {
-  auto edit = [](std::string s, const std::string& from, const std::string& to) {
-    size_t p = s.find(from);
-    EXPECT_NE(p, std::string::npos) << from;
-    return s.replace(p, from.size(), to);
-  };
-  struct Case {
-    std::string text, want;
-  } cases[] = {
+  const ConfigCase cases[] = {
       {edit(geneve_yaml(), "\"0x0102:0x80\"", "\"0x0102\""),
        "test.yaml:12: key 'overlay.geneve.accept_options[0]': expected CLASS:TYPE"},
       {edit(geneve_yaml(), "vnis: [100, 200]", "vnis: [100, 16777216]"), "key 'overlay.geneve.vnis[1]'"},
@@ -581,11 +582,7 @@ TEST(Geneve, ConfigAndRuleErrorsAreCaught) {
       {edit(geneve_yaml(), "overlay:\n  geneve:", "overlay:\n  vxlan:"),
        "test.yaml:12: key 'overlay.vxlan.accept_options': unknown key"},
   };
-  for (const Case& c : cases) {
-    auto r = parse_config(c.text, "test.yaml");
-    ASSERT_FALSE(r.ok()) << c.want;
-    EXPECT_NE(r.message().find(c.want), std::string::npos) << "got: " << r.message() << "\nwant: " << c.want;
-  }
+  expect_config_errors(cases);
   auto ok = parse_config(geneve_yaml(), "test.yaml");
   ASSERT_TRUE(ok.ok()) << ok.message();
   EXPECT_EQ(ok->overlay[TunnelKind::kGeneve].udp_port, 6081);
