@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "features/overlay/tunnel.h"
+#include "net/geneve.h"
 #include "sdn/number.h"
 
 namespace dp {
@@ -41,23 +42,26 @@ struct Geneve {
     bool not_ours = false;
     Decap r = udp_tunnel_outer(d, len, c, w, net::kGeneveLen, &g, &not_ours);
     if (not_ours || r.why != DropWhy::kCount) return r;
-    if (net::geneve_version(g) != 0) return fail(r, DropWhy::kGeneveVersion);
-    if (g[1] & net::kGeneveFlagO) return fail(r, DropWhy::kGeneveControl);
-    if (net::geneve_proto(g) != net::kGeneveEth) return fail(r, DropWhy::kGeneveHeader);
-    const uint32_t hdr_len = net::kGeneveLen + net::geneve_opts_len(g);
-    if (static_cast<uint32_t>(g - d) + hdr_len > r.end) return fail(r, DropWhy::kGeneveTrunc);
-    r.vni = net::geneve_vni(g);
+    net::GeneveHeader h;
+    switch (net::parse_geneve(g, r.end - static_cast<uint32_t>(g - d), &h)) {
+      case net::GeneveError::kNone: break;
+      case net::GeneveError::kVersion: return fail(r, DropWhy::kGeneveVersion);
+      case net::GeneveError::kShort:
+      case net::GeneveError::kOptLen: return fail(r, DropWhy::kGeneveTrunc);
+      case net::GeneveError::kOptionLen: return fail(r, DropWhy::kGeneveHeader);
+    }
+    if (h.oam) return fail(r, DropWhy::kGeneveControl);
+    if (h.proto != net::kEthTeb) return fail(r, DropWhy::kGeneveHeader);
+    const uint32_t hdr_len = h.len;
+    r.vni = h.vni;
     if (!c.has_vni(r.vni)) return fail(r, DropWhy::kGeneveVni);
-    const uint8_t* end = g + hdr_len;
-    for (const uint8_t* o = g + net::kGeneveLen; o < end;) {
-      if (end - o < 4) return fail(r, DropWhy::kGeneveHeader);
-      const uint32_t ol = net::geneve_opt_len(o);
-      if (static_cast<uint32_t>(end - o) < ol) return fail(r, DropWhy::kGeneveHeader);
-      const uint8_t type = net::geneve_opt_type(o);
-      if ((type & net::kGeneveOptCritical) &&
-          !std::binary_search(c.options.begin(), c.options.end(), option_key(net::geneve_opt_class(o), type)))
-        return fail(r, DropWhy::kGeneveCritical);
-      o += ol;
+    if (h.has_critical) {  // each critical option must be one overlay.geneve.accept_options lists
+      uint32_t at = 0;
+      net::GeneveOption o;
+      while (net::geneve_next_option(h.opts, h.opts_len, &at, &o))
+        if (net::geneve_critical(o) &&
+            !std::binary_search(c.options.begin(), c.options.end(), option_key(o.cls, o.type)))
+          return fail(r, DropWhy::kGeneveCritical);
     }
     decap_inner(r, d, g, hdr_len, DropWhy::kGeneveTrunc);
     return r;
@@ -99,19 +103,17 @@ struct Geneve {
       *err = "options longer than " + std::to_string(kTunnelOptMax) + " bytes";
       return false;
     }
-    a->opt_len = static_cast<uint8_t>(a->opt_len + net::put_geneve_opt(a->opts + a->opt_len, static_cast<uint16_t>(cls),
-                                                                         static_cast<uint8_t>(type), data,
-                                                                         static_cast<uint32_t>(n)));
+    const net::GeneveOption o{static_cast<uint16_t>(cls), static_cast<uint8_t>(type), data, static_cast<uint8_t>(n)};
+    a->opt_len = static_cast<uint8_t>(a->opt_len + net::put_geneve_option(a->opts + a->opt_len, o));
     return true;
   }
   static uint32_t encap_template(const TunnelConfig& c, const TunnelRemote& r, const Action& a, uint8_t* hdr) {
     uint32_t n = put_udp_outer_template(hdr, c, r);
-    bool critical = false;
-    for (uint32_t o = 0; o < a.opt_len; o += net::geneve_opt_len(a.opts + o))
-      critical |= (net::geneve_opt_type(a.opts + o) & net::kGeneveOptCritical) != 0;
-    n += net::put_geneve(hdr + n, a.vni, a.opt_len, critical);
-    memcpy(hdr + n, a.opts, a.opt_len);
-    return n + a.opt_len;
+    // The action's options as parse_encap_arg wrote them, read back.
+    net::GeneveOption opts[kTunnelOptMax / 4];
+    uint32_t nopts = 0, at = 0;
+    while (nopts < kTunnelOptMax / 4 && net::geneve_next_option(a.opts, a.opt_len, &at, &opts[nopts])) nopts++;
+    return n + net::put_geneve(hdr + n, net::Geneve{a.vni, opts, nopts});
   }
   // accept_options: CLASS:TYPE.
   static std::string parse_option(const std::string& s, uint32_t* out) {
