@@ -33,6 +33,7 @@
 #include "ctrack/packet.h"
 #include "dataplane/config.h"
 #include "dataplane/pipeline.h"
+#include "features/overlay/mbuf.h"
 
 using Clock = std::chrono::steady_clock;
 
@@ -175,12 +176,7 @@ uint64_t run_mbufs(Env& e, rte_mbuf** mb, size_t n, uint64_t* dropped) {
       drops += v[i].out_port < 0;
       // The worker's part of a tunnel: outer headers off, or on.
       rte_mbuf* m = mb[off + i];
-      if (v[i].strip) rte_pktmbuf_adj(m, v[i].strip);
-      if (v[i].encap) {
-        const uint32_t inner = m->pkt_len;
-        e.pl->write_encap(reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, dp::kVxlanOverhead)), v[i].encap, inner,
-                          v[i].encap_sport);
-      }
+      dp::apply_tunnel(*e.pl, m, v[i]);
     }
   }
   *dropped += drops;

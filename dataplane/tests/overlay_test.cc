@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sstream>
 #include <fstream>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <nlohmann/json.hpp>
@@ -153,8 +154,8 @@ TEST(Overlay, EncapsulatedNatFramesEqualScapys) {
     EXPECT_EQ(f.send(kWire, scapy_vxlan(from_remote(), build_frame(b))).out_port, kVm) << i;
   }
   EXPECT_GT(f.st.cache_hits, 0u);
-  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kEncap)], 6u);
-  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kDecap)], 6u);
+  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kVxlanEncap)], 6u);
+  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kVxlanDecap)], 6u);
   EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kNat)], 12u);
   // A tunnelled connection stays in software (the NIC's rules would see the outer headers).
   f.ct->for_each(f.now, [&](const ctrack::ConnInfo& c) { EXPECT_FALSE(c.offloaded); });
@@ -269,7 +270,7 @@ TEST(Overlay, DecapOnlyFromRemotesToOurMacWithWholeOuterHeaders) {
   tagged.insert(tagged.begin() + 12, tag, tag + 4);
   EXPECT_EQ(f.send(kWire, tagged).out_port, kVm) << "the VLAN-tagged full-size frame";
   EXPECT_EQ(count(DropWhy::kRxOversize), 0u);
-  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kDecap)], 3u) << "decap counts only what it delivers";
+  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kVxlanDecap)], 3u) << "decap counts only what it delivers";
 
   // any_remote: true takes the stranger.
   std::string yaml = overlay_yaml();
@@ -351,7 +352,7 @@ TEST(Overlay, ConfigErrorsNameFileLineAndKey) {
        "test.yaml:9: key 'overlay.vxlan.mac': expected a MAC address"},
       {edit(overlay_yaml(), "port: wire", "port: mars"), "test.yaml:8: key 'overlay.vxlan.port': no port named 'mars'"},
       {edit(overlay_yaml(), "local: 192.0.2.1", "local: 2001:db8::1"), "key 'overlay.vxlan.local': expected an IPv4"},
-      {edit(overlay_yaml(), "overlay:\n  vxlan:", "overlay:\n  geneve:"), "key 'overlay.geneve': unknown key"},
+      {edit(overlay_yaml(), "overlay:\n  vxlan:", "overlay:\n  gre:"), "key 'overlay.gre': unknown key"},
       {edit(overlay_yaml(), ",output:wire\"}\n    - {priority: 100, match: \"in_port=vm,ct_state=+trk+est\"",
             ",drop\"}\n    - {priority: 100, match: \"in_port=vm,ct_state=+trk+est\""),
        "encap(...) goes before the output"},
@@ -430,11 +431,181 @@ TEST(Overlay, TwoWorkersCountAHandedOverFrameOnce) {
   }
   EXPECT_EQ(delivered, kConns);
   EXPECT_GT(handed, kConns / 4) << "the test needs frames that land on the other worker";
-  EXPECT_EQ(st[0].tunnel[static_cast<int>(Tunnel::kDecap)] + st[1].tunnel[static_cast<int>(Tunnel::kDecap)],
+  EXPECT_EQ(st[0].tunnel[static_cast<int>(Tunnel::kVxlanDecap)] + st[1].tunnel[static_cast<int>(Tunnel::kVxlanDecap)],
             static_cast<uint64_t>(kConns))
       << "decapsulated frames, counted once";
   EXPECT_EQ(st[0].rx_packets + st[1].rx_packets, static_cast<uint64_t>(2 * kConns)) << "received, counted once";
   EXPECT_EQ(st[0].handoff_out + st[1].handoff_out, static_cast<uint64_t>(handed));
+}
+
+// ------------------------------------------------------------------ Geneve
+
+// The same VM and wire with Geneve (RFC 8926) instead of VXLAN: VNI 100 to
+// the remote 192.0.2.2, OVN's option (class 0x0102, type 0x80: critical)
+// accepted, and put on encapsulated frames.
+std::string geneve_yaml() {
+  std::string y = overlay_yaml();
+  auto sub = [&](const std::string& from, const std::string& to) {
+    for (size_t p = y.find(from); p != std::string::npos; p = y.find(from, p + to.size())) y.replace(p, from.size(), to);
+  };
+  sub("  vxlan:", "  geneve:");
+  sub("vnis: [100, 200]\n", "vnis: [100, 200]\n    accept_options: [\"0x0102:0x80\"]\n");
+  sub("encap(vxlan,vni=100,remote=192.0.2.2)", "encap(geneve,vni=100,remote=192.0.2.2,opt=0x0102:0x80:00010002)");
+  return y;
+}
+
+std::vector<uint8_t> scapy_geneve(const nlohmann::json& outer, const std::vector<uint8_t>& inner) {
+  nlohmann::json spec = nlohmann::json::array({{{"outer", outer}, {"inner_hex", hex(inner)}}});
+  auto r = testbed::run_capture({"/usr/bin/python3", std::string(SOURCE_ROOT) + "/dataplane/tests/geneve_golden.py",
+                                 spec.dump()});
+  EXPECT_TRUE(r.ok() && r->status == 0) << (r.ok() ? r->output : r.message());
+  if (!r.ok()) return {};
+  return unhex(r->output.substr(0, r->output.find('\n')));
+}
+
+const nlohmann::json kOvnOpt = {{"class", 0x0102}, {"type", 0x80}, {"data", "00010002"}};
+
+TEST(Geneve, EncapsulatedFramesWithOptionsEqualScapys) {
+  Fixture f(geneve_yaml());
+  FrameSpec syn = vm_tcp(ctrack::kSyn, 100, 0);
+  Verdict v = f.send(kVm, build_frame(syn));
+  ASSERT_EQ(v.out_port, kWire);
+  ASSERT_NE(v.encap, 0);
+  EXPECT_EQ(f.pl->encap_len(v.encap), 14 + 20 + 8 + 8 + 8);
+  FrameSpec inner = syn;
+  inner.src = "203.0.113.7";
+  nlohmann::json outer = {{"smac", "02:00:00:00:01:01"}, {"dmac", "02:00:00:00:02:02"}, {"src", "192.0.2.1"},
+                          {"dst", "192.0.2.2"},          {"sport", v.encap_sport},      {"vni", 100},
+                          {"ttl", 32},                   {"critical", 1},               {"options", {kOvnOpt}}};
+  std::vector<uint8_t> w(f.pl->encap_len(v.encap));
+  f.pl->write_encap(w.data(), v.encap, static_cast<uint32_t>(f.last.size()), v.encap_sport);
+  w.insert(w.end(), f.last.begin(), f.last.end());
+  EXPECT_EQ(hex(w), hex(scapy_geneve(outer, build_frame(inner))));
+  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kGeneveEncap)], 1u);
+  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kVxlanEncap)], 0u);
+
+  // The reply in the tunnel, with OVN's option and a non-critical one:
+  // decapsulated past the options, matched by tun_id, translated back.
+  FrameSpec synack = vm_tcp(ctrack::kSyn | ctrack::kAck, 900, 101);
+  std::swap(synack.src, synack.dst);
+  std::swap(synack.sport, synack.dport);
+  synack.dst = "203.0.113.7";
+  nlohmann::json back = {{"smac", "02:00:00:00:02:02"}, {"dmac", "02:00:00:00:01:01"}, {"src", "192.0.2.2"},
+                         {"dst", "192.0.2.1"},          {"sport", 51000},              {"vni", 100},
+                         {"critical", 1},
+                         {"options", {kOvnOpt, {{"class", 0xFFFF}, {"type", 0x01}, {"data", "0000000011111111"}}}}};
+  Verdict r = f.send(kWire, scapy_geneve(back, build_frame(synack)));
+  ASSERT_EQ(r.out_port, kVm);
+  EXPECT_EQ(r.strip, 14 + 20 + 8 + 8 + 8 + 12);
+  FrameSpec to_vm = synack;
+  to_vm.dst = "10.0.0.5";
+  EXPECT_EQ(hex(std::vector<uint8_t>(f.last.begin() + r.strip, f.last.end())), hex(build_frame(to_vm)));
+  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kGeneveDecap)], 1u);
+  EXPECT_EQ(std::string(tunnel_name(Tunnel::kGeneveDecap)), "geneve_decap");
+}
+
+TEST(Geneve, BadHeadersAndOptionsAreCountedByReason) {
+  Fixture f(geneve_yaml());
+  auto count = [&](DropWhy w) { return f.st.drop[static_cast<int>(w)]; };
+  const std::vector<uint8_t> inner = build_frame(vm_tcp(ctrack::kSyn, 1, 0));
+  auto from = [](nlohmann::json extra) {
+    nlohmann::json o = {{"smac", "02:00:00:00:02:02"}, {"dmac", "02:00:00:00:01:01"}, {"src", "192.0.2.2"},
+                        {"dst", "192.0.2.1"},          {"sport", 51000},              {"vni", 100}};
+    for (auto& [k, v] : extra.items()) o[k] = v;
+    return o;
+  };
+  // An unknown option with the critical bit: dropped; without it: ignored.
+  const nlohmann::json crit = {{"class", 0x0103}, {"type", 0x81}, {"data", "00000000"}};
+  const nlohmann::json plain = {{"class", 0x0103}, {"type", 0x01}, {"data", "00000000"}};
+  EXPECT_EQ(f.send(kWire, scapy_geneve(from({{"critical", 1}, {"options", {crit}}}), inner)).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kGeneveCritical), 1u);
+  // (A SYN from the wire: decapsulated, then the tables' last rule drops it.)
+  EXPECT_EQ(f.send(kWire, scapy_geneve(from({{"options", {plain}}}), inner)).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kGeneveCritical), 1u) << "a non-critical option is ignored";
+  EXPECT_EQ(count(DropWhy::kRule), 1u) << "decapsulated and judged by the tables";
+  EXPECT_EQ(f.send(kWire, scapy_geneve(from({{"version", 1}}), inner)).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kGeneveVersion), 1u);
+  EXPECT_EQ(f.send(kWire, scapy_geneve(from({{"oam", 1}}), inner)).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kGeneveControl), 1u);
+  EXPECT_EQ(f.send(kWire, scapy_geneve(from({{"proto", 0x0800}}), inner)).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kGeneveHeader), 1u);
+  EXPECT_EQ(f.send(kWire, scapy_geneve(from({{"vni", 300}}), inner)).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kGeneveVni), 1u);
+  // An option whose length runs past Opt Len: malformed.
+  std::vector<uint8_t> bad = scapy_geneve(from({{"options", {plain}}}), inner);
+  bad[14 + 20 + 8 + 8 + 3] = 2;  // 8 bytes of data in a 4-byte slot
+  EXPECT_EQ(f.send(kWire, bad).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kGeneveHeader), 2u);
+  // Opt Len past the datagram, and a cut frame: truncated.
+  std::vector<uint8_t> longopts = scapy_geneve(from({}), {});
+  longopts[14 + 20 + 8] = 4;
+  EXPECT_EQ(f.send(kWire, longopts).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kGeneveTrunc), 1u);
+  std::vector<uint8_t> cut = scapy_geneve(from({}), inner);
+  cut.resize(14 + 20 + 8 + 4);
+  EXPECT_EQ(f.send(kWire, cut).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kGeneveTrunc), 2u);
+  nlohmann::json stranger = from({});
+  stranger["src"] = "192.0.2.99";
+  EXPECT_EQ(f.send(kWire, scapy_geneve(stranger, inner)).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kGeneveRemote), 1u);
+  nlohmann::json other_mac = from({});
+  other_mac["dmac"] = "02:00:00:00:09:09";
+  EXPECT_EQ(f.send(kWire, scapy_geneve(other_mac, inner)).out_port, kDrop);
+  EXPECT_EQ(count(DropWhy::kGeneveMac), 1u);
+  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kGeneveDecap)], 1u) << "only the non-critical option's frame";
+  EXPECT_EQ(std::string(drop_why_name(DropWhy::kGeneveCritical)), "geneve_critical_option");
+}
+
+TEST(Geneve, ConfigAndRuleErrorsAreCaught) {
+  auto edit = [](std::string s, const std::string& from, const std::string& to) {
+    size_t p = s.find(from);
+    EXPECT_NE(p, std::string::npos) << from;
+    return s.replace(p, from.size(), to);
+  };
+  struct Case {
+    std::string text, want;
+  } cases[] = {
+      {edit(geneve_yaml(), "\"0x0102:0x80\"", "\"0x0102\""),
+       "test.yaml:12: key 'overlay.geneve.accept_options[0]': expected CLASS:TYPE"},
+      {edit(geneve_yaml(), "vnis: [100, 200]", "vnis: [100, 16777216]"), "key 'overlay.geneve.vnis[1]'"},
+      {edit(geneve_yaml(), "opt=0x0102:0x80:00010002),output:wire\"}\n    - {priority: 100, match: \"in_port=vm,ct_state=+trk+est\"",
+            "opt=0x0102:0x80:000100),output:wire\"}\n    - {priority: 100, match: \"in_port=vm,ct_state=+trk+est\""),
+       "opt data must be a multiple of 4 bytes"},
+      {edit(geneve_yaml(), "vni=100,remote=192.0.2.2,opt=0x0102:0x80:00010002),output:wire\"}\n    - {priority: 100, "
+                           "match: \"in_port=wire",
+            "vni=300,remote=192.0.2.2),output:wire\"}\n    - {priority: 100, match: \"in_port=wire"),
+       "rule 5: VNI 300 is not in overlay.geneve.vnis"},
+      {edit(edit(geneve_yaml(), "overlay:\n  geneve:", "overlay:\n  vxlan:"), "    accept_options: [\"0x0102:0x80\"]\n", ""),
+       "encap(geneve,...) needs overlay.geneve"},
+      {edit(geneve_yaml(), "overlay:\n  geneve:", "overlay:\n  vxlan:"),
+       "test.yaml:12: key 'overlay.vxlan.accept_options': unknown key"},
+  };
+  for (const Case& c : cases) {
+    auto r = parse_config(c.text, "test.yaml");
+    ASSERT_FALSE(r.ok()) << c.want;
+    EXPECT_NE(r.message().find(c.want), std::string::npos) << "got: " << r.message() << "\nwant: " << c.want;
+  }
+  auto ok = parse_config(geneve_yaml(), "test.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.message();
+  EXPECT_EQ(ok->overlay[TunnelKind::kGeneve].udp_port, 6081);
+}
+
+// The NIC has no Geneve here: a connection whose path encapsulates in
+// Geneve stays in software, by name.
+TEST(Geneve, OffloadRefusesByName) {
+  Fixture f(geneve_yaml());
+  ctrack::Key k{};
+  k.family = 4;
+  k.proto = IPPROTO_TCP;
+  inet_pton(AF_INET, "10.0.0.5", k.src);
+  inet_pton(AF_INET, "198.51.100.20", k.dst);
+  k.sport = 40000;
+  k.dport = 443;
+  k.zone = 1;
+  Pipeline::Trace t = f.pl->trace_established(k, kVm, false);
+  ASSERT_NE(t.refuse, nullptr);
+  EXPECT_STREQ(t.refuse, "encap(geneve): Geneve encap runs in software");
 }
 
 }  // namespace

@@ -22,6 +22,13 @@ inline constexpr uint32_t kVxlanLen = 8;
 // Ethernet + IPv4 + UDP + VXLAN before the inner frame.
 inline constexpr uint32_t kVxlanOuterV4 = kEthLen + kIpv4Len + kUdpLen + kVxlanLen;
 inline constexpr uint8_t kVxlanFlagI = 0x08;  // the VNI is valid
+// Geneve (RFC 8926): an 8-byte base header, then options in 4-byte units.
+inline constexpr uint16_t kGenevePort = 6081;  // IANA
+inline constexpr uint32_t kGeneveLen = 8;
+inline constexpr uint32_t kGeneveOptsMax = 63 * 4;  // Opt Len is 6 bits of 4-byte words
+inline constexpr uint16_t kGeneveEth = 0x6558;      // Transparent Ethernet Bridging: an Ethernet frame
+inline constexpr uint8_t kGeneveFlagO = 0x80, kGeneveFlagC = 0x40;  // the second byte: control, critical
+inline constexpr uint8_t kGeneveOptCritical = 0x80;  // an option type's critical bit
 
 inline uint32_t put_eth(uint8_t* p, const uint8_t dst[6], const uint8_t src[6], uint16_t type) {
   memcpy(p, dst, 6);
@@ -107,6 +114,33 @@ inline uint32_t put_vxlan(uint8_t* vx, uint32_t vni) {
 }
 inline uint32_t vxlan_vni(const uint8_t* vx) { return get32(vx + 4) >> 8; }
 inline bool vxlan_has_vni(const uint8_t* vx) { return vx[0] & kVxlanFlagI; }
+
+// Geneve's base header: version 0, Opt Len from opts_len (bytes of
+// options, which the caller writes after it, put_geneve_opt), O clear, C as
+// given (an option has its critical bit), protocol type, VNI.
+inline uint32_t put_geneve(uint8_t* g, uint32_t vni, uint32_t opts_len, bool critical, uint16_t proto = kGeneveEth) {
+  g[0] = static_cast<uint8_t>((opts_len / 4) & 0x3F);
+  g[1] = critical ? kGeneveFlagC : 0;
+  put16(g + 2, proto);
+  put32(g + 4, vni << 8);
+  return kGeneveLen;
+}
+inline uint32_t geneve_version(const uint8_t* g) { return g[0] >> 6; }
+inline uint32_t geneve_opts_len(const uint8_t* g) { return (g[0] & 0x3Fu) * 4u; }
+inline uint16_t geneve_proto(const uint8_t* g) { return get16(g + 2); }
+inline uint32_t geneve_vni(const uint8_t* g) { return get32(g + 4) >> 8; }
+// One option: class, type, then `len` bytes of data (a multiple of 4, at
+// most 124: Length is 5 bits of 4-byte words).
+inline uint32_t put_geneve_opt(uint8_t* o, uint16_t cls, uint8_t type, const uint8_t* data, uint32_t len) {
+  put16(o, cls);
+  o[2] = type;
+  o[3] = static_cast<uint8_t>((len / 4) & 0x1F);
+  memcpy(o + 4, data, len);
+  return 4 + len;
+}
+inline uint16_t geneve_opt_class(const uint8_t* o) { return get16(o); }
+inline uint8_t geneve_opt_type(const uint8_t* o) { return o[2]; }
+inline uint32_t geneve_opt_len(const uint8_t* o) { return 4u + (o[3] & 0x1Fu) * 4u; }  // with its header
 
 // The outer headers of a VXLAN frame over IPv4 for an inner frame of
 // inner_len bytes, at out (kVxlanOuterV4 bytes; the inner frame follows).

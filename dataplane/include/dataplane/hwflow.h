@@ -60,6 +60,14 @@ struct Layout {
   // only; the root table and DV software steering match the VNI alone
   // (mlx5_flow_dv.c:9391-9414). False: DV.
   bool vxlan_flags = true;
+  // Tunnels only software decapsulates (a module's kConnDecapRefuse): their
+  // underlay port and why. A rule that may see that port, a tun_id rule and
+  // a connection arriving there stay in software.
+  struct SoftDecap {
+    size_t port;
+    const char* why;
+  };
+  std::vector<SoftDecap> soft_decap;
   size_t nports() const { return port_ids.size(); }
   uint32_t verdict_group(size_t in, size_t out) const {
     return ct_group + 1 + static_cast<uint32_t>(in * nports() + out);
@@ -161,7 +169,8 @@ struct Conn {
     bool nat = false;
     ctrack::Key wire{}, out{};
     bool encap = false;
-    uint8_t hdr[kVxlanOverhead] = {};
+    uint8_t hdr[kOuterMax] = {};
+    uint16_t hdr_len = 0;
   };
   Dir dir[2];
   bool rewrites() const {

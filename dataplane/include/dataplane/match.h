@@ -11,6 +11,8 @@ namespace dp {
 inline constexpr uint16_t kEthArp = 0x0806, kEthIpv4 = 0x0800, kEthIpv6 = 0x86DD;
 inline constexpr uint16_t kEthNd = 0xFFFE;  // pseudo ethertype: IPv6 ND/MLD
 inline constexpr int kMaxTables = 16;
+// The most bytes of options an encap() action carries for its tunnel's header.
+inline constexpr uint32_t kTunnelOptMax = 32;
 
 enum MatchBit : uint32_t {
   kMInPort = 1u << 0,
@@ -59,9 +61,12 @@ struct Action {
   uint16_t port = 0;     // output
   uint32_t mark = 0;     // set_mark
   ctrack::NatRange nat;  // ct(commit,nat(src=...|dst=...)): kind kNone when none
-  uint32_t vni = 0;      // encap(vxlan,vni=N,remote=IP)
+  uint32_t vni = 0;      // encap(<tunnel>,vni=N,remote=IP[,...])
   uint8_t remote[4] = {};
   uint16_t encap = 0;    // its outer header in the pipeline's list, set by Pipeline::build
+  uint8_t tunnel = 0;    // encap: the tunnel (TunnelKind, overlay.h)
+  uint8_t opt_len = 0;   // encap: bytes of the tunnel module's options (Geneve's), in opts
+  uint8_t opts[kTunnelOptMax] = {};
 };
 
 }  // namespace dp

@@ -35,75 +35,35 @@ inline constexpr uint32_t kMaxBurst = 32;
 inline constexpr unsigned kMaxWorkers = 16;
 inline constexpr unsigned kMaxPorts = 64;
 
-// Why the pipeline dropped a packet (parse reasons are counted separately).
-//   rx_oversize: the IP packet is longer than the ingress port's MTU (or its
-//                IP length claims so and the port cut the frame short);
-//   tx_mtu:      longer than the egress port's MTU (never sent: the port
-//                would drop it or the peer's kernel would);
-//   ct_full:     ct(commit) found no free entry (table full or zone limit,
-//                full_policy: drop). With `pass` it goes on untracked and
-//                ct counts it as `untracked`.
-//   handoff_full: the ring to the worker that owns the connection was full.
-//   nat_exhausted: ct(commit,nat(...)) found no free tuple in its range;
-//   nat_family:    ct(commit,nat(...)) with a range of the other address
-//                  family (an IPv6 packet, an IPv4 pool, or the reverse);
-//   vxlan_header:  to this VTEP's VXLAN port, but without the I flag, a
-//                  fragment, a bad outer IPv4 checksum, or lengths that
-//                  disagree;
-//   vxlan_unknown_vni: a VNI overlay.vxlan.vnis does not list;
-//   vxlan_truncated: the UDP, VXLAN or inner Ethernet header cut short;
-//   vxlan_unknown_remote: from a source that is not in overlay.vxlan.remotes
-//                  (unless any_remote: true);
-//   vxlan_wrong_mac: to this VTEP's address but another host's MAC;
-//   encap_mtu:     longer than the egress port's MTU once encapsulated;
-//   encap_headroom: no room before the frame for the outer headers;
-//   frag_overlap:  a second first fragment of a datagram, or a TCP fragment
-//                  at offset 8 (RFC 1858);
-//   frag_too_many: more later fragments of one datagram before its first
-//                  than the fragment table holds (FragTable::kHeld);
-//   frag_timeout:  held fragments whose first never came in time (or whose
-//                  entry a full table took back);
-//   frag_no_mbuf:  an IPv4 datagram longer than the egress MTU (without DF)
-//                  found no buffers to be fragmented into.
+// Why the pipeline dropped a packet (parse reasons are counted separately):
+// every feature's reasons (features/registry.h, DP_DROP_REASONS), each
+// with what it counts (drop_why_help).
 enum class DropWhy : uint8_t {
-  kNoMatch,
-  kRule,
-  kTxFull,
-  kTxMtu,
-  kRxOversize,
-  kCtFull,
-  kHandoffFull,
-  kNatExhausted,
-  kNatFamily,
-  kVxlanHeader,
-  kVxlanVni,
-  kVxlanTrunc,
-  kVxlanRemote,
-  kVxlanMac,
-  kEncapMtu,
-  kEncapHeadroom,
-  kFragOverlap,
-  kFragTooMany,
-  kFragTimeout,
-  kFragNoMbuf,
+#define DP_ENUM(e, name, what) e,
+  DP_DROP_REASONS(DP_ENUM)
+#undef DP_ENUM
   kCount
 };
 const char* drop_why_name(DropWhy d);
+const char* drop_why_help(DropWhy d);
 
-// What the rewrites did, counted per worker: frames decapsulated, packets
-// encapsulated (sent), packets NAT rewrote, IPv4 fragments made of
-// datagrams longer than the egress MTU.
-enum class Tunnel : uint8_t { kDecap, kEncap, kNat, kFragsOut, kCount };
-const char* tunnel_name(Tunnel t);  // vxlan_decap, vxlan_encap, nat_packets, ip_fragments_out
+// What the rewrites did, counted per worker (`overlay` in stats): every
+// feature's rewrite counters (DP_REWRITE_COUNTERS): per tunnel frames
+// decapsulated and packets encapsulated (sent), packets NAT rewrote, IPv4
+// fragments made of datagrams longer than the egress MTU.
+enum class Tunnel : uint8_t {
+#define DP_ENUM(e, name, what) e,
+  DP_REWRITE_COUNTERS(DP_ENUM)
+#undef DP_ENUM
+  kCount
+};
+const char* tunnel_name(Tunnel t);  // vxlan_decap, vxlan_encap, ..., nat_packets, ip_fragments_out
 // What each counts, in Tunnel's order (the HELP of /metrics).
 inline constexpr const char* kTunnelHelp[] = {
-    "Frames decapsulated from this VTEP's VXLAN port.",
-    "Packets encapsulated in VXLAN and sent.",
-    "Packets whose addresses or ports NAT rewrote.",
-    "IPv4 fragments made of datagrams longer than the egress MTU.",
+#define DP_HELP(e, name, what) what,
+    DP_REWRITE_COUNTERS(DP_HELP)
+#undef DP_HELP
 };
-static_assert(sizeof kTunnelHelp / sizeof kTunnelHelp[0] == static_cast<size_t>(Tunnel::kCount),
-              "a Tunnel counter without a description");
 
 // A worker's counters, one list: the struct's fields, `stats` and telemetry
 // (as w<N>_<name>) all come from it. X(name, what it counts): a sentence,
@@ -197,7 +157,8 @@ class Pipeline {
   // Encap `idx`'s outer headers for the flow whose packets arrive with
   // `arrival` (the UDP source port software gives them), lengths and IPv4
   // checksum zero: what a NIC's encap action takes.
-  void encap_header(uint16_t idx, const ctrack::Key& arrival, uint8_t out[kVxlanOverhead]) const;
+  // Returns their length (Encap::len).
+  uint16_t encap_header(uint16_t idx, const ctrack::Key& arrival, uint8_t out[kOuterMax]) const;
   const OverlayConfig& overlay() const { return ov_; }
 
   // What the tables do with one packet, step by step, in words (the
@@ -237,19 +198,25 @@ class Pipeline {
   uint32_t gen_ = 0;                 // distinct per build: the flow cache's validity
   int32_t fast_zone_ = -1;           // the one zone every ct() uses, or -1 (no flow cache)
   uint32_t tcp_flag_tables_ = 0;     // bit t: a rule in table t matches tcp_flags
-  OverlayConfig ov_;                 // ov_.vxlan: decapsulate on ov_.port
+  OverlayConfig ov_;
+  uint8_t decap_on_[kMaxPorts] = {};  // bit k: tunnel kind k decapsulates on this port
 
  public:
   struct Encap {
-    uint8_t hdr[kVxlanOverhead];     // outer Ethernet, IPv4, UDP, VXLAN; lengths and checksum per packet
-    uint32_t ip_sum;                 // the IPv4 header's one's-complement sum without its total length
+    uint8_t hdr[kOuterMax];  // outer Ethernet, IPv4, UDP, the tunnel's header; lengths and checksum per packet
+    uint16_t len;            // bytes of hdr used
+    uint8_t counter;         // the tunnel's encap counter (Tunnel)
+    uint8_t kind;            // TunnelKind
+    uint32_t ip_sum;         // the IPv4 header's one's-complement sum without its total length
   };
+  // The outer headers' length of encap `idx` (> 0).
+  uint16_t encap_len(uint16_t idx) const { return encaps_[idx - 1u].len; }
 
  private:
   std::vector<Encap> encaps_;        // index = Action::encap - 1
 
  public:
-  // Puts encap `idx`'s outer headers at `hdr` (kVxlanOverhead bytes before
+  // Puts encap `idx`'s outer headers at `hdr` (encap_len(idx) bytes before
   // an inner frame of `inner_len` bytes), with UDP source port `sport`.
   void write_encap(uint8_t* hdr, uint16_t idx, uint32_t inner_len, uint16_t sport) const;
 };
@@ -308,8 +275,8 @@ struct Verdict {
   uint8_t ct_state;
   int8_t handoff;    // >= 0: another worker owns the connection: hand the packet to it
   uint32_t mark;
-  uint16_t strip;    // bytes of outer headers (VXLAN decap) to remove before sending
-  uint16_t encap;    // > 0: put Pipeline::write_encap(encap) before it
+  uint16_t strip;    // bytes of outer headers (a tunnel's decap) to remove before sending
+  uint16_t encap;    // > 0: put Pipeline::write_encap(encap) (encap_len(encap) bytes) before it
   uint16_t encap_sport;
   bool held;         // the fragment table keeps it (Datapath::fragments() gives it back)
   uint8_t l2_len;    // with frag_mtu: the Ethernet header and tags before the IPv4 header

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "dataplane/nic_model.h"
+#include "features/tunnels.h"
 #include "sdn/number.h"
 #include "sdn/yaml_load.h"
 
@@ -396,22 +397,12 @@ Status parse_tables(const Ctx& c, const YAML::Node& n, const PortNames& ports, s
 
 }  // namespace
 
-bool OverlayConfig::has_vni(uint32_t v) const { return std::binary_search(vnis.begin(), vnis.end(), v); }
+bool TunnelConfig::has_vni(uint32_t v) const { return std::binary_search(vnis.begin(), vnis.end(), v); }
 
-const VxlanRemote* OverlayConfig::remote(const uint8_t ip[4]) const {
-  for (const VxlanRemote& r : remotes)
+const TunnelRemote* TunnelConfig::remote(const uint8_t ip[4]) const {
+  for (const TunnelRemote& r : remotes)
     if (memcmp(r.ip, ip, 4) == 0) return &r;
   return nullptr;
-}
-
-bool OverlayConfig::operator==(const OverlayConfig& o) const {
-  if (vxlan != o.vxlan || memcmp(local, o.local, 4) || memcmp(mac, o.mac, 6) || port != o.port ||
-      udp_port != o.udp_port || ttl != o.ttl || df != o.df || vnis != o.vnis || remotes.size() != o.remotes.size() ||
-      any_remote != o.any_remote)
-    return false;
-  for (size_t i = 0; i < remotes.size(); i++)
-    if (memcmp(remotes[i].ip, o.remotes[i].ip, 4) || memcmp(remotes[i].mac, o.remotes[i].mac, 6)) return false;
-  return true;
 }
 
 PortNames Config::port_names() const {
@@ -436,15 +427,17 @@ Status parse_ipv4(const Ctx& c, const YAML::Node& n, const std::string& key, uin
   return {};
 }
 
-// overlay: {vxlan: {local, port, mac, udp_port, ttl, df, vnis, remotes, any_remote}}
-Status parse_overlay(const Ctx& c, const YAML::Node& n, const PortNames& ports, OverlayConfig* o) {
-  TRY(check_keys(c, n, "overlay", {"vxlan"}));
-  YAML::Node v = n["vxlan"];
-  if (!v) return {};
-  const std::string P = "overlay.vxlan";
-  TRY(check_keys(c, v, P, {"local", "port", "mac", "udp_port", "ttl", "df", "vnis", "remotes", "any_remote"}));
-  o->vxlan = true;
+// overlay.<tunnel>: {local, port, mac, udp_port, ttl, df, vnis, remotes,
+// any_remote}, and the module's own list (T::kOptionKey).
+template <typename T>
+Status parse_tunnel(const Ctx& c, const YAML::Node& v, const PortNames& ports, TunnelConfig* o) {
+  const std::string P = std::string("overlay.") + tunnel_kind_name(T::kKind);
+  std::set<std::string> keys = {"local", "port", "mac", "udp_port", "ttl", "df", "vnis", "remotes", "any_remote"};
+  if (T::kOptionKey) keys.insert(T::kOptionKey);
+  TRY(check_keys(c, v, P, keys));
+  o->on = true;
   o->line = v.Mark().line + 1;
+  o->udp_port = T::kUdpPort;
   for (const char* k : {"local", "port", "mac", "vnis"})
     if (!v[k]) return c.err(v, P + "." + k, "is required");
   TRY(parse_ipv4(c, v["local"], P + ".local", o->local));
@@ -477,7 +470,7 @@ Status parse_overlay(const Ctx& c, const YAML::Node& n, const PortNames& ports, 
       const std::string k = P + ".remotes[" + std::to_string(i) + "]";
       TRY(check_keys(c, rs[i], k, {"ip", "mac"}));
       if (!rs[i]["ip"] || !rs[i]["mac"]) return c.err(rs[i], k, "needs ip and mac (the next hop toward it)");
-      VxlanRemote r;
+      TunnelRemote r;
       r.line = rs[i].Mark().line + 1;
       TRY(parse_ipv4(c, rs[i]["ip"], k + ".ip", r.ip));
       TRY(parse_mac(c, rs[i]["mac"], k + ".mac", r.mac));
@@ -486,7 +479,32 @@ Status parse_overlay(const Ctx& c, const YAML::Node& n, const PortNames& ports, 
       o->remotes.push_back(r);
     }
   }
+  if (T::kOptionKey && v[T::kOptionKey]) {
+    const YAML::Node os = v[T::kOptionKey];
+    const std::string K = P + "." + T::kOptionKey;
+    if (!os.IsSequence()) return c.err(os, K, "expected a list");
+    for (size_t i = 0; i < os.size(); i++) {
+      uint32_t x = 0;
+      const std::string e = os[i].IsScalar() ? T::parse_option(os[i].Scalar(), &x) : "expected a scalar";
+      if (!e.empty()) return c.err(os[i], K + "[" + std::to_string(i) + "]", e);
+      o->options.push_back(x);
+    }
+    std::sort(o->options.begin(), o->options.end());
+  }
   return {};
+}
+
+// overlay: {<tunnel>: {...}, ...}: a section per tunnel module.
+Status parse_overlay(const Ctx& c, const YAML::Node& n, const PortNames& ports, OverlayConfig* o) {
+  std::set<std::string> names;
+  for_each_tunnel([&](auto t) { names.insert(tunnel_kind_name(decltype(t)::kKind)); });
+  TRY(check_keys(c, n, "overlay", names));
+  Status st;
+  for_each_tunnel([&](auto t) {
+    using T = decltype(t);
+    if (YAML::Node v = n[tunnel_kind_name(T::kKind)]; st && v) st = parse_tunnel<T>(c, v, ports, &(*o)[T::kKind]);
+  });
+  return st;
 }
 
 // Every encap() names a configured VNI and a remote with a next hop.
@@ -500,10 +518,12 @@ Status check_encaps(const Ctx& c, const std::vector<Rule>& rules, const OverlayC
       };
       char ip[INET_ADDRSTRLEN];
       inet_ntop(AF_INET, a.remote, ip, sizeof ip);
-      if (!o.vxlan) return err("encap(vxlan,...) needs overlay.vxlan (this host's VTEP)");
-      if (!o.has_vni(a.vni)) return err("VNI " + std::to_string(a.vni) + " is not in overlay.vxlan.vnis");
-      if (!o.remote(a.remote))
-        return err("no next hop for remote " + std::string(ip) + " (overlay.vxlan.remotes lists none)");
+      const std::string n = tunnel_kind_name(static_cast<TunnelKind>(a.tunnel));
+      const TunnelConfig& t = o[static_cast<TunnelKind>(a.tunnel)];
+      if (!t.on) return err("encap(" + n + ",...) needs overlay." + n + " (this host's VTEP)");
+      if (!t.has_vni(a.vni)) return err("VNI " + std::to_string(a.vni) + " is not in overlay." + n + ".vnis");
+      if (!t.remote(a.remote))
+        return err("no next hop for remote " + std::string(ip) + " (overlay." + n + ".remotes lists none)");
     }
   return {};
 }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "ctrack/tracker.h"
+#include "features/tunnels.h"
 
 namespace dp {
 
@@ -334,6 +335,50 @@ bool same_nat(const ctrack::NatRange& a, const ctrack::NatRange& b) {
          memcmp(a.addr_max, b.addr_max, 16) == 0 && a.port_min == b.port_min && a.port_max == b.port_max;
 }
 
+namespace {
+
+// encap(<tunnel>,vni=N,remote=IP[,...]): the tunnel by its module's name,
+// the arguments every tunnel takes, then the module's own (Geneve's opt=).
+Status parse_encap(std::string_view item, Action* a) {
+  const auto args = split_top(item.substr(6, item.size() - 7));
+  std::string known;
+  for_each_tunnel([&](auto t) { known += std::string(known.empty() ? "" : "; ") + decltype(t)::kArgs; });
+  const TunnelKind k = args.empty() ? TunnelKind::kCount : tunnel_by_name(args[0]);
+  if (k == TunnelKind::kCount)
+    return Status::error("'" + std::string(item) + "': expected encap(TUNNEL,vni=N,remote=IP) (known: " + known + ")");
+  a->tunnel = static_cast<uint8_t>(k);
+  const std::string name = tunnel_kind_name(k);
+  bool vni = false, remote = false;
+  for (size_t i = 1; i < args.size(); i++) {
+    const std::string_view arg = args[i];
+    if (arg.rfind("vni=", 0) == 0) {
+      if (!parse_num(arg.substr(4), &a->vni, uint32_t{0xFFFFFF}) || a->vni == 0)
+        return Status::error("'" + std::string(item) + "': vni must be 1..16777215");
+      vni = true;
+    } else if (arg.rfind("remote=", 0) == 0) {
+      if (inet_pton(AF_INET, std::string(arg.substr(7)).c_str(), a->remote) != 1)
+        return Status::error("'" + std::string(item) + "': remote must be an IPv4 address (the underlay is IPv4)");
+      remote = true;
+    } else {
+      std::string err, args_help;
+      bool mine = false;
+      with_tunnel(k, [&](auto t) {
+        mine = decltype(t)::parse_encap_arg(arg, a, &err);
+        args_help = decltype(t)::kArgs;
+      });
+      if (!err.empty()) return Status::error("'" + std::string(item) + "': " + err);
+      if (!mine)
+        return Status::error("'" + std::string(item) + "': unknown encap argument '" + std::string(arg) +
+                             "' (known: " + args_help + ")");
+    }
+  }
+  if (!vni || !remote)
+    return Status::error("'" + std::string(item) + "': expected encap(" + name + ",vni=N,remote=IP)");
+  return {};
+}
+
+}  // namespace
+
 Result<std::vector<Action>> parse_actions(std::string_view text, const PortNames& ports) {
   std::vector<Action> out;
   auto items = split_top(text);
@@ -360,24 +405,7 @@ Result<std::vector<Action>> parse_actions(std::string_view text, const PortNames
         return Status::error("'" + std::string(item) + "': mark must be a 32-bit number");
     } else if (item.rfind("encap(", 0) == 0 && item.back() == ')') {
       a.type = ActType::kEncap;
-      bool vxlan = false, vni = false, remote = false;
-      for (std::string_view arg : split_top(item.substr(6, item.size() - 7))) {
-        if (arg == "vxlan") {
-          vxlan = true;
-        } else if (arg.rfind("vni=", 0) == 0) {
-          if (!parse_num(arg.substr(4), &a.vni, uint32_t{0xFFFFFF}) || a.vni == 0)
-            return Status::error("'" + std::string(item) + "': vni must be 1..16777215");
-          vni = true;
-        } else if (arg.rfind("remote=", 0) == 0) {
-          if (inet_pton(AF_INET, std::string(arg.substr(7)).c_str(), a.remote) != 1)
-            return Status::error("'" + std::string(item) + "': remote must be an IPv4 address (the underlay is IPv4)");
-          remote = true;
-        } else {
-          return Status::error("'" + std::string(item) + "': unknown encap argument '" + std::string(arg) +
-                               "' (known: vxlan vni=N remote=IP)");
-        }
-      }
-      if (!vxlan || !vni || !remote) return Status::error("'" + std::string(item) + "': expected encap(vxlan,vni=N,remote=IP)");
+      if (Status st = parse_encap(item, &a); !st) return st;
     } else if (item.rfind("ct(", 0) == 0 && item.back() == ')') {
       a.type = ActType::kCt;
       bool nat = false;
@@ -404,7 +432,7 @@ Result<std::vector<Action>> parse_actions(std::string_view text, const PortNames
       }
     } else {
       return Status::error("unknown action '" + std::string(item) +
-                           "' (known: ct(...) output:PORT drop count set_mark:N goto_table:N encap(vxlan,...))");
+                           "' (known: ct(...) output:PORT drop count set_mark:N goto_table:N encap(TUNNEL,...))");
     }
     out.push_back(a);
   }

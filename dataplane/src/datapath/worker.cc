@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "../pipeline/fragments.h"
+#include "features/overlay/mbuf.h"
 #include "dataplane/nic_stage.h"
 #include "sdn/clock.h"
 
@@ -231,19 +232,13 @@ void Worker::fragments(Pipeline& pl, uint64_t now) {
   }
 }
 
-// VXLAN: the outer headers of a decapsulated frame come off, an
-// encapsulated one's go on (the mbuf's headroom holds them).
+// Tunnels: the outer headers of a decapsulated frame come off, an
+// encapsulated one's go on (the mbuf's headroom holds them; their length is
+// the encap's).
 bool Worker::tunnel(const Pipeline& pl, rte_mbuf* m, const Verdict& v) {
-  if (v.strip) rte_pktmbuf_adj(m, v.strip);
-  if (!v.encap) return true;
-  const uint32_t inner = m->pkt_len;
-  auto* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, kVxlanOverhead));
-  if (!h) {
-    st_.drop[static_cast<int>(DropWhy::kEncapHeadroom)]++;
-    return false;
-  }
-  pl.write_encap(h, v.encap, inner, v.encap_sport);
-  return true;
+  if (apply_tunnel(pl, m, v)) return true;
+  st_.drop[static_cast<int>(DropWhy::kEncapHeadroom)]++;
+  return false;
 }
 
 // The NIC model's steering runs first; what it handles never reaches the

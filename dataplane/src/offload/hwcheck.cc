@@ -39,6 +39,7 @@
 #include "dataplane/nic_model.h"
 #include "dataplane/offload.h"
 #include "dataplane/pipeline.h"
+#include "features/overlay/mbuf.h"
 #include "sdn/clock.h"
 #include "testbed/process.h"
 
@@ -578,13 +579,7 @@ bool HwCheck::software(rte_mbuf* m, PacketIn& pk, int* out) {
   Verdict v{};
   dp_->run(*pl_, &pk, 1, mono_ns(), &v);
   if (v.out_port < 0) return false;
-  if (v.strip) rte_pktmbuf_adj(m, v.strip);
-  if (v.encap) {
-    const uint32_t inner = m->pkt_len;
-    auto* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, kVxlanOverhead));
-    if (!h) return false;
-    pl_->write_encap(h, v.encap, inner, v.encap_sport);
-  }
+  if (!apply_tunnel(*pl_, m, v)) return false;
   *out = v.out_port;
   return true;
 }

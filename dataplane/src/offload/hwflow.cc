@@ -303,7 +303,7 @@ Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* 
   if (cd.encap) {
     const auto* hdr = f.keep(std::to_array(cd.hdr));
     f.action(RTE_FLOW_ACTION_TYPE_RAW_ENCAP, rte_flow_action_raw_encap{const_cast<uint8_t*>(hdr->data()), nullptr,
-                                                                       kVxlanOverhead});
+                                                                       cd.hdr_len});
   }
   if (aso) f.action(RTE_FLOW_ACTION_TYPE_JUMP, rte_flow_action_jump{l.verdict_group(in, out)});
   else fate_out(f, l, out, k.family, k.proto);
@@ -651,6 +651,13 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
     } else if (why.empty() && underlay_rule) {
       why = "may match VXLAN frames to this host's VTEP on port " + std::to_string(l.underlay) +
             ", which software decapsulates first (in the NIC it would meet their outer headers)";
+    }
+    for (const Layout::SoftDecap& sd : l.soft_decap) {
+      if (!why.empty()) break;
+      if (m.has(kMTunId)) why = std::string("tun_id: ") + sd.why;
+      else if (!m.has(kMInPort) || m.in_port == sd.port)
+        why = std::string(sd.why) + ": may match its frames on port " + std::to_string(sd.port) +
+              ", which software decapsulates first";
     }
     // What the actions need.
     Tier tier = Tier::kFull;

@@ -118,7 +118,13 @@ bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string
     // (software decapsulates them first) or untunnelled: the one way whose
     // path forwards it is the connection's.
     std::vector<uint32_t> vnis = {0};
-    if (ov.vxlan && e.in_port[d] == ov.port) vnis.insert(vnis.end(), ov.vnis.begin(), ov.vnis.end());
+    const TunnelConfig& vx = ov[TunnelKind::kVxlan];
+    if (vx.on && e.in_port[d] == vx.port) vnis.insert(vnis.end(), vx.vnis.begin(), vx.vnis.end());
+    for (const hw::Layout::SoftDecap& sd : layout_.soft_decap)
+      if (e.in_port[d] == sd.port) {
+        *why = sd.why;
+        return false;
+      }
     Pipeline::Trace t;
     uint32_t vni = 0;
     int ways = 0;
@@ -172,7 +178,7 @@ bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string
       *why = "decapsulated and encapsulated in one direction";
       return false;
     }
-    if (cd.encap) pl_->encap_header(t.encap, k, cd.hdr);
+    if (cd.encap) cd.hdr_len = pl_->encap_header(t.encap, k, cd.hdr);
   }
   // Without an E-Switch each direction's rule is on the port it arrives
   // on, and a CONNTRACK object serves only rules of its own port (the

@@ -26,6 +26,7 @@
 // stays in software whole: each direction's packets are refused because
 // the context never saw the other's.
 #include "provider_internal.h"
+#include "features/tunnels.h"
 
 namespace dp {
 
@@ -469,10 +470,16 @@ void RteFlowProvider::on_pipeline(const Pipeline& pl) {
   if (disabled_ || !started_) return;
   pl_ = &pl;
   const OverlayConfig& ov = pl.overlay();
-  layout_.vxlan = ov.vxlan;
-  layout_.underlay = ov.port;
-  memcpy(layout_.vtep, ov.local, 4);
-  layout_.vxlan_port = ov.udp_port;
+  const TunnelConfig& vx = ov[TunnelKind::kVxlan];
+  layout_.vxlan = vx.on;
+  layout_.underlay = vx.port;
+  memcpy(layout_.vtep, vx.local, 4);
+  layout_.vxlan_port = vx.udp_port;
+  layout_.soft_decap.clear();
+  for_each_tunnel([&](auto t) {
+    using T = decltype(t);
+    if (ov[T::kKind].on && T::kConnDecapRefuse) layout_.soft_decap.push_back({ov[T::kKind].port, T::kConnDecapRefuse});
+  });
   rule_flows_ = hw::translate_rules(layout_, pl.rules());
   uint64_t now = clock();
   replace_shared(false);

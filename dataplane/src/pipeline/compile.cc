@@ -13,6 +13,7 @@
 #include "interp.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/rules.h"
+#include "features/tunnels.h"
 #include "net/headers.h"
 
 namespace dp {
@@ -133,21 +134,30 @@ RuleCounters Pipeline::counters(size_t r) const {
 
 namespace {
 
-// encap(vxlan,...)'s outer headers, all but the per-packet fields (IPv4
-// total length and checksum, UDP length and source port).
-Pipeline::Encap make_encap(const OverlayConfig& o, const VxlanRemote& r, uint32_t vni) {
-  Pipeline::Encap e{};
-  const net::VxlanOuter vo{r.mac, o.mac, o.local, r.ip, vni, 0, o.udp_port, o.ttl, o.df};
-  net::put_vxlan_outer_v4(e.hdr, vo, 0);
-  // The IPv4 header's sum without its total length and checksum, which
-  // write_encap adds per packet with the UDP length and source port (0 in
-  // the template, as the NIC's raw encap takes it).
-  uint8_t* ip = e.hdr + net::kEthLen;
-  net::put16(ip + 2, 0);
-  net::put16(ip + 10, 0);
-  net::put16(ip + net::kIpv4Len + 4, 0);
-  e.ip_sum = net::sum16(ip, net::kIpv4Len);
-  return e;
+// encap(<tunnel>,...)'s outer headers, from the tunnel's module, all but
+// the per-packet fields (IPv4 total length and checksum, UDP length and
+// source port); null when the overlay does not configure its VNI or remote.
+Status make_encap(const OverlayConfig* ov, const Action& a, uint32_t rule_id, Pipeline::Encap* e) {
+  Status st = Status::error("rule " + std::to_string(rule_id) + ": encap(" +
+                            tunnel_kind_name(static_cast<TunnelKind>(a.tunnel)) +
+                            ") names a VNI or remote overlay." + tunnel_kind_name(static_cast<TunnelKind>(a.tunnel)) +
+                            " does not configure");
+  with_tunnel(static_cast<TunnelKind>(a.tunnel), [&](auto t) {
+    using T = decltype(t);
+    const TunnelConfig* c = ov ? &(*ov)[T::kKind] : nullptr;
+    const TunnelRemote* rem = c && c->on ? c->remote(a.remote) : nullptr;
+    if (!rem || !c->has_vni(a.vni)) return;
+    *e = Pipeline::Encap{};
+    e->len = static_cast<uint16_t>(T::encap_template(*c, *rem, a, e->hdr));
+    e->counter = static_cast<uint8_t>(T::kEncapCounter);
+    e->kind = static_cast<uint8_t>(T::kKind);
+    // The IPv4 header's sum without its total length and checksum, which
+    // write_encap adds per packet with the UDP length and source port (0 in
+    // the template, as the NIC's raw encap takes it).
+    e->ip_sum = net::sum16(e->hdr + net::kEthLen, net::kIpv4Len);
+    st = {};
+  });
+  return st;
 }
 
 }  // namespace
@@ -187,11 +197,9 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
       pl->acts_.push_back(a);
       if (a.type == ActType::kCt) zones.insert(a.zone);
       if (a.type == ActType::kEncap) {
-        const VxlanRemote* rem = overlay && overlay->vxlan ? overlay->remote(a.remote) : nullptr;
-        if (!rem || !overlay->has_vni(a.vni))
-          return Status::error("rule " + std::to_string(R[i].id) +
-                               ": encap(vxlan) names a VNI or remote overlay.vxlan does not configure");
-        pl->encaps_.push_back(make_encap(*overlay, *rem, a.vni));
+        Encap e{};
+        if (Status s = make_encap(overlay, a, R[i].id, &e); !s) return s;
+        pl->encaps_.push_back(e);
         pl->acts_.back().encap = static_cast<uint16_t>(pl->encaps_.size());
       }
     }
@@ -199,6 +207,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
   }
   pl->fast_zone_ = zones.size() == 1 ? *zones.begin() : -1;
   if (overlay) pl->ov_ = *overlay;
+  for (uint16_t p = 0; p < kMaxPorts; p++) pl->decap_on_[p] = decap_mask(pl->ov_, p);
   for (int t = 0; t <= pl->max_table_; t++) {
     std::vector<uint32_t> in;
     for (uint32_t i = 0; i < R.size(); i++)
@@ -321,6 +330,9 @@ struct OffloadWalk {
   }
   void set_mark(const Action&) {}
   bool encap(const Action& a) {
+    const char* why = nullptr;
+    with_tunnel(static_cast<TunnelKind>(a.tunnel), [&](auto t) { why = decltype(t)::kConnEncapRefuse; });
+    if (why) return refuse(why);
     tr.encap = a.encap;
     return true;
   }
@@ -392,7 +404,8 @@ struct NarrateWalk {
   bool encap(const Action& a) {
     char vtep[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, a.remote, vtep, sizeof vtep);
-    out.push_back("  encap(vxlan): VNI " + std::to_string(a.vni) + " to the VTEP " + vtep);
+    out.push_back(std::string("  encap(") + tunnel_kind_name(static_cast<TunnelKind>(a.tunnel)) + "): VNI " +
+                  std::to_string(a.vni) + " to the VTEP " + vtep);
     return true;
   }
   Step ct(const Action& a, uint32_t) {
@@ -429,10 +442,25 @@ struct NarrateWalk {
 std::vector<std::string> Pipeline::explain(const ctrack::Parsed& pp, uint16_t in_port, const PortNames& ports,
                                            const CtPeek& ct_peek, uint32_t tun_id) const {
   std::vector<std::string> out;
-  if (tun_id)
-    out.push_back("tunnel: VXLAN VNI " + std::to_string(tun_id) + ", decapsulated" +
-                  (ov_.vxlan && ov_.has_vni(tun_id) ? "" : " (this VNI is not in overlay.vxlan.vnis: it would be dropped "
-                                                           "as vxlan_unknown_vni before the tables)"));
+  if (tun_id) {
+    // The first tunnel that terminates the VNI names it; else the first
+    // configured (else registered) one, which would drop it.
+    std::string name, display;
+    bool known = false, on = false;
+    for_each_tunnel([&](auto t) {
+      using T = decltype(t);
+      const TunnelConfig& c = ov_[T::kKind];
+      const bool has = c.on && c.has_vni(tun_id);
+      if (known || (on && !has) || (!name.empty() && !c.on && !has)) return;
+      name = tunnel_kind_name(T::kKind);
+      display = T::kDisplay;
+      known = has;
+      on = c.on;
+    });
+    out.push_back("tunnel: " + display + " VNI " + std::to_string(tun_id) + ", decapsulated" +
+                  (known ? "" : " (this VNI is not in overlay." + name + ".vnis: it would be dropped as " + name +
+                                    "_unknown_vni before the tables)"));
+  }
   NarrateWalk w{{}, in_port, pp.vlan, tun_id, -1, pp, ports, ct_peek, rules_, out};
   w.key.fill(pp, in_port, tun_id);
   Interp::walk(*this, w);

@@ -32,6 +32,7 @@
 #include "acl.h"
 #include "dataplane/match.h"
 #include "dataplane/pipeline.h"
+#include "features/tunnels.h"
 
 namespace dp {
 
@@ -198,7 +199,11 @@ inline Step after_ct(const Action* acts, uint32_t count, uint32_t at, P& p) {
 // (trace_established) may encap and translate: the connection's tuple is
 // known there; a rule's flow, before any connection, cannot.
 inline const char* rule_action_refuse(const Action& a) {
-  if (a.type == ActType::kEncap) return "encap(vxlan): VXLAN encap runs in software";
+  if (a.type == ActType::kEncap) {
+    const char* why = nullptr;
+    with_tunnel(static_cast<TunnelKind>(a.tunnel), [&](auto t) { why = decltype(t)::kRuleEncapRefuse; });
+    return why;
+  }
   if (a.type == ActType::kCt && a.nat.kind != ctrack::NatKind::kNone) return "ct(nat): NAT runs in software";
   return nullptr;
 }

@@ -15,25 +15,9 @@
 #include "interp.h"
 #include "nat_rewrite.h"
 #include "net/bytes.h"
-#include "vxlan.h"
+#include "features/tunnels.h"
 
 namespace dp {
-
-const char* drop_why_name(DropWhy d) {
-  static const char* const n[] = {"no_match",     "rule_drop",         "tx_full",         "tx_mtu",
-                                  "rx_oversize",  "ct_full",           "handoff_full",    "nat_exhausted",
-                                  "nat_family",   "vxlan_header",      "vxlan_unknown_vni", "vxlan_truncated",
-                                  "vxlan_unknown_remote", "vxlan_wrong_mac", "encap_mtu",    "encap_headroom",
-                                  "frag_overlap", "frag_too_many", "frag_timeout", "frag_no_mbuf"};
-  static_assert(sizeof(n) / sizeof(n[0]) == static_cast<size_t>(DropWhy::kCount));
-  return n[static_cast<int>(d)];
-}
-
-const char* tunnel_name(Tunnel t) {
-  static const char* const n[] = {"vxlan_decap", "vxlan_encap", "nat_packets", "ip_fragments_out"};
-  static_assert(sizeof(n) / sizeof(n[0]) == static_cast<size_t>(Tunnel::kCount));
-  return n[static_cast<int>(t)];
-}
 
 WorkerStats WorkerStats::snapshot() const {
   WorkerStats s;
@@ -53,7 +37,8 @@ namespace {
 
 struct PktState {
   ctrack::Parsed parsed;  // of the frame at in.data + off
-  uint16_t off;           // VXLAN decap: the outer headers' length
+  uint16_t off;           // a tunnel's decap: the outer headers' length
+  uint8_t decap_counter;  // with off: that tunnel's decap counter (Tunnel)
   uint32_t tun_id;        // the VNI it came in with, 0: none
   ClassKey key;   // the classifier's key; key.kind 4, 6, or 0 for other (ARP, ND, non-IP)
   bool df_clear;  // IPv4 without DF: may leave in fragments
@@ -299,13 +284,13 @@ inline void Datapath::ingress(Burst& b, bool noting) {
     // The frame's bytes the parse may read (a decapsulated frame: up to the
     // outer datagram's end) and where the IP packet the MTU bounds starts.
     uint32_t flen = in[i].len, mtu_from = 0;
-    if (b.pl.ov_.vxlan && in[i].port == b.pl.ov_.port) {
-      const Decap dc = vxlan_decap(in[i].data, in[i].len, b.pl.ov_);
+    if (const uint8_t tunnels = b.pl.decap_on_[in[i].port]) {
+      const Decap dc = tunnel_decap(tunnels, in[i].data, in[i].len, b.pl.ov_, &p.decap_counter);
       if (dc.why != DropWhy::kCount) {
         b.drop(i, dc.why);
         continue;
       }
-      if (dc.off) {  // VXLAN to us (0: another frame, for the tables as it is)
+      if (dc.off) {  // a tunnel to us (0: another frame, for the tables as it is)
         p.off = dc.off;
         p.tun_id = dc.vni;
         out[i].strip = dc.off;
@@ -416,7 +401,7 @@ inline void Datapath::ingress(Burst& b, bool noting) {
       p.key.kind = 0;
       p.key.other_type = p.parsed.kind == ctrack::L3Kind::kNd ? kEthNd : p.parsed.ethertype;
     }
-    if (p.off) st.tunnel[static_cast<int>(Tunnel::kDecap)]++;  // here: by the worker that keeps it
+    if (p.off) st.tunnel[p.decap_counter]++;  // here: by the worker that keeps it
     p.table = 0;
     b.active++;
   }
@@ -781,12 +766,13 @@ inline void Datapath::finish(Burst& b) {
       }
     }
     if (out[i].out_port >= 0 && out[i].encap) {
-      // The outer IPv4 packet: the inner frame and 36 bytes of IPv4, UDP, VXLAN.
-      if (b.in[i].pkt_len - p.off + (kVxlanOverhead - 14) > mtu_[out[i].out_port]) {
+      // The outer IPv4 packet: the inner frame and the outer headers but Ethernet.
+      const Pipeline::Encap& e = pl.encaps_[out[i].encap - 1u];
+      if (b.in[i].pkt_len - p.off + (e.len - net::kEthLen) > mtu_[out[i].out_port]) {
         b.drop(i, DropWhy::kEncapMtu);
         out[i].out_port = -1;
       } else {
-        b.st.tunnel[static_cast<int>(Tunnel::kEncap)]++;
+        b.st.tunnel[e.counter]++;
       }
     } else if (out[i].out_port >= 0 && b.l3len[i] > mtu_[out[i].out_port]) {
       if (p.df_clear) {  // a router's job: IPv4 without DF leaves in fragments

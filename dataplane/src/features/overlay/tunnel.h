@@ -1,0 +1,139 @@
+// What every tunnel module shares (features/<tunnel>/<tunnel>.h): the
+// result of a decap, the outer Ethernet / IPv4 / UDP checks of a frame to
+// one of this host's VTEPs, the UDP source port of encapsulated flows, and
+// the outer IPv4/UDP template an encap starts from. Per packet: no
+// strings, allocation or virtual calls.
+//
+// A tunnel module is a struct of static members (see features/vxlan/vxlan.h):
+//   kKind (TunnelKind), kDisplay ("VXLAN": for narration), kUdpPort (its
+//   default), kDecapCounter/kEncapCounter (Tunnel), kArgs (the rule
+//   syntax's arguments, for messages), kOptionKeys (config keys of its own,
+//   null-terminated), kRuleEncapRefuse / kConnEncapRefuse / kConnDecapRefuse
+//   (the offload's answers: null = the NIC may);
+//   decap(d, len, cfg) -> Decap (per packet),
+//   parse_encap_arg(arg, Action*, err) -> bool (false: not its argument, or
+//   with *err a bad one), encap_template(cfg, remote, action, hdr) ->
+//   length, parse_option(text, out) -> error or "" (an item of the list
+//   its kOptionKey names in its config section).
+// features/tunnels.h lists them (for_each_tunnel) in DP_TUNNELS' order.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "dataplane/overlay.h"
+#include "dataplane/pipeline.h"
+#include "net/headers.h"
+
+namespace dp {
+
+// A tunnel's decap of a frame received on its underlay port: off 0 and why
+// kCount when it is not that tunnel to this VTEP (it goes on as it is), the
+// outer headers' length when it is, or a drop reason. The inner frame ends
+// where the outer datagram does (`end`), not at the frame's (padding, or a
+// lie in the lengths).
+struct Decap {
+  uint16_t off = 0;     // the inner frame's start
+  uint16_t l3 = 0;      // the outer IPv4 header's start (after any VLAN tag)
+  uint32_t end = 0;     // the inner frame's end: the outer IP length's
+  uint32_t vni = 0;
+  DropWhy why = DropWhy::kCount;  // kCount: not dropped
+};
+
+// A tunnel's drop reasons for what every UDP tunnel checks.
+struct DecapWhy {
+  DropWhy header, trunc, remote, mac;
+};
+
+// The outer headers of a frame to this VTEP's `udp_port`: Ethernet (one
+// VLAN tag at most), IPv4 to `local`, UDP. Only from a configured remote
+// VTEP (unless any_remote), to this VTEP's MAC, with a good outer IPv4
+// checksum, not a fragment, with UDP and IP lengths that agree and at least
+// `hdr_min` bytes of the tunnel's header. On success r.why is kCount,
+// r.l3 and r.end are set and *hdr is the tunnel header (r.off stays 0: the
+// module sets it); `not_ours` says the frame is not this tunnel's at all.
+inline Decap udp_tunnel_outer(const uint8_t* d, uint32_t len, const TunnelConfig& c, const DecapWhy& w,
+                              uint32_t hdr_min, const uint8_t** hdr, bool* not_ours) {
+  Decap r;
+  *not_ours = true;
+  uint32_t off = 14;
+  if (len < off) return r;
+  uint16_t et = net::get16(d + 12);
+  if (et == 0x8100) {
+    if (len < 18) return r;
+    et = net::get16(d + 16);
+    off = 18;
+  }
+  if (et != 0x0800 || len < off + 20) return r;
+  const uint8_t* ip = d + off;
+  if ((ip[0] >> 4) != 4 || ip[9] != IPPROTO_UDP || memcmp(ip + 16, c.local, 4) != 0) return r;
+  const uint32_t ihl = (ip[0] & 0x0F) * 4u, iplen = net::get16(ip + 2);
+  if (ihl < 20 || len < off + ihl + 4) return r;
+  const uint8_t* udp = ip + ihl;
+  if (net::get16(udp + 2) != c.udp_port) return r;
+  // To this VTEP's address and port: from here on it is decapsulated or dropped.
+  *not_ours = false;
+  if (memcmp(d, c.mac, 6) != 0) {
+    r.why = w.mac;  // to another host's MAC (a flooded or misdirected frame)
+    return r;
+  }
+  r.why = w.header;
+  if (!net::ipv4_checksum_ok(ip, ihl)) return r;  // the outer IPv4 checksum
+  if (net::get16(ip + 6) & 0x3FFF) return r;      // a fragment: this VTEP does not reassemble
+  if (!c.any_remote && !c.remote(ip + 12)) {
+    r.why = w.remote;
+    return r;
+  }
+  if (len < off + ihl + 8 + hdr_min) {
+    r.why = w.trunc;
+    return r;
+  }
+  const uint32_t ulen = net::get16(udp + 4);
+  if (iplen < ihl + 8 + hdr_min || ulen != iplen - ihl) return r;
+  if (off + iplen > len) {
+    r.why = w.trunc;
+    return r;
+  }
+  r.why = DropWhy::kCount;
+  r.l3 = static_cast<uint16_t>(off);
+  r.end = off + iplen;
+  *hdr = udp + 8;
+  return r;
+}
+
+// The inner frame after `hdr_len` bytes of tunnel header at `hdr`: it must
+// hold an Ethernet header within the outer datagram.
+inline void decap_inner(Decap& r, const uint8_t* d, const uint8_t* hdr, uint32_t hdr_len, DropWhy trunc) {
+  const uint32_t off = static_cast<uint32_t>(hdr - d) + hdr_len;
+  if (off + 14 > r.end) {
+    r.why = trunc;
+    return;
+  }
+  r.off = static_cast<uint16_t>(off);
+}
+
+// The UDP source port of an encapsulated flow: its inner tuple's hash in
+// the dynamic range (RFC 7348 section 5, RFC 8926 section 3.3: entropy for
+// ECMP).
+inline uint16_t encap_sport(const ctrack::Key& k) {
+  ctrack::Key c;
+  ctrack::canonicalize(k, &c);
+  c.zone = 0;
+  return static_cast<uint16_t>(49152 + ctrack::hash_key(c) % 16384);
+}
+
+// The outer Ethernet, IPv4 and UDP headers of an encap toward `r`, all but
+// the per-packet fields (IPv4 total length and checksum, UDP length and
+// source port: zero); the tunnel's header goes at the returned offset.
+inline uint32_t put_udp_outer_template(uint8_t* hdr, const TunnelConfig& c, const TunnelRemote& r) {
+  uint8_t* ip = hdr + net::put_eth(hdr, r.mac, c.mac, net::kEthIpv4);
+  net::put_ipv4(ip, {c.local, r.ip, IPPROTO_UDP, 0, c.ttl, c.df});
+  net::put16(ip + 10, 0);  // (the checksum: per packet)
+  net::put_udp(ip + net::kIpv4Len, 0, c.udp_port, 0);
+  return net::kEthLen + net::kIpv4Len + net::kUdpLen;
+}
+
+}  // namespace dp
