@@ -202,8 +202,8 @@ class OverlayGeneve : public Dut {
   }
   // The value of `name=` in `stats`, -1 when it is not there.
   static long long stat(const std::string& st, const std::string& name) {
-    const size_t at = st.find(name + "=");
-    return at == std::string::npos ? -1 : atoll(st.c_str() + at + name.size() + 1);
+    const size_t at = st.find(" " + name + "=");
+    return at == std::string::npos ? -1 : atoll(st.c_str() + at + name.size() + 2);
   }
   // No packet dropped for a Geneve reason.
   static void expect_no_geneve_drops(const std::string& st) {
