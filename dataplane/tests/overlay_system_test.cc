@@ -19,17 +19,48 @@ constexpr const char* kS0Mac = "02:00:00:00:02:02";  // the remote VTEP's next h
 constexpr const char* kVxMac = "02:00:00:00:0a:0a";
 constexpr const char* kVtepMac = "02:00:00:00:01:01";  // overlay.vxlan.mac
 
-class Overlay : public Dut {
+// What the VXLAN and the Geneve fixtures share.
+class TunnelDut : public Dut {
+ protected:
+  static void ip(Netns* ns, std::vector<std::string> args) {
+    args.insert(args.begin(), "ip");
+    auto r = run_capture(args, ns, 10s);
+    ASSERT_TRUE(r.ok() && r->status == 0) << (r.ok() ? r->output : r.message());
+  }
+  // A TCP connection from the VM to the server behind the tunnel on `port`:
+  // the server sees the floating address; `both_ways` bytes each way (200 KB
+  // from the VM only when 0), then a reply.
+  static void tcp_through_the_tunnel(uint16_t port, size_t both_ways) {
+    int ls = listen_in(server, "198.51.100.20", port), cs = sock_in(client, SOCK_STREAM);
+    ASSERT_GE(ls, 0);
+    ASSERT_TRUE(connect_within(cs, addr("198.51.100.20", port), 5s)) << ctl("stats") << read_file(log_path);
+    sockaddr_in peer{};
+    socklen_t pl = sizeof peer;
+    int as = accept(ls, reinterpret_cast<sockaddr*>(&peer), &pl);
+    ASSERT_GE(as, 0);
+    char who[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &peer.sin_addr, who, sizeof who);
+    EXPECT_STREQ(who, "203.0.113.7") << "the server sees the floating address";
+    // Data both ways, more than one segment's worth (checksums the kernel checks).
+    stream(cs, as, both_ways ? both_ways : 200000);
+    if (both_ways) stream(as, cs, both_ways);
+    const char reply[] = "from behind the tunnel";
+    ASSERT_EQ(send(as, reply, sizeof reply, 0), static_cast<ssize_t>(sizeof reply));
+    std::string in;
+    ASSERT_TRUE(recv_within(cs, 5s, &in));
+    EXPECT_EQ(in, std::string(reply, sizeof reply));
+    close(as);
+    close(cs);
+    close(ls);
+  }
+};
+
+class Overlay : public TunnelDut {
  protected:
   static void SetUpTestSuite() {
     config_name = "overlay-nat.yaml";
     Dut::SetUpTestSuite();
     if (::testing::Test::HasFatalFailure()) return;
-    auto ip = [](Netns* ns, std::vector<std::string> args) {
-      args.insert(args.begin(), "ip");
-      auto r = run_capture(args, ns, 10s);
-      ASSERT_TRUE(r.ok() && r->status == 0) << (r.ok() ? r->output : r.message());
-    };
     ip(client, {"link", "set", "dev", "c0", "address", kC0Mac});
     ip(client, {"link", "set", "dev", "c0", "mtu", "1450"});  // the VM's: the underlay's 1500 less VXLAN's 50
     ip(server, {"link", "set", "dev", "s0", "address", kS0Mac});
@@ -50,32 +81,14 @@ class Overlay : public Dut {
 };
 
 TEST_F(Overlay, TcpThroughTheTunnelIsSourceNatedAndAnswered) {
-  int ls = listen_in(server, "198.51.100.20", 7100), cs = sock_in(client, SOCK_STREAM);
-  ASSERT_GE(ls, 0);
-  ASSERT_TRUE(connect_within(cs, addr("198.51.100.20", 7100), 5s)) << ctl("stats") << read_file(log_path);
-  sockaddr_in peer{};
-  socklen_t pl = sizeof peer;
-  int as = accept(ls, reinterpret_cast<sockaddr*>(&peer), &pl);
-  ASSERT_GE(as, 0);
-  char who[INET_ADDRSTRLEN];
-  inet_ntop(AF_INET, &peer.sin_addr, who, sizeof who);
-  EXPECT_STREQ(who, "203.0.113.7") << "the server sees the floating address";
-  // Data both ways, more than one segment's worth (checksums the kernel checks).
-  stream(cs, as, 200000);
-  const char reply[] = "from behind the tunnel";
-  ASSERT_EQ(send(as, reply, sizeof reply, 0), static_cast<ssize_t>(sizeof reply));
-  std::string in;
-  ASSERT_TRUE(recv_within(cs, 5s, &in));
-  EXPECT_EQ(in, std::string(reply, sizeof reply));
+  tcp_through_the_tunnel(7100, 0);
+  if (HasFatalFailure()) return;
   const std::string st = ctl("stats");
   EXPECT_EQ(st.find("vxlan_encap=0"), std::string::npos) << st;
   EXPECT_EQ(st.find("vxlan_decap=0"), std::string::npos) << st;
   EXPECT_EQ(st.find("nat_packets=0"), std::string::npos) << st;
   const std::string list = ctl("ct list");
   EXPECT_NE(list.find("snat reply=tcp 198.51.100.20:7100 -> 203.0.113.7:"), std::string::npos) << list;
-  close(as);
-  close(cs);
-  close(ls);
 }
 
 // `trace` shows the tunnel, the translation a new connection would get and,
@@ -147,18 +160,13 @@ TEST_F(Overlay, BadTunnelFramesAreCountedNotForwarded) {
 // layer on a TAP device, sending an 8-byte non-critical option the
 // dataplane must skip; the VM's MTU leaves room for it). The test says
 // which one it used.
-class OverlayGeneve : public Dut {
+class OverlayGeneve : public TunnelDut {
  protected:
   static inline testbed::GeneveVtep vtep;
   static void SetUpTestSuite() {
     config_name = "overlay-nat-geneve.yaml";
     Dut::SetUpTestSuite();
     if (::testing::Test::HasFatalFailure()) return;
-    auto ip = [](Netns* ns, std::vector<std::string> args) {
-      args.insert(args.begin(), "ip");
-      auto r = run_capture(args, ns, 10s);
-      ASSERT_TRUE(r.ok() && r->status == 0) << (r.ok() ? r->output : r.message());
-    };
     ip(client, {"link", "set", "dev", "c0", "address", kC0Mac});
     ip(server, {"link", "set", "dev", "s0", "address", kS0Mac});
     ASSERT_TRUE(tb->add_address(server, "s0", "192.0.2.2/24").ok());
@@ -215,36 +223,17 @@ class OverlayGeneve : public Dut {
 
 TEST_F(OverlayGeneve, TcpThroughTheTunnelIsSourceNatedAndAnswered) {
   const std::string st0 = ctl("stats");
-  int ls = listen_in(server, "198.51.100.20", 7100), cs = sock_in(client, SOCK_STREAM);
-  ASSERT_GE(ls, 0);
-  ASSERT_TRUE(connect_within(cs, addr("198.51.100.20", 7100), 5s)) << ctl("stats") << read_file(log_path);
-  sockaddr_in peer{};
-  socklen_t pl = sizeof peer;
-  int as = accept(ls, reinterpret_cast<sockaddr*>(&peer), &pl);
-  ASSERT_GE(as, 0);
-  char who[INET_ADDRSTRLEN];
-  inet_ntop(AF_INET, &peer.sin_addr, who, sizeof who);
-  EXPECT_STREQ(who, "203.0.113.7") << "the server sees the floating address";
-  // Data both ways, more than one segment's worth (checksums the kernel checks).
-  stream(cs, as, 200000);
-  stream(as, cs, 200000);
-  const char reply[] = "from behind the tunnel";
-  ASSERT_EQ(send(as, reply, sizeof reply, 0), static_cast<ssize_t>(sizeof reply));
-  std::string in;
-  ASSERT_TRUE(recv_within(cs, 5s, &in));
-  EXPECT_EQ(in, std::string(reply, sizeof reply));
+  tcp_through_the_tunnel(7100, 200000);
+  if (HasFatalFailure()) return;
   const std::string st = ctl("stats");
   // 200 KB each way in segments of at most 1402 bytes: over 140 frames.
   EXPECT_GT(stat(st, "geneve_encap") - stat(st0, "geneve_encap"), 140) << st;
   EXPECT_GT(stat(st, "geneve_decap") - stat(st0, "geneve_decap"), 140) << st;
   EXPECT_GT(stat(st, "nat_packets"), 0) << st;
-  EXPECT_EQ(stat(st, "vxlan_decap"), 0) << st;
+  EXPECT_LE(stat(st, "vxlan_decap"), 0) << st;
   expect_no_geneve_drops(st);
   const std::string list = ctl("ct list");
   EXPECT_NE(list.find("snat reply=tcp 198.51.100.20:7100 -> 203.0.113.7:"), std::string::npos) << list;
-  close(as);
-  close(cs);
-  close(ls);
 }
 
 TEST_F(OverlayGeneve, PingThroughTheTunnel) {
