@@ -82,6 +82,7 @@ class OverlayNat final : public Scenario {
 };
 
 // The server is a remote hypervisor whose VTEP is the kernel's tunnel device
+// (Geneve on a kernel without it: the userspace VTEP, testbed/geneve_vtep.h)
 // (VNI 100) with the server's address in the overlay; the client is a VM
 // whose MTU leaves the tunnel's 50 bytes, reaching the overlay on-link.
 // MACs are fixed so that the DUTs' configs can name them: the client's next
