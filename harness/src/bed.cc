@@ -240,8 +240,11 @@ Result<std::unique_ptr<Bed>> Bed::build_lab(const SweepConfig& cfg, Inventory* i
   return b;
 }
 
-Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh, const Scenario& scenario, Segmentation segmentation) {
+Result<std::unique_ptr<Bed>> Bed::build(int mtu, bool ssh, const Scenario& scenario, Segmentation segmentation,
+                                        const std::string& source_dir, const std::string& log_dir) {
   auto b = std::make_unique<Bed>();
+  b->source_dir = source_dir;
+  b->log_dir = log_dir;
   auto t = testbed::Testbed::create();
   if (!t) return t.status();
   b->tb = std::move(t.value());

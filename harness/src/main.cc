@@ -82,7 +82,9 @@ const char* kHelp = R"(usage: harness COMMAND [options]
         device, the dataplane runs configs/dataplane/overlay-nat-geneve.yaml
         (overlay.geneve), OVS a geneve tunnel port, kernel-ct a geneve device;
         the rows' overlay_check ends "; tunnel geneve". A DUT without it is
-        an error row naming why.
+        an error row naming why. On a kernel without geneve devices the
+        server's VTEP is testbed/tools/geneve-vtep.py (userspace, scapy, on
+        a TAP device; slow: the rows prove the path) and overlay_check says so.
         --segmentation wire (default) hands every DUT MTU-size frames, as a
         real wire does (the endpoints' veths segment TCP); host lets the
         endpoints' 64 KB TSO/GSO packets cross into a kernel DUT whole (no

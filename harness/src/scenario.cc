@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/sweep.h"
+#include "testbed/geneve_vtep.h"
 #include "testbed/process.h"
 #include "testbed/testbed.h"
 
@@ -72,6 +73,7 @@ class OverlayNat final : public Scenario {
 
  private:
   Result<Counts> vtep_packets(Transport& tr) const;
+  std::string vtep_note(Transport& tr) const;
   // What the rows' evidence adds for a tunnel other than the default.
   bool default_tunnel() const { return o_.tunnel == Tunnel::kVxlan; }
   std::string note() const { return default_tunnel() ? "" : "; tunnel " + std::string(o_.link_type); }
@@ -80,6 +82,7 @@ class OverlayNat final : public Scenario {
 };
 
 // The server is a remote hypervisor whose VTEP is the kernel's tunnel device
+// (Geneve on a kernel without it: the userspace VTEP, testbed/geneve_vtep.h)
 // (VNI 100) with the server's address in the overlay; the client is a VM
 // whose MTU leaves the tunnel's 50 bytes, reaching the overlay on-link.
 // MACs are fixed so that the DUTs' configs can name them: the client's next
@@ -101,11 +104,35 @@ Status OverlayNat::build_bed(Bed& b) const {
   };
   const std::string vx_mtu = std::to_string(b.mtu - o_.overhead), dev(o_.device);
   std::vector<std::string> link = vtep_link_argv(o_, Bed::kNextHopMac, Bed::kRemoteVtep, Bed::kLocalVtep, "s0");
-  link.erase(link.begin());  // "ip"
+  // Geneve on a kernel without it: the userspace VTEP (testbed/geneve_vtep.h)
+  // as the same device, tracked by the bed (killed with the harness).
+  auto make_vtep = [&]() -> Status {
+    if (o_.tunnel != Tunnel::kGeneve) {
+      std::vector<std::string> args(link.begin() + 1, link.end());  // less "ip"
+      return ip(b.server, args);
+    }
+    testbed::GeneveVtepSpec s;
+    s.ns = b.server;
+    s.kernel_argv = link;
+    s.dev = dev;
+    s.mac = Bed::kNextHopMac;
+    s.vni = o_.vni;
+    s.remote = Bed::kLocalVtep;
+    s.port = o_.udp_port;
+    s.script = testbed::geneve_vtep_script(b.source_dir);
+    if (b.log_dir.empty()) return Status::error("the Geneve VTEP: the bed has no log directory");
+    s.log_path = b.log_dir + "/geneve-vtep.log";
+    auto v = testbed::make_geneve_vtep(s);
+    if (!v) return v.status();
+    b.vtep = std::move(v.value());
+    if (b.vtep.userspace)
+      fprintf(stderr, "harness: the server's Geneve VTEP: %s (%s)\n", b.vtep.describe().c_str(), b.vtep.why.c_str());
+    return {};
+  };
   for (Status st : {ip(b.client, {"link", "set", "dev", "c0", "address", Bed::kClientMac, "mtu", vx_mtu}),
                     ip(b.server, {"link", "set", "dev", "s0", "address", Bed::kServerMac}),
                     b.tb->add_address(b.server, "s0", std::string(Bed::kRemoteVtep) + "/24"),
-                    b.tb->add_neighbor(b.server, "s0", Bed::kLocalVtep, Bed::kVtepMac), ip(b.server, link),
+                    b.tb->add_neighbor(b.server, "s0", Bed::kLocalVtep, Bed::kVtepMac), make_vtep(),
                     ip(b.server, {"link", "set", "dev", dev, "mtu", vx_mtu, "up"}),
                     b.tb->disable_tx_checksum(b.server, dev),
                     b.tb->add_address(b.server, dev, std::string(Bed::kOverlayServerIp) + "/24"),
@@ -129,6 +156,18 @@ Result<Scenario::Counts> OverlayNat::vtep_packets(Transport& tr) const {
   return Counts{j[0]["stats64"]["rx"]["packets"].get<long long>(), j[0]["stats64"]["tx"]["packets"].get<long long>()};
 }
 
+// What a row adds when the server's VTEP is the userspace one (a TAP
+// device where the kernel's would be: the kernel has no Geneve).
+std::string OverlayNat::vtep_note(Transport& tr) const {
+  if (o_.tunnel != Tunnel::kGeneve) return "";
+  auto out = tr.capture(Side::kServer, {"ip", "-d", "-j", "link", "show", "dev", std::string(o_.device)});
+  if (!out) return "";
+  auto j = nlohmann::json::parse(*out, nullptr, false);
+  if (!j.is_array() || j.empty() || !j[0].contains("linkinfo")) return "";
+  if (j[0]["linkinfo"].value("info_kind", "") != "tun") return "";
+  return "; remote VTEP: userspace (scapy), the kernel has no Geneve";
+}
+
 // The evidence in a throughput row: the server's VTEP received
 // (encapsulated by the DUT) and sent (for the DUT to decapsulate) packets in
 // this run, and each iperf3 server saw its last test come from the floating
@@ -136,6 +175,7 @@ Result<Scenario::Counts> OverlayNat::vtep_packets(Transport& tr) const {
 void OverlayNat::check_run(Transport& tr, const Result<Counts>& before, const std::vector<std::string>& server_logs,
                            Row& r) const {
   auto after = vtep_packets(tr);
+  const std::string note = this->note() + vtep_note(tr);
   std::string why;
   long long rx = 0, tx = 0;
   if (!before || !after) {
@@ -162,15 +202,15 @@ void OverlayNat::check_run(Transport& tr, const Result<Counts>& before, const st
   }
   if (why.empty() && seen == 0) why = "no iperf3 server named its peer";
   if (!why.empty()) {
-    r[Col::overlay_check] = "error: " + why + note();
+    r[Col::overlay_check] = "error: " + why + note;
     if (r[Col::status] == "ok") {
       r[Col::status] = "error";
-      r[Col::error] = "overlay-nat check: " + why + note();
+      r[Col::error] = "overlay-nat check: " + why + note;
     }
     return;
   }
   r[Col::overlay_check] = "ok: server VTEP rx +" + std::to_string(rx) + " tx +" + std::to_string(tx) + " packets; " +
-                          std::to_string(seen) + " iperf3 servers saw " + Bed::kFloatingIp + note();
+                          std::to_string(seen) + " iperf3 servers saw " + Bed::kFloatingIp + note;
 }
 
 void OverlayNat::summarize(const std::vector<Row>& reps, Row& base) const {

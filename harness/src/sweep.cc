@@ -262,7 +262,7 @@ void DutSession::describe_endpoints() {
 
 // The namespace testbed: the DUT in its DUT namespace on d0 and d1.
 void DutSession::open_testbed() {
-  auto b = Bed::build(cfg_.mtu, cfg_.lab == "testbed-ssh", cfg_.run_scenario(), cfg_.segmentation);
+  auto b = Bed::build(cfg_.mtu, cfg_.lab == "testbed-ssh", cfg_.run_scenario(), cfg_.segmentation, cfg_.source_dir, dir_);
   if (!b) {
     error_ = b.message();
     return;

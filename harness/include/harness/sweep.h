@@ -17,6 +17,7 @@
 #include "harness/scenario.h"
 #include "harness/ssh.h"
 #include "sdn/status.h"
+#include "testbed/geneve_vtep.h"
 #include "testbed/process.h"
 #include "testbed/testbed.h"
 
@@ -99,9 +100,15 @@ struct Bed {
   int mtu = 1500;
   std::string ssh_dir;  // keys, sshd configs, known_hosts
   std::vector<testbed::Process> sshd;
+  // overlay-nat --tunnel geneve: the server's VTEP (the kernel's device, or
+  // the userspace one where the kernel has no Geneve: its process here).
+  testbed::GeneveVtep vtep;
+  std::string source_dir;  // the source tree (testbed/tools/geneve-vtep.py)
+  std::string log_dir;     // where the userspace VTEP's log goes
   static sdn::Result<std::unique_ptr<Bed>> build(int mtu, bool ssh = false,
                                                  const Scenario& scenario = scenario_of(ScenarioKind::kFirewall),
-                                                 Segmentation segmentation = Segmentation::kWire);
+                                                 Segmentation segmentation = Segmentation::kWire,
+                                                 const std::string& source_dir = "", const std::string& log_dir = "");
   // The testbed as a lab (`harness testbed up --inventory FILE`): sshd in the
   // client, server and DUT namespaces, reached from this namespace over
   // management links (192.168.251.0/24), the DUT namespace set up as a
