@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "../src/pipeline/fragments.h"
+#include "features/fragments/table.h"
 #include "dataplane/config.h"
 #include <rte_mbuf.h>
 

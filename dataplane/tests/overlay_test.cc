@@ -161,6 +161,13 @@ TEST(Overlay, EncapsulatedNatFramesEqualScapys) {
   f.ct->for_each(f.now, [&](const ctrack::ConnInfo& c) { EXPECT_FALSE(c.offloaded); });
 }
 
+// A rule set with a tunnel port and encap() runs the tunnel stages.
+TEST(Overlay, TunnelStagesRunOnlyWithATunnel) {
+  Fixture f(overlay_yaml());
+  std::vector<std::string> got = stage_names_of(*f.pl);
+  EXPECT_EQ(got, (std::vector<std::string>{"rx_tunnels", "flow_cache", "tables", "remember_paths", "egress_encaps"}));
+}
+
 TEST(Overlay, BadOuterHeadersAreCountedByReason) {
   Fixture f(overlay_yaml());
   auto count = [&](DropWhy w) { return f.st.drop[static_cast<int>(w)]; };

@@ -10,9 +10,16 @@
 
 #include "dataplane/config.h"
 #include "dataplane/pipeline.h"
-#include "../src/pipeline/fragments.h"
+#include "features/fragments/table.h"
 
 namespace dp {
+
+// A rule set's stage list, by name.
+inline std::vector<std::string> stage_names_of(const Pipeline& p) {
+  std::vector<std::string> v;
+  for (const char* n : p.stage_names()) v.push_back(n);
+  return v;
+}
 
 struct Fixture {
   std::unique_ptr<ctrack::Tracker> ct;

@@ -406,6 +406,28 @@ tables:
 )Y";
 }
 
+// The stage list follows the rule set: the flow cache's two stages only
+// when every ct() uses one zone, no tunnel decap without a tunnel port, the
+// plain egress without encap().
+TEST(Stages, TheListFollowsTheRuleSet) {
+  Fixture one(nat_yaml());
+  std::vector<std::string> got = stage_names_of(*one.pl);
+  EXPECT_EQ(got, (std::vector<std::string>{"rx", "flow_cache", "tables", "remember_paths", "egress"}));
+  Fixture two(R"Y(eal: {file_prefix: st, no_huge: true}
+ports:
+  - {name: inside, devargs: "net_af_packet0,iface=a"}
+  - {name: outside, devargs: "net_af_packet1,iface=b"}
+tables:
+  0:
+    - {priority: 50, match: "in_port=inside", actions: "ct(zone=1,table=1)"}
+    - {priority: 50, match: "in_port=outside", actions: "ct(zone=2,table=1)"}
+  1:
+    - {priority: 0, match: "", actions: "drop"}
+)Y");
+  got = stage_names_of(*two.pl);
+  EXPECT_EQ(got, (std::vector<std::string>{"rx", "tables", "egress"}));
+}
+
 uint16_t sport_of(const std::vector<uint8_t>& f) { return static_cast<uint16_t>(f[34] << 8 | f[35]); }
 
 TEST(Nat, SourceNatFramesEqualFramesBuiltWithTheTranslation) {
@@ -771,7 +793,7 @@ TEST(Nat, ExhaustedRangeDropsAndCounts) {
 
 
 // Item 10 of issue 28: IP fragments cross the firewall and the NAT (no
-// reassembly: pipeline/fragments.h). The datagrams are 3,000 bytes of UDP
+// reassembly: features/fragments/table.h). The datagrams are 3,000 bytes of UDP
 // (or TCP) in fragments of at most 1,500 bytes of IP.
 namespace frag {
 

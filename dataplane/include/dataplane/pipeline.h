@@ -28,7 +28,7 @@ namespace dp {
 using sdn::Result;
 using sdn::Status;
 struct Rule;       // rules.h: the control path's rule, lowered by build()
-class FragTable;   // pipeline/fragments.h: a worker's IP fragments
+class FragTable;   // features/fragments/table.h: a worker's IP fragments
 struct PortNames;  // rules.h
 
 inline constexpr uint32_t kMaxBurst = 32;
@@ -200,6 +200,18 @@ class Pipeline {
   uint32_t tcp_flag_tables_ = 0;     // bit t: a rule in table t matches tcp_flags
   OverlayConfig ov_;
   uint8_t decap_on_[kMaxPorts] = {};  // bit k: tunnel kind k decapsulates on this port
+  // The stages a burst runs through under this rule set, in order
+  // (Datapath::Stage; chosen by plan_stages in pipeline/run.cc: no stage,
+  // and no per-packet branch, for a feature the rules do not use).
+  uint8_t stages_[8] = {};
+  uint8_t nstages_ = 0;
+  void plan_stages();
+
+ public:
+  // The stage list, by name ("rx", "flow_cache", ...), for `explain` and tests.
+  std::vector<const char*> stage_names() const;
+
+ private:
 
  public:
   struct Encap {
@@ -239,7 +251,7 @@ struct HwMarkTable {
   std::vector<int16_t> out_port;  // index = mark & ~kTag; -1 = unknown
 };
 
-// A fragment the fragment table (pipeline/fragments.h) already passed:
+// A fragment the fragment table (features/fragments/table.h) already passed:
 // the ports (and TCP flags) a later fragment takes from its first, or for
 // a TCP first fragment the fragmentable part's whole length. Carried with
 // the packet when it is handed to another worker or released after being
@@ -358,20 +370,32 @@ class Datapath {
   void run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns, Verdict* out,
            PacketNote* notes = nullptr);
 
+ public:
+  // The stages a rule set may run, in their order (Pipeline::stages_).
+  enum class Stage : uint8_t { kRx, kRxTunnels, kFlowCache, kTables, kRememberPaths, kEgress, kEgressEncaps, kCount };
+  static const char* stage_name(Stage s);
+  struct Burst;  // one burst's state (pipeline/burst.h)
+
  private:
-  // The stages of run(), in order (pipeline/run.cc).
-  struct Burst;
-  void ingress(Burst& b, bool noting);  // mark skip, parse, ingress MTU, ownership
-  void flow_cache(Burst& b);            // established paths: conntrack, then the path's actions
+  // The stages of run(), each in its feature's folder (dataplane/src/
+  // features/<name>/stage.h, all inlined into pipeline/run.cc). A rule set
+  // runs the list Pipeline::build chose for it (plan_stages, run.cc).
+  template <bool kTunnels>
+  void ingress(Burst& b);               // parse/: decap, mark skip, parse, ingress MTU, fragments, ownership
+  void flow_cache(Burst& b);            // flow_cache/: established paths: conntrack, then the path's actions
+  void tables(Burst& b);                // tables/: keys, then each table's lookup, actions and conntrack
   void classifier_keys(Burst& b);
   void classify(Burst& b, int table);   // rte_acl, or the NIC's table-0 match
   void actions(Burst& b);               // hits counted, actions up to a ct()
   void exec(Burst& b, uint32_t i, uint32_t from, bool resumed);  // a rule's actions (interp.h's walk)
-  void conntrack(Burst& b);             // batched per (zone, commit, nat), then the actions after it
-  void translate(Burst& b, uint32_t i, const ctrack::Key& to);  // NAT: bytes and classifier key
-  void finish(Burst& b);                // no match past the last table, path recording, egress MTU
-  void note(const Burst& b, PacketNote* notes) const;
-
+  void conntrack(Burst& b);             // conntrack/: batched per (zone, commit, nat), then the actions after it
+  void translate(Burst& b, uint32_t i, const ctrack::Key& to);  // nat/: bytes and classifier key
+  void remember_paths(Burst& b);        // flow_cache/: established packets' paths recorded
+  template <bool kEncaps>
+  void egress(Burst& b);                // ports/: egress MTU (a tunnel's outer packet with kEncaps)
+  void note(const Burst& b, PacketNote* notes) const;  // trace/
+  using StageFn = void (Datapath::*)(Burst&);
+  static const StageFn kStages[static_cast<size_t>(Stage::kCount)];  // index = Stage
   uint16_t record_path(const FlowPath& p);  // its index, or kNone when the table is full
 
   unsigned worker_;

@@ -80,12 +80,18 @@ void install_signal_handlers() {
 
 bool stop_requested() { return g_signal_stop != 0; }
 
+std::string stages_of(const Pipeline& p) {
+  std::string s;
+  for (const char* n : p.stage_names()) s += (s.empty() ? "" : ",") + std::string(n);
+  return s;
+}
+
 void log_pipeline(const Pipeline& p) {
   log_info(LogType::kPipeline, "pipeline " + std::to_string(p.generation()) + ": " + std::to_string(p.rules().size()) +
                                    " rules; flow cache " +
                                    (p.fast_zone() >= 0 ? "on (zone " + std::to_string(p.fast_zone()) + ")"
                                                        : std::string("off (ct() in more than one zone)")) +
-                                   "; rte_acl classify " + acl_classifier());
+                                   "; rte_acl classify " + acl_classifier() + "; stages " + stages_of(p));
   if (std::string(acl_classifier()) == "scalar")
     log_warning(LogType::kPipeline, "rte_acl runs its scalar classifier: neither the CPU nor EAL's SIMD width "
                                     "(--force-max-simd-bitwidth) allows a vector one");

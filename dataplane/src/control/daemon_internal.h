@@ -25,6 +25,8 @@ struct WorkerSlot {
 
 inline void log(const std::string& s) { log_info(LogType::kControl, s); }
 inline void warn(const std::string& s) { log_warning(LogType::kControl, s); }
+// The rule set's stage list, "rx,flow_cache,...".
+std::string stages_of(const Pipeline& p);
 void log_pipeline(const Pipeline& p);
 
 inline std::string dpdk_port_name(const PortConfig& p) {

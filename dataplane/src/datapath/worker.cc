@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "../pipeline/fragments.h"
+#include "features/fragments/table.h"
 #include "features/overlay/mbuf.h"
 #include "dataplane/nic_stage.h"
 #include "sdn/clock.h"

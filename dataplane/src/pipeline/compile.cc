@@ -9,7 +9,7 @@
 #include <cstring>
 #include <set>
 
-#include "acl.h"
+#include "features/tables/acl.h"
 #include "interp.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/rules.h"
@@ -208,6 +208,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
   pl->fast_zone_ = zones.size() == 1 ? *zones.begin() : -1;
   if (overlay) pl->ov_ = *overlay;
   for (uint16_t p = 0; p < kMaxPorts; p++) pl->decap_on_[p] = decap_mask(pl->ov_, p);
+  pl->plan_stages();
   for (int t = 0; t <= pl->max_table_; t++) {
     std::vector<uint32_t> in;
     for (uint32_t i = 0; i < R.size(); i++)

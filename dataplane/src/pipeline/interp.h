@@ -29,7 +29,7 @@
 
 #include <cstring>
 
-#include "acl.h"
+#include "features/tables/acl.h"
 #include "dataplane/match.h"
 #include "dataplane/pipeline.h"
 #include "features/tunnels.h"

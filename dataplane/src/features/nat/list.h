@@ -1,4 +1,4 @@
-// NAT (ct(commit,nat(...)), rewritten in place by nat_rewrite.h): drop
+// NAT (ct(commit,nat(...)), rewritten in place by features/nat/rewrite.h): drop
 // reasons and counters, X(enumerator, name, what it counts).
 #pragma once
 

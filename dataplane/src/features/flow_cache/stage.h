@@ -1,0 +1,215 @@
+// The flow cache (a stage of Datapath::run): an established connection's
+// direction that took a path through the tables under this rule set takes
+// it again from conntrack, without the classifier. A path is recorded
+// after the tables (remember_paths), once per (connection, direction).
+#pragma once
+
+#include <algorithm>
+
+#include "pipeline/burst.h"
+
+namespace dp {
+
+using stage::PktState;
+using stage::kEst;
+using stage::kEstRpl;
+
+namespace {
+
+inline uint32_t path_hash(const FlowPath& p) {
+  uint32_t h = 2166136261u;
+  auto mix = [&](uint32_t v) { h = (h ^ v) * 16777619u; };
+  mix(p.in_port | static_cast<uint32_t>(p.vlan) << 16);
+  mix(p.tun_id);
+  mix(p.encap);
+  mix(p.state | static_cast<uint32_t>(p.nrules) << 8 | static_cast<uint32_t>(p.commit) << 16);
+  mix(p.ct_act);
+  mix(static_cast<uint16_t>(p.out_port));
+  mix(p.mark);
+  for (uint32_t i = 0; i < p.nrules; i++) mix(p.rules[i]);
+  return h | 1;  // never 0 (empty)
+}
+
+inline bool same_path(const FlowPath& a, const FlowPath& b) {
+  if (a.in_port != b.in_port || a.vlan != b.vlan || a.tun_id != b.tun_id || a.encap != b.encap ||
+      a.state != b.state || a.nrules != b.nrules ||
+      a.commit != b.commit || a.ct_act != b.ct_act || a.out_port != b.out_port || a.mark != b.mark)
+    return false;
+  for (uint32_t i = 0; i < a.nrules; i++)
+    if (a.rules[i] != b.rules[i]) return false;
+  return true;
+}
+
+
+}  // namespace
+
+inline uint16_t Datapath::record_path(const FlowPath& p) {
+  uint32_t h = path_hash(p);
+  for (uint32_t k = 0; k < 8; k++) {
+    uint32_t slot = (h + k) & (kPaths - 1);
+    FlowPath& q = paths_[slot];
+    if (q.hash == 0) {
+      q = p;
+      q.hash = h;
+      return static_cast<uint16_t>(slot);
+    }
+    if (q.hash == h && same_path(q, p)) return static_cast<uint16_t>(slot);
+  }
+  return FlowCacheEntry::kNone;
+}
+
+// The flow cache: established packets whose direction has a path under
+// this pipeline go from conntrack straight to that path's actions.
+inline void Datapath::flow_cache(Burst& b) {
+  if (!b.fast || !b.active) return;
+  PktState* s = b.s;
+  const PacketIn* in = b.in;
+  if (paths_gen_ != b.pl.gen_) {  // the rules changed: every path is stale
+    for (FlowPath& fp : paths_) fp.hash = 0;
+    paths_gen_ = b.pl.gen_;
+  }
+  const ctrack::Packet* cpk[kMaxBurst];
+  ctrack::Tracker::Found found[kMaxBurst];
+  uint32_t idx[kMaxBurst], nc = 0;
+  for (uint32_t i = 0; i < b.n; i++) {
+    if (s[i].table != 0 || s[i].pre >= 0 || s[i].key.kind == 0) continue;
+    s[i].parsed.ct.key.zone = b.fast_zone;
+    cpk[nc] = &s[i].parsed.ct;
+    idx[nc++] = i;
+  }
+  if (nc) ct_->lookup(cpk, nc, found);
+  // Each connection's cache entry is a likely cache miss: ask for them all
+  // before the first is read.
+  for (uint32_t k = 0; k < nc; k++)
+    if (found[k].conn != ctrack::kNoConn) __builtin_prefetch(&cache_[found[k].conn]);
+  // Hits, unless another packet of the burst that takes the full pipeline
+  // belongs to the same connection: conntrack sees a connection's packets
+  // in burst order either way.
+  uint32_t hit[kMaxBurst], nh = 0, busy[kMaxBurst], nb = 0;
+  const FlowPath* path[kMaxBurst];
+  for (uint32_t k = 0; k < nc; k++) {
+    uint32_t i = idx[k];
+    const FlowPath* fp = nullptr;
+    const uint32_t conn = found[k].conn;
+    if (conn != ctrack::kNoConn) {
+      const FlowCacheEntry& e = cache_[conn];
+      uint16_t slot = e.path[found[k].dir];
+      if (e.gen == b.pl.gen_ && slot != FlowCacheEntry::kNone) {
+        const FlowPath& c = paths_[slot];
+        if (c.in_port == in[i].port && c.vlan == s[i].parsed.vlan && c.tun_id == s[i].tun_id) fp = &c;
+      }
+    }
+    if (fp) {
+      path[nh] = fp;
+      hit[nh++] = k;
+    } else {
+      if (conn != ctrack::kNoConn) busy[nb++] = conn;
+      s[i].have_found = true;
+      s[i].found = found[k];
+    }
+  }
+  uint32_t keep = 0;
+  for (uint32_t h = 0; h < nh; h++) {
+    bool clash = false;
+    for (uint32_t x = 0; x < nb && !clash; x++) clash = busy[x] == found[hit[h]].conn;
+    if (!clash) {
+      path[keep] = path[h];
+      hit[keep++] = hit[h];
+    } else {
+      s[idx[hit[h]]].have_found = true;
+      s[idx[hit[h]]].found = found[hit[h]];
+    }
+  }
+  nh = keep;
+  // Conntrack for the hits, in burst order, grouped as conntrack() groups
+  // (by commit and NAT range: a connection that expired is made again here,
+  // and must be translated as its ct() would).
+  bool taken[kMaxBurst] = {};
+  for (uint32_t h0 = 0; h0 < nh; h0++) {
+    if (taken[h0]) continue;
+    const Action& ca = b.acts[path[h0]->ct_act];
+    const ctrack::Packet* hp[kMaxBurst];
+    const ctrack::Tracker::Found* hf[kMaxBurst];
+    uint32_t which[kMaxBurst], m = 0;
+    for (uint32_t h = h0; h < nh; h++) {
+      if (taken[h]) continue;
+      if (path[h]->ct_act != path[h0]->ct_act) {  // (usually one ct() action for all: no compare)
+        const Action& x = b.acts[path[h]->ct_act];
+        if (x.commit != ca.commit || memcmp(&x.nat, &ca.nat, sizeof x.nat) != 0) continue;
+      }
+      taken[h] = true;
+      hp[m] = cpk[hit[h]];
+      hf[m] = &found[hit[h]];
+      which[m++] = h;
+    }
+    const ctrack::NatRange* nat = ca.nat.kind != ctrack::NatKind::kNone ? &ca.nat : nullptr;
+    ctrack::CtResult res[kMaxBurst];
+    ctrack::Key nat_to[kMaxBurst];
+    ct_->process_found(hp, hf, m, b.now_ns, ca.commit, res, nat, nat_to);
+    for (uint32_t j = 0; j < m; j++) {
+      const FlowPath& fp = *path[which[j]];
+      uint32_t i = idx[hit[which[j]]];
+      PktState& p = s[i];
+      if (res[j].state != fp.state || res[j].conn != hf[j]->conn) {
+        // Not the state the path was taken in: the full pipeline goes on
+        // with this result as its first ct()'s.
+        p.have_ct = true;
+        p.first = res[j];
+        if (res[j].nat) p.nat_to = nat_to[j];
+        continue;
+      }
+      if (res[j].nat) translate(b, i, nat_to[j]);
+      b.out[i].ct_state = res[j].state;
+      b.out[i].mark = fp.mark;
+      for (uint32_t r = 0; r < fp.nrules; r++) {
+        b.counters[fp.rules[r]].packets++;
+        b.counters[fp.rules[r]].bytes += in[i].pkt_len;
+      }
+      if (fp.out_port >= 0) b.out[i].out_port = fp.out_port;
+      else b.drop(i, DropWhy::kRule);
+      if (fp.encap) {
+        b.out[i].encap = fp.encap;
+        b.out[i].encap_sport = encap_sport(p.parsed.ct.key);
+      }
+      p.cached = &fp;
+      p.cacheable = false;
+      b.done(i);
+      b.st.cache_hits++;
+    }
+  }
+}
+
+// After the tables: an established packet's path (its one ct() in the
+// cache's zone, the rules it hit, its verdict) goes into the flow cache,
+// under its connection's direction.
+inline void Datapath::remember_paths(Burst& b) {
+  if (!b.fast) return;
+  const Pipeline& pl = b.pl;
+  Verdict* out = b.out;
+  for (uint32_t i = 0; i < b.n; i++) {
+    PktState& p = b.s[i];
+    if (p.cacheable && p.ncts == 1 && p.first.conn != ctrack::kNoConn &&
+        (p.first.state == kEst || p.first.state == kEstRpl) && (out[i].out_port >= 0 || p.rule_drop)) {
+      FlowPath fp;
+      fp.in_port = b.in[i].port;
+      fp.vlan = p.parsed.vlan;
+      fp.tun_id = p.tun_id;
+      fp.encap = out[i].encap;
+      fp.state = p.first.state;
+      fp.commit = p.first_commit;
+      fp.ct_act = p.first_act;
+      fp.out_port = out[i].out_port;
+      fp.mark = out[i].mark;
+      fp.nrules = p.nhits;
+      for (uint32_t r = 0; r < p.nhits; r++) fp.rules[r] = p.hits[r];
+      uint16_t slot = record_path(fp);
+      if (slot != FlowCacheEntry::kNone) {
+        FlowCacheEntry& e = cache_[p.first.conn];
+        if (e.gen != pl.gen_) e = FlowCacheEntry{pl.gen_, {FlowCacheEntry::kNone, FlowCacheEntry::kNone}};
+        e.path[p.first.dir] = slot;
+      }
+    }
+  }
+}
+
+}  // namespace dp

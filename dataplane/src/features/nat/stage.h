@@ -1,0 +1,24 @@
+// NAT (per packet, where a ct(nat) or the flow cache gives a connection's
+// translation): the bytes (features/nat/rewrite.h) and the classifier's key.
+#pragma once
+
+#include "pipeline/burst.h"
+#include "features/nat/rewrite.h"
+
+namespace dp {
+
+using stage::PktState;
+
+// A translated connection's packet: its bytes, then what the classifier
+// reads in later tables. The tracker keeps being asked with the tuple the
+// packet came in with (a second ct() finds the connection as the first did).
+inline void Datapath::translate(Burst& b, uint32_t i, const ctrack::Key& to) {
+  PktState& p = b.s[i];
+  nat::rewrite(b.in[i].data + p.off, b.in[i].len - p.off, p.parsed, to);
+  p.natted = true;
+  b.st.tunnel[static_cast<int>(Tunnel::kNat)]++;
+  if (p.table < 0) return;  // the flow cache judged it: no table reads it
+  p.key.tuple(to);
+}
+
+}  // namespace dp
