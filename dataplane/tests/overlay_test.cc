@@ -385,10 +385,14 @@ TEST(Overlay, ConfigErrorsNameFileLineAndKey) {
 
 
 // Item 12 of issue 28: with two workers, a VXLAN frame that arrives at the
-// worker which does not own its connection is handed to the owner, which
-// decapsulates it again; each frame is counted once (as received and as
-// decapsulated), whichever worker ends up with it.
-TEST(Overlay, TwoWorkersCountAHandedOverFrameOnce) {
+// worker which does not own its connection is handed to the owner; each
+// frame is counted once (as received and as decapsulated), whichever worker
+// ends up with it. Without a carry the owner decapsulates and parses it
+// again; with one (`carry`: what the daemon's workers have, in the mbuf's
+// private area) it takes the first worker's decap and parse, and the test
+// spoils the frame's outer Ethernet type after the handoff to prove the
+// owner does not read the headers again.
+void two_workers(bool carry) {
   auto cfg = parse_config(overlay_yaml(), "test.yaml");
   ASSERT_TRUE(cfg.ok()) << cfg.message();
   auto pl = Pipeline::build(cfg->rules, 2, &cfg->overlay);
@@ -412,13 +416,21 @@ TEST(Overlay, TwoWorkersCountAHandedOverFrameOnce) {
   int handed = 0;
   // One frame into worker 0, then to the owner it names (as a worker's
   // handoff ring would): the verdict the owner gives.
+  Carried carried;
   auto send = [&](uint16_t port, std::vector<uint8_t> f) {
     Verdict v;
+    bool handed_here = false;
     for (unsigned w = 0;; w = static_cast<unsigned>(v.handoff)) {
       PacketIn in{f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), port, false, 0};
+      if (carry) {
+        in.carry = &carried;
+        in.carried = handed_here;
+      }
       dp[w]->run(*pl.value(), &in, 1, now, &v);
       if (v.handoff < 0) break;
       handed++;
+      handed_here = true;
+      if (carry) f[12] = f[13] = 0x88;  // not an Ethernet type we parse: the owner must not parse again
     }
     now += 1'000'000;
     return v;
@@ -452,6 +464,9 @@ TEST(Overlay, TwoWorkersCountAHandedOverFrameOnce) {
   EXPECT_EQ(st[0].rx_packets + st[1].rx_packets, static_cast<uint64_t>(2 * kConns)) << "received, counted once";
   EXPECT_EQ(st[0].handoff_out + st[1].handoff_out, static_cast<uint64_t>(handed));
 }
+
+TEST(Overlay, TwoWorkersCountAHandedOverFrameOnce) { two_workers(false); }
+TEST(Overlay, TheOwnerTakesTheFirstWorkersDecapAndParse) { two_workers(true); }
 
 // ------------------------------------------------------------------ Geneve
 

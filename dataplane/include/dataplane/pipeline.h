@@ -263,6 +263,20 @@ struct FragNote {
   uint32_t total = 0;
 };
 
+// What the worker that received a packet learnt of it before handing it to
+// the connection's owner (Verdict::handoff): its tunnel's decap and the
+// parse of the frame inside, so that the owner neither decapsulates nor
+// parses again. The worker keeps it in the mbuf's private area across the
+// handoff ring.
+struct Carried {
+  ctrack::Parsed parsed;   // as the stages left it at the handoff (fragment ports, in_port and meta set)
+  uint32_t tun_id;
+  uint32_t l3len;          // the bytes the egress MTU bounds
+  uint16_t off;            // outer headers' length (the Verdict's strip)
+  uint8_t decap_counter;
+  bool df_clear;
+};
+
 struct PacketIn {
   uint8_t* data;      // written by actions that rewrite the packet (NAT)
   uint32_t len;       // bytes in data (first segment)
@@ -280,6 +294,11 @@ struct PacketIn {
   uint16_t headroom = 0;
   void* cookie = nullptr;  // the caller's buffer: what the fragment table holds and gives back
   FragNote frag;           // valid: the fragment table passed it already
+  // Where run() leaves what it learnt of a packet it hands off (null: it
+  // does not), and whether it holds that already (the packet was handed to
+  // this worker): then run() takes it instead of decapsulating and parsing.
+  Carried* carry = nullptr;
+  bool carried = false;
 };
 
 struct Verdict {
@@ -382,6 +401,10 @@ class Datapath {
   // runs the list Pipeline::build chose for it (plan_stages, run.cc).
   template <bool kTunnels>
   void ingress(Burst& b);               // parse/: decap, mark skip, parse, ingress MTU, fragments, ownership
+  struct RxCounts {
+    uint64_t handed = 0, handed_bytes = 0;
+  };
+  bool rx_parse(Burst& b, uint32_t i, uint32_t flen, uint32_t mtu_from, RxCounts& c);
   void flow_cache(Burst& b);            // flow_cache/: established paths: conntrack, then the path's actions
   void tables(Burst& b);                // tables/: keys, then each table's lookup, actions and conntrack
   void classifier_keys(Burst& b);

@@ -35,6 +35,7 @@ struct WorkerEnv {
   LiveTrace* trace = nullptr;          // its own
   rte_mempool* pool = nullptr;         // where egress IPv4 fragments come from
   int frag_note_off = -1;              // the mbuf dynfield a handed-over fragment's FragNote rides in
+  bool carry = false;                  // the pool's mbufs have room for a Carried in their private area
 };
 
 // The mbuf dynfield for FragNote (once, before the workers start); its

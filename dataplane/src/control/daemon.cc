@@ -272,6 +272,7 @@ Status Daemon::start() {
     w->env.dp = w->dp.get();
     w->env.pool = ports_.pool();
     w->env.frag_note_off = frag_note_off;
+    w->env.carry = rte_pktmbuf_priv_size(ports_.pool()) >= sizeof(Carried);
     w->env.stats = &w->stats;
     w->env.handoff = handoff_.data();
     w->env.trace = &w->trace;

@@ -66,6 +66,7 @@ class Worker {
                       (m->ol_flags & RTE_MBUF_F_RX_FDIR_ID) != 0, m->hash.fdir.hi};
     in_[i].headroom = rte_pktmbuf_headroom(m);
     in_[i].cookie = m;
+    in_[i].carry = e_.carry ? static_cast<Carried*>(rte_mbuf_to_priv(m)) : nullptr;
   }
   // The emulated NIC decapsulated or encapsulated: the frame starts
   // elsewhere in the buffer now.
@@ -300,6 +301,7 @@ bool Worker::poll_handoff(Pipeline& pl, uint64_t now) {
     for (uint16_t i = 0; i < n; i++) {
       packet_in(i, mb_[i]);
       if (e_.frag_note_off >= 0) in_[i].frag = *note_of(mb_[i]);
+      in_[i].carried = in_[i].carry != nullptr;  // its first worker's decap and parse (Carried)
     }
     judge(pl, static_cast<uint16_t>(n), now);
     fragments(pl, now);

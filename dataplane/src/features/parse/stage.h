@@ -15,7 +15,77 @@ using stage::begin_packet;
 using stage::l3_bytes;
 using stage::ip_claimed;
 
-// Parse, the hardware-mark skip, the ingress MTU and connection ownership.
+// Packet i's parse (or the NIC stage's), its ingress MTU and, for an IP
+// fragment, the fragment table. False: it left the burst (dropped, or held).
+inline bool Datapath::rx_parse(Burst& b, uint32_t i, uint32_t flen, uint32_t mtu_from, RxCounts& c) {
+  const PacketIn* in = b.in;
+  Verdict* out = b.out;
+  PktState& p = b.s[i];
+  ctrack::Drop d;
+  if (in[i].parsed && p.off == 0) {  // the NIC stage's parse
+    p.parsed = *in[i].parsed;
+    d = in[i].parse_drop;
+  } else {
+    d = ctrack::parse_packet(in[i].data + p.off, flen - p.off, 0, &p.parsed);
+  }
+  const uint16_t mtu = mtu_[in[i].port];
+  if (d != ctrack::Drop::kNone) {
+    // A frame as long as the port takes (the MTU, less up to two VLAN
+    // tags the port's frame limit may count) whose IP length goes past
+    // it and past the MTU: the port cut an oversize packet short
+    // (af_packet truncates to its ring's frame size), not a malformed
+    // header. A short frame claiming more is malformed.
+    if (d == ctrack::Drop::kIpLen && p.off == 0 && in[i].pkt_len - p.parsed.l3_off + 8u >= mtu &&
+        ip_claimed(in[i].data, in[i].len, p.parsed) > mtu) {
+      b.drop(i, DropWhy::kRxOversize);
+    } else {
+      b.st.parse_drop[static_cast<int>(d)]++;
+      p.why = static_cast<uint8_t>(PacketNote::kParseDrop | static_cast<uint8_t>(d));
+    }
+    return false;
+  }
+  b.l3len[i] = (p.off ? flen : in[i].pkt_len) - p.off - p.parsed.l3_off;
+  const uint8_t* ip = in[i].data + p.off + p.parsed.l3_off;
+  p.df_clear = p.parsed.kind == ctrack::L3Kind::kIp && p.parsed.ct.key.family == 4 && !(ip[6] & 0x40);
+  if (in[i].pkt_len - (p.off ? mtu_from : p.parsed.l3_off) > mtu &&  // the frame as the port took it
+      !(reasm_in_[in[i].port] && p.off == 0 && p.df_clear)) {         // (or as its kernel put it together)
+    b.drop(i, DropWhy::kRxOversize);
+    return false;
+  }
+  if (p.parsed.frag != ctrack::Parsed::kFragNone) {
+    FragNote fn = in[i].frag;
+    if (!fn.valid) {
+      DropWhy why = DropWhy::kCount;
+      const FragTable::Out o = frags_->on_fragment(p.parsed, ip, in[i].port, p.tun_id, in[i].cookie,
+                                                   in[i].pkt_len, b.now_ns, &fn, &why);
+      if (o == FragTable::Out::kHeld) {  // counted when it leaves the table
+        out[i].held = true;
+        c.handed++;
+        c.handed_bytes += in[i].pkt_len;
+        return false;
+      }
+      if (o == FragTable::Out::kDrop) {
+        b.drop(i, why);
+        return false;
+      }
+    }
+    ctrack::Packet& cp = p.parsed.ct;
+    if (p.parsed.frag == ctrack::Parsed::kFragLater) {  // its first fragment's ports
+      cp.key.sport = fn.sport;
+      cp.key.dport = fn.dport;
+      cp.tcp_flags = fn.tcp_flags;
+    } else if (fn.total && cp.key.proto == IPPROTO_TCP) {  // the segment's whole length
+      cp.payload_len = static_cast<uint16_t>(fn.total - (p.parsed.frag_len - cp.payload_len));
+    }
+    out[i].frag = fn;
+  }
+  p.parsed.ct.in_port = static_cast<uint8_t>(in[i].port);
+  if (p.off) p.parsed.ct.meta |= ctrack::kMetaNoOffload;
+  return true;
+}
+
+// Rx: a tunnel's decap (kTunnels), or what the first worker carried; the
+// NIC's mark; parse, the ingress MTU and connection ownership.
 // (Counters are summed in locals and stored once: a per-packet increment of
 // one memory word is a dependency chain through store forwarding.)
 template <bool kTunnels>
@@ -24,7 +94,10 @@ inline void Datapath::ingress(Burst& b) {
   const PacketIn* in = b.in;
   Verdict* out = b.out;
   WorkerStats& st = b.st;
-  uint64_t rx_bytes = 0, handed = 0, handed_bytes = 0;
+  uint64_t rx_bytes = 0;
+  RxCounts counts;  // what left for another worker or the fragment table: counted there
+  uint64_t& handed = counts.handed;
+  uint64_t& handed_bytes = counts.handed_bytes;
   const size_t dropped_before = frags_->dropped().size();
   uint32_t firsts[kMaxBurst], nfirst = 0;  // identifications of the first fragments judged here
   for (uint32_t i = 0; i < b.n; i++) {
@@ -35,7 +108,18 @@ inline void Datapath::ingress(Burst& b) {
     // The frame's bytes the parse may read (a decapsulated frame: up to the
     // outer datagram's end) and where the IP packet the MTU bounds starts.
     uint32_t flen = in[i].len, mtu_from = 0;
-    if (const uint8_t tunnels = kTunnels ? b.pl.decap_on_[in[i].port] : 0) {
+    const bool carried = in[i].carried;
+    if (carried) {  // handed to us: the receiving worker's decap and parse
+      const Carried& c = *in[i].carry;
+      p.parsed = c.parsed;
+      p.off = c.off;
+      p.tun_id = c.tun_id;
+      p.decap_counter = c.decap_counter;
+      p.df_clear = c.df_clear;
+      b.l3len[i] = c.l3len;
+      out[i].strip = c.off;
+      out[i].frag = in[i].frag;
+    } else if (const uint8_t tunnels = kTunnels ? b.pl.decap_on_[in[i].port] : 0) {
       const Decap dc = tunnel_decap(tunnels, in[i].data, in[i].len, b.pl.ov_, &p.decap_counter);
       if (dc.why != DropWhy::kCount) {
         b.drop(i, dc.why);
@@ -67,74 +151,16 @@ inline void Datapath::ingress(Burst& b) {
         continue;
       }
     }
-    ctrack::Drop d;
-    if (in[i].parsed && p.off == 0) {  // the NIC stage's parse
-      p.parsed = *in[i].parsed;
-      d = in[i].parse_drop;
-    } else {
-      d = ctrack::parse_packet(in[i].data + p.off, flen - p.off, 0, &p.parsed);
-    }
-    const uint16_t mtu = mtu_[in[i].port];
-    if (d != ctrack::Drop::kNone) {
-      // A frame as long as the port takes (the MTU, less up to two VLAN
-      // tags the port's frame limit may count) whose IP length goes past
-      // it and past the MTU: the port cut an oversize packet short
-      // (af_packet truncates to its ring's frame size), not a malformed
-      // header. A short frame claiming more is malformed.
-      if (d == ctrack::Drop::kIpLen && p.off == 0 && in[i].pkt_len - p.parsed.l3_off + 8u >= mtu &&
-          ip_claimed(in[i].data, in[i].len, p.parsed) > mtu) {
-        b.drop(i, DropWhy::kRxOversize);
-      } else {
-        st.parse_drop[static_cast<int>(d)]++;
-        p.why = static_cast<uint8_t>(PacketNote::kParseDrop | static_cast<uint8_t>(d));
-      }
-      continue;
-    }
-    b.l3len[i] = (p.off ? flen : in[i].pkt_len) - p.off - p.parsed.l3_off;
-    const uint8_t* ip = in[i].data + p.off + p.parsed.l3_off;
-    p.df_clear = p.parsed.kind == ctrack::L3Kind::kIp && p.parsed.ct.key.family == 4 && !(ip[6] & 0x40);
-    if (in[i].pkt_len - (p.off ? mtu_from : p.parsed.l3_off) > mtu &&  // the frame as the port took it
-        !(reasm_in_[in[i].port] && p.off == 0 && p.df_clear)) {         // (or as its kernel put it together)
-      b.drop(i, DropWhy::kRxOversize);
-      continue;
-    }
-    if (p.parsed.frag != ctrack::Parsed::kFragNone) {
-      FragNote fn = in[i].frag;
-      if (!fn.valid) {
-        DropWhy why = DropWhy::kCount;
-        const FragTable::Out o = frags_->on_fragment(p.parsed, ip, in[i].port, p.tun_id, in[i].cookie,
-                                                     in[i].pkt_len, b.now_ns, &fn, &why);
-        if (o == FragTable::Out::kHeld) {  // counted when it leaves the table
-          out[i].held = true;
-          handed++;
-          handed_bytes += in[i].pkt_len;
-          continue;
-        }
-        if (o == FragTable::Out::kDrop) {
-          b.drop(i, why);
-          continue;
-        }
-      }
-      ctrack::Packet& cp = p.parsed.ct;
-      if (p.parsed.frag == ctrack::Parsed::kFragLater) {  // its first fragment's ports
-        cp.key.sport = fn.sport;
-        cp.key.dport = fn.dport;
-        cp.tcp_flags = fn.tcp_flags;
-      } else if (fn.total && cp.key.proto == IPPROTO_TCP) {  // the segment's whole length
-        cp.payload_len = static_cast<uint16_t>(fn.total - (p.parsed.frag_len - cp.payload_len));
-      }
-      out[i].frag = fn;
-    }
-    p.parsed.ct.in_port = static_cast<uint8_t>(in[i].port);
-    if (p.off) p.parsed.ct.meta |= ctrack::kMetaNoOffload;
+    if (!carried && !rx_parse(b, i, flen, mtu_from, counts)) continue;  // the parse, ingress MTU, fragments
     if (p.parsed.kind == ctrack::L3Kind::kIp) {
-      if (steer_) {
+      if (steer_ && !carried) {
         unsigned owner = steer_->owner(p.parsed.ct.key);
         if (owner != self_) {
+          if (Carried* c = in[i].carry) *c = Carried{p.parsed, p.tun_id, b.l3len[i], p.off, p.decap_counter, p.df_clear};
           out[i].handoff = static_cast<int8_t>(owner);
           handed++;
           handed_bytes += in[i].pkt_len;
-          continue;  // the owner decapsulates (and counts) it again
+          continue;  // the owner counts it (and with no carry, decapsulates and parses it again)
         }
       }
       if (p.parsed.frag == ctrack::Parsed::kFragFirst) {
