@@ -148,12 +148,16 @@ inline void store_key(Conn& c, ConnCold& x, const Key& k) {
   memcpy(x.src_hi, k.src + 4, 12);
   memcpy(x.dst_hi, k.dst + 4, 12);
 }
+// The cold part is read only for a wide key (an IPv4 one's other bytes are
+// zero): a translated reply's tuple is rebuilt from the hot line alone.
 inline Key load_key(const Conn& c, const ConnCold& x) {
   Key k{};
   memcpy(k.src, c.key.src4, 4);
   memcpy(k.dst, c.key.dst4, 4);
-  memcpy(k.src + 4, x.src_hi, 12);
-  memcpy(k.dst + 4, x.dst_hi, 12);
+  if (c.key.family & kWide) {
+    memcpy(k.src + 4, x.src_hi, 12);
+    memcpy(k.dst + 4, x.dst_hi, 12);
+  }
   k.sport = c.key.sport;
   k.dport = c.key.dport;
   k.zone = c.key.zone;
