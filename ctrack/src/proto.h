@@ -3,8 +3,8 @@
 // inline operations, dispatched by a switch on the protocol in tracker.cc
 // (no indirect call per packet):
 //   Invalid check_new(const Packet&, ...)   can this packet start a connection?
-//   void init(Conn&, const Packet&)          a new entry's protocol state
-//   Outcome update(Conn&, int dir, const Packet&, uint32_t now_ms, const Times&, ...)
+//   void init(Conn&, ConnCold&, const Packet&)   a new entry's protocol state
+//   Outcome update(Conn&, [ConnCold&,] int dir, const Packet&, uint32_t now_ms, const Times&, ...)
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,7 @@
 namespace ctrack::proto {
 
 using detail::Conn;
+using detail::ConnCold;
 
 // What one packet does to its entry.
 enum class Verdict : uint8_t { kAccept, kIgnore, kInvalid, kReopen, kKill };

@@ -26,6 +26,7 @@ void* alloc_prefaulted(size_t bytes, size_t* mapped) {
 Table::~Table() {
   if (b_) munmap(b_, bmap_);
   if (c_) munmap(c_, cmap_);
+  if (x_) munmap(x_, xmap_);
   if (n_) munmap(n_, nmap_);
 }
 
@@ -36,7 +37,8 @@ bool Table::init(uint32_t capacity, bool nat) {
   if (nb_ < 2) nb_ = 2;
   b_ = static_cast<Bucket*>(alloc_prefaulted(static_cast<size_t>(nb_) * sizeof(Bucket), &bmap_));
   c_ = static_cast<Conn*>(alloc_prefaulted(static_cast<size_t>(capacity) * sizeof(Conn), &cmap_));
-  if (!b_ || !c_) return false;
+  x_ = static_cast<ConnCold*>(alloc_prefaulted(static_cast<size_t>(capacity) * sizeof(ConnCold), &xmap_));
+  if (!b_ || !c_ || !x_) return false;
   if (nat) {
     nmap_bytes_ = static_cast<size_t>(capacity) * sizeof(NatExt);
     n_ = static_cast<NatExt*>(alloc_prefaulted(nmap_bytes_, &nmap_));
@@ -54,7 +56,7 @@ uint32_t Table::find(const Key& k, uint32_t h) const {
     const Bucket& bk = b_[b];
     for (uint32_t m = match_mask(bk, s); m; m &= m - 1) {
       uint32_t idx = bk.idx[__builtin_ctz(m)];
-      if (idx != kEmpty && keys_equal(slot_key(idx), k)) return idx;
+      if (idx != kEmpty && slot_is(idx, k)) return idx;
     }
     b = alt(b, s);
   }

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "ctrack/key.h"
 
@@ -35,28 +36,156 @@ struct alignas(64) Bucket {
 };
 static_assert(sizeof(Bucket) == 64);
 
-// One tracked connection: 120 bytes. Direction-indexed arrays use 0 for the
-// original direction (the first packet's), 1 for the reply.
-struct Conn {
-  Key key;             // canonical orientation (immutable while alive)
+// One tracked connection: 120 bytes, in two arrays. Conn, one aligned cache
+// line, is all that the established path reads and writes (key compare,
+// state, windows, timestamps, counters' low bits); ConnCold (56 bytes)
+// holds the rest: the IPv6 address bytes beyond the first four, the
+// creation time, an ignored SYN's flags and the counters' high bits. An
+// IPv4 lookup, and an established packet's update, touch one line of entry
+// (a 120-byte entry in one array spans 2.75 lines on average).
+// Direction-indexed arrays use 0 for the original direction (the first
+// packet's), 1 for the reply.
+
+// The first 16 bytes of a canonical Key: each address's first four bytes
+// (all of an IPv4 address) and Key's last 8 (ports, zone, proto, family).
+// `family` has kWide set when the addresses' other bytes are not all zero
+// (then they are in ConnCold and compared too).
+struct ConnKey {
+  uint8_t src4[4];
+  uint8_t dst4[4];
+  uint16_t sport;
+  uint16_t dport;
+  uint16_t zone;
+  uint8_t proto;
+  uint8_t family;  // Key::family | kWide
+};
+static_assert(sizeof(ConnKey) == 16);
+inline constexpr uint8_t kWide = 0x80;
+
+struct alignas(64) Conn {
+  ConnKey key;         // canonical orientation (immutable while alive)
   uint32_t expires;    // ms on the tracker clock
-  uint32_t created;    // ms; next free entry while on the free list
   uint8_t state;       // TcpState / UdpState / 0
   uint8_t flags;       // ConnFlag
   uint8_t last_index;  // TCP: bits 0-2 flag index, bit 3 direction, bits 4-7 wscale of an ignored SYN
-  uint8_t last_flags;  // TCP: TcpDirFlag bits of an ignored SYN
+  uint8_t td_scales;   // TCP: window scale, direction 0 in bits 0-3, direction 1 in bits 4-7 (td_scale())
   uint32_t td_end[2];
   uint32_t td_maxend[2];
   uint32_t td_maxwin[2];
-  uint8_t td_scale[2];
-  uint8_t td_flags[2];
   uint32_t last_end;
   uint16_t last_win;
+  uint8_t td_flags[2];
   uint8_t in_port[2];  // Packet::in_port last seen per direction
-  uint64_t packets[2];
-  uint64_t bytes[2];
+  uint8_t pk_lo[2];    // packets per direction, low 8 bits (ConnCold::pk_hi: the rest)
+  uint16_t by_lo[2];   // bytes per direction, low 16 bits (ConnCold::by_hi: the rest)
 };
-static_assert(sizeof(Conn) == 120, "bytes per connection is part of the bar");
+static_assert(sizeof(Conn) == 64, "the established path reads one cache line");
+
+struct ConnCold {
+  uint8_t src_hi[12];  // canonical key's address bytes 4-15 (zero for IPv4)
+  uint8_t dst_hi[12];
+  uint32_t created;    // ms
+  uint8_t last_flags;  // TCP: TcpDirFlag bits of an ignored SYN
+  uint8_t pk_hi[2][7];  // packets >> 8, little-endian
+  uint8_t by_hi[2][6];  // bytes >> 16, little-endian
+  uint8_t pad;
+};
+static_assert(sizeof(Conn) + sizeof(ConnCold) == 120, "bytes per connection is part of the bar");
+
+inline uint8_t td_scale(const Conn& c, int d) { return static_cast<uint8_t>((c.td_scales >> (4 * d)) & 15); }
+inline void set_td_scale(Conn& c, int d, uint8_t v) {
+  c.td_scales = static_cast<uint8_t>((c.td_scales & (0xF0 >> (4 * d))) | (v & 15) << (4 * d));
+}
+
+// Whether a key's addresses have bytes beyond the first four (IPv6, in practice).
+inline bool key_wide(const Key& k) {
+  uint32_t a, b;
+  memcpy(&a, k.src + 4, 4);
+  memcpy(&b, k.dst + 4, 4);
+  return (a | b | load64(k.src + 8) | load64(k.dst + 8)) != 0;
+}
+
+// Packet counters: Conn keeps the low bits, ConnCold the high ones; a carry
+// touches the cold line (every 256 packets at most).
+inline uint64_t get_count(uint8_t lo_bytes, uint64_t lo, const uint8_t* hi) {
+  uint64_t h = 0;
+  memcpy(&h, hi, 8 - lo_bytes);
+  return h << (8 * lo_bytes) | lo;
+}
+inline uint64_t conn_packets(const Conn& c, const ConnCold& x, int d) { return get_count(1, c.pk_lo[d], x.pk_hi[d]); }
+inline uint64_t conn_bytes(const Conn& c, const ConnCold& x, int d) { return get_count(2, c.by_lo[d], x.by_hi[d]); }
+inline void set_counts(Conn& c, ConnCold& x, int d, uint64_t packets, uint64_t bytes) {
+  c.pk_lo[d] = static_cast<uint8_t>(packets);
+  c.by_lo[d] = static_cast<uint16_t>(bytes);
+  packets >>= 8;
+  bytes >>= 16;
+  memcpy(x.pk_hi[d], &packets, 7);
+  memcpy(x.by_hi[d], &bytes, 6);
+}
+[[gnu::noinline]] inline void count_carry(Conn& c, ConnCold& x, int d, uint16_t len) {
+  set_counts(c, x, d, conn_packets(c, x, d) + 1, conn_bytes(c, x, d) + len);
+}
+// One packet of len bytes in direction d.
+[[gnu::always_inline]] inline void count(Conn& c, ConnCold& x, int d, uint16_t len) {
+  const uint32_t b = uint32_t{c.by_lo[d]} + len;
+  if (c.pk_lo[d] != 0xFF && b <= 0xFFFF) [[likely]] {
+    c.pk_lo[d]++;
+    c.by_lo[d] = static_cast<uint16_t>(b);
+  } else {
+    count_carry(c, x, d, len);
+  }
+}
+
+// A canonical key's ConnKey and its other address bytes.
+inline void store_key(Conn& c, ConnCold& x, const Key& k) {
+  memcpy(c.key.src4, k.src, 4);
+  memcpy(c.key.dst4, k.dst, 4);
+  c.key.sport = k.sport;
+  c.key.dport = k.dport;
+  c.key.zone = k.zone;
+  c.key.proto = k.proto;
+  c.key.family = static_cast<uint8_t>(k.family | (key_wide(k) ? kWide : 0));
+  memcpy(x.src_hi, k.src + 4, 12);
+  memcpy(x.dst_hi, k.dst + 4, 12);
+}
+// The cold part is read only for a wide key (an IPv4 one's other bytes are
+// zero): a translated reply's tuple is rebuilt from the hot line alone.
+inline Key load_key(const Conn& c, const ConnCold& x) {
+  Key k{};
+  memcpy(k.src, c.key.src4, 4);
+  memcpy(k.dst, c.key.dst4, 4);
+  if (c.key.family & kWide) {
+    memcpy(k.src + 4, x.src_hi, 12);
+    memcpy(k.dst + 4, x.dst_hi, 12);
+  }
+  k.sport = c.key.sport;
+  k.dport = c.key.dport;
+  k.zone = c.key.zone;
+  k.proto = c.key.proto;
+  k.family = static_cast<uint8_t>(c.key.family & ~kWide);
+  return k;
+}
+
+// Is the entry (c, x) the connection of key k, seen in its canonical
+// orientation (canon) or reversed? Two 64-bit compares for IPv4; the cold
+// line only for a wide key.
+[[gnu::always_inline]] inline bool conn_matches(const Conn& c, const ConnCold& x, const Key& k, bool canon) {
+  const uint8_t* a = canon ? k.src : k.dst;
+  const uint8_t* b = canon ? k.dst : k.src;
+  uint32_t a4, b4;
+  memcpy(&a4, a, 4);
+  memcpy(&b4, b, 4);
+  uint64_t tail = load64(&k.sport);  // sport | dport << 16 | zone << 32 | proto << 48 | family << 56
+  if (!canon) {
+    uint32_t q = static_cast<uint32_t>(tail);
+    tail = (tail & 0xFFFFFFFF00000000ull) | ((q >> 16) | (q << 16));
+  }
+  const bool wide = key_wide(k);
+  tail |= static_cast<uint64_t>(wide ? kWide : 0) << 56;
+  const uint64_t lo = uint64_t{a4} | uint64_t{b4} << 32;
+  if (((load64(&c.key) ^ lo) | (load64(&c.key.sport) ^ tail)) != 0) return false;
+  return !wide || (memcmp(x.src_hi, a + 4, 12) == 0 && memcmp(x.dst_hi, b + 4, 12) == 0);
+}
 
 // A translated connection's second tuple, kept apart from Conn (so that a
 // tracker without NAT stays at 120 bytes per connection): allocated for
@@ -119,9 +248,16 @@ class Table {
   uint32_t nbuckets() const { return nb_; }
   Bucket* buckets() const { return b_; }
   Conn* conns() const { return c_; }
+  ConnCold* cold() const { return x_; }
   NatExt* nat() const { return n_; }
+  // The canonical key of connection idx.
+  Key conn_key(uint32_t idx) const { return load_key(c_[idx], x_[idx]); }
   // The key an index slot is found under.
-  const Key& slot_key(uint32_t e) const { return (e & kNatTag) ? n_[e & ~kNatTag].rkey : c_[e].key; }
+  Key slot_key(uint32_t e) const { return (e & kNatTag) ? n_[e & ~kNatTag].rkey : conn_key(e); }
+  // Is index slot e found under canonical key k?
+  bool slot_is(uint32_t e, const Key& k) const {
+    return (e & kNatTag) ? keys_equal(n_[e & ~kNatTag].rkey, k) : conn_matches(c_[e], x_[e], k, true);
+  }
 
   uint32_t b1(uint32_t h) const { return static_cast<uint32_t>((static_cast<uint64_t>(h) * nb_) >> 32); }
   static uint16_t sig(uint32_t h) { return static_cast<uint16_t>(h); }
@@ -137,16 +273,17 @@ class Table {
   // Removes idx (whose key hashes to h). False if not found.
   bool erase(uint32_t h, uint32_t idx);
 
-  // The index and the NAT side table (the connection array is the caller's to count).
+  // The index and the NAT side table (the connection arrays are the caller's to count).
   size_t bytes() const { return static_cast<size_t>(nb_) * sizeof(Bucket) + nmap_bytes_; }
 
  private:
   bool place(uint32_t b, uint16_t s, uint32_t idx);
   Bucket* b_ = nullptr;
   Conn* c_ = nullptr;
+  ConnCold* x_ = nullptr;
   NatExt* n_ = nullptr;
   uint32_t nb_ = 0;
-  size_t bmap_ = 0, cmap_ = 0, nmap_ = 0, nmap_bytes_ = 0;
+  size_t bmap_ = 0, cmap_ = 0, xmap_ = 0, nmap_ = 0, nmap_bytes_ = 0;
   uint32_t rng_ = 0x2545F491u;
 };
 

@@ -80,10 +80,10 @@ inline void init_sender(Conn& c, int s, const Packet& p, uint32_t end) {
   int r = !s;
   c.td_end[s] = c.td_maxend[s] = end;
   c.td_maxwin[s] = p.win ? p.win : 1;
-  c.td_scale[s] = (p.meta & kMetaWscale) ? std::min<uint8_t>(p.wscale, 14) : 0;
+  detail::set_td_scale(c, s, (p.meta & kMetaWscale) ? std::min<uint8_t>(p.wscale, 14) : 0);
   c.td_flags[s] = static_cast<uint8_t>(((p.meta & kMetaWscale) ? kTcpWindowScale : 0) |
                                        ((p.meta & kMetaSackPerm) ? kTcpSackPerm : 0));
-  if (!((c.td_flags[s] & kTcpWindowScale) && (c.td_flags[r] & kTcpWindowScale))) c.td_scale[s] = c.td_scale[r] = 0;
+  if (!((c.td_flags[s] & kTcpWindowScale) && (c.td_flags[r] & kTcpWindowScale))) c.td_scales = 0;
 }
 
 // tcp_in_window. Returns kNone when the packet fits (and updates the
@@ -103,7 +103,7 @@ inline void init_sender(Conn& c, int s, const Packet& p, uint32_t end) {
     } else {
       // Midstream: the history is lost, take what the packet says.
       c.td_end[s] = end;
-      uint32_t swin = win << c.td_scale[s];
+      uint32_t swin = win << detail::td_scale(c, s);
       c.td_maxwin[s] = swin ? swin : 1;
       c.td_maxend[s] = end + c.td_maxwin[s];
       if (c.td_maxwin[r] == 0) c.td_end[r] = c.td_maxend[r] = sack;
@@ -133,7 +133,7 @@ inline void init_sender(Conn& c, int s, const Packet& p, uint32_t end) {
     return liberal ? Invalid::kNone : bad;
   }
 
-  if (!(f & kSyn)) win <<= c.td_scale[s];
+  if (!(f & kSyn)) win <<= detail::td_scale(c, s);
   uint32_t swin = win + (sack - ack);
   if (c.td_maxwin[s] < swin) c.td_maxwin[s] = swin;
   // A RST carries no data; letting its SEQ move td_end would make the
@@ -151,8 +151,8 @@ inline void init_sender(Conn& c, int s, const Packet& p, uint32_t end) {
   return Invalid::kNone;
 }
 
-[[gnu::noinline]] inline Outcome packet(Conn& c, int dir, const Packet& p, uint32_t now, const Times& t,
-                                        bool cfg_liberal) {
+[[gnu::noinline]] inline Outcome packet(Conn& c, ConnCold& x, int dir, const Packet& p, uint32_t now,
+                                        const Times& t, bool cfg_liberal) {
   uint8_t f = p.tcp_flags;
   if (!valid_tcp_flags(f)) return {Verdict::kInvalid, Invalid::kTcpFlags, false};
   uint8_t idx = tcp_index(f);
@@ -177,17 +177,18 @@ inline void init_sender(Conn& c, int s, const Packet& p, uint32_t end) {
         int ld = last_dir;
         c.td_end[ld] = c.td_maxend[ld] = c.last_end;
         c.td_maxwin[ld] = c.last_win ? c.last_win : 1;
-        c.td_scale[ld] = static_cast<uint8_t>(c.last_index >> 4);
-        c.td_flags[ld] = c.last_flags;
+        detail::set_td_scale(c, ld, static_cast<uint8_t>(c.last_index >> 4));
+        c.td_flags[ld] = x.last_flags;
         c.td_end[dir] = c.td_maxend[dir] = c.td_maxwin[dir] = 0;
-        c.td_scale[dir] = c.td_flags[dir] = 0;
+        detail::set_td_scale(c, dir, 0);
+        c.td_flags[dir] = 0;
         break;
       }
       c.last_index = static_cast<uint8_t>(idx | (dir << 3));
       c.last_end = seg_end(p);
       c.last_win = p.win;
       if (idx == kIdxSyn && dir == 0) {
-        c.last_flags = static_cast<uint8_t>(((p.meta & kMetaWscale) ? kTcpWindowScale : 0) |
+        x.last_flags = static_cast<uint8_t>(((p.meta & kMetaWscale) ? kTcpWindowScale : 0) |
                                             ((p.meta & kMetaSackPerm) ? kTcpSackPerm : 0));
         c.last_index |= static_cast<uint8_t>(((p.meta & kMetaWscale) ? std::min<uint8_t>(p.wscale, 14) : 0) << 4);
       }
@@ -228,16 +229,17 @@ inline void init_sender(Conn& c, int s, const Packet& p, uint32_t end) {
   return {Verdict::kAccept, Invalid::kNone, old != nst};
 }
 
-inline void init(Conn& c, const Packet& p) {
+inline void init(Conn& c, ConnCold& x, const Packet& p) {
   uint32_t end = seg_end(p);
   for (int d = 0; d < 2; d++) {
     c.td_end[d] = c.td_maxend[d] = c.td_maxwin[d] = 0;
-    c.td_scale[d] = c.td_flags[d] = 0;
+    c.td_flags[d] = 0;
   }
+  c.td_scales = 0;
   if (p.tcp_flags & kSyn) {
     c.td_end[0] = c.td_maxend[0] = end;
     c.td_maxwin[0] = p.win ? p.win : 1;
-    c.td_scale[0] = (p.meta & kMetaWscale) ? std::min<uint8_t>(p.wscale, 14) : 0;
+    detail::set_td_scale(c, 0, (p.meta & kMetaWscale) ? std::min<uint8_t>(p.wscale, 14) : 0);
     c.td_flags[0] = static_cast<uint8_t>(((p.meta & kMetaWscale) ? kTcpWindowScale : 0) |
                                          ((p.meta & kMetaSackPerm) ? kTcpSackPerm : 0));
   } else {
@@ -249,7 +251,7 @@ inline void init(Conn& c, const Packet& p) {
   }
   c.state = sNO;
   c.last_index = kIdxNone;
-  c.last_flags = 0;
+  x.last_flags = 0;
   c.last_end = 0;
   c.last_win = 0;
 }
@@ -276,7 +278,7 @@ inline Invalid check_new(const Packet& p, bool midstream) {
   if (!after(end, c.td_end[s] - c.td_maxwin[r] - 1)) return {Verdict::kInvalid, Invalid::kTcpSeqUnder, false};
   if (!before(sack, c.td_end[r] + 1)) return {Verdict::kInvalid, Invalid::kTcpAckOver, false};
   if (!after(sack, c.td_end[r] - maxackwin - 1)) return {Verdict::kInvalid, Invalid::kTcpAckUnder, false};
-  uint32_t win = static_cast<uint32_t>(p.win) << c.td_scale[s];
+  uint32_t win = static_cast<uint32_t>(p.win) << detail::td_scale(c, s);
   uint32_t swin = win + (sack - ack);
   if (c.td_maxwin[s] < swin) c.td_maxwin[s] = swin;
   if (after(end, c.td_end[s])) {
@@ -302,9 +304,9 @@ inline bool fast_path(const Conn& c, const Packet& p, bool cfg_liberal) {
          !((c.td_flags[0] | c.td_flags[1]) & (kTcpBeLiberal | kTcpHwLiberal));
 }
 
-[[gnu::always_inline]] inline Outcome update(Conn& c, int dir, const Packet& p, uint32_t now, const Times& t,
-                                             bool cfg_liberal) {
-  return fast_path(c, p, cfg_liberal) ? established(c, dir, p, now, t) : packet(c, dir, p, now, t, cfg_liberal);
+[[gnu::always_inline]] inline Outcome update(Conn& c, ConnCold& x, int dir, const Packet& p, uint32_t now,
+                                             const Times& t, bool cfg_liberal) {
+  return fast_path(c, p, cfg_liberal) ? established(c, dir, p, now, t) : packet(c, x, dir, p, now, t, cfg_liberal);
 }
 
 }  // namespace ctrack::proto::tcp

@@ -109,6 +109,7 @@ sdn::Result<std::unique_ptr<Tracker>> Tracker::create(const Config& cfg) {
   m.cap = cfg.capacity;
   if (!m.table.init(cfg.capacity, cfg.nat)) return sdn::Status::error("conntrack: cannot allocate table memory");
   m.conns = m.table.conns();
+  m.cold = m.table.cold();
   m.nat = m.table.nat();
   m.free_bits.assign((m.cap + 63) / 64, ~0ull);
   if (m.cap % 64) m.free_bits.back() = (1ull << (m.cap % 64)) - 1;
@@ -153,7 +154,7 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
     // Staged as process() is: all bucket loads, then all entry loads.
     for (uint32_t i = 0; i < k; i++) m.stage1(*pkts[off + i], f[i].hash, b[i], f[i].canon);
     for (uint32_t i = 0; i < k; i++) h[i] = f[i].hash;
-    m.stage2(h, b, cand, k, true);
+    m.stage2(pkts + off, h, b, cand, k);
     for (uint32_t i = 0; i < k; i++) {
       const Packet& p = *pkts[off + i];
       uint32_t c = cand[i];

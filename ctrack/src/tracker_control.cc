@@ -25,7 +25,7 @@ uint32_t Tracker::for_each_from(uint64_t now_ns, uint32_t start, uint32_t slots,
       if (!(c.flags & detail::kAlive) || (zone >= 0 && c.key.zone != zone)) continue;
       ConnInfo ci;
       ci.handle = i;
-      ci.orig = Impl::orig_key(c);
+      ci.orig = m.orig_key(i);
       ci.proto_state = c.state;
       ci.state = c.key.proto == IPPROTO_TCP   ? tcp_state_name(c.state)
                  : c.key.proto == IPPROTO_UDP ? std::string("UDP_") + udp_state_name(c.state)
@@ -36,15 +36,15 @@ uint32_t Tracker::for_each_from(uint64_t now_ns, uint32_t start, uint32_t slots,
       Event ev{};
       Impl::fill_state(c, ev);
       for (int d = 0; d < 2; d++) {
-        ci.packets[d] = c.packets[d];
-        ci.bytes[d] = c.bytes[d];
+        ci.packets[d] = detail::conn_packets(c, m.cold[i], d);
+        ci.bytes[d] = detail::conn_bytes(c, m.cold[i], d);
         ci.tcp[d] = ev.tcp[d];
       }
       if (m.nat && m.nat[i].kind) {
         ci.nat = static_cast<NatKind>(m.nat[i].kind);
         ci.reply = m.nat_target(i, kNatOrigRev);
       }
-      ci.age_ms = static_cast<uint32_t>(now - c.created);
+      ci.age_ms = static_cast<uint32_t>(now - m.cold[i].created);
       ci.timeout_ms = static_cast<int32_t>(c.expires - now);
       batch.push_back(std::move(ci));
     }
@@ -89,7 +89,7 @@ void Tracker::set_timeouts(const Timeouts& t) {
 
 size_t Tracker::memory_needed(const Config& cfg) {
   size_t cap = cfg.capacity;
-  size_t b = cap * sizeof(Conn) + std::max<size_t>(2, (cap * (cfg.nat ? 2 : 1) + 8) / 9) * sizeof(detail::Bucket) +
+  size_t b = cap * (sizeof(Conn) + sizeof(detail::ConnCold)) + std::max<size_t>(2, (cap * (cfg.nat ? 2 : 1) + 8) / 9) * sizeof(detail::Bucket) +
              (cap + 63) / 64 * 8;
   if (cfg.nat) b += cap * sizeof(detail::NatExt);
   if (cfg.default_zone_limit || !cfg.zone_limits.empty()) b += 2 * 65536 * sizeof(uint32_t);
@@ -99,7 +99,7 @@ size_t Tracker::memory_needed(const Config& cfg) {
 
 size_t Tracker::memory_bytes() const {
   const Impl& m = *impl_;
-  size_t b = static_cast<size_t>(m.cap) * sizeof(Conn) + m.table.bytes();
+  size_t b = static_cast<size_t>(m.cap) * (sizeof(Conn) + sizeof(detail::ConnCold)) + m.table.bytes();
   b += (m.zone_count.size() + m.zone_limit.size()) * sizeof(uint32_t);
   b += m.ring.size() * sizeof(Event);
   return b;
@@ -125,11 +125,11 @@ uint32_t Tracker::poll_events(Event* out, uint32_t max) {
 }
 
 namespace {
-bool same_conn(const Conn& c, const Key& orig) {
+bool same_conn(const Conn& c, const detail::ConnCold& x, const Key& orig) {
   if (!(c.flags & detail::kAlive)) return false;
   Key ck;
   canonicalize(orig, &ck);
-  return keys_equal(c.key, ck);
+  return detail::conn_matches(c, x, ck, true);
 }
 }  // namespace
 
@@ -138,7 +138,7 @@ bool Tracker::set_offloaded(uint32_t handle, const Key& orig, bool on) {
   if (handle >= m.cap) return false;
   m.acquire();
   Conn& c = m.conns[handle];
-  bool ok = same_conn(c, orig);
+  bool ok = same_conn(c, m.cold[handle], orig);
   if (ok && on != ((c.flags & detail::kOffloaded) != 0)) {
     c.flags = static_cast<uint8_t>(on ? (c.flags | detail::kOffloaded) : (c.flags & ~detail::kOffloaded));
     if (c.key.proto == IPPROTO_TCP) {
@@ -176,7 +176,7 @@ bool Tracker::snapshot(uint32_t handle, const Key& orig, Event* out) {
   if (handle >= m.cap) return false;
   m.acquire();
   const Conn& c = m.conns[handle];
-  bool ok = same_conn(c, orig);
+  bool ok = same_conn(c, m.cold[handle], orig);
   if (ok) {
     *out = Event{};
     out->type = EventType::kEstablished;
@@ -200,7 +200,7 @@ bool Tracker::resync_done(uint32_t handle, const Key& orig) {
   if (handle >= m.cap) return false;
   m.acquire();
   Conn& c = m.conns[handle];
-  bool ok = same_conn(c, orig);
+  bool ok = same_conn(c, m.cold[handle], orig);
   if (ok) c.td_flags[0] &= static_cast<uint8_t>(~kTcpResyncAsked);
   m.release();
   return ok;
@@ -211,7 +211,7 @@ bool Tracker::set_no_offload(uint32_t handle, const Key& orig) {
   if (handle >= m.cap) return false;
   m.acquire();
   Conn& c = m.conns[handle];
-  bool ok = same_conn(c, orig);
+  bool ok = same_conn(c, m.cold[handle], orig);
   if (ok) c.flags |= detail::kNoOffload;
   m.release();
   return ok;
@@ -223,11 +223,11 @@ bool Tracker::fold_hw_counters(uint32_t handle, const Key& orig, const uint64_t 
   if (handle >= m.cap) return false;
   m.acquire();
   Conn& c = m.conns[handle];
-  bool ok = same_conn(c, orig);
+  bool ok = same_conn(c, m.cold[handle], orig);
   if (ok) {
     for (int d = 0; d < 2; d++) {
-      c.packets[d] += packets[d];
-      c.bytes[d] += bytes[d];
+      detail::ConnCold& x = m.cold[handle];
+      detail::set_counts(c, x, d, detail::conn_packets(c, x, d) + packets[d], detail::conn_bytes(c, x, d) + bytes[d]);
     }
     uint32_t seen = now_ms(last_seen_ns);
     uint32_t t = c.key.proto == IPPROTO_TCP   ? m.times.tcp[c.state]
@@ -253,10 +253,11 @@ sdn::Status Tracker::check_invariants() const {
     alive++;
     if (c.flags & detail::kOffloaded) offl++;
     if (m.zones_limited) zc[c.key.zone]++;
+    const Key k = m.table.conn_key(i);
     Key ck;
-    canonicalize(c.key, &ck);
-    if (!keys_equal(ck, c.key)) err = "entry " + std::to_string(i) + " key is not canonical";
-    else if (m.table.find(c.key, hash_key(c.key)) != i) err = "entry " + std::to_string(i) + " not findable";
+    canonicalize(k, &ck);
+    if (!keys_equal(ck, k)) err = "entry " + std::to_string(i) + " key is not canonical";
+    else if (m.table.find(k, hash_key(k)) != i) err = "entry " + std::to_string(i) + " not findable";
     else if (m.nat && m.nat[i].kind) {
       natted++;
       const Key& rk = m.nat[i].rkey;

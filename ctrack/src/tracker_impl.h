@@ -23,6 +23,7 @@
 namespace ctrack {
 
 using detail::Conn;
+using detail::ConnCold;
 using detail::kEmpty;
 using detail::kNatTag;
 using detail::NatExt;
@@ -50,6 +51,7 @@ struct Tracker::Impl {
   Config cfg;
   detail::Table table;
   Conn* conns = nullptr;
+  ConnCold* cold = nullptr;  // conns[i]'s other 56 bytes (table.h)
   NatExt* nat = nullptr;  // with Config::nat
   // The burst's NAT range and where translated tuples go (process()).
   const NatRange* cur_nat = nullptr;
@@ -91,7 +93,10 @@ struct Tracker::Impl {
   }
   void release() { lock.store(false, std::memory_order_release); }
 
-  static Key orig_key(const Conn& c) { return (c.flags & detail::kOrigCanon) ? c.key : c.key.reversed(); }
+  Key orig_key(uint32_t idx) const {
+    const Key k = table.conn_key(idx);
+    return (conns[idx].flags & detail::kOrigCanon) ? k : k.reversed();
+  }
 
   // ---- events
   uint32_t ring_space() const {
@@ -105,7 +110,7 @@ struct Tracker::Impl {
     e.last_index = c.last_index & 7;
     for (int d = 0; d < 2; d++) {
       int r = !d;
-      e.tcp[d] = TcpDirState{c.td_end[d], c.td_maxend[d], c.td_maxwin[d], c.td_scale[d], c.td_flags[d], 0};
+      e.tcp[d] = TcpDirState{c.td_end[d], c.td_maxend[d], c.td_maxwin[d], detail::td_scale(c, d), c.td_flags[d], 0};
       // See TcpDirState::maxack.
       uint32_t lower = c.td_maxend[r] - c.td_maxwin[d];
       e.tcp[d].maxack = !(c.td_flags[r] & kTcpDataUnacked) || after(lower, c.td_end[r]) ? c.td_end[r] : lower;
@@ -125,7 +130,7 @@ struct Tracker::Impl {
     e.last_dir = dir;
     e.reason = why;
     e.conn = idx;
-    e.orig = orig_key(c);
+    e.orig = orig_key(idx);
     fill_state(c, e);
     fill_nat(idx, e);
     if (p) {
@@ -171,10 +176,10 @@ struct Tracker::Impl {
       uint32_t idx = pop_free();
       if (idx == kEmpty) break;
       reserved[n_reserved++] = idx;
-      const char* cp = reinterpret_cast<const char*>(&conns[idx]);
-      __builtin_prefetch(cp, 1);
-      __builtin_prefetch(cp + 64, 1);
-      __builtin_prefetch(cp + sizeof(Conn) - 1, 1);
+      const char* xp = reinterpret_cast<const char*>(&cold[idx]);
+      __builtin_prefetch(&conns[idx], 1);
+      __builtin_prefetch(xp, 1);
+      __builtin_prefetch(xp + sizeof(ConnCold) - 1, 1);
     }
   }
   void unreserve() {
@@ -188,7 +193,7 @@ struct Tracker::Impl {
 
   void free_conn(uint32_t idx) {
     Conn& c = conns[idx];
-    table.erase(hash_key(c.key), idx);
+    table.erase(hash_key(table.conn_key(idx)), idx);
     if (nat && nat[idx].kind) {
       table.erase(hash_key(nat[idx].rkey), idx | kNatTag);
       nat[idx].kind = 0;
@@ -286,19 +291,16 @@ struct Tracker::Impl {
         // A later fragment has no TCP header: its first fragment (the
         // segment's header, with the whole segment's length) was judged.
         o = (p.meta & kMetaFragment) ? Outcome{Verdict::kAccept, Invalid::kNone, false}
-                                     : proto::tcp::update(c, dir, p, now, times, cfg.tcp_liberal);
+                                     : proto::tcp::update(c, cold[idx], dir, p, now, times, cfg.tcp_liberal);
         break;
-      case IPPROTO_UDP: o = proto::udp::update(c, dir, now, times); break;
+      case IPPROTO_UDP: o = proto::udp::update(c, cold[idx], dir, now, times); break;
       case IPPROTO_ICMP:
       case IPPROTO_ICMPV6: o = proto::icmp::update(c, dir, now, times); break;
       default: o = proto::other::update(c, dir, now, times); break;
     }
     if (o.v == Verdict::kAccept || o.v == Verdict::kKill) {
       c.in_port[dir] = p.in_port;
-      if (!(p.meta & kMetaCounted)) {
-        c.packets[dir]++;
-        c.bytes[dir] += p.l3_len;
-      }
+      if (!(p.meta & kMetaCounted)) detail::count(c, cold[idx], dir, p.l3_len);
       const bool first_reply = dir == 1 && !(c.flags & detail::kSeenReply);
       if (first_reply) {
         c.flags |= detail::kSeenReply;
@@ -322,8 +324,7 @@ struct Tracker::Impl {
           push_event(EventType::kResync, idx, c, &p, static_cast<uint8_t>(dir), 0))
         c.td_flags[0] |= kTcpResyncAsked;
     } else if (o.v == Verdict::kIgnore && !(p.meta & kMetaCounted)) {
-      c.packets[dir]++;
-      c.bytes[dir] += p.l3_len;
+      detail::count(c, cold[idx], dir, p.l3_len);
     }
     return o;
   }
@@ -368,16 +369,17 @@ struct Tracker::Impl {
       return;
     }
     Conn& c = conns[idx];
-    c.key = ck;
-    c.created = now;
+    ConnCold& x = cold[idx];
+    detail::store_key(c, x, ck);
+    x.created = now;
     c.flags = static_cast<uint8_t>(detail::kAlive | (canon ? detail::kOrigCanon : 0) |
                                    ((p.meta & kMetaNoOffload) ? detail::kNoOffload : 0));
-    c.packets[0] = c.packets[1] = c.bytes[0] = c.bytes[1] = 0;
+    for (int d = 0; d < 2; d++) detail::set_counts(c, x, d, 0, 0);
     c.in_port[0] = c.in_port[1] = p.in_port;
     c.state = 0;
     if (zones_limited) zone_count[ck.zone]++;
     st.active++;
-    if (ck.proto == IPPROTO_TCP) proto::tcp::init(c, p);
+    if (ck.proto == IPPROTO_TCP) proto::tcp::init(c, x, p);
     Outcome o = update(idx, c, 0, p, now);
     if (o.v == Verdict::kInvalid) {
       c.flags = detail::kAlive;  // nothing announced yet
@@ -405,8 +407,8 @@ struct Tracker::Impl {
     switch (side) {
       case kNatOrig: return reply.reversed();
       case kNatOrigRev: return reply;
-      case kNatReply: return orig_key(conns[idx]).reversed();
-      default: return orig_key(conns[idx]);
+      case kNatReply: return orig_key(idx).reversed();
+      default: return orig_key(idx);
     }
   }
 
@@ -436,7 +438,8 @@ struct Tracker::Impl {
     const uint64_t total = static_cast<uint64_t>(na) * np + (keep ? na : 0);
     const uint32_t tries = nat == nullptr || R.family != p.key.family ? 0
                            : total <= kNatAttempts ? static_cast<uint32_t>(total) : kNatAttempts;
-    const uint32_t hs = hash_key(c.key);
+    const Key ck = table.conn_key(idx);
+    const uint32_t hs = hash_key(ck);
     for (uint32_t t = 0; t < tries; t++) {
       // With `keep`, each address is tried with the connection's own port first.
       uint64_t k = keep ? (t < na ? t * (np + 1ull) : t) : t;
@@ -450,7 +453,7 @@ struct Tracker::Impl {
       if (ports) *port = keep && pk == 0 ? own : static_cast<uint16_t>(p0 + (hs / 7 + (keep ? pk - 1 : pk)) % np);
       Key rc;
       const bool rcanon = canonicalize(reply, &rc);
-      if (keys_equal(rc, c.key)) return true;  // the range maps it to itself: nothing to translate
+      if (keys_equal(rc, ck)) return true;  // the range maps it to itself: nothing to translate
       if (nat_ok && !nat_ok(reply, nat_ok_ctx)) continue;  // its replies would reach another shard
       const uint32_t h2 = hash_key(rc);
       if (table.find(rc, h2) != kEmpty) continue;
@@ -626,45 +629,50 @@ struct Tracker::Impl {
   }
 
   // Stage 2, over the burst: signature match in each packet's first bucket,
-  // and only where it has none in the second (computed only then: nearly
-  // every key is found in its first). Prefetches each candidate connection.
-  // (A pass of its own for the second buckets, prefetched during the first,
-  // measured 0.87-0.95x at 1M connections: it asks for those packets'
-  // entries last, and stage 3 takes them in order.)
-  [[gnu::always_inline]] void stage2(const uint32_t* h, const uint32_t* b, uint32_t* cand, uint32_t n,
-                                     bool key_only = false) {
+  // prefetching the candidate connection; where it has none, the second
+  // bucket (computed only then) is prefetched and matched in a pass of its
+  // own after the first. At 1M connections (90% index load) many keys live
+  // in their second bucket, and reading it at once stalled on it (21% of the
+  // burst's samples); the pass of its own measured 1.19-1.50x over 3 pairs.
+  // (With the 120-byte entries of three lines it measured 0.87-0.95x: then
+  // the entry prefetches were the limit, not the bucket's latency.)
+  [[gnu::always_inline]] void stage2(const Packet* const* pkts, const uint32_t* h, const uint32_t* b, uint32_t* cand,
+                                     uint32_t n) {
+    uint32_t later[kChunk], b2[kChunk], nl = 0;
     for (uint32_t i = 0; i < n; i++) {
       const uint16_t s = detail::Table::sig(h[i]);
       uint32_t c = first_match(b[i], s);
-      if (c == kEmpty) [[unlikely]] c = first_match(table.alt(b[i], s), s);
-      if (c != kEmpty) prefetch_conn(c, key_only);
+      if (c == kEmpty) [[unlikely]] {
+        b2[nl] = table.alt(b[i], s);
+        __builtin_prefetch(&table.buckets()[b2[nl]]);
+        later[nl++] = i;
+      } else {
+        prefetch_conn(c, pkts[i]->key.family != 4);
+      }
+      cand[i] = c;
+    }
+    for (uint32_t k = 0; k < nl; k++) {
+      const uint32_t i = later[k];
+      const uint32_t c = first_match(b2[k], detail::Table::sig(h[i]));
+      if (c != kEmpty) prefetch_conn(c, pkts[i]->key.family != 4);
       cand[i] = c;
     }
   }
 
-  // Prefetches the connection under index slot c.
-  [[gnu::always_inline]] void prefetch_conn(uint32_t c, bool key_only) {
-    // A 120-byte entry spans two or three cache lines.
-    const Conn* cp = &conns[c & ~kNatTag];
-    if (nat) __builtin_prefetch(&nat[c & ~kNatTag]);  // hit() reads whether it is translated
-    uintptr_t first = reinterpret_cast<uintptr_t>(cp) & ~uintptr_t{63};
-    uintptr_t last = (reinterpret_cast<uintptr_t>(cp) + sizeof(Conn) - 1) & ~uintptr_t{63};
-    __builtin_prefetch(reinterpret_cast<const void*>(first));
-    if (key_only) {
-      // The key and flags (the first 50 bytes) only: the rest is asked for
-      // once the key matched (prefetch_rest).
-      uintptr_t kl = (reinterpret_cast<uintptr_t>(cp) + 49) & ~uintptr_t{63};
-      if (kl != first) __builtin_prefetch(reinterpret_cast<const void*>(kl));
-    } else {
-      __builtin_prefetch(reinterpret_cast<const void*>(first + 64));
-      if (last > first + 64) __builtin_prefetch(reinterpret_cast<const void*>(last));
+  // Prefetches the connection under index slot c: its one line, and the
+  // cold part too for an IPv6 packet (the key's other address bytes).
+  [[gnu::always_inline]] void prefetch_conn(uint32_t c, bool wide) {
+    const uint32_t idx = c & ~kNatTag;
+    __builtin_prefetch(&conns[idx]);
+    if (nat) __builtin_prefetch(&nat[idx]);  // hit() reads whether it is translated
+    if (wide) {
+      const char* xp = reinterpret_cast<const char*>(&cold[idx]);
+      __builtin_prefetch(xp);
+      __builtin_prefetch(xp + sizeof(ConnCold) - 1);
     }
   }
   [[gnu::always_inline]] void prefetch_rest(uint32_t c) {
     if (nat) __builtin_prefetch(&nat[c]);
-    uintptr_t kl = (reinterpret_cast<uintptr_t>(&conns[c]) + 49) & ~uintptr_t{63};
-    uintptr_t last = (reinterpret_cast<uintptr_t>(&conns[c]) + sizeof(Conn) - 1) & ~uintptr_t{63};
-    for (uintptr_t l = kl + 64; l <= last; l += 64) __builtin_prefetch(reinterpret_cast<const void*>(l), 1);
   }
 
   // Stage 3 for a packet known to have no entry (looked up, and nothing
@@ -678,8 +686,10 @@ struct Tracker::Impl {
 
   // Is index slot e a live entry found under p's key (in either orientation)?
   [[gnu::always_inline]] bool slot_matches(uint32_t e, const Key& k, bool canon) const {
-    if (!(conns[e & ~kNatTag].flags & detail::kAlive)) return false;
-    const Key& sk = table.slot_key(e);
+    const uint32_t idx = e & ~kNatTag;
+    if (!(conns[idx].flags & detail::kAlive)) return false;
+    if (!(e & kNatTag)) return detail::conn_matches(conns[idx], cold[idx], k, canon);
+    const Key& sk = nat[idx].rkey;
     return canon ? keys_equal(sk, k) : keys_equal_reversed(sk, k);
   }
 
@@ -707,7 +717,7 @@ struct Tracker::Impl {
     } else if (c.key.proto == IPPROTO_UDP) {
       // Not the first reply (kEstablished), not a replied one to offer again.
       if (!(f & detail::kSeenReply) ? dir == 1 : !offered) return false;
-      o = proto::udp::update(c, dir, now, times);
+      o = proto::udp::update(c, cold[e], dir, now, times);
     } else {
       return false;
     }
@@ -721,10 +731,7 @@ struct Tracker::Impl {
       return true;
     }
     c.in_port[dir] = p.in_port;
-    if (!(p.meta & kMetaCounted)) {
-      c.packets[dir]++;
-      c.bytes[dir] += p.l3_len;
-    }
+    if (!(p.meta & kMetaCounted)) detail::count(c, cold[e], dir, p.l3_len);
     r.changed = o.changed;
     r.state = static_cast<uint8_t>(kCtTrk | (dir ? (kCtEst | kCtRpl) : ((f & detail::kSeenReply) ? kCtEst : kCtNew)));
     return true;
@@ -757,7 +764,7 @@ struct Tracker::Impl {
     uint32_t h[kChunk], b[kChunk], cand[kChunk];
     bool canon[kChunk];
     for (uint32_t i = 0; i < n; i++) stage1(*pkts[i], h[i], b[i], canon[i]);
-    stage2(h, b, cand, n);
+    stage2(pkts, h, b, cand, n);
     uint32_t misses = 0;
     for (uint32_t i = 0; i < n; i++) misses += cand[i] == kEmpty;
     if (commit && misses) reserve(misses);

@@ -6,10 +6,10 @@
 
 namespace ctrack::proto::udp {
 
-inline Outcome update(Conn& c, int dir, uint32_t now, const Times& t) {
+inline Outcome update(Conn& c, const ConnCold& x, int dir, uint32_t now, const Times& t) {
   Outcome o{Verdict::kAccept, Invalid::kNone, false};
   if (c.flags & detail::kSeenReply) {
-    if (static_cast<int32_t>(now - (c.created + t.udp_stream)) >= 0) {
+    if (static_cast<int32_t>(now - (x.created + t.udp_stream)) >= 0) {
       c.expires = now + t.udp[kUdpAssured];
       if (!(c.flags & detail::kAssured)) {
         c.flags |= detail::kAssured;

@@ -231,6 +231,68 @@ TEST(Ipv6, TcpHandshakeAndUdp) {
   EXPECT_EQ(+h.run(udp(v4.reversed())).state, +NEW);
 }
 
+// An entry keeps each address's first four bytes with the ports in its hot
+// line and the other twelve in its cold part: two IPv6 connections that
+// differ only there, with the same bucket and signature (found by search),
+// are still two.
+TEST(Ipv6, AddressBytesBeyondTheFirstFourTellConnectionsApart) {
+  Config c = Harness::small_config();
+  c.capacity = 4;  // two buckets: the top bit of the hash picks one
+  Harness h(c);
+  const Key a = make_key("fd00::1", 1000, "fd00::2", 2000, IPPROTO_UDP);
+  bool canon;
+  const uint32_t ha = hash_canonical(a, &canon);
+  Key b = a;
+  bool found = false;
+  for (uint32_t i = 1; i < (1u << 24) && !found; i++) {
+    b.dst[13] = static_cast<uint8_t>(i >> 16);
+    b.dst[14] = static_cast<uint8_t>(i >> 8);
+    b.dst[15] = static_cast<uint8_t>(i);
+    bool cb;
+    const uint32_t hb = hash_canonical(b, &cb);
+    found = cb == canon && !(b == a) && (hb & 0x8000FFFFu) == (ha & 0x8000FFFFu);
+  }
+  ASSERT_TRUE(found);
+  const CtResult ra = h.run(udp(a));
+  const CtResult rb = h.run(udp(b));
+  EXPECT_EQ(+ra.state, +NEW);
+  EXPECT_EQ(+rb.state, +NEW);
+  EXPECT_NE(ra.conn, rb.conn);
+  EXPECT_EQ(h.tracker->stats().active, 2u);
+  EXPECT_EQ(+h.run(udp(b.reversed())).state, +RPL);
+  EXPECT_EQ(state_of(h, a), "UDP_UNREPLIED");
+  EXPECT_TRUE(h.tracker->check_invariants().ok());
+}
+
+// Counters keep their low bits in the entry's hot line and carry into the
+// cold part: exact past 256 packets and 64 KiB per direction, and with
+// folded NIC counters near 2^64.
+TEST(Counters, ExactAcrossTheCarry) {
+  Harness h;
+  h.run(udp(kU));
+  h.run(udp(kU.reversed()));
+  for (int i = 0; i < 700; i++) {
+    h.run(udp(kU, 60000));
+    h.run(udp(kU.reversed(), static_cast<uint16_t>(i)));
+  }
+  ConnInfo got{};
+  h.tracker->for_each(h.now_ns, [&](const ConnInfo& ci) { got = ci; });
+  EXPECT_EQ(got.packets[0], 701u);
+  EXPECT_EQ(got.packets[1], 701u);
+  EXPECT_EQ(got.bytes[0], 128u + 700u * 60028u);
+  EXPECT_EQ(got.bytes[1], 128u + 700u * 28u + 699u * 700u / 2);
+  Event ev[4];
+  ASSERT_EQ(h.tracker->poll_events(ev, 4), 1u);
+  const uint64_t pk[2] = {(1ull << 62) + 3, 1ull << 40}, by[2] = {(1ull << 63) + 65535, 0xFFFFull << 48};
+  EXPECT_TRUE(h.tracker->fold_hw_counters(got.handle, ev[0].orig, pk, by, h.now_ns));
+  h.run(udp(kU, 100));
+  h.tracker->for_each(h.now_ns, [&](const ConnInfo& ci) { got = ci; });
+  EXPECT_EQ(got.packets[0], (1ull << 62) + 3 + 702);
+  EXPECT_EQ(got.packets[1], (1ull << 40) + 701);
+  EXPECT_EQ(got.bytes[0], (1ull << 63) + 65535 + 128u + 700u * 60028u + 128u);
+  EXPECT_EQ(got.bytes[1], (0xFFFFull << 48) + 128u + 700u * 28u + 699u * 700u / 2);
+}
+
 TEST(Fragments, LaterFragmentsFollowTheirConnectionAndNeverStartOne) {
   Harness h;
   // The ports a later fragment carries are its first fragment's (the front
