@@ -43,6 +43,8 @@ struct EalConfig {
   bool no_huge = false;
   uint32_t memory_mb = 512;
   std::vector<std::string> extra;
+  // Every field needs a restart (a reload compares them all: a new one is too).
+  bool operator==(const EalConfig&) const = default;
 };
 
 

@@ -28,6 +28,9 @@ struct OffloadConfig {
   // firmware has HWS, xx.35.1012 or newer, else 1).
   std::string engine = "auto";
   std::string nic = "cx6dx-switchdev";  // emulated: the model's NIC profile (nic_model.h)
+  // Every field needs a restart (queues, tables and templates are sized at
+  // start); a reload compares them all, a new one too.
+  bool operator==(const OffloadConfig&) const = default;
 };
 
 }  // namespace dp

@@ -178,10 +178,7 @@ Result<RuleBuilder::Plan> RuleService::reload_plan(const Config& running) {
   if (Status s = c.apply_cli(); !s) return s;
 
   std::vector<std::string> refused;
-  const EalConfig &ea = running.eal, &eb = c.eal;
-  if (ea.file_prefix != eb.file_prefix || ea.no_huge != eb.no_huge || ea.memory_mb != eb.memory_mb ||
-      ea.extra != eb.extra)
-    refused.push_back("eal: changed (needs a restart)");
+  if (!(running.eal == c.eal)) refused.push_back("eal: changed (needs a restart)");
   std::vector<int> map(c.ports.size(), -1);  // file's port index -> running port index
   for (size_t i = 0; i < c.ports.size(); i++) {
     for (size_t k = 0; k < running.ports.size(); k++)
@@ -212,10 +209,7 @@ Result<RuleBuilder::Plan> RuleService::reload_plan(const Config& running) {
   c.ct.nat = running.ct.nat;
   if (!same_ct_except_timeouts(running.ct, c.ct))
     refused.push_back("conntrack: only timeouts change on reload (capacity, policy and zones need a restart)");
-  const OffloadConfig &oa = running.offload, &ob = c.offload;
-  if (oa.provider != ob.provider || oa.max_in_flight != ob.max_in_flight || oa.table_size != ob.table_size ||
-      oa.insert_rate != ob.insert_rate || oa.latency_us != ob.latency_us || oa.age_s != ob.age_s ||
-      oa.domain != ob.domain || oa.conntrack != ob.conntrack || oa.engine != ob.engine || oa.nic != ob.nic)
+  if (!(running.offload == c.offload))
     refused.push_back("offload: changed (its queues, tables and templates are sized at start; needs a restart)");
   if (running.control_socket != c.control_socket) refused.push_back("control.socket: changed (needs a restart)");
   if (!refused.empty()) {
