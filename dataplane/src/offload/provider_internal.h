@@ -1,11 +1,11 @@
 // Internal to the rte_flow provider (dataplane/src/offload/): the class and
-// its connection lifecycle (lifecycle.cc: events, install and removal
-// decisions, completions, aging, counter folding; submit.cc: which
-// operations each step of a connection asks for), apart from the
-// submission itself (submission.h: the seam's calls on either engine, the
-// operations out) and the template cache (template_cache.h); set-up,
-// domain and strategy in provider.cc; testpmd.cc prints the rules as
-// testpmd commands.
+// its connection lifecycle. What happens to a connection is decided by the
+// pure state machine (lifecycle_sm.h); lifecycle.cc finds the connection,
+// observes the facts an event carries and applies the effects; submit.cc:
+// the operations each submit effect stands for, carried out by Submission
+// (submission.h: the seam's calls on either engine, the operations out) with
+// the template cache (template_cache.h); set-up, domain and strategy in
+// provider.cc; testpmd.cc prints the rules as testpmd commands.
 #pragma once
 
 #include <netinet/in.h>
