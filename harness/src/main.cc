@@ -564,7 +564,13 @@ int parse_sweep_flags(int argc, char** argv, SweepConfig* cfg, bool* no_rfc2544)
     if (a == "--config") val();
     else if (a == "--instances") ints(kInstancesLimit, &cfg->instances);
     else if (a == "--sizes") ints(kSizesLimit, &cfg->sizes);
-    else if (a == "--proto") names(kProtoNames, &cfg->protos);
+    else if (a == "--proto") {
+      const std::string v = val();
+      if (std::string why = parse_proto_list(v, &cfg->protos); !why.empty()) {
+        fprintf(stderr, "harness: --proto '%s': %s\n", v.c_str(), why.c_str());
+        return 2;
+      }
+    }
     else if (a == "--dut") names(dut_names(), &cfg->duts);
     else if (a == "--duration") cfg->duration_s = num(kDurationLimit.lo, kDurationLimit.hi);
     else if (a == "--repeat") cfg->repeat = num(kRepeatLimit.lo, kRepeatLimit.hi);

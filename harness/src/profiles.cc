@@ -74,6 +74,28 @@ std::vector<std::string> tunnel_names() { return all(kTunnels); }
 std::vector<std::string> proto_names() { return all(kProtos); }
 std::vector<std::string> segmentation_names() { return all(kSegmentations); }
 
+std::string accepted(const std::vector<std::string>& names) {
+  std::string all;
+  for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
+  return all;
+}
+
+std::string parse_proto_list(std::string_view list, std::vector<Proto>* out) {
+  std::vector<Proto> v;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    const std::string_view x = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (x.empty()) continue;
+    const std::optional<Proto> p = parse_proto(x);
+    if (!p) return "unknown value '" + std::string(x) + "' (one of: " + accepted(proto_names()) + ")";
+    v.push_back(*p);
+  }
+  if (v.empty()) return "names nothing (one or more of: " + accepted(proto_names()) + ")";
+  *out = std::move(v);
+  return "";
+}
+
 std::span<const DutProfile> dut_profiles() { return kProfiles; }
 
 const DutProfile& profile(DutKind k) {

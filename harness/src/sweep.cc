@@ -668,7 +668,8 @@ Status one_rep(SweepRun& run, DutSession& s, const Row& base, int rep, const std
 // Throughput cells (with sockperf under load), repetitions rep_lo..rep_hi.
 Status throughput_cells(SweepRun& run, DutSession& s, int rep_lo, int rep_hi) {
   const SweepConfig& cfg = run.cfg;
-  for (const std::string& proto : cfg.protos) {
+  for (const Proto p : cfg.protos) {
+    const std::string proto(name(p));
     for (int inst : cfg.instances) {
       if (s.error().empty() && cfg.warmup_s > 0 && !run.stop)
         s.renew_servers(run_traffic(s.transport(), proto, inst, 1460, cfg.warmup_s, 0, s.dir() + "/warmup", false), inst);

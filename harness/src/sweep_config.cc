@@ -95,12 +95,25 @@ Status load_sweep_config(const std::string& path, SweepConfig* c) {
     *out = static_cast<int>(d);
     return {};
   };
-  const std::set<std::string> protos(kProtoNames.begin(), kProtoNames.end());
+  auto protos = [&]() -> Status {
+    YAML::Node v = n["protos"];
+    if (!v) return {};
+    if (!v.IsSequence() || v.size() == 0) return err(v, "protos", "expected a non-empty list");
+    std::vector<Proto> out;
+    for (const auto& x : v) {
+      const std::optional<Proto> p = x.IsScalar() ? parse_proto(x.Scalar()) : std::nullopt;
+      if (!p) return err(x, "protos", "unknown value '" + (x.IsScalar() ? x.Scalar() : std::string("?")) +
+                                          "' (one of: " + accepted(proto_names()) + ")");
+      out.push_back(*p);
+    }
+    c->protos = std::move(out);
+    return {};
+  };
   const std::vector<std::string> known_duts = dut_names();
   const std::set<std::string> duts(known_duts.begin(), known_duts.end());
   if (Status s = ints("instances", &c->instances, kInstancesLimit.lo, kInstancesLimit.hi); !s) return s;
   if (Status s = ints("sizes", &c->sizes, kSizesLimit.lo, kSizesLimit.hi); !s) return s;
-  if (Status s = strs("protos", &c->protos, protos); !s) return s;
+  if (Status s = protos(); !s) return s;
   if (Status s = strs("duts", &c->duts, duts); !s) return s;
   if (Status s = one("duration_s", &c->duration_s, kDurationLimit.lo, kDurationLimit.hi); !s) return s;
   if (Status s = one("repeat", &c->repeat, kRepeatLimit.lo, kRepeatLimit.hi); !s) return s;

@@ -199,6 +199,21 @@ TEST(Csv, SpreadIsMedianMinMax) {
   EXPECT_DOUBLE_EQ(s.max, 10);
 }
 
+// sweep's --proto: a list parsed once into Proto; an unknown value is named
+// with the accepted ones, an empty list refused, and *out left alone.
+TEST(Config, ProtoListParsesOnceAndNamesTheBadValue) {
+  std::vector<Proto> v{Proto::kUdp};
+  EXPECT_EQ(parse_proto_list("tcp,udp", &v), "");
+  EXPECT_EQ(v, (std::vector<Proto>{Proto::kTcp, Proto::kUdp}));
+  EXPECT_EQ(parse_proto_list("udp,", &v), "");
+  EXPECT_EQ(v, (std::vector<Proto>{Proto::kUdp}));
+  EXPECT_EQ(parse_proto_list("tcp,sctp", &v), "unknown value 'sctp' (one of: tcp, udp)");
+  EXPECT_EQ(parse_proto_list("TCP", &v), "unknown value 'TCP' (one of: tcp, udp)");
+  EXPECT_EQ(parse_proto_list("", &v), "names nothing (one or more of: tcp, udp)");
+  EXPECT_EQ(parse_proto_list(",,", &v), "names nothing (one or more of: tcp, udp)");
+  EXPECT_EQ(v, (std::vector<Proto>{Proto::kUdp}));  // left alone by the errors
+}
+
 TEST(Config, ErrorsNameFileLineAndKey) {
   std::string p = tmp("c.yaml");
   std::ofstream(p) << "instances: [4, 16]\nsizes: [64, big]\n";
@@ -220,6 +235,16 @@ TEST(Config, ErrorsNameFileLineAndKey) {
   std::ofstream(p) << "instances: [4]\nsegmentation: jumbo\n";
   s = load_sweep_config(p, &c);
   EXPECT_NE(s.message().find(p + ":2: key 'segmentation': expected wire or host"), std::string::npos) << s.message();
+  std::ofstream(p) << "instances: [4]\nprotos: [tcp, sctp]\n";
+  s = load_sweep_config(p, &c);
+  EXPECT_NE(s.message().find(p + ":2: key 'protos': unknown value 'sctp' (one of: tcp, udp)"), std::string::npos)
+      << s.message();
+  std::ofstream(p) << "protos: []\n";
+  s = load_sweep_config(p, &c);
+  EXPECT_NE(s.message().find(p + ":1: key 'protos': expected a non-empty list"), std::string::npos) << s.message();
+  std::ofstream(p) << "protos: [udp, tcp]\n";
+  ASSERT_TRUE(load_sweep_config(p, &c).ok());
+  EXPECT_EQ(c.protos, (std::vector<Proto>{Proto::kUdp, Proto::kTcp}));
   std::ofstream(p) << "instances: [1, 2]\nduration_s: 7\nduts: [testpmd-io]\nsegmentation: host\n";
   ASSERT_TRUE(load_sweep_config(p, &c).ok());
   EXPECT_EQ(c.segmentation, Segmentation::kHost);
@@ -355,6 +380,8 @@ TEST(Compare, CommandLineRefusesBadFlags) {
   EXPECT_EQ(rc({"run", "--dut", "vpp"}), 2);
   EXPECT_EQ(rc({"run", "--config", "/tmp"}), 2);
   EXPECT_EQ(rc({"run", "--duratoin", "5"}), 2);
+  EXPECT_EQ(rc({"run", "--proto", "sctp"}), 2);
+  EXPECT_EQ(rc({"run", "--proto", ","}), 2);
   unlink(a.c_str());
   unlink(empty.c_str());
 }

@@ -81,6 +81,8 @@ class OffloadProvider {
   virtual bool busy() const { return false; }
   // Removes every hardware rule; called on shutdown after the workers stop.
   virtual Status flush() { return {}; }
+  // The ports stopped (stop_ports): what the NIC held went with them.
+  virtual void on_ports_stopped() {}
   virtual OffloadStats stats() const { return {}; }
   // The hardware rules as testpmd commands (for reproducing by hand).
   virtual std::string testpmd_commands() const { return ""; }

@@ -367,7 +367,10 @@ void Daemon::shutdown() {
   handoff_.clear();
   if (offload_)
     if (Status s = offload_->flush(); !s) warn("offload flush: " + s.message());
-  if (offload_) ports_.stop(offload_->api());
+  if (offload_) {
+    ports_.stop(offload_->api());
+    offload_->on_ports_stopped();
+  }
 }
 
 }  // namespace dp

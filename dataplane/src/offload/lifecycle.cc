@@ -1,5 +1,8 @@
-// The rte_flow provider: each connection's lifecycle (events from the
-// trackers, install and removal, completions, aging, counters folded back).
+// The rte_flow provider: each connection's lifecycle. Events from the
+// trackers, the flow queue's room, completions and aging go through the
+// pure state machine (lifecycle_sm.h), whose effects this file carries out:
+// operations through Submission (submit.cc), answers to the trackers, the
+// queues and the counters. Counters folded back, too.
 #include "provider_internal.h"
 
 namespace dp {
@@ -40,12 +43,9 @@ void RteFlowProvider::poll(uint64_t now_ns) {
     fold(j, now_ns, &lh);
     // DV rules carry no AGE: a connection idle age_s by its counters leaves.
     const uint64_t idle_from = std::max(lh, j.installed_ns);
-    if (sws_ && j.state == Job::kInstalled && !j.doomed && now_ns > idle_from &&
-        now_ns - idle_from >= static_cast<uint64_t>(cfg_.age_s) * 1'000'000'000ull) {
-      aged_++;
-      live_.erase(conn_key(j.worker, j.handle));
-      request_remove(id, "aged", now_ns);
-    }
+    if (sws_ && life::ageable(j.life) && now_ns > idle_from &&
+        now_ns - idle_from >= static_cast<uint64_t>(cfg_.age_s) * 1'000'000'000ull)
+      deliver(id, {life::EventKind::kAged}, now_ns);
   }
 }
 
@@ -74,7 +74,7 @@ void RteFlowProvider::aged_report(uintptr_t ck, uint64_t now_ns) {
   const uint32_t id = static_cast<uint32_t>((ck & 0xFFFFFFFFu) >> 4), gen = static_cast<uint32_t>(ck >> 32);
   if (id >= jobs_.size()) return;
   Job& j = jobs_[id];
-  if (!j.used || j.gen != gen || j.state != Job::kInstalled || j.doomed) {
+  if (!j.used || j.gen != gen || !life::ageable(j.life)) {
     ++aged_stale_;  // a rule of an earlier connection in this slot
     return;
   }
@@ -82,9 +82,7 @@ void RteFlowProvider::aged_report(uintptr_t ck, uint64_t now_ns) {
   fold(j, now_ns, &lh);
   const uint64_t idle_from = std::max(lh, j.installed_ns);
   if (now_ns <= idle_from || now_ns - idle_from < static_cast<uint64_t>(cfg_.age_s) * 1'000'000'000ull) return;
-  aged_++;
-  live_.erase(conn_key(j.worker, j.handle));
-  request_remove(id, "aged", now_ns);
+  deliver(id, {life::EventKind::kAged}, now_ns);
 }
 
 bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string* why) const {
@@ -195,102 +193,37 @@ bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string
 void RteFlowProvider::established(unsigned w, const ctrack::Event& e) {
   hw::Conn c;
   std::string why;
-  ctrack::Tracker* t = host_.shards[w];
-  if (!translate(e, &c, &why)) {
-    refuse(why);
-    t->set_no_offload(e.conn, e.orig);
+  life::Event le{life::EventKind::kRequested};
+  if (!translate(e, &c, &why)) le.why = why.c_str();
+  else if (pending_.size() >= std::max<size_t>(65536, jobs_.size())) le.why = life::kWhyBacklog;
+  auto it = live_.find(conn_key(w, e.conn));
+  if (it != live_.end() && it->second.job >= 0) {
+    deliver(static_cast<uint32_t>(it->second.job), le, now_);
     return;
   }
-  if (pending_.size() >= std::max<size_t>(65536, jobs_.size())) {
-    ++backlog_drop_;
-    refuse("backlog");
-    t->set_no_offload(e.conn, e.orig);
-    return;
-  }
-  uint64_t k = conn_key(w, e.conn);
-  if (live_.count(k)) return;
-  live_[k] = Live{-1, e.orig};
-  pending_.push_back(Req{w, e});
+  life::State s;
+  if (it != live_.end()) s = life::queued(0, false, sws_);
+  deliver_free(w, e, s, le);
 }
 
 void RteFlowProvider::gone(unsigned w, const ctrack::Event& e, const char* why, uint64_t now_ns) {
   auto it = live_.find(conn_key(w, e.conn));
   if (it == live_.end() || !(it->second.orig == e.orig)) return;
-  int id = it->second.job;
-  live_.erase(it);
-  if (id >= 0) request_remove(static_cast<uint32_t>(id), why, now_ns);
+  life::Event le{life::EventKind::kClosed};
+  le.why = why;
+  if (it->second.job >= 0) deliver(static_cast<uint32_t>(it->second.job), le, now_ns);
+  else deliver_free(w, e, life::queued(0, false, sws_), le);
 }
 
 void RteFlowProvider::resync_requested(unsigned w, const ctrack::Event& e) {
   auto it = live_.find(conn_key(w, e.conn));
+  life::Event le{life::EventKind::kResyncAsked};
+  le.ok = ct_ops_ + 2 <= kCtOpsMax;
   if (it == live_.end() || !(it->second.orig == e.orig) || it->second.job < 0) {
-    host_.shards[w]->resync_done(e.conn, e.orig);
+    deliver_free(w, e, life::State{}, le);
     return;
   }
-  Job& j = jobs_[static_cast<size_t>(it->second.job)];
-  if (!j.ct_obj) {  // flows: no context to resync (the segment raced the rules going in)
-    host_.shards[w]->resync_done(e.conn, e.orig);
-    return;
-  }
-  if (j.state == Job::kInstalled && !j.resyncing && !j.doomed) {
-    if (ct_ops_ + 2 > kCtOpsMax) {
-      ++resync_deferred_;  // the conntrack queue is busy: the next refused segment asks again
-      host_.shards[w]->resync_done(e.conn, e.orig);
-      return;
-    }
-    start_resync(static_cast<uint32_t>(it->second.job));
-  }
-}
-
-// Removes now, or once the operations out complete.
-void RteFlowProvider::request_remove(uint32_t id, const char* why, uint64_t now_ns) {
-  Job& j = jobs_[id];
-  if (j.state == Job::kRemoving) return;
-  if (j.pending) {
-    j.doomed = true;
-    j.why_removed = why;
-    return;
-  }
-  start_remove(id, why, now_ns);
-}
-
-void RteFlowProvider::start_remove(uint32_t id, const char* why, uint64_t now_ns) {
-  Job& j = jobs_[id];
-  if (j.state == Job::kInstalled) {
-    uint64_t lh;
-    fold(j, now_ns, &lh);
-    installed_--;
-    uint32_t last = active_.back();
-    active_[j.active_pos] = last;
-    jobs_[last].active_pos = j.active_pos;
-    active_.pop_back();
-  }
-  j.state = Job::kRemoving;
-  j.why_removed = why;
-  j.err = 0;
-  if (!j.made) {
-    finish_remove(id);
-    return;
-  }
-  removals_.push_back(id);
-  pump(now_ns);
-}
-
-void RteFlowProvider::finish_remove(uint32_t id) {
-  Job& j = jobs_[id];
-  if (j.installed_ns) removed_++;  // an offload removed (not the remains of a failed install)
-  j.used = false;
-  free_jobs_.push_back(id);
-  if (j.retry) {
-    // Still wanted (gone() erases the entry) and nothing of it is left in
-    // the NIC: offered again when the pause is over.
-    auto it = live_.find(conn_key(j.worker, j.handle));
-    if (it != live_.end() && it->second.job == -1 && it->second.orig == j.orig) {
-      retry_.push_back(Req{j.worker, j.ev, j.tries});
-      return;
-    }
-  }
-  host_.shards[j.worker]->set_offloaded(j.handle, j.orig, false);
+  deliver(static_cast<uint32_t>(it->second.job), le, now_);
 }
 
 // Submits queued work within the in-flight bound: removals first (they
@@ -299,7 +232,7 @@ void RteFlowProvider::pump(uint64_t now_ns) {
   while (!removals_.empty() && sub_.in_flight() + reserved_ + 2 <= in_flight_cap()) {
     uint32_t id = removals_.front();
     removals_.pop_front();
-    submit_remove(id);
+    if (jobs_[id].used) deliver(id, {life::EventKind::kGo}, now_ns);
   }
   if (now_ns < hold_until_ns_) return;
   while (!retry_.empty()) {  // retries first, in their order
@@ -310,35 +243,42 @@ void RteFlowProvider::pump(uint64_t now_ns) {
          ct_ops_ + 1 <= kCtOpsMax) {
     Req r = pending_.front();
     pending_.pop_front();
-    auto it = live_.find(conn_key(r.worker, r.ev.conn));
-    if (it == live_.end() || it->second.job != -1 || !(it->second.orig == r.ev.orig)) continue;
-    // The rules may have changed while it waited.
-    hw::Conn c;
-    std::string why;
-    if (!translate(r.ev, &c, &why)) {
-      live_.erase(it);
-      refuse(why);
-      host_.shards[r.worker]->set_no_offload(r.ev.conn, r.ev.orig);
-      continue;
-    }
-    uint32_t id = free_jobs_.back();
-    free_jobs_.pop_back();
-    Job& j = jobs_[id];
-    const uint32_t gen = j.gen + 1;
-    j = Job{};
-    j.gen = gen;
-    j.used = true;
-    j.worker = r.worker;
-    j.handle = r.ev.conn;
-    j.orig = r.ev.orig;
-    j.conn = c;
-    j.ct_obj = c.aso;  // a conntrack object tracks it
-    if (r.ev.l2_len) j.l2_len = r.ev.l2_len;
-    j.ev = r.ev;
-    j.tries = static_cast<uint8_t>(r.tries + 1);
-    it->second.job = static_cast<int>(id);
-    submit_install(id, now_ns);
+    start_next(r, now_ns);
   }
+}
+
+// A queued connection's turn: the rules may have changed while it waited,
+// and software's state now (not at the event) is what its conntrack object
+// starts from (packets forwarded since moved the window).
+void RteFlowProvider::start_next(const Req& r, uint64_t now_ns) {
+  auto it = live_.find(conn_key(r.worker, r.ev.conn));
+  if (it == live_.end() || it->second.job != -1 || !(it->second.orig == r.ev.orig)) return;
+  hw::Conn c;
+  std::string why;
+  life::Event go{life::EventKind::kGo};
+  if (!translate(r.ev, &c, &why)) go.why = why.c_str();
+  else if (c.aso && !host_.shards[r.worker]->snapshot(r.ev.conn, r.ev.orig, &snap_)) go.why = life::kWhyGone;
+  const life::State s = life::queued(r.tries, c.aso, sws_);
+  if (go.why) {
+    deliver_free(r.worker, r.ev, s, go);
+    return;
+  }
+  uint32_t id = free_jobs_.back();
+  free_jobs_.pop_back();
+  Job& j = jobs_[id];
+  const uint32_t gen = j.gen + 1;
+  j = Job{};
+  j.gen = gen;
+  j.used = true;
+  j.worker = r.worker;
+  j.handle = r.ev.conn;
+  j.orig = r.ev.orig;
+  j.conn = c;
+  j.life = s;
+  if (r.ev.l2_len) j.l2_len = r.ev.l2_len;
+  j.ev = r.ev;
+  it->second.job = static_cast<int>(id);
+  deliver(id, go, now_ns);
 }
 
 void RteFlowProvider::complete(uintptr_t ck, int err, uint64_t now_ns) {
@@ -350,106 +290,162 @@ void RteFlowProvider::complete(uintptr_t ck, int err, uint64_t now_ns) {
   }
   uint32_t id = static_cast<uint32_t>(ck >> 4);
   Job& j = jobs_[id];
-  j.pending--;
-  ctrack::Tracker* t = host_.shards[j.worker];
-  if (err) {
-    if (!j.err) j.err = err;
-  } else {
-    switch (tag) {
-      case kOpCtCreate: j.made |= kMadeCt; break;
-      case kOpFlow0: j.made |= kMadeFlow0; break;
-      case kOpFlow1: j.made |= kMadeFlow1; break;
-      case kOpDelFlow0: j.made &= static_cast<uint8_t>(~kMadeFlow0); break;
-      case kOpDelFlow1: j.made &= static_cast<uint8_t>(~kMadeFlow1); break;
-      case kOpDelCt: j.made &= static_cast<uint8_t>(~kMadeCt); break;
-      case kOpQuery:
-        if (!j.doomed && j.state == Job::kInstalled) resync_update(id);
-        break;
-      default: break;
+  life::Event le{life::EventKind::kCompleted};
+  le.op = static_cast<life::Op>(tag);
+  le.err = err;
+  // A context read back is merged with software's state now.
+  if (tag == kOpQuery && !err) le.tracked = host_.shards[j.worker]->snapshot(j.handle, j.orig, &snap_);
+  deliver(id, le, now_ns);
+}
+
+// The state moves first: an effect may answer with an event of its own
+// (kTellOffloaded, kSubmitCtCreate), always the step's last effect.
+void RteFlowProvider::deliver(uint32_t id, const life::Event& e, uint64_t now_ns) {
+  Job& j = jobs_[id];
+  const life::Step st = life::step(j.life, e);
+  if (st.illegal != life::Illegal::kNone) {
+    illegal(j.life, e, st.illegal);
+    return;
+  }
+  j.life = st.next;
+  for (uint8_t i = 0; i < st.n; i++) apply(id, st.fx[i], now_ns);
+}
+
+void RteFlowProvider::deliver_free(unsigned w, const ctrack::Event& ev, const life::State& s, const life::Event& e) {
+  const life::Step st = life::step(s, e);
+  if (st.illegal != life::Illegal::kNone) {
+    illegal(s, e, st.illegal);
+    return;
+  }
+  for (uint8_t i = 0; i < st.n; i++) {
+    const life::Effect& fx = st.fx[i];
+    if (fx.fx == life::Fx::kEnqueue) {
+      live_[conn_key(w, ev.conn)] = Live{-1, ev.orig};
+      pending_.push_back(Req{w, ev});
+    } else if (!apply_counter(fx)) {
+      apply_conn(w, ev.conn, ev.orig, fx);
     }
   }
-  if (tag == kOpQuery || tag == kOpResync) {
-    if (err) {
-      fail("resync_" + errno_reason(err), "");
-      j.err = 0;
+}
+
+void RteFlowProvider::illegal(const life::State& s, const life::Event& e, life::Illegal why) {
+  log_limited("lifecycle", std::string("offload lifecycle: ") + life::event_name(e.kind) + " in " +
+                               life::phase_name(s.phase) + " ignored: " + life::illegal_name(why));
+}
+
+// The effects on the counters alone.
+bool RteFlowProvider::apply_counter(const life::Effect& fx) {
+  using life::Fx;
+  switch (fx.fx) {
+    case Fx::kRefuse: refuse(fx.why); return true;
+    case Fx::kCountBacklog: ++backlog_drop_; return true;
+    case Fx::kCountRetry: ++retries_; return true;
+    case Fx::kFailInstall: fail(errno_reason(fx.err), ""); return true;
+    case Fx::kFailRemove: fail("remove_" + errno_reason(fx.err), ""); return true;
+    case Fx::kFailResync: fail("resync_" + errno_reason(fx.err), ""); return true;
+    case Fx::kCountResync: resyncs_++; return true;
+    case Fx::kCountResyncDeferred: ++resync_deferred_; return true;
+    case Fx::kCountAged: aged_++; return true;
+    case Fx::kCountRevoked: revoked_++; return true;
+    case Fx::kCountRemoved: removed_++; return true;
+    default: return false;
+  }
+}
+
+// The effects on the connection's live entry and its tracker.
+void RteFlowProvider::apply_conn(unsigned w, uint32_t handle, const ctrack::Key& orig, const life::Effect& fx) {
+  using life::Fx;
+  ctrack::Tracker* t = host_.shards[w];
+  switch (fx.fx) {
+    case Fx::kUnlink: live_.erase(conn_key(w, handle)); break;
+    case Fx::kTellNoOffload: t->set_no_offload(handle, orig); break;
+    case Fx::kTellNotOffloaded: t->set_offloaded(handle, orig, false); break;
+    case Fx::kTellResyncDone: t->resync_done(handle, orig); break;
+    default: log_limited("lifecycle_fx", "offload lifecycle: an effect for a slot on a connection without one");
+  }
+}
+
+void RteFlowProvider::apply(uint32_t id, const life::Effect& fx, uint64_t now_ns) {
+  using life::Fx;
+  if (apply_counter(fx)) return;
+  Job& j = jobs_[id];
+  switch (fx.fx) {
+    case Fx::kRequeueRetry:
+      // Still wanted and nothing of it is left in the NIC: offered again
+      // when the pause is over.
+      live_[conn_key(j.worker, j.handle)].job = -1;
+      retry_.push_back(Req{j.worker, j.ev, j.life.tries});
+      break;
+    case Fx::kTellOffloaded: {
+      life::Event le{life::EventKind::kConfirmed};
+      le.ok = host_.shards[j.worker]->set_offloaded(j.handle, j.orig, true);
+      deliver(id, le, now_ns);
+      break;
     }
-    if (tag == kOpResync && !err) resyncs_++;
-  }
-  // HWS: the conntrack object is ready; now its rules (submit_install).
-  if (tag == kOpCtCreate && j.rules_reserved) {
-    j.rules_reserved = false;
-    reserved_ -= kRulesAfterCt;
-  }
-  if (tag == kOpCtCreate && !err && !sws_ && j.state == Job::kInstalling && !j.doomed && !j.err) {
-    submit_rules(id);
-    return;
-  }
-  if (j.pending) return;
-  if (j.state == Job::kInstalling) {
-    if (j.err) {
-      auto it = live_.find(conn_key(j.worker, j.handle));
-      const bool mine = it != live_.end() && it->second.job == static_cast<int>(id);
-      // A resource that frees by itself (EAGAIN: freed counters wait for
-      // the counter service's cycle, up to 500 ms; EBUSY: a full conntrack
-      // queue): installs pause for kBusyBackoffNs, and the connection is
-      // tried again once what was made of it is gone, up to kBusyTries
-      // times. After that, or for anything else, it stays in software
-      // (after EAGAIN/EBUSY its next packet offers it again).
-      if ((j.err == EAGAIN || j.err == EBUSY) && mine && !j.doomed && j.tries < kBusyTries) {
-        hold_until_ns_ = now_ns + kBusyBackoffNs;
-        j.retry = true;
-        it->second.job = -1;
-        ++retries_;
-      } else {
-        fail(errno_reason(j.err), "");
-        if (j.err != EAGAIN && j.err != EBUSY) t->set_no_offload(j.handle, j.orig);
-        if (mine) live_.erase(it);
-      }
-      start_remove(id, "failed", now_ns);
-      return;
+    case Fx::kSubmitCtCreate: submit_ct_create(id); break;
+    case Fx::kReserveRules: reserved_ += kRulesAfterCt; break;
+    case Fx::kReleaseRules: reserved_ -= kRulesAfterCt; break;
+    case Fx::kSubmitRules: submit_rules(id); break;
+    case Fx::kSubmitDestroyFlows: submit_destroy(id, fx.made); break;
+    case Fx::kSubmitDestroyCt: submit_destroy(id, 0); break;
+    case Fx::kSubmitQuery: submit_query(id); break;
+    case Fx::kSubmitResyncUpdate: resync_update(id); break;
+    case Fx::kQueueRemoval:
+      removals_.push_back(id);
+      pump(now_ns);
+      break;
+    case Fx::kRequeueRemoval: removals_.push_back(id); break;
+    case Fx::kHoldInstalls: hold_until_ns_ = now_ns + kBusyBackoffNs; break;
+    case Fx::kActivate:
+      j.installed_ns = now_ns;
+      j.active_pos = static_cast<uint32_t>(active_.size());
+      active_.push_back(id);
+      installed_++;
+      offloads_++;
+      if (j.life.ct_obj) offloads_aso_++;
+      break;
+    case Fx::kFold: {
+      uint64_t lh;
+      fold(j, now_ns, &lh);
+      break;
     }
-    if (j.doomed || !t->set_offloaded(j.handle, j.orig, true)) {
-      start_remove(id, j.doomed ? j.why_removed : "destroyed", now_ns);
-      return;
-    }
-    j.state = Job::kInstalled;
-    j.installed_ns = now_ns;
-    j.active_pos = static_cast<uint32_t>(active_.size());
-    active_.push_back(id);
-    installed_++;
-    offloads_++;
-    if (j.ct_obj) offloads_aso_++;
-    return;
+    case Fx::kDeactivate: deactivate(j); break;
+    case Fx::kForget:
+      j.flow[0] = j.flow[1] = nullptr;
+      j.ct = nullptr;
+      break;
+    case Fx::kFreeSlot:
+      j.used = false;
+      free_jobs_.push_back(id);
+      break;
+    default: apply_conn(j.worker, j.handle, j.orig, fx);
   }
-  if (j.state == Job::kInstalled) {  // a resync finished
-    j.resyncing = false;
-    t->resync_done(j.handle, j.orig);
-    if (j.doomed) start_remove(id, j.why_removed, now_ns);
-    return;
-  }
-  // Removing.
-  if (j.err) {
-    fail("remove_" + errno_reason(j.err), "");
-    j.err = 0;
-  }
-  if (j.made & (kMadeFlow0 | kMadeFlow1)) {
-    // A destruction failed: the rules may still be in the NIC, so the
-    // context must stay. Try again.
-    removals_.push_back(id);
-    return;
-  }
-  if (j.made & kMadeCt) {
-    submit_remove(id);  // the rules are gone: now the context
-    return;
-  }
-  finish_remove(id);
+}
+
+void RteFlowProvider::deactivate(Job& j) {
+  installed_--;
+  uint32_t last = active_.back();
+  active_[j.active_pos] = last;
+  jobs_[last].active_pos = j.active_pos;
+  active_.pop_back();
+}
+
+// The ports stopped (after flush(): nothing is left, but a connection
+// still there is forgotten, its objects gone with the ports).
+void RteFlowProvider::on_ports_stopped() {
+  if (disabled_ || !started_) return;
+  for (uint32_t id = 0; id < jobs_.size(); id++)
+    if (jobs_[id].used) deliver(id, {life::EventKind::kPortStopped}, clock());
+  for (const Req& r : pending_) deliver_free(r.worker, r.ev, life::queued(r.tries, false, sws_), {life::EventKind::kPortStopped});
+  pending_.clear();
+  retry_.clear();
 }
 
 void RteFlowProvider::fold(Job& j, uint64_t now_ns, uint64_t* last_hit) {
   *last_hit = 0;
   uint64_t pk[2] = {}, by[2] = {};
   for (int d = 0; d < 2; d++) {
-    if (!(j.made & (d ? kMadeFlow1 : kMadeFlow0))) continue;
+    if (!(j.life.made & (d ? life::kMadeFlow1 : life::kMadeFlow0))) continue;
     sub_.query_count(flow_port(j, d), j.flow[d], &pk[d], &by[d]);
     if (sws_) continue;  // no AGE on DV rules: the last hit is when the counters last moved (below)
     rte_flow_query_age qa{};

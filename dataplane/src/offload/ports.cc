@@ -37,6 +37,7 @@ void stop_ports(OffloadProvider& off, const std::vector<uint16_t>& ports) {
   const FlowApi& api = off.api();
   const std::vector<size_t> order = off.start_order(ports.size());
   for (size_t k = order.size(); k-- > 0;) api.dev_stop(api.self, ports[order[k]]);
+  off.on_ports_stopped();
 }
 
 std::string pci_firmware(const std::string& devargs, const std::string& root) {

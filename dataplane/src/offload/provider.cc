@@ -486,7 +486,7 @@ void RteFlowProvider::on_pipeline(const Pipeline& pl) {
   // Connections whose path changed leave the NIC.
   for (uint32_t id = 0; id < jobs_.size(); id++) {
     Job& j = jobs_[id];
-    if (!j.used || j.state == Job::kRemoving) continue;
+    if (!j.used || j.life.phase == life::Phase::kRemoving) continue;
     ctrack::Event e{};
     e.orig = j.orig;
     e.in_port[0] = j.conn.in_port[0];
@@ -502,10 +502,9 @@ void RteFlowProvider::on_pipeline(const Pipeline& pl) {
     };
     bool same = translate(e, &c, &why) && c.out_port[0] == j.conn.out_port[0] && c.out_port[1] == j.conn.out_port[1] &&
                 same_dir(c.dir[0], j.conn.dir[0]) && same_dir(c.dir[1], j.conn.dir[1]);
-    if (same) continue;
-    revoked_++;
-    live_.erase(conn_key(j.worker, j.handle));
-    request_remove(id, "rules changed", now);
+    life::Event le{life::EventKind::kRulesSwapped};
+    le.ok = same;
+    deliver(id, le, now);
   }
 }
 
@@ -514,9 +513,9 @@ Status RteFlowProvider::flush() {
   uint64_t now = clock();
   pending_.clear();
   retry_.clear();
-  live_.clear();
   for (uint32_t id = 0; id < jobs_.size(); id++)
-    if (jobs_[id].used) request_remove(id, "flush", now);
+    if (jobs_[id].used) deliver(id, {life::EventKind::kFlush}, now);
+  live_.clear();  // the queued ones (kFlush on kQueued: out of the live entries)
   replace_shared(true);
   for (int round = 0; round < 5000 && (sub_.in_flight() > 0 || !removals_.empty()); round++) {
     pump(clock());

@@ -1,11 +1,11 @@
 // Internal to the rte_flow provider (dataplane/src/offload/): the class and
-// its connection lifecycle (lifecycle.cc: events, install and removal
-// decisions, completions, aging, counter folding; submit.cc: which
-// operations each step of a connection asks for), apart from the
-// submission itself (submission.h: the seam's calls on either engine, the
-// operations out) and the template cache (template_cache.h); set-up,
-// domain and strategy in provider.cc; testpmd.cc prints the rules as
-// testpmd commands.
+// its connection lifecycle. What happens to a connection is decided by the
+// pure state machine (lifecycle_sm.h); lifecycle.cc finds the connection,
+// observes the facts an event carries and applies the effects; submit.cc:
+// the operations each submit effect stands for, carried out by Submission
+// (submission.h: the seam's calls on either engine, the operations out) with
+// the template cache (template_cache.h); set-up, domain and strategy in
+// provider.cc; testpmd.cc prints the rules as testpmd commands.
 #pragma once
 
 #include <netinet/in.h>
@@ -24,6 +24,7 @@
 #include "dataplane/log.h"
 #include "dataplane/offload.h"
 #include "sdn/clock.h"
+#include "lifecycle_sm.h"
 #include "submission.h"
 
 namespace dp {
@@ -113,6 +114,8 @@ class RteFlowProvider final : public OffloadProvider {
   void drain_aged(uint64_t now_ns);
   void aged_report(uintptr_t ck, uint64_t now_ns);
 
+  void on_ports_stopped() override;
+
   bool busy() const override { return sub_.in_flight() || !pending_.empty() || !removals_.empty() || !retry_.empty(); }
 
   Status flush() override;
@@ -128,30 +131,26 @@ class RteFlowProvider final : public OffloadProvider {
   static constexpr uint32_t kCtOpsMax = 1024 - 64;  // the ASO queue (mlx5.h:592), less a margin
   // A transient refusal pauses installs this long; a connection is tried
   // this often (together longer than the counter service's 500 ms cycle).
-  static constexpr uint64_t kBusyBackoffNs = 100'000'000;
-  static constexpr uint8_t kBusyTries = 10;
+  static constexpr uint64_t kBusyBackoffNs = 100'000'000;  // (tries: life::kBusyTries)
   static constexpr uint32_t kSharedTable = 64;
   static constexpr uint32_t kProbeTable = 16;  // the conntrack probe's own table (probe_ct)
   static constexpr uint32_t kRulesAfterCt = 3;  // a conntrack connection's operations after its object's create
 
+  // A slot: one connection from the submission of its first operation to
+  // its removal. Its lifecycle state (what is out, what exists in the NIC,
+  // where it stands) is `life`, moved only by life::step (lifecycle_sm.h);
+  // the rest is what the operations need and what they gave back.
   struct Job {
     bool used = false;
     unsigned worker = 0;
     uint32_t handle = 0;
     ctrack::Key orig{};
     hw::Conn conn{};
-    bool ct_obj = false;  // a conntrack object tracks it (aso)
+    life::State life{};
     rte_flow_action_conntrack prof{};  // as handed to the NIC
     rte_flow_action_conntrack qbuf{};  // a query's result lands here
-    enum State : uint8_t { kInstalling, kInstalled, kRemoving } state = kInstalling;
-    uint8_t pending = 0;  // operations not completed
-    uint8_t made = 0;     // kMadeCt | kMadeFlow0 | kMadeFlow1: what exists in the NIC
-    int err = 0;          // first failure of the current batch
-    bool doomed = false;  // remove once the operations out complete
-    bool resyncing = false;
     bool liberal = false;         // the context was written liberal (see the resync note above)
     uint64_t last_resync_ns = 0;  // when the last resync was written
-    const char* why_removed = "";
     uint64_t folded_pk[2] = {}, folded_by[2] = {};
     uint64_t installed_ns = 0;
     uint64_t moved_ns = 0;  // SWS: when its counters last moved (a fold saw them change)
@@ -160,22 +159,20 @@ class RteFlowProvider final : public OffloadProvider {
     uint32_t active_pos = 0;
     uint32_t gen = 0;  // which use of this slot (aged-flow reports name it)
     uint8_t l2_len = 14;  // the Ethernet header of its packets, VLAN tags included
-    bool retry = false;   // failed for a resource that frees by itself: offered again once removed
-    bool rules_reserved = false;  // HWS: its rules' queue room is held until its conntrack object is ready
-    uint8_t tries = 0;    // installs tried for this connection
     ctrack::Event ev{};   // the event that asked for it (for a retry)
   };
-  enum Made : uint8_t { kMadeCt = 1, kMadeFlow0 = 2, kMadeFlow1 = 4 };
+  // A completion's cookie: the job and the operation (life::Op, or the
+  // shared rules').
   enum Tag : uint8_t {
-    kOpCtCreate,
-    kOpFlow0,
-    kOpCtDir,
-    kOpFlow1,
-    kOpDelFlow0,
-    kOpDelFlow1,
-    kOpDelCt,
-    kOpQuery,
-    kOpResync,
+    kOpCtCreate = static_cast<uint8_t>(life::Op::kCtCreate),
+    kOpFlow0 = static_cast<uint8_t>(life::Op::kFlow0),
+    kOpCtDir = static_cast<uint8_t>(life::Op::kCtDir),
+    kOpFlow1 = static_cast<uint8_t>(life::Op::kFlow1),
+    kOpDelFlow0 = static_cast<uint8_t>(life::Op::kDelFlow0),
+    kOpDelFlow1 = static_cast<uint8_t>(life::Op::kDelFlow1),
+    kOpDelCt = static_cast<uint8_t>(life::Op::kDelCt),
+    kOpQuery = static_cast<uint8_t>(life::Op::kQuery),
+    kOpResync = static_cast<uint8_t>(life::Op::kResync),
     kOpShared,
   };
   // A rule's AGE context: the job, its generation and the direction.
@@ -183,6 +180,8 @@ class RteFlowProvider final : public OffloadProvider {
     return reinterpret_cast<void*>(static_cast<uintptr_t>(j.gen) << 32 | static_cast<uintptr_t>(id) << 4 | t);
   }
   static uintptr_t cookie(uint32_t job, Tag t) { return static_cast<uintptr_t>(job) << 4 | t; }
+  // A connection queued (life::Phase::kQueued): tries and translation are
+  // looked at again when its turn comes.
   struct Req {
     unsigned worker;
     ctrack::Event ev;
@@ -240,16 +239,18 @@ class RteFlowProvider final : public OffloadProvider {
 
   void resync_requested(unsigned w, const ctrack::Event& e);
 
-  void request_remove(uint32_t id, const char* why, uint64_t now_ns);
-
-  void start_remove(uint32_t id, const char* why, uint64_t now_ns);
-
-  void finish_remove(uint32_t id);
-
   void pump(uint64_t now_ns);
+  void start_next(const Req& r, uint64_t now_ns);
 
-  // An operation of the job's submitted (Submission counts all of them).
-  static void op_out(Job& j) { j.pending++; }
+  // The lifecycle: an event for a job's connection (life::step), its
+  // effects carried out in order (apply); `deliver_free` for a connection
+  // without a slot (idle or queued).
+  void deliver(uint32_t id, const life::Event& e, uint64_t now_ns);
+  void deliver_free(unsigned w, const ctrack::Event& ev, const life::State& s, const life::Event& e);
+  void apply(uint32_t id, const life::Effect& fx, uint64_t now_ns);
+  bool apply_counter(const life::Effect& fx);
+  void apply_conn(unsigned w, uint32_t handle, const ctrack::Key& orig, const life::Effect& fx);
+  void illegal(const life::State& s, const life::Event& e, life::Illegal why);
   // Conntrack operations (creates, context updates, queries) share the
   // driver's ASO work queue of 1024 per flow queue (ct-queue-depth in the
   // model): at most kCtOpsMax out at once, below it.
@@ -258,14 +259,12 @@ class RteFlowProvider final : public OffloadProvider {
     ct_ops_max_ = std::max(ct_ops_max_, ct_ops_);
   }
 
-  void submit_install(uint32_t id, uint64_t);
+  void submit_ct_create(uint32_t id);
   void submit_rules(uint32_t id);
-
-  void submit_remove(uint32_t id);
-
-  void start_resync(uint32_t id);
-
+  void submit_destroy(uint32_t id, uint8_t flows);
+  void submit_query(uint32_t id);
   void resync_update(uint32_t id);
+  void deactivate(Job& j);
 
   // The queue ports (HWS: those holding flow queues; DV: none).
   std::vector<uint16_t> queue_ports() const {
@@ -324,6 +323,7 @@ class RteFlowProvider final : public OffloadProvider {
            resyncs_liberal_ = 0, backlog_drop_ = 0, resync_deferred_ = 0, retries_ = 0;
   uint32_t ct_ops_ = 0, ct_ops_max_ = 0;
   uint64_t aged_reports_ = 0, aged_stale_ = 0, offloads_aso_ = 0;
+  ctrack::Event snap_{};  // the tracker's snapshot an event's effects use (a create's profile, a resync)
   bool transfer_ = true, aso_ = true;
   uint16_t proxy_ = 0;  // transfer: the E-Switch manager's port id (choose_domain)
   // DV software steering (dv_flow_en=1): synchronous rte_flow_validate and

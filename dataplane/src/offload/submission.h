@@ -5,7 +5,7 @@
 // next pull, so the provider's lifecycle sees one completion per operation
 // either way. A submission the driver refuses at once completes with its
 // errno. Counts the operations out; knows nothing of connections (the
-// lifecycle, lifecycle.cc, decides; this carries out). Control thread only.
+// lifecycle, lifecycle_sm.h, decides and counts them; this carries out). Control thread only.
 #pragma once
 
 #include <rte_flow.h>

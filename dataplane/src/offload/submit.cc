@@ -1,45 +1,31 @@
-// The rte_flow provider: which operations each step of a connection's
-// lifecycle submits (Submission carries them out on either engine), and
-// the shared rules of the rule tables.
+// The rte_flow provider: the operations each submit effect of a
+// connection's lifecycle (lifecycle_sm.h) stands for (Submission carries
+// them out on either engine, and the machine counts them), and the shared
+// rules of the rule tables.
 #include "provider_internal.h"
 
 namespace dp {
 
-void RteFlowProvider::submit_install(uint32_t id, uint64_t) {
+// Its conntrack object, from the tracker's snapshot start_next() took.
+// The driver's answer (a handle or none) is the machine's kSubmitted: with
+// it, DV submits the rules at once and HWS once the create has completed
+// (the driver takes a rule naming an object still WAIT_ASYNC,
+// mlx5_flow_aso.c:1753-1756, and it may go live before the context is
+// written).
+void RteFlowProvider::submit_ct_create(uint32_t id) {
   Job& j = jobs_[id];
   uint16_t cp = ct_port(j);
-  if (j.ct_obj) {
-    // Software's state now, not at the event: packets forwarded since
-    // moved the window.
-    ctrack::Event snap;
-    if (!host_.shards[j.worker]->snapshot(j.handle, j.orig, &snap)) {
-      live_.erase(conn_key(j.worker, j.handle));
-      j.used = false;
-      free_jobs_.push_back(id);
-      refuse("gone");
-      return;
-    }
-    j.prof = hw::ct_profile(snap, flow_port(j, 1));
-    rte_flow_indir_action_conf ic{};
-    ic.ingress = !transfer_;
-    ic.transfer = transfer_;
-    rte_flow_action act{RTE_FLOW_ACTION_TYPE_CONNTRACK, &j.prof};
-    op_out(j);
-    ct_op_out();
-    j.ct = sub_.ct_create(cp, ic, act, cookie(id, kOpCtCreate));
-    push_all({cp});
-    // The rules go in once the object's create has completed (complete()
-    // calls submit_rules): the driver takes a rule naming an object still
-    // WAIT_ASYNC (mlx5_flow_aso.c:1753-1756), and it may go live before the
-    // context is written. (SWS: the create has completed already.)
-    if (!j.ct) return;
-    if (!sws_) {
-      j.rules_reserved = true;  // the two rules and the direction update, submitted from complete()
-      reserved_ += kRulesAfterCt;
-      return;
-    }
-  }
-  submit_rules(id);
+  j.prof = hw::ct_profile(snap_, flow_port(j, 1));
+  rte_flow_indir_action_conf ic{};
+  ic.ingress = !transfer_;
+  ic.transfer = transfer_;
+  rte_flow_action act{RTE_FLOW_ACTION_TYPE_CONNTRACK, &j.prof};
+  ct_op_out();
+  j.ct = sub_.ct_create(cp, ic, act, cookie(id, kOpCtCreate));
+  push_all({cp});
+  life::Event le{life::EventKind::kSubmitted};
+  le.ok = j.ct != nullptr;
+  deliver(id, le, clock());
 }
 
 // A connection's two rules (and, with a conntrack object, its direction
@@ -47,54 +33,44 @@ void RteFlowProvider::submit_install(uint32_t id, uint64_t) {
 void RteFlowProvider::submit_rules(uint32_t id) {
   Job& j = jobs_[id];
   uint16_t cp = ct_port(j);
-  op_out(j);
   j.flow[0] = sub_.flow_create(hw::conn_flow(layout_, j.conn, 0, j.ct, age_cookie(j, id, kOpFlow0)), cfg_.table_size,
                                cookie(id, kOpFlow0), true);
-  if (j.ct_obj) {
+  if (j.life.ct_obj) {
     // Direction only: no WQE (mlx5_flow_hw.c:7738-7745 posts one only
     // for a state update), so not a conntrack queue operation.
     rte_flow_modify_conntrack m = hw::ct_reply_update(j.prof);
-    op_out(j);
     sub_.ct_update(cp, j.ct, m, cookie(id, kOpCtDir), true);
   }
-  op_out(j);
   j.flow[1] = sub_.flow_create(hw::conn_flow(layout_, j.conn, 1, j.ct, age_cookie(j, id, kOpFlow1)), cfg_.table_size,
                                cookie(id, kOpFlow1), true);
   push_all({cp, flow_port(j, 0), flow_port(j, 1)});
 }
 
-void RteFlowProvider::submit_remove(uint32_t id) {
+// The rules in `flows` (life::Made bits), or with none the conntrack
+// object (its rules are gone).
+void RteFlowProvider::submit_destroy(uint32_t id, uint8_t flows) {
   Job& j = jobs_[id];
-  if (j.made & (kMadeFlow0 | kMadeFlow1)) {
-    for (int d = 0; d < 2; d++) {
-      if (!(j.made & (d ? kMadeFlow1 : kMadeFlow0))) continue;
-      op_out(j);
-      sub_.flow_destroy(flow_port(j, d), j.flow[d], cookie(id, d ? kOpDelFlow1 : kOpDelFlow0), false);
-    }
+  if (!flows) {
+    sub_.ct_destroy(ct_port(j), j.ct, cookie(id, kOpDelCt));
     return;
   }
-  // The rules are gone (their destruction completed): now the context.
-  if (j.made & kMadeCt) {
-    op_out(j);
-    sub_.ct_destroy(ct_port(j), j.ct, cookie(id, kOpDelCt));
-  }
+  for (int d = 0; d < 2; d++)
+    if (flows & (d ? life::kMadeFlow1 : life::kMadeFlow0))
+      sub_.flow_destroy(flow_port(j, d), j.flow[d], cookie(id, d ? kOpDelFlow1 : kOpDelFlow0), false);
 }
 
-void RteFlowProvider::start_resync(uint32_t id) {
+void RteFlowProvider::submit_query(uint32_t id) {
   Job& j = jobs_[id];
-  j.resyncing = true;
   j.qbuf = {};
-  op_out(j);
   ct_op_out();
   sub_.ct_query(ct_port(j), j.ct, &j.qbuf, cookie(id, kOpQuery));
 }
 
-// The query came back: merge and write the context back.
+// The query came back: merge with software's state (snap_, taken at its
+// completion) and write the context back.
 void RteFlowProvider::resync_update(uint32_t id) {
   Job& j = jobs_[id];
-  ctrack::Event snap;
-  if (!host_.shards[j.worker]->snapshot(j.handle, j.orig, &snap)) return;
-  rte_flow_action_conntrack sw = hw::ct_profile(snap, flow_port(j, 1));
+  rte_flow_action_conntrack sw = hw::ct_profile(snap_, flow_port(j, 1));
   rte_flow_modify_conntrack m{};
   m.new_ct = hw::ct_merge(j.qbuf, sw);
   m.new_ct.is_original_dir = 0;
@@ -107,7 +83,6 @@ void RteFlowProvider::resync_update(uint32_t id) {
   m.new_ct.liberal_mode = j.liberal || m.new_ct.liberal_mode;
   j.last_resync_ns = now;
   j.prof = m.new_ct;
-  op_out(j);
   ct_op_out();
   sub_.ct_update(ct_port(j), j.ct, m, cookie(id, kOpResync), false);
 }

@@ -59,13 +59,13 @@ std::string RteFlowProvider::testpmd_commands() const {
   std::set<uint16_t> qports;
   for (uint32_t id = 0; id < jobs_.size(); id++) {
     const Job& j = jobs_[id];
-    if (!j.used || j.state != Job::kInstalled) continue;
-    o << "# " << j.orig.str() << (j.ct_obj ? " (conntrack object)" : " (exact rules, SYN/FIN/RST to software)") << "\n";
+    if (!j.used || !life::installed(j.life)) continue;
+    o << "# " << j.orig.str() << (j.life.ct_obj ? " (conntrack object)" : " (exact rules, SYN/FIN/RST to software)") << "\n";
     uint16_t cp = ct_port(j);
     int ind = static_cast<int>(id);
     hw::Flow f0 = hw::conn_flow(layout_, j.conn, 0, nullptr, nullptr);
     hw::Flow f1 = hw::conn_flow(layout_, j.conn, 1, nullptr, nullptr);
-    if (!j.ct_obj) {
+    if (!j.life.ct_obj) {
       // testpmd's raw_encap in an actions template (and its mask) takes the
       // data of `set raw_encap`, so its rules share it: a direction that
       // encapsulates (its own UDP source port) gets a table of its own.
@@ -133,12 +133,12 @@ std::string RteFlowProvider::testpmd_sws() const {
   for (const auto& f : hw::base_flows(layout_)) o << hw::testpmd_create(f, 0) << "   # " << f.what << "\n";
   for (uint32_t id = 0; id < jobs_.size(); id++) {
     const Job& j = jobs_[id];
-    if (!j.used || j.state != Job::kInstalled) continue;
-    o << "# " << j.orig.str() << (j.ct_obj ? " (conntrack object)" : " (exact rules, SYN/FIN/RST to software)") << "\n";
+    if (!j.used || !life::installed(j.life)) continue;
+    o << "# " << j.orig.str() << (j.life.ct_obj ? " (conntrack object)" : " (exact rules, SYN/FIN/RST to software)") << "\n";
     const int ind = static_cast<int>(id);
     hw::Flow f0 = hw::conn_flow(layout_, j.conn, 0, nullptr, nullptr);
     hw::Flow f1 = hw::conn_flow(layout_, j.conn, 1, nullptr, nullptr);
-    if (j.ct_obj) {
+    if (j.life.ct_obj) {
       const uint16_t cp = ct_port(j);
       o << hw::testpmd_ct(j.prof) << "flow indirect_action " << cp << " create action_id " << ind
         << (transfer_ ? " transfer" : " ingress") << " action conntrack / end\n";

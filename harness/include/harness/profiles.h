@@ -46,6 +46,12 @@ std::vector<std::string> scenario_names();
 std::vector<std::string> tunnel_names();
 std::vector<std::string> proto_names();
 std::vector<std::string> segmentation_names();
+// A comma-separated list of protos (sweep's --proto tcp,udp), each parsed
+// once, in order: "" with *out set, or what is wrong with it (an empty list,
+// or the bad value with the accepted ones); *out is left alone then.
+std::string parse_proto_list(std::string_view list, std::vector<Proto>* out);
+// "tcp, udp": the accepted names, for a message.
+std::string accepted(const std::vector<std::string>& names);
 
 // The dataplane config every run starts from unless given another, under
 // the source tree; a scenario with its own (Scenario::dataplane_config_for)

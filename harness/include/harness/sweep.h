@@ -26,7 +26,7 @@ namespace harness {
 struct SweepConfig {
   std::vector<int> instances{4, 16, 32};
   std::vector<int> sizes{64, 512, 1024, 1460, 4096, 8192};
-  std::vector<std::string> protos{"tcp"};
+  std::vector<Proto> protos{Proto::kTcp};
   std::vector<std::string> duts =
       dut_names_of({DutKind::kDataplane, DutKind::kOvsDpdk, DutKind::kKernelCt, DutKind::kTestpmdIo});
   int duration_s = 2;
@@ -84,7 +84,6 @@ struct Limit {
 };
 inline constexpr Limit kInstancesLimit{1, 128}, kSizesLimit{16, 65000}, kDurationLimit{1, 3600},
     kRepeatLimit{1, 100}, kWarmupLimit{0, 600}, kOmitLimit{0, 60}, kBackgroundLimit{0, 2000000}, kMtuLimit{576, 9000};
-inline const std::vector<std::string> kProtoNames = proto_names();
 
 // Loads configs/harness/*.yaml over the defaults. Errors name file, line, key.
 sdn::Status load_sweep_config(const std::string& path, SweepConfig* c);
