@@ -475,10 +475,17 @@ void RteFlowProvider::on_pipeline(const Pipeline& pl) {
   layout_.underlay = vx.port;
   memcpy(layout_.vtep, vx.local, 4);
   layout_.vxlan_port = vx.udp_port;
+  // Geneve: in the NIC under DV only (GENEVE item; none in 22.11's HWS).
+  const TunnelConfig& gn = ov[TunnelKind::kGeneve];
+  layout_.geneve = gn.on && sws_;
+  layout_.geneve_underlay = gn.port;
+  memcpy(layout_.geneve_vtep, gn.local, 4);
+  layout_.geneve_port = gn.udp_port;
   layout_.soft_decap.clear();
   for_each_tunnel([&](auto t) {
     using T = decltype(t);
-    if (ov[T::kKind].on && T::kConnDecapRefuse) layout_.soft_decap.push_back({ov[T::kKind].port, T::kConnDecapRefuse});
+    const char* why = T::kConnDecapRefuse ? T::kConnDecapRefuse : sws_ ? nullptr : T::kHwsDecapRefuse;
+    if (ov[T::kKind].on && why) layout_.soft_decap.push_back({ov[T::kKind].port, why});
   });
   rule_flows_ = hw::translate_rules(layout_, pl.rules());
   uint64_t now = clock();
