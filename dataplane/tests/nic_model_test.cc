@@ -1595,6 +1595,14 @@ TEST_F(Model, GeneveUnderDvOnlyAsTheDriverValidatesIt) {
   refused_null("hws-geneve", pt(0, {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV4),
                                     item(RTE_FLOW_ITEM_TYPE_UDP), item(RTE_FLOW_ITEM_TYPE_GENEVE, nullptr, &gm), kEnd}),
                EINVAL);
+  // HWS puts a Geneve header on (RAW_ENCAP is opaque data to it), options included.
+  std::vector<uint8_t> ghdr = geneve_frame(200, {}, 3);
+  rte_flow_action_raw_encap genc{ghdr.data(), nullptr, ghdr.size()};
+  rte_flow_action_ethdev out2{2};
+  EXPECT_NE(at(0, {act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP, &genc), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out2), kEndA},
+               {act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA}),
+            nullptr)
+      << m->last_error();
   Mlx5ModelConfig c;
   c.esw = false;
   c.dv_flow_en = 1;
