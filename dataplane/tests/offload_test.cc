@@ -1001,6 +1001,26 @@ std::vector<uint8_t> geneve_from_remote(const std::vector<uint8_t>& inner, uint8
   return f;
 }
 
+// The VM (10.0.0.1:40000) opens a connection to 198.51.100.20:80 through
+// the Geneve overlay: SYN out encapsulated (58 bytes of outer headers),
+// SYN-ACK back in Geneve without options, ACK out.
+void geneve_handshake(Rig& r) {
+  FrameSpec s = tcp(true, kSyn, 100, 0, 0);
+  s.src = "10.0.0.1";
+  s.dst = "198.51.100.20";
+  Rig::Out syn = r.pass(kIn, build_frame(s));
+  ASSERT_EQ(syn.out, kOut);
+  ASSERT_GE(syn.frame.size(), 58u + 54u);
+  FrameSpec sa = tcp(false, kSyn | kAck, 500, 101, 0, static_cast<uint16_t>(syn.frame[92] << 8 | syn.frame[93]));
+  sa.src = "198.51.100.20";
+  sa.dst = "203.0.113.7";
+  ASSERT_EQ(r.pass(kOut, geneve_from_remote(build_frame(sa))).out, kIn);
+  s.tcp_flags = kAck;
+  s.seq = 101;
+  s.ack = 501;
+  ASSERT_EQ(r.pass(kIn, build_frame(s)).out, kOut);
+}
+
 class OverlayOffloadGeneve : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(OverlayOffloadGeneve, NatAndGeneveConnectionRunsInTheNicByteForByte) {
@@ -1064,20 +1084,7 @@ TEST(OverlayOffloadGeneveHws, RefusedByName) {
   for (const char* nic : {"cx6dx-switchdev"}) {
     SCOPED_TRACE(nic);
     Rig r(with_nic(nic), overlay_geneve_yaml(), "overlay-nat-geneve.yaml");
-    FrameSpec s = tcp(true, kSyn, 100, 0, 0);
-    s.src = "10.0.0.1";
-    s.dst = "198.51.100.20";
-    Rig::Out syn = r.pass(kIn, build_frame(s));
-    ASSERT_EQ(syn.out, kOut);
-    ASSERT_GE(syn.frame.size(), 58u + 54u);
-    FrameSpec sa = tcp(false, kSyn | kAck, 500, 101, 0, static_cast<uint16_t>(syn.frame[92] << 8 | syn.frame[93]));
-    sa.src = "198.51.100.20";
-    sa.dst = "203.0.113.7";
-    ASSERT_EQ(r.pass(kOut, geneve_from_remote(build_frame(sa))).out, kIn);
-    s.tcp_flags = kAck;
-    s.seq = 101;
-    s.ack = 501;
-    ASSERT_EQ(r.pass(kIn, build_frame(s)).out, kOut);
+    geneve_handshake(r);
     r.settle();
     EXPECT_EQ(r.stat("offloads"), 0u);
     EXPECT_GE(r.stat("refused_Geneve_decap__no_GENEVE_item_in_22_11_hardware_steering"), 1u);
@@ -1094,19 +1101,7 @@ TEST(OverlayOffloadGeneveHws, RefusedByName) {
 TEST(Testpmd, GeneveCommandsParseInDpdkTestpmd) {
   if (access("/usr/bin/dpdk-testpmd", X_OK) != 0) GTEST_SKIP() << "no dpdk-testpmd (package dpdk-dev)";
   Rig r(with_nic("cx6dx-legacy-fw22.31"), overlay_geneve_yaml(), "overlay-nat-geneve.yaml");
-  FrameSpec s = tcp(true, kSyn, 100, 0, 0);
-  s.src = "10.0.0.1";
-  s.dst = "198.51.100.20";
-  Rig::Out syn = r.pass(kIn, build_frame(s));
-  ASSERT_GE(syn.frame.size(), 58u + 54u);
-  FrameSpec sa = tcp(false, kSyn | kAck, 500, 101, 0, static_cast<uint16_t>(syn.frame[92] << 8 | syn.frame[93]));
-  sa.src = "198.51.100.20";
-  sa.dst = "203.0.113.7";
-  ASSERT_EQ(r.pass(kOut, geneve_from_remote(build_frame(sa))).out, kIn);
-  s.tcp_flags = kAck;
-  s.seq = 101;
-  s.ack = 501;
-  ASSERT_EQ(r.pass(kIn, build_frame(s)).out, kOut);
+  geneve_handshake(r);
   r.settle();
   ASSERT_EQ(r.stat("installed"), 1u) << r.nic_model().last_error();
   const std::string all = r.off->testpmd_commands();

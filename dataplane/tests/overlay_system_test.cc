@@ -253,6 +253,49 @@ TEST_F(OverlayGeneve, PingThroughTheTunnel) {
   expect_no_geneve_drops(st);
 }
 
+// Geneve in the emulated NIC where 22.11 allows it: a card on DV software
+// steering (cx6dx-legacy-fw22.31). The kernel's geneve device sends no
+// options, so the NIC decapsulates the replies, translates and
+// encapsulates (Geneve) both ways after each handshake. The userspace VTEP
+// sends an option on every frame: those stay software's (the NIC matches
+// Opt Len 0 only), so the test is skipped there.
+class OverlayGeneveOffload : public OverlayGeneve {
+ protected:
+  static void SetUpTestSuite() {
+    offload = "provider: emulated\n  nic: cx6dx-legacy-fw22.31\n  table_size: 4\n  age_s: 2\n  latency_us: 50";
+    OverlayGeneve::SetUpTestSuite();
+  }
+};
+
+TEST_F(OverlayGeneveOffload, IperfRunsAreHandledByTheNicUnderDv) {
+  if (vtep.userspace) GTEST_SKIP() << "the userspace VTEP sends an option on every frame: software's";
+  EXPECT_EQ(off("engine_sws"), 1) << ctl("stats");
+  EXPECT_EQ(off("rules_jump_ct"), 2) << "both table-0 ct() rules, Geneve's included, are in the NIC\n" << ctl("stats");
+  const long long rewritten0 = off("nic_rewritten");
+  for (int i = 0; i < 5; i++) {
+    SpawnOptions o;
+    o.ns = server;
+    o.stdout_path = "/dev/null";
+    o.stderr_path = "=stdout";
+    auto srv = Process::spawn({"iperf3", "-s", "-1", "-B", "198.51.100.20", "-p", "5303"}, o);
+    ASSERT_TRUE(srv.ok()) << srv.message();
+    std::this_thread::sleep_for(300ms);
+    const long long nic0 = off("nic_forwarded"), sw0 = sw_rx();
+    auto r = run_capture({"iperf3", "-c", "198.51.100.20", "-p", "5303", "-t", "2", "-J"}, client, 40s);
+    ASSERT_TRUE(r.ok()) << r.message();
+    ASSERT_EQ(r->output.find("\"error\""), std::string::npos) << r->output.substr(0, 2000);
+    srv->wait(5s);
+    const long long nic = off("nic_forwarded") - nic0, sw = sw_rx() - sw0;
+    printf("[ geneve offload ] run %d: NIC %lld, software %lld\n", i + 1, nic, sw);
+    EXPECT_GT(static_cast<double>(nic) / static_cast<double>(nic + sw), 0.9) << ctl("stats");
+    ASSERT_EQ(wait_off("installed", 0), 0);
+  }
+  EXPECT_GT(off("nic_rewritten") - rewritten0, 1000) << ctl("stats");
+  const std::string st = ctl("stats");
+  EXPECT_EQ(stat(st, "vxlan_decap"), 0) << st;
+  expect_no_geneve_drops(st);
+}
+
 // Issue 22: the same with the emulated NIC: every connection of short
 // iperf3 runs (the VM to the server behind the tunnel) runs in the NIC,
 // decapsulated, translated and encapsulated there, after its handshake.

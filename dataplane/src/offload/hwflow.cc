@@ -195,16 +195,21 @@ namespace {
 // The outer headers a decapsulating rule matches: VXLAN VNI `vni` to this
 // host's VTEP on its UDP port, the I flag set, from any remote VTEP (as
 // software decapsulates).
-void vxlan_items(Flow& f, const Layout& l, uint32_t vni) {
+// ETH / IPv4 to `vtep` / UDP to `port`: a tunnel's outer headers.
+void tunnel_outer(Flow& f, const uint8_t vtep[4], uint16_t port) {
   f.item(RTE_FLOW_ITEM_TYPE_ETH);
   rte_flow_item_ipv4 s{}, m{};
-  memcpy(&s.hdr.dst_addr, l.vtep, 4);
+  memcpy(&s.hdr.dst_addr, vtep, 4);
   m.hdr.dst_addr = 0xFFFFFFFFu;
   f.item(RTE_FLOW_ITEM_TYPE_IPV4, s, m);
   rte_flow_item_udp us{}, um{};
-  us.hdr.dst_port = htons(l.vxlan_port);
+  us.hdr.dst_port = htons(port);
   um.hdr.dst_port = 0xFFFF;
   f.item(RTE_FLOW_ITEM_TYPE_UDP, us, um);
+}
+
+void vxlan_items(Flow& f, const Layout& l, uint32_t vni) {
+  tunnel_outer(f, l.vtep, l.vxlan_port);
   rte_flow_item_vxlan vs{}, vm{};
   vs.flags = vm.flags = 0x08;
   vs.vni[0] = static_cast<uint8_t>(vni >> 16);
@@ -221,15 +226,7 @@ void vxlan_items(Flow& f, const Layout& l, uint32_t vni) {
 // and control messages, which it drops, miss to software), an Ethernet
 // payload (protocol 0x6558).
 void geneve_items(Flow& f, const Layout& l, uint32_t vni) {
-  f.item(RTE_FLOW_ITEM_TYPE_ETH);
-  rte_flow_item_ipv4 s{}, m{};
-  memcpy(&s.hdr.dst_addr, l.geneve_vtep, 4);
-  m.hdr.dst_addr = 0xFFFFFFFFu;
-  f.item(RTE_FLOW_ITEM_TYPE_IPV4, s, m);
-  rte_flow_item_udp us{}, um{};
-  us.hdr.dst_port = htons(l.geneve_port);
-  um.hdr.dst_port = 0xFFFF;
-  f.item(RTE_FLOW_ITEM_TYPE_UDP, us, um);
+  tunnel_outer(f, l.geneve_vtep, l.geneve_port);
   rte_flow_item_geneve gs{}, gm{};
   gm.ver_opt_len_o_c_rsvd0 = htons(0x3F80);  // Opt Len and O: 0
   gs.protocol = htons(0x6558);
