@@ -988,11 +988,12 @@ std::string overlay_geneve_yaml() {
 
 // The remote VTEP's Geneve (VNI 100, 192.0.2.2 -> 192.0.2.1) around
 // `inner`, with one option of `opt_data` bytes (none: no option).
-std::vector<uint8_t> geneve_from_remote(const std::vector<uint8_t>& inner, uint8_t opt_data = 0, uint8_t type = 0x01) {
+std::vector<uint8_t> geneve_from_remote(const std::vector<uint8_t>& inner, uint8_t opt_data = 0, uint8_t type = 0x01,
+                                        uint16_t dport = 6081) {
   const uint8_t dmac[6] = {2, 0, 0, 0, 1, 1}, smac[6] = {2, 0, 0, 0, 2, 2}, src[4] = {192, 0, 2, 2},
                 dst[4] = {192, 0, 2, 1}, data[8] = {0, 1, 0, 2};
   const net::GeneveOption o{0x0102, type, data, opt_data};
-  net::GeneveOuter g{dmac, smac, src, dst, 100, 51000};
+  net::GeneveOuter g{dmac, smac, src, dst, 100, 51000, dport};
   g.opts = opt_data ? &o : nullptr;
   g.n_opts = opt_data ? 1 : 0;
   std::vector<uint8_t> f(net::geneve_outer_v4_len(g));
@@ -1069,6 +1070,32 @@ TEST_P(OverlayOffloadGeneve, NatAndGeneveConnectionRunsInTheNicByteForByte) {
   const Rig::Out crit = r.pass(kOut, geneve_from_remote(server(kAck | kPsh, 711, 401, 10, xport), 4, 0x81));
   EXPECT_FALSE(crit.nic_model());
   EXPECT_EQ(crit.out, -1) << "an unknown critical option: software drops it";
+}
+
+// Under DV too, Geneve on another UDP port than 6081 (the NIC's parser's)
+// stays in software, by name.
+TEST(OverlayOffloadGeneveDv, OtherUdpPortRefusedByName) {
+  std::string y = overlay_geneve_yaml();
+  y.replace(y.find("udp_port: 6081"), 14, "udp_port: 7081");
+  Rig r(with_nic("cx6dx-legacy-fw22.31"), y, "overlay-nat-geneve.yaml");
+  FrameSpec s = tcp(true, kSyn, 100, 0, 0);
+  s.src = "10.0.0.1";
+  s.dst = "198.51.100.20";
+  Rig::Out syn = r.pass(kIn, build_frame(s));
+  ASSERT_GE(syn.frame.size(), 58u + 54u);
+  EXPECT_EQ(syn.frame[36] << 8 | syn.frame[37], 7081);
+  FrameSpec sa = tcp(false, kSyn | kAck, 500, 101, 0, static_cast<uint16_t>(syn.frame[92] << 8 | syn.frame[93]));
+  sa.src = "198.51.100.20";
+  sa.dst = "203.0.113.7";
+  ASSERT_EQ(r.pass(kOut, geneve_from_remote(build_frame(sa), 0, 0, 7081)).out, kIn);
+  s.tcp_flags = kAck;
+  s.seq = 101;
+  s.ack = 501;
+  ASSERT_EQ(r.pass(kIn, build_frame(s)).out, kOut);
+  r.settle();
+  EXPECT_EQ(r.stat("offloads"), 0u);
+  EXPECT_GE(r.stat("refused_Geneve_decap__not_on_UDP_6081__the_port_the_NIC_s_parser_takes"), 1u);
+  EXPECT_EQ(r.stat("rules_jump_ct"), 1u) << "the tun_id rule stays in software";
 }
 
 INSTANTIATE_TEST_SUITE_P(DvProfiles, OverlayOffloadGeneve,
