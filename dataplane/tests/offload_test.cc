@@ -1005,17 +1005,19 @@ std::vector<uint8_t> geneve_from_remote(const std::vector<uint8_t>& inner, uint8
 // The VM (10.0.0.1:40000) opens a connection to 198.51.100.20:80 through
 // the Geneve overlay: SYN out encapsulated (58 bytes of outer headers),
 // SYN-ACK back in Geneve without options, ACK out.
-void geneve_handshake(Rig& r) {
+// `dport`: the Geneve UDP port both ways.
+void geneve_handshake(Rig& r, uint16_t dport = 6081) {
   FrameSpec s = tcp(true, kSyn, 100, 0, 0);
   s.src = "10.0.0.1";
   s.dst = "198.51.100.20";
   Rig::Out syn = r.pass(kIn, build_frame(s));
   ASSERT_EQ(syn.out, kOut);
   ASSERT_GE(syn.frame.size(), 58u + 54u);
+  EXPECT_EQ(syn.frame[36] << 8 | syn.frame[37], dport);
   FrameSpec sa = tcp(false, kSyn | kAck, 500, 101, 0, static_cast<uint16_t>(syn.frame[92] << 8 | syn.frame[93]));
   sa.src = "198.51.100.20";
   sa.dst = "203.0.113.7";
-  ASSERT_EQ(r.pass(kOut, geneve_from_remote(build_frame(sa))).out, kIn);
+  ASSERT_EQ(r.pass(kOut, geneve_from_remote(build_frame(sa), 0, 0, dport)).out, kIn);
   s.tcp_flags = kAck;
   s.seq = 101;
   s.ack = 501;
@@ -1078,20 +1080,7 @@ TEST(OverlayOffloadGeneveDv, OtherUdpPortRefusedByName) {
   std::string y = overlay_geneve_yaml();
   y.replace(y.find("udp_port: 6081"), 14, "udp_port: 7081");
   Rig r(with_nic("cx6dx-legacy-fw22.31"), y, "overlay-nat-geneve.yaml");
-  FrameSpec s = tcp(true, kSyn, 100, 0, 0);
-  s.src = "10.0.0.1";
-  s.dst = "198.51.100.20";
-  Rig::Out syn = r.pass(kIn, build_frame(s));
-  ASSERT_GE(syn.frame.size(), 58u + 54u);
-  EXPECT_EQ(syn.frame[36] << 8 | syn.frame[37], 7081);
-  FrameSpec sa = tcp(false, kSyn | kAck, 500, 101, 0, static_cast<uint16_t>(syn.frame[92] << 8 | syn.frame[93]));
-  sa.src = "198.51.100.20";
-  sa.dst = "203.0.113.7";
-  ASSERT_EQ(r.pass(kOut, geneve_from_remote(build_frame(sa), 0, 0, 7081)).out, kIn);
-  s.tcp_flags = kAck;
-  s.seq = 101;
-  s.ack = 501;
-  ASSERT_EQ(r.pass(kIn, build_frame(s)).out, kOut);
+  geneve_handshake(r, 7081);
   r.settle();
   EXPECT_EQ(r.stat("offloads"), 0u);
   EXPECT_GE(r.stat("refused_Geneve_decap__not_on_UDP_6081__the_port_the_NIC_s_parser_takes"), 1u);
