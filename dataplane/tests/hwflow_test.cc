@@ -194,6 +194,48 @@ TEST(ConnFlow, UdpOutputsDirectlyWithoutConntrack) {
   EXPECT_EQ(f.find_action(RTE_FLOW_ACTION_TYPE_INDIRECT), nullptr);
 }
 
+// Geneve under DV: the connection's reply arrives in Geneve VNI 100 to
+// the layout's VTEP: matched by the GENEVE item (VNI, protocol 0x6558,
+// Opt Len and O zero under mask 0x3f80) after the outer headers to UDP
+// 6081, and decapsulated by RAW_DECAP (DV's VXLAN_DECAP wants a VXLAN item).
+TEST(ConnFlow, GeneveDecapIsTheGeneveItemAndRawDecap) {
+  Layout l = layout(true);
+  l.age_action = false;
+  l.geneve = true;
+  l.geneve_underlay = 1;
+  memcpy(l.geneve_vtep, "\xc0\x00\x02\x01", 4);
+  ctrack::Key k = key4("10.0.0.1", "10.0.0.2", 5353, 53, IPPROTO_UDP);
+  Conn c{k, {0, 1}, {1, 0}};
+  c.dir[1].vni = 100;
+  c.dir[1].geneve = true;
+  Flow f = conn_flow(l, c, 1, nullptr, nullptr);
+  ASSERT_EQ(item_types(f),
+            (std::vector<rte_flow_item_type>{RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT, RTE_FLOW_ITEM_TYPE_ETH,
+                                             RTE_FLOW_ITEM_TYPE_IPV4, RTE_FLOW_ITEM_TYPE_UDP,
+                                             RTE_FLOW_ITEM_TYPE_GENEVE, RTE_FLOW_ITEM_TYPE_ETH,
+                                             RTE_FLOW_ITEM_TYPE_IPV4, RTE_FLOW_ITEM_TYPE_UDP, RTE_FLOW_ITEM_TYPE_END}));
+  EXPECT_EQ(spec_of<rte_flow_item_ipv4>(f.pattern[2]).hdr.dst_addr, inet_addr("192.0.2.1"));
+  EXPECT_EQ(spec_of<rte_flow_item_udp>(f.pattern[3]).hdr.dst_port, htons(6081));
+  const auto& g = spec_of<rte_flow_item_geneve>(f.pattern[4]);
+  const auto& gm = mask_of<rte_flow_item_geneve>(f.pattern[4]);
+  EXPECT_EQ(g.vni[2], 100);
+  EXPECT_EQ(gm.vni[0] & gm.vni[1] & gm.vni[2], 0xFF);
+  EXPECT_EQ(g.protocol, htons(0x6558));
+  EXPECT_EQ(gm.protocol, 0xFFFF);
+  EXPECT_EQ(g.ver_opt_len_o_c_rsvd0, 0);
+  EXPECT_EQ(gm.ver_opt_len_o_c_rsvd0, htons(0x3F80));
+  EXPECT_NE(f.find_action(RTE_FLOW_ACTION_TYPE_RAW_DECAP), nullptr);
+  EXPECT_EQ(f.find_action(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP), nullptr);
+  const std::string t = testpmd_create(f, 0);
+  EXPECT_NE(t.find("# the rule's GENEVE item also matches O = 0"), std::string::npos) << t;
+  EXPECT_NE(t.find(" geneve vni spec 100 protocol spec 0x6558 optlen spec 0 /"), std::string::npos) << t;
+  EXPECT_NE(t.find(" raw_decap /"), std::string::npos) << t;
+  c.dir[1].geneve = false;  // VXLAN: as before
+  Flow v = conn_flow(l, c, 1, nullptr, nullptr);
+  EXPECT_NE(v.find_item(RTE_FLOW_ITEM_TYPE_VXLAN), nullptr);
+  EXPECT_NE(v.find_action(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP), nullptr);
+}
+
 TEST(ConnFlow, Ipv6MasksAllSixteenBytes) {
   Layout l = layout(true);
   ctrack::Key k{};
@@ -428,6 +470,54 @@ TEST(TranslateRules, TunIdRulesThatDecideOnlyWhereTheFlagsAreMatched) {
     ASSERT_EQ(jump.size(), 1u);
     EXPECT_EQ(jump[0].tier, Tier::kJumpCt) << jump[0].why;
   }
+}
+
+// Geneve's tun_id rules: under DV a flow per tunnel the NIC decapsulates
+// on the port (the GENEVE item), only as a jump to the connection group
+// (DV cannot match Geneve's version); another rule that may see the
+// underlay stays in software; a Geneve port other than 6081, and HWS
+// (Geneve in soft_decap), keep them there by name.
+TEST(TranslateRules, GeneveTunIdRules) {
+  const std::string y = R"Y(  0:
+    - {priority: 90, match: "in_port=outside,tun_id=100,eth_type=ipv4,ip_proto=udp,tp_dst=53", actions: "drop"}
+    - {priority: 80, match: "in_port=outside,tun_id=100,eth_type=ipv4", actions: "ct(table=1)"}
+    - {priority: 70, match: "in_port=outside,eth_type=ipv4", actions: "ct(table=1)"}
+  1:
+    - {priority: 0, match: "", actions: "drop"}
+)Y";
+  Layout l = layout(true);
+  l.vxlan_flags = false;  // DV
+  l.geneve = true;
+  l.geneve_underlay = 1;
+  auto rf = translate_rules(l, rules_of(y));
+  ASSERT_EQ(rf.size(), 3u);
+  EXPECT_EQ(rf[0].tier, Tier::kSoftware);
+  EXPECT_NE(rf[0].why.find("cannot match Geneve's version"), std::string::npos) << rf[0].why;
+  EXPECT_EQ(rf[2].tier, Tier::kSoftware);
+  EXPECT_NE(rf[2].why.find("may match Geneve frames"), std::string::npos) << rf[2].why;
+  auto jump = translate_rules(l, rules_of("  0:\n" + y.substr(y.find("    - {priority: 80"))));
+  ASSERT_EQ(jump.size(), 2u);
+  ASSERT_EQ(jump[0].tier, Tier::kJumpCt) << jump[0].why;
+  ASSERT_EQ(jump[0].flows.size(), 1u);
+  EXPECT_NE(jump[0].flows[0].find_item(RTE_FLOW_ITEM_TYPE_GENEVE), nullptr);
+  EXPECT_EQ(jump[0].flows[0].find_item(RTE_FLOW_ITEM_TYPE_VXLAN), nullptr);
+  l.vxlan = true;  // both tunnels on the one underlay: a flow each
+  l.underlay = 1;
+  jump = translate_rules(l, rules_of("  0:\n" + y.substr(y.find("    - {priority: 80"))));
+  ASSERT_EQ(jump[0].flows.size(), 2u) << jump[0].why;
+  EXPECT_NE(jump[0].flows[0].find_item(RTE_FLOW_ITEM_TYPE_VXLAN), nullptr);
+  EXPECT_NE(jump[0].flows[1].find_item(RTE_FLOW_ITEM_TYPE_GENEVE), nullptr);
+  l.vxlan = false;
+  l.geneve_port = 6082;
+  jump = translate_rules(l, rules_of("  0:\n" + y.substr(y.find("    - {priority: 80"))));
+  EXPECT_NE(jump[0].why.find("Geneve on UDP port 6082"), std::string::npos) << jump[0].why;
+  // HWS: no GENEVE item; software decapsulates.
+  Layout h = layout(true);
+  h.soft_decap.push_back({1, "Geneve decap: no GENEVE item in 22.11 hardware steering"});
+  rf = translate_rules(h, rules_of(y));
+  EXPECT_EQ(rf[1].tier, Tier::kSoftware);
+  EXPECT_EQ(rf[1].why, "tun_id: Geneve decap: no GENEVE item in 22.11 hardware steering");
+  EXPECT_NE(rf[2].why.find("which software decapsulates first"), std::string::npos) << rf[2].why;
 }
 
 TEST(TranslateRules, RefusalsNameTheField) {

@@ -15,6 +15,7 @@
 
 #include "ctrack/frame.h"
 #include "dataplane/nic_model.h"
+#include "net/geneve.h"
 #include "test_main.h"
 
 namespace dp {
@@ -1561,6 +1562,160 @@ TEST_F(Model, DvValidatesEachRuleItself) {
   rte_flow_action to_queue[] = {act(RTE_FLOW_ACTION_TYPE_QUEUE, &q0), kEndA};
   refused("dv-fate", a().validate(a().self, 0, &fdb, tcp5, to_queue, &err), ENOTSUP);
   EXPECT_EQ(a().validate(a().self, 0, &fdb, tcp5, drop, &err), 0) << m->last_error();
+}
+
+// Geneve: 22.11 matches it under DV software steering only (GENEVE item,
+// mlx5_flow_validate_item_geneve), with the firmware's caps; HWS has no
+// GENEVE item. Each refusal by its rule, then the data side: DV decaps a
+// Geneve frame without options (Opt Len and O matched 0) and puts a
+// Geneve header with options on, byte for byte net::put_geneve_outer_v4's.
+namespace {
+// A Geneve frame (192.0.2.2 -> 192.0.2.1, UDP 6081) around a TCP frame.
+std::vector<uint8_t> geneve_frame(uint32_t vni, const std::vector<uint8_t>& inner, uint8_t opt_words = 0,
+                                  bool oam = false) {
+  const uint8_t dmac[6] = {2, 0, 0, 0, 1, 1}, smac[6] = {2, 0, 0, 0, 2, 2}, src[4] = {192, 0, 2, 2},
+                dst[4] = {192, 0, 2, 1};
+  static const uint8_t data[124] = {1, 2, 3, 4};
+  net::GeneveOption o{0x0102, 0x01, data, static_cast<uint8_t>(opt_words ? 4 * (opt_words - 1) : 0)};
+  net::GeneveOuter g{dmac, smac, src, dst, vni, 51000};
+  g.opts = opt_words ? &o : nullptr;
+  g.n_opts = opt_words ? 1 : 0;
+  g.oam = oam;
+  std::vector<uint8_t> f(net::geneve_outer_v4_len(g));
+  net::put_geneve_outer_v4(f.data(), g, static_cast<uint32_t>(inner.size()));
+  f.insert(f.end(), inner.begin(), inner.end());
+  return f;
+}
+}  // namespace
+
+TEST_F(Model, GeneveUnderDvOnlyAsTheDriverValidatesIt) {
+  up();
+  rte_flow_item_geneve gm{};
+  gm.vni[0] = gm.vni[1] = gm.vni[2] = 0xFF;
+  refused_null("hws-geneve", pt(0, {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV4),
+                                    item(RTE_FLOW_ITEM_TYPE_UDP), item(RTE_FLOW_ITEM_TYPE_GENEVE, nullptr, &gm), kEnd}),
+               EINVAL);
+  // HWS puts a Geneve header on (RAW_ENCAP is opaque data to it), options included.
+  std::vector<uint8_t> ghdr = geneve_frame(200, {}, 3);
+  rte_flow_action_raw_encap genc{ghdr.data(), nullptr, ghdr.size()};
+  rte_flow_action_ethdev out2{2};
+  EXPECT_NE(at(0, {act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP, &genc), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT, &out2), kEndA},
+               {act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP), act(RTE_FLOW_ACTION_TYPE_REPRESENTED_PORT), kEndA}),
+            nullptr)
+      << m->last_error();
+  Mlx5ModelConfig c;
+  c.esw = false;
+  c.dv_flow_en = 1;
+  c.limits.geneve_rx = false;
+  make_with(c);
+  ASSERT_EQ(start(0), 0) << m->last_error();
+  rte_flow_attr g1{};
+  g1.ingress = 1;
+  g1.group = 1;
+  rte_flow_item_ipv4 o4{}, o4m{};
+  o4.hdr.dst_addr = htonl(0xC0000201);
+  o4m.hdr.dst_addr = 0xFFFFFFFF;
+  rte_flow_item_udp u{}, um{};
+  u.hdr.dst_port = htons(6081);
+  um.hdr.dst_port = 0xFFFF;
+  rte_flow_item_geneve gs{};
+  gs.protocol = htons(0x6558);
+  gs.vni[2] = 100;
+  gm.protocol = 0xFFFF;
+  gm.ver_opt_len_o_c_rsvd0 = htons(0x3F80);
+  rte_flow_item pat[] = {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV4, &o4, &o4m),
+                         item(RTE_FLOW_ITEM_TYPE_UDP, &u, &um), item(RTE_FLOW_ITEM_TYPE_GENEVE, &gs, &gm),
+                         item(RTE_FLOW_ITEM_TYPE_ETH), kEnd};
+  rte_flow_action_mark seven{7};
+  rte_flow_action_queue q0{0};
+  rte_flow_action decap[] = {act(RTE_FLOW_ACTION_TYPE_MARK, &seven), act(RTE_FLOW_ACTION_TYPE_RAW_DECAP),
+                             act(RTE_FLOW_ACTION_TYPE_QUEUE, &q0), kEndA};
+  refused("dv-geneve-caps", a().validate(a().self, 0, &g1, pat, decap, &err), ENOTSUP);
+  c.limits.geneve_rx = true;
+  make_with(c);
+  ASSERT_EQ(start(0), 0) << m->last_error();
+  EXPECT_EQ(a().validate(a().self, 0, &g1, pat, decap, &err), 0) << m->last_error();
+  // The item as mlx5_flow_validate_item_geneve checks it.
+  gm.ver_opt_len_o_c_rsvd0 = htons(0x3FC0);  // the C bit is not in the NIC's mask
+  refused("dv-geneve-item", a().validate(a().self, 0, &g1, pat, decap, &err), ENOTSUP);
+  gm.ver_opt_len_o_c_rsvd0 = htons(0x3F80);
+  gs.ver_opt_len_o_c_rsvd0 = htons(0x4000);  // version 1 in the spec
+  refused("dv-geneve-item", a().validate(a().self, 0, &g1, pat, decap, &err), ENOTSUP);
+  gs.ver_opt_len_o_c_rsvd0 = htons(15 << 8);  // Opt Len 15 words: past 14 without geneve_max_opt_len
+  refused("dv-geneve-item", a().validate(a().self, 0, &g1, pat, decap, &err), ENOTSUP);
+  gs.ver_opt_len_o_c_rsvd0 = 0;
+  rte_flow_item no_udp[] = {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV4, &o4, &o4m),
+                            item(RTE_FLOW_ITEM_TYPE_GENEVE, &gs, &gm), kEnd};
+  refused("dv-geneve-item", a().validate(a().self, 0, &g1, no_udp, decap, &err), EINVAL);
+  rte_flow_item_vxlan vm{};
+  rte_flow_item two[] = {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV4, &o4, &o4m),
+                         item(RTE_FLOW_ITEM_TYPE_UDP, &u, &um), item(RTE_FLOW_ITEM_TYPE_VXLAN, &vm, &vm),
+                         item(RTE_FLOW_ITEM_TYPE_GENEVE, &gs, &gm), kEnd};
+  refused("dv-geneve-item", a().validate(a().self, 0, &g1, two, decap, &err), ENOTSUP);
+  rte_flow_item_geneve_opt os{};
+  os.option_class = htons(0x0102);
+  os.option_len = 1;
+  rte_flow_item opt[] = {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV4, &o4, &o4m),
+                         item(RTE_FLOW_ITEM_TYPE_UDP, &u, &um), item(RTE_FLOW_ITEM_TYPE_GENEVE, &gs, &gm),
+                         item(RTE_FLOW_ITEM_TYPE_GENEVE_OPT, &os), kEnd};
+  refused("dv-geneve-opt", a().validate(a().self, 0, &g1, opt, decap, &err), ENOTSUP);
+  // The decap as flow_dv_validate_action_decap checks it.
+  rte_flow_action vx_decap[] = {act(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP), act(RTE_FLOW_ACTION_TYPE_QUEUE, &q0), kEndA};
+  refused("dv-decap", a().validate(a().self, 0, &g1, pat, vx_decap, &err), ENOTSUP);
+  rte_flow_action two_decaps[] = {act(RTE_FLOW_ACTION_TYPE_RAW_DECAP), act(RTE_FLOW_ACTION_TYPE_RAW_DECAP),
+                                  act(RTE_FLOW_ACTION_TYPE_QUEUE, &q0), kEndA};
+  refused("dv-decap", a().validate(a().self, 0, &g1, pat, two_decaps, &err), ENOTSUP);
+  const uint8_t ip[4] = {10, 0, 0, 9};
+  rte_flow_action_modify_field mf = set_value(RTE_FLOW_FIELD_IPV4_SRC, ip, 4);
+  rte_flow_action mod_decap[] = {act(RTE_FLOW_ACTION_TYPE_MODIFY_FIELD, &mf), act(RTE_FLOW_ACTION_TYPE_RAW_DECAP),
+                                 act(RTE_FLOW_ACTION_TYPE_QUEUE, &q0), kEndA};
+  refused("dv-decap", a().validate(a().self, 0, &g1, pat, mod_decap, &err), EINVAL);
+  // The encap as flow_dv_validate_action_raw_encap_decap checks it.
+  rte_flow_item tcp[] = {item(RTE_FLOW_ITEM_TYPE_ETH), item(RTE_FLOW_ITEM_TYPE_IPV4), item(RTE_FLOW_ITEM_TYPE_TCP),
+                         kEnd};
+  const std::vector<uint8_t> inner = ctrack::build_frame(ctrack::FrameSpec{});
+  std::vector<uint8_t> hdr = geneve_frame(200, {}, 3);  // 50 + 12 bytes of one option
+  uint8_t big[140] = {};
+  for (auto [data, size, want] : {std::tuple<uint8_t*, size_t, int>{hdr.data(), 20, ENOTSUP},
+                                  {big, sizeof big, ENOTSUP}, {nullptr, 62, EINVAL}}) {
+    rte_flow_action_raw_encap e{data, nullptr, size};
+    rte_flow_action enc[] = {act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP, &e), act(RTE_FLOW_ACTION_TYPE_QUEUE, &q0), kEndA};
+    refused("dv-raw-encap", a().validate(a().self, 0, &g1, tcp, enc, &err), want);
+  }
+  // Data: the decap rule, and an encap rule for the inner TCP frame.
+  ASSERT_NE(a().create(a().self, 0, &g1, pat, decap, &err), nullptr) << m->last_error();
+  rte_flow_action_raw_encap enc{hdr.data(), nullptr, hdr.size()};
+  rte_flow_action_mark eight{8};
+  rte_flow_action encap[] = {act(RTE_FLOW_ACTION_TYPE_MARK, &eight), act(RTE_FLOW_ACTION_TYPE_RAW_ENCAP, &enc),
+                             act(RTE_FLOW_ACTION_TYPE_QUEUE, &q0), kEndA};
+  ASSERT_NE(a().create(a().self, 0, &g1, tcp, encap, &err), nullptr) << m->last_error();
+  rte_flow_attr root{};
+  root.ingress = 1;
+  rte_flow_item any[] = {item(RTE_FLOW_ITEM_TYPE_ETH), kEnd};
+  rte_flow_action_jump to1{1};
+  rte_flow_action jump[] = {act(RTE_FLOW_ACTION_TYPE_JUMP, &to1), kEndA};
+  ASSERT_NE(a().create(a().self, 0, &root, any, jump, &err), nullptr) << m->last_error();
+  settle();
+  auto run = [&](std::vector<uint8_t> f, std::vector<uint8_t>* out) {
+    std::vector<uint8_t> buf(256 + f.size());
+    memcpy(buf.data() + 256, f.data(), f.size());
+    PacketIn in{buf.data() + 256, static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()), 0, false, 0};
+    in.headroom = 256;
+    int16_t o = m->rx(0, in, now);
+    if (out) out->assign(in.data, in.data + in.len);
+    return o == kNicMiss && in.has_mark ? static_cast<int>(in.mark) : -1;
+  };
+  std::vector<uint8_t> got;
+  EXPECT_EQ(run(geneve_frame(100, inner), &got), 7);
+  EXPECT_EQ(got, inner) << "decapsulated";
+  // Not the decap rule's (a miss in group 1, which drops): options, a
+  // control message, another VNI.
+  EXPECT_EQ(run(geneve_frame(100, inner, 2), &got), -1);
+  EXPECT_EQ(run(geneve_frame(100, inner, 0, true), &got), -1);
+  EXPECT_EQ(run(geneve_frame(200, inner), &got), -1);
+  EXPECT_EQ(run(inner, &got), 8);
+  std::vector<uint8_t> want = geneve_frame(200, inner, 3);
+  EXPECT_EQ(got, want) << "the header as given, lengths and checksum by the device";
 }
 
 // Last: every rule the model names has a test above.

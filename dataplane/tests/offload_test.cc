@@ -27,6 +27,7 @@
 #include "dataplane/nic_model.h"
 #include "dataplane/offload.h"
 #include "dataplane/pipeline.h"
+#include "net/geneve.h"
 #include "test_main.h"
 
 namespace dp {
@@ -177,7 +178,7 @@ struct Rig {
     dp->run(*pl, &in, 1, now, &v);
     Out r{v.out_port, false, std::vector<uint8_t>(in.data + v.strip, in.data + in.len), marked};
     if (v.encap) {
-      std::vector<uint8_t> h(kVxlanOverhead);
+      std::vector<uint8_t> h(pl->encap_len(v.encap));  // VXLAN's 50 bytes, Geneve's and its options'
       pl->write_encap(h.data(), v.encap, static_cast<uint32_t>(r.frame.size()), v.encap_sport);
       r.frame.insert(r.frame.begin(), h.begin(), h.end());
     }
@@ -966,6 +967,175 @@ TEST_P(OverlayOffload, NatAndVxlanConnectionRunsInTheNicByteForByte) {
 
 INSTANTIATE_TEST_SUITE_P(Profiles, OverlayOffload,
                          ::testing::Values("cx6dx-legacy", "cx6dx-switchdev", "bf2-switchdev", "cx6dx-switchdev-ct-fdb"));
+
+// Geneve in the NIC where 22.11 allows it: the overlay-nat config with
+// Geneve (encap with OVN's critical option, class 0x0102 type 0x80) on
+// the cards that run DV software steering, every byte software's; the
+// replies, in Geneve without options, decapsulated by the NIC. A reply
+// with an option (the NIC matches Opt Len 0) goes to software, which
+// judges it. On hardware steering (no GENEVE item) the connection stays in
+// software, by name.
+std::string overlay_geneve_yaml() {
+  std::ifstream in(std::string(SOURCE_ROOT) + "/configs/dataplane/overlay-nat-geneve.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string y = ss.str();
+  for (size_t p = y.find("encap(geneve,vni=100,remote=192.0.2.2)"); p != std::string::npos;
+       p = y.find("encap(geneve,vni=100,remote=192.0.2.2)", p + 1))
+    y.replace(p, 38, "encap(geneve,vni=100,remote=192.0.2.2,opt=0x0102:0x80:00010002)");
+  return y;
+}
+
+// The remote VTEP's Geneve (VNI 100, 192.0.2.2 -> 192.0.2.1) around
+// `inner`, with one option of `opt_data` bytes (none: no option).
+std::vector<uint8_t> geneve_from_remote(const std::vector<uint8_t>& inner, uint8_t opt_data = 0, uint8_t type = 0x01,
+                                        uint16_t dport = 6081) {
+  const uint8_t dmac[6] = {2, 0, 0, 0, 1, 1}, smac[6] = {2, 0, 0, 0, 2, 2}, src[4] = {192, 0, 2, 2},
+                dst[4] = {192, 0, 2, 1}, data[8] = {0, 1, 0, 2};
+  const net::GeneveOption o{0x0102, type, data, opt_data};
+  net::GeneveOuter g{dmac, smac, src, dst, 100, 51000, dport};
+  g.opts = opt_data ? &o : nullptr;
+  g.n_opts = opt_data ? 1 : 0;
+  std::vector<uint8_t> f(net::geneve_outer_v4_len(g));
+  net::put_geneve_outer_v4(f.data(), g, static_cast<uint32_t>(inner.size()));
+  f.insert(f.end(), inner.begin(), inner.end());
+  return f;
+}
+
+// The VM (10.0.0.1:40000) opens a connection to 198.51.100.20:80 through
+// the Geneve overlay: SYN out encapsulated (58 bytes of outer headers),
+// SYN-ACK back in Geneve without options, ACK out.
+// `dport`: the Geneve UDP port both ways.
+void geneve_handshake(Rig& r, uint16_t dport = 6081) {
+  FrameSpec s = tcp(true, kSyn, 100, 0, 0);
+  s.src = "10.0.0.1";
+  s.dst = "198.51.100.20";
+  Rig::Out syn = r.pass(kIn, build_frame(s));
+  ASSERT_EQ(syn.out, kOut);
+  ASSERT_GE(syn.frame.size(), 58u + 54u);
+  EXPECT_EQ(syn.frame[36] << 8 | syn.frame[37], dport);
+  FrameSpec sa = tcp(false, kSyn | kAck, 500, 101, 0, static_cast<uint16_t>(syn.frame[92] << 8 | syn.frame[93]));
+  sa.src = "198.51.100.20";
+  sa.dst = "203.0.113.7";
+  ASSERT_EQ(r.pass(kOut, geneve_from_remote(build_frame(sa), 0, 0, dport)).out, kIn);
+  s.tcp_flags = kAck;
+  s.seq = 101;
+  s.ack = 501;
+  ASSERT_EQ(r.pass(kIn, build_frame(s)).out, kOut);
+}
+
+class OverlayOffloadGeneve : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OverlayOffloadGeneve, NatAndGeneveConnectionRunsInTheNicByteForByte) {
+  Rig r(with_nic(GetParam()), overlay_geneve_yaml(), "overlay-nat-geneve.yaml");
+  constexpr size_t kHdr = 50 + 8;  // Geneve's outer headers with the 8-byte option
+  auto vm = [&](uint8_t flags, uint32_t seq, uint32_t ack, size_t payload) {
+    FrameSpec s = tcp(true, flags, seq, ack, payload);
+    s.src = "10.0.0.1";
+    s.dst = "198.51.100.20";
+    return build_frame(s);
+  };
+  auto server = [](uint8_t flags, uint32_t seq, uint32_t ack, size_t payload, uint16_t to_port) {
+    FrameSpec s = tcp(false, flags, seq, ack, payload, to_port);
+    s.src = "198.51.100.20";
+    s.dst = "203.0.113.7";
+    return build_frame(s);
+  };
+  Rig::Out syn = r.pass(kIn, vm(kSyn, 100, 0, 0));
+  ASSERT_EQ(syn.out, kOut);
+  ASSERT_GE(syn.frame.size(), kHdr + 54u);
+  const uint16_t xport = static_cast<uint16_t>(syn.frame[kHdr + 34] << 8 | syn.frame[kHdr + 35]);
+  ASSERT_EQ(r.pass(kOut, geneve_from_remote(server(kSyn | kAck, 500, 101, 0, xport))).out, kIn);
+  ASSERT_EQ(r.pass(kIn, vm(kAck, 101, 501, 0)).out, kOut);
+  const Rig::Out sw_a = r.pass(kIn, vm(kAck | kPsh, 101, 501, 300));
+  const Rig::Out sw_b = r.pass(kOut, geneve_from_remote(server(kAck | kPsh, 501, 401, 200, xport)));
+  ASSERT_FALSE(sw_a.nic_model() || sw_b.nic_model());
+  r.settle();
+  ASSERT_EQ(r.stat("offloads"), 1u) << r.nic_model().last_error();
+  const Rig::Out hw_a = r.pass(kIn, vm(kAck | kPsh, 101, 501, 300));
+  const Rig::Out hw_b = r.pass(kOut, geneve_from_remote(server(kAck | kPsh, 501, 401, 200, xport)));
+  ASSERT_TRUE(hw_a.nic_model() && hw_b.nic_model());
+  EXPECT_EQ(hw_a.out, kOut);
+  EXPECT_EQ(hw_b.out, kIn);
+  EXPECT_EQ(hw_a.frame, sw_a.frame) << "translated and encapsulated in Geneve: the NIC's bytes are software's";
+  EXPECT_EQ(hw_b.frame, sw_b.frame) << "decapsulated and translated back: the NIC's bytes are software's";
+  ASSERT_EQ(hw_a.frame.size(), kHdr + 54u + 300u);
+  EXPECT_EQ(hw_a.frame[36] << 8 | hw_a.frame[37], 6081);
+  EXPECT_EQ(hw_a.frame[42], 2) << "Opt Len: two words";
+  EXPECT_EQ(hw_a.frame[43], 0x40) << "C: OVN's option is critical";
+  EXPECT_EQ(hw_a.frame[kHdr + 26], 203);
+  // A reply with an option: not the NIC's (Opt Len 0 only); software
+  // decapsulates it past a non-critical one, and drops an unknown critical one.
+  const Rig::Out opt = r.pass(kOut, geneve_from_remote(server(kAck | kPsh, 701, 401, 10, xport), 4));
+  EXPECT_FALSE(opt.nic_model());
+  EXPECT_EQ(opt.out, kIn);
+  const Rig::Out crit = r.pass(kOut, geneve_from_remote(server(kAck | kPsh, 711, 401, 10, xport), 4, 0x81));
+  EXPECT_FALSE(crit.nic_model());
+  EXPECT_EQ(crit.out, -1) << "an unknown critical option: software drops it";
+}
+
+// Under DV too, Geneve on another UDP port than 6081 (the NIC's parser's)
+// stays in software, by name.
+TEST(OverlayOffloadGeneveDv, OtherUdpPortRefusedByName) {
+  std::string y = overlay_geneve_yaml();
+  y.replace(y.find("udp_port: 6081"), 14, "udp_port: 7081");
+  Rig r(with_nic("cx6dx-legacy-fw22.31"), y, "overlay-nat-geneve.yaml");
+  geneve_handshake(r, 7081);
+  r.settle();
+  EXPECT_EQ(r.stat("offloads"), 0u);
+  EXPECT_GE(r.stat("refused_Geneve_decap__not_on_UDP_6081__the_port_the_NIC_s_parser_takes"), 1u);
+  EXPECT_EQ(r.stat("rules_jump_ct"), 1u) << "the tun_id rule stays in software";
+}
+
+INSTANTIATE_TEST_SUITE_P(DvProfiles, OverlayOffloadGeneve,
+                         ::testing::Values("cx6dx-legacy-fw22.31", "bf2-switchdev-fw24.32"));
+
+// Hardware steering has no GENEVE item: the connection whose replies come
+// in Geneve stays in software, the reason counted by name; the tun_id rule
+// stays there too, saying why. (Switchdev: on cx6dx-legacy a config whose
+// table 0 leaves one rule to the NIC ends with that rule's operation still
+// in flight after flush, VXLAN's overlay-nat without its tun_id rule too:
+// a provider matter apart from Geneve, left for its own fix.)
+TEST(OverlayOffloadGeneveHws, RefusedByName) {
+  for (const char* nic : {"cx6dx-switchdev"}) {
+    SCOPED_TRACE(nic);
+    Rig r(with_nic(nic), overlay_geneve_yaml(), "overlay-nat-geneve.yaml");
+    geneve_handshake(r);
+    r.settle();
+    EXPECT_EQ(r.stat("offloads"), 0u);
+    EXPECT_GE(r.stat("refused_Geneve_decap__no_GENEVE_item_in_22_11_hardware_steering"), 1u);
+    const std::string listing = r.off->testpmd_commands();
+    EXPECT_EQ(listing.find("geneve"), std::string::npos) << "nothing of Geneve in the NIC";
+  }
+}
+
+// What the provider prints for a Geneve connection under DV (the GENEVE
+// item, raw_decap, set raw_encap with geneve and geneve-opt items) parses
+// in the real dpdk-testpmd 22.11, each form present, and says in '#' lines
+// what testpmd's syntax cannot (the O bit the item matches, the C bit of
+// the header).
+TEST(Testpmd, GeneveCommandsParseInDpdkTestpmd) {
+  if (access("/usr/bin/dpdk-testpmd", X_OK) != 0) GTEST_SKIP() << "no dpdk-testpmd (package dpdk-dev)";
+  Rig r(with_nic("cx6dx-legacy-fw22.31"), overlay_geneve_yaml(), "overlay-nat-geneve.yaml");
+  geneve_handshake(r);
+  r.settle();
+  ASSERT_EQ(r.stat("installed"), 1u) << r.nic_model().last_error();
+  const std::string all = r.off->testpmd_commands();
+  for (const char* form : {"geneve vni spec 100 protocol spec 0x6558 optlen spec 0 /", " raw_decap /",
+                           "udp src is ", " dst is 6081 / geneve vni is 100 protocol is 0x6558 optlen is 2 / geneve-opt "
+                           "class is 258 type is 128 length is 1 data is 0x00010002 / end_set",
+                           "raw_encap index 0 /", "# the rule's GENEVE item also matches O = 0",
+                           "# the rule's Geneve header has the C bit set"})
+    EXPECT_NE(all.find(form), std::string::npos) << form << "\n" << all;
+  std::vector<std::string> lines;
+  std::istringstream in(all);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty() && l[0] != '#') lines.push_back(l);
+  std::string out = run_testpmd(lines, "geneve");
+  EXPECT_EQ(out.find("[testpmd exited abnormally"), std::string::npos);
+  std::vector<std::string> bad = parser_rejections(out);
+  EXPECT_TRUE(bad.empty()) << bad.size() << " refused, first: " << (bad.empty() ? "" : bad[0]);
+}
 
 TEST(Testpmd, EveryPrintedLineParsesInDpdkTestpmd) {
   if (access("/usr/bin/dpdk-testpmd", X_OK) != 0) GTEST_SKIP() << "no dpdk-testpmd (package dpdk-dev)";

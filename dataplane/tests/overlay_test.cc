@@ -610,9 +610,10 @@ TEST(Geneve, ConfigAndRuleErrorsAreCaught) {
   EXPECT_EQ(ok->overlay[TunnelKind::kGeneve].udp_port, 6081);
 }
 
-// The NIC has no Geneve here: a connection whose path encapsulates in
-// Geneve stays in software, by name.
-TEST(Geneve, OffloadRefusesByName) {
+// A connection whose path encapsulates in Geneve may go to the NIC (a
+// RAW_ENCAP of the headers software would write, options included); the
+// offload asks the tunnel module, which no longer refuses it by name.
+TEST(Geneve, ConnectionEncapMayGoToTheNic) {
   Fixture f(geneve_yaml());
   ctrack::Key k{};
   k.family = 4;
@@ -623,8 +624,14 @@ TEST(Geneve, OffloadRefusesByName) {
   k.dport = 443;
   k.zone = 1;
   Pipeline::Trace t = f.pl->trace_established(k, kVm, false);
-  ASSERT_NE(t.refuse, nullptr);
-  EXPECT_STREQ(t.refuse, "encap(geneve): Geneve encap runs in software");
+  EXPECT_EQ(t.refuse, nullptr) << t.refuse;
+  EXPECT_EQ(t.out_port, kWire);
+  ASSERT_NE(t.encap, 0);
+  uint8_t hdr[kOuterMax];
+  ASSERT_EQ(f.pl->encap_header(t.encap, k, hdr), 14 + 20 + 8 + 8 + 8);
+  EXPECT_EQ(hdr[36] << 8 | hdr[37], 6081);
+  EXPECT_EQ(hdr[42], 2) << "Opt Len: the option's 8 bytes";
+  EXPECT_EQ(hdr[43], 0x40) << "C: the option is critical";
 }
 
 }  // namespace

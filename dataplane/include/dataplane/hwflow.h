@@ -60,6 +60,13 @@ struct Layout {
   // only; the root table and DV software steering match the VNI alone
   // (mlx5_flow_dv.c:9391-9414). False: DV.
   bool vxlan_flags = true;
+  // overlay.geneve where the NIC matches and decapsulates Geneve (DV
+  // software steering: 22.11's HWS has no GENEVE item, and Geneve is then
+  // in soft_decap): frames to `geneve_vtep` on `geneve_underlay`.
+  bool geneve = false;
+  size_t geneve_underlay = 0;
+  uint8_t geneve_vtep[4] = {};
+  uint16_t geneve_port = 6081;
   // Tunnels only software decapsulates (a module's kConnDecapRefuse): their
   // underlay port and why. A rule that may see that port, a tun_id rule and
   // a connection arriving there stay in software.
@@ -161,11 +168,13 @@ struct Conn {
   // which miss to software so the tracker sees every state change.
   bool aso = true;
   // What the NIC does to each direction's headers, in its order: decap (it
-  // arrives in VXLAN VNI `vni` to the layout's VTEP), the
+  // arrives in VNI `vni` of VXLAN, or of Geneve without options where
+  // `geneve`, to the layout's VTEP), the
   // translation (it arrives as `wire` and leaves as `out`), encap (`hdr`:
   // the outer headers, lengths and IPv4 checksum left to the NIC).
   struct Dir {
     uint32_t vni = 0;  // 0: arrives untunnelled
+    bool geneve = false;  // the tunnel it arrives in is Geneve (else VXLAN)
     bool nat = false;
     ctrack::Key wire{}, out{};
     bool encap = false;
@@ -233,6 +242,9 @@ std::string testpmd_templates(const Flow& f, int id, uint32_t rules, int indirec
 // `set raw_encap 0 ...` with f's RAW_ENCAP headers (empty without one):
 // testpmd's raw_encap action takes its data from that slot.
 std::string testpmd_raw_encap(const Flow& f);
+// '#' lines for what f does that testpmd 22.11's syntax cannot say (a
+// GENEVE item's O bit, a Geneve header's C bit); empty when nothing.
+std::string testpmd_notes(const Flow& f);
 // `flow queue ... create` of f in table `table_id`.
 std::string testpmd_queue_create(const Flow& f, int table_id, int indirect_id);
 // `set conntrack com|orig|rply ...` for a context.

@@ -20,8 +20,8 @@
 // NIC Rx non-root: dropped).
 //
 // Not modelled (refused if asked for): items and actions other than those
-// the provider uses, meters, encapsulation, hash collisions, hardware
-// insertion failures. A connection's context state lives in the replica of
+// the provider uses, meters, encapsulations other than VXLAN and Geneve
+// over IPv4, hash collisions, hardware insertion failures. A connection's context state lives in the replica of
 // the rx queue that sees its packets: the daemon requires both directions
 // to reach one queue (symmetric RSS) anyway.
 #pragma once
@@ -97,6 +97,19 @@ struct NicLimits {
   // they can be taken again (mlx5_hws_cnt.h:436-452, mlx5_hws_cnt.c:63-92;
   // svc_cycle_time default 500 ms, mlx5_defs.h:188).
   uint32_t counter_cycle_ms = 500;
+  // Geneve, which 22.11 matches under DV software steering only (its HWS
+  // has no GENEVE item, rule hws-geneve): the HCA capabilities DV's
+  // validator reads. tunnel_stateless_geneve_rx: without it a GENEVE item
+  // is refused (mlx5_flow.c:3334-3338). geneve_max_opt_len: the largest
+  // Opt Len a GENEVE item may ask for, 63 words with it, 14 without
+  // (3326-3327, 3372-3377). geneve_tlv_opt: GENEVE_OPT items (3497-3501).
+  // No card's value has been read here: every profile has stateless
+  // Geneve Rx (ConnectX-5 and later advertise it; a profile without it
+  // refuses every GENEVE item), the short Opt Len and no TLV options
+  // (the narrower, until a card is read).
+  bool geneve_rx = true;
+  bool geneve_max_opt_len = false;
+  bool geneve_tlv_opt = false;
 };
 
 struct NicProfile {

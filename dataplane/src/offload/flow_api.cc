@@ -160,6 +160,7 @@ size_t flow_item_size(rte_flow_item_type t) {
     case RTE_FLOW_ITEM_TYPE_CONNTRACK: return sizeof(rte_flow_item_conntrack);
     case RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT: return sizeof(rte_flow_item_ethdev);
     case RTE_FLOW_ITEM_TYPE_VXLAN: return sizeof(rte_flow_item_vxlan);
+    case RTE_FLOW_ITEM_TYPE_GENEVE: return sizeof(rte_flow_item_geneve);
     default: return 0;
   }
 }
@@ -183,6 +184,8 @@ std::string flow_shape(uint16_t port, const rte_flow_attr& a, const rte_flow_ite
     put(&x->type, sizeof x->type);
     if (x->type == RTE_FLOW_ACTION_TYPE_MODIFY_FIELD)  // the template fixes the field
       put(&static_cast<const rte_flow_action_modify_field*>(x->conf)->dst.field, sizeof(rte_flow_field_id));
+    if (x->type == RTE_FLOW_ACTION_TYPE_RAW_ENCAP && x->conf)  // and the encap's length (mlx5_flow_hw.c:1750-1760)
+      put(&static_cast<const rte_flow_action_raw_encap*>(x->conf)->size, sizeof(size_t));
   }
   return k;
 }

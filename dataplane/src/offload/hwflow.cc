@@ -195,16 +195,21 @@ namespace {
 // The outer headers a decapsulating rule matches: VXLAN VNI `vni` to this
 // host's VTEP on its UDP port, the I flag set, from any remote VTEP (as
 // software decapsulates).
-void vxlan_items(Flow& f, const Layout& l, uint32_t vni) {
+// ETH / IPv4 to `vtep` / UDP to `port`: a tunnel's outer headers.
+void tunnel_outer(Flow& f, const uint8_t vtep[4], uint16_t port) {
   f.item(RTE_FLOW_ITEM_TYPE_ETH);
   rte_flow_item_ipv4 s{}, m{};
-  memcpy(&s.hdr.dst_addr, l.vtep, 4);
+  memcpy(&s.hdr.dst_addr, vtep, 4);
   m.hdr.dst_addr = 0xFFFFFFFFu;
   f.item(RTE_FLOW_ITEM_TYPE_IPV4, s, m);
   rte_flow_item_udp us{}, um{};
-  us.hdr.dst_port = htons(l.vxlan_port);
+  us.hdr.dst_port = htons(port);
   um.hdr.dst_port = 0xFFFF;
   f.item(RTE_FLOW_ITEM_TYPE_UDP, us, um);
+}
+
+void vxlan_items(Flow& f, const Layout& l, uint32_t vni) {
+  tunnel_outer(f, l.vtep, l.vxlan_port);
   rte_flow_item_vxlan vs{}, vm{};
   vs.flags = vm.flags = 0x08;
   vs.vni[0] = static_cast<uint8_t>(vni >> 16);
@@ -212,6 +217,25 @@ void vxlan_items(Flow& f, const Layout& l, uint32_t vni) {
   vs.vni[2] = static_cast<uint8_t>(vni);
   vm.vni[0] = vm.vni[1] = vm.vni[2] = 0xFF;
   f.item(RTE_FLOW_ITEM_TYPE_VXLAN, vs, vm);
+}
+
+// The same for Geneve (DV only): VNI `vni` to this host's VTEP on its UDP
+// port, version 0 by construction (the NIC cannot match the version,
+// mlx5_flow.c:3328-3332), no options and not a control message (Opt Len
+// and O both 0: frames with options, whose critical ones software judges,
+// and control messages, which it drops, miss to software), an Ethernet
+// payload (protocol 0x6558).
+void geneve_items(Flow& f, const Layout& l, uint32_t vni) {
+  tunnel_outer(f, l.geneve_vtep, l.geneve_port);
+  rte_flow_item_geneve gs{}, gm{};
+  gm.ver_opt_len_o_c_rsvd0 = htons(0x3F80);  // Opt Len and O: 0
+  gs.protocol = htons(0x6558);
+  gm.protocol = 0xFFFF;
+  gs.vni[0] = static_cast<uint8_t>(vni >> 16);
+  gs.vni[1] = static_cast<uint8_t>(vni >> 8);
+  gs.vni[2] = static_cast<uint8_t>(vni);
+  gm.vni[0] = gm.vni[1] = gm.vni[2] = 0xFF;
+  f.item(RTE_FLOW_ITEM_TYPE_GENEVE, gs, gm);
 }
 
 void set_field(Flow& f, rte_flow_field_id field, const void* v, uint32_t len) {
@@ -251,7 +275,7 @@ Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* 
   f.pattern.reserve(10);
   f.actions.reserve(10);
   attr(f, l, l.ct_group, 0, in);
-  if (cd.vni) vxlan_items(f, l, cd.vni);
+  if (cd.vni) (cd.geneve ? geneve_items : vxlan_items)(f, l, cd.vni);
   f.item(RTE_FLOW_ITEM_TYPE_ETH);
   if (k.family == 4) {
     rte_flow_item_ipv4 s{}, m{};
@@ -290,7 +314,10 @@ Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* 
     f.item(RTE_FLOW_ITEM_TYPE_UDP, s, m);
   }
   if (!aso) mark_out(f, l, out);
-  if (cd.vni) f.action(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP);
+  // DV's VXLAN_DECAP wants a VXLAN item (mlx5_flow_dv.c:3582-3586); a
+  // RAW_DECAP alone is its generic L2 decap (7801-7819, 14229-14240).
+  if (cd.vni && cd.geneve) f.action(RTE_FLOW_ACTION_TYPE_RAW_DECAP, rte_flow_action_raw_decap{});
+  else if (cd.vni) f.action(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP);
   f.action(RTE_FLOW_ACTION_TYPE_COUNT, rte_flow_action_count{});
   if (l.age_action) {
     rte_flow_action_age age{};
@@ -571,6 +598,39 @@ struct RuleOffload {
   }
 };
 
+// Tunnels: software decapsulates frames to this host's VTEPs before its
+// tables; in the NIC a rule meets them with their outer headers. A tun_id
+// rule matches them as VXLAN or Geneve (the outer headers, then the inner
+// frame); any other rule that may see an underlay port stays in software,
+// as does every rule that may see a tunnel only software decapsulates
+// (soft_decap). Why `m` stays in software for them, or empty.
+std::string refuse_tunnels(const Layout& l, const Match& m) {
+  const bool vx_rule = l.vxlan && (!m.has(kMInPort) || m.in_port == l.underlay);
+  const bool gn_rule = l.geneve && (!m.has(kMInPort) || m.in_port == l.geneve_underlay);
+  if (m.has(kMTunId)) {
+    if (!l.vxlan && !l.geneve) {
+      if (l.soft_decap.empty()) return "tun_id: no overlay.vxlan (no VTEP to match)";
+    } else if (l.vxlan && l.vxlan_port != 4789) {
+      return "tun_id: VXLAN on UDP port " + std::to_string(l.vxlan_port) + " (the NIC's parser takes 4789)";
+    } else if (l.geneve && l.geneve_port != 6081) {
+      return "tun_id: Geneve on UDP port " + std::to_string(l.geneve_port) + " (the NIC's parser takes 6081)";
+    } else if (!vx_rule && !gn_rule) {
+      return "tun_id on a port other than the tunnels' underlay ports: matches nothing";
+    }
+  } else if (vx_rule || gn_rule) {
+    return std::string("may match ") + (vx_rule ? "VXLAN" : "Geneve") + " frames to this host's VTEP on port " +
+           std::to_string(vx_rule ? l.underlay : l.geneve_underlay) +
+           ", which software decapsulates first (in the NIC it would meet their outer headers)";
+  }
+  for (const Layout::SoftDecap& sd : l.soft_decap) {
+    if (m.has(kMTunId)) return std::string("tun_id: ") + sd.why;
+    if (!m.has(kMInPort) || m.in_port == sd.port)
+      return std::string(sd.why) + ": may match its frames on port " + std::to_string(sd.port) +
+             ", which software decapsulates first";
+  }
+  return "";
+}
+
 // Why `m` cannot be expressed, or empty.
 std::string refuse_match(const Match& m) {
   if (m.has(kMCtState)) return "ct_state: only software conntrack sets it";
@@ -638,27 +698,7 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
     rf.rule_id = r.id;
     const Match& m = r.match;
     std::string why = refuse_match(m);
-    // VXLAN: software decapsulates frames to this host's VTEP before its
-    // tables; in the NIC a rule meets them with their outer headers. A
-    // tun_id rule matches them as VXLAN (the outer headers, then the inner
-    // frame); any other rule that may see the underlay port stays in software.
-    const bool underlay_rule = l.vxlan && (!m.has(kMInPort) || m.in_port == l.underlay);
-    if (why.empty() && m.has(kMTunId)) {
-      if (!l.vxlan) why = "tun_id: no overlay.vxlan (no VTEP to match)";
-      else if (l.vxlan_port != 4789)
-        why = "tun_id: VXLAN on UDP port " + std::to_string(l.vxlan_port) + " (the NIC's parser takes 4789)";
-      else if (!underlay_rule) why = "tun_id on a port other than overlay.vxlan.port: matches nothing";
-    } else if (why.empty() && underlay_rule) {
-      why = "may match VXLAN frames to this host's VTEP on port " + std::to_string(l.underlay) +
-            ", which software decapsulates first (in the NIC it would meet their outer headers)";
-    }
-    for (const Layout::SoftDecap& sd : l.soft_decap) {
-      if (!why.empty()) break;
-      if (m.has(kMTunId)) why = std::string("tun_id: ") + sd.why;
-      else if (!m.has(kMInPort) || m.in_port == sd.port)
-        why = std::string(sd.why) + ": may match its frames on port " + std::to_string(sd.port) +
-              ", which software decapsulates first";
-    }
+    if (why.empty()) why = refuse_tunnels(l, m);
     // What the actions need.
     Tier tier = Tier::kFull;
     RuleOffload ro;
@@ -674,10 +714,14 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
     // it clear would meet a tun_id rule as VNI n, which software does not
     // decapsulate (pipeline/vxlan.h): only a jump to the connection group
     // (which decides nothing itself) may go there.
-    if (why.empty() && m.has(kMTunId) && tier != Tier::kJumpCt && !(l.transfer && l.vxlan_flags))
+    if (why.empty() && m.has(kMTunId) && tier != Tier::kJumpCt && l.vxlan && !(l.transfer && l.vxlan_flags))
       why = std::string("tun_id: the ") + (l.transfer ? "DV" : "NIC Rx root") +
             " table matches the VNI but not the VXLAN flags (mlx5_flow_dv.c:9391-9414): a frame with the I flag "
             "clear would be taken as VNI " + std::to_string(m.tun_id);
+    // Likewise a Geneve frame of another version (software drops them).
+    if (why.empty() && m.has(kMTunId) && tier != Tier::kJumpCt && l.geneve)
+      why = "tun_id: DV cannot match Geneve's version (mlx5_flow.c:3328-3332): a frame of another version would "
+            "be taken as VNI " + std::to_string(m.tun_id);
     if (why.empty() && tier == Tier::kMark && l.transfer)
       why = "needs a mark for software: the FDB has no TAG action (hws/mlx5dr_action.c:55-73)";
     if (why.empty() && tier == Tier::kMark && r.id >= kMaxMarkedRule)
@@ -703,12 +747,19 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
       else fams = {0};
       for (size_t in = 0; in < l.nports() && why.empty(); in++) {
         if (m.has(kMInPort) && m.in_port != in) continue;
-        if (m.has(kMTunId) && in != l.underlay) continue;
+        // tun_id: a flow per tunnel the NIC decapsulates on this port.
+        std::vector<void (*)(Flow&, const Layout&, uint32_t)> tuns = {nullptr};
+        if (m.has(kMTunId)) {
+          tuns.clear();
+          if (l.vxlan && in == l.underlay) tuns.push_back(vxlan_items);
+          if (l.geneve && in == l.geneve_underlay) tuns.push_back(geneve_items);
+        }
+        for (auto tun : tuns)
         for (int fy : fams) {
           Flow f;
           f.what = "rule " + std::to_string(r.id) + " (" + tier_name(tier) + ")";
           attr(f, l, 0, hw_rank, in);
-          if (m.has(kMTunId)) vxlan_items(f, l, m.tun_id);
+          if (tun) tun(f, l, m.tun_id);
           uint32_t used = build_pattern(f, m, fy) | (m.has(kMTunId) ? kMTunId : 0u);
           if (uint32_t left = m.fields & ~used) {
             why = std::string(field_name(left & (~left + 1))) + ": not expressible in this pattern";

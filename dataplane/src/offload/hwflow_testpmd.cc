@@ -115,6 +115,20 @@ std::string testpmd_pattern(const Flow& f, bool tmpl) {
         o << " /";
         break;
       }
+      case RTE_FLOW_ITEM_TYPE_GENEVE: {
+        // cmdline_flow.c:4158-4187: vni, protocol and optlen (Opt Len's bits
+        // alone: the O bit has no token; testpmd_notes says so).
+        const auto& sp = spec_of<rte_flow_item_geneve>(it);
+        const auto& mk = mask_of<rte_flow_item_geneve>(it);
+        o << " geneve";
+        auto vni = [](const uint8_t* v) { return static_cast<uint32_t>(v[0] << 16 | v[1] << 8 | v[2]); };
+        if (vni(mk.vni)) field(o, tmpl, "vni", std::to_string(vni(sp.vni)), hex(vni(mk.vni)));
+        if (mk.protocol) field(o, tmpl, "protocol", hex(ntohs(sp.protocol)), hex(ntohs(mk.protocol)));
+        if (const uint16_t ol = ntohs(mk.ver_opt_len_o_c_rsvd0) >> 8 & 0x3F)
+          field(o, tmpl, "optlen", std::to_string(ntohs(sp.ver_opt_len_o_c_rsvd0) >> 8 & 0x3F), hex(ol));
+        o << " /";
+        break;
+      }
       case RTE_FLOW_ITEM_TYPE_CONNTRACK:
         o << " conntrack" << (tmpl ? " mask " : " spec ")
           << (tmpl ? mask_of<rte_flow_item_conntrack>(it).flags : spec_of<rte_flow_item_conntrack>(it).flags) << " /";
@@ -152,10 +166,48 @@ std::string hex_bytes(const uint8_t* v, uint32_t n) {
 }
 }  // namespace
 
+namespace {
+// `set raw_encap`'s items for the tunnel header at h (the outer UDP's
+// destination port says which): VXLAN, or Geneve with each option as a
+// geneve-opt item (cmdline_flow.c:11186-11199 writes their headers and
+// data in order). testpmd has no token for Geneve's C bit.
+std::string raw_encap_tunnel(const uint8_t* h, size_t size) {
+  std::ostringstream o;
+  if ((h[36] << 8 | h[37]) != 6081) {
+    o << " / vxlan vni is " << (h[46] << 16 | h[47] << 8 | h[48]);
+    return o.str();
+  }
+  const uint8_t* g = h + 42;
+  o << " / geneve vni is " << (g[4] << 16 | g[5] << 8 | g[6]) << " protocol is " << hex(g[2] << 8 | g[3])
+    << " optlen is " << (g[0] & 0x3F);
+  for (size_t at = 50; at + 4 <= size;) {
+    const uint32_t len = h[at + 3] & 0x1F;
+    o << " / geneve-opt class is " << (h[at] << 8 | h[at + 1]) << " type is " << int(h[at + 2]) << " length is "
+      << len;
+    if (len) o << " data is " << hex_bytes(h + at + 4, 4 * len);
+    at += 4 + 4 * len;
+  }
+  return o.str();
+}
+}  // namespace
+
+std::string testpmd_notes(const Flow& f) {
+  std::string n;
+  if (f.find_item(RTE_FLOW_ITEM_TYPE_GENEVE))
+    n += "# the rule's GENEVE item also matches O = 0 (its mask 0x3f80), which testpmd 22.11 has no token for\n";
+  if (const rte_flow_action* a = f.find_action(RTE_FLOW_ACTION_TYPE_RAW_ENCAP)) {
+    const auto& c = conf_of<rte_flow_action_raw_encap>(*a);
+    if (c.size > 43 && (c.data[36] << 8 | c.data[37]) == 6081 && (c.data[43] & 0x40))
+      n += "# the rule's Geneve header has the C bit set, which testpmd 22.11's set raw_encap cannot write\n";
+  }
+  return n;
+}
+
 std::string testpmd_raw_encap(const Flow& f) {
   const rte_flow_action* a = f.find_action(RTE_FLOW_ACTION_TYPE_RAW_ENCAP);
   if (!a) return "";
   const uint8_t* h = conf_of<rte_flow_action_raw_encap>(*a).data;
+  const size_t size = conf_of<rte_flow_action_raw_encap>(*a).size;
   auto mac = [](const uint8_t* m) {
     char b[18];
     snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
@@ -168,7 +220,7 @@ std::string testpmd_raw_encap(const Flow& f) {
   o << "set raw_encap 0 eth src is " << mac(h + 6) << " dst is " << mac(h) << " type is 0x0800 / ipv4 src is "
     << ip(h + 26) << " dst is " << ip(h + 30) << " ttl is " << int(h[22]) << " fragment_offset is "
     << ((h[20] << 8 | h[21]) & 0xFFFF) << " proto is 17 / udp src is " << (h[34] << 8 | h[35]) << " dst is "
-    << (h[36] << 8 | h[37]) << " / vxlan vni is " << (h[46] << 16 | h[47] << 8 | h[48]) << " / end_set\n";
+    << (h[36] << 8 | h[37]) << raw_encap_tunnel(h, size) << " / end_set\n";
   return o.str();
 }
 
@@ -228,6 +280,7 @@ std::string testpmd_actions(const Flow& f, int indirect_id, bool mask) {
         break;
       }
       case RTE_FLOW_ACTION_TYPE_VXLAN_DECAP: o << " vxlan_decap /"; break;
+      case RTE_FLOW_ACTION_TYPE_RAW_DECAP: o << " raw_decap /"; break;  // no data: raw_decap_confs[0] is empty
       case RTE_FLOW_ACTION_TYPE_RAW_ENCAP: o << " raw_encap index 0 /"; break;  // after `set raw_encap 0` (testpmd_raw_encap)
       case RTE_FLOW_ACTION_TYPE_MODIFY_FIELD: {
         const auto& x = conf_of<rte_flow_action_modify_field>(a);
@@ -245,7 +298,7 @@ std::string testpmd_actions(const Flow& f, int indirect_id, bool mask) {
 
 std::string testpmd_templates(const Flow& f, int id, uint32_t rules, int indirect_id) {
   std::ostringstream o;
-  o << testpmd_raw_encap(f);  // testpmd's template takes the data it names (shared by its rules)
+  o << testpmd_notes(f) << testpmd_raw_encap(f);  // testpmd's template takes the data it names (shared by its rules)
   const char* dir = f.attr.transfer ? " transfer" : " ingress";
   o << "flow pattern_template " << f.port_id << " create pattern_template_id " << id << " relaxed no" << dir
     << " template" << testpmd_pattern(f, true) << "\n";
@@ -260,7 +313,7 @@ std::string testpmd_templates(const Flow& f, int id, uint32_t rules, int indirec
 
 std::string testpmd_queue_create(const Flow& f, int table_id, int indirect_id) {
   std::ostringstream o;
-  o << testpmd_raw_encap(f) << "flow queue " << f.port_id << " create 0 template_table " << table_id
+  o << testpmd_notes(f) << testpmd_raw_encap(f) << "flow queue " << f.port_id << " create 0 template_table " << table_id
     << " pattern_template 0 actions_template 0 postpone no pattern" << testpmd_pattern(f, false) << " actions"
     << testpmd_actions(f, indirect_id, false);
   return o.str();
@@ -268,7 +321,7 @@ std::string testpmd_queue_create(const Flow& f, int table_id, int indirect_id) {
 
 std::string testpmd_create(const Flow& f, int indirect_id) {
   std::ostringstream o;
-  o << testpmd_raw_encap(f) << "flow create " << f.port_id << " group " << f.attr.group << " priority "
+  o << testpmd_notes(f) << testpmd_raw_encap(f) << "flow create " << f.port_id << " group " << f.attr.group << " priority "
     << f.attr.priority << (f.attr.transfer ? " transfer" : " ingress") << " pattern" << testpmd_pattern(f, false)
     << " actions" << testpmd_actions(f, indirect_id, false);
   return o.str();

@@ -115,9 +115,14 @@ bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string
     // On the underlay port its packets may arrive in any configured VNI
     // (software decapsulates them first) or untunnelled: the one way whose
     // path forwards it is the connection's.
-    std::vector<uint32_t> vnis = {0};
+    // (The tunnels the NIC decapsulates: VXLAN, and Geneve under DV.)
+    std::vector<std::pair<uint32_t, bool>> vnis = {{0, false}};  // VNI, Geneve
     const TunnelConfig& vx = ov[TunnelKind::kVxlan];
-    if (vx.on && e.in_port[d] == vx.port) vnis.insert(vnis.end(), vx.vnis.begin(), vx.vnis.end());
+    if (vx.on && e.in_port[d] == vx.port)
+      for (uint32_t v : vx.vnis) vnis.push_back({v, false});
+    const TunnelConfig& gn = ov[TunnelKind::kGeneve];
+    if (layout_.geneve && e.in_port[d] == gn.port)
+      for (uint32_t v : gn.vnis) vnis.push_back({v, true});
     for (const hw::Layout::SoftDecap& sd : layout_.soft_decap)
       if (e.in_port[d] == sd.port) {
         *why = sd.why;
@@ -125,9 +130,10 @@ bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string
       }
     Pipeline::Trace t;
     uint32_t vni = 0;
+    bool geneve = false;
     int ways = 0;
     const char* refused = nullptr;
-    for (uint32_t v : vnis) {
+    for (auto [v, g] : vnis) {
       Pipeline::Trace x = pl_->trace_established(k, e.in_port[d], d == 1, v, nat ? &after : nullptr);
       if (x.refuse || x.out_port < 0) {
         if (!refused) refused = x.refuse ? x.refuse : "no rule after its ct() forwards it";
@@ -135,6 +141,7 @@ bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string
       }
       t = x;
       vni = v;
+      geneve = g;
       ways++;
     }
     if (ways == 0) {
@@ -142,7 +149,7 @@ bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string
       return false;
     }
     if (ways > 1) {
-      *why = "its packets may arrive in more than one VXLAN VNI or untunnelled";
+      *why = "its packets may arrive in more than one tunnel VNI or untunnelled";
       return false;
     }
     // The connection's rules are reached only through its table-0 ct()
@@ -163,12 +170,14 @@ bool RteFlowProvider::translate(const ctrack::Event& e, hw::Conn* c, std::string
     c->out_port[d] = t.out_port;
     hw::Conn::Dir& cd = c->dir[d];
     cd.vni = vni;
+    cd.geneve = geneve;
     cd.nat = nat;
     cd.wire = k;
     cd.out = nat ? after : k;
     cd.encap = t.encap != 0;
     // Decapsulated and encapsulated again in one rule: HWS folds
-    // VXLAN_DECAP + RAW_ENCAP into one L2_TO_TNL_L3 reformat
+    // VXLAN_DECAP + RAW_ENCAP (DV: RAW_DECAP + RAW_ENCAP is an L3 tunnel,
+    // mlx5_flow_dv.c:3633-3657, which the model does not run) into one L2_TO_TNL_L3 reformat
     // (mlx5_flow_hw.c:1536-1556, 4244-4254) that strips only the outer
     // Ethernet and keeps the old outer IP/UDP/VXLAN under the new header:
     // the frame leaves corrupt, and the driver takes the rule silently.

@@ -475,11 +475,21 @@ void RteFlowProvider::on_pipeline(const Pipeline& pl) {
   layout_.underlay = vx.port;
   memcpy(layout_.vtep, vx.local, 4);
   layout_.vxlan_port = vx.udp_port;
+  // Geneve: in the NIC under DV only (GENEVE item; none in 22.11's HWS),
+  // on the UDP port its parser takes Geneve on (6081: mlx5_flow_dv.c:9527-9534).
+  const TunnelConfig& gn = ov[TunnelKind::kGeneve];
+  layout_.geneve = gn.on && sws_ && gn.udp_port == net::kGenevePort;
+  layout_.geneve_underlay = gn.port;
+  memcpy(layout_.geneve_vtep, gn.local, 4);
+  layout_.geneve_port = gn.udp_port;
   layout_.soft_decap.clear();
   for_each_tunnel([&](auto t) {
     using T = decltype(t);
-    if (ov[T::kKind].on && T::kConnDecapRefuse) layout_.soft_decap.push_back({ov[T::kKind].port, T::kConnDecapRefuse});
+    const char* why = T::kConnDecapRefuse ? T::kConnDecapRefuse : sws_ ? nullptr : T::kHwsDecapRefuse;
+    if (ov[T::kKind].on && why) layout_.soft_decap.push_back({ov[T::kKind].port, why});
   });
+  if (gn.on && sws_ && !layout_.geneve)
+    layout_.soft_decap.push_back({gn.port, "Geneve decap: not on UDP 6081, the port the NIC's parser takes"});
   rule_flows_ = hw::translate_rules(layout_, pl.rules());
   uint64_t now = clock();
   replace_shared(false);

@@ -9,7 +9,10 @@
 // class:type (it is then accepted and ignored; a non-critical option is
 // ignored). Encap: encap(geneve,vni=N,remote=IP[,opt=CLASS:TYPE:DATA]...),
 // the options as written (DATA in hex, a multiple of 4 bytes), C set when
-// one has the critical bit. The NIC does neither here: both run in software.
+// one has the critical bit. The NIC (offload/hwflow.cc, the mlx5 model):
+// a connection's encap anywhere (a RAW_ENCAP of these headers); its decap
+// under DV software steering only, for frames without options (no GENEVE
+// item in 22.11's hardware steering: there Geneve decap is software's).
 #pragma once
 
 #include <algorithm>
@@ -29,10 +32,16 @@ struct Geneve {
   static constexpr Tunnel kDecapCounter = Tunnel::kGeneveDecap, kEncapCounter = Tunnel::kGeneveEncap;
   static constexpr const char* kArgs = "geneve vni=N remote=IP opt=CLASS:TYPE:HEXDATA";
   static constexpr const char* kOptionKey = "accept_options";
-  // The offload (the NIC model has no GENEVE item or Geneve encap).
+  // The offload: a table-0 rule's flow may not encap (before any
+  // connection, no UDP source port); a connection's may; the NIC matches
+  // Geneve and decapsulates it under DV only (hwflow.cc's geneve_items):
+  // kHwsDecapRefuse says why not under HWS.
   static constexpr const char* kRuleEncapRefuse = "encap(geneve): Geneve encap runs in software";
-  static constexpr const char* kConnEncapRefuse = "encap(geneve): Geneve encap runs in software";
-  static constexpr const char* kConnDecapRefuse = "Geneve decap runs in software";
+  static constexpr const char* kConnEncapRefuse = nullptr;
+  static constexpr const char* kConnDecapRefuse = nullptr;
+  // (mlx5_flow_hw.c:4818-4851, hws/mlx5dr_definer.c:1603-1606; the model's
+  // rule hws-geneve.) Short: it names a refused_ counter.
+  static constexpr const char* kHwsDecapRefuse = "Geneve decap: no GENEVE item in 22.11 hardware steering";
 
   // Per packet.
   static Decap decap(const uint8_t* d, uint32_t len, const TunnelConfig& c) {

@@ -9,7 +9,8 @@
 //   default), kDecapCounter/kEncapCounter (Tunnel), kArgs (the rule
 //   syntax's arguments, for messages), kOptionKeys (config keys of its own,
 //   null-terminated), kRuleEncapRefuse / kConnEncapRefuse / kConnDecapRefuse
-//   (the offload's answers: null = the NIC may);
+//   (the offload's answers: null = the NIC may) and kHwsDecapRefuse (why
+//   not under hardware steering, where DV may);
 //   decap(d, len, cfg) -> Decap (per packet),
 //   parse_encap_arg(arg, Action*, err) -> bool (false: not its argument, or
 //   with *err a bad one), encap_template(cfg, remote, action, hdr) ->

@@ -25,6 +25,7 @@ struct Vxlan {
   static constexpr const char* kRuleEncapRefuse = "encap(vxlan): VXLAN encap runs in software";
   static constexpr const char* kConnEncapRefuse = nullptr;
   static constexpr const char* kConnDecapRefuse = nullptr;
+  static constexpr const char* kHwsDecapRefuse = nullptr;
 
   // Per packet. The I flag and a configured VNI; the inner Ethernet header
   // within the outer datagram.

@@ -3,12 +3,50 @@
 
 namespace dp {
 
+namespace {
+
+// A GENEVE item (DV only) as DV's matcher builds it (mlx5_flow_dv.c:9512-9568):
+// the VNI, Opt Len and the O bit under their masks, the protocol under its
+// mask or, left open, forced to what the inner items say (an inner ETH:
+// 0x6558; IPv4, IPv6; mlx5_flow.h:2114-2125). `at`: the item's index in
+// the template.
+void compile_geneve(const Mlx5Model::Impl::PT& pt, size_t at, const void* spec, const void* mask, MRule& r) {
+  r.tunnel = true;
+  r.geneve = true;
+  rte_flow_item_geneve sp{}, mm{};
+  if (spec && mask) {
+    sp = *static_cast<const rte_flow_item_geneve*>(spec);
+    mm = *static_cast<const rte_flow_item_geneve*>(mask);
+  }
+  r.vni = static_cast<uint32_t>(sp.vni[0] << 16 | sp.vni[1] << 8 | sp.vni[2]);
+  r.vni_mask = static_cast<uint32_t>(mm.vni[0] << 16 | mm.vni[1] << 8 | mm.vni[2]);
+  const uint16_t hv = ntohs(sp.ver_opt_len_o_c_rsvd0), hm = ntohs(mm.ver_opt_len_o_c_rsvd0);
+  r.gn_optlen = static_cast<uint8_t>(hv >> 8 & 0x3F);
+  r.gn_optlen_mask = static_cast<uint8_t>(hm >> 8 & 0x3F);
+  r.gn_oam = static_cast<uint8_t>(hv >> 7 & 1);
+  r.gn_oam_mask = static_cast<uint8_t>(hm >> 7 & 1);
+  r.gn_proto = ntohs(sp.protocol);
+  r.gn_proto_mask = ntohs(mm.protocol);
+  if (!r.gn_proto_mask) {
+    for (size_t i = at + 1; i < pt.items.size() && !r.gn_proto_mask; i++) {
+      const rte_flow_item_type ty = pt.items[i].type;
+      r.gn_proto = ty == RTE_FLOW_ITEM_TYPE_ETH    ? net::kEthTeb
+                   : ty == RTE_FLOW_ITEM_TYPE_IPV4 ? net::kEthIpv4
+                   : ty == RTE_FLOW_ITEM_TYPE_IPV6 ? net::kEthIpv6
+                                                   : 0;
+      if (r.gn_proto) r.gn_proto_mask = 0xFFFF;
+    }
+  }
+}
+
+}  // namespace
+
 int ModelCalls::compile_items(Mlx5Model& m, Impl::Table& t, const rte_flow_item items[], MRule& r, rte_flow_error* e) {
   Impl& s = *m.impl_;
   size_t k = 0;
-  // Items before a VXLAN item describe the outer headers.
+  // Items before a VXLAN or GENEVE item describe the outer headers.
   bool outer = std::any_of(t.pt->items.begin(), t.pt->items.end(),
-                           [](const Impl::ItemShape& i) { return i.type == RTE_FLOW_ITEM_TYPE_VXLAN; });
+                           [](const Impl::ItemShape& i) { return tunnel_item(i.type); });
   for (const rte_flow_item* it = items; it->type != RTE_FLOW_ITEM_TYPE_END; it++) {
     if (it->type == RTE_FLOW_ITEM_TYPE_VOID) continue;
     if (k >= t.pt->items.size() || t.pt->items[k].type != it->type)
@@ -31,6 +69,11 @@ int ModelCalls::compile_items(Mlx5Model& m, Impl::Table& t, const rte_flow_item 
           r.vx_flags_mask = mm->flags;
         }
       }
+      continue;
+    }
+    if (it->type == RTE_FLOW_ITEM_TYPE_GENEVE) {
+      outer = false;
+      compile_geneve(*t.pt, k - 1, it->spec, mk, r);
       continue;
     }
     if (outer && it->type != RTE_FLOW_ITEM_TYPE_REPRESENTED_PORT) {  // the port is the rule's, outer or not
@@ -211,13 +254,14 @@ int ModelCalls::compile_actions(Mlx5Model& m, Impl::Table& t, const rte_flow_act
         break;
       }
       case RTE_FLOW_ACTION_TYPE_COUNT: r.count = true; break;
-      case RTE_FLOW_ACTION_TYPE_VXLAN_DECAP: r.decap = true; break;
+      case RTE_FLOW_ACTION_TYPE_VXLAN_DECAP:
+      case RTE_FLOW_ACTION_TYPE_RAW_DECAP: r.decap = true; break;
       case RTE_FLOW_ACTION_TYPE_RAW_ENCAP: {
         const auto* c = static_cast<const rte_flow_action_raw_encap*>(a->conf);
         // The rule's data takes the template's length (mlx5_flow_hw.c:1750-1760: the size is the template's).
         if (!c || !c->data) return refuse(m, e, EINVAL, "rule-shape", "RAW_ENCAP without its data");
-        memcpy(r.encap, c->data, kEncapMax);
-        r.encap_len = kEncapMax;
+        memcpy(r.encap, c->data, t.at->encap_size);
+        r.encap_len = t.at->encap_size;
         break;
       }
       case RTE_FLOW_ACTION_TYPE_MODIFY_FIELD: {

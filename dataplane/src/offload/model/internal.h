@@ -25,6 +25,7 @@
 #include <map>
 
 #include "ctrack/parse.h"
+#include "net/geneve.h"
 #include "net/headers.h"
 #include "sdn/clock.h"
 
@@ -58,7 +59,17 @@ inline const std::vector<uint32_t> kOrderFdb = {bit(kDrDecap),  bit(kDrCtr),   b
 
 // VXLAN as the model knows it: over IPv4 without options or VLAN.
 inline constexpr uint16_t kVxlanPort = net::kVxlanPort;  // the definer's implicit L4 destination port (mlx5dr_definer.c:1028-1045)
-inline constexpr uint8_t kEncapMax = 14 + 20 + 8 + 8;
+inline constexpr uint8_t kVxlanEncapLen = 14 + 20 + 8 + 8;
+// Geneve (DV only): the UDP port DV's matcher fills in when the rule
+// leaves it open (mlx5_flow_dv.c:9527-9534, MLX5_UDP_PORT_GENEVE
+// mlx5_flow.h:361), the one the model's parser takes Geneve on.
+inline constexpr uint16_t kGenevePort = net::kGenevePort;
+// The longest reformat header the driver holds (MLX5_ENCAP_MAX_LEN,
+// mlx5_flow.h:537 and 546).
+inline constexpr uint8_t kEncapMax = 132;
+// At most this long, a RAW_ENCAP/RAW_DECAP is an L2 one, longer an L3 one
+// (MLX5_ENCAPSULATION_DECISION_SIZE, Ethernet + IPv4: mlx5_flow.h:453-454).
+inline constexpr uint8_t kEncapDecision = 14 + 20;
 inline constexpr uint8_t kMaxMods = 4;
 // An exact rule below a VXLAN item: its key is the inner tuple, its zone
 // the ingress port with this bit.
@@ -78,6 +89,9 @@ inline bool combo_ok(const std::vector<Dr>& acts, bool fdb) {
     if (u < acts.size() && (bit(acts[u]) & o)) u++;
   return u == acts.size();
 }
+
+// The tunnel items the model knows: the items before one are outer headers.
+inline bool tunnel_item(rte_flow_item_type t) { return t == RTE_FLOW_ITEM_TYPE_VXLAN || t == RTE_FLOW_ITEM_TYPE_GENEVE; }
 
 inline bool after(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0; }
 
@@ -138,13 +152,18 @@ struct MRule {
   bool mark = false;
   uint32_t mark_id = 0;
   uint64_t rss_types = 0;  // kSw by RSS: its types (0 taken as RTE_ETH_RSS_IP, mlx5_flow_hw.c:396)
-  // VXLAN: the pattern's items before its VXLAN item are the outer headers
-  // (o_*); the fields above are then the inner ones.
+  // VXLAN or Geneve: the pattern's items before its tunnel item are the
+  // outer headers (o_*); the fields above are then the inner ones.
   bool tunnel = false;
+  bool geneve = false;  // the tunnel item is GENEVE (else VXLAN)
   uint8_t o_src[4] = {}, o_smask[4] = {}, o_dst[4] = {}, o_dmask[4] = {};
   uint16_t o_dport = kVxlanPort;
   uint32_t vni = 0, vni_mask = 0;
   uint8_t vx_flags = 0, vx_flags_mask = 0;
+  // GENEVE: Opt Len (words), the O bit and the protocol type, as DV's
+  // matcher takes them (mlx5_flow_dv.c:9548-9567).
+  uint8_t gn_optlen = 0, gn_optlen_mask = 0, gn_oam = 0, gn_oam_mask = 0;
+  uint16_t gn_proto = 0, gn_proto_mask = 0;
   // Header actions, run in this order (kOrderRx/kOrderFdb): decap, modify, encap.
   bool decap = false;
   uint8_t nmod = 0, encap_len = 0;
@@ -302,6 +321,7 @@ struct Mlx5Model::Impl {
     bool has_count = false, has_age = false, has_indirect = false;
     bool decap = false, encap = false, modify = false;
     uint8_t mods = 0;
+    uint8_t encap_size = 0;  // RAW_ENCAP: its data's length (the template's, for every rule)
     uint32_t refs = 1;
   };
   struct Table {

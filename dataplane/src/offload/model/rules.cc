@@ -16,7 +16,10 @@ constexpr NicLimits kCx6Dx{.max_qp_wr = 1u << 15,
                            .log_arg_max_alloc = 24,
                            .max_counters = 1u << 22,
                            .ct_queue_depth = 1024,
-                           .counter_cycle_ms = 500};
+                           .counter_cycle_ms = 500,
+                           .geneve_rx = true,
+                           .geneve_max_opt_len = false,
+                           .geneve_tlv_opt = false};
 constexpr NicLimits kBf2 = kCx6Dx;
 }  // namespace
 
@@ -175,6 +178,30 @@ const std::vector<std::pair<const char*, const char*>>& Mlx5Model::rules() {
       {"vxlan-flags", "mlx5_flow_dv.c:9391-9414 (flow_dv_translate_item_vxlan, which the HWS root matcher "
                       "uses, hws/mlx5dr_matcher.c:759 and mlx5_flow_dv.c:13390, and every DV table): the VNI is matched, the flags are not; HWS "
                       "non-root tables match them (hws/mlx5dr_definer.c:1050-1057)"},
+      {"hws-geneve",
+       "mlx5_flow_hw.c:4818-4851 (flow_hw_pattern_validate: GENEVE and GENEVE_OPT are not among the items it takes, "
+       "'Unsupported item type') and hws/mlx5dr_definer.c:1603-1606 (no conversion for them): 22.11's template API "
+       "matches no Geneve"},
+      {"dv-geneve-caps",
+       "mlx5_flow.c:3334-3338: a GENEVE item needs the firmware's tunnel_stateless_geneve_rx ('L3 Geneve is not "
+       "enabled by device parameter and/or not configured in firmware')"},
+      {"dv-geneve-item",
+       "mlx5_flow.c:3339-3349 (one tunnel layer, after an outer UDP item), 3328-3332 with 1445-1451 (masks within "
+       "Opt Len, O, VNI and protocol: 'mask enables non supported bits'), 3362-3371 (no version, C or reserved bits "
+       "in the spec), 3326-3327 and 3372-3377 (Opt Len up to 14 words, 63 with geneve_max_opt_len); DV matches what "
+       "the mask names (mlx5_flow_dv.c:9548-9567: the protocol forced from the inner items where left open)"},
+      {"dv-geneve-opt",
+       "mlx5_flow.c:3497-3501 (GENEVE_OPT needs the firmware's geneve_tlv_opt: 'Geneve TLV opt not supported') and "
+       "mlx5_flow_dv.c:9600-9618 (one TLV option object per device, its class, type and length fixed by the first "
+       "rule)"},
+      {"dv-decap",
+       "mlx5_flow_dv.c:7801-7819 and 3618-3665 (a RAW_DECAP not followed by a RAW_ENCAP is an L2 decap, made as "
+       "L2_TUNNEL_TO_L2 at 14229-14240 and 4603-4620), 3559-3570 (one decap, not after an encap or a modify), "
+       "3582-3586 (VXLAN_DECAP only with a VXLAN item)"},
+      {"dv-raw-encap",
+       "mlx5_flow_dv.c:3629-3632 (data and size), 3666-3676 ('small raw encap size': 34 bytes or fewer; one encap), "
+       "4562-4565 (the data copied unchecked into MLX5_ENCAP_MAX_LEN = 132 bytes, mlx5_flow.h:537 and 546: the "
+       "model refuses longer ones)"},
       {"query", "mlx5_flow_hw.c:8292-8405: COUNT and AGE queries only"},
       {"aged-flows", "mlx5_flow_hw.c:8613-8658: the aged-flow ring, each aged rule's AGE context once"},
       {"not-modelled", "model: accepted by the driver but not interpreted by this model"},

@@ -88,12 +88,18 @@ uint8_t ct_check(CtState& c, int dir, const ctrack::Packet& p) {
   return RTE_FLOW_CONNTRACK_PKT_STATE_VALID;
 }
 
-// A VXLAN packet as the hardware's parser sees it: outer IPv4 (not a
-// fragment), UDP to 4789 (the parser's VXLAN port), the VXLAN header and a
-// parseable inner frame.
+// A tunnelled packet as the hardware's parser sees it: outer IPv4 (not a
+// fragment), UDP to 4789 (the parser's VXLAN port) with the VXLAN header,
+// or to 6081 (its Geneve port) with the Geneve header and its options
+// (Opt Len), then a parseable inner frame. The parser reads Geneve's
+// fields whatever its version (DV cannot match the version: rule
+// dv-geneve-item).
 struct VxTunnel {
   bool ok = false;
-  uint8_t flags = 0;
+  bool geneve = false;
+  uint8_t flags = 0;                                // VXLAN
+  uint8_t optlen = 0, oam = 0;                      // Geneve
+  uint16_t proto = 0;                               // Geneve
   uint32_t vni = 0, off = 0;  // off: where the inner frame starts
   ctrack::Parsed inner;
 };
@@ -101,18 +107,35 @@ void find_tunnel(const PacketIn& in, const ctrack::Parsed& pp, VxTunnel* t) {
   t->ok = false;
   const ctrack::Packet& p = pp.ct;
   if (pp.kind != ctrack::L3Kind::kIp || p.key.family != 4 || p.key.proto != IPPROTO_UDP ||
-      (p.meta & ctrack::kMetaFragment) || p.key.dport != kVxlanPort || in.len < pp.l4_off + 16u + 14u)
+      (p.meta & ctrack::kMetaFragment) || (p.key.dport != kVxlanPort && p.key.dport != kGenevePort) ||
+      in.len < pp.l4_off + 16u + 14u)
     return;
-  const uint8_t* vx = in.data + pp.l4_off + 8;
-  t->flags = vx[0];
-  t->vni = net::vxlan_vni(vx);
-  t->off = pp.l4_off + 16u;
+  const uint8_t* h = in.data + pp.l4_off + 8;
+  t->geneve = p.key.dport == kGenevePort;
+  t->vni = t->geneve ? net::get32(h + 4) >> 8 : net::vxlan_vni(h);
+  if (t->geneve) {
+    t->optlen = h[0] & 0x3F;
+    t->oam = h[1] >> 7;
+    t->proto = net::get16(h + 2);
+    t->off = pp.l4_off + 16u + t->optlen * 4u;
+    if (in.len < t->off + 14u) return;
+  } else {
+    t->flags = h[0];
+    t->off = pp.l4_off + 16u;
+  }
   t->ok = ctrack::parse_packet(in.data + t->off, in.len - t->off, 0, &t->inner) == ctrack::Drop::kNone;
 }
 
-// The outer headers and the VXLAN header a tunnel rule asks for.
+// The outer headers and the tunnel header a tunnel rule asks for.
 bool outer_match(const MRule& r, const ctrack::Parsed& pp, const VxTunnel& tn) {
-  if (!tn.ok || ((tn.vni ^ r.vni) & r.vni_mask) || ((tn.flags ^ r.vx_flags) & r.vx_flags_mask)) return false;
+  if (!tn.ok || tn.geneve != r.geneve || ((tn.vni ^ r.vni) & r.vni_mask)) return false;
+  if (r.geneve) {
+    if (((tn.optlen ^ r.gn_optlen) & r.gn_optlen_mask) || ((tn.oam ^ r.gn_oam) & r.gn_oam_mask) ||
+        ((tn.proto ^ r.gn_proto) & r.gn_proto_mask))
+      return false;
+  } else if ((tn.flags ^ r.vx_flags) & r.vx_flags_mask) {
+    return false;
+  }
   for (int i = 0; i < 4; i++)
     if (((pp.ct.key.src[i] ^ r.o_src[i]) & r.o_smask[i]) || ((pp.ct.key.dst[i] ^ r.o_dst[i]) & r.o_dmask[i]))
       return false;
@@ -260,7 +283,7 @@ int16_t Mlx5Model::rx(unsigned qi, PacketIn& in, uint64_t now_ns, ctrack::Parsed
   };
   for (int hops = 0; hops < 16; hops++) {
     const MRule* best = nullptr;
-    if (g != 0 && tn.ok && exact_ok(tn.inner)) {  // a rule below a VXLAN item: keyed by the inner tuple
+    if (g != 0 && tn.ok && exact_ok(tn.inner)) {  // a rule below a tunnel item: keyed by the inner tuple
       ctrack::Key kt = tn.inner.ct.key;
       kt.zone = static_cast<uint16_t>(in.port | kTunnelZone);
       best = q.exact.find(g, kt);
@@ -307,7 +330,7 @@ int16_t Mlx5Model::rx(unsigned qi, PacketIn& in, uint64_t now_ns, ctrack::Parsed
       in.has_mark = true;
       in.mark = r.mark_id;
     }
-    if (r.decap) {  // its table's pattern has a VXLAN item: tn.ok
+    if (r.decap) {  // its table's pattern has a tunnel item: tn.ok
       in.data += tn.off;
       in.len -= tn.off;
       in.pkt_len -= tn.off;

@@ -28,6 +28,94 @@ struct Inside {
   bool was_;
 };
 
+// mlx5_flow_validate_item_geneve (mlx5_flow.c:3316-3385) and the GENEVE_OPT
+// item's (3405-3530), as flow_dv_validate calls them (mlx5_flow_dv.c:7395-7413),
+// for the items of one pattern. `tunnel`: a tunnel item came before.
+int dv_geneve(Mlx5Model& m, const NicLimits& caps, const rte_flow_item* items, rte_flow_error* e) {
+  using C = ModelCalls;
+  bool udp = false, tunnel = false;
+  uint16_t dport = 0;
+  for (const rte_flow_item* it = items; it->type != RTE_FLOW_ITEM_TYPE_END; it++) {
+    if (it->type == RTE_FLOW_ITEM_TYPE_UDP && !tunnel) {
+      udp = true;
+      if (it->spec && it->mask)
+        dport = ntohs(static_cast<const rte_flow_item_udp*>(it->spec)->hdr.dst_port &
+                      static_cast<const rte_flow_item_udp*>(it->mask)->hdr.dst_port);
+    }
+    if (it->type == RTE_FLOW_ITEM_TYPE_GENEVE_OPT) {
+      if (!caps.geneve_tlv_opt) return C::refuse(m, e, ENOTSUP, "dv-geneve-opt", "Geneve TLV opt not supported");
+      return C::refuse(m, e, ENOTSUP, "not-modelled", "Geneve option matching (one TLV option object per device)");
+    }
+    if (it->type == RTE_FLOW_ITEM_TYPE_VXLAN) tunnel = true;
+    if (it->type != RTE_FLOW_ITEM_TYPE_GENEVE) continue;
+    if (!caps.geneve_rx)
+      return C::refuse(m, e, ENOTSUP, "dv-geneve-caps",
+                       "L3 Geneve is not enabled by device parameter and/or not configured in firmware");
+    if (tunnel) return C::refuse(m, e, ENOTSUP, "dv-geneve-item", "multiple tunnel layers not supported");
+    tunnel = true;
+    if (!udp) return C::refuse(m, e, EINVAL, "dv-geneve-item", "no outer UDP layer found");
+    rte_flow_item_geneve mk{};  // rte_flow_item_geneve_mask (rte_flow.h, C only): the VNI
+    mk.vni[0] = mk.vni[1] = mk.vni[2] = 0xFF;
+    if (it->mask) mk = *static_cast<const rte_flow_item_geneve*>(it->mask);
+    if ((mk.ver_opt_len_o_c_rsvd0 & ~htons(0x3F80)) || mk.rsvd1)
+      return C::refuse(m, e, ENOTSUP, "dv-geneve-item", "mask enables non supported bits");
+    if (!it->spec && it->mask) return C::refuse(m, e, EINVAL, "dv-geneve-item", "mask/last without a spec is not supported");
+    if (it->spec) {
+      const auto& sp = *static_cast<const rte_flow_item_geneve*>(it->spec);
+      const uint16_t h = ntohs(sp.ver_opt_len_o_c_rsvd0);
+      if ((h >> 14) || (h & 0x40) || (h & 0x3F) || sp.rsvd1)
+        return C::refuse(m, e, ENOTSUP, "dv-geneve-item", "Geneve protocol unsupported fields are being used");
+      if ((h >> 8 & 0x3F) > (caps.geneve_max_opt_len ? 63 : 14))
+        return C::refuse(m, e, ENOTSUP, "dv-geneve-item", "Unsupported Geneve options length");
+    }
+    // The driver takes any outer port; the hardware's parser (and the
+    // model's) finds Geneve on 6081, which DV fills in when left open.
+    if (dport && dport != kGenevePort)
+      return C::refuse(m, e, ENOTSUP, "not-modelled", "Geneve on UDP port " + std::to_string(dport));
+  }
+  return 0;
+}
+
+// DV's reformat actions (rules dv-decap, dv-raw-encap): flow_dv_validate's
+// cases at mlx5_flow_dv.c:7782-7819. `vxlan`: the pattern has a VXLAN item.
+int dv_reformat(Mlx5Model& m, const rte_flow_action* actions, bool vxlan, rte_flow_error* e) {
+  using C = ModelCalls;
+  bool decap = false, encap = false, modify = false;
+  for (const rte_flow_action* x = actions; x->type != RTE_FLOW_ACTION_TYPE_END; x++) {
+    switch (x->type) {
+      case RTE_FLOW_ACTION_TYPE_MODIFY_FIELD: modify = true; break;
+      case RTE_FLOW_ACTION_TYPE_VXLAN_DECAP:
+      case RTE_FLOW_ACTION_TYPE_RAW_DECAP: {
+        if (decap || encap)
+          return C::refuse(m, e, ENOTSUP, "dv-decap",
+                           decap ? "can only have a single decap action" : "decap after encap is not supported");
+        if (modify) return C::refuse(m, e, EINVAL, "dv-decap", "can't have decap action after modify action");
+        if (x->type == RTE_FLOW_ACTION_TYPE_VXLAN_DECAP && !vxlan)
+          return C::refuse(m, e, ENOTSUP, "dv-decap", "VXLAN item should be present for VXLAN decap");
+        const rte_flow_action* nx = x + 1;
+        while (nx->type == RTE_FLOW_ACTION_TYPE_VOID) nx++;
+        if (x->type == RTE_FLOW_ACTION_TYPE_RAW_DECAP && nx->type == RTE_FLOW_ACTION_TYPE_RAW_ENCAP)
+          return C::refuse(m, e, ENOTSUP, "not-modelled", "RAW_DECAP and RAW_ENCAP together (an L3 tunnel)");
+        decap = true;
+        break;
+      }
+      case RTE_FLOW_ACTION_TYPE_RAW_ENCAP: {
+        const auto* c = static_cast<const rte_flow_action_raw_encap*>(x->conf);
+        if (!c || !c->size || !c->data) return C::refuse(m, e, EINVAL, "dv-raw-encap", "raw encap data cannot be empty");
+        if (c->size <= kEncapDecision) return C::refuse(m, e, ENOTSUP, "dv-raw-encap", "small raw encap size");
+        if (encap) return C::refuse(m, e, EINVAL, "dv-raw-encap", "more than one encap action");
+        if (c->size > kEncapMax)
+          return C::refuse(m, e, ENOTSUP, "dv-raw-encap",
+                           "raw encap of " + std::to_string(c->size) + " bytes: the driver copies it into 132");
+        encap = true;
+        break;
+      }
+      default: break;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 // At the port's start (before rte_eth_dev_start): its tables, counters and
@@ -124,13 +212,16 @@ int ModelCalls::dv_validate(Mlx5Model& m, Impl::Port& p, const rte_flow_attr* a,
   if (a->transfer && !p.proxy)
     return refuse(m, e, ENOTSUP, "not-modelled", "transfer rules on a representor (the model takes them on the proxy)");
   if (a->egress) return refuse(m, e, ENOTSUP, "not-modelled", "egress rules");
-  bool outer_tcp = false, tunnel = false;
+  bool outer_tcp = false, tunnel = false, vxlan = false;
   for (const rte_flow_item* it = items; it->type != RTE_FLOW_ITEM_TYPE_END; it++) {
     // (Item types the model does not know are refused by its pattern
     // template, which the rule goes through next: sws_table.)
-    if (it->type == RTE_FLOW_ITEM_TYPE_VXLAN) tunnel = true;
+    if (tunnel_item(it->type)) tunnel = true;
+    if (it->type == RTE_FLOW_ITEM_TYPE_VXLAN) vxlan = true;
     if (it->type == RTE_FLOW_ITEM_TYPE_TCP) outer_tcp = outer_tcp || !tunnel;
   }
+  if (int rc = dv_geneve(m, m.cfg_.limits, items, e); rc != 0) return rc;
+  if (int rc = dv_reformat(m, actions, vxlan, e); rc != 0) return rc;
   bool fate = false, age = false, encap = false, ct = false;
   for (const rte_flow_action* x = actions; x->type != RTE_FLOW_ACTION_TYPE_END; x++) {
     switch (x->type) {
@@ -160,6 +251,7 @@ int ModelCalls::dv_validate(Mlx5Model& m, Impl::Port& p, const rte_flow_attr* a,
       case RTE_FLOW_ACTION_TYPE_MARK:
       case RTE_FLOW_ACTION_TYPE_COUNT:
       case RTE_FLOW_ACTION_TYPE_VXLAN_DECAP:
+      case RTE_FLOW_ACTION_TYPE_RAW_DECAP:
       case RTE_FLOW_ACTION_TYPE_MODIFY_FIELD: break;
       default: return refuse(m, e, ENOTSUP, "not-modelled", "an action type the provider does not use");
     }

@@ -92,15 +92,16 @@ rte_flow_pattern_template* ModelCalls::pattern_template_create(void* self, uint1
   auto pt = std::make_unique<Impl::PT>();
   pt->port = port;
   pt->attr = *a;
-  // VXLAN: the items before it are the outer headers (the model knows ETH,
-  // IPv4 and UDP there), those after it the inner frame.
+  // VXLAN or Geneve: the items before it are the outer headers (the model
+  // knows ETH, IPv4 and UDP there), those after it the inner frame.
   size_t vx = SIZE_MAX, n = 0;
   for (; items[n].type != RTE_FLOW_ITEM_TYPE_END; n++)
-    if (items[n].type == RTE_FLOW_ITEM_TYPE_VXLAN && vx == SIZE_MAX) vx = n;
+    if (tunnel_item(items[n].type) && vx == SIZE_MAX) vx = n;
   for (size_t i = 0; i < n && vx != SIZE_MAX; i++) {
     const rte_flow_item& it = items[i];
     if (i > vx && it.type == RTE_FLOW_ITEM_TYPE_VXLAN)
       return refuse_null<R>(m, e, ENOTSUP, "pt-vxlan-inner", "Inner VXLAN item not supported");
+    if (i > vx && it.type == RTE_FLOW_ITEM_TYPE_GENEVE) break;  // the DV validator's (dv-geneve-item) or HWS's
     if (it.type == RTE_FLOW_ITEM_TYPE_VOID || i == vx) continue;
     if (i < vx) {
       if (it.type != RTE_FLOW_ITEM_TYPE_ETH && it.type != RTE_FLOW_ITEM_TYPE_IPV4 &&
@@ -132,6 +133,14 @@ rte_flow_pattern_template* ModelCalls::pattern_template_create(void* self, uint1
       case RTE_FLOW_ITEM_TYPE_TCP:
       case RTE_FLOW_ITEM_TYPE_CONNTRACK:
       case RTE_FLOW_ITEM_TYPE_VXLAN:
+        break;
+      case RTE_FLOW_ITEM_TYPE_GENEVE:
+      case RTE_FLOW_ITEM_TYPE_GENEVE_OPT:
+        // HWS: not an item of the template API (hws-geneve). DV's hidden
+        // tables (inside) take what flow_dv_validate took (sync.cc).
+        if (!s.inside) return refuse_null<R>(m, e, EINVAL, "hws-geneve", "Unsupported item type");
+        if (it->type == RTE_FLOW_ITEM_TYPE_GENEVE_OPT)
+          return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "Geneve option matching");
         break;
       case RTE_FLOW_ITEM_TYPE_GTP:
       case RTE_FLOW_ITEM_TYPE_GTP_PSC:
@@ -187,16 +196,23 @@ struct Refusal {
 Refusal bad(const char* rule, int err, std::string msg) { return Refusal{rule, err, std::move(msg)}; }
 
 // mlx5_flow_hw.c:3758-3770 (flow_hw_validate_action_raw_encap), and what
-// the model runs: VXLAN over IPv4 (ETH, IPv4 without options, UDP to 4789,
-// VXLAN with its I flag), its data given with each rule.
+// the model runs: ETH, IPv4 without options, UDP, then VXLAN to 4789 with
+// its I flag (50 bytes) or Geneve to 6081, version 0, an Ethernet payload,
+// its options within the data (50 bytes and Opt Len's); the data given
+// with each rule, as long as the template's.
 Refusal check_raw_encap(const rte_flow_action& act, const rte_flow_action& msk) {
   const auto* c = static_cast<const rte_flow_action_raw_encap*>(act.conf);
   if (!c || !c->size || !c->data) return bad("at-raw-encap", EINVAL, "invalid raw_encap_data");
   if (msk.conf) return bad("not-modelled", ENOTSUP, "raw_encap data shared by the template");
   const uint8_t* d = c->data;
-  if (c->size != kEncapMax || d[12] != 0x08 || d[13] != 0x00 || d[14] != 0x45 || d[23] != IPPROTO_UDP ||
-      d[36] != kVxlanPort >> 8 || d[37] != (kVxlanPort & 0xFF) || !net::vxlan_has_vni(d + 42))
-    return bad("not-modelled", ENOTSUP, "raw_encap other than VXLAN over IPv4 (50 bytes)");
+  const bool outer = c->size >= kVxlanEncapLen && d[12] == 0x08 && d[13] == 0x00 && d[14] == 0x45 &&
+                     d[23] == IPPROTO_UDP;
+  const uint16_t dport = outer ? static_cast<uint16_t>(d[36] << 8 | d[37]) : 0;
+  const bool vxlan = dport == kVxlanPort && c->size == kVxlanEncapLen && net::vxlan_has_vni(d + 42);
+  const bool geneve = dport == kGenevePort && (d[42] >> 6) == 0 && c->size == kVxlanEncapLen + (d[42] & 0x3F) * 4u &&
+                      net::get16(d + 44) == net::kEthTeb;
+  if (!vxlan && !geneve)
+    return bad("not-modelled", ENOTSUP, "raw_encap other than VXLAN or Geneve (Ethernet payload) over IPv4");
   return {};
 }
 
@@ -340,6 +356,10 @@ rte_flow_actions_template* ModelCalls::actions_template_create(void* self, uint1
         at->has_age = true;
         if (!at->has_count) at->dr.push_back(kDrCtr);
         break;
+      case RTE_FLOW_ACTION_TYPE_RAW_DECAP:
+        // DV's hidden tables only (its L2 decap, rule dv-decap): HWS below.
+        if (!s.inside) return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "action type " + std::to_string(act.type));
+        [[fallthrough]];
       case RTE_FLOW_ACTION_TYPE_VXLAN_DECAP:
         // One reformat per template (mlx5_flow_hw.c:4236-4243 asserts it).
         if (at->decap || at->encap)
@@ -355,6 +375,7 @@ rte_flow_actions_template* ModelCalls::actions_template_create(void* self, uint1
         if (at->encap)
           return refuse_null<R>(m, e, ENOTSUP, "at-reformat", "one encap or decap action per actions template");
         at->encap = true;
+        at->encap_size = static_cast<uint8_t>(static_cast<const rte_flow_action_raw_encap*>(act.conf)->size);
         at->dr.push_back(kDrEncap);
         break;
       }
@@ -375,7 +396,6 @@ rte_flow_actions_template* ModelCalls::actions_template_create(void* self, uint1
       case RTE_FLOW_ACTION_TYPE_VXLAN_ENCAP:
       case RTE_FLOW_ACTION_TYPE_NVGRE_ENCAP:
       case RTE_FLOW_ACTION_TYPE_NVGRE_DECAP:
-      case RTE_FLOW_ACTION_TYPE_RAW_DECAP:
       case RTE_FLOW_ACTION_TYPE_METER_MARK:
       case RTE_FLOW_ACTION_TYPE_OF_POP_VLAN:
       case RTE_FLOW_ACTION_TYPE_OF_SET_VLAN_VID:
@@ -455,12 +475,12 @@ rte_flow_template_table* ModelCalls::template_table_create(void* self, uint16_t 
   // software); NIC Rx rules of its ports would never be looked at.
   if (m.cfg_.esw && !fdb)
     return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "NIC Rx tables on an E-Switch port");
-  // A decap whose pattern does not prove the packet VXLAN: the driver takes
-  // it (no validation, mlx5_flow_hw.c:4014-4017); what the hardware then
-  // does to a packet without the tunnel the model does not know.
+  // A decap whose pattern does not prove the packet tunnelled: the driver
+  // takes it (no validation, mlx5_flow_hw.c:4014-4017); what the hardware
+  // then does to a packet without the tunnel the model does not know.
   if (at->decap && std::none_of(pt->items.begin(), pt->items.end(),
-                                [](const Impl::ItemShape& i) { return i.type == RTE_FLOW_ITEM_TYPE_VXLAN; }))
-    return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "VXLAN_DECAP in a table whose pattern has no VXLAN item");
+                                [](const Impl::ItemShape& i) { return tunnel_item(i.type); }))
+    return refuse_null<R>(m, e, ENOTSUP, "not-modelled", "a decap in a table whose pattern has no tunnel item");
   // The fields of a non-root table's template must fit a match or jumbo
   // definer (root tables use the DV matcher: no definer).
   if (!root && !s.inside &&
@@ -493,7 +513,7 @@ rte_flow_template_table* ModelCalls::template_table_create(void* self, uint16_t 
                             "Arg size " + std::to_string(bulk) + " does not fit FW capability (modify header of " +
                                 std::to_string(cmds) + " commands for " + std::to_string(a->nb_flows) + " rules)");
     // 22.11.11 shares every reformat's data (mlx5_flow_hw.c:1720, bulk 0).
-    if (at->encap && !arg_ok(64, 0))  // VXLAN over IPv4: 50 bytes, one chunk
+    if (at->encap && !arg_ok(at->encap_size, 0))  // VXLAN over IPv4: 50 bytes, one chunk; Geneve's options add
       return refuse_null<R>(m, e, EINVAL, "at-arg-size", "Arg size 0 does not fit FW requests (reformat)");
   }
   uint32_t cap = 1;
