@@ -412,7 +412,7 @@ tables:
 TEST(Stages, TheListFollowsTheRuleSet) {
   Fixture one(nat_yaml());
   std::vector<std::string> got = stage_names_of(*one.pl);
-  EXPECT_EQ(got, (std::vector<std::string>{"rx", "flow_cache", "tables", "remember_paths", "egress"}));
+  EXPECT_EQ(got, (std::vector<std::string>{"rx", "flow_cache", "tables", "paths+egress"}));
   Fixture two(R"Y(eal: {file_prefix: st, no_huge: true}
 ports:
   - {name: inside, devargs: "net_af_packet0,iface=a"}

@@ -391,7 +391,9 @@ class Datapath {
 
  public:
   // The stages a rule set may run, in their order (Pipeline::stages_).
-  enum class Stage : uint8_t { kRx, kRxTunnels, kFlowCache, kTables, kRememberPaths, kEgress, kEgressEncaps, kCount };
+  enum class Stage : uint8_t {
+    kRx, kRxTunnels, kFlowCache, kTables, kEgress, kEgressEncaps, kPathsEgress, kPathsEgressEncaps, kCount
+  };
   static const char* stage_name(Stage s);
   struct Burst;  // one burst's state (pipeline/burst.h)
 
@@ -413,12 +415,10 @@ class Datapath {
   void exec(Burst& b, uint32_t i, uint32_t from, bool resumed);  // a rule's actions (interp.h's walk)
   void conntrack(Burst& b);             // conntrack/: batched per (zone, commit, nat), then the actions after it
   void translate(Burst& b, uint32_t i, const ctrack::Key& to);  // nat/: bytes and classifier key
-  void remember_paths(Burst& b);        // flow_cache/: established packets' paths recorded
-  template <bool kEncaps>
-  void egress(Burst& b);                // ports/: egress MTU (a tunnel's outer packet with kEncaps)
+  void remember_path(Burst& b, uint32_t i);  // flow_cache/: an established packet's path recorded
+  template <bool kPaths, bool kEncaps>
+  void egress(Burst& b);  // ports/: paths recorded (kPaths), egress MTU (a tunnel's outer packet with kEncaps)
   void note(const Burst& b, PacketNote* notes) const;  // trace/
-  using StageFn = void (Datapath::*)(Burst&);
-  static const StageFn kStages[static_cast<size_t>(Stage::kCount)];  // index = Stage
   uint16_t record_path(const FlowPath& p);  // its index, or kNone when the table is full
 
   unsigned worker_;

@@ -1,7 +1,7 @@
 // The flow cache (a stage of Datapath::run): an established connection's
 // direction that took a path through the tables under this rule set takes
 // it again from conntrack, without the classifier. A path is recorded
-// after the tables (remember_paths), once per (connection, direction).
+// after the tables (remember_path, from egress), once per (connection, direction).
 #pragma once
 
 #include <algorithm>
@@ -179,14 +179,14 @@ inline void Datapath::flow_cache(Burst& b) {
   }
 }
 
-// After the tables: an established packet's path (its one ct() in the
+// After the tables (egress calls it per packet, in the loop it runs
+// anyway): an established packet's path (its one ct() in the
 // cache's zone, the rules it hit, its verdict) goes into the flow cache,
 // under its connection's direction.
-inline void Datapath::remember_paths(Burst& b) {
-  if (!b.fast) return;
+inline void Datapath::remember_path(Burst& b, uint32_t i) {
   const Pipeline& pl = b.pl;
   Verdict* out = b.out;
-  for (uint32_t i = 0; i < b.n; i++) {
+  {
     PktState& p = b.s[i];
     if (p.cacheable && p.ncts == 1 && p.first.conn != ctrack::kNoConn &&
         (p.first.state == kEst || p.first.state == kEstRpl) && (out[i].out_port >= 0 || p.rule_drop)) {

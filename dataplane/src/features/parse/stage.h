@@ -17,7 +17,8 @@ using stage::ip_claimed;
 
 // Packet i's parse (or the NIC stage's), its ingress MTU and, for an IP
 // fragment, the fragment table. False: it left the burst (dropped, or held).
-inline bool Datapath::rx_parse(Burst& b, uint32_t i, uint32_t flen, uint32_t mtu_from, RxCounts& c) {
+// (Always inlined: as a call per packet it cost new connections 3-5 %.)
+__attribute__((always_inline)) inline bool Datapath::rx_parse(Burst& b, uint32_t i, uint32_t flen, uint32_t mtu_from, RxCounts& c) {
   const PacketIn* in = b.in;
   Verdict* out = b.out;
   PktState& p = b.s[i];

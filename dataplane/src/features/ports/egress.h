@@ -4,6 +4,7 @@
 #pragma once
 
 #include "pipeline/burst.h"
+#include "features/flow_cache/stage.h"
 
 namespace dp {
 
@@ -12,12 +13,15 @@ using stage::PktState;
 // The egress MTU of each packet going out: a tunnel's outer IPv4 packet
 // (the inner frame and the outer headers but Ethernet), or the IP packet;
 // IPv4 without DF leaves in fragments (a router's job).
-template <bool kEncaps>
+// With kPaths (the flow cache is in the stage list), first the packet's
+// path goes into the flow cache (flow_cache/stage.h), in the same loop.
+template <bool kPaths, bool kEncaps>
 inline void Datapath::egress(Burst& b) {
   const Pipeline& pl = b.pl;
   Verdict* out = b.out;
   for (uint32_t i = 0; i < b.n; i++) {
     PktState& p = b.s[i];
+    if (kPaths && b.fast) remember_path(b, i);
     if (out[i].out_port < 0) continue;
     if (kEncaps && out[i].encap) {
       const Pipeline::Encap& e = pl.encaps_[out[i].encap - 1u];
