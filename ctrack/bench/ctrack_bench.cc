@@ -30,6 +30,7 @@
 
 #include "ctrack/parse.h"
 #include "ctrack/tracker.h"
+#include "sdn/clock.h"
 #include "testbed/process.h"
 
 using namespace ctrack;
@@ -162,17 +163,10 @@ void emit(const char* bench, uint64_t conns, double pkts, std::vector<double> se
   fflush(stdout);
 }
 
-// Seconds on the timer the run measures with: wall clock, or with --cpu-time
-// this thread's CPU time (on a shared, loaded machine the time the bench was
-// not scheduled is left out; the OVS run's own figure stays wall clock).
-double now_s() {
-  if (g_cpu_time) {
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-  }
-  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-}
+// Seconds on the timer the run measures with (sdn::bench_seconds): wall
+// clock, or with --cpu-time this thread's CPU time (the OVS run's own figure
+// stays wall clock).
+double now_s() { return sdn::bench_seconds(g_cpu_time); }
 double seconds_since(double t0) { return now_s() - t0; }
 
 constexpr int kReps = 5;

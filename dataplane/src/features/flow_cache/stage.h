@@ -79,7 +79,8 @@ inline void Datapath::flow_cache(Burst& b) {
   }
   if (nc) ct_->lookup(cpk, nc, found);
   // Each connection's cache entry is a likely cache miss: ask for them all
-  // before the first is read.
+  // before the first is read. (Asking with the connection's entry, inside
+  // lookup(), measured no better: 6 pairs, --cpu-time, median 1.00.)
   for (uint32_t k = 0; k < nc; k++)
     if (found[k].conn != ctrack::kNoConn) __builtin_prefetch(&cache_[found[k].conn]);
   // Hits, unless another packet of the burst that takes the full pipeline
