@@ -10,12 +10,8 @@
 #include <set>
 #include <string>
 
+#include "config_section.h"
 #include "sdn/number.h"
-#include "sdn/status.h"
-
-namespace dp {
-using sdn::Status;
-}
 
 // (SDN_TRY, sdn/status.h, returns a failed Status from the caller.)
 namespace dp::conf {

@@ -4,21 +4,10 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-#include <vector>
 
-#include "sdn/status.h"
-
-namespace YAML {
-class Node;
-}
+#include "control/config_section.h"
 
 namespace dp {
-
-using sdn::Status;
-namespace conf {
-struct Ctx;
-}
 
 struct WorkerConfig {
   unsigned main_lcore = 0;

@@ -3,22 +3,10 @@
 // with it (every field needs a restart).
 #pragma once
 
-#include <string>
-#include <vector>
-
+#include "control/config_section.h"
 #include "dataplane/offload_config.h"
-#include "sdn/status.h"
-
-namespace YAML {
-class Node;
-}
 
 namespace dp {
-
-using sdn::Status;
-namespace conf {
-struct Ctx;
-}
 
 // offload: {provider, max_in_flight, table_size, insert_rate, latency_us,
 // age_s, domain, conntrack, engine, nic}

@@ -39,4 +39,12 @@ inline void tunnel_outer(Flow& f, const uint8_t vtep[4], uint16_t port) {
   f.item(RTE_FLOW_ITEM_TYPE_UDP, us, um);
 }
 
+// A 24-bit VNI into an item's spec, matched exactly (mask all ones).
+inline void vni_item(uint8_t (&spec)[3], uint8_t (&mask)[3], uint32_t vni) {
+  spec[0] = static_cast<uint8_t>(vni >> 16);
+  spec[1] = static_cast<uint8_t>(vni >> 8);
+  spec[2] = static_cast<uint8_t>(vni);
+  mask[0] = mask[1] = mask[2] = 0xFF;
+}
+
 }  // namespace dp::hw

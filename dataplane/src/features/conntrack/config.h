@@ -4,22 +4,10 @@
 // a restart, and nat may not turn on).
 #pragma once
 
-#include <string>
-#include <vector>
-
 #include "ctrack/tracker.h"
-#include "sdn/status.h"
-
-namespace YAML {
-class Node;
-}
+#include "control/config_section.h"
 
 namespace dp {
-
-using sdn::Status;
-namespace conf {
-struct Ctx;
-}
 
 // ctrack's defaults as the daemon runs them: the workers expire entries by
 // time, and the offload's event ring is there.

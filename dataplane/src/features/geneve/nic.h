@@ -29,10 +29,7 @@ struct TunnelNic<Geneve> {
     gm.ver_opt_len_o_c_rsvd0 = htons(0x3F80);  // Opt Len and O: 0
     gs.protocol = htons(0x6558);
     gm.protocol = 0xFFFF;
-    gs.vni[0] = static_cast<uint8_t>(vni >> 16);
-    gs.vni[1] = static_cast<uint8_t>(vni >> 8);
-    gs.vni[2] = static_cast<uint8_t>(vni);
-    gm.vni[0] = gm.vni[1] = gm.vni[2] = 0xFF;
+    vni_item(gs.vni, gm.vni, vni);
     f.item(RTE_FLOW_ITEM_TYPE_GENEVE, gs, gm);
   }
 

@@ -23,10 +23,7 @@ struct TunnelNic<Vxlan> {
     tunnel_outer(f, l.vtep, l.vxlan_port);
     rte_flow_item_vxlan vs{}, vm{};
     vs.flags = vm.flags = 0x08;
-    vs.vni[0] = static_cast<uint8_t>(vni >> 16);
-    vs.vni[1] = static_cast<uint8_t>(vni >> 8);
-    vs.vni[2] = static_cast<uint8_t>(vni);
-    vm.vni[0] = vm.vni[1] = vm.vni[2] = 0xFF;
+    vni_item(vs.vni, vm.vni, vni);
     f.item(RTE_FLOW_ITEM_TYPE_VXLAN, vs, vm);
   }
 
