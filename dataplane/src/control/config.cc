@@ -95,8 +95,8 @@ Status parse_tables(const Ctx& c, const YAML::Node& n, const PortNames& ports, s
   std::set<uint32_t> ids;
   for (auto it = n.begin(); it != n.end(); ++it) {
     uint16_t table;
-    SDN_TRY(parse_uint(c, it->first, "tables." + (it->first.IsScalar() ? it->first.Scalar() : std::string("?")), &table, 0,
-                   kMaxTables - 1));
+    SDN_TRY(parse_uint(c, it->first, "tables." + (it->first.IsScalar() ? it->first.Scalar() : std::string("?")),
+                       &table, 0, kMaxTables - 1));
     std::string tpath = "tables." + std::to_string(table);
     if (!it->second.IsSequence()) return c.err(it->second, tpath, "expected a list of rules");
     for (size_t i = 0; i < it->second.size(); i++) {
@@ -271,7 +271,7 @@ Result<Config> parse_config(const std::string& text, const std::string& name) {
   cfg.ct = conntrack_defaults();
   try {
     SDN_TRY(check_keys(c, root, "",
-                   {"eal", "ports", "workers", "conntrack", "offload", "control", "metrics", "overlay", "tables"}));
+                       {"eal", "ports", "workers", "conntrack", "offload", "control", "metrics", "overlay", "tables"}));
     if (root["eal"]) SDN_TRY(parse_eal(c, root["eal"], &cfg.eal));
     SDN_TRY(parse_ports(c, root["ports"], &cfg.ports));
     if (root["workers"]) SDN_TRY(parse_workers(c, root["workers"], &cfg.workers));
@@ -470,8 +470,9 @@ Status check_ports_exist(const Config& cfg) {
   for (size_t i = 0; i < cfg.ports.size(); i++) {
     const PortConfig& p = cfg.ports[i];
     auto at = [&](const std::string& msg) {
-      return Status::error(cfg.file + ":" + std::to_string(p.at.devargs_line ? p.at.devargs_line : p.at.line) + ": key 'ports[" +
-                           std::to_string(i) + "].devargs': " + msg);
+      const int line = p.at.devargs_line ? p.at.devargs_line : p.at.line;
+      return Status::error(cfg.file + ":" + std::to_string(line) + ": key 'ports[" + std::to_string(i) + "].devargs': " +
+                           msg);
     };
     const std::string dev = p.devargs.substr(0, p.devargs.find(','));
     if (dev.rfind("net_af_packet", 0) == 0) {
@@ -510,8 +511,10 @@ Status check_host(const Config& cfg, std::vector<std::string>* notes) {
     const bool mapped = !cfg.workers.cpus.empty();
     for (size_t i = 0; i < cfg.workers.lcores.size(); i++) {
       unsigned l = mapped ? cfg.workers.cpus[i] : cfg.workers.lcores[i];
+      const auto& at_w = cfg.workers.at;
+      const int line = mapped ? at_w.cpus_line : i < at_w.lcore_lines.size() ? at_w.lcore_lines[i] : 0;
       if (!CPU_ISSET(l, &set))
-        return at(mapped ? cfg.workers.at.cpus_line : i < cfg.workers.at.lcore_lines.size() ? cfg.workers.at.lcore_lines[i] : 0,
+        return at(line,
                   (mapped ? "workers.cpus[" : "workers.lcores[") + std::to_string(i) + "]",
                   (mapped ? "CPU " : "lcore ") + std::to_string(l) + " is not a CPU this process may run on (CPUs " +
                       cpu_list(set) + ")");
