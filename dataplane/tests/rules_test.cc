@@ -8,6 +8,8 @@
 #include <netinet/in.h>
 
 #include "dataplane/config.h"
+#include "features/conntrack/config.h"
+#include "offload/config.h"
 
 namespace dp {
 namespace {
@@ -400,6 +402,56 @@ TEST(Config, OnlyRegularFilesAreRead) {
   unlink(fifo.c_str());
   ASSERT_FALSE(f.ok());
   EXPECT_NE(f.message().find("not a regular file"), std::string::npos) << f.message();
+}
+
+// A reload asks each section what changed: moved lines change nothing;
+// each field that needs a restart is refused in that section's words;
+// conntrack's timeouts apply.
+TEST(ConfigReload, EachSectionRefusesWhatNeedsARestart) {
+  auto base = parse_config(kGood, "good.yaml");
+  ASSERT_TRUE(base.ok()) << base.message();
+  struct Case {
+    std::string from, to, why;  // why: "" = nothing refused
+    bool timeouts = false;
+  } cases[] = {
+      {"ports:\n", "# moved\n\nports:\n", ""},
+      {"workers: {lcores: [1], burst: 32}", "workers:\n  lcores:\n    - 1\n  burst: 32", ""},
+      {"mtu: 9000}", "mtu: 1500}", "ports: 'outside' mtu '9000' -> '1500' (ports need a restart)"},
+      {"net_af_packet0,iface=a\"}", "net_af_packet0,iface=c\"}",
+       "ports: 'inside' devargs 'net_af_packet0,iface=a' -> 'net_af_packet0,iface=c' (ports need a restart)"},
+      {"name: inside", "name: lan",
+       "ports: 'lan' added (ports need a restart); ports: 'inside' removed (ports need a restart)"},
+      {"burst: 32", "burst: 16", "workers: changed (needs a restart)"},
+      {"lcores: [1]", "lcores: [1], cpus: [0]", "workers: changed (needs a restart)"},
+      {"capacity: 1000", "capacity: 2000",
+       "conntrack: only timeouts change on reload (capacity, policy and zones need a restart)"},
+      {"limits: {5: 7}", "limits: {5: 8}",
+       "conntrack: only timeouts change on reload (capacity, policy and zones need a restart)"},
+      {"capacity: 1000", "capacity: 1000\n  nat: true",
+       "conntrack.nat: the rules now translate, and the tracker was started without room for NAT "
+       "(set conntrack.nat: true; needs a restart)"},
+      {"udp_unreplied: 10", "udp_unreplied: 11", "", true},
+      {"tables:", "offload: {provider: emulated}\ntables:",
+       "offload: changed (its queues, tables and templates are sized at start; needs a restart)"},
+  };
+  for (const auto& c : cases) {
+    auto next = parse_config(replace(kGood, c.from, c.to), "good.yaml");
+    ASSERT_TRUE(next.ok()) << c.to << ": " << next.message();
+    std::vector<std::string> refused;
+    std::vector<int> map;
+    ports_reload(base->ports, next->ports, &map, &refused);
+    workers_reload(base->workers, next->workers, &refused);
+    const bool timeouts = conntrack_reload(base->ct, &next->ct, &refused);
+    offload_reload(base->offload, next->offload, &refused);
+    std::string got;
+    for (const auto& r : refused) got += (got.empty() ? "" : "; ") + r;
+    EXPECT_EQ(got, c.why) << c.to;
+    EXPECT_EQ(timeouts, c.timeouts) << c.to;
+    EXPECT_FALSE(next->ct.nat) << "a reload keeps the running nat";
+    if (c.why.empty()) {
+      EXPECT_EQ(map, (std::vector<int>{0, 1})) << c.to;
+    }
+  }
 }
 
 TEST(Config, RuleFromCliYaml) {

@@ -6,37 +6,13 @@
 #include <vector>
 
 #include "ctrack/tracker.h"
+#include "datapath/config.h"
 #include "dataplane/offload_config.h"
 #include "dataplane/overlay.h"
 #include "dataplane/rules.h"
+#include "features/ports/config.h"
 
 namespace dp {
-
-struct PortConfig {
-  std::string name;
-  std::string devargs;    // "net_af_packet0,iface=veth0" (a vdev) or "0000:03:00.0[,...]" (PCI)
-  std::string dpdk_name;  // the ethdev name to attach to, when devargs creates several (representors)
-  uint16_t mtu = 1500;
-  bool promisc = true;
-  uint16_t rx_desc = 1024, tx_desc = 1024;
-  uint32_t frame_room = 0;  // net_af_packet's framesz= (a frame the kernel reassembled can be this long), 0 if unset
-  int line = 0;
-  int devargs_line = 0;
-};
-
-struct WorkerConfig {
-  unsigned main_lcore = 0;
-  int main_line = 0;               // where main_lcore / lcores[i] are written, 0 if defaulted
-  std::vector<int> lcore_lines;
-  std::vector<unsigned> lcores{1};
-  // The CPU each worker lcore runs on, when not the lcore's own number
-  // (EAL --lcores lcore@cpu): more workers than CPUs, e.g. for tests.
-  std::vector<unsigned> cpus;
-  int cpus_line = 0;
-  uint16_t burst = 32;
-  uint32_t mbufs = 16383;
-  uint32_t mbuf_cache = 256;
-};
 
 struct EalConfig {
   std::string file_prefix = "dataplane";
@@ -75,8 +51,6 @@ struct Config {
 };
 
 // A DPDK file prefix: letters, digits, '-' and '_' (it names a directory).
-// The value of key= in a device's devargs, empty if absent.
-std::string devarg(const std::string& devargs, const std::string& key);
 Status check_file_prefix(const std::string& p);
 // A control socket path: absolute, and fits sockaddr_un (107 bytes).
 Status check_socket_path(const std::string& p);

@@ -175,6 +175,7 @@ struct Conn {
   struct Dir {
     uint32_t vni = 0;  // 0: arrives untunnelled
     bool geneve = false;  // the tunnel it arrives in is Geneve (else VXLAN)
+    TunnelKind tunnel() const { return geneve ? TunnelKind::kGeneve : TunnelKind::kVxlan; }
     bool nat = false;
     ctrack::Key wire{}, out{};
     bool encap = false;

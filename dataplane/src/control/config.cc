@@ -19,80 +19,18 @@
 #include <set>
 #include <sstream>
 
-#include "dataplane/nic_model.h"
+#include "config_yaml.h"
+#include "features/conntrack/config.h"
 #include "features/tunnels.h"
+#include "offload/config.h"
 #include "sdn/number.h"
 #include "sdn/yaml_load.h"
 
 namespace dp {
 
+using namespace conf;
+
 namespace {
-
-// Where a YAML node came from, for messages: "file:line: key 'a.b': ...".
-struct Ctx {
-  const std::string& file;
-  Status err(const YAML::Node& n, const std::string& key, const std::string& msg) const {
-    int line = n.Mark().line >= 0 ? n.Mark().line + 1 : 0;
-    return Status::error(file + ":" + std::to_string(line) + ": key '" + key + "': " + msg);
-  }
-};
-
-Status check_keys(const Ctx& c, const YAML::Node& map, const std::string& path, const std::set<std::string>& known) {
-  if (!map.IsMap()) return c.err(map, path, "expected a mapping");
-  for (auto it = map.begin(); it != map.end(); ++it) {
-    std::string k = it->first.as<std::string>();
-    if (!known.count(k)) {
-      std::string all;
-      for (const auto& s : known) all += (all.empty() ? "" : ", ") + s;
-      return c.err(it->first, path.empty() ? k : path + "." + k, "unknown key (known: " + all + ")");
-    }
-  }
-  return {};
-}
-
-// Decimal, or hexadecimal after 0x. A leading zero is refused: C reads
-// 0755 as octal, YAML 1.1 too, YAML 1.2 as decimal; a port MTU of 01000
-// must not quietly become 512.
-template <typename T>
-Status parse_uint(const Ctx& c, const YAML::Node& n, const std::string& full, T* out, uint64_t lo, uint64_t hi) {
-  if (!n.IsScalar()) return c.err(n, full, "expected a number");
-  if (hi > (1ull << 53)) return c.err(n, full, "internal: a range past 2^53 is not exact as a double");
-  double v = 0;
-  if (Status st = sdn::parse_number(n.Scalar(), true, static_cast<double>(lo), static_cast<double>(hi), &v); !st)
-    return c.err(n, full, st.message());
-  *out = static_cast<T>(v);
-  return {};
-}
-
-template <typename T>
-Status get_uint(const Ctx& c, const YAML::Node& map, const std::string& key, const std::string& path, T* out,
-                uint64_t lo, uint64_t hi) {
-  YAML::Node n = map[key];
-  if (!n) return {};
-  return parse_uint(c, n, path.empty() ? key : path + "." + key, out, lo, hi);
-}
-
-Status get_bool(const Ctx& c, const YAML::Node& map, const std::string& key, const std::string& path, bool* out) {
-  YAML::Node n = map[key];
-  if (!n) return {};
-  std::string full = path.empty() ? key : path + "." + key;
-  if (!n.IsScalar()) return c.err(n, full, "expected true or false");
-  const std::string& s = n.Scalar();
-  if (s == "true" || s == "yes" || s == "on") *out = true;
-  else if (s == "false" || s == "no" || s == "off") *out = false;
-  else return c.err(n, full, "'" + s + "' is not true or false");
-  return {};
-}
-
-Status get_str(const Ctx& c, const YAML::Node& map, const std::string& key, const std::string& path, std::string* out,
-               bool required = false) {
-  YAML::Node n = map[key];
-  std::string full = path.empty() ? key : path + "." + key;
-  if (!n) return required ? c.err(map, full, "is required") : Status();
-  if (!n.IsScalar() || n.Scalar().empty()) return c.err(n, full, "expected a non-empty string");
-  *out = n.Scalar();
-  return {};
-}
 
 // yaml-cpp keeps both entries of a repeated key and answers lookups with
 // the first: a second `0:` table or `capacity:` would vanish silently.
@@ -114,40 +52,11 @@ Status check_duplicates(const Ctx& c, const YAML::Node& n, const std::string& pa
   return {};
 }
 
-}  // namespace
-
-// One key=value of a device's devargs ("net_af_packet0,iface=v0,framesz=4096").
-std::string devarg(const std::string& devargs, const std::string& key) {
-  for (size_t p = devargs.find(','); p != std::string::npos; p = devargs.find(',', p + 1)) {
-    if (devargs.compare(p + 1, key.size() + 1, key + "=") == 0) {
-      const size_t from = p + 2 + key.size(), e = devargs.find(',', from);
-      return devargs.substr(from, e == std::string::npos ? e : e - from);
-    }
-  }
-  return {};
-}
-
-namespace {
-
-// What a port's devargs attach to, for spotting two ports on one device:
-// af_packet's iface=, else the device (PCI address or vdev name).
-std::string port_device(const std::string& devargs) {
-  if (devargs.rfind("net_af_packet", 0) == 0 || devargs.rfind("net_af_xdp", 0) == 0)
-    if (std::string i = devarg(devargs, "iface"); !i.empty()) return "interface " + i;
-  return "device " + devargs.substr(0, devargs.find(','));
-}
-
-#define TRY(expr)                  \
-  do {                             \
-    if (Status _s = (expr); !_s) \
-      return _s;                   \
-  } while (0)
-
 Status parse_eal(const Ctx& c, const YAML::Node& n, EalConfig* e) {
-  TRY(check_keys(c, n, "eal", {"file_prefix", "no_huge", "memory_mb", "extra_args"}));
-  TRY(get_str(c, n, "file_prefix", "eal", &e->file_prefix));
-  TRY(get_bool(c, n, "no_huge", "eal", &e->no_huge));
-  TRY(get_uint(c, n, "memory_mb", "eal", &e->memory_mb, 64, 1u << 20));
+  SDN_TRY(check_keys(c, n, "eal", {"file_prefix", "no_huge", "memory_mb", "extra_args"}));
+  SDN_TRY(get_str(c, n, "file_prefix", "eal", &e->file_prefix));
+  SDN_TRY(get_bool(c, n, "no_huge", "eal", &e->no_huge));
+  SDN_TRY(get_uint(c, n, "memory_mb", "eal", &e->memory_mb, 64, 1u << 20));
   if (YAML::Node x = n["extra_args"]) {
     if (!x.IsSequence()) return c.err(x, "eal.extra_args", "expected a list of strings");
     for (const auto& a : x) e->extra.push_back(a.as<std::string>());
@@ -156,198 +65,20 @@ Status parse_eal(const Ctx& c, const YAML::Node& n, EalConfig* e) {
   return {};
 }
 
-Status parse_ports(const Ctx& c, const YAML::Node& n, std::vector<PortConfig>* ports) {
-  if (!n || !n.IsSequence() || n.size() == 0) return c.err(n, "ports", "expected a non-empty list of ports");
-  std::set<std::string> names;
-  std::map<std::string, std::string> devices;  // what it attaches to -> port name
-  std::set<std::string> dpdk_names;
-  for (size_t i = 0; i < n.size(); i++) {
-    const YAML::Node& p = n[i];
-    std::string path = "ports[" + std::to_string(i) + "]";
-    TRY(check_keys(c, p, path, {"name", "devargs", "dpdk_name", "mtu", "promisc", "rx_desc", "tx_desc"}));
-    PortConfig pc;
-    pc.line = p.Mark().line + 1;
-    TRY(get_str(c, p, "name", path, &pc.name, true));
-    TRY(get_str(c, p, "devargs", path, &pc.devargs, true));
-    pc.devargs_line = p["devargs"].Mark().line + 1;
-    TRY(get_str(c, p, "dpdk_name", path, &pc.dpdk_name));
-    TRY(get_uint(c, p, "mtu", path, &pc.mtu, 68, 9600));
-    TRY(get_bool(c, p, "promisc", path, &pc.promisc));
-    TRY(get_uint(c, p, "rx_desc", path, &pc.rx_desc, 64, 32768));
-    TRY(get_uint(c, p, "tx_desc", path, &pc.tx_desc, 64, 32768));
-    for (char ch : pc.name)
-      if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_')
-        return c.err(p["name"], path + ".name", "use letters, digits and '_' only (it names telemetry keys)");
-    if (!names.insert(pc.name).second) return c.err(p["name"], path + ".name", "duplicate port name '" + pc.name + "'");
-    if (std::string fz = devarg(pc.devargs, "framesz"); !fz.empty() && pc.devargs.rfind("net_af_packet", 0) == 0) {
-      double v = 0;
-      if (Status s = sdn::parse_number(fz, true, 256, 65536, &v); !s)
-        return c.err(p["devargs"], path + ".devargs", "framesz: " + s.message());
-      pc.frame_room = static_cast<uint32_t>(v);
-    }
-    std::string dev = port_device(pc.devargs);
-    if (auto [at, fresh] = devices.emplace(dev, pc.name); !fresh && pc.dpdk_name.empty())
-      return c.err(p["devargs"], path + ".devargs",
-                   "port '" + at->second + "' is already on " + dev + " (for representors of one device set dpdk_name)");
-    std::string ethdev = pc.dpdk_name.empty() ? pc.devargs.substr(0, pc.devargs.find(',')) : pc.dpdk_name;
-    if (!dpdk_names.insert(ethdev).second)
-      return c.err(p[pc.dpdk_name.empty() ? "devargs" : "dpdk_name"], path + (pc.dpdk_name.empty() ? ".devargs" : ".dpdk_name"),
-                   "another port already uses the DPDK port '" + ethdev + "'");
-    ports->push_back(pc);
-  }
-  if (ports->size() > 64) return c.err(n, "ports", "at most 64 ports");
-  return {};
-}
-
-Status parse_workers(const Ctx& c, const YAML::Node& n, WorkerConfig* w) {
-  TRY(check_keys(c, n, "workers", {"main_lcore", "lcores", "cpus", "burst", "mbufs", "mbuf_cache"}));
-  TRY(get_uint(c, n, "main_lcore", "workers", &w->main_lcore, 0, 1023));
-  if (n["main_lcore"]) w->main_line = n["main_lcore"].Mark().line + 1;
-  TRY(get_uint(c, n, "burst", "workers", &w->burst, 1, 32));
-  TRY(get_uint(c, n, "mbufs", "workers", &w->mbufs, 1023, 1u << 24));
-  TRY(get_uint(c, n, "mbuf_cache", "workers", &w->mbuf_cache, 0, 512));
-  if (YAML::Node l = n["lcores"]) {
-    if (!l.IsSequence() || l.size() == 0) return c.err(l, "workers.lcores", "expected a non-empty list of lcore ids");
-    w->lcores.clear();
-    w->lcore_lines.clear();
-    std::set<unsigned> seen;
-    for (size_t i = 0; i < l.size(); i++) {
-      unsigned v;
-      std::string p = "workers.lcores[" + std::to_string(i) + "]";
-      if (!l[i].IsScalar()) return c.err(l[i], p, "expected an lcore id");
-      try {
-        v = l[i].as<unsigned>();
-      } catch (const std::exception&) {
-        return c.err(l[i], p, "'" + l[i].Scalar() + "' is not an lcore id");
-      }
-      if (v > 1023 || !seen.insert(v).second) return c.err(l[i], p, "lcore ids must be unique and 0..1023");
-      w->lcores.push_back(v);
-      w->lcore_lines.push_back(l[i].Mark().line + 1);
-    }
-  }
-  if (YAML::Node cp = n["cpus"]) {
-    if (!cp.IsSequence() || cp.size() != w->lcores.size())
-      return c.err(cp, "workers.cpus", "expected a list of CPU ids, one per entry of workers.lcores");
-    w->cpus_line = cp.Mark().line + 1;
-    for (size_t i = 0; i < cp.size(); i++) {
-      unsigned v;
-      TRY(parse_uint(c, cp[i], "workers.cpus[" + std::to_string(i) + "]", &v, 0, 1023));
-      w->cpus.push_back(v);
-    }
-  }
-  for (unsigned l : w->lcores)
-    if (l == w->main_lcore)
-      return c.err(n, "workers.lcores", "lcore " + std::to_string(l) + " is the main (control) lcore");
-  if (w->lcores.size() > 16) return c.err(n, "workers.lcores", "at most 16 workers");
-  return {};
-}
-
-Status parse_conntrack(const Ctx& c, const YAML::Node& n, ctrack::Config* ct) {
-  TRY(check_keys(c, n, "conntrack",
-                 {"capacity", "full_policy", "tcp_liberal", "tcp_midstream", "timeouts", "zones", "sweep_per_call",
-                  "early_drop_scan", "nat"}));
-  TRY(get_bool(c, n, "nat", "conntrack", &ct->nat));
-  TRY(get_uint(c, n, "capacity", "conntrack", &ct->capacity, 16, 1u << 30));
-  TRY(get_bool(c, n, "tcp_liberal", "conntrack", &ct->tcp_liberal));
-  TRY(get_bool(c, n, "tcp_midstream", "conntrack", &ct->tcp_midstream));
-  TRY(get_uint(c, n, "sweep_per_call", "conntrack", &ct->sweep_per_call, 0, 4096));
-  TRY(get_uint(c, n, "early_drop_scan", "conntrack", &ct->early_drop_scan, 1, 4096));
-  if (YAML::Node p = n["full_policy"]) {
-    std::string s = p.IsScalar() ? p.Scalar() : "";
-    if (s == "drop") ct->full_policy = ctrack::FullPolicy::kDrop;
-    else if (s == "pass") ct->full_policy = ctrack::FullPolicy::kPassUntracked;
-    else return c.err(p, "conntrack.full_policy", "expected drop or pass");
-  }
-  if (YAML::Node t = n["timeouts"]) {
-    const std::string P = "conntrack.timeouts";
-    TRY(check_keys(c, t, P,
-                   {"tcp_syn_sent", "tcp_syn_recv", "tcp_established", "tcp_fin_wait", "tcp_close_wait", "tcp_last_ack",
-                    "tcp_time_wait", "tcp_close", "tcp_unacked", "udp_unreplied", "udp_replied", "udp_assured", "icmp",
-                    "other"}));
-    ctrack::Timeouts& T = ct->timeouts;
-    const uint32_t kMax = 30u * 86400;
-    TRY(get_uint(c, t, "tcp_syn_sent", P, &T.tcp[ctrack::kTcpSynSent], 1, kMax));
-    T.tcp[ctrack::kTcpSynSent2] = T.tcp[ctrack::kTcpSynSent];
-    TRY(get_uint(c, t, "tcp_syn_recv", P, &T.tcp[ctrack::kTcpSynRecv], 1, kMax));
-    TRY(get_uint(c, t, "tcp_established", P, &T.tcp[ctrack::kTcpEstablished], 1, kMax));
-    TRY(get_uint(c, t, "tcp_fin_wait", P, &T.tcp[ctrack::kTcpFinWait], 1, kMax));
-    TRY(get_uint(c, t, "tcp_close_wait", P, &T.tcp[ctrack::kTcpCloseWait], 1, kMax));
-    TRY(get_uint(c, t, "tcp_last_ack", P, &T.tcp[ctrack::kTcpLastAck], 1, kMax));
-    TRY(get_uint(c, t, "tcp_time_wait", P, &T.tcp[ctrack::kTcpTimeWait], 1, kMax));
-    TRY(get_uint(c, t, "tcp_close", P, &T.tcp[ctrack::kTcpClose], 1, kMax));
-    TRY(get_uint(c, t, "tcp_unacked", P, &T.tcp_unacked, 1, kMax));
-    TRY(get_uint(c, t, "udp_unreplied", P, &T.udp[ctrack::kUdpUnreplied], 1, kMax));
-    TRY(get_uint(c, t, "udp_replied", P, &T.udp[ctrack::kUdpReplied], 1, kMax));
-    TRY(get_uint(c, t, "udp_assured", P, &T.udp[ctrack::kUdpAssured], 1, kMax));
-    TRY(get_uint(c, t, "icmp", P, &T.icmp, 1, kMax));
-    TRY(get_uint(c, t, "other", P, &T.other, 1, kMax));
-  }
-  if (YAML::Node z = n["zones"]) {
-    TRY(check_keys(c, z, "conntrack.zones", {"default_limit", "limits"}));
-    TRY(get_uint(c, z, "default_limit", "conntrack.zones", &ct->default_zone_limit, 0, 1u << 30));
-    if (YAML::Node l = z["limits"]) {
-      if (!l.IsMap()) return c.err(l, "conntrack.zones.limits", "expected a mapping of zone: limit");
-      for (auto it = l.begin(); it != l.end(); ++it) {
-        std::string zk = it->first.Scalar();
-        uint16_t zone;
-        uint32_t lim;
-        TRY(parse_uint(c, it->first, "conntrack.zones.limits", &zone, 0, 65535));
-        TRY(parse_uint(c, it->second, "conntrack.zones.limits." + zk, &lim, 0, 1u << 30));
-        ct->zone_limits.push_back({zone, lim});
-      }
-    }
-  }
-  return {};
-}
-
-Status parse_offload(const Ctx& c, const YAML::Node& n, OffloadConfig* o) {
-  if (n["transfer"])
-    return c.err(n["transfer"], "offload.transfer",
-                 "replaced by offload.domain: auto | transfer | ingress (auto picks from the ports)");
-  TRY(check_keys(c, n, "offload",
-                 {"provider", "max_in_flight", "table_size", "insert_rate", "latency_us", "age_s", "domain", "conntrack",
-                  "engine", "nic"}));
-  TRY(get_str(c, n, "provider", "offload", &o->provider));
-  if (o->provider != "none" && o->provider != "emulated" && o->provider != "rte_flow" && o->provider != "auto")
-    return c.err(n["provider"], "offload.provider", "expected none, emulated, rte_flow or auto");
-  TRY(get_uint(c, n, "max_in_flight", "offload", &o->max_in_flight, 1, 1u << 20));
-  TRY(get_uint(c, n, "table_size", "offload", &o->table_size, 1, 1u << 24));
-  TRY(get_uint(c, n, "insert_rate", "offload", &o->insert_rate, 1, 1u << 30));
-  TRY(get_uint(c, n, "latency_us", "offload", &o->latency_us, 0, 10'000'000));
-  TRY(get_uint(c, n, "age_s", "offload", &o->age_s, 1, 86400));
-  auto one_of = [&](const char* key, std::string* out, const std::vector<std::string>& allowed) -> Status {
-    TRY(get_str(c, n, key, "offload", out));
-    for (const auto& a : allowed)
-      if (*out == a) return {};
-    std::string all;
-    for (const auto& a : allowed) all += (all.empty() ? "" : ", ") + a;
-    return c.err(n[key], std::string("offload.") + key, "'" + *out + "': expected one of " + all);
-  };
-  TRY(one_of("domain", &o->domain, {"auto", "transfer", "ingress"}));
-  TRY(one_of("conntrack", &o->conntrack, {"auto", "aso", "flows"}));
-  TRY(one_of("engine", &o->engine, {"auto", "hws", "sws"}));
-  std::vector<std::string> nics;
-  for (const auto& p : nic_profiles()) nics.push_back(p.name);
-  TRY(one_of("nic", &o->nic, nics));
-  if (n["nic"] && o->provider != "emulated")
-    return c.err(n["nic"], "offload.nic", "names the NIC model's profile: only with provider: emulated");
-  return {};
-}
-
 Status parse_one_rule(const Ctx& c, const YAML::Node& r, const std::string& path, const PortNames& ports,
                       uint16_t table, Rule* out) {
-  TRY(check_keys(c, r, path, {"id", "table", "priority", "match", "actions", "offload"}));
+  SDN_TRY(check_keys(c, r, path, {"id", "table", "priority", "match", "actions", "offload"}));
   Rule rule;
   rule.table = table;
-  TRY(get_uint(c, r, "table", path, &rule.table, 0, kMaxTables - 1));
-  TRY(get_uint(c, r, "id", path, &rule.id, 1, kMaxRuleId));
+  SDN_TRY(get_uint(c, r, "table", path, &rule.table, 0, kMaxTables - 1));
+  SDN_TRY(get_uint(c, r, "id", path, &rule.id, 1, kMaxRuleId));
   uint32_t prio = 0;
-  TRY(get_uint(c, r, "priority", path, &prio, 0, 65535));
+  SDN_TRY(get_uint(c, r, "priority", path, &prio, 0, 65535));
   rule.priority = static_cast<int32_t>(prio);
-  TRY(get_bool(c, r, "offload", path, &rule.offload));
+  SDN_TRY(get_bool(c, r, "offload", path, &rule.offload));
   rule.match_text = r["match"] && r["match"].IsScalar() ? r["match"].Scalar() : "";
   if (r["match"] && !r["match"].IsScalar()) return c.err(r["match"], path + ".match", "expected a string");
-  TRY(get_str(c, r, "actions", path, &rule.actions_text, true));
+  SDN_TRY(get_str(c, r, "actions", path, &rule.actions_text, true));
   auto m = parse_match(rule.match_text, ports);
   if (!m) return c.err(r["match"] ? r["match"] : r, path + ".match", m.message());
   rule.match = *m;
@@ -364,14 +95,14 @@ Status parse_tables(const Ctx& c, const YAML::Node& n, const PortNames& ports, s
   std::set<uint32_t> ids;
   for (auto it = n.begin(); it != n.end(); ++it) {
     uint16_t table;
-    TRY(parse_uint(c, it->first, "tables." + (it->first.IsScalar() ? it->first.Scalar() : std::string("?")), &table, 0,
-                   kMaxTables - 1));
+    SDN_TRY(parse_uint(c, it->first, "tables." + (it->first.IsScalar() ? it->first.Scalar() : std::string("?")),
+                       &table, 0, kMaxTables - 1));
     std::string tpath = "tables." + std::to_string(table);
     if (!it->second.IsSequence()) return c.err(it->second, tpath, "expected a list of rules");
     for (size_t i = 0; i < it->second.size(); i++) {
       Rule r;
       std::string path = tpath + "[" + std::to_string(i) + "]";
-      TRY(parse_one_rule(c, it->second[i], path, ports, table, &r));
+      SDN_TRY(parse_one_rule(c, it->second[i], path, ports, table, &r));
       r.line = it->second[i].Mark().line + 1;
       if (r.table != table) return c.err(it->second[i], path + ".table", "differs from the table it is listed under");
       if (r.id && !ids.insert(r.id).second)
@@ -434,30 +165,30 @@ Status parse_tunnel(const Ctx& c, const YAML::Node& v, const PortNames& ports, T
   const std::string P = std::string("overlay.") + tunnel_kind_name(T::kKind);
   std::set<std::string> keys = {"local", "port", "mac", "udp_port", "ttl", "df", "vnis", "remotes", "any_remote"};
   if (T::kOptionKey) keys.insert(T::kOptionKey);
-  TRY(check_keys(c, v, P, keys));
+  SDN_TRY(check_keys(c, v, P, keys));
   o->on = true;
   o->line = v.Mark().line + 1;
   o->udp_port = T::kUdpPort;
   for (const char* k : {"local", "port", "mac", "vnis"})
     if (!v[k]) return c.err(v, P + "." + k, "is required");
-  TRY(parse_ipv4(c, v["local"], P + ".local", o->local));
-  TRY(parse_mac(c, v["mac"], P + ".mac", o->mac));
+  SDN_TRY(parse_ipv4(c, v["local"], P + ".local", o->local));
+  SDN_TRY(parse_mac(c, v["mac"], P + ".mac", o->mac));
   std::string port;
-  TRY(get_str(c, v, "port", P, &port));
+  SDN_TRY(get_str(c, v, "port", P, &port));
   const int pi = ports.find(port);
   if (pi < 0) return c.err(v["port"], P + ".port", "no port named '" + port + "'");
   o->port = static_cast<uint16_t>(pi);
-  TRY(get_uint(c, v, "udp_port", P, &o->udp_port, 1, 65535));
-  TRY(get_uint(c, v, "ttl", P, &o->ttl, 1, 255));
-  TRY(get_bool(c, v, "df", P, &o->df));
-  TRY(get_bool(c, v, "any_remote", P, &o->any_remote));
+  SDN_TRY(get_uint(c, v, "udp_port", P, &o->udp_port, 1, 65535));
+  SDN_TRY(get_uint(c, v, "ttl", P, &o->ttl, 1, 255));
+  SDN_TRY(get_bool(c, v, "df", P, &o->df));
+  SDN_TRY(get_bool(c, v, "any_remote", P, &o->any_remote));
   YAML::Node vn = v["vnis"];
   if (!vn.IsSequence() || vn.size() == 0) return c.err(vn, P + ".vnis", "expected a list of VNIs");
   std::map<uint32_t, int> seen;
   for (size_t i = 0; i < vn.size(); i++) {
     const std::string k = P + ".vnis[" + std::to_string(i) + "]";
     uint32_t vni = 0;
-    TRY(parse_uint(c, vn[i], k, &vni, 1, kVxlanMaxVni));
+    SDN_TRY(parse_uint(c, vn[i], k, &vni, 1, kVxlanMaxVni));
     if (auto [at, fresh] = seen.emplace(vni, vn[i].Mark().line + 1); !fresh)
       return c.err(vn[i], k, "VNI " + std::to_string(vni) + " is listed twice (first at line " +
                                  std::to_string(at->second) + ")");
@@ -468,12 +199,12 @@ Status parse_tunnel(const Ctx& c, const YAML::Node& v, const PortNames& ports, T
     if (!rs.IsSequence()) return c.err(rs, P + ".remotes", "expected a list of {ip, mac}");
     for (size_t i = 0; i < rs.size(); i++) {
       const std::string k = P + ".remotes[" + std::to_string(i) + "]";
-      TRY(check_keys(c, rs[i], k, {"ip", "mac"}));
+      SDN_TRY(check_keys(c, rs[i], k, {"ip", "mac"}));
       if (!rs[i]["ip"] || !rs[i]["mac"]) return c.err(rs[i], k, "needs ip and mac (the next hop toward it)");
       TunnelRemote r;
       r.line = rs[i].Mark().line + 1;
-      TRY(parse_ipv4(c, rs[i]["ip"], k + ".ip", r.ip));
-      TRY(parse_mac(c, rs[i]["mac"], k + ".mac", r.mac));
+      SDN_TRY(parse_ipv4(c, rs[i]["ip"], k + ".ip", r.ip));
+      SDN_TRY(parse_mac(c, rs[i]["mac"], k + ".mac", r.mac));
       if (o->remote(r.ip)) return c.err(rs[i]["ip"], k + ".ip", "remote listed twice");
       if (memcmp(r.ip, o->local, 4) == 0) return c.err(rs[i]["ip"], k + ".ip", "is this VTEP's own address");
       o->remotes.push_back(r);
@@ -498,7 +229,7 @@ Status parse_tunnel(const Ctx& c, const YAML::Node& v, const PortNames& ports, T
 Status parse_overlay(const Ctx& c, const YAML::Node& n, const PortNames& ports, OverlayConfig* o) {
   std::set<std::string> names;
   for_each_tunnel([&](auto t) { names.insert(tunnel_kind_name(decltype(t)::kKind)); });
-  TRY(check_keys(c, n, "overlay", names));
+  SDN_TRY(check_keys(c, n, "overlay", names));
   Status st;
   for_each_tunnel([&](auto t) {
     using T = decltype(t);
@@ -537,40 +268,35 @@ Result<Config> parse_config(const std::string& text, const std::string& name) {
   if (Status s = check_duplicates(c, root, ""); !s) return s;
   Config cfg;
   cfg.file = name;
-  // The workers expire entries by time (every millisecond, busy or not);
-  // conntrack's sweep inside each lookup call would only add work, and make
-  // the flow cache's ct calls change when entries go.
-  cfg.ct.sweep_per_call = 0;
+  cfg.ct = conntrack_defaults();
   try {
-    TRY(check_keys(c, root, "",
-                   {"eal", "ports", "workers", "conntrack", "offload", "control", "metrics", "overlay", "tables"}));
-    if (root["eal"]) TRY(parse_eal(c, root["eal"], &cfg.eal));
-    TRY(parse_ports(c, root["ports"], &cfg.ports));
-    if (root["workers"]) TRY(parse_workers(c, root["workers"], &cfg.workers));
-    if (root["conntrack"]) TRY(parse_conntrack(c, root["conntrack"], &cfg.ct));
-    if (root["offload"]) TRY(parse_offload(c, root["offload"], &cfg.offload));
-    if (root["conntrack"] && root["conntrack"]["capacity"])
-      cfg.capacity_line = root["conntrack"]["capacity"].Mark().line + 1;
+    SDN_TRY(check_keys(c, root, "",
+                       {"eal", "ports", "workers", "conntrack", "offload", "control", "metrics", "overlay", "tables"}));
+    if (root["eal"]) SDN_TRY(parse_eal(c, root["eal"], &cfg.eal));
+    SDN_TRY(parse_ports(c, root["ports"], &cfg.ports));
+    if (root["workers"]) SDN_TRY(parse_workers(c, root["workers"], &cfg.workers));
+    if (root["conntrack"]) SDN_TRY(parse_conntrack(c, root["conntrack"], &cfg.ct, &cfg.capacity_line));
+    if (root["offload"]) SDN_TRY(parse_offload(c, root["offload"], &cfg.offload));
     if (YAML::Node ctl = root["control"]) {
-      TRY(check_keys(c, ctl, "control", {"socket"}));
-      TRY(get_str(c, ctl, "socket", "control", &cfg.control_socket));
+      SDN_TRY(check_keys(c, ctl, "control", {"socket"}));
+      SDN_TRY(get_str(c, ctl, "socket", "control", &cfg.control_socket));
       if (ctl["socket"]) {
         cfg.control_line = ctl["socket"].Mark().line + 1;
         if (Status s = check_socket_path(cfg.control_socket); !s) return c.err(ctl["socket"], "control.socket", s.message());
       }
     }
     if (YAML::Node m = root["metrics"]) {
-      TRY(check_keys(c, m, "metrics", {"listen"}));
-      TRY(get_str(c, m, "listen", "metrics", &cfg.metrics_listen));
+      SDN_TRY(check_keys(c, m, "metrics", {"listen"}));
+      SDN_TRY(get_str(c, m, "listen", "metrics", &cfg.metrics_listen));
       if (m["listen"]) {
         cfg.metrics_line = m["listen"].Mark().line + 1;
         if (Status s = parse_metrics_listen(cfg.metrics_listen); !s) return c.err(m["listen"], "metrics.listen", s.message());
       }
     }
-    if (root["overlay"]) TRY(parse_overlay(c, root["overlay"], cfg.port_names(), &cfg.overlay));
+    if (root["overlay"]) SDN_TRY(parse_overlay(c, root["overlay"], cfg.port_names(), &cfg.overlay));
     if (!root["tables"]) return c.err(root, "tables", "is required (the pipeline's rules)");
-    TRY(parse_tables(c, root["tables"], cfg.port_names(), &cfg.rules));
-    TRY(check_encaps(c, cfg.rules, cfg.overlay));
+    SDN_TRY(parse_tables(c, root["tables"], cfg.port_names(), &cfg.rules));
+    SDN_TRY(check_encaps(c, cfg.rules, cfg.overlay));
     // NAT needs the tracker's side table: on when the rules translate, or
     // asked for (rules added later may then translate).
     if (uses_nat(cfg.rules)) {
@@ -587,7 +313,6 @@ Result<Config> parse_config(const std::string& text, const std::string& name) {
     if (Status s = check_socket_path(cfg.control_socket); !s)
       return c.err(root["eal"]["file_prefix"], "eal.file_prefix", "the control socket it names: " + s.message());
   }
-  cfg.ct.event_ring = 16384;
   return cfg;
 }
 
@@ -630,7 +355,7 @@ Result<Rule> parse_rule_yaml(const std::string& text, const PortNames& ports) {
     YAML::Node n = *loaded;
     if (Status s = check_duplicates(c, n, "rule"); !s) return s;
     Rule r;
-    TRY(parse_one_rule(c, n, "rule", ports, 0, &r));
+    SDN_TRY(parse_one_rule(c, n, "rule", ports, 0, &r));
     return r;
   } catch (const YAML::Exception& e) {
     return Status::error("rule: YAML syntax: " + e.msg);
@@ -745,8 +470,9 @@ Status check_ports_exist(const Config& cfg) {
   for (size_t i = 0; i < cfg.ports.size(); i++) {
     const PortConfig& p = cfg.ports[i];
     auto at = [&](const std::string& msg) {
-      return Status::error(cfg.file + ":" + std::to_string(p.devargs_line ? p.devargs_line : p.line) + ": key 'ports[" +
-                           std::to_string(i) + "].devargs': " + msg);
+      const int line = p.at.devargs_line ? p.at.devargs_line : p.at.line;
+      return Status::error(cfg.file + ":" + std::to_string(line) + ": key 'ports[" + std::to_string(i) + "].devargs': " +
+                           msg);
     };
     const std::string dev = p.devargs.substr(0, p.devargs.find(','));
     if (dev.rfind("net_af_packet", 0) == 0) {
@@ -779,14 +505,16 @@ Status check_host(const Config& cfg, std::vector<std::string>* notes) {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) {
     if (!CPU_ISSET(cfg.workers.main_lcore, &set))
-      return at(cfg.workers.main_line, "workers.main_lcore",
+      return at(cfg.workers.at.main_line, "workers.main_lcore",
                 "lcore " + std::to_string(cfg.workers.main_lcore) + " is not a CPU this process may run on (CPUs " +
                     cpu_list(set) + ")");
     const bool mapped = !cfg.workers.cpus.empty();
     for (size_t i = 0; i < cfg.workers.lcores.size(); i++) {
       unsigned l = mapped ? cfg.workers.cpus[i] : cfg.workers.lcores[i];
+      const auto& at_w = cfg.workers.at;
+      const int line = mapped ? at_w.cpus_line : i < at_w.lcore_lines.size() ? at_w.lcore_lines[i] : 0;
       if (!CPU_ISSET(l, &set))
-        return at(mapped ? cfg.workers.cpus_line : i < cfg.workers.lcore_lines.size() ? cfg.workers.lcore_lines[i] : 0,
+        return at(line,
                   (mapped ? "workers.cpus[" : "workers.lcores[") + std::to_string(i) + "]",
                   (mapped ? "CPU " : "lcore ") + std::to_string(l) + " is not a CPU this process may run on (CPUs " +
                       cpu_list(set) + ")");

@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "dataplane/log.h"
+#include "features/conntrack/config.h"
+#include "offload/config.h"
 #include "sdn/json.h"
 
 namespace dp {
@@ -120,33 +122,6 @@ std::shared_ptr<const Config> RuleService::running_snapshot() const {
   return c;
 }
 
-namespace {
-
-std::string port_diff(const PortConfig& a, const PortConfig& b) {
-  std::string d;
-  auto add = [&](const char* k, const std::string& x, const std::string& y) {
-    if (x != y) d += std::string(d.empty() ? "" : ", ") + k + " '" + x + "' -> '" + y + "'";
-  };
-  add("devargs", a.devargs, b.devargs);
-  add("dpdk_name", a.dpdk_name, b.dpdk_name);
-  add("mtu", std::to_string(a.mtu), std::to_string(b.mtu));
-  add("promisc", a.promisc ? "true" : "false", b.promisc ? "true" : "false");
-  add("rx_desc", std::to_string(a.rx_desc), std::to_string(b.rx_desc));
-  add("tx_desc", std::to_string(a.tx_desc), std::to_string(b.tx_desc));
-  return d;
-}
-
-bool same_ct_except_timeouts(const ctrack::Config& a, const ctrack::Config& b) {
-  return a.capacity == b.capacity && a.full_policy == b.full_policy && a.tcp_liberal == b.tcp_liberal &&
-         a.tcp_midstream == b.tcp_midstream && a.sweep_per_call == b.sweep_per_call &&
-         a.early_drop_scan == b.early_drop_scan && a.default_zone_limit == b.default_zone_limit &&
-         a.zone_limits == b.zone_limits;
-}
-
-bool same_timeouts(const ctrack::Timeouts& a, const ctrack::Timeouts& b) { return memcmp(&a, &b, sizeof a) == 0; }
-
-}  // namespace
-
 // A reload applies what can change under traffic (the tables, conntrack
 // timeouts) and refuses everything else with its reason, keeping the
 // running state whole. Ports are bound by name: the file's port order does
@@ -179,38 +154,13 @@ Result<RuleBuilder::Plan> RuleService::reload_plan(const Config& running) {
 
   std::vector<std::string> refused;
   if (!(running.eal == c.eal)) refused.push_back("eal: changed (needs a restart)");
-  std::vector<int> map(c.ports.size(), -1);  // file's port index -> running port index
-  for (size_t i = 0; i < c.ports.size(); i++) {
-    for (size_t k = 0; k < running.ports.size(); k++)
-      if (running.ports[k].name == c.ports[i].name) map[i] = static_cast<int>(k);
-    if (map[i] < 0) {
-      refused.push_back("ports: '" + c.ports[i].name + "' added (ports need a restart)");
-      continue;
-    }
-    std::string d = port_diff(running.ports[static_cast<size_t>(map[i])], c.ports[i]);
-    if (!d.empty()) refused.push_back("ports: '" + c.ports[i].name + "' " + d + " (ports need a restart)");
-  }
-  for (const PortConfig& p : running.ports) {
-    bool kept = false;
-    for (const PortConfig& q : c.ports) kept |= q.name == p.name;
-    if (!kept) refused.push_back("ports: '" + p.name + "' removed (ports need a restart)");
-  }
-  const WorkerConfig &wa = running.workers, &wb = c.workers;
-  if (wa.main_lcore != wb.main_lcore || wa.lcores != wb.lcores || wa.cpus != wb.cpus || wa.burst != wb.burst ||
-      wa.mbufs != wb.mbufs ||
-      wa.mbuf_cache != wb.mbuf_cache)
-    refused.push_back("workers: changed (needs a restart)");
+  std::vector<int> map;  // file's port index -> running port index
+  ports_reload(running.ports, c.ports, &map, &refused);
+  workers_reload(running.workers, c.workers, &refused);
   if (running.metrics_listen != c.metrics_listen) refused.push_back("metrics: changed (needs a restart)");
   if (!(running.overlay == c.overlay)) refused.push_back("overlay: changed (needs a restart)");
-  // NAT's room stays once there (rules without NAT run in it too).
-  if (c.ct.nat && !running.ct.nat)
-    refused.push_back("conntrack.nat: the rules now translate, and the tracker was started without room for NAT "
-                      "(set conntrack.nat: true; needs a restart)");
-  c.ct.nat = running.ct.nat;
-  if (!same_ct_except_timeouts(running.ct, c.ct))
-    refused.push_back("conntrack: only timeouts change on reload (capacity, policy and zones need a restart)");
-  if (!(running.offload == c.offload))
-    refused.push_back("offload: changed (its queues, tables and templates are sized at start; needs a restart)");
+  const bool timeouts = conntrack_reload(running.ct, &c.ct, &refused);
+  offload_reload(running.offload, c.offload, &refused);
   if (running.control_socket != c.control_socket) refused.push_back("control.socket: changed (needs a restart)");
   if (!refused.empty()) {
     std::string m = "reload refused, running config kept: ";
@@ -221,7 +171,6 @@ Result<RuleBuilder::Plan> RuleService::reload_plan(const Config& running) {
   remap_ports(c.rules, map);
   auto plan = build_plan(std::move(c.rules), running);
   if (!plan) return plan.status();
-  const bool timeouts = !same_timeouts(running.ct.timeouts, c.ct.timeouts);
   if (timeouts) plan->timeouts = c.ct.timeouts;
   plan->done = "reloaded " + running.file + ": " + std::to_string(plan->rules.size()) + " rules" +
                (timeouts ? ", new conntrack timeouts" : "");

@@ -2,7 +2,8 @@
 // them: for_each_tunnel calls a generic lambda with each module's struct
 // (a compile-time list: no virtual call, nothing per packet but inlined
 // code), in DP_TUNNELS' order. A new tunnel: its folder, its line in
-// DP_TUNNELS (registry.h) and its #include here.
+// DP_TUNNELS (registry.h) and its #include here; its NIC hook
+// (features/<name>/nic.h) is included in features/tunnels_nic.h.
 #pragma once
 
 #include <cstring>

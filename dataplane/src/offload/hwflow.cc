@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "../pipeline/interp.h"
+#include "features/tunnels_nic.h"
 
 namespace dp::hw {
 
@@ -192,52 +193,6 @@ rte_flow_modify_conntrack ct_reply_update(const rte_flow_action_conntrack& orig)
 
 namespace {
 
-// The outer headers a decapsulating rule matches: VXLAN VNI `vni` to this
-// host's VTEP on its UDP port, the I flag set, from any remote VTEP (as
-// software decapsulates).
-// ETH / IPv4 to `vtep` / UDP to `port`: a tunnel's outer headers.
-void tunnel_outer(Flow& f, const uint8_t vtep[4], uint16_t port) {
-  f.item(RTE_FLOW_ITEM_TYPE_ETH);
-  rte_flow_item_ipv4 s{}, m{};
-  memcpy(&s.hdr.dst_addr, vtep, 4);
-  m.hdr.dst_addr = 0xFFFFFFFFu;
-  f.item(RTE_FLOW_ITEM_TYPE_IPV4, s, m);
-  rte_flow_item_udp us{}, um{};
-  us.hdr.dst_port = htons(port);
-  um.hdr.dst_port = 0xFFFF;
-  f.item(RTE_FLOW_ITEM_TYPE_UDP, us, um);
-}
-
-void vxlan_items(Flow& f, const Layout& l, uint32_t vni) {
-  tunnel_outer(f, l.vtep, l.vxlan_port);
-  rte_flow_item_vxlan vs{}, vm{};
-  vs.flags = vm.flags = 0x08;
-  vs.vni[0] = static_cast<uint8_t>(vni >> 16);
-  vs.vni[1] = static_cast<uint8_t>(vni >> 8);
-  vs.vni[2] = static_cast<uint8_t>(vni);
-  vm.vni[0] = vm.vni[1] = vm.vni[2] = 0xFF;
-  f.item(RTE_FLOW_ITEM_TYPE_VXLAN, vs, vm);
-}
-
-// The same for Geneve (DV only): VNI `vni` to this host's VTEP on its UDP
-// port, version 0 by construction (the NIC cannot match the version,
-// mlx5_flow.c:3328-3332), no options and not a control message (Opt Len
-// and O both 0: frames with options, whose critical ones software judges,
-// and control messages, which it drops, miss to software), an Ethernet
-// payload (protocol 0x6558).
-void geneve_items(Flow& f, const Layout& l, uint32_t vni) {
-  tunnel_outer(f, l.geneve_vtep, l.geneve_port);
-  rte_flow_item_geneve gs{}, gm{};
-  gm.ver_opt_len_o_c_rsvd0 = htons(0x3F80);  // Opt Len and O: 0
-  gs.protocol = htons(0x6558);
-  gm.protocol = 0xFFFF;
-  gs.vni[0] = static_cast<uint8_t>(vni >> 16);
-  gs.vni[1] = static_cast<uint8_t>(vni >> 8);
-  gs.vni[2] = static_cast<uint8_t>(vni);
-  gm.vni[0] = gm.vni[1] = gm.vni[2] = 0xFF;
-  f.item(RTE_FLOW_ITEM_TYPE_GENEVE, gs, gm);
-}
-
 void set_field(Flow& f, rte_flow_field_id field, const void* v, uint32_t len) {
   rte_flow_action_modify_field x{};
   x.operation = RTE_FLOW_MODIFY_SET;
@@ -275,7 +230,7 @@ Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* 
   f.pattern.reserve(10);
   f.actions.reserve(10);
   attr(f, l, l.ct_group, 0, in);
-  if (cd.vni) (cd.geneve ? geneve_items : vxlan_items)(f, l, cd.vni);
+  if (cd.vni) with_tunnel(cd.tunnel(), [&](auto t) { TunnelNic<decltype(t)>::items(f, l, cd.vni); });
   f.item(RTE_FLOW_ITEM_TYPE_ETH);
   if (k.family == 4) {
     rte_flow_item_ipv4 s{}, m{};
@@ -314,10 +269,7 @@ Flow conn_flow(const Layout& l, const Conn& c, int dir, rte_flow_action_handle* 
     f.item(RTE_FLOW_ITEM_TYPE_UDP, s, m);
   }
   if (!aso) mark_out(f, l, out);
-  // DV's VXLAN_DECAP wants a VXLAN item (mlx5_flow_dv.c:3582-3586); a
-  // RAW_DECAP alone is its generic L2 decap (7801-7819, 14229-14240).
-  if (cd.vni && cd.geneve) f.action(RTE_FLOW_ACTION_TYPE_RAW_DECAP, rte_flow_action_raw_decap{});
-  else if (cd.vni) f.action(RTE_FLOW_ACTION_TYPE_VXLAN_DECAP);
+  if (cd.vni) with_tunnel(cd.tunnel(), [&](auto t) { TunnelNic<decltype(t)>::decap(f); });
   f.action(RTE_FLOW_ACTION_TYPE_COUNT, rte_flow_action_count{});
   if (l.age_action) {
     rte_flow_action_age age{};
@@ -605,21 +557,33 @@ struct RuleOffload {
 // as does every rule that may see a tunnel only software decapsulates
 // (soft_decap). Why `m` stays in software for them, or empty.
 std::string refuse_tunnels(const Layout& l, const Match& m) {
-  const bool vx_rule = l.vxlan && (!m.has(kMInPort) || m.in_port == l.underlay);
-  const bool gn_rule = l.geneve && (!m.has(kMInPort) || m.in_port == l.geneve_underlay);
+  bool any = false;             // a tunnel the NIC decapsulates
+  std::string parser;           // the first on a UDP port the NIC's parser does not take
+  const char* seen = nullptr;   // the first whose underlay port the rule may see
+  size_t seen_port = 0;
+  for_each_tunnel([&](auto t) {
+    using T = decltype(t);
+    using N = TunnelNic<T>;
+    if (!N::on(l)) return;
+    any = true;
+    if (parser.empty() && N::udp_port(l) != N::kParserPort)
+      parser = std::string("tun_id: ") + T::kDisplay + " on UDP port " + std::to_string(N::udp_port(l)) +
+               " (the NIC's parser takes " + std::to_string(N::kParserPort) + ")";
+    if (!seen && (!m.has(kMInPort) || m.in_port == N::underlay(l))) {
+      seen = T::kDisplay;
+      seen_port = N::underlay(l);
+    }
+  });
   if (m.has(kMTunId)) {
-    if (!l.vxlan && !l.geneve) {
+    if (!any) {
       if (l.soft_decap.empty()) return "tun_id: no overlay.vxlan (no VTEP to match)";
-    } else if (l.vxlan && l.vxlan_port != 4789) {
-      return "tun_id: VXLAN on UDP port " + std::to_string(l.vxlan_port) + " (the NIC's parser takes 4789)";
-    } else if (l.geneve && l.geneve_port != 6081) {
-      return "tun_id: Geneve on UDP port " + std::to_string(l.geneve_port) + " (the NIC's parser takes 6081)";
-    } else if (!vx_rule && !gn_rule) {
+    } else if (!parser.empty()) {
+      return parser;
+    } else if (!seen) {
       return "tun_id on a port other than the tunnels' underlay ports: matches nothing";
     }
-  } else if (vx_rule || gn_rule) {
-    return std::string("may match ") + (vx_rule ? "VXLAN" : "Geneve") + " frames to this host's VTEP on port " +
-           std::to_string(vx_rule ? l.underlay : l.geneve_underlay) +
+  } else if (seen) {
+    return std::string("may match ") + seen + " frames to this host's VTEP on port " + std::to_string(seen_port) +
            ", which software decapsulates first (in the NIC it would meet their outer headers)";
   }
   for (const Layout::SoftDecap& sd : l.soft_decap) {
@@ -710,18 +674,13 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
     else if (term->type == ActType::kCt) tier = side ? Tier::kMark : Tier::kJumpCt;
     else if (term->type == ActType::kGotoTable) tier = Tier::kMark;
     else if (term->type == ActType::kOutput && (side || !l.transfer)) tier = Tier::kMark;
-    // Where the table-0 rules' table cannot match the I flag, a frame with
-    // it clear would meet a tun_id rule as VNI n, which software does not
-    // decapsulate (pipeline/vxlan.h): only a jump to the connection group
-    // (which decides nothing itself) may go there.
-    if (why.empty() && m.has(kMTunId) && tier != Tier::kJumpCt && l.vxlan && !(l.transfer && l.vxlan_flags))
-      why = std::string("tun_id: the ") + (l.transfer ? "DV" : "NIC Rx root") +
-            " table matches the VNI but not the VXLAN flags (mlx5_flow_dv.c:9391-9414): a frame with the I flag "
-            "clear would be taken as VNI " + std::to_string(m.tun_id);
-    // Likewise a Geneve frame of another version (software drops them).
-    if (why.empty() && m.has(kMTunId) && tier != Tier::kJumpCt && l.geneve)
-      why = "tun_id: DV cannot match Geneve's version (mlx5_flow.c:3328-3332): a frame of another version would "
-            "be taken as VNI " + std::to_string(m.tun_id);
+    // A tun_id rule that decides here: each tunnel the NIC decapsulates
+    // may know a frame it would take wrongly (its hook's refuse_tun_id).
+    if (why.empty() && m.has(kMTunId) && tier != Tier::kJumpCt)
+      for_each_tunnel([&](auto t) {
+        using N = TunnelNic<decltype(t)>;
+        if (why.empty() && N::on(l)) why = N::refuse_tun_id(l, m.tun_id);
+      });
     if (why.empty() && tier == Tier::kMark && l.transfer)
       why = "needs a mark for software: the FDB has no TAG action (hws/mlx5dr_action.c:55-73)";
     if (why.empty() && tier == Tier::kMark && r.id >= kMaxMarkedRule)
@@ -751,8 +710,10 @@ std::vector<RuleFlows> translate_rules(const Layout& l, const std::vector<Rule>&
         std::vector<void (*)(Flow&, const Layout&, uint32_t)> tuns = {nullptr};
         if (m.has(kMTunId)) {
           tuns.clear();
-          if (l.vxlan && in == l.underlay) tuns.push_back(vxlan_items);
-          if (l.geneve && in == l.geneve_underlay) tuns.push_back(geneve_items);
+          for_each_tunnel([&](auto t) {
+            using N = TunnelNic<decltype(t)>;
+            if (N::on(l) && in == N::underlay(l)) tuns.push_back(N::items);
+          });
         }
         for (auto tun : tuns)
         for (int fy : fams) {

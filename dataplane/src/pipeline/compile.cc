@@ -9,7 +9,11 @@
 #include <cstring>
 #include <set>
 
+#include "features/conntrack/narrate.h"
+#include "features/overlay/narrate.h"
+#include "features/ports/narrate.h"
 #include "features/tables/acl.h"
+#include "features/tables/narrate.h"
 #include "interp.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/rules.h"
@@ -373,8 +377,9 @@ Pipeline::Trace Pipeline::trace_established(const ctrack::Key& k, uint16_t in_po
 
 namespace {
 
-// The narration's hooks of the walk (interp.h): each step in words, the ct
-// state from the caller's peek.
+// The narration's hooks of the walk (interp.h): each step in words, the
+// ct state from the caller's peek. The words are each feature's
+// (features/<name>/narrate.h).
 struct NarrateWalk {
   ClassKey key;
   uint16_t in_port;
@@ -389,24 +394,18 @@ struct NarrateWalk {
   uint32_t mark = 0;
   uint32_t cur = 0;  // index of the rule being run
 
-  std::string port_name(uint16_t p) const { return p < ports.names.size() ? ports.names[p] : std::to_string(p); }
-  void no_table(int t) { out.push_back("table " + std::to_string(t) + ": no rules: dropped (no_match)"); }
+  void no_table(int t) { out.push_back(narrate::no_table(t)); }
   bool table(int, bool) { return true; }
-  void no_match(int t) { out.push_back("table " + std::to_string(t) + ": no rule matches: dropped (no_match)"); }
+  void no_match(int t) { out.push_back(narrate::no_match(t)); }
   bool rule(int t, uint32_t i) {
     cur = i;
-    const Rule& r = rules[i];
-    out.push_back("table " + std::to_string(t) + ": rule " + std::to_string(r.id) + " (priority " +
-                  std::to_string(r.priority) + ") match \"" + r.match_text + "\" actions \"" + r.actions_text + "\"");
+    out.push_back(narrate::rule_hit(t, rules[i]));
     return true;
   }
-  void no_terminal() { out.push_back("result: no terminal action: dropped"); }
+  void no_terminal() { out.push_back(narrate::no_terminal()); }
   void set_mark(const Action& a) { mark = a.mark; }
   bool encap(const Action& a) {
-    char vtep[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, a.remote, vtep, sizeof vtep);
-    out.push_back(std::string("  encap(") + tunnel_kind_name(static_cast<TunnelKind>(a.tunnel)) + "): VNI " +
-                  std::to_string(a.vni) + " to the VTEP " + vtep);
+    out.push_back(narrate::encap(a));
     return true;
   }
   Step ct(const Action& a, uint32_t) {
@@ -417,24 +416,17 @@ struct NarrateWalk {
     to.family = 0;
     uint8_t st = ip ? ct_peek(cp, a.zone, a.commit, &note, &to) : 0;
     if (to.family == cp.key.family) {  // translated: later tables see the new tuple
-      note += "; translated, it leaves as " + to.str().substr(0, to.str().rfind(" zone"));
+      note += narrate::nat_leaves_as(to);
       key.tuple(to);
     }
-    if (!ip) note = "not IP: stays untracked";
-    const bool nat = a.nat.kind != ctrack::NatKind::kNone;
-    if (ip && nat && (st & ctrack::kCtNew)) note += "; a new connection is translated from nat(" + nat_str(a.nat) + ")";
-    out.push_back("  ct(" + std::string(a.commit ? "commit," : "") + "zone=" + std::to_string(a.zone) +
-                  (nat ? ",nat(" + nat_str(a.nat) + ")" : "") + "): " + ct_state_str(st) +
-                  (note.empty() ? "" : ": " + note));
+    if (!ip) note = narrate::ct_untracked();
+    if (ip && (st & ctrack::kCtNew)) note += narrate::nat_new(a);
+    out.push_back(narrate::ct_step(a, st, note));
     key.ct(st, a.zone);
     return Step::kNext;
   }
-  void output(const Action& a) {
-    out.push_back("result: output to " + port_name(a.port) + (mark ? ", mark " + std::to_string(mark) : ""));
-  }
-  void drop(const Action&) {
-    out.push_back("result: dropped by rule " + std::to_string(rules[cur].id) + " (rule_drop)");
-  }
+  void output(const Action& a) { out.push_back(narrate::output(ports, a.port, mark)); }
+  void drop(const Action&) { out.push_back(narrate::rule_drop(rules[cur])); }
   void go(const Action& a) { next = a.table; }
 };
 
@@ -443,25 +435,7 @@ struct NarrateWalk {
 std::vector<std::string> Pipeline::explain(const ctrack::Parsed& pp, uint16_t in_port, const PortNames& ports,
                                            const CtPeek& ct_peek, uint32_t tun_id) const {
   std::vector<std::string> out;
-  if (tun_id) {
-    // The first tunnel that terminates the VNI names it; else the first
-    // configured (else registered) one, which would drop it.
-    std::string name, display;
-    bool known = false, on = false;
-    for_each_tunnel([&](auto t) {
-      using T = decltype(t);
-      const TunnelConfig& c = ov_[T::kKind];
-      const bool has = c.on && c.has_vni(tun_id);
-      if (known || (on && !has) || (!name.empty() && !c.on && !has)) return;
-      name = tunnel_kind_name(T::kKind);
-      display = T::kDisplay;
-      known = has;
-      on = c.on;
-    });
-    out.push_back("tunnel: " + display + " VNI " + std::to_string(tun_id) + ", decapsulated" +
-                  (known ? "" : " (this VNI is not in overlay." + name + ".vnis: it would be dropped as " + name +
-                                    "_unknown_vni before the tables)"));
-  }
+  if (tun_id) out.push_back(narrate::decap(ov_, tun_id));
   NarrateWalk w{{}, in_port, pp.vlan, tun_id, -1, pp, ports, ct_peek, rules_, out};
   w.key.fill(pp, in_port, tun_id);
   Interp::walk(*this, w);

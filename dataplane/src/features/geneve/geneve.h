@@ -9,7 +9,7 @@
 // class:type (it is then accepted and ignored; a non-critical option is
 // ignored). Encap: encap(geneve,vni=N,remote=IP[,opt=CLASS:TYPE:DATA]...),
 // the options as written (DATA in hex, a multiple of 4 bytes), C set when
-// one has the critical bit. The NIC (offload/hwflow.cc, the mlx5 model):
+// one has the critical bit. The NIC (features/geneve/nic.h, the mlx5 model):
 // a connection's encap anywhere (a RAW_ENCAP of these headers); its decap
 // under DV software steering only, for frames without options (no GENEVE
 // item in 22.11's hardware steering: there Geneve decap is software's).
@@ -34,7 +34,7 @@ struct Geneve {
   static constexpr const char* kOptionKey = "accept_options";
   // The offload: a table-0 rule's flow may not encap (before any
   // connection, no UDP source port); a connection's may; the NIC matches
-  // Geneve and decapsulates it under DV only (hwflow.cc's geneve_items):
+  // Geneve and decapsulates it under DV only (features/geneve/nic.h):
   // kHwsDecapRefuse says why not under HWS.
   static constexpr const char* kRuleEncapRefuse = "encap(geneve): Geneve encap runs in software";
   static constexpr const char* kConnEncapRefuse = nullptr;

@@ -1,7 +1,7 @@
 // VXLAN (RFC 7348): the tunnel module (features/overlay/tunnel.h says what
 // a module declares). Decap of frames to this VTEP's UDP port on its
 // underlay port; encap(vxlan,vni=N,remote=IP)'s outer headers; the
-// offload's answers (the NIC matches VXLAN and decapsulates: offload/hwflow.cc).
+// offload's answers (the NIC matches VXLAN and decapsulates: features/vxlan/nic.h).
 #pragma once
 
 #include <string>
@@ -21,7 +21,7 @@ struct Vxlan {
   static constexpr const char* kOptionKey = nullptr;  // no config keys of its own
   // The offload: a table-0 rule's flow may not encap (before any
   // connection, no UDP source port); a connection's may; the NIC matches
-  // VXLAN and decapsulates it (hwflow.cc's vxlan_items).
+  // VXLAN and decapsulates it (features/vxlan/nic.h).
   static constexpr const char* kRuleEncapRefuse = "encap(vxlan): VXLAN encap runs in software";
   static constexpr const char* kConnEncapRefuse = nullptr;
   static constexpr const char* kConnDecapRefuse = nullptr;
