@@ -49,6 +49,8 @@ struct Timeouts {
   uint32_t udp_stream_after = 2;                  // seconds of activity before "assured"
   uint32_t icmp = 30;
   uint32_t other = 600;
+
+  bool operator==(const Timeouts&) const = default;
 };
 
 const char* tcp_state_name(uint8_t s);

@@ -107,6 +107,8 @@ struct Config {
   // twice as large (a translated connection is found under both tuples).
   // Without it, ranges passed to process() are refused as kNatExhausted.
   bool nat = false;
+
+  bool operator==(const Config&) const = default;
 };
 
 // Tries per new translated connection: every tuple of a range up to this

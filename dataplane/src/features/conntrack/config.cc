@@ -1,8 +1,6 @@
 // The `conntrack:` section (features/conntrack/config.h).
 #include "features/conntrack/config.h"
 
-#include <cstring>
-
 #include "control/config_yaml.h"
 
 namespace dp {
@@ -64,16 +62,16 @@ Status parse_zones(const Ctx& c, const YAML::Node& z, ctrack::Config* ct) {
   return {};
 }
 
-// Whether a reload may keep the tracker: every field but the timeouts, nat
-// (conntrack_reload) and event_ring (the daemon's) the same.
+// Whether a reload may keep the tracker: every field the same but the
+// timeouts (they apply), nat (conntrack_reload decides) and event_ring (the
+// daemon's). A field added to ctrack::Config needs a restart unless named here.
 bool same_except_timeouts(const ctrack::Config& a, const ctrack::Config& b) {
-  return a.capacity == b.capacity && a.full_policy == b.full_policy && a.tcp_liberal == b.tcp_liberal &&
-         a.tcp_midstream == b.tcp_midstream && a.sweep_per_call == b.sweep_per_call &&
-         a.early_drop_scan == b.early_drop_scan && a.default_zone_limit == b.default_zone_limit &&
-         a.zone_limits == b.zone_limits;
+  ctrack::Config x = a;
+  x.timeouts = b.timeouts;
+  x.nat = b.nat;
+  x.event_ring = b.event_ring;
+  return x == b;
 }
-
-bool same_timeouts(const ctrack::Timeouts& a, const ctrack::Timeouts& b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 }  // namespace
 
@@ -107,7 +105,7 @@ bool conntrack_reload(const ctrack::Config& running, ctrack::Config* next, std::
   next->nat = running.nat;
   if (!same_except_timeouts(running, *next))
     refused->push_back("conntrack: only timeouts change on reload (capacity, policy and zones need a restart)");
-  return !same_timeouts(running.timeouts, next->timeouts);
+  return running.timeouts != next->timeouts;
 }
 
 }  // namespace dp
