@@ -664,7 +664,7 @@ struct Tracker::Impl {
   [[gnu::always_inline]] void prefetch_conn(uint32_t c, bool wide) {
     const uint32_t idx = c & ~kNatTag;
     __builtin_prefetch(&conns[idx]);
-    if (nat) __builtin_prefetch(&nat[idx]);  // hit() reads whether it is translated
+    if (nat) prefetch_nat(idx);  // hit() reads whether it is translated
     if (wide) {
       const char* xp = reinterpret_cast<const char*>(&cold[idx]);
       __builtin_prefetch(xp);
@@ -672,7 +672,14 @@ struct Tracker::Impl {
     }
   }
   [[gnu::always_inline]] void prefetch_rest(uint32_t c) {
-    if (nat) __builtin_prefetch(&nat[c]);
+    if (nat) prefetch_nat(c);
+  }
+  // A NatExt (42 bytes, packed) spans two lines for most entries, and its
+  // kind is at the end: both lines (one when it fits in one).
+  [[gnu::always_inline]] void prefetch_nat(uint32_t idx) {
+    const char* np = reinterpret_cast<const char*>(&nat[idx]);
+    __builtin_prefetch(np);
+    __builtin_prefetch(np + sizeof(NatExt) - 1);
   }
 
   // Stage 3 for a packet known to have no entry (looked up, and nothing
