@@ -412,7 +412,7 @@ int main(int argc, char** argv) {
       snprintf(extra, sizeof extra,
                g_json ? ", \"vs_firewall\": %.3f, \"cache_hits\": %llu"
                       : "  (%.3fx the firewall pipeline, same connections, paired; %llu cache hits)",
-               paired(pipe[0], pipe[2]), (unsigned long long)envs[2]->st.cache_hits);
+               pipe[0].empty() ? 0.0 : paired(pipe[0], pipe[2]), (unsigned long long)envs[2]->st.cache_hits);
     else if (v == 0)
       snprintf(extra, sizeof extra,
                g_json ? ", \"parse_only_mpps\": %.2f, \"vs_uncached\": %.3f, \"cache_hits\": %llu"
