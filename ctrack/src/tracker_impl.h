@@ -402,14 +402,24 @@ struct Tracker::Impl {
     if (e.nat != NatKind::kNone) e.reply = nat_target(idx, kNatOrigRev);
   }
   Key nat_target(uint32_t idx, uint8_t side) const {
-    const NatExt& x = nat[idx];
-    const Key reply = x.rcanon ? x.rkey : x.rkey.reversed();
-    switch (side) {
-      case kNatOrig: return reply.reversed();
-      case kNatOrigRev: return reply;
-      case kNatReply: return orig_key(idx).reversed();
-      default: return orig_key(idx);
+    Key k;
+    nat_target(idx, side, &k);
+    return k;
+  }
+  // The same written to *out (per packet: in whole words, from the entry).
+  // kNatOrig: the reply tuple reversed; kNatOrigRev: the reply tuple (rkey
+  // in its rcanon orientation); kNatReply: the original tuple reversed;
+  // kNatReplyRev: the original tuple (the canonical key in kOrigCanon's).
+  void nat_target(uint32_t idx, uint8_t side, Key* out) const {
+    if (side == kNatOrig || side == kNatOrigRev) {
+      const NatExt& x = nat[idx];
+      const uint8_t* r = reinterpret_cast<const uint8_t*>(&x.rkey);
+      detail::put_key_words(detail::load64(r), detail::load64(r + 8), detail::load64(r + 16), detail::load64(r + 24),
+                    detail::load64(r + 32), (side == kNatOrig) == (x.rcanon != 0), out);
+      return;
     }
+    const bool orig_canon = (conns[idx].flags & detail::kOrigCanon) != 0;
+    detail::put_conn_key(conns[idx], cold[idx], (side == kNatReply) == orig_canon, out);
   }
 
   // Chooses the new connection's translated tuple from `R`: the first of its
@@ -464,7 +474,7 @@ struct Tracker::Impl {
       }
       nat[idx] = NatExt{rc, static_cast<uint8_t>(R.kind), static_cast<uint8_t>(rcanon)};
       r.nat = kNatOrig;
-      if (cur_nat_out) *cur_nat_out = nat_target(idx, kNatOrig);
+      if (cur_nat_out) nat_target(idx, kNatOrig, cur_nat_out);
       return true;
     }
     c.flags = static_cast<uint8_t>(c.flags & ~detail::kEvented);  // nothing announced for it
@@ -547,7 +557,7 @@ struct Tracker::Impl {
       r.state = kCtTrk | kCtRel;
       if (side != kNatNone) {
         r.nat = side;
-        if (cur_nat_out) *cur_nat_out = nat_target(idx, side);
+        if (cur_nat_out) nat_target(idx, side, cur_nat_out);
       }
       return;
     }
@@ -581,7 +591,7 @@ struct Tracker::Impl {
         r.state = static_cast<uint8_t>(kCtTrk | (dir ? (kCtEst | kCtRpl) : kCtNew));
         if (side != kNatNone) {  // the last packet (an RST) still goes as the connection's
           r.nat = side;
-          if (cur_nat_out) *cur_nat_out = nat_target(idx, side);
+          if (cur_nat_out) nat_target(idx, side, cur_nat_out);
         }
         destroy(idx, kWhyClosed, now);
         return;
@@ -595,7 +605,7 @@ struct Tracker::Impl {
                                                  : ((c.flags & detail::kSeenReply) ? kCtEst : kCtNew)));
     if (side != kNatNone) {
       r.nat = side;
-      if (cur_nat_out) *cur_nat_out = nat_target(idx, side);
+      if (cur_nat_out) nat_target(idx, side, cur_nat_out);
     }
   }
 
