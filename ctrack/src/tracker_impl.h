@@ -713,20 +713,27 @@ struct Tracker::Impl {
   // The common case of a hit, without hit()'s and update()'s general
   // machinery: an ACK or data segment of an assured ESTABLISHED TCP
   // connection in the window (tcp::established()), or a UDP datagram that
-  // changes nothing an event hangs on; untranslated, not offloaded, not
-  // expired, not an ICMP error or a fragment, and no event due (a
-  // connection not yet offered with the event ring on goes the long way).
-  // Does exactly what hit() would; false (nothing done) when it does not
-  // apply.
+  // changes nothing an event hangs on; not offloaded, not expired, not an
+  // ICMP error or a fragment, and no event due (a connection not yet
+  // offered with the event ring on goes the long way). A translated one's
+  // packet on either of its own sides too, with its tuple (a clash goes
+  // the long way). Does exactly what hit() would; false (nothing done)
+  // when it does not apply.
   [[gnu::always_inline]] bool fast_hit(uint32_t e, const Packet& p, bool canon, uint32_t now, CtResult& r) {
-    if (e & kNatTag) return false;
-    Conn& c = conns[e];
+    const uint32_t idx = e & ~kNatTag;
+    Conn& c = conns[idx];
     const uint8_t f = c.flags;
     if ((f & (detail::kAlive | detail::kOffloaded)) != detail::kAlive) return false;
     if (p.meta & (kMetaIcmpError | kMetaFragment)) return false;
-    if ((nat && nat[e].kind) || expired(c, now)) return false;
+    if (expired(c, now)) return false;
     const bool offered = (f & (detail::kEvented | detail::kNoOffload)) || ring.empty();
-    const int dir = canon == ((f & detail::kOrigCanon) != 0) ? 0 : 1;
+    int dir = canon == ((f & detail::kOrigCanon) != 0) ? 0 : 1;
+    uint8_t side = kNatNone;
+    if (nat && nat[idx].kind) {
+      side = nat_side(e, canon);
+      if (side == kNatOrigRev || side == kNatReplyRev) return false;  // hit(): kNatClash
+      dir = side == kNatOrig ? 0 : 1;
+    }
     Outcome o;
     if (c.key.proto == IPPROTO_TCP) {
       if (!offered || !(f & detail::kSeenReply) || !proto::tcp::fast_path(c, p, cfg.tcp_liberal)) return false;
@@ -734,12 +741,12 @@ struct Tracker::Impl {
     } else if (c.key.proto == IPPROTO_UDP) {
       // Not the first reply (kEstablished), not a replied one to offer again.
       if (!(f & detail::kSeenReply) ? dir == 1 : !offered) return false;
-      o = proto::udp::update(c, cold[e], dir, now, times);
+      o = proto::udp::update(c, cold[idx], dir, now, times);
     } else {
       return false;
     }
     st.hits++;
-    r.conn = e;
+    r.conn = idx;
     r.dir = static_cast<uint8_t>(dir);
     if (o.v == Verdict::kInvalid) {
       st.invalid[static_cast<int>(o.reason)]++;
@@ -748,9 +755,13 @@ struct Tracker::Impl {
       return true;
     }
     c.in_port[dir] = p.in_port;
-    if (!(p.meta & kMetaCounted)) detail::count(c, cold[e], dir, p.l3_len);
+    if (!(p.meta & kMetaCounted)) detail::count(c, cold[idx], dir, p.l3_len);
     r.changed = o.changed;
     r.state = static_cast<uint8_t>(kCtTrk | (dir ? (kCtEst | kCtRpl) : ((f & detail::kSeenReply) ? kCtEst : kCtNew)));
+    if (side != kNatNone) {
+      r.nat = side;
+      if (cur_nat_out) nat_target(idx, side, cur_nat_out);
+    }
     return true;
   }
 
