@@ -729,16 +729,15 @@ struct Tracker::Impl {
     const bool offered = (f & (detail::kEvented | detail::kNoOffload)) || ring.empty();
     int dir = canon == ((f & detail::kOrigCanon) != 0) ? 0 : 1;
     uint8_t side = kNatNone;
-    if (nat && nat[idx].kind) {
-      side = nat_side(e, canon);
-      if (side == kNatOrigRev || side == kNatReplyRev) return false;  // hit(): kNatClash
-      dir = side == kNatOrig ? 0 : 1;
-    }
     Outcome o;
+    // (The NAT side after the checks that need no direction: a new
+    // connection's packets leave before it.)
     if (c.key.proto == IPPROTO_TCP) {
       if (!offered || !(f & detail::kSeenReply) || !proto::tcp::fast_path(c, p, cfg.tcp_liberal)) return false;
+      if (!nat_dir(e, canon, &side, &dir)) return false;
       o = proto::tcp::established(c, dir, p, now, times);
     } else if (c.key.proto == IPPROTO_UDP) {
+      if (!nat_dir(e, canon, &side, &dir)) return false;
       // Not the first reply (kEstablished), not a replied one to offer again.
       if (!(f & detail::kSeenReply) ? dir == 1 : !offered) return false;
       o = proto::udp::update(c, cold[idx], dir, now, times);
@@ -762,6 +761,16 @@ struct Tracker::Impl {
       r.nat = side;
       if (cur_nat_out) nat_target(idx, side, cur_nat_out);
     }
+    return true;
+  }
+
+  // fast_hit's part of a translated connection: its side of index slot e
+  // and the direction that side is; false on a clash (hit() counts it).
+  [[gnu::always_inline]] bool nat_dir(uint32_t e, bool canon, uint8_t* side, int* dir) const {
+    if (!nat || !nat[e & ~kNatTag].kind) return true;
+    *side = nat_side(e, canon);
+    if (*side == kNatOrigRev || *side == kNatReplyRev) return false;
+    *dir = *side == kNatOrig ? 0 : 1;
     return true;
   }
 
