@@ -166,6 +166,26 @@ inline Key load_key(const Conn& c, const ConnCold& x) {
   return k;
 }
 
+// The canonical key of (c, x), or its reversal, written in whole words
+// (put_key_words): what load_key gives, for the per-packet NAT tuple.
+inline void put_conn_key(const Conn& c, const ConnCold& x, bool rev, Key* out) {
+  uint32_t a4, b4;
+  memcpy(&a4, c.key.src4, 4);
+  memcpy(&b4, c.key.dst4, 4);
+  uint64_t s0 = a4, s1 = 0, d0 = b4, d1 = 0;
+  const uint64_t tail = load64(&c.key.sport) & ~(uint64_t{kWide} << 56);
+  if (c.key.family & kWide) {
+    uint32_t a, b;
+    memcpy(&a, x.src_hi, 4);
+    memcpy(&b, x.dst_hi, 4);
+    s0 |= uint64_t{a} << 32;
+    d0 |= uint64_t{b} << 32;
+    s1 = load64(x.src_hi + 4);
+    d1 = load64(x.dst_hi + 4);
+  }
+  put_key_words(s0, s1, d0, d1, tail, rev, out);
+}
+
 // Is the entry (c, x) the connection of key k, seen in its canonical
 // orientation (canon) or reversed? Two 64-bit compares for IPv4; the cold
 // line only for a wide key.

@@ -175,12 +175,12 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
       const uint32_t idx = c & ~kNatTag;
       f[i].conn = idx;
       f[i].rside = (c & kNatTag) != 0;
-      if (m.nat && m.nat[idx].kind) {
-        const uint8_t side = m.nat_side(c, f[i].canon);
-        f[i].dir = side == kNatOrig || side == kNatReplyRev ? 0 : 1;
-      } else {
-        f[i].dir = f[i].canon == ((m.conns[idx].flags & detail::kOrigCanon) != 0) ? 0 : 1;
-      }
+      // The direction from the slot, without the NAT entry's kind: under the
+      // connection's own key it is what nat_side() gives a translated one
+      // (kNatOrig: 0, kNatOrigRev: 1); under the reply tuple (a tagged slot,
+      // whose NatExt the match just read) kNatReply is 1, kNatReplyRev 0.
+      if (c & kNatTag) f[i].dir = f[i].canon == (m.nat[idx].rcanon != 0) ? 1 : 0;
+      else f[i].dir = f[i].canon == ((m.conns[idx].flags & detail::kOrigCanon) != 0) ? 0 : 1;
       m.prefetch_rest(idx);
     }
   }

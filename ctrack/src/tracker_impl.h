@@ -402,14 +402,24 @@ struct Tracker::Impl {
     if (e.nat != NatKind::kNone) e.reply = nat_target(idx, kNatOrigRev);
   }
   Key nat_target(uint32_t idx, uint8_t side) const {
-    const NatExt& x = nat[idx];
-    const Key reply = x.rcanon ? x.rkey : x.rkey.reversed();
-    switch (side) {
-      case kNatOrig: return reply.reversed();
-      case kNatOrigRev: return reply;
-      case kNatReply: return orig_key(idx).reversed();
-      default: return orig_key(idx);
+    Key k;
+    nat_target(idx, side, &k);
+    return k;
+  }
+  // The same written to *out (per packet: in whole words, from the entry).
+  // kNatOrig: the reply tuple reversed; kNatOrigRev: the reply tuple (rkey
+  // in its rcanon orientation); kNatReply: the original tuple reversed;
+  // kNatReplyRev: the original tuple (the canonical key in kOrigCanon's).
+  void nat_target(uint32_t idx, uint8_t side, Key* out) const {
+    if (side == kNatOrig || side == kNatOrigRev) {
+      const NatExt& x = nat[idx];
+      const uint8_t* r = reinterpret_cast<const uint8_t*>(&x.rkey);
+      detail::put_key_words(detail::load64(r), detail::load64(r + 8), detail::load64(r + 16), detail::load64(r + 24),
+                    detail::load64(r + 32), (side == kNatOrig) == (x.rcanon != 0), out);
+      return;
     }
+    const bool orig_canon = (conns[idx].flags & detail::kOrigCanon) != 0;
+    detail::put_conn_key(conns[idx], cold[idx], (side == kNatReply) == orig_canon, out);
   }
 
   // Chooses the new connection's translated tuple from `R`: the first of its
@@ -464,7 +474,7 @@ struct Tracker::Impl {
       }
       nat[idx] = NatExt{rc, static_cast<uint8_t>(R.kind), static_cast<uint8_t>(rcanon)};
       r.nat = kNatOrig;
-      if (cur_nat_out) *cur_nat_out = nat_target(idx, kNatOrig);
+      if (cur_nat_out) nat_target(idx, kNatOrig, cur_nat_out);
       return true;
     }
     c.flags = static_cast<uint8_t>(c.flags & ~detail::kEvented);  // nothing announced for it
@@ -547,7 +557,7 @@ struct Tracker::Impl {
       r.state = kCtTrk | kCtRel;
       if (side != kNatNone) {
         r.nat = side;
-        if (cur_nat_out) *cur_nat_out = nat_target(idx, side);
+        if (cur_nat_out) nat_target(idx, side, cur_nat_out);
       }
       return;
     }
@@ -581,7 +591,7 @@ struct Tracker::Impl {
         r.state = static_cast<uint8_t>(kCtTrk | (dir ? (kCtEst | kCtRpl) : kCtNew));
         if (side != kNatNone) {  // the last packet (an RST) still goes as the connection's
           r.nat = side;
-          if (cur_nat_out) *cur_nat_out = nat_target(idx, side);
+          if (cur_nat_out) nat_target(idx, side, cur_nat_out);
         }
         destroy(idx, kWhyClosed, now);
         return;
@@ -595,7 +605,7 @@ struct Tracker::Impl {
                                                  : ((c.flags & detail::kSeenReply) ? kCtEst : kCtNew)));
     if (side != kNatNone) {
       r.nat = side;
-      if (cur_nat_out) *cur_nat_out = nat_target(idx, side);
+      if (cur_nat_out) nat_target(idx, side, cur_nat_out);
     }
   }
 
@@ -664,7 +674,7 @@ struct Tracker::Impl {
   [[gnu::always_inline]] void prefetch_conn(uint32_t c, bool wide) {
     const uint32_t idx = c & ~kNatTag;
     __builtin_prefetch(&conns[idx]);
-    if (nat) __builtin_prefetch(&nat[idx]);  // hit() reads whether it is translated
+    if (nat) prefetch_nat(idx);  // hit() reads whether it is translated
     if (wide) {
       const char* xp = reinterpret_cast<const char*>(&cold[idx]);
       __builtin_prefetch(xp);
@@ -672,7 +682,14 @@ struct Tracker::Impl {
     }
   }
   [[gnu::always_inline]] void prefetch_rest(uint32_t c) {
-    if (nat) __builtin_prefetch(&nat[c]);
+    if (nat) prefetch_nat(c);
+  }
+  // A NatExt (42 bytes, packed) spans two lines for most entries, and its
+  // kind is at the end: both lines (one when it fits in one).
+  [[gnu::always_inline]] void prefetch_nat(uint32_t idx) {
+    const char* np = reinterpret_cast<const char*>(&nat[idx]);
+    __builtin_prefetch(np);
+    __builtin_prefetch(np + sizeof(NatExt) - 1);
   }
 
   // Stage 3 for a packet known to have no entry (looked up, and nothing
@@ -696,33 +713,39 @@ struct Tracker::Impl {
   // The common case of a hit, without hit()'s and update()'s general
   // machinery: an ACK or data segment of an assured ESTABLISHED TCP
   // connection in the window (tcp::established()), or a UDP datagram that
-  // changes nothing an event hangs on; untranslated, not offloaded, not
-  // expired, not an ICMP error or a fragment, and no event due (a
-  // connection not yet offered with the event ring on goes the long way).
-  // Does exactly what hit() would; false (nothing done) when it does not
-  // apply.
+  // changes nothing an event hangs on; not offloaded, not expired, not an
+  // ICMP error or a fragment, and no event due (a connection not yet
+  // offered with the event ring on goes the long way). A translated one's
+  // packet on either of its own sides too, with its tuple (a clash goes
+  // the long way). Does exactly what hit() would; false (nothing done)
+  // when it does not apply.
   [[gnu::always_inline]] bool fast_hit(uint32_t e, const Packet& p, bool canon, uint32_t now, CtResult& r) {
-    if (e & kNatTag) return false;
-    Conn& c = conns[e];
+    const uint32_t idx = e & ~kNatTag;
+    Conn& c = conns[idx];
     const uint8_t f = c.flags;
     if ((f & (detail::kAlive | detail::kOffloaded)) != detail::kAlive) return false;
     if (p.meta & (kMetaIcmpError | kMetaFragment)) return false;
-    if ((nat && nat[e].kind) || expired(c, now)) return false;
+    if (expired(c, now)) return false;
     const bool offered = (f & (detail::kEvented | detail::kNoOffload)) || ring.empty();
-    const int dir = canon == ((f & detail::kOrigCanon) != 0) ? 0 : 1;
+    int dir = canon == ((f & detail::kOrigCanon) != 0) ? 0 : 1;
+    uint8_t side = kNatNone;
     Outcome o;
+    // (The NAT side after the checks that need no direction: a new
+    // connection's packets leave before it.)
     if (c.key.proto == IPPROTO_TCP) {
       if (!offered || !(f & detail::kSeenReply) || !proto::tcp::fast_path(c, p, cfg.tcp_liberal)) return false;
+      if (!nat_dir(e, canon, &side, &dir)) return false;
       o = proto::tcp::established(c, dir, p, now, times);
     } else if (c.key.proto == IPPROTO_UDP) {
+      if (!nat_dir(e, canon, &side, &dir)) return false;
       // Not the first reply (kEstablished), not a replied one to offer again.
       if (!(f & detail::kSeenReply) ? dir == 1 : !offered) return false;
-      o = proto::udp::update(c, cold[e], dir, now, times);
+      o = proto::udp::update(c, cold[idx], dir, now, times);
     } else {
       return false;
     }
     st.hits++;
-    r.conn = e;
+    r.conn = idx;
     r.dir = static_cast<uint8_t>(dir);
     if (o.v == Verdict::kInvalid) {
       st.invalid[static_cast<int>(o.reason)]++;
@@ -731,9 +754,23 @@ struct Tracker::Impl {
       return true;
     }
     c.in_port[dir] = p.in_port;
-    if (!(p.meta & kMetaCounted)) detail::count(c, cold[e], dir, p.l3_len);
+    if (!(p.meta & kMetaCounted)) detail::count(c, cold[idx], dir, p.l3_len);
     r.changed = o.changed;
     r.state = static_cast<uint8_t>(kCtTrk | (dir ? (kCtEst | kCtRpl) : ((f & detail::kSeenReply) ? kCtEst : kCtNew)));
+    if (side != kNatNone) {
+      r.nat = side;
+      if (cur_nat_out) nat_target(idx, side, cur_nat_out);
+    }
+    return true;
+  }
+
+  // fast_hit's part of a translated connection: its side of index slot e
+  // and the direction that side is; false on a clash (hit() counts it).
+  [[gnu::always_inline]] bool nat_dir(uint32_t e, bool canon, uint8_t* side, int* dir) const {
+    if (!nat || !nat[e & ~kNatTag].kind) return true;
+    *side = nat_side(e, canon);
+    if (*side == kNatOrigRev || *side == kNatReplyRev) return false;
+    *dir = *side == kNatOrig ? 0 : 1;
     return true;
   }
 

@@ -88,6 +88,43 @@ TEST(Nat, SourceTranslationIsKeptAndReversedForReplies) {
   EXPECT_TRUE(h.tracker->check_invariants().ok()) << h.tracker->check_invariants().message();
 }
 
+// An assured, offered connection's ACKs take the tracker's short path
+// (fast_hit): a translated one's too, with the same tuple hit() gives,
+// both ways, in one burst and apart.
+TEST(Nat, EstablishedSegmentsOfATranslatedConnectionKeepTheirTuple) {
+  Harness h(nat_config());
+  const NatRange snat = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7");
+  Out syn = run(h, tcp(kClient, kSyn, 100, 0), &snat);
+  ASSERT_EQ(syn.r.nat, kNatOrig);
+  const Key back = syn.to.reversed();
+  ASSERT_EQ(run(h, tcp(back, kSyn | kAck, 500, 101), &snat).r.nat, kNatReply);
+  ASSERT_EQ(+run(h, tcp(kClient, kAck, 101, 501), &snat).r.state, +EST);
+  const uint64_t hits = h.tracker->stats().hits;
+  for (int i = 0; i < 4; i++) {
+    Out a = run(h, tcp(kClient, kAck, 101, 501), &snat);
+    EXPECT_EQ(+a.r.state, +EST) << i;
+    EXPECT_EQ(a.r.nat, kNatOrig) << i;
+    EXPECT_EQ(a.r.conn, syn.r.conn) << i;
+    EXPECT_TRUE(a.to == syn.to) << i << " " << a.to.str();
+    Out b = run(h, tcp(back, kAck, 501, 101), &snat);
+    EXPECT_EQ(+b.r.state, +RPL) << i;
+    EXPECT_EQ(b.r.nat, kNatReply) << i;
+    EXPECT_TRUE(b.to == kClient.reversed()) << i << " " << b.to.str();
+  }
+  // Both ways in one burst.
+  const Packet p[2] = {tcp(kClient, kAck, 101, 501), tcp(back, kAck, 501, 101)};
+  const Packet* pp[2] = {&p[0], &p[1]};
+  CtResult r[2];
+  Key to[2] = {};
+  h.tracker->process(pp, 2, h.now_ns, true, r, &snat, to);
+  EXPECT_EQ(r[0].nat, kNatOrig);
+  EXPECT_TRUE(to[0] == syn.to) << to[0].str();
+  EXPECT_EQ(r[1].nat, kNatReply);
+  EXPECT_TRUE(to[1] == kClient.reversed()) << to[1].str();
+  EXPECT_EQ(h.tracker->stats().hits, hits + 10);
+  EXPECT_TRUE(h.tracker->check_invariants().ok()) << h.tracker->check_invariants().message();
+}
+
 TEST(Nat, DestinationTranslation) {
   Harness h(nat_config());
   const Key vip = make_key("198.51.100.9", 5555, "203.0.113.80", 53, IPPROTO_UDP);

@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
   uint32_t conns = 100000;
   uint64_t packets = 20'000'000;
   std::string simd = "512";
-  std::string only;  // "established" or "new": one part, for profiling
+  std::string only;  // "established", "cached", "new" or "overlay": one part, for profiling
   bool overlay = false;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -224,11 +224,13 @@ int main(int argc, char** argv) {
              "  --conns N    live TCP connections (default 100000)\n"
              "  --packets N  measured packets per repetition (default 20M)\n"
              "  --simd-bits  widest vectors DPDK may use (default 512, as the daemon; 256 = rte_acl's AVX2 classifier)\n"
-             "  --only established|cached|new  run one part (for perf record; cached: established, cache on)\n"
+             "  --only established|cached|new|overlay  run one part (for perf record; cached: established, cache on;\n"
+             "               overlay: the cloud pipeline alone, implies --overlay-nat)\n"
              "  --overlay-nat  also the cloud pipeline (VXLAN + source NAT) on the same connections, and its ratio\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
+  if (only == "overlay") overlay = true;
   std::string prefix = "dpbench" + std::to_string(getpid());
   std::string simd_arg = "--force-max-simd-bitwidth=" + simd;
   const char* eal[] = {"dataplane-bench", "--no-huge", "-m", "1024", "--no-pci", "--no-shconf", "--no-telemetry",
@@ -386,7 +388,7 @@ int main(int argc, char** argv) {
   const int nv = only == "cached" ? 1 : static_cast<int>(envs.size());
   for (int rep = 0; rep < 9 && only != "new"; rep++)
     for (int v = 0; v < nv; v++) {
-      if (only == "cached" && v == 1) continue;
+      if ((only == "cached" && v == 1) || (only == "overlay" && v != 2)) continue;
       double a = 0, b = 0;
       timed(*envs[v], frames_of(*envs[v]), ports, per_rep, &a, &b, &dropped);
       pipe[v].push_back(a);
@@ -405,14 +407,14 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < a.size() && i < b.size(); i++) r.push_back(a[i] / b[i]);
     return median(r);
   };
-  double ratio = only == "new" || only == "cached" ? 0 : paired(pipe[1], pipe[0]);
-  for (int v = 0; v < nv && only != "new"; v++) {
+  double ratio = only == "new" || only == "cached" || only == "overlay" ? 0 : paired(pipe[1], pipe[0]);
+  for (int v = only == "overlay" ? 2 : 0; v < nv && only != "new"; v++) {
     char extra[160];
     if (v == 2)
       snprintf(extra, sizeof extra,
                g_json ? ", \"vs_firewall\": %.3f, \"cache_hits\": %llu"
                       : "  (%.3fx the firewall pipeline, same connections, paired; %llu cache hits)",
-               paired(pipe[0], pipe[2]), (unsigned long long)envs[2]->st.cache_hits);
+               pipe[0].empty() ? 0.0 : paired(pipe[0], pipe[2]), (unsigned long long)envs[2]->st.cache_hits);
     else if (v == 0)
       snprintf(extra, sizeof extra,
                g_json ? ", \"parse_only_mpps\": %.2f, \"vs_uncached\": %.3f, \"cache_hits\": %llu"
@@ -427,7 +429,7 @@ int main(int argc, char** argv) {
   // New connections: SYNs of connections never seen, each creating an
   // entry (tables, two ct() passes, a commit). The flow cache's lookup must
   // cost this path little.
-  if (only != "established" && only != "cached") {
+  if (only != "established" && only != "cached" && only != "overlay") {
     const uint32_t kSyns = 131072;
     std::vector<std::vector<uint8_t>> syn(kSyns);
     std::vector<uint16_t> sp(kSyns, 0);

@@ -54,6 +54,26 @@ inline uint64_t load64(const void* p) {
   memcpy(&v, p, 8);
   return v;
 }
+inline void store64(void* p, uint64_t v) { memcpy(p, &v, 8); }
+
+// A Key as five words, written in its orientation or reversed (`rev`), in
+// whole words: one built field by field and copied on is read back in
+// words, and waits on the narrow stores (store forwarding fails). The
+// tail word is sport | dport << 16 | zone << 32 | proto << 48 | family << 56.
+inline void put_key_words(uint64_t s0, uint64_t s1, uint64_t d0, uint64_t d1, uint64_t tail, bool rev, Key* out) {
+  if (rev) {
+    std::swap(s0, d0);
+    std::swap(s1, d1);
+    const uint32_t q = static_cast<uint32_t>(tail);
+    tail = (tail & 0xFFFFFFFF00000000ull) | ((q >> 16) | (q << 16));
+  }
+  auto* o = reinterpret_cast<uint8_t*>(out);
+  store64(o, s0);
+  store64(o + 8, s1);
+  store64(o + 16, d0);
+  store64(o + 24, d1);
+  store64(o + 32, tail);
+}
 
 // Which hash this build uses (ctrack-bench prints it).
 inline constexpr const char* kHashImpl =

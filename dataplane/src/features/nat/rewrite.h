@@ -40,15 +40,19 @@ inline void udp_nonzero(uint8_t* ls, uint8_t proto) {
 // Rewrites one IP header and the L4 ports after it to `to` (its src/dst
 // and ports; ICMP echo: the id, which a request carries as sport and a
 // reply as dport). `ip` starts the header, `hl` its length, `avail` the
-// bytes from `ip` that may be touched.
-inline void rewrite_ip(uint8_t* ip, uint32_t hl, uint32_t avail, bool v6, uint8_t proto, bool frag,
-                       const ctrack::Key& to, uint8_t icmp_type) {
-  Hdr h = ip_hdr(ip, v6);
+// bytes from `ip` that may be touched. One instance per address length
+// (kV6): the compares and checksum updates of a constant length inline.
+template <bool kV6>
+inline void rewrite_ip_of(uint8_t* ip, uint32_t hl, uint32_t avail, uint8_t proto, bool frag, const ctrack::Key& to,
+                          uint8_t icmp_type) {
+  constexpr bool v6 = kV6;
+  const Hdr h = ip_hdr(ip, kV6);
+  constexpr uint8_t kAlen = kV6 ? 16 : 4;
   uint8_t* l4 = ip + hl;
   const uint32_t l4avail = avail > hl ? avail - hl : 0;
   uint8_t* ls = frag ? nullptr : l4_sum(l4, l4avail, proto, v6);
-  set_field(h.src, to.src, h.alen, h.ipsum, ls);
-  set_field(h.dst, to.dst, h.alen, h.ipsum, ls);
+  set_field(h.src, to.src, kAlen, h.ipsum, ls);
+  set_field(h.dst, to.dst, kAlen, h.ipsum, ls);
   if (frag || l4avail < 8) {
     udp_nonzero(ls, proto);
     return;
@@ -67,6 +71,11 @@ inline void rewrite_ip(uint8_t* ip, uint32_t hl, uint32_t avail, bool v6, uint8_
     put16(b, request ? to.sport : to.dport);
     set_field(l4 + 4, b, 2, l4 + 2);  // the ICMP checksum covers the id
   }
+}
+inline void rewrite_ip(uint8_t* ip, uint32_t hl, uint32_t avail, bool v6, uint8_t proto, bool frag,
+                       const ctrack::Key& to, uint8_t icmp_type) {
+  if (v6) rewrite_ip_of<true>(ip, hl, avail, proto, frag, to, icmp_type);
+  else rewrite_ip_of<false>(ip, hl, avail, proto, frag, to, icmp_type);
 }
 
 // ICMP's checksum over [l4, l4+len) (ICMPv6: with its pseudo-header).
