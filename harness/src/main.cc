@@ -187,6 +187,7 @@ int cmd_check(const std::string& build_dir) {
       {"nft", "nft", "nftables"},
       {"ping", "ping", "iputils-ping"},
       {"dataplane daemon", build_dir + "/dataplane/dataplane", "(this project: ./scripts/bench builds it)"},
+      {"dataplane-ctl", build_dir + "/dataplane/dataplane-ctl", "(this project: ./scripts/bench builds it; the harness reads the DUT's counters with it)"},
   };
   int missing = 0;
   for (const auto& n : needs) {
