@@ -706,6 +706,10 @@ struct Tracker::Impl {
     const uint32_t idx = e & ~kNatTag;
     if (!(conns[idx].flags & detail::kAlive)) return false;
     if (!(e & kNatTag)) return detail::conn_matches(conns[idx], cold[idx], k, canon);
+    // A reply-tuple slot of an entry freed since it was found (a Found kept
+    // across a flush, an expiry or a commit): free_conn clears kind but not
+    // rkey, and the entry alive now may be an untranslated connection.
+    if (!nat[idx].kind) return false;
     const Key& sk = nat[idx].rkey;
     return canon ? keys_equal(sk, k) : keys_equal_reversed(sk, k);
   }

@@ -88,6 +88,36 @@ TEST(Nat, SourceTranslationIsKeptAndReversedForReplies) {
   EXPECT_TRUE(h.tracker->check_invariants().ok()) << h.tracker->check_invariants().message();
 }
 
+// A packet looked up under a translated connection's reply tuple whose
+// entry is freed, and its slot taken by an untranslated connection, before
+// process_found(): the slot's old reply tuple (NatExt::rkey stays when the
+// entry is freed) must not match, or the packet is judged as the new
+// connection's and leaves untranslated. It is looked up again and misses.
+TEST(Nat, AFreedSlotsOldReplyTupleMatchesNothing) {
+  Harness h(nat_config(4));
+  const NatRange snat = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7");
+  const Key a = make_key("10.0.0.5", 7000, "192.0.2.10", 53, IPPROTO_UDP);
+  Out first = run(h, udp(a), &snat);
+  ASSERT_EQ(first.r.nat, kNatOrig);
+  const Packet reply = udp(first.to.reversed());
+  const Packet* pp = &reply;
+  Tracker::Found f;
+  h.tracker->lookup(&pp, 1, &f);
+  ASSERT_EQ(f.conn, first.r.conn);
+  ASSERT_TRUE(f.rside) << "found under the reply tuple";
+  ASSERT_EQ(h.tracker->flush(), 1u);
+  Out other = run(h, udp(make_key("10.0.0.9", 5000, "192.0.2.20", 53, IPPROTO_UDP)));
+  ASSERT_EQ(other.r.conn, first.r.conn) << "the freed slot is taken again (the lowest free one)";
+  ASSERT_EQ(other.r.nat, kNatNone);
+  const Tracker::Found* fp = &f;
+  CtResult r;
+  Key to{};
+  h.tracker->process_found(&pp, &fp, 1, h.now_ns, false, &r, nullptr, &to);
+  EXPECT_EQ(r.conn, kNoConn) << "judged as the slot's new, untranslated connection";
+  EXPECT_EQ(r.nat, kNatNone);
+  EXPECT_TRUE(h.tracker->check_invariants().ok()) << h.tracker->check_invariants().message();
+}
+
 // An assured, offered connection's ACKs take the tracker's short path
 // (fast_hit): a translated one's too, with the same tuple hit() gives,
 // both ways, in one burst and apart.
