@@ -52,8 +52,8 @@ Status parse_zones(const Ctx& c, const YAML::Node& z, ctrack::Config* ct) {
     if (!l.IsMap()) return c.err(l, "conntrack.zones.limits", "expected a mapping of zone: limit");
     for (auto it = l.begin(); it != l.end(); ++it) {
       std::string zk = it->first.Scalar();
-      uint16_t zone;
-      uint32_t lim;
+      uint16_t zone = 0;
+      uint32_t lim = 0;
       SDN_TRY(parse_uint(c, it->first, "conntrack.zones.limits", &zone, 0, 65535));
       SDN_TRY(parse_uint(c, it->second, "conntrack.zones.limits." + zk, &lim, 0, 1u << 30));
       ct->zone_limits.push_back({zone, lim});
