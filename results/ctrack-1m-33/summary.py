@@ -24,5 +24,7 @@ for bench, field in rows:
         x, y = load("base", i), load("new", i)
         if bench in x and bench in y and field in x[bench] and field in y[bench]:
             b.append(x[bench][field]); n.append(y[bench][field]); r.append(y[bench][field] / x[bench][field])
+    if len(b) != len(pairs):
+        print(f"| {bench} | {field} | missing in {len(pairs) - len(b)} of {len(pairs)} pairs | | |")
     if b:
         print(f"| {bench} | {field} | {fmt(b)} | {fmt(n)} | {statistics.median(r):.3f} [{min(r):.3f}..{max(r):.3f}] |")

@@ -1,0 +1,25 @@
+#!/usr/bin/python3
+"""Issue 33's dataplane-bench bars from an ab.sh run: summary.py OUTDIR.
+Per side: each bench's Mpps, pipeline / parse-only and overlay_nat /
+firewall of the same run, median [min..max]; new/base paired per pair."""
+import glob, json, os, statistics, sys
+d = sys.argv[1]
+def load(side, i):
+    rows = {}
+    for line in open(os.path.join(d, f"{side}{i}.json")):
+        if line.startswith("{"):
+            r = json.loads(line); rows[r["bench"]] = r
+    for want in ("pipeline", "pipeline_uncached", "new_conns", "overlay_nat"):
+        if want not in rows: sys.exit(f"{side}{i}.json: no '{want}' line")
+    return rows
+def med(v): return f"{statistics.median(v):.3f} [{min(v):.3f}..{max(v):.3f}]"
+pairs = sorted(int(os.path.basename(p)[4:-5]) for p in glob.glob(os.path.join(d, "base*.json")))
+if not pairs: sys.exit("no base*.json in " + d)
+runs = {s: [load(s, i) for i in pairs] for s in ("base", "new")}
+for bench in ("pipeline", "pipeline_uncached", "new_conns", "overlay_nat"):
+    b = [r[bench]["mpps"] for r in runs["base"]]; n = [r[bench]["mpps"] for r in runs["new"]]
+    print(f"{bench:18} base {med(b)}  new {med(n)} Mpps  new/base {med([y / x for x, y in zip(b, n)])}")
+for s in ("base", "new"):
+    p = [r["pipeline"]["mpps"] / r["pipeline"]["parse_only_mpps"] for r in runs[s]]
+    v = [r["overlay_nat"]["vs_firewall"] for r in runs[s]]
+    print(f"{s}: pipeline / parse-only {med(p)}   overlay_nat / firewall {med(v)}   ({len(p)} runs)")
