@@ -229,6 +229,10 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* 
   bool held = false;
   Dut::DropSplit before;
   bool before_ok = false;
+  // Its forwarding thread's CPU over the trial: told to the generator beside
+  // the drops (" cpu RUN_US WAIT_US"), which names the machine, not the DUT,
+  // as the limit when that thread waited for its CPU.
+  Result<Dut::CpuTime> cpu_before = Status::error("not read");
   std::string why_not;
   for (;;) {
     std::string l;
@@ -264,14 +268,20 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* 
       before_ok = d.ok();
       if (d) before = *d;
       else why_not = d.message();
+      cpu_before = dut->forwarding_cpu();
       if (!say("go\n")) break;
     } else if (l.rfind("harness-gen: trial ", 0) == 0 && l.ends_with(" done")) {
       auto d = dut->drop_split();
       if (!d) why_not = d.message();
       const bool known = before_ok && d.ok();
-      if (!say(known ? "dut " + std::to_string(std::max(0ll, d->own - before.own)) + " " +
-                           std::to_string(std::max(0ll, d->gen - before.gen)) + "\n"
-                     : std::string("dut unknown\n")))
+      std::string cpu;
+      if (auto after = dut->forwarding_cpu(); after && cpu_before)
+        cpu = " cpu " + std::to_string(std::max(0ll, after->run_ns - cpu_before->run_ns) / 1000) + " " +
+              std::to_string(std::max(0ll, after->wait_ns - cpu_before->wait_ns) / 1000);
+      if (!say((known ? "dut " + std::to_string(std::max(0ll, d->own - before.own)) + " " +
+                            std::to_string(std::max(0ll, d->gen - before.gen))
+                      : std::string("dut unknown")) +
+               cpu + "\n"))
         break;
     }
   }
@@ -340,6 +350,10 @@ void fill_from_gen(const Rfc2544Config& cfg, const nlohmann::json& g, const std:
         tr[Col::gen_drops] = drops(t, "gen_drops");
         tr[Col::generator_dropped] = t.value("generator_dropped", false) ? "yes" : "no";
         tr[Col::drain_ms] = fmt(t.value("drain_ms", 0.0), 1);
+        // The share of the trial each side's polling thread waited for a CPU.
+        for (auto [c, key] : {std::pair{Col::dut_cpu_wait_pct, "dut_cpu_wait"}, std::pair{Col::gen_cpu_wait_pct, "gen_cpu_wait"}})
+          tr[c] = t.contains(key) && t[key].is_number() ? fmt(100 * t[key].get<double>(), 1)
+                                                         : std::string("unavailable: not read");
         tw.write(tr);
       }
     r[Col::setup_per_s] = fmt(g["setup"].value("per_s", 0.0), 0);
