@@ -130,6 +130,17 @@ class LogLines {
   size_t off_ = 0;
 };
 
+// " cpu RUN_US WAIT_US": the DUT's forwarding thread's time on a CPU and
+// waiting for one since `before` (told to the generator beside the drops:
+// it names the machine, not the DUT, as the limit when that thread waited
+// for its CPU); "" when either read failed.
+std::string cpu_since(Dut& dut, const Result<Dut::CpuTime>& before) {
+  auto after = dut.forwarding_cpu();
+  if (!after || !before) return "";
+  return " cpu " + std::to_string(std::max(0ll, after->run_ns - before->run_ns) / 1000) + " " +
+         std::to_string(std::max(0ll, after->wait_ns - before->wait_ns) / 1000);
+}
+
 // One harness-gen run against sockets a/b; its JSON, or why there is none.
 // With a DUT: after the set-up the generator holds, the DUT's tracker must
 // count all `conns`, and only then do the trials run; around each trial the
@@ -229,9 +240,6 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* 
   bool held = false;
   Dut::DropSplit before;
   bool before_ok = false;
-  // Its forwarding thread's CPU over the trial: told to the generator beside
-  // the drops (" cpu RUN_US WAIT_US"), which names the machine, not the DUT,
-  // as the limit when that thread waited for its CPU.
   Result<Dut::CpuTime> cpu_before = Status::error("not read");
   std::string why_not;
   for (;;) {
@@ -274,14 +282,10 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* 
       auto d = dut->drop_split();
       if (!d) why_not = d.message();
       const bool known = before_ok && d.ok();
-      std::string cpu;
-      if (auto after = dut->forwarding_cpu(); after && cpu_before)
-        cpu = " cpu " + std::to_string(std::max(0ll, after->run_ns - cpu_before->run_ns) / 1000) + " " +
-              std::to_string(std::max(0ll, after->wait_ns - cpu_before->wait_ns) / 1000);
       if (!say((known ? "dut " + std::to_string(std::max(0ll, d->own - before.own)) + " " +
                             std::to_string(std::max(0ll, d->gen - before.gen))
                       : std::string("dut unknown")) +
-               cpu + "\n"))
+               cpu_since(*dut, cpu_before) + "\n"))
         break;
     }
   }
