@@ -49,6 +49,22 @@ void on_signal(int) { g_stop = 1; }
 
 constexpr uint16_t kBurst = 32;
 using gen::isn_client;
+
+// This thread's time on a CPU and waiting for one (ns, schedstat); false
+// when the kernel does not say.
+bool own_cpu(uint64_t* run, uint64_t* wait) {
+  FILE* f = fopen("/proc/thread-self/schedstat", "r");
+  if (!f) return false;
+  unsigned long long r = 0, w = 0;
+  const bool ok = fscanf(f, "%llu %llu", &r, &w) == 2;
+  fclose(f);
+  *run = r;
+  *wait = w;
+  return ok;
+}
+
+// wait / (run + wait): the share of the time it wanted a CPU that it had none.
+double wait_share(double run, double wait) { return run + wait > 0 ? wait / (run + wait) : -1; }
 using gen::kIsnServer;
 
 struct Options {
@@ -465,6 +481,10 @@ struct Gen {
     // drops, and its transmits into this generator's rings that failed. -1:
     // not known.
     long long dut_drops = -1, gen_drops = -1;
+    // The share of the trial the DUT's forwarding thread (from the harness,
+    // around the trial) and this generator's thread (while sending) waited
+    // for a CPU; -1: not known.
+    double dut_cpu_wait = -1, gen_cpu_wait = -1;
     uint64_t sent() const { return tx[0] + tx[1]; }
     uint64_t received() const { return got.rx[0] + got.rx[1]; }
     uint64_t lost() const { return sent() > received() ? sent() - received() : 0; }
@@ -520,6 +540,8 @@ struct Gen {
     const uint64_t t0 = rte_rdtsc(), end = t0 + static_cast<uint64_t>(o.trial_s * static_cast<double>(hz));
     uint32_t next[2] = {0, 0};
     rte_mbuf* tx[kBurst];
+    uint64_t run0 = 0, wait0 = 0, run1 = 0, wait1 = 0;
+    const bool cpu_known = own_cpu(&run0, &wait0);
     for (uint64_t now = t0; now < end && !g_stop; now = rte_rdtsc()) {
       for (int d = 0; d < 2; d++) {
         uint64_t due =
@@ -566,6 +588,8 @@ struct Gen {
       receive(cp, gen::Dir::kToClient, t);
     }
     t->secs = static_cast<double>(rte_rdtsc() - t0) / static_cast<double>(hz);
+    if (cpu_known && own_cpu(&run1, &wait1))
+      t->gen_cpu_wait = wait_share(static_cast<double>(run1 - run0), static_cast<double>(wait1 - wait0));
     t->offered_mpps = static_cast<double>(t->sent()) / t->secs / 1e6;
     // Drain until quiet: what is still in flight through the DUT, until none
     // of this trial's frames came for 50 ms (at most 2 s). Later ones are lost.
@@ -577,8 +601,9 @@ struct Gen {
 
   // With --sync the harness reads the DUT's counters around every trial:
   // "harness-gen: trial N ready" waits for "go"; "harness-gen: trial N done"
-  // waits for "dut DROPS GEN_DROPS" (or "dut unknown"). False when the
-  // harness said anything else or went away.
+  // waits for "dut DROPS GEN_DROPS" (or "dut unknown"), followed by
+  // " cpu RUN_US WAIT_US" when it read its forwarding thread's CPU time over
+  // the trial. False when the harness said anything else or went away.
   bool sync_line(const char* what, uint8_t id, char* line, size_t n) {
     fprintf(stderr, "harness-gen: trial %u %s\n", id, what);
     fflush(stderr);
@@ -605,6 +630,14 @@ struct Gen {
         t->dut_drops = a;
         t->gen_drops = b;
       }
+      if (const char* c = strstr(line, " cpu ")) {
+        const std::string rest(c + 5);
+        const size_t gap = rest.find(' ');
+        double run = 0, wait = 0;
+        if (gap != std::string::npos && sdn::parse_number(rest.substr(0, gap), true, 0, 1e15, &run) &&
+            sdn::parse_number(rest.substr(gap + 1), true, 0, 1e15, &wait))
+          t->dut_cpu_wait = wait_share(run, wait);
+      }
     }
     nlohmann::json j = trial_json(*t);
     j["kind"] = kind;
@@ -630,6 +663,8 @@ struct Gen {
             {"dut_drops", known(t.dut_drops)},
             {"gen_drops", known(t.gen_drops)},
             {"generator_dropped", t.generator_dropped()},
+            {"dut_cpu_wait", t.dut_cpu_wait < 0 ? nlohmann::json(nullptr) : nlohmann::json(t.dut_cpu_wait)},
+            {"gen_cpu_wait", t.gen_cpu_wait < 0 ? nlohmann::json(nullptr) : nlohmann::json(t.gen_cpu_wait)},
             {"drain_ms", t.drain_ms},
             {"latency_us",
              {{"p50", us(t.lat.at(0.5))},
@@ -688,7 +723,9 @@ const char* kHelp =
     "  --sync           around every trial: print 'trial N ready' and wait for 'go', then\n"
     "                   'trial N done' and wait for 'dut DROPS GEN_DROPS' (the DUT's own drops\n"
     "                   in the trial, and its transmits to this generator that failed) or\n"
-    "                   'dut unknown'; a loss that was all the generator's is run again (3x)\n"
+    "                   'dut unknown', either followed by ' cpu RUN_US WAIT_US' (its forwarding\n"
+    "                   thread's time on a CPU and waiting for one over the trial); a loss that\n"
+    "                   was all the generator's is run again (3x), the full-rate trial too\n"
     "  --linger         once the JSON is out, print 'finished' to stderr and keep the ports\n"
     "                   connected until stdin closes: a memif server (the DUT) unmaps a\n"
     "                   departing client's rings while its lcore may still poll them\n"
@@ -938,7 +975,8 @@ int main(int argc, char** argv) {
     return leave(1);
   };
   auto result = [](const Gen::Trial& x) {
-    return gen::TrialResult{x.offered_mpps, x.loss(), x.txfail > 0, x.generator_dropped()};
+    return gen::TrialResult{x.offered_mpps,    x.loss(),        x.txfail > 0,
+                            x.generator_dropped(), x.dut_cpu_wait, x.gen_cpu_wait};
   };
   if (!o.search) {
     if (!g.run_trial(o.rate_mpps, &t, "rate", &why)) return stopped();
@@ -953,12 +991,14 @@ int main(int argc, char** argv) {
     }
     nlohmann::json trials = nlohmann::json::array(), at_zero = nullptr;
     bool broke = false;
+    // (Rate 0: the full-rate trial again, its loss having been the generator's.)
     const gen::SearchResult sr = gen::search(result(t), o.max_mpps, o.loss, [&](double rate) {
-      if (broke || !g.run_trial(rate, &t, "search", &why)) {
+      if (broke || !g.run_trial(rate, &t, rate > 0 ? "search" : "full", &why)) {
         broke = true;
         return gen::TrialResult{rate, 1, false, false};
       }
-      trials.push_back(g.trial_json(t));
+      if (rate > 0) trials.push_back(g.trial_json(t));
+      else out["full_rate"] = g.trial_json(t);
       return result(t);
     });
     if (broke) return stopped();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 namespace gen {
@@ -15,6 +16,11 @@ struct TrialResult {
   // receive rings failed for at least every frame lost, and the DUT dropped
   // none itself (the generator, sharing a CPU, did not drain in time).
   bool generator_dropped = false;
+  // The share of the trial each side's polling thread waited for a CPU
+  // (schedstat's run_delay over run + run_delay); -1: not known. The DUT's
+  // is its forwarding thread's, read by the harness around the trial.
+  double dut_cpu_wait = -1;
+  double gen_cpu_wait = -1;
 };
 
 struct SearchResult {
@@ -34,19 +40,52 @@ inline constexpr double kPacedReached = 0.97;
 // rate fails and the result names the generator as the limit.
 inline constexpr int kGeneratorRetries = 3;
 
+// A DUT whose forwarding thread waited for a CPU more than this share of a
+// trial (other programs on its core) was not at its own limit there: a
+// rate it refused beyond is the machine's, not the DUT's.
+inline constexpr double kCpuWaitLimit = 0.05;
+
+inline std::string percent(double share) {
+  char b[32];
+  snprintf(b, sizeof b, "%.0f %%", share * 100);
+  return b;
+}
+
+// What the trial says of the two threads' CPUs, for limited_by.
+inline std::string cpu_note(const TrialResult& t) {
+  std::string s;
+  if (t.dut_cpu_wait >= 0) s += "; the DUT's forwarding thread waited for a CPU " + percent(t.dut_cpu_wait);
+  if (t.gen_cpu_wait >= 0) s += "; the generator " + percent(t.gen_cpu_wait);
+  return s;
+}
+
 // `full` is the trial at full rate, already run; trial(rate_mpps) runs one
-// more. Nothing lost at full rate: that rate is the answer (the generator's
-// ceiling, or the most the DUT took when its ports pushed back). Otherwise a
+// more (rate 0: the full rate again). A trial whose loss was the
+// generator's runs again, up to kGeneratorRetries times, the full-rate one
+// too. Nothing lost at full rate: that rate is the answer (the generator's
+// ceiling, or the most the DUT took when its ports pushed back: the DUT's
+// limit only when its forwarding thread had its CPU). Otherwise a
 // binary search between 0 and min(max_mpps, full rate) down to 1 % of the
 // upper bound (and at least 0.01 Mpps); the answer is the offered rate of the
 // best passing trial.
 template <class TrialFn>
-SearchResult search(const TrialResult& full, double max_mpps, double loss_allowed, TrialFn&& trial) {
+SearchResult search(TrialResult full, double max_mpps, double loss_allowed, TrialFn&& trial) {
   SearchResult r;
+  for (int k = 0; k < kGeneratorRetries && full.loss > loss_allowed && full.generator_dropped; k++) {
+    full = trial(0.0);
+    r.trials++;
+    r.retried++;
+  }
   if (full.loss <= loss_allowed) {
     r.zero_loss_mpps = full.offered_mpps;
-    r.limited_by = full.backpressure ? "dut: its ports refused bursts (backpressure); it took this much"
-                                     : "generator: nothing lost at the generator's full rate";
+    if (!full.backpressure)
+      r.limited_by = "generator: nothing lost at the generator's full rate";
+    else if (full.dut_cpu_wait > kCpuWaitLimit)
+      r.limited_by = "cpu: the DUT's ports refused bursts while its forwarding thread waited for its CPU (other "
+                     "programs on its core): not its own limit";
+    else
+      r.limited_by = "dut: its ports refused bursts (backpressure); it took this much";
+    r.limited_by += cpu_note(full);
     return r;
   }
   double hi = max_mpps > 0 ? std::min(max_mpps, full.offered_mpps) : full.offered_mpps, lo = 0;
@@ -61,7 +100,7 @@ SearchResult search(const TrialResult& full, double max_mpps, double loss_allowe
       r.trials++;
       r.retried++;
     }
-    r.lowest_tried_mpps = r.trials == 1 ? mid : std::min(r.lowest_tried_mpps, mid);
+    r.lowest_tried_mpps = r.lowest_tried_mpps > 0 ? std::min(r.lowest_tried_mpps, mid) : mid;
     if (t.loss <= loss_allowed) {
       lo = mid;
       r.zero_loss_mpps = std::max(r.zero_loss_mpps, t.offered_mpps);
@@ -79,6 +118,7 @@ SearchResult search(const TrialResult& full, double max_mpps, double loss_allowe
                    "itself)";
   else
     r.limited_by = r.zero_loss_mpps > 0 ? "loss: the search found the rate" : "loss: every rate tried lost packets";
+  r.limited_by += cpu_note(bound);  // (of the trial that bounded it)
   return r;
 }
 

@@ -110,6 +110,16 @@ class Profile : public Dut {
     main_ = std::move(j.value());
     return {};
   }
+  Result<CpuTime> forwarding_cpu() override {
+    if (!host_.local()) return Status::error("its threads are not read on " + host_.describe());
+    const pid_t pid = cpu_pid();
+    if (pid <= 0) return Status::error(name_ + " has no process");
+    auto t = util::pinned_threads_cpu(pid, site_.fwd_lcore);
+    if (!t) return t.status();
+    return CpuTime{t->run_ns, t->wait_ns};
+  }
+  // The process whose threads forward (the one the profile started).
+  virtual pid_t cpu_pid() const { return main_.pid(); }
   bool any_port(Attach a) const { return site_.ports[0].attach == a || site_.ports[1].attach == a; }
   std::string host_suffix() const { return host_.local() ? "" : " on " + host_.describe(); }
   std::string first_line_on_host(const std::vector<std::string>& argv) const {
@@ -511,6 +521,7 @@ class OvsDut final : public Profile {
   // OVS gives a port one tx queue per PMD thread plus one (its PMD sends on
   // queue 1): a generator on memif ports polls two.
   int gen_rx_queues() const override { return any_port(Attach::kMemif) ? 2 : 1; }
+  pid_t cpu_pid() const override { return ovs_.pid(); }  // its PMD thread's
   Status start() override {
     OvsSpec spec;
     spec.host = &host_;

@@ -87,7 +87,7 @@ const std::vector<Col>& rfc2544_trial_columns() {
       Col::dut, Col::scenario, Col::frame_bytes, Col::conns, Col::proto, Col::repeat, Col::trial,
       Col::kind, Col::target_mpps, Col::offered_mpps, Col::fwd_mpps, Col::sent, Col::received,
       Col::lost, Col::late, Col::tx_full, Col::dut_drops, Col::gen_drops, Col::generator_dropped,
-      Col::drain_ms};
+      Col::drain_ms, Col::dut_cpu_wait_pct, Col::gen_cpu_wait_pct};
   return c;
 }
 

@@ -130,6 +130,17 @@ class LogLines {
   size_t off_ = 0;
 };
 
+// " cpu RUN_US WAIT_US": the DUT's forwarding thread's time on a CPU and
+// waiting for one since `before` (told to the generator beside the drops:
+// it names the machine, not the DUT, as the limit when that thread waited
+// for its CPU); "" when either read failed.
+std::string cpu_since(Dut& dut, const Result<Dut::CpuTime>& before) {
+  auto after = dut.forwarding_cpu();
+  if (!after || !before) return "";
+  return " cpu " + std::to_string(std::max(0ll, after->run_ns - before->run_ns) / 1000) + " " +
+         std::to_string(std::max(0ll, after->wait_ns - before->wait_ns) / 1000);
+}
+
 // One harness-gen run against sockets a/b; its JSON, or why there is none.
 // With a DUT: after the set-up the generator holds, the DUT's tracker must
 // count all `conns`, and only then do the trials run; around each trial the
@@ -229,6 +240,7 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* 
   bool held = false;
   Dut::DropSplit before;
   bool before_ok = false;
+  Result<Dut::CpuTime> cpu_before = Status::error("not read");
   std::string why_not;
   for (;;) {
     std::string l;
@@ -264,14 +276,16 @@ Result<nlohmann::json> generate(const Rfc2544Config& cfg, const testbed::Netns* 
       before_ok = d.ok();
       if (d) before = *d;
       else why_not = d.message();
+      cpu_before = dut->forwarding_cpu();
       if (!say("go\n")) break;
     } else if (l.rfind("harness-gen: trial ", 0) == 0 && l.ends_with(" done")) {
       auto d = dut->drop_split();
       if (!d) why_not = d.message();
       const bool known = before_ok && d.ok();
-      if (!say(known ? "dut " + std::to_string(std::max(0ll, d->own - before.own)) + " " +
-                           std::to_string(std::max(0ll, d->gen - before.gen)) + "\n"
-                     : std::string("dut unknown\n")))
+      if (!say((known ? "dut " + std::to_string(std::max(0ll, d->own - before.own)) + " " +
+                            std::to_string(std::max(0ll, d->gen - before.gen))
+                      : std::string("dut unknown")) +
+               cpu_since(*dut, cpu_before) + "\n"))
         break;
     }
   }
@@ -340,6 +354,10 @@ void fill_from_gen(const Rfc2544Config& cfg, const nlohmann::json& g, const std:
         tr[Col::gen_drops] = drops(t, "gen_drops");
         tr[Col::generator_dropped] = t.value("generator_dropped", false) ? "yes" : "no";
         tr[Col::drain_ms] = fmt(t.value("drain_ms", 0.0), 1);
+        // The share of the trial each side's polling thread waited for a CPU.
+        for (auto [c, key] : {std::pair{Col::dut_cpu_wait_pct, "dut_cpu_wait"}, std::pair{Col::gen_cpu_wait_pct, "gen_cpu_wait"}})
+          tr[c] = t.contains(key) && t[key].is_number() ? fmt(100 * t[key].get<double>(), 1)
+                                                         : std::string("unavailable: not read");
         tw.write(tr);
       }
     r[Col::setup_per_s] = fmt(g["setup"].value("per_s", 0.0), 0);

@@ -169,4 +169,32 @@ sdn::Result<std::map<int, long long>> af_packet_ring_drops(pid_t pid) {
   return drops;
 }
 
+sdn::Result<ThreadCpu> pinned_threads_cpu(pid_t pid, int cpu) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  const std::string want = std::to_string(cpu);
+  ThreadCpu t;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    // Cpus_allowed_list: exactly this CPU (an lcore thread), not a range.
+    std::ifstream st(e.path() / "status");
+    std::string line, allowed;
+    while (std::getline(st, line))
+      if (line.rfind("Cpus_allowed_list:", 0) == 0) {
+        const size_t at = line.find_first_not_of(" \t", 18);
+        if (at != std::string::npos) allowed = line.substr(at);
+        break;
+      }
+    if (allowed != want) continue;
+    std::ifstream ss(e.path() / "schedstat");
+    long long run = -1, wait = -1;
+    if (!(ss >> run >> wait) || run < 0 || wait < 0) continue;  // (a thread that just ended)
+    t.run_ns += run;
+    t.wait_ns += wait;
+    t.threads++;
+  }
+  if (ec) return sdn::Status::error(dir + ": " + ec.message());
+  if (!t.threads) return sdn::Status::error("process " + std::to_string(pid) + " has no thread pinned to CPU " + want);
+  return t;
+}
+
 }  // namespace harness::util

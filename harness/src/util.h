@@ -50,4 +50,13 @@ HostRunner netns_runner(const testbed::Netns* ns);
 // A read resets the kernel's counts: callers add the reads up.
 sdn::Result<std::map<int, long long>> af_packet_ring_drops(pid_t pid);
 
+// The time the threads of process `pid` that may run on CPU `cpu` only
+// (DPDK's lcore threads pin themselves) spent on it and waiting for it, ns,
+// summed from /proc/PID/task/TID/schedstat. An error when it has none.
+struct ThreadCpu {
+  long long run_ns = 0, wait_ns = 0;
+  int threads = 0;
+};
+sdn::Result<ThreadCpu> pinned_threads_cpu(pid_t pid, int cpu);
+
 }  // namespace harness::util

@@ -13,6 +13,7 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -1039,6 +1040,42 @@ TEST(RingDrops, ReadOffAnotherProcesssPacketSockets) {
   EXPECT_EQ(second->at(lo), 0);
   EXPECT_FALSE(gone.ok());
   EXPECT_NE(gone.message().find("pidfd_open"), std::string::npos) << gone.message();
+}
+
+// Issue 33: the RFC 2544 mode reads the DUT's forwarding thread's CPU (the
+// threads pinned to its lcore's CPU: run and wait) around every trial. A
+// thread of this process pinned to CPU 0 that spins is found and has run;
+// the threads allowed on every CPU are not counted; a process that is gone
+// says so.
+TEST(PinnedThreads, TheForwardingThreadsCpuIsItsOwn) {
+  cpu_set_t mine;
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) < 2 || !CPU_ISSET(0, &mine))
+    GTEST_SKIP() << "this process may not run on CPU 0 and another: every thread would be pinned alike";
+  std::atomic<bool> pinned{false}, stop{false};
+  std::thread t([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    pinned = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  while (!pinned) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto a = util::pinned_threads_cpu(getpid(), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto b = util::pinned_threads_cpu(getpid(), 0);
+  stop = true;
+  t.join();
+  ASSERT_TRUE(a.ok()) << a.message();
+  ASSERT_TRUE(b.ok()) << b.message();
+  EXPECT_EQ(a->threads, 1);  // the test's main thread may run anywhere: not counted
+  EXPECT_GT(b->run_ns + b->wait_ns, a->run_ns + a->wait_ns + 50'000'000);  // 100 ms spinning or waiting to
+  EXPECT_GT(b->run_ns, a->run_ns);
+  auto none = util::pinned_threads_cpu(getpid(), 0);
+  EXPECT_FALSE(none.ok());  // the pinned thread has ended
+  auto gone = util::pinned_threads_cpu(999999999, 0);
+  EXPECT_FALSE(gone.ok());
 }
 
 TEST(Ssh, QuotingRoundTripsThroughARealShell) {

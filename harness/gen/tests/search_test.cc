@@ -144,6 +144,62 @@ TEST(GenSearch, AGeneratorThatCannotDrainIsNamedAsTheLimit) {
   EXPECT_EQ(r2.limited_by, "loss: the search found the rate");
 }
 
+// A DUT over memif: what it cannot take it refuses (the generator's bursts
+// come back, nothing is lost), so the offered rate stops at its capacity.
+struct SimMemifDut {
+  double cap, gen_max;
+  gen::TrialResult run(double rate) const {
+    const double want = rate > 0 ? std::min(rate, gen_max) : gen_max;
+    return {std::min(want, cap), 0, want > cap};
+  }
+};
+
+// Issue 33: the full-rate trial whose few lost frames were the generator's
+// (its receive rings overflowed once) runs again like any other trial; the
+// DUT's own limit (its backpressure) is then the answer, not the generator.
+TEST(GenSearch, AFullRateTrialTheGeneratorDroppedInIsRunAgain) {
+  SimMemifDut d{6.0, 18.0};
+  int full_runs = 0;
+  auto trial = [&](double x) {
+    gen::TrialResult t = d.run(x);
+    if (x == 0 && full_runs++ == 0) {  // the first full-rate trial: a hiccup
+      t.loss = 32 / 12e6;
+      t.generator_dropped = true;
+    }
+    return t;
+  };
+  auto r = gen::search(trial(0), 0, 0, trial);
+  EXPECT_EQ(full_runs, 2);
+  EXPECT_EQ(r.retried, 1);
+  EXPECT_DOUBLE_EQ(r.zero_loss_mpps, 6.0);
+  EXPECT_EQ(r.limited_by.rfind("dut: its ports refused bursts", 0), 0u) << r.limited_by;
+}
+
+// Issue 33: backpressure is the DUT's limit only when its forwarding thread
+// had its CPU; refused while it waited for one (other programs on its core)
+// it is the machine's, and the row says so with the shares.
+TEST(GenSearch, BackpressureWhileTheDutWaitedForItsCpuIsNotTheDuts) {
+  SimMemifDut d{6.0, 18.0};
+  auto none = [](double) -> gen::TrialResult {
+    ADD_FAILURE() << "no search needed";
+    return {};
+  };
+  gen::TrialResult full = d.run(0);
+  full.dut_cpu_wait = 0.43;
+  full.gen_cpu_wait = 0.02;
+  auto r = gen::search(full, 0, 0, none);
+  EXPECT_EQ(r.limited_by.rfind("cpu: ", 0), 0u) << r.limited_by;
+  EXPECT_NE(r.limited_by.find("forwarding thread waited for a CPU 43 %; the generator 2 %"), std::string::npos)
+      << r.limited_by;
+  full.dut_cpu_wait = 0.01;
+  r = gen::search(full, 0, 0, none);
+  EXPECT_EQ(r.limited_by.rfind("dut: its ports refused bursts", 0), 0u) << r.limited_by;
+  EXPECT_NE(r.limited_by.find("waited for a CPU 1 %"), std::string::npos) << r.limited_by;
+  full.dut_cpu_wait = full.gen_cpu_wait = -1;  // not known: as before, nothing added
+  r = gen::search(full, 0, 0, none);
+  EXPECT_EQ(r.limited_by, "dut: its ports refused bursts (backpressure); it took this much");
+}
+
 // Issue 19, item 4: frames of an earlier trial that arrive late are not
 // credited to the trial running now.
 TEST(GenStamp, LateFramesOfAnEarlierTrialAreNotThisTrials) {

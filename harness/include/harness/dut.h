@@ -168,6 +168,14 @@ class Dut {
     long long own = 0, gen = 0;
   };
   virtual sdn::Result<DropSplit> drop_split() { return sdn::Status::error("this DUT's drop counters are not read"); }
+  // Its forwarding threads' time on a CPU and waiting for one (ns,
+  // cumulative; the kernel's schedstat of the threads pinned to the site's
+  // forwarding lcore): a trial in which the forwarding thread waited for its
+  // CPU (other programs on its core) did not see the DUT's own limit.
+  struct CpuTime {
+    long long run_ns = 0, wait_ns = 0;
+  };
+  virtual sdn::Result<CpuTime> forwarding_cpu() { return sdn::Status::error("this DUT's threads are not read"); }
   // Receive queues a generator needs per port: as many as the DUT sends on.
   virtual int gen_rx_queues() const { return 1; }
   // Still there: its programs running, its host answering.

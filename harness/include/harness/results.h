@@ -50,7 +50,8 @@ namespace harness {
   X(cps_failed, I, "connections") X(setup_per_s, N, "connections/s") X(generator_ceiling_mpps, N, "Mpps") \
   X(trial, I, "count") X(target_mpps, N, "Mpps") X(offered_mpps, N, "Mpps") X(fwd_mpps, N, "Mpps") \
   X(sent, I, "frames") X(received, I, "frames") X(lost, I, "frames") X(late, I, "frames") X(tx_full, I, "frames") \
-  X(gen_drops, I, "frames") X(generator_dropped, S, "") X(drain_ms, N, "ms") \
+  X(gen_drops, I, "frames") X(generator_dropped, S, "") X(drain_ms, N, "ms") X(dut_cpu_wait_pct, N, "%") \
+  X(gen_cpu_wait_pct, N, "%") \
   /* end */
 
 enum class Col : uint8_t {
