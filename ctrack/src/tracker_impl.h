@@ -68,7 +68,11 @@ struct Tracker::Impl {
   uint32_t reserved[kChunkMax];
   uint32_t n_reserved = 0, next_reserved = 0;
   uint32_t sweep_cursor = 0;
-  uint32_t inserts = 0;  // entries put in the index so far: a miss seen at an earlier count is still one
+  // Entries put in or taken out of the index so far (the epoch a Found
+  // keeps): at the same count, a miss lookup() saw is still one, and a hit
+  // is still the same live connection (every removal goes through
+  // free_conn, and a key never changes while its entry is alive).
+  uint32_t changes = 0;
   Stats st;
   std::atomic<bool> lock{false};
 
@@ -193,6 +197,7 @@ struct Tracker::Impl {
 
   void free_conn(uint32_t idx) {
     Conn& c = conns[idx];
+    changes++;
     table.erase(hash_key(table.conn_key(idx)), idx);
     if (nat && nat[idx].kind) {
       table.erase(hash_key(nat[idx].rkey), idx | kNatTag);
@@ -349,7 +354,7 @@ struct Tracker::Impl {
   void create(const Packet& p, const Key& ck, bool canon, uint32_t h, uint32_t now, CtResult& r) {
     Invalid why = Invalid::kNone;
     uint32_t idx = alloc(ck, now, &why);
-    if (idx != kEmpty) inserts++;
+    if (idx != kEmpty) changes++;
     if (idx != kEmpty && !table.insert(h, idx)) {
       // Cuckoo walk failed: give the entry back.
       push_free(idx);
@@ -779,11 +784,13 @@ struct Tracker::Impl {
   }
 
   // Stage 3: verify the candidate, then run the state machines.
+  // `verified`: c is known to be p's slot (lookup() matched it, and
+  // nothing was put in or taken out of the index since: `changes`).
   [[gnu::always_inline]] void stage3(const Packet& p, uint32_t c, uint32_t h, bool canon, uint32_t now, bool commit,
-                                     CtResult& r) {
+                                     CtResult& r, bool verified = false) {
     r = CtResult{};
     st.lookups++;
-    if (c == kEmpty || !slot_matches(c, p.key, canon)) {
+    if (!verified && (c == kEmpty || !slot_matches(c, p.key, canon))) {
       // A second signature match, or an entry changed earlier in this burst:
       // the full probe (its buckets are in cache by now).
       Key ck;
