@@ -193,6 +193,7 @@ void Tracker::process_found(const Packet* const* pkts, const Found* const* found
   uint32_t now = now_ms(now_ns);
   m.acquire();
   m.cur_nat = commit ? nat : nullptr;
+  m.st.lookups += n;  // (each packet's stage3 is one)
   for (uint32_t i = 0; i < n; i++) {
     m.cur_nat_out = nat_out ? nat_out + i : nullptr;
     if (const Found* f = found[i]) {
