@@ -2,10 +2,13 @@
 # Instructions per packet under callgrind: two runs that differ only in
 # --packets, the difference of their totals divided by the packets between
 # them (setup and warm-up cancel). Usage:
-#   cg.sh BIN OUT ovs|est      (est: established, 1,000 connections)
+#   cg.sh BIN OUT ovs|est [TOGGLE]   (est: established TCP, 1,000 connections)
+# With TOGGLE (a callgrind --toggle-collect pattern, e.g. '*Tracker::process*')
+# only that function's instructions (inclusive) count.
 # Prints total instructions/packet, then the top inclusive functions' per packet.
 set -euo pipefail
-bin=$1 out=$2 what=$3
+bin=$1 out=$2 what=$3 toggle=${4:-}
+tg=(); [[ -n $toggle ]] && tg=(--toggle-collect="$toggle")
 mkdir -p "$out"
 case $what in
   ovs) args=(--only ovs-equivalent); p1=32000; p2=320000; mult=60 ;;      # a warm-up run and 5 timed
@@ -13,9 +16,9 @@ case $what in
   *) echo "ovs|est" >&2; exit 2 ;;
 esac
 for p in $p1 $p2; do
-  valgrind --tool=callgrind --simd-bits=256 --callgrind-out-file="$out/$what-$p.out" \
+  valgrind --tool=callgrind --simd-bits=256 "${tg[@]}" --callgrind-out-file="$out/$what-$p.out" \
     "$bin" "${args[@]}" --packets "$p" > "$out/$what-$p.log" 2>&1 || \
-  valgrind --tool=callgrind --callgrind-out-file="$out/$what-$p.out" \
+  valgrind --tool=callgrind "${tg[@]}" --callgrind-out-file="$out/$what-$p.out" \
     "$bin" "${args[@]}" --packets "$p" > "$out/$what-$p.log" 2>&1
 done
 python3 - "$out/$what-$p1.out" "$out/$what-$p2.out" "$(( (p2 - p1) * mult / 10 ))" <<'PY'
