@@ -1,6 +1,6 @@
 // ctrack-bench: a program that prints numbers, not a timed test.
 //
-//   ctrack-bench [--json] [--quick] [--cpu-time] [--only NAME] [--conns N] [--ovstest PATH]
+//   ctrack-bench [--json] [--quick] [--cpu-time] [--only NAME] [--conns N] [--packets N] [--ovstest PATH]
 //
 // Benches (one core, bursts of 32):
 //   established     lookup + TCP window update, random access, 1K/100K/1M/4M live connections
@@ -41,6 +41,7 @@ namespace {
 bool g_json = false;
 bool g_quick = false;
 bool g_cpu_time = false;
+uint64_t g_packets = 0;  // --packets: packets per repetition (ovs-equivalent, established)
 constexpr uint32_t kBurst = 32;
 
 Key conn_key(uint32_t i, uint8_t proto = IPPROTO_TCP) {
@@ -213,7 +214,7 @@ void bench_established(uint32_t n) {
     }
     return pk;
   };
-  uint32_t total = g_quick ? 4'000'000 : 20'000'000;  // packets per repetition
+  uint32_t total = g_packets ? static_cast<uint32_t>(g_packets) : g_quick ? 4'000'000 : 20'000'000;  // per repetition
   timed_chunks(r, total / 30, random_acks, &bad);     // warm-up
   auto secs = repeat(kReps, [&] { return timed_chunks(r, total / 3, random_acks, &bad); });
   if (bad) fprintf(stderr, "established: %llu invalid results\n", (unsigned long long)bad);
@@ -372,7 +373,7 @@ void bench_ovs_equivalent(std::string ovstest) {
     frames[i][14 + 20 + 2] = static_cast<uint8_t>(d >> 8);
     frames[i][14 + 20 + 3] = static_cast<uint8_t>(d);
   }
-  const uint64_t total = 10'000'000;
+  const uint64_t total = g_packets ? (g_packets + kBurst - 1) / kBurst * kBurst : 10'000'000;
   Runner r(1024);
   std::vector<Parsed> parsed(kBurst);
   std::vector<const Packet*> pp(kBurst);
@@ -460,13 +461,15 @@ void bench_scaling() {
 
 void usage() {
   printf(
-      "usage: ctrack-bench [--json] [--quick] [--cpu-time] [--only NAME] [--conns N] [--ovstest PATH]\n"
+      "usage: ctrack-bench [--json] [--quick] [--cpu-time] [--only NAME] [--conns N] [--packets N] [--ovstest PATH]\n"
       "  --json          one JSON object per line\n"
       "  --quick         smaller sizes (a smoke run, not for the record)\n"
       "  --cpu-time      time with the thread's CPU clock, not the wall clock (a loaded machine;\n"
       "                  not scaling, and OVS's figure stays its own wall clock)\n"
       "  --only NAME     established | new | teardown | mixed | ovs-equivalent | scaling | nat\n"
       "  --conns N       established, nat: only this many live connections\n"
+      "  --packets N     ovs-equivalent, established: packets per repetition (instruction counts:\n"
+      "                  the difference of two runs under callgrind, divided by the packets')\n"
       "  --ovstest PATH  OVS tests/ovstest: run its conntrack benchmark in the same run\n");
 }
 
@@ -482,6 +485,7 @@ int main(int argc, char** argv) {
     else if (a == "--cpu-time") g_cpu_time = true;
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--ovstest" && i + 1 < argc) ovstest = argv[++i];
+    else if (a == "--packets" && i + 1 < argc) g_packets = strtoull(argv[++i], nullptr, 10);
     else if (a == "--conns" && i + 1 < argc) conns = static_cast<uint32_t>(strtoul(argv[++i], nullptr, 10));
     else if (a == "--help" || a == "-h") {
       usage();

@@ -167,7 +167,7 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
       }
       f[i].dir = 0;
       f[i].rside = false;
-      f[i].epoch = m.inserts;
+      f[i].epoch = m.changes;
       if (c == kEmpty) {
         f[i].conn = kNoConn;
         continue;
@@ -193,13 +193,17 @@ void Tracker::process_found(const Packet* const* pkts, const Found* const* found
   uint32_t now = now_ms(now_ns);
   m.acquire();
   m.cur_nat = commit ? nat : nullptr;
+  m.st.lookups += n;  // (each packet's stage3 is one)
   for (uint32_t i = 0; i < n; i++) {
     m.cur_nat_out = nat_out ? nat_out + i : nullptr;
     if (const Found* f = found[i]) {
-      if (f->conn == kNoConn && f->epoch == m.inserts) m.stage3_miss(*pkts[i], f->hash, f->canon, now, commit, out[i]);
+      // At the same epoch a miss is still one, and a hit needs no second
+      // key compare (the slot is the one lookup() matched).
+      const bool same = f->epoch == m.changes;
+      if (f->conn == kNoConn && same) m.stage3_miss(*pkts[i], f->hash, f->canon, now, commit, out[i]);
       else
         m.stage3(*pkts[i], f->conn == kNoConn ? kEmpty : f->conn | (f->rside ? kNatTag : 0), f->hash, f->canon, now,
-                 commit, out[i]);
+                 commit, out[i], same);
     } else {
       bool canon;
       uint32_t h = hash_canonical(pkts[i]->key, &canon);

@@ -68,7 +68,11 @@ struct Tracker::Impl {
   uint32_t reserved[kChunkMax];
   uint32_t n_reserved = 0, next_reserved = 0;
   uint32_t sweep_cursor = 0;
-  uint32_t inserts = 0;  // entries put in the index so far: a miss seen at an earlier count is still one
+  // Entries put in or taken out of the index so far (the epoch a Found
+  // keeps): at the same count, a miss lookup() saw is still one, and a hit
+  // is still the same live connection (every removal goes through
+  // free_conn, and a key never changes while its entry is alive).
+  uint32_t changes = 0;
   Stats st;
   std::atomic<bool> lock{false};
 
@@ -193,6 +197,7 @@ struct Tracker::Impl {
 
   void free_conn(uint32_t idx) {
     Conn& c = conns[idx];
+    changes++;
     table.erase(hash_key(table.conn_key(idx)), idx);
     if (nat && nat[idx].kind) {
       table.erase(hash_key(nat[idx].rkey), idx | kNatTag);
@@ -349,7 +354,7 @@ struct Tracker::Impl {
   void create(const Packet& p, const Key& ck, bool canon, uint32_t h, uint32_t now, CtResult& r) {
     Invalid why = Invalid::kNone;
     uint32_t idx = alloc(ck, now, &why);
-    if (idx != kEmpty) inserts++;
+    if (idx != kEmpty) changes++;
     if (idx != kEmpty && !table.insert(h, idx)) {
       // Cuckoo walk failed: give the entry back.
       push_free(idx);
@@ -693,11 +698,11 @@ struct Tracker::Impl {
   }
 
   // Stage 3 for a packet known to have no entry (looked up, and nothing
-  // inserted since).
+  // inserted since). The caller counts the lookup (Stats::lookups), as
+  // for stage3.
   [[gnu::always_inline]] void stage3_miss(const Packet& p, uint32_t h, bool canon, uint32_t now, bool commit,
                                           CtResult& r) {
     r = CtResult{};
-    st.lookups++;
     miss(p, canon, h, now, commit, r);
   }
 
@@ -730,41 +735,49 @@ struct Tracker::Impl {
     if ((f & (detail::kAlive | detail::kOffloaded)) != detail::kAlive) return false;
     if (p.meta & (kMetaIcmpError | kMetaFragment)) return false;
     if (expired(c, now)) return false;
-    const bool offered = (f & (detail::kEvented | detail::kNoOffload)) || ring.empty();
     int dir = canon == ((f & detail::kOrigCanon) != 0) ? 0 : 1;
     uint8_t side = kNatNone;
     Outcome o;
     // (The NAT side after the checks that need no direction: a new
-    // connection's packets leave before it.)
+    // connection's packets leave before it.) `offered`: no kEstablished due.
+    auto offered = [&] { return (f & (detail::kEvented | detail::kNoOffload)) || ring.empty(); };
     if (c.key.proto == IPPROTO_TCP) {
-      if (!offered || !(f & detail::kSeenReply) || !proto::tcp::fast_path(c, p, cfg.tcp_liberal)) return false;
+      if (!(f & detail::kSeenReply) || !proto::tcp::fast_path(c, p, cfg.tcp_liberal) || !offered()) return false;
       if (!nat_dir(e, canon, &side, &dir)) return false;
       o = proto::tcp::established(c, dir, p, now, times);
     } else if (c.key.proto == IPPROTO_UDP) {
       if (!nat_dir(e, canon, &side, &dir)) return false;
       // Not the first reply (kEstablished), not a replied one to offer again.
-      if (!(f & detail::kSeenReply) ? dir == 1 : !offered) return false;
+      if (!(f & detail::kSeenReply) ? dir == 1 : !offered()) return false;
       o = proto::udp::update(c, cold[idx], dir, now, times);
     } else {
       return false;
     }
     st.hits++;
-    r.conn = idx;
-    r.dir = static_cast<uint8_t>(dir);
+    // The whole result at once (stage3 leaves it to this when it applies).
+    CtResult res;
+    res.conn = idx;
+    res.dir = static_cast<uint8_t>(dir);
     if (o.v == Verdict::kInvalid) {
       st.invalid[static_cast<int>(o.reason)]++;
-      r.state = kCtTrk | kCtInv;
-      r.reason = o.reason;
+      res.state = kCtTrk | kCtInv;
+      res.reason = o.reason;
+      r = res;
       return true;
     }
     c.in_port[dir] = p.in_port;
     if (!(p.meta & kMetaCounted)) detail::count(c, cold[idx], dir, p.l3_len);
-    r.changed = o.changed;
-    r.state = static_cast<uint8_t>(kCtTrk | (dir ? (kCtEst | kCtRpl) : ((f & detail::kSeenReply) ? kCtEst : kCtNew)));
+    res.changed = o.changed;
+    // kCtTrk | (dir ? kCtEst | kCtRpl : replied ? kCtEst : kCtNew), from a table.
+    static constexpr uint8_t kState[4] = {kCtTrk | kCtNew, kCtTrk | kCtEst, kCtTrk | kCtEst | kCtRpl,
+                                          kCtTrk | kCtEst | kCtRpl};
+    static_assert(detail::kSeenReply == 4);
+    res.state = kState[dir * 2 + ((f >> 2) & 1)];
     if (side != kNatNone) {
-      r.nat = side;
+      res.nat = side;
       if (cur_nat_out) nat_target(idx, side, cur_nat_out);
     }
+    r = res;
     return true;
   }
 
@@ -779,19 +792,21 @@ struct Tracker::Impl {
   }
 
   // Stage 3: verify the candidate, then run the state machines.
+  // `verified`: c is known to be p's slot (lookup() matched it, and
+  // nothing was put in or taken out of the index since: `changes`).
   [[gnu::always_inline]] void stage3(const Packet& p, uint32_t c, uint32_t h, bool canon, uint32_t now, bool commit,
-                                     CtResult& r) {
-    r = CtResult{};
-    st.lookups++;
-    if (c == kEmpty || !slot_matches(c, p.key, canon)) {
+                                     CtResult& r, bool verified = false) {
+    if (!verified && (c == kEmpty || !slot_matches(c, p.key, canon))) {
       // A second signature match, or an entry changed earlier in this burst:
       // the full probe (its buckets are in cache by now).
       Key ck;
       canonicalize(p.key, &ck);
       c = table.find(ck, h);
+      r = CtResult{};
       if (c == kEmpty) return miss(p, canon, h, now, commit, r);
     }
-    if (fast_hit(c, p, canon, now, r)) return;
+    if (fast_hit(c, p, canon, now, r)) return;  // (it writes all of r)
+    r = CtResult{};
     hit(c, p, canon, h, now, commit, r);
   }
 
@@ -808,10 +823,16 @@ struct Tracker::Impl {
     stage2(pkts, h, b, cand, n);
     uint32_t misses = 0;
     for (uint32_t i = 0; i < n; i++) misses += cand[i] == kEmpty;
+    st.lookups += n;  // (each packet's stage3 is one)
     if (commit && misses) reserve(misses);
-    for (uint32_t i = 0; i < n; i++) {
-      cur_nat_out = nat_out ? nat_out + i : nullptr;
-      stage3(*pkts[i], cand[i], h[i], canon[i], now, commit, out[i]);
+    if (nat_out) {
+      for (uint32_t i = 0; i < n; i++) {
+        cur_nat_out = nat_out + i;
+        stage3(*pkts[i], cand[i], h[i], canon[i], now, commit, out[i]);
+      }
+    } else {
+      cur_nat_out = nullptr;
+      for (uint32_t i = 0; i < n; i++) stage3(*pkts[i], cand[i], h[i], canon[i], now, commit, out[i]);
     }
     if (n_reserved) unreserve();
   }

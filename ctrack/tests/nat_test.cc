@@ -118,6 +118,35 @@ TEST(Nat, AFreedSlotsOldReplyTupleMatchesNothing) {
   EXPECT_TRUE(h.tracker->check_invariants().ok()) << h.tracker->check_invariants().message();
 }
 
+// process_found skips the second key compare of a hit when nothing was put
+// in or taken out of the index since lookup() (Found::epoch). A removal
+// alone (no insertion since) must move the epoch: the connection lookup()
+// found is gone, and the packet is judged as one of no connection.
+TEST(Nat, AHitKeptAcrossARemovalIsLookedUpAgain) {
+  Harness h(nat_config(4));
+  const Key a = make_key("10.0.0.5", 7000, "192.0.2.10", 53, IPPROTO_UDP);
+  Out first = run(h, udp(a));
+  ASSERT_NE(first.r.conn, kNoConn);
+  const Packet again = udp(a);
+  const Packet* pp = &again;
+  Tracker::Found f;
+  h.tracker->lookup(&pp, 1, &f);
+  ASSERT_EQ(f.conn, first.r.conn);
+  const Tracker::Found* fp = &f;
+  CtResult r;
+  // Nothing changed: the hit as process() gives it.
+  h.tracker->process_found(&pp, &fp, 1, h.now_ns, false, &r);
+  EXPECT_EQ(r.conn, first.r.conn);
+  EXPECT_EQ(+r.state, +(kCtTrk | kCtNew));
+  ASSERT_EQ(h.tracker->flush(), 1u);
+  const uint64_t hits = h.tracker->stats().hits;
+  h.tracker->process_found(&pp, &fp, 1, h.now_ns, false, &r);
+  EXPECT_EQ(r.conn, kNoConn) << "judged as the freed entry's";
+  EXPECT_EQ(+r.state, +(kCtTrk | kCtNew));
+  EXPECT_EQ(h.tracker->stats().hits, hits);
+  EXPECT_TRUE(h.tracker->check_invariants().ok()) << h.tracker->check_invariants().message();
+}
+
 // An assured, offered connection's ACKs take the tracker's short path
 // (fast_hit): a translated one's too, with the same tuple hit() gives,
 // both ways, in one burst and apart.

@@ -215,7 +215,8 @@ class Tracker {
   struct Found {
     uint32_t conn;  // handle, or kNoConn
     uint32_t hash;  // of the canonical key
-    uint32_t epoch;  // the shard's insert count then: a miss stays one until it moves
+    uint32_t epoch;  // the shard's count of index insertions and removals then: until it moves,
+                     // a miss stays one and a hit its connection (process_found skips the re-check)
     uint8_t dir;     // 0 original, 1 reply
     bool canon;      // the packet's key is the canonical orientation
     bool rside;      // found under a translated connection's reply tuple
