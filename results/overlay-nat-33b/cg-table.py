@@ -18,7 +18,10 @@ def prof(path, incl):
         f = re.match(r'^(.*?[^:]):(?!:)(.*)$', rest)
         name = f.group(2) if f else rest
         name = re.sub(r'\(.*$', '', name.replace('(anonymous namespace)', 'anon')).strip()
-        d[name] = d.get(name, 0) + int(m.group(1).replace(',', ''))
+        v = int(m.group(1).replace(',', ''))
+        # self: a function's lines under each file it inlines from add up;
+        # inclusive: each of those lines gives the whole function's
+        d[name] = max(d.get(name, 0), v) if incl else d.get(name, 0) + v
     return d
 
 def per(mode, incl):
@@ -32,7 +35,7 @@ for incl in (False, True):
     keys = sorted(set(c) | set(v), key=lambda k: -abs(v.get(k, 0) - c.get(k, 0)) if not incl else -v.get(k, 0))
     if not incl:
         print(f"  {'TOTAL':60s} {sum(v.values()):8.1f} {sum(c.values()):8.1f} {sum(v.values())-sum(c.values()):+8.1f}")
-    for k in keys[:40]:
+    for k in keys[:24]:
         x, y = v.get(k, 0), c.get(k, 0)
         if max(abs(x), abs(y)) < 2: continue
         print(f"  {k[:60]:60s} {x:8.1f} {y:8.1f} {x-y:+8.1f}")
