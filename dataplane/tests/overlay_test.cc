@@ -101,6 +101,18 @@ FrameSpec vm_tcp(uint8_t flags, uint32_t seq, uint32_t ack) {
   return s;
 }
 
+// The server's SYN-ACK to `syn`, to the floating address (as it comes back in the tunnel).
+FrameSpec synack_of(const FrameSpec& syn) {
+  FrameSpec synack = syn;
+  std::swap(synack.src, synack.dst);
+  std::swap(synack.sport, synack.dport);
+  synack.dst = "203.0.113.7";
+  synack.tcp_flags = ctrack::kSyn | ctrack::kAck;
+  synack.seq = 900;
+  synack.ack = 101;
+  return synack;
+}
+
 // What left on the wire: the encap's outer headers before the (translated) inner frame.
 std::vector<uint8_t> on_wire(const Fixture& f, const Verdict& v) {
   std::vector<uint8_t> w(kVxlanOverhead);
@@ -178,13 +190,7 @@ TEST(Overlay, CachedHitsInZoneZeroKeepTheFlowsSourcePort) {
     const std::vector<uint8_t> sf = build_frame(syn);
     ASSERT_EQ(static_cast<int>(ctrack::parse_packet(sf.data(), static_cast<uint32_t>(sf.size()), 0, &pp)), 0);
     EXPECT_EQ(v.encap_sport, encap_sport(pp.ct.key));
-    FrameSpec synack = syn;
-    std::swap(synack.src, synack.dst);
-    std::swap(synack.sport, synack.dport);
-    synack.dst = "203.0.113.7";
-    synack.tcp_flags = ctrack::kSyn | ctrack::kAck;
-    synack.seq = 900;
-    synack.ack = 101;
+    FrameSpec synack = synack_of(syn);
     ASSERT_EQ(f.send(kWire, scapy_vxlan(from_remote(), build_frame(synack))).out_port, kVm);
     const uint64_t hits = f.st.cache_hits;
     for (int i = 0; i < 3; i++) {
@@ -480,13 +486,7 @@ void two_workers(bool carry) {
     FrameSpec syn = vm_tcp(ctrack::kSyn, 100, 0);
     syn.sport = static_cast<uint16_t>(40000 + k);
     ASSERT_EQ(send(kVm, build_frame(syn)).out_port, kWire) << k;
-    FrameSpec synack = syn;
-    std::swap(synack.src, synack.dst);
-    std::swap(synack.sport, synack.dport);
-    synack.dst = "203.0.113.7";
-    synack.tcp_flags = ctrack::kSyn | ctrack::kAck;
-    synack.seq = 900;
-    synack.ack = 101;
+    FrameSpec synack = synack_of(syn);
     FrameSpec outer;
     memcpy(outer.src_mac, "\x02\x00\x00\x00\x02\x02", 6);
     memcpy(outer.dst_mac, "\x02\x00\x00\x00\x01\x01", 6);
