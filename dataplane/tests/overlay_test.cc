@@ -12,6 +12,7 @@
 
 #include "ctrack/frame.h"
 #include "dataplane/steer.h"
+#include "features/overlay/tunnel.h"
 #include "pipeline_fixture.h"
 #include "test_main.h"
 #include "testbed/process.h"
@@ -100,6 +101,18 @@ FrameSpec vm_tcp(uint8_t flags, uint32_t seq, uint32_t ack) {
   return s;
 }
 
+// The server's SYN-ACK to `syn`, to the floating address (as it comes back in the tunnel).
+FrameSpec synack_of(const FrameSpec& syn) {
+  FrameSpec synack = syn;
+  std::swap(synack.src, synack.dst);
+  std::swap(synack.sport, synack.dport);
+  synack.dst = "203.0.113.7";
+  synack.tcp_flags = ctrack::kSyn | ctrack::kAck;
+  synack.seq = 900;
+  synack.ack = 101;
+  return synack;
+}
+
 // What left on the wire: the encap's outer headers before the (translated) inner frame.
 std::vector<uint8_t> on_wire(const Fixture& f, const Verdict& v) {
   std::vector<uint8_t> w(kVxlanOverhead);
@@ -159,6 +172,38 @@ TEST(Overlay, EncapsulatedNatFramesEqualScapys) {
   EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kNat)], 12u);
   // A tunnelled connection stays in software (the NIC's rules would see the outer headers).
   f.ct->for_each(f.now, [&](const ctrack::ConnInfo& c) { EXPECT_FALSE(c.offloaded); });
+}
+
+// In zone 0 the flow cache takes an encapsulated hit's source port from
+// its conntrack lookup's hash: the port the tables gave the flow's first
+// packet (encap_sport of its tuple), both ways of the NAT.
+TEST(Overlay, CachedHitsInZoneZeroKeepTheFlowsSourcePort) {
+  std::string y = overlay_yaml();
+  for (size_t p; (p = y.find("zone=1,")) != std::string::npos;) y.erase(p, 7);
+  Fixture f(y);
+  for (int flow = 0; flow < 8; flow++) {
+    FrameSpec syn = vm_tcp(ctrack::kSyn, 100, 0);
+    syn.sport = static_cast<uint16_t>(41000 + flow);
+    Verdict v = f.send(kVm, build_frame(syn));
+    ASSERT_EQ(v.out_port, kWire);
+    ctrack::Parsed pp;
+    const std::vector<uint8_t> sf = build_frame(syn);
+    ASSERT_EQ(static_cast<int>(ctrack::parse_packet(sf.data(), static_cast<uint32_t>(sf.size()), 0, &pp)), 0);
+    EXPECT_EQ(v.encap_sport, encap_sport(pp.ct.key));
+    FrameSpec synack = synack_of(syn);
+    ASSERT_EQ(f.send(kWire, scapy_vxlan(from_remote(), build_frame(synack))).out_port, kVm);
+    const uint64_t hits = f.st.cache_hits;
+    for (int i = 0; i < 3; i++) {
+      FrameSpec a = syn;
+      a.tcp_flags = ctrack::kAck;
+      a.seq = 101;
+      a.ack = 901;
+      Verdict va = f.send(kVm, build_frame(a));
+      ASSERT_EQ(va.out_port, kWire);
+      EXPECT_EQ(va.encap_sport, v.encap_sport) << "flow " << flow << " packet " << i;
+    }
+    EXPECT_GT(f.st.cache_hits, hits) << "the flow cache judged none of them";
+  }
 }
 
 // A rule set with a tunnel port and encap() runs the tunnel stages.
@@ -441,13 +486,7 @@ void two_workers(bool carry) {
     FrameSpec syn = vm_tcp(ctrack::kSyn, 100, 0);
     syn.sport = static_cast<uint16_t>(40000 + k);
     ASSERT_EQ(send(kVm, build_frame(syn)).out_port, kWire) << k;
-    FrameSpec synack = syn;
-    std::swap(synack.src, synack.dst);
-    std::swap(synack.sport, synack.dport);
-    synack.dst = "203.0.113.7";
-    synack.tcp_flags = ctrack::kSyn | ctrack::kAck;
-    synack.seq = 900;
-    synack.ack = 101;
+    FrameSpec synack = synack_of(syn);
     FrameSpec outer;
     memcpy(outer.src_mac, "\x02\x00\x00\x00\x02\x02", 6);
     memcpy(outer.dst_mac, "\x02\x00\x00\x00\x01\x01", 6);

@@ -62,6 +62,21 @@ inline void set_field(uint8_t* field, const uint8_t* v, size_t n, uint8_t* s1, u
   memcpy(field, v, n);
 }
 
+// RFC 1624 over 32-bit words read in the machine's byte order (a
+// one's-complement sum does not depend on it, RFC 1071 2(B)): delta32() of
+// each word that changed (~old + new), summed; adjust32() puts the sum
+// into the checksum at `csum` as adjust() would, word by word.
+inline uint64_t delta32(uint32_t old, uint32_t neu) { return static_cast<uint64_t>(~old) + neu; }
+inline void adjust32(uint8_t* csum, uint64_t d) {
+  uint16_t hc;
+  memcpy(&hc, csum, 2);
+  uint64_t s = static_cast<uint16_t>(~hc) + d;
+  s = (s & 0xFFFFFFFFu) + (s >> 32);
+  s = (s & 0xFFFFFFFFu) + (s >> 32);
+  hc = static_cast<uint16_t>(~fold(static_cast<uint32_t>(s)));
+  memcpy(csum, &hc, 2);
+}
+
 // The L4 checksum that covers the pseudo-header (null: none, or UDP over
 // IPv4 sent without one), if it lies within `avail` bytes.
 inline uint8_t* l4_sum(uint8_t* l4, size_t avail, uint8_t proto, bool v6) {
@@ -76,7 +91,19 @@ inline void ipv4_set_checksum(uint8_t* ip, size_t ihl) {
   put16(ip + 10, 0);
   put16(ip + 10, finish(sum16(ip, ihl)));
 }
-inline bool ipv4_checksum_ok(const uint8_t* ip, size_t ihl) { return fold(sum16(ip, ihl)) == 0xFFFF; }
+// (In 32-bit words of the machine's order, ihl being a multiple of 4: the
+// sum's bytes swapped, which 0xFFFF is too.)
+inline bool ipv4_checksum_ok(const uint8_t* ip, size_t ihl) {
+  uint64_t s = 0;
+  for (size_t i = 0; i < ihl; i += 4) {
+    uint32_t w;
+    memcpy(&w, ip + i, 4);
+    s += w;
+  }
+  s = (s & 0xFFFFFFFFu) + (s >> 32);
+  s = (s & 0xFFFFFFFFu) + (s >> 32);
+  return fold(static_cast<uint32_t>(s)) == 0xFFFF;
+}
 
 // The checksum of an L4 segment [l4, l4+len) with its field zeroed first:
 // TCP, UDP and ICMPv6 with the pseudo-header of (src, dst, alen), ICMP

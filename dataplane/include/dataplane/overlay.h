@@ -14,7 +14,9 @@
 // flow's hash, TTL and DF as configured); their length is the encap's.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "features/registry.h"
@@ -68,8 +70,16 @@ struct TunnelConfig : ConfigLine {
   bool any_remote = false;  // decapsulate from any source, not only `remotes`
   std::vector<uint32_t> options;  // the module's own list (Geneve: the options it accepts), sorted
 
-  bool has_vni(uint32_t v) const;
-  const TunnelRemote* remote(const uint8_t ip[4]) const;
+  // Per packet (a decap): inline, a word compare per remote.
+  bool has_vni(uint32_t v) const {
+    if (vnis.size() == 1) return vnis[0] == v;
+    return std::binary_search(vnis.begin(), vnis.end(), v);
+  }
+  const TunnelRemote* remote(const uint8_t ip[4]) const {
+    for (const TunnelRemote& r : remotes)
+      if (memcmp(r.ip, ip, 4) == 0) return &r;
+    return nullptr;
+  }
   bool operator==(const TunnelConfig&) const = default;
 };
 

@@ -128,14 +128,6 @@ Status parse_tables(const Ctx& c, const YAML::Node& n, const PortNames& ports, s
 
 }  // namespace
 
-bool TunnelConfig::has_vni(uint32_t v) const { return std::binary_search(vnis.begin(), vnis.end(), v); }
-
-const TunnelRemote* TunnelConfig::remote(const uint8_t ip[4]) const {
-  for (const TunnelRemote& r : remotes)
-    if (memcmp(r.ip, ip, 4) == 0) return &r;
-  return nullptr;
-}
-
 PortNames Config::port_names() const {
   PortNames p;
   for (const auto& port : ports) p.names.push_back(port.name);

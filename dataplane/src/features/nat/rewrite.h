@@ -78,6 +78,38 @@ inline void rewrite_ip(uint8_t* ip, uint32_t hl, uint32_t avail, bool v6, uint8_
   else rewrite_ip_of<false>(ip, hl, avail, proto, frag, to, icmp_type);
 }
 
+// The common case in whole words: IPv4 TCP or UDP, not a fragment, with
+// the L4 checksum within reach. Both addresses and both ports at once, one
+// delta for the IPv4 header's checksum and one for the L4's: the bytes
+// rewrite_ip_of<false> writes (net::adjust32 sums as adjust() does). False:
+// not that case (nothing written).
+inline bool rewrite_ipv4_ports(uint8_t* ip, uint32_t hl, uint32_t avail, uint8_t proto, const ctrack::Key& to) {
+  if (avail < hl + (proto == IPPROTO_TCP ? 18u : 8u)) return false;
+  uint8_t* l4 = ip + hl;
+  uint32_t s, d, p;
+  memcpy(&s, ip + 12, 4);
+  memcpy(&d, ip + 16, 4);
+  memcpy(&p, l4, 4);
+  uint32_t ns, nd;
+  memcpy(&ns, to.src, 4);
+  memcpy(&nd, to.dst, 4);
+  const uint32_t np = static_cast<uint32_t>(__builtin_bswap16(to.sport)) |
+                      static_cast<uint32_t>(__builtin_bswap16(to.dport)) << 16;
+  const uint64_t da = (s != ns ? net::delta32(s, ns) : 0) + (d != nd ? net::delta32(d, nd) : 0);
+  const uint64_t dl4 = da + (p != np ? net::delta32(p, np) : 0);
+  if (dl4 == 0) return true;  // (as it was: not a checksum touched)
+  if (da) net::adjust32(ip + 10, da);
+  uint8_t* ls = proto == IPPROTO_TCP ? l4 + 16 : (get16(l4 + 6) ? l4 + 6 : nullptr);
+  if (ls) {
+    net::adjust32(ls, dl4);
+    udp_nonzero(ls, proto);
+  }
+  memcpy(ip + 12, &ns, 4);
+  memcpy(ip + 16, &nd, 4);
+  memcpy(l4, &np, 4);
+  return true;
+}
+
 // ICMP's checksum over [l4, l4+len) (ICMPv6: with its pseudo-header).
 inline void icmp_checksum(uint8_t* ip, uint8_t* l4, uint32_t len, bool v6) {
   put16(l4 + 2, 0);
@@ -98,7 +130,10 @@ inline void rewrite(uint8_t* frame, uint32_t len, const ctrack::Parsed& pp, cons
   const uint32_t hl = pp.l4_off - pp.l3_off;
   const bool frag = (pp.ct.meta & ctrack::kMetaFragment) != 0;
   if (!(pp.ct.meta & ctrack::kMetaIcmpError)) {
-    rewrite_ip(ip, hl, avail, v6, pp.ct.key.proto, frag, to, pp.ct.icmp_type);
+    const uint8_t proto = pp.ct.key.proto;
+    if (!v6 && !frag && (proto == IPPROTO_TCP || proto == IPPROTO_UDP) && rewrite_ipv4_ports(ip, hl, avail, proto, to))
+      return;
+    rewrite_ip(ip, hl, avail, v6, proto, frag, to, pp.ct.icmp_type);
     return;
   }
   uint8_t* icmp = ip + hl;

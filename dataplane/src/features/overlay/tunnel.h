@@ -119,11 +119,14 @@ inline void decap_inner(Decap& r, const uint8_t* d, const uint8_t* hdr, uint32_t
 // The UDP source port of an encapsulated flow: its inner tuple's hash in
 // the dynamic range (RFC 7348 section 5, RFC 8926 section 3.3: entropy for
 // ECMP).
+// encap_sport_of_hash: from that hash (ctrack::hash_canonical of the tuple
+// in zone 0: what a conntrack lookup in zone 0 computed already).
+inline uint16_t encap_sport_of_hash(uint32_t h) { return static_cast<uint16_t>(49152 + h % 16384); }
 inline uint16_t encap_sport(const ctrack::Key& k) {
   ctrack::Key c;
   ctrack::canonicalize(k, &c);
   c.zone = 0;
-  return static_cast<uint16_t>(49152 + ctrack::hash_key(c) % 16384);
+  return encap_sport_of_hash(ctrack::hash_key(c));
 }
 
 // The outer Ethernet, IPv4 and UDP headers of an encap toward `r`, all but
