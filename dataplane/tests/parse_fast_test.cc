@@ -31,18 +31,9 @@ bool same_as_parse_packet(const std::vector<uint8_t>& f, uint32_t len) {
 }
 
 FrameSpec plain() {
-  FrameSpec s;
-  s.src = "172.16.1.2";
-  s.dst = "172.20.0.1";
-  s.sport = 12345;
-  s.dport = 443;
-  s.tcp_flags = ctrack::kAck | ctrack::kPsh;
-  s.seq = 0x01020304;
-  s.ack = 0xA0B0C0D0;
-  s.win = 0x1234;
-  s.ttl = 33;
-  s.payload = 64;
-  return s;
+  return FrameSpec{.src = "172.16.1.2", .dst = "172.20.0.1", .sport = 12345, .dport = 443, .seq = 0x01020304,
+                   .ack = 0xA0B0C0D0, .tcp_flags = ctrack::kAck | ctrack::kPsh, .win = 0x1234, .ttl = 33,
+                   .payload = 64};
 }
 
 TEST(ParseFast, TakesPlainTcp4AsParsePacketDoes) {
