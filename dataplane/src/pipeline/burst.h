@@ -19,35 +19,32 @@ namespace stage {
 
 struct PktState {
   ctrack::Parsed parsed;  // of the frame at in.data + off
-  // What begin_packet resets, side by side (so its stores merge into a
-  // few wide ones: one per field was ~17 stores a packet).
   uint16_t off;           // a tunnel's decap: the outer headers' length
+  uint8_t decap_counter;  // with off: that tunnel's decap counter (Tunnel)
+  uint32_t tun_id;        // the VNI it came in with, 0: none
+  ClassKey key;   // the classifier's key; key.kind 4, 6, or 0 for other (ARP, ND, non-IP)
+  bool df_clear;  // IPv4 without DF: may leave in fragments
   int8_t table;  // current table, -1 when done
   uint8_t ct_state;
-  uint32_t tun_id;        // the VNI it came in with, 0: none
+  uint32_t rule;        // matched rule index
   int32_t pre;          // table-0 rule the NIC matched (mark), or -1
   int32_t ct_zone;      // zone a ct() found this packet's connection in, -1 none; a drop: -2 commit
                         // failed (ct_full), -3 nat_exhausted, -4 nat_family
+  uint8_t resume;       // action index to resume at after ct
   // The path, for the flow cache.
   bool cacheable;
   bool have_ct;         // the flow cache ran this packet's first ct(): `first` is its result
   bool have_found;      // the flow cache looked it up: `found` saves its first ct() the lookup
+  ctrack::Tracker::Found found;
   bool rule_drop;       // ended by a drop action
   bool hw_marked;       // the NIC's mark chose its output or its table-0 rule (noted for live traces)
-  bool natted;          // a ct() rewrote it to its connection's translated tuple
-  bool df_clear;  // IPv4 without DF: may leave in fragments
   uint8_t why;          // PacketNote::why
-  uint8_t ncts, nhits;
   const FlowPath* cached;  // the flow cache's path it took, or null
-  // (Not reset: written before they are read.)
-  uint8_t decap_counter;  // with off: that tunnel's decap counter (Tunnel)
-  uint8_t resume;       // action index to resume at after ct
-  ClassKey key;   // the classifier's key; key.kind 4, 6, or 0 for other (ARP, ND, non-IP)
-  uint32_t rule;        // matched rule index
-  ctrack::Tracker::Found found;
+  uint8_t ncts, nhits;
   ctrack::CtResult first;
   bool first_commit;
   uint32_t first_act;    // the first ct()'s action (index into the pipeline's actions)
+  bool natted;           // a ct() rewrote it to its connection's translated tuple
   ctrack::Key nat_to;    // with have_ct and first.nat: the tuple the flow cache's ct() gave
   uint32_t hits[kMaxTables];
 };
@@ -79,9 +76,9 @@ inline uint32_t ip_claimed(const uint8_t* d, uint32_t len, const ctrack::Parsed&
 // A packet's state before the stages have judged it.
 inline void begin_packet(PktState& p, bool fast) {
   p.off = 0;
+  p.tun_id = 0;
   p.table = -1;
   p.ct_state = 0;
-  p.tun_id = 0;
   p.pre = -1;
   p.ct_zone = -1;
   p.cacheable = fast;
@@ -89,11 +86,11 @@ inline void begin_packet(PktState& p, bool fast) {
   p.have_found = false;
   p.rule_drop = false;
   p.hw_marked = false;
+  p.why = 0;
+  p.cached = nullptr;
   p.natted = false;
   p.df_clear = false;
-  p.why = 0;
   p.ncts = p.nhits = 0;
-  p.cached = nullptr;
 }
 
 }  // namespace stage
