@@ -1064,6 +1064,40 @@ TEST(Fragments, AnOverMtuDatagramWithoutDfLeavesInFragments) {
   EXPECT_EQ(v.frag_mtu, 1400);
 }
 
+// The same for TCP: a plain TCP/IPv4 frame takes the rx stage's own lane
+// (features/parse/fast.h: its parse, ingress MTU and DF), which must judge
+// it as the general path does.
+TEST(Fragments, AnOverMtuTcpSegmentWithoutDfLeavesInFragments) {
+  Fixture f(firewall_yaml());
+  f.dp->set_mtu(kOut, 1400);
+  FrameSpec u = tcp(true, ctrack::kSyn, 1, 0);
+  u.payload = 1500 - 40;
+  u.df = false;
+  Verdict v = f.send(kIn, build_frame(u));
+  EXPECT_EQ(v.out_port, kOut);
+  EXPECT_EQ(v.frag_mtu, 1400);
+  EXPECT_EQ(v.l2_len, 14);
+  u.df = true;
+  u.sport++;
+  EXPECT_EQ(f.send(kIn, build_frame(u)).out_port, kDrop) << "DF: too big";
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kTxMtu)], 1u);
+  u.df = false;
+  u.payload = 3000 - 40;
+  u.sport++;
+  EXPECT_EQ(f.send(kIn, build_frame(u)).out_port, kDrop);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kRxOversize)], 1u);
+  f.dp->set_reassembled_in(kIn);
+  u.sport++;
+  v = f.send(kIn, build_frame(u));
+  EXPECT_EQ(v.out_port, kOut);
+  EXPECT_EQ(v.frag_mtu, 1400);
+  u.df = true;  // with DF no kernel put it together: oversized as it came
+  u.sport++;
+  EXPECT_EQ(f.send(kIn, build_frame(u)).out_port, kDrop);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kRxOversize)], 2u);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kTxMtu)], 1u);
+}
+
 }  // namespace
 }  // namespace dp
 

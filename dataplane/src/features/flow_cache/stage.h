@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 
 #include "pipeline/burst.h"
 
@@ -40,6 +41,15 @@ inline bool same_path(const FlowPath& a, const FlowPath& b) {
   return true;
 }
 
+
+// Where a path was taken from (ingress port, VLAN, tunnel): FlowPath keeps
+// the three side by side, compared as one word.
+static_assert(offsetof(FlowPath, vlan) == offsetof(FlowPath, in_port) + 2 &&
+              offsetof(FlowPath, tun_id) == offsetof(FlowPath, in_port) + 4);
+inline uint64_t path_from(uint16_t in_port, uint16_t vlan, uint32_t tun_id) {
+  return in_port | static_cast<uint64_t>(vlan) << 16 | static_cast<uint64_t>(tun_id) << 32;
+}
+inline uint64_t path_from(const FlowPath& p) { return path_from(p.in_port, p.vlan, p.tun_id); }
 
 }  // namespace
 
@@ -85,9 +95,12 @@ inline void Datapath::flow_cache(Burst& b) {
     if (found[k].conn != ctrack::kNoConn) __builtin_prefetch(&cache_[found[k].conn]);
   // Hits, unless another packet of the burst that takes the full pipeline
   // belongs to the same connection: conntrack sees a connection's packets
-  // in burst order either way.
+  // in burst order either way. hp and hf: the hits' packets and lookups,
+  // as process_found() takes them.
   uint32_t hit[kMaxBurst], nh = 0, busy[kMaxBurst], nb = 0;
   const FlowPath* path[kMaxBurst];
+  const ctrack::Packet* hp[kMaxBurst];
+  const ctrack::Tracker::Found* hf[kMaxBurst];
   for (uint32_t k = 0; k < nc; k++) {
     uint32_t i = idx[k];
     const FlowPath* fp = nullptr;
@@ -97,61 +110,53 @@ inline void Datapath::flow_cache(Burst& b) {
       uint16_t slot = e.path[found[k].dir];
       if (e.gen == b.pl.gen_ && slot != FlowCacheEntry::kNone) {
         const FlowPath& c = paths_[slot];
-        if (c.in_port == in[i].port && c.vlan == s[i].parsed.vlan && c.tun_id == s[i].tun_id) fp = &c;
+        if (path_from(c) == path_from(in[i].port, s[i].parsed.vlan, s[i].tun_id)) fp = &c;
       }
     }
     if (fp) {
       path[nh] = fp;
-      hit[nh++] = k;
+      hp[nh] = cpk[k];
+      hf[nh] = &found[k];
+      hit[nh++] = i;
     } else {
       if (conn != ctrack::kNoConn) busy[nb++] = conn;
       s[i].have_found = true;
       s[i].found = found[k];
     }
   }
-  uint32_t keep = 0;
-  for (uint32_t h = 0; h < nh; h++) {
-    bool clash = false;
-    for (uint32_t x = 0; x < nb && !clash; x++) clash = busy[x] == found[hit[h]].conn;
-    if (!clash) {
-      path[keep] = path[h];
-      hit[keep++] = hit[h];
-    } else {
-      s[idx[hit[h]]].have_found = true;
-      s[idx[hit[h]]].found = found[hit[h]];
-    }
-  }
-  nh = keep;
-  // Conntrack for the hits, in burst order, grouped as conntrack() groups
-  // (by commit and NAT range: a connection that expired is made again here,
-  // and must be translated as its ct() would).
-  bool taken[kMaxBurst] = {};
-  for (uint32_t h0 = 0; h0 < nh; h0++) {
-    if (taken[h0]) continue;
-    const Action& ca = b.acts[path[h0]->ct_act];
-    const ctrack::Packet* hp[kMaxBurst];
-    const ctrack::Tracker::Found* hf[kMaxBurst];
-    uint32_t which[kMaxBurst], m = 0;
-    for (uint32_t h = h0; h < nh; h++) {
-      if (taken[h]) continue;
-      if (path[h]->ct_act != path[h0]->ct_act) {  // (usually one ct() action for all: no compare)
-        const Action& x = b.acts[path[h]->ct_act];
-        if (x.commit != ca.commit || memcmp(&x.nat, &ca.nat, sizeof x.nat) != 0) continue;
+  if (nb) {
+    uint32_t keep = 0;
+    for (uint32_t h = 0; h < nh; h++) {
+      bool clash = false;
+      for (uint32_t x = 0; x < nb && !clash; x++) clash = busy[x] == hf[h]->conn;
+      if (!clash) {
+        path[keep] = path[h];
+        hp[keep] = hp[h];
+        hf[keep] = hf[h];
+        hit[keep++] = hit[h];
+      } else {
+        s[hit[h]].have_found = true;
+        s[hit[h]].found = *hf[h];
       }
-      taken[h] = true;
-      hp[m] = cpk[hit[h]];
-      hf[m] = &found[hit[h]];
-      which[m++] = h;
     }
+    nh = keep;
+  }
+  if (!nh) return;
+  // One group of hits (one commit and NAT range): their conntrack, then
+  // each one's path; or, where conntrack judged it otherwise than the path
+  // was taken, the full pipeline with that result. hit: the packets'
+  // indices in the burst.
+  auto cache_hits = [&](const Action& ca, const ctrack::Packet* const* gp, const ctrack::Tracker::Found* const* gf,
+                        const FlowPath* const* gpath, const uint32_t* ghit, uint32_t m) {
     const ctrack::NatRange* nat = ca.nat.kind != ctrack::NatKind::kNone ? &ca.nat : nullptr;
     ctrack::CtResult res[kMaxBurst];
     ctrack::Key nat_to[kMaxBurst];
-    ct_->process_found(hp, hf, m, b.now_ns, ca.commit, res, nat, nat_to);
+    ct_->process_found(gp, gf, m, b.now_ns, ca.commit, res, nat, nat_to);
     for (uint32_t j = 0; j < m; j++) {
-      const FlowPath& fp = *path[which[j]];
-      uint32_t i = idx[hit[which[j]]];
+      const FlowPath& fp = *gpath[j];
+      const uint32_t i = ghit[j];
       PktState& p = s[i];
-      if (res[j].state != fp.state || res[j].conn != hf[j]->conn) {
+      if (res[j].state != fp.state || res[j].conn != gf[j]->conn) {
         // Not the state the path was taken in: the full pipeline goes on
         // with this result as its first ct()'s.
         p.have_ct = true;
@@ -179,6 +184,37 @@ inline void Datapath::flow_cache(Burst& b) {
       b.done(i);
       b.st.cache_hits++;
     }
+  };
+  bool mixed = false;  // the hits' paths name more than one ct() action
+  for (uint32_t h = 1; h < nh; h++) mixed |= path[h]->ct_act != path[0]->ct_act;
+  if (!mixed) {  // (usually: one ct() action for every hit, one group)
+    cache_hits(b.acts[path[0]->ct_act], hp, hf, path, hit, nh);
+    return;
+  }
+  // Conntrack for the hits, in burst order, grouped as conntrack() groups
+  // (by commit and NAT range: a connection that expired is made again here,
+  // and must be translated as its ct() would).
+  bool taken[kMaxBurst] = {};
+  for (uint32_t h0 = 0; h0 < nh; h0++) {
+    if (taken[h0]) continue;
+    const Action& ca = b.acts[path[h0]->ct_act];
+    const ctrack::Packet* gp[kMaxBurst];
+    const ctrack::Tracker::Found* gf[kMaxBurst];
+    const FlowPath* gpath[kMaxBurst];
+    uint32_t ghit[kMaxBurst], m = 0;
+    for (uint32_t h = h0; h < nh; h++) {
+      if (taken[h]) continue;
+      if (path[h]->ct_act != path[h0]->ct_act) {
+        const Action& x = b.acts[path[h]->ct_act];
+        if (x.commit != ca.commit || memcmp(&x.nat, &ca.nat, sizeof x.nat) != 0) continue;
+      }
+      taken[h] = true;
+      gp[m] = hp[h];
+      gf[m] = hf[h];
+      gpath[m] = path[h];
+      ghit[m++] = hit[h];
+    }
+    cache_hits(ca, gp, gf, gpath, ghit, m);
   }
 }
 

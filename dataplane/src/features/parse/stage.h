@@ -7,6 +7,7 @@
 
 #include "pipeline/burst.h"
 #include "features/fragments/table.h"
+#include "features/parse/fast.h"
 
 namespace dp {
 
@@ -22,6 +23,19 @@ __attribute__((always_inline)) inline bool Datapath::rx_parse(Burst& b, uint32_t
   const PacketIn* in = b.in;
   Verdict* out = b.out;
   PktState& p = b.s[i];
+  const uint16_t mtu = mtu_[in[i].port];
+  if (p.off == 0 && !in[i].parsed && parse_tcp4_plain(in[i].data, flen, &p.parsed)) {
+    // Untagged IPv4 without options, not a fragment, TCP: what follows
+    // for any frame, with what that parse knows (no tunnel, IP at 14).
+    b.l3len[i] = in[i].pkt_len - 14;
+    p.df_clear = !(in[i].data[14 + 6] & 0x40);
+    if (in[i].pkt_len - 14 > mtu && !(reasm_in_[in[i].port] && p.df_clear)) {
+      b.drop(i, DropWhy::kRxOversize);
+      return false;
+    }
+    p.parsed.ct.in_port = static_cast<uint8_t>(in[i].port);
+    return true;
+  }
   ctrack::Drop d;
   if (in[i].parsed && p.off == 0) {  // the NIC stage's parse
     p.parsed = *in[i].parsed;
@@ -29,7 +43,6 @@ __attribute__((always_inline)) inline bool Datapath::rx_parse(Burst& b, uint32_t
   } else {
     d = ctrack::parse_packet(in[i].data + p.off, flen - p.off, 0, &p.parsed);
   }
-  const uint16_t mtu = mtu_[in[i].port];
   if (d != ctrack::Drop::kNone) {
     // A frame as long as the port takes (the MTU, less up to two VLAN
     // tags the port's frame limit may count) whose IP length goes past
@@ -101,6 +114,7 @@ inline void Datapath::ingress(Burst& b) {
   uint64_t& handed_bytes = counts.handed_bytes;
   const size_t dropped_before = frags_->dropped().size();
   uint32_t firsts[kMaxBurst], nfirst = 0;  // identifications of the first fragments judged here
+  uint64_t handoffs = 0;  // (out[i].handoff is set only there)
   for (uint32_t i = 0; i < b.n; i++) {
     out[i] = Verdict{-1, 0, -1, 0, 0, 0, 0, false, 0, 0, FragNote{}};
     rx_bytes += in[i].pkt_len;
@@ -159,6 +173,7 @@ inline void Datapath::ingress(Burst& b) {
         if (owner != self_) {
           if (Carried* c = in[i].carry) *c = Carried{p.parsed, p.tun_id, b.l3len[i], p.off, p.decap_counter, p.df_clear};
           out[i].handoff = static_cast<int8_t>(owner);
+          handoffs++;
           handed++;
           handed_bytes += in[i].pkt_len;
           continue;  // the owner counts it (and with no carry, decapsulates and parses it again)
@@ -187,7 +202,7 @@ inline void Datapath::ingress(Burst& b) {
   // (held fragments: when they leave the table).
   st.rx_packets += b.n - handed;
   st.rx_bytes += rx_bytes - handed_bytes;
-  for (uint32_t i = 0; i < b.n; i++) st.handoff_out += out[i].handoff >= 0;
+  st.handoff_out += handoffs;
   count_dropped_fragments(dropped_before);
 }
 
