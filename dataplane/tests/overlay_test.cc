@@ -206,6 +206,52 @@ TEST(Overlay, CachedHitsInZoneZeroKeepTheFlowsSourcePort) {
   }
 }
 
+// Hits of one burst in two conntrack groups (the flows to 8443 take a
+// first ct() that commits, the others one that does not): each
+// encapsulated packet keeps its own flow's source port, whatever else the
+// burst holds.
+TEST(Overlay, CachedHitsInSeveralGroupsKeepTheirOwnSourcePorts) {
+  std::string y = overlay_yaml();
+  for (size_t p; (p = y.find("zone=1,")) != std::string::npos;) y.erase(p, 7);
+  const size_t t0 = y.find("  0:\n");
+  ASSERT_NE(t0, std::string::npos);
+  y.insert(t0 + 5,
+           "    - {priority: 200, match: \"in_port=vm,eth_type=ipv4,ip_proto=tcp,tp_dst=8443\", "
+           "actions: \"ct(commit,table=1)\"}\n");
+  Fixture f(y);
+  std::vector<std::vector<uint8_t>> burst;
+  std::vector<uint16_t> want;
+  for (int flow = 0; flow < 8; flow++) {
+    FrameSpec syn = vm_tcp(ctrack::kSyn, 100, 0);
+    syn.sport = static_cast<uint16_t>(42000 + flow);
+    if (flow % 2) syn.dport = 8443;
+    Verdict v = f.send(kVm, build_frame(syn));
+    ASSERT_EQ(v.out_port, kWire) << flow;
+    ctrack::Parsed sent;  // the SYN as it left (translated or not)
+    ASSERT_EQ(static_cast<int>(ctrack::parse_packet(f.last.data(), static_cast<uint32_t>(f.last.size()), 0, &sent)), 0);
+    FrameSpec synack = synack_of(syn);
+    char to[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, sent.ct.key.src, to, sizeof to);
+    synack.dst = to;
+    synack.dport = sent.ct.key.sport;
+    ASSERT_EQ(f.send(kWire, scapy_vxlan(from_remote(), build_frame(synack))).out_port, kVm) << flow;
+    FrameSpec a = syn;
+    a.tcp_flags = ctrack::kAck;
+    a.seq = 101;
+    a.ack = 901;
+    for (int i = 0; i < 2; i++) ASSERT_EQ(f.send(kVm, build_frame(a)).out_port, kWire) << flow;
+    burst.push_back(build_frame(a));
+    want.push_back(v.encap_sport);
+  }
+  const uint64_t hits = f.st.cache_hits;
+  std::vector<Verdict> vs = f.send_burst(kVm, burst);
+  ASSERT_EQ(f.st.cache_hits - hits, burst.size()) << "every packet of the burst a hit";
+  for (size_t i = 0; i < vs.size(); i++) {
+    ASSERT_EQ(vs[i].out_port, kWire) << i;
+    EXPECT_EQ(vs[i].encap_sport, want[i]) << "flow " << i;
+  }
+}
+
 // A rule set with a tunnel port and encap() runs the tunnel stages.
 TEST(Overlay, TunnelStagesRunOnlyWithATunnel) {
   Fixture f(overlay_yaml());

@@ -776,6 +776,30 @@ TEST(Nat, WholeWordRewriteWritesTheFieldByFieldBytes) {
   EXPECT_GT(compared, 150000);
 }
 
+// A change whose ones'-complement delta is zero (255.255.255.255 to
+// 0.0.0.0, both ports 0xFFFF to 0) is still a change: the whole-word rewrite
+// writes it as the field-by-field one does. (Found by review: it returned
+// before writing when the summed delta was 0.)
+TEST(Nat, AWholeWordChangeOfZeroDeltaIsStillWritten) {
+  for (const uint8_t proto : {uint8_t{IPPROTO_TCP}, uint8_t{IPPROTO_UDP}}) {
+    uint8_t a[60] = {}, b[60];
+    a[0] = 0x45;
+    memset(a + 12, 0xFF, 4);
+    net::put16(a + 20, 0xFFFF);
+    net::put16(a + 22, 0xFFFF);
+    net::put16(a + 10, 0x1234);
+    net::put16(a + 20 + (proto == IPPROTO_TCP ? 16 : 6), 0x4321);
+    ctrack::Key to{};  // src 0.0.0.0, both ports 0; dst as it is (0.0.0.0)
+    memcpy(b, a, sizeof a);
+    ASSERT_TRUE(nat::rewrite_ipv4_ports(a, 20, sizeof a, proto, to));
+    nat::rewrite_ip_of<false>(b, 20, sizeof b, proto, false, to, 0);
+    EXPECT_EQ(0, memcmp(a, b, sizeof a)) << int(proto);
+    const uint8_t zero[4] = {};
+    EXPECT_EQ(0, memcmp(a + 12, zero, 4)) << int(proto) << ": the source address left as it was";
+    EXPECT_EQ(net::get32(a + 20), 0u) << int(proto) << ": the ports left as they were";
+  }
+}
+
 // Issue 28 item 19e: a packet of the family a pool lacks (IPv6 meeting an
 // IPv4 pool, IPv4 an IPv6 one) is no exhausted pool: it drops as nat_family
 // (conntrack: invalid_nat_family). Found by name, so the counters are the

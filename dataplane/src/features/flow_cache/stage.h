@@ -177,7 +177,7 @@ inline void Datapath::flow_cache(Burst& b) {
         b.out[i].encap = fp.encap;
         // (In zone 0 the lookup hashed the very tuple the source port is of.)
         b.out[i].encap_sport =
-            b.fast_zone == 0 ? encap_sport_of_hash(hf[j]->hash) : encap_sport(p.parsed.ct.key);
+            b.fast_zone == 0 ? encap_sport_of_hash(gf[j]->hash) : encap_sport(p.parsed.ct.key);
       }
       p.cached = &fp;
       p.cacheable = false;

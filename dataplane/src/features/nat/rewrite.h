@@ -97,7 +97,9 @@ inline bool rewrite_ipv4_ports(uint8_t* ip, uint32_t hl, uint32_t avail, uint8_t
                       static_cast<uint32_t>(__builtin_bswap16(to.dport)) << 16;
   const uint64_t da = (s != ns ? net::delta32(s, ns) : 0) + (d != nd ? net::delta32(d, nd) : 0);
   const uint64_t dl4 = da + (p != np ? net::delta32(p, np) : 0);
-  if (dl4 == 0) return true;  // (as it was: not a checksum touched)
+  // (Nothing to write when nothing changes; a delta of zero is no such
+  // proof: 0xFFFF to 0x0000 is +0 in ones' complement.)
+  if (s == ns && d == nd && p == np) return true;
   if (da) net::adjust32(ip + 10, da);
   uint8_t* ls = proto == IPPROTO_TCP ? l4 + 16 : (get16(l4 + 6) ? l4 + 6 : nullptr);
   if (ls) {
