@@ -103,9 +103,12 @@ __attribute__((always_inline)) inline bool parse_ip4_plain(const uint8_t* d, uin
   } else {
     return false;
   }
-  static_assert(sizeof(Parsed) == 128);
-  memset(static_cast<void*>(out), 0, 64);
-  memset(reinterpret_cast<char*>(out) + 64, 0, 64);
+  // Cleared in 32-byte stores (a 128-byte memset is eight 16-byte ones
+  // under GCC's tuning for Zen; two per store where there is no 32-byte
+  // register, as on AArch64).
+  static_assert(sizeof(Parsed) == 128 && alignof(Parsed) >= 32);
+  typedef uint8_t Clear32 __attribute__((vector_size(32), aligned(32), may_alias));
+  for (int i = 0; i < 4; i++) reinterpret_cast<Clear32*>(out)[i] = Clear32{};
   Parsed& r = *out;
   Packet& p = r.ct;
   memcpy(p.key.src, ip + 12, 4);
