@@ -11,6 +11,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstring>
 #include <cstdio>
 #include <thread>
 
@@ -42,6 +45,16 @@ using proto::tcp::sCL;
 enum : uint8_t { kWhyExpired = 0, kWhyClosed = 1, kWhyFlushed = 2, kWhyEvicted = 3, kWhyReopened = 4 };
 
 inline uint32_t now_ms(uint64_t ns) { return static_cast<uint32_t>(ns / 1000000u); }
+
+// CtResult's bytes 0-7 but conn's (fast_hit writes them as one word):
+// state, no change, no reason, dir.
+constexpr uint64_t result_word(uint8_t state, uint8_t dir) {
+  static_assert(offsetof(CtResult, conn) == 0 && offsetof(CtResult, state) == 4 && offsetof(CtResult, changed) == 5 &&
+                offsetof(CtResult, reason) == 6 && offsetof(CtResult, dir) == 7 && offsetof(CtResult, nat) == 8 &&
+                sizeof(CtResult::conn) == 4);
+  static_assert(std::endian::native == std::endian::little);
+  return uint64_t{state} << 32 | uint64_t{dir} << 56;
+}
 
 }  // namespace impl
 using namespace impl;  // this folder's own names
@@ -755,11 +768,11 @@ struct Tracker::Impl {
     }
     st.hits++;
     // The whole result at once (stage3 leaves it to this when it applies).
-    CtResult res;
-    res.conn = idx;
-    res.dir = static_cast<uint8_t>(dir);
     if (o.v == Verdict::kInvalid) {
       st.invalid[static_cast<int>(o.reason)]++;
+      CtResult res;
+      res.conn = idx;
+      res.dir = static_cast<uint8_t>(dir);
       res.state = kCtTrk | kCtInv;
       res.reason = o.reason;
       r = res;
@@ -767,17 +780,18 @@ struct Tracker::Impl {
     }
     c.in_port[dir] = p.in_port;
     if (!(p.meta & kMetaCounted)) detail::count(c, cold[idx], dir, p.l3_len);
-    res.changed = o.changed;
-    // kCtTrk | (dir ? kCtEst | kCtRpl : replied ? kCtEst : kCtNew), from a table.
-    static constexpr uint8_t kState[4] = {kCtTrk | kCtNew, kCtTrk | kCtEst, kCtTrk | kCtEst | kCtRpl,
-                                          kCtTrk | kCtEst | kCtRpl};
+    // The result's first eight bytes as one word: conn, then state
+    // (kCtTrk | (dir ? kCtEst | kCtRpl : replied ? kCtEst : kCtNew), from
+    // a table with dir), changed, reason (none) and dir; then nat.
+    // (Field by field it was ~20 instructions a packet of OVS's case.)
+    static constexpr uint64_t kWord[4] = {result_word(kCtTrk | kCtNew, 0), result_word(kCtTrk | kCtEst, 0),
+                                          result_word(kCtTrk | kCtEst | kCtRpl, 1),
+                                          result_word(kCtTrk | kCtEst | kCtRpl, 1)};
     static_assert(detail::kSeenReply == 4);
-    res.state = kState[dir * 2 + ((f >> 2) & 1)];
-    if (side != kNatNone) {
-      res.nat = side;
-      if (cur_nat_out) nat_target(idx, side, cur_nat_out);
-    }
-    r = res;
+    const uint64_t w = idx | kWord[dir * 2 + ((f >> 2) & 1)] | uint64_t{o.changed} << 40;
+    memcpy(static_cast<void*>(&r), &w, sizeof w);
+    r.nat = side;
+    if (side != kNatNone && cur_nat_out) nat_target(idx, side, cur_nat_out);
     return true;
   }
 

@@ -60,6 +60,35 @@ TEST(Udp, UnrepliedRepliedAssuredWithTheirTimeouts) {
   EXPECT_EQ(t, 120000);
 }
 
+// Every field of a hit's result, both directions, with the event ring off
+// (so replied connections take fast_hit, which writes the result as one
+// word) and on (the long way for a connection not yet offered).
+TEST(Udp, HitResultsNameTheirConnectionAndDirection) {
+  for (uint32_t ring : {0u, 256u}) {
+    Config c = Harness::small_config();
+    c.event_ring = ring;
+    Harness h(c);
+    const CtResult first = h.run(udp(kU));
+    auto expect = [&](const CtResult& r, uint8_t state, uint8_t dir, bool changed) {
+      EXPECT_EQ(r.conn, first.conn) << "ring " << ring;
+      EXPECT_EQ(+r.state, +state) << "ring " << ring;
+      EXPECT_EQ(+r.dir, +dir) << "ring " << ring;
+      EXPECT_EQ(+r.changed, +changed) << "ring " << ring;
+      EXPECT_EQ(r.reason, Invalid::kNone) << "ring " << ring;
+      EXPECT_EQ(+r.nat, +kNatNone) << "ring " << ring;
+    };
+    expect(h.run(udp(kU)), NEW, 0, false);
+    expect(h.run(udp(kU.reversed())), RPL, 1, true);
+    for (int i = 0; i < 3; i++) {
+      expect(h.run(udp(kU)), EST, 0, false);
+      expect(h.run(udp(kU.reversed())), RPL, 1, false);
+    }
+    h.advance_s(2.5);  // assured: a change
+    expect(h.run(udp(kU)), EST, 0, true);
+    expect(h.run(udp(kU.reversed())), RPL, 1, false);
+  }
+}
+
 TEST(Udp, UnrepliedExpiresAfter30s) {
   Harness h;
   h.run(udp(kU));

@@ -7,7 +7,7 @@
 
 #include "pipeline/burst.h"
 #include "features/fragments/table.h"
-#include "features/parse/fast.h"
+#include "ctrack/parse.h"
 
 namespace dp {
 
@@ -24,7 +24,7 @@ __attribute__((always_inline)) inline bool Datapath::rx_parse(Burst& b, uint32_t
   Verdict* out = b.out;
   PktState& p = b.s[i];
   const uint16_t mtu = mtu_[in[i].port];
-  if (p.off == 0 && !in[i].parsed && parse_tcp4_plain(in[i].data, flen, &p.parsed)) {
+  if (p.off == 0 && !in[i].parsed && ctrack::parse_ip4_plain(in[i].data, flen, 0, &p.parsed)) {
     // Untagged IPv4 without options, not a fragment, TCP: what follows
     // for any frame, with what that parse knows (no tunnel, IP at 14).
     b.l3len[i] = in[i].pkt_len - 14;
