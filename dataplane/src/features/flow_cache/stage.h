@@ -101,6 +101,9 @@ inline void Datapath::flow_cache(Burst& b) {
   const FlowPath* path[kMaxBurst];
   const ctrack::Packet* hp[kMaxBurst];
   const ctrack::Tracker::Found* hf[kMaxBurst];
+  // The hits' paths name more than one ct() action (usually not: one group).
+  uint32_t act0 = ~0u;
+  bool mixed = false;
   for (uint32_t k = 0; k < nc; k++) {
     uint32_t i = idx[k];
     const FlowPath* fp = nullptr;
@@ -114,6 +117,8 @@ inline void Datapath::flow_cache(Burst& b) {
       }
     }
     if (fp) {
+      if (nh == 0) act0 = fp->ct_act;
+      mixed |= fp->ct_act != act0;
       path[nh] = fp;
       hp[nh] = cpk[k];
       hf[nh] = &found[k];
@@ -149,9 +154,17 @@ inline void Datapath::flow_cache(Burst& b) {
   auto cache_hits = [&](const Action& ca, const ctrack::Packet* const* gp, const ctrack::Tracker::Found* const* gf,
                         const FlowPath* const* gpath, const uint32_t* ghit, uint32_t m) {
     const ctrack::NatRange* nat = ca.nat.kind != ctrack::NatKind::kNone ? &ca.nat : nullptr;
-    ctrack::CtResult res[kMaxBurst];
+    // process_found() writes each of the m results whole: no initialisation
+    // (CtResult's member initialisers cost a store per field per burst).
+    union Results {
+      Results() {}
+      ctrack::CtResult r[kMaxBurst];
+    } results;
+    ctrack::CtResult* res = results.r;
     ctrack::Key nat_to[kMaxBurst];
-    ct_->process_found(gp, gf, m, b.now_ns, ca.commit, res, nat, nat_to);
+    // (A tracker without NAT translates nothing: no tuples to hand back.)
+    ct_->process_found(gp, gf, m, b.now_ns, ca.commit, res, nat, ct_->config().nat ? nat_to : nullptr);
+    uint64_t hits = 0;
     for (uint32_t j = 0; j < m; j++) {
       const FlowPath& fp = *gpath[j];
       const uint32_t i = ghit[j];
@@ -182,11 +195,10 @@ inline void Datapath::flow_cache(Burst& b) {
       p.cached = &fp;
       p.cacheable = false;
       b.done(i);
-      b.st.cache_hits++;
+      hits++;
     }
+    b.st.cache_hits += hits;
   };
-  bool mixed = false;  // the hits' paths name more than one ct() action
-  for (uint32_t h = 1; h < nh; h++) mixed |= path[h]->ct_act != path[0]->ct_act;
   if (!mixed) {  // (usually: one ct() action for every hit, one group)
     cache_hits(b.acts[path[0]->ct_act], hp, hf, path, hit, nh);
     return;
