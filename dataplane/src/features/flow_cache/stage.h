@@ -51,6 +51,13 @@ inline uint64_t path_from(uint16_t in_port, uint16_t vlan, uint32_t tun_id) {
 }
 inline uint64_t path_from(const FlowPath& p) { return path_from(p.in_port, p.vlan, p.tun_id); }
 
+// process_found() writes each of its results whole: an array of them
+// without CtResult's member initialisers (a store per field per burst).
+union UninitResults {
+  UninitResults() {}
+  ctrack::CtResult r[kMaxBurst];
+};
+
 }  // namespace
 
 inline uint16_t Datapath::record_path(const FlowPath& p) {
@@ -101,9 +108,7 @@ inline void Datapath::flow_cache(Burst& b) {
   const FlowPath* path[kMaxBurst];
   const ctrack::Packet* hp[kMaxBurst];
   const ctrack::Tracker::Found* hf[kMaxBurst];
-  // The hits' paths name more than one ct() action (usually not: one group).
-  uint32_t act0 = ~0u;
-  bool mixed = false;
+  bool mixed = false;  // the hits' paths name more than one ct() action (usually not: one group)
   for (uint32_t k = 0; k < nc; k++) {
     uint32_t i = idx[k];
     const FlowPath* fp = nullptr;
@@ -117,8 +122,7 @@ inline void Datapath::flow_cache(Burst& b) {
       }
     }
     if (fp) {
-      if (nh == 0) act0 = fp->ct_act;
-      mixed |= fp->ct_act != act0;
+      mixed |= nh != 0 && fp->ct_act != path[0]->ct_act;
       path[nh] = fp;
       hp[nh] = cpk[k];
       hf[nh] = &found[k];
@@ -154,15 +158,9 @@ inline void Datapath::flow_cache(Burst& b) {
   auto cache_hits = [&](const Action& ca, const ctrack::Packet* const* gp, const ctrack::Tracker::Found* const* gf,
                         const FlowPath* const* gpath, const uint32_t* ghit, uint32_t m) {
     const ctrack::NatRange* nat = ca.nat.kind != ctrack::NatKind::kNone ? &ca.nat : nullptr;
-    // process_found() writes each of the m results whole: no initialisation
-    // (CtResult's member initialisers cost a store per field per burst).
-    union Results {
-      Results() {}
-      ctrack::CtResult r[kMaxBurst];
-    } results;
+    UninitResults results;
     ctrack::CtResult* res = results.r;
-    ctrack::Key nat_to[kMaxBurst];
-    // (A tracker without NAT translates nothing: no tuples to hand back.)
+    ctrack::Key nat_to[kMaxBurst];  // (asked for only of a tracker with NAT: no other translates)
     ct_->process_found(gp, gf, m, b.now_ns, ca.commit, res, nat, ct_->config().nat ? nat_to : nullptr);
     uint64_t hits = 0;
     for (uint32_t j = 0; j < m; j++) {
