@@ -194,16 +194,19 @@ void Tracker::process_found(const Packet* const* pkts, const Found* const* found
   m.acquire();
   m.cur_nat = commit ? nat : nullptr;
   m.st.lookups += n;  // (each packet's stage3 is one)
+  m.cur_nat_out = nullptr;
   for (uint32_t i = 0; i < n; i++) {
-    m.cur_nat_out = nat_out ? nat_out + i : nullptr;
+    if (nat_out) m.cur_nat_out = nat_out + i;
     if (const Found* f = found[i]) {
       // At the same epoch a miss is still one, and a hit needs no second
       // key compare (the slot is the one lookup() matched).
       const bool same = f->epoch == m.changes;
-      if (f->conn == kNoConn && same) m.stage3_miss(*pkts[i], f->hash, f->canon, now, commit, out[i]);
+      if (f->conn != kNoConn)  // (first: the flow cache's hits)
+        m.stage3(*pkts[i], f->conn | (f->rside ? kNatTag : 0), f->hash, f->canon, now, commit, out[i], same);
+      else if (same)
+        m.stage3_miss(*pkts[i], f->hash, f->canon, now, commit, out[i]);
       else
-        m.stage3(*pkts[i], f->conn == kNoConn ? kEmpty : f->conn | (f->rside ? kNatTag : 0), f->hash, f->canon, now,
-                 commit, out[i], same);
+        m.stage3(*pkts[i], kEmpty, f->hash, f->canon, now, commit, out[i]);
     } else {
       bool canon;
       uint32_t h = hash_canonical(pkts[i]->key, &canon);

@@ -13,8 +13,8 @@
 #include <atomic>
 #include <bit>
 #include <cstddef>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "icmp.h"

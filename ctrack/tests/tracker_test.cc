@@ -1,4 +1,5 @@
 // UDP, ICMP, zones, timeouts, full table, IPv6, fragments, events, control plane.
+#include <cstring>
 #include <random>
 #include <set>
 #include <vector>
@@ -244,6 +245,45 @@ TEST(FullTable, PassPolicyPassesUntracked) {
   EXPECT_EQ(+r.state, +(kCtUntracked | kCtNew));
   EXPECT_EQ(r.conn, kNoConn);
   EXPECT_EQ(h.tracker->stats().untracked, 1u);
+}
+
+// The established shortcut (fast_hit) writes the whole result (handle,
+// state, changed, reason, direction, NAT side) over whatever was there, in
+// both directions, through process() and through lookup() + process_found().
+TEST(FastHit, WritesTheWholeResultInBothDirections) {
+  Config cfg = Harness::small_config();
+  cfg.event_ring = 0;  // (no kEstablished to offer: the shortcut applies from the first assured ACK)
+  Harness h(cfg);
+  const Key k = make_key("10.1.0.1", 40000, "10.1.0.2", 443, IPPROTO_TCP);
+  h.run(tcp(k, kSyn, 1, 0));
+  h.run(tcp(k.reversed(), kSyn | kAck, 9, 2));
+  const CtResult est = h.run(tcp(k, kAck, 2, 10));
+  ASSERT_EQ(+est.state, +EST);
+  const uint64_t hits0 = h.tracker->stats().hits;
+  for (int via_lookup = 0; via_lookup < 2; via_lookup++) {
+    for (int d = 0; d < 2; d++) {
+      const Packet p = d ? tcp(k.reversed(), kAck, 10, 2) : tcp(k, kAck, 2, 10);
+      const Packet* pp = &p;
+      CtResult r;
+      std::memset(static_cast<void*>(&r), 0xA5, sizeof r);
+      if (via_lookup) {
+        Tracker::Found f;
+        h.tracker->lookup(&pp, 1, &f);
+        const Tracker::Found* fp = &f;
+        h.tracker->process_found(&pp, &fp, 1, h.now_ns, true, &r);
+      } else {
+        h.tracker->process(&pp, 1, h.now_ns, true, &r);
+      }
+      SCOPED_TRACE(testing::Message() << "via_lookup " << via_lookup << " dir " << d);
+      EXPECT_EQ(r.conn, est.conn);
+      EXPECT_EQ(+r.state, d ? +RPL : +EST);
+      EXPECT_EQ(+r.changed, 0);
+      EXPECT_EQ(static_cast<int>(r.reason), static_cast<int>(Invalid::kNone));
+      EXPECT_EQ(+r.dir, d);
+      EXPECT_EQ(+r.nat, +kNatNone);
+    }
+  }
+  EXPECT_EQ(h.tracker->stats().hits, hits0 + 4);
 }
 
 TEST(Ipv6, TcpHandshakeAndUdp) {

@@ -51,6 +51,13 @@ inline uint64_t path_from(uint16_t in_port, uint16_t vlan, uint32_t tun_id) {
 }
 inline uint64_t path_from(const FlowPath& p) { return path_from(p.in_port, p.vlan, p.tun_id); }
 
+// process_found() writes each of its results whole: an array of them
+// without CtResult's member initialisers (a store per field per burst).
+union UninitResults {
+  UninitResults() {}
+  ctrack::CtResult r[kMaxBurst];
+};
+
 }  // namespace
 
 inline uint16_t Datapath::record_path(const FlowPath& p) {
@@ -101,6 +108,7 @@ inline void Datapath::flow_cache(Burst& b) {
   const FlowPath* path[kMaxBurst];
   const ctrack::Packet* hp[kMaxBurst];
   const ctrack::Tracker::Found* hf[kMaxBurst];
+  bool mixed = false;  // the hits' paths name more than one ct() action (usually not: one group)
   for (uint32_t k = 0; k < nc; k++) {
     uint32_t i = idx[k];
     const FlowPath* fp = nullptr;
@@ -114,6 +122,7 @@ inline void Datapath::flow_cache(Burst& b) {
       }
     }
     if (fp) {
+      mixed |= nh != 0 && fp->ct_act != path[0]->ct_act;
       path[nh] = fp;
       hp[nh] = cpk[k];
       hf[nh] = &found[k];
@@ -149,9 +158,11 @@ inline void Datapath::flow_cache(Burst& b) {
   auto cache_hits = [&](const Action& ca, const ctrack::Packet* const* gp, const ctrack::Tracker::Found* const* gf,
                         const FlowPath* const* gpath, const uint32_t* ghit, uint32_t m) {
     const ctrack::NatRange* nat = ca.nat.kind != ctrack::NatKind::kNone ? &ca.nat : nullptr;
-    ctrack::CtResult res[kMaxBurst];
-    ctrack::Key nat_to[kMaxBurst];
-    ct_->process_found(gp, gf, m, b.now_ns, ca.commit, res, nat, nat_to);
+    UninitResults results;
+    ctrack::CtResult* res = results.r;
+    ctrack::Key nat_to[kMaxBurst];  // (asked for only of a tracker with NAT: no other translates)
+    ct_->process_found(gp, gf, m, b.now_ns, ca.commit, res, nat, ct_->config().nat ? nat_to : nullptr);
+    uint64_t hits = 0;
     for (uint32_t j = 0; j < m; j++) {
       const FlowPath& fp = *gpath[j];
       const uint32_t i = ghit[j];
@@ -182,11 +193,10 @@ inline void Datapath::flow_cache(Burst& b) {
       p.cached = &fp;
       p.cacheable = false;
       b.done(i);
-      b.st.cache_hits++;
+      hits++;
     }
+    b.st.cache_hits += hits;
   };
-  bool mixed = false;  // the hits' paths name more than one ct() action
-  for (uint32_t h = 1; h < nh; h++) mixed |= path[h]->ct_act != path[0]->ct_act;
   if (!mixed) {  // (usually: one ct() action for every hit, one group)
     cache_hits(b.acts[path[0]->ct_act], hp, hf, path, hit, nh);
     return;
