@@ -343,6 +343,9 @@ TEST(Overlay, DecapOnlyFromRemotesToOurMacWithWholeOuterHeaders) {
   other_mac["dmac"] = "02:00:00:00:09:09";
   EXPECT_EQ(f.send(kWire, scapy_vxlan(other_mac, inner)).out_port, kDrop) << "decapsulated for another MAC";
   EXPECT_EQ(count(DropWhy::kVxlanMac), 1u);
+  other_mac["dmac"] = "06:00:00:00:01:01";  // (and one that differs in its first four bytes only)
+  EXPECT_EQ(f.send(kWire, scapy_vxlan(other_mac, inner)).out_port, kDrop) << "decapsulated for another MAC";
+  EXPECT_EQ(count(DropWhy::kVxlanMac), 2u);
   // A wrong outer IPv4 checksum.
   std::vector<uint8_t> bad = scapy_vxlan(from_remote(), inner);
   bad[14 + 10] ^= 0x5a;
