@@ -24,29 +24,31 @@ __attribute__((always_inline)) inline bool Datapath::rx_parse(Burst& b, uint32_t
   Verdict* out = b.out;
   PktState& p = b.s[i];
   const uint16_t mtu = mtu_[in[i].port];
-  // (The NIC stage's parse is of the outer frame: a decapsulated one takes this lane too.)
-  if ((p.off || !in[i].parsed) && parse_tcp4_plain(in[i].data + p.off, flen - p.off, &p.parsed)) {
+  if (p.off == 0 && !in[i].parsed && parse_tcp4_plain(in[i].data, flen, &p.parsed)) {
     // Untagged IPv4 without options, not a fragment, TCP: what follows
-    // for any frame, with what that parse knows (IP at 14 from p.off).
-    // A decapsulated frame: the MTU bounds its inner IP packet on the way
-    // out, the outer IP packet on the way in; the connection it starts
-    // stays in software.
-    p.df_clear = !(in[i].data[p.off + 14 + 6] & 0x40);
-    if (p.off) {
-      b.l3len[i] = flen - p.off - 14;
-      if (in[i].pkt_len - mtu_from > mtu) {
-        b.drop(i, DropWhy::kRxOversize);
-        return false;
-      }
-      p.parsed.ct.meta |= ctrack::kMetaNoOffload;
-    } else {
-      b.l3len[i] = in[i].pkt_len - 14;
-      if (in[i].pkt_len - 14 > mtu && !(reasm_in_[in[i].port] && p.df_clear)) {
-        b.drop(i, DropWhy::kRxOversize);
-        return false;
-      }
+    // for any frame, with what that parse knows (no tunnel, IP at 14).
+    b.l3len[i] = in[i].pkt_len - 14;
+    p.df_clear = !(in[i].data[14 + 6] & 0x40);
+    if (in[i].pkt_len - 14 > mtu && !(reasm_in_[in[i].port] && p.df_clear)) {
+      b.drop(i, DropWhy::kRxOversize);
+      return false;
     }
     p.parsed.ct.in_port = static_cast<uint8_t>(in[i].port);
+    return true;
+  }
+  // The same for a decapsulated inner frame (a lane of its own: the plain
+  // one above stays as it was): the MTU bounds its inner IP packet on the
+  // way out, the outer IP packet on the way in; a connection it starts
+  // stays in software.
+  if (p.off && parse_tcp4_plain(in[i].data + p.off, flen - p.off, &p.parsed)) {
+    b.l3len[i] = flen - p.off - 14;
+    p.df_clear = !(in[i].data[p.off + 14 + 6] & 0x40);
+    if (in[i].pkt_len - mtu_from > mtu) {
+      b.drop(i, DropWhy::kRxOversize);
+      return false;
+    }
+    p.parsed.ct.in_port = static_cast<uint8_t>(in[i].port);
+    p.parsed.ct.meta |= ctrack::kMetaNoOffload;
     return true;
   }
   ctrack::Drop d;
