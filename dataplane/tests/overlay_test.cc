@@ -343,6 +343,9 @@ TEST(Overlay, DecapOnlyFromRemotesToOurMacWithWholeOuterHeaders) {
   other_mac["dmac"] = "02:00:00:00:09:09";
   EXPECT_EQ(f.send(kWire, scapy_vxlan(other_mac, inner)).out_port, kDrop) << "decapsulated for another MAC";
   EXPECT_EQ(count(DropWhy::kVxlanMac), 1u);
+  other_mac["dmac"] = "06:00:00:00:01:01";  // (and one that differs in its first four bytes only)
+  EXPECT_EQ(f.send(kWire, scapy_vxlan(other_mac, inner)).out_port, kDrop) << "decapsulated for another MAC";
+  EXPECT_EQ(count(DropWhy::kVxlanMac), 2u);
   // A wrong outer IPv4 checksum.
   std::vector<uint8_t> bad = scapy_vxlan(from_remote(), inner);
   bad[14 + 10] ^= 0x5a;
@@ -412,6 +415,101 @@ TEST(Overlay, EncapBeyondTheWireMtuIsDroppedNotSent) {
   big.payload--;
   big.sport++;
   EXPECT_EQ(f.send(kVm, build_frame(big)).out_port, kWire);
+}
+
+// The remote VTEP's outer headers (vxlan_frame's `outer`), one source port per call's value.
+FrameSpec remote_outer(uint16_t sport = 51000) {
+  FrameSpec o;
+  memcpy(o.src_mac, "\x02\x00\x00\x00\x02\x02", 6);
+  memcpy(o.dst_mac, "\x02\x00\x00\x00\x01\x01", 6);
+  o.src = "192.0.2.2";
+  o.dst = "192.0.2.1";
+  o.sport = sport;
+  return o;
+}
+
+// A connection a decapsulated packet starts stays in software (the NIC
+// would see its outer headers, not the connection): the tracker never
+// offers it, while one the VM starts (its replies decapsulated) is
+// offered once established. Plain TCP without options: the parse's fast
+// lane on the inner frame must mark it as the full parse does.
+TEST(Overlay, ADecapsulatedConnectionIsNeverOfferedToTheNic) {
+  std::string yaml = overlay_yaml();
+  yaml.replace(yaml.find("    - {priority: 100, match: \"in_port=wire,ct_state=+trk+est\""), 0,
+               "    - {priority: 100, match: \"in_port=wire,ct_state=+trk+new\", actions: \"ct(commit,zone=1),output:vm\"}\n");
+  Fixture f(yaml, 4096, ctrack::FullPolicy::kDrop, 64);
+  ctrack::Event ev[4];
+  // Started from the wire, in the tunnel: SYN, the VM's SYN-ACK, ACK.
+  FrameSpec syn = vm_tcp(ctrack::kSyn, 100, 0);
+  std::swap(syn.src, syn.dst);
+  std::swap(syn.sport, syn.dport);
+  FrameSpec synack = syn;
+  std::swap(synack.src, synack.dst);
+  std::swap(synack.sport, synack.dport);
+  synack.tcp_flags = ctrack::kSyn | ctrack::kAck;
+  synack.seq = 900;
+  synack.ack = 101;
+  FrameSpec ack = syn;
+  ack.tcp_flags = ctrack::kAck;
+  ack.seq = 101;
+  ack.ack = 901;
+  ASSERT_EQ(f.send(kWire, ctrack::vxlan_frame(remote_outer(), 100, build_frame(syn))).out_port, kVm);
+  ASSERT_EQ(f.send(kVm, build_frame(synack)).out_port, kWire);
+  ASSERT_EQ(f.send(kWire, ctrack::vxlan_frame(remote_outer(), 100, build_frame(ack))).out_port, kVm);
+  ack.payload = 100;
+  ASSERT_EQ(f.send(kWire, ctrack::vxlan_frame(remote_outer(), 100, build_frame(ack))).out_port, kVm);
+  EXPECT_EQ(f.ct->poll_events(ev, 4), 0u) << "a connection a decapsulated packet started was offered to the NIC";
+  // The control: the VM starts one (translated, encapsulated), its replies come decapsulated.
+  FrameSpec vsyn = vm_tcp(ctrack::kSyn, 100, 0);
+  vsyn.sport = 40001;
+  ASSERT_EQ(f.send(kVm, build_frame(vsyn)).out_port, kWire);
+  ASSERT_EQ(f.send(kWire, ctrack::vxlan_frame(remote_outer(), 100, build_frame(synack_of(vsyn)))).out_port, kVm);
+  FrameSpec vack = vm_tcp(ctrack::kAck, 101, 901);
+  vack.sport = 40001;
+  ASSERT_EQ(f.send(kVm, build_frame(vack)).out_port, kWire);
+  ASSERT_EQ(f.ct->poll_events(ev, 4), 1u) << "the VM's connection, established, is offered";
+  EXPECT_EQ(ev[0].type, ctrack::EventType::kEstablished);
+}
+
+// The egress MTU bounds a decapsulated packet's inner IP packet, not the
+// outer one it came in: an inner packet of exactly the VM port's MTU is
+// delivered, one byte more is what a plain one would be (dropped with DF,
+// left in fragments without). And the ingress MTU bounds the outer IP
+// packet, whatever tag is before it. Plain TCP: the parse's fast lane.
+TEST(Overlay, TheEgressMtuBoundsTheInnerPacket) {
+  Fixture f(overlay_yaml());
+  f.dp->set_mtu(kVm, 1400);
+  FrameSpec syn = vm_tcp(ctrack::kSyn, 100, 0);
+  ASSERT_EQ(f.send(kVm, build_frame(syn)).out_port, kWire);
+  FrameSpec reply = synack_of(syn);
+  ASSERT_EQ(f.send(kWire, ctrack::vxlan_frame(remote_outer(), 100, build_frame(reply))).out_port, kVm);
+  reply.tcp_flags = ctrack::kAck;
+  reply.seq = 901;
+  reply.payload = 1400 - 40;  // the inner IP packet: 1400 bytes, the outer 1450
+  std::vector<uint8_t> at = ctrack::vxlan_frame(remote_outer(), 100, build_frame(reply));
+  ASSERT_EQ(at.size(), 14u + 1450u);
+  Verdict v = f.send(kWire, at);
+  EXPECT_EQ(v.out_port, kVm) << "an inner packet of the egress MTU was not delivered";
+  EXPECT_EQ(v.frag_mtu, 0);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kTxMtu)], 0u);
+  reply.payload++;  // one byte over, DF
+  EXPECT_EQ(f.send(kWire, ctrack::vxlan_frame(remote_outer(), 100, build_frame(reply))).out_port, kDrop);
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kTxMtu)], 1u);
+  reply.df = false;  // one byte over, no DF: fragments of the inner packet
+  v = f.send(kWire, ctrack::vxlan_frame(remote_outer(), 100, build_frame(reply)));
+  EXPECT_EQ(v.out_port, kVm);
+  EXPECT_EQ(v.frag_mtu, 1400);
+  EXPECT_EQ(v.l2_len, 14);
+  // The wire's 1500: an outer IP packet of 1500 bytes, VLAN-tagged, is taken.
+  f.dp->set_mtu(kVm, 1500);
+  reply.df = true;
+  reply.payload = 1500 - 50 - 40;
+  std::vector<uint8_t> tagged = ctrack::vxlan_frame(remote_outer(), 100, build_frame(reply));
+  ASSERT_EQ(tagged.size(), 14u + 1500u);
+  const uint8_t tag[4] = {0x81, 0x00, 0x00, 0x07};
+  tagged.insert(tagged.begin() + 12, tag, tag + 4);
+  EXPECT_EQ(f.send(kWire, tagged).out_port, kVm) << "the VLAN-tagged full-size frame";
+  EXPECT_EQ(f.st.drop[static_cast<int>(DropWhy::kRxOversize)], 0u);
 }
 
 TEST(Overlay, SourcePortsSpreadFlows) {

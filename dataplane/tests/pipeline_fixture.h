@@ -29,12 +29,13 @@ struct Fixture {
   uint64_t now = 1'000'000'000'000ull;
 
   explicit Fixture(const std::string& yaml, uint32_t capacity = 4096,
-                   ctrack::FullPolicy policy = ctrack::FullPolicy::kDrop) {
+                   ctrack::FullPolicy policy = ctrack::FullPolicy::kDrop, uint32_t event_ring = 0) {
     auto cfg = parse_config(yaml, "test.yaml");
     EXPECT_TRUE(cfg.ok()) << cfg.message();
     ctrack::Config cc;
     cc.capacity = capacity;
     cc.full_policy = policy;
+    cc.event_ring = event_ring;
     cc.nat = cfg.ok() && cfg->ct.nat;
     ct = std::move(ctrack::Tracker::create(cc).value());
     auto p = Pipeline::build(cfg->rules, 1, cfg.ok() ? &cfg->overlay : nullptr);

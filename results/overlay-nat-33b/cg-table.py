@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 # Per packet instructions by function (inclusive and self), overlay vs cached:
-#   cg-table.py OUTDIR [PACKETS_DIFF]
+#   cg-table.py OUTDIR [PACKETS_DIFF [LARGER]]   (LARGER: the second run's --packets, 400000)
 # Each mode: (count at 400000 - count at 100000) / packets between them.
 import re, subprocess, sys
 o = sys.argv[1]
 npk = int(sys.argv[2]) if len(sys.argv) > 2 else 9 * (399360 - 98304)
+big = sys.argv[3] if len(sys.argv) > 3 else '400000'
 
 def prof(path, incl):
     args = ['callgrind_annotate', '--threshold=100', '--auto=no'] + (['--inclusive=yes'] if incl else []) + [path]
@@ -25,7 +26,7 @@ def prof(path, incl):
     return d
 
 def per(mode, incl):
-    a, b = prof(f'{o}/cg-{mode}-100000.out', incl), prof(f'{o}/cg-{mode}-400000.out', incl)
+    a, b = prof(f'{o}/cg-{mode}-100000.out', incl), prof(f'{o}/cg-{mode}-{big}.out', incl)
     return {k: (b.get(k, 0) - a.get(k, 0)) / npk for k in set(a) | set(b)}
 
 for incl in (False, True):

@@ -49,6 +49,18 @@ struct DecapWhy {
   DropWhy header, trunc, remote, mac;
 };
 
+// Six bytes (a MAC address) equal: two loads a side (a memcmp of 6 bytes
+// is a libc call, ~30 instructions a packet).
+inline bool same_mac(const uint8_t* a, const uint8_t* b) {
+  uint32_t a4, b4;
+  uint16_t a2, b2;
+  memcpy(&a4, a, 4);
+  memcpy(&b4, b, 4);
+  memcpy(&a2, a + 4, 2);
+  memcpy(&b2, b + 4, 2);
+  return ((a4 ^ b4) | static_cast<uint32_t>(a2 ^ b2)) == 0;
+}
+
 // The outer headers of a frame to this VTEP's `udp_port`: Ethernet (one
 // VLAN tag at most), IPv4 to `local`, UDP. Only from a configured remote
 // VTEP (unless any_remote), to this VTEP's MAC, with a good outer IPv4
@@ -77,7 +89,7 @@ inline Decap udp_tunnel_outer(const uint8_t* d, uint32_t len, const TunnelConfig
   if (net::get16(udp + 2) != c.udp_port) return r;
   // To this VTEP's address and port: from here on it is decapsulated or dropped.
   *not_ours = false;
-  if (memcmp(d, c.mac, 6) != 0) {
+  if (!same_mac(d, c.mac)) {
     r.why = w.mac;  // to another host's MAC (a flooded or misdirected frame)
     return r;
   }

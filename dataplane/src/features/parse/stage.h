@@ -36,6 +36,21 @@ __attribute__((always_inline)) inline bool Datapath::rx_parse(Burst& b, uint32_t
     p.parsed.ct.in_port = static_cast<uint8_t>(in[i].port);
     return true;
   }
+  // The same for a decapsulated inner frame (a lane of its own: the plain
+  // one above stays as it was): the MTU bounds its inner IP packet on the
+  // way out, the outer IP packet on the way in; a connection it starts
+  // stays in software.
+  if (p.off && parse_tcp4_plain(in[i].data + p.off, flen - p.off, &p.parsed)) {
+    b.l3len[i] = flen - p.off - 14;
+    p.df_clear = !(in[i].data[p.off + 14 + 6] & 0x40);
+    if (in[i].pkt_len - mtu_from > mtu) {
+      b.drop(i, DropWhy::kRxOversize);
+      return false;
+    }
+    p.parsed.ct.in_port = static_cast<uint8_t>(in[i].port);
+    p.parsed.ct.meta |= ctrack::kMetaNoOffload;
+    return true;
+  }
   ctrack::Drop d;
   if (in[i].parsed && p.off == 0) {  // the NIC stage's parse
     p.parsed = *in[i].parsed;
