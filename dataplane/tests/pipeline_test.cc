@@ -1089,7 +1089,7 @@ TEST(Fragments, AnOverMtuDatagramWithoutDfLeavesInFragments) {
 }
 
 // The same for TCP: a plain TCP/IPv4 frame takes the rx stage's own lane
-// (features/parse/fast.h: its parse, ingress MTU and DF), which must judge
+// (ctrack::parse_ip4_plain, features/parse/stage.h: its parse, ingress MTU and DF), which must judge
 // it as the general path does.
 TEST(Fragments, AnOverMtuTcpSegmentWithoutDfLeavesInFragments) {
   Fixture f(firewall_yaml());

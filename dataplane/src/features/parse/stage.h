@@ -25,8 +25,9 @@ __attribute__((always_inline)) inline bool Datapath::rx_parse(Burst& b, uint32_t
   PktState& p = b.s[i];
   const uint16_t mtu = mtu_[in[i].port];
   if (p.off == 0 && !in[i].parsed && ctrack::parse_ip4_plain(in[i].data, flen, 0, &p.parsed)) {
-    // Untagged IPv4 without options, not a fragment, TCP: what follows
-    // for any frame, with what that parse knows (no tunnel, IP at 14).
+    // Untagged IPv4 without options, not a fragment, TCP or UDP (ctrack's
+    // lane): what follows for any frame, with what that parse knows (no
+    // tunnel, IP at 14).
     b.l3len[i] = in[i].pkt_len - 14;
     p.df_clear = !(in[i].data[14 + 6] & 0x40);
     if (in[i].pkt_len - 14 > mtu && !(reasm_in_[in[i].port] && p.df_clear)) {
@@ -40,7 +41,7 @@ __attribute__((always_inline)) inline bool Datapath::rx_parse(Burst& b, uint32_t
   // one above stays as it was): the MTU bounds its inner IP packet on the
   // way out, the outer IP packet on the way in; a connection it starts
   // stays in software.
-  if (p.off && parse_tcp4_plain(in[i].data + p.off, flen - p.off, &p.parsed)) {
+  if (p.off && ctrack::parse_ip4_plain(in[i].data + p.off, flen - p.off, 0, &p.parsed)) {
     b.l3len[i] = flen - p.off - 14;
     p.df_clear = !(in[i].data[p.off + 14 + 6] & 0x40);
     if (in[i].pkt_len - mtu_from > mtu) {
