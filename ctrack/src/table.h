@@ -200,7 +200,8 @@ inline void put_conn_key(const Conn& c, const ConnCold& x, bool rev, Key* out) {
     uint32_t q = static_cast<uint32_t>(tail);
     tail = (tail & 0xFFFFFFFF00000000ull) | ((q >> 16) | (q << 16));
   }
-  const bool wide = key_wide(k);
+  // (An IPv4 key's other address bytes are zero: key.h.)
+  const bool wide = k.family != 4 && key_wide(k);
   tail |= static_cast<uint64_t>(wide ? kWide : 0) << 56;
   const uint64_t lo = uint64_t{a4} | uint64_t{b4} << 32;
   if (((load64(&c.key) ^ lo) | (load64(&c.key.sport) ^ tail)) != 0) return false;

@@ -95,6 +95,16 @@ inline uint32_t crc64(uint32_t crc, uint64_t v) {
   return static_cast<uint32_t>(x >> 32) ^ static_cast<uint32_t>(x);
 #endif
 }
+// crc64 in a chain: the accumulator stays 64 bits wide, so no zero-extension
+// between steps (CRC32 reads its accumulator's low 32 bits and zero-extends
+// its result). The same values as crc64.
+inline uint64_t crc64_acc(uint64_t crc, uint64_t v) {
+#if defined(__SSE4_2__)
+  return _mm_crc32_u64(crc, v);
+#else
+  return crc64(static_cast<uint32_t>(crc), v);
+#endif
+}
 
 }  // namespace detail
 
@@ -123,13 +133,13 @@ inline bool canonicalize(const Key& k, Key* out) {
 inline uint32_t hash_key(const Key& k) {
   using detail::load64;
   const auto* p = reinterpret_cast<const uint8_t*>(&k);
-  uint32_t h = 0x9747b28cu;
-  h = detail::crc64(h, load64(p));
-  h = detail::crc64(h, load64(p + 8));
-  h = detail::crc64(h, load64(p + 16));
-  h = detail::crc64(h, load64(p + 24));
-  h = detail::crc64(h, load64(p + 32));
-  return h;
+  uint64_t h = 0x9747b28cu;
+  h = detail::crc64_acc(h, load64(p));
+  h = detail::crc64_acc(h, load64(p + 8));
+  h = detail::crc64_acc(h, load64(p + 16));
+  h = detail::crc64_acc(h, load64(p + 24));
+  h = detail::crc64_acc(h, load64(p + 32));
+  return static_cast<uint32_t>(h);
 }
 
 // hash_key(canonical form of k) without building it; *canon is set when k
@@ -154,13 +164,13 @@ inline uint32_t hash_canonical(const Key& k, bool* canon) {
     uint32_t p = static_cast<uint32_t>(ports_tail);
     ports_tail = (ports_tail & 0xFFFFFFFF00000000ull) | ((p >> 16) | (p << 16));
   }
-  uint32_t h = 0x9747b28cu;
-  h = detail::crc64(h, s0);
-  h = detail::crc64(h, s1);
-  h = detail::crc64(h, d0);
-  h = detail::crc64(h, d1);
-  h = detail::crc64(h, ports_tail);
-  return h;
+  uint64_t h = 0x9747b28cu;
+  h = detail::crc64_acc(h, s0);
+  h = detail::crc64_acc(h, s1);
+  h = detail::crc64_acc(h, d0);
+  h = detail::crc64_acc(h, d1);
+  h = detail::crc64_acc(h, ports_tail);
+  return static_cast<uint32_t>(h);
 }
 
 // a == b.reversed(), without building it.
