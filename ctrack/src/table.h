@@ -31,7 +31,8 @@ inline constexpr uint32_t kNatTag = 0x80000000u;
 
 struct alignas(64) Bucket {
   uint16_t sig[kSlots];
-  uint16_t pad[2];
+  uint16_t second;  // bit j: slot j's entry lives in its second bucket (insert's bookkeeping)
+  uint16_t pad;
   uint32_t idx[kSlots];
 };
 static_assert(sizeof(Bucket) == 64);
@@ -298,7 +299,8 @@ class Table {
   size_t bytes() const { return static_cast<size_t>(nb_) * sizeof(Bucket) + nmap_bytes_; }
 
  private:
-  bool place(uint32_t b, uint16_t s, uint32_t idx);
+  bool place(uint32_t b, uint16_t s, uint32_t idx, bool second);
+  bool make_room(uint32_t b, uint16_t s, uint32_t idx);
   Bucket* b_ = nullptr;
   Conn* c_ = nullptr;
   ConnCold* x_ = nullptr;
