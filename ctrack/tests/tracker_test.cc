@@ -333,6 +333,48 @@ TEST(Ipv6, AddressBytesBeyondTheFirstFourTellConnectionsApart) {
   EXPECT_TRUE(h.tracker->check_invariants().ok());
 }
 
+// The same for IPv4, whose entry compare is two words (stage 1's canonical
+// words in process()): connections that differ only in an address, or only
+// in a port, with the same bucket and signature, are told apart, from
+// either side.
+TEST(Table, Ipv4KeysWithOneSignatureAreTwoConnections) {
+  for (int field = 0; field < 2; field++) {
+    Config c = Harness::small_config();
+    c.capacity = 4;  // two buckets: the top bit of the hash picks one
+    Harness h(c);
+    const Key a = make_key("10.0.0.1", 1000, "10.0.0.2", 2000, IPPROTO_UDP);
+    bool canon;
+    const uint32_t ha = hash_canonical(a, &canon);
+    Key b = a;
+    bool found = false;
+    for (uint32_t i = 1; i < (1u << 24) && !found; i++) {
+      if (field == 0) {
+        b.dst[1] = static_cast<uint8_t>(i >> 16);
+        b.dst[2] = static_cast<uint8_t>(i >> 8);
+        b.dst[3] = static_cast<uint8_t>(i);
+      } else {
+        b.sport = static_cast<uint16_t>(i);
+        b.dport = static_cast<uint16_t>(i >> 16);
+      }
+      bool cb;
+      const uint32_t hb = hash_canonical(b, &cb);
+      found = cb == canon && !(b == a) && (hb & 0x8000FFFFu) == (ha & 0x8000FFFFu);
+    }
+    ASSERT_TRUE(found);
+    const CtResult ra = h.run(udp(a));
+    const CtResult rb = h.run(udp(b.reversed()));
+    EXPECT_EQ(+ra.state, +NEW);
+    EXPECT_EQ(+rb.state, +NEW) << field;
+    EXPECT_NE(ra.conn, rb.conn);
+    EXPECT_EQ(h.tracker->stats().active, 2u);
+    const CtResult rb2 = h.run(udp(b));
+    EXPECT_EQ(+rb2.state, +RPL) << field;
+    EXPECT_EQ(rb2.conn, rb.conn);
+    EXPECT_EQ(state_of(h, a), "UDP_UNREPLIED");
+    EXPECT_TRUE(h.tracker->check_invariants().ok());
+  }
+}
+
 // Counters keep their low bits in the entry's hot line and carry into the
 // cold part: exact past 256 packets and 64 KiB per direction, and with
 // folded NIC counters near 2^64.

@@ -142,9 +142,20 @@ inline uint32_t hash_key(const Key& k) {
   return static_cast<uint32_t>(h);
 }
 
+namespace detail {
+// hash_canonical, also giving the canonical form's first four bytes of each
+// address (src | dst << 32) and its tail word (ctrack's entry compare).
+inline uint32_t hash_canonical_words(const Key& k, bool* canon, uint64_t* addr4, uint64_t* tail);
+}  // namespace detail
+
 // hash_key(canonical form of k) without building it; *canon is set when k
 // already is canonical. The per-packet path uses this.
 inline uint32_t hash_canonical(const Key& k, bool* canon) {
+  uint64_t a, t;
+  return detail::hash_canonical_words(k, canon, &a, &t);
+}
+
+inline uint32_t detail::hash_canonical_words(const Key& k, bool* canon, uint64_t* addr4, uint64_t* tail) {
   static_assert(std::endian::native == std::endian::little);
   using detail::load64;
   uint64_t s0 = load64(k.src), s1 = load64(k.src + 8), d0 = load64(k.dst), d1 = load64(k.dst + 8);
@@ -164,6 +175,8 @@ inline uint32_t hash_canonical(const Key& k, bool* canon) {
     uint32_t p = static_cast<uint32_t>(ports_tail);
     ports_tail = (ports_tail & 0xFFFFFFFF00000000ull) | ((p >> 16) | (p << 16));
   }
+  *addr4 = (s0 & 0xFFFFFFFFu) | d0 << 32;
+  *tail = ports_tail;
   uint64_t h = 0x9747b28cu;
   h = detail::crc64_acc(h, s0);
   h = detail::crc64_acc(h, s1);
