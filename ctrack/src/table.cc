@@ -63,14 +63,54 @@ uint32_t Table::find(const Key& k, uint32_t h) const {
   return kEmpty;
 }
 
-bool Table::place(uint32_t b, uint16_t s, uint32_t idx) {
-  Bucket& bk = b_[b];
-  for (int i = 0; i < kSlots; i++) {
-    if (bk.idx[i] == kEmpty) {
-      bk.sig[i] = s;
-      bk.idx[i] = idx;
-      return true;
+namespace {
+
+int empty_slot(const Bucket& bk) {
+  for (int i = 0; i < kSlots; i++)
+    if (bk.idx[i] == kEmpty) return i;
+  return -1;
+}
+void put(Bucket& bk, int i, uint16_t s, uint32_t idx, bool second) {
+  bk.sig[i] = s;
+  bk.idx[i] = idx;
+  bk.second = static_cast<uint16_t>((bk.second & ~(1u << i)) | static_cast<unsigned>(second) << i);
+}
+
+}  // namespace
+
+bool Table::place(uint32_t b, uint16_t s, uint32_t idx, bool second) {
+  const int i = empty_slot(b_[b]);
+  if (i < 0) return false;
+  put(b_[b], i, s, idx, second);
+  return true;
+}
+
+// First bucket b is full. Frees a slot in it for (s, idx) when one of its
+// entries that lives there as its second bucket (S) can go back to its first
+// (P): into a free slot, or into the slot of one of P's first-bucket entries
+// (U) that moves to its own second bucket, which has one. Either way one
+// entry fewer lives in its second bucket than if the new one went to its
+// own (at 90% load: 15.1% -> 10.7% of 1M random keys; a lookup of such a
+// key reads two buckets).
+bool Table::make_room(uint32_t b, uint16_t s, uint32_t idx) {
+  Bucket& B = b_[b];
+  for (uint32_t m = B.second; m; m &= m - 1) {
+    const int j = __builtin_ctz(m);
+    const uint16_t ss = B.sig[j];
+    const uint32_t p = alt(b, ss);
+    Bucket& P = b_[p];
+    int k = empty_slot(P);
+    if (k < 0) {
+      for (k = 0; k < kSlots; k++) {
+        if ((P.second >> k) & 1) continue;
+        const uint32_t r = alt(p, P.sig[k]);
+        if (r != p && place(r, P.sig[k], P.idx[k], true)) break;
+      }
+      if (k == kSlots) continue;
     }
+    put(P, k, ss, B.idx[j], false);
+    put(B, j, s, idx, false);
+    return true;
   }
   return false;
 }
@@ -78,9 +118,9 @@ bool Table::place(uint32_t b, uint16_t s, uint32_t idx) {
 bool Table::insert(uint32_t h, uint32_t idx) {
   uint16_t s = sig(h);
   uint32_t b = b1(h);
-  if (place(b, s, idx)) return true;
+  if (place(b, s, idx, false) || make_room(b, s, idx)) return true;
   uint32_t b2 = alt(b, s);
-  if (place(b2, s, idx)) return true;
+  if (place(b2, s, idx, b2 != b)) return true;
 
   // Random-walk cuckoo displacement, recorded so that a failed walk is undone
   // and the table is left exactly as it was.
@@ -88,6 +128,7 @@ bool Table::insert(uint32_t h, uint32_t idx) {
   struct Step {
     uint32_t bucket;
     uint8_t slot;
+    bool was_second;  // the slot's entry before the kick
   };
   Step path[kMaxKicks];
   uint16_t cs = s;
@@ -96,21 +137,23 @@ bool Table::insert(uint32_t h, uint32_t idx) {
   rng_ ^= rng_ >> 17;
   rng_ ^= rng_ << 5;
   uint32_t cb = (rng_ & 1) ? b : b2;
+  bool csec = cb != b;
   for (int k = 0; k < kMaxKicks; k++) {
     rng_ ^= rng_ << 13;
     rng_ ^= rng_ >> 17;
     rng_ ^= rng_ << 5;
     uint8_t slot = static_cast<uint8_t>(rng_ % kSlots);
     Bucket& bk = b_[cb];
-    path[k] = {cb, slot};
     uint16_t vs = bk.sig[slot];
     uint32_t vidx = bk.idx[slot];
-    bk.sig[slot] = cs;
-    bk.idx[slot] = cidx;
+    bool vsec = (bk.second >> slot) & 1;
+    path[k] = {cb, slot, vsec};
+    put(bk, slot, cs, cidx, csec);
     cs = vs;
     cidx = vidx;
     uint32_t nb = alt(cb, cs);
-    if (place(nb, cs, cidx)) return true;
+    csec = !vsec && nb != cb;  // the carried entry's bucket after the move
+    if (place(nb, cs, cidx, csec)) return true;
     cb = nb;
   }
   // Undo: walk back, putting each carried entry into the slot it came from.
@@ -118,8 +161,7 @@ bool Table::insert(uint32_t h, uint32_t idx) {
     Bucket& bk = b_[path[k].bucket];
     uint16_t ts = bk.sig[path[k].slot];
     uint32_t tidx = bk.idx[path[k].slot];
-    bk.sig[path[k].slot] = cs;
-    bk.idx[path[k].slot] = cidx;
+    put(bk, path[k].slot, cs, cidx, path[k].was_second);
     cs = ts;
     cidx = tidx;
   }
@@ -134,6 +176,7 @@ bool Table::erase(uint32_t h, uint32_t idx) {
     for (int i = 0; i < kSlots; i++) {
       if (bk.idx[i] == idx) {
         bk.idx[i] = kEmpty;
+        bk.second = static_cast<uint16_t>(bk.second & ~(1u << i));
         return true;
       }
     }

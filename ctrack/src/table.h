@@ -31,7 +31,8 @@ inline constexpr uint32_t kNatTag = 0x80000000u;
 
 struct alignas(64) Bucket {
   uint16_t sig[kSlots];
-  uint16_t pad[2];
+  uint16_t second;  // bit j: slot j's entry lives in its second bucket (insert's bookkeeping)
+  uint16_t pad;
   uint32_t idx[kSlots];
 };
 static_assert(sizeof(Bucket) == 64);
@@ -200,7 +201,8 @@ inline void put_conn_key(const Conn& c, const ConnCold& x, bool rev, Key* out) {
     uint32_t q = static_cast<uint32_t>(tail);
     tail = (tail & 0xFFFFFFFF00000000ull) | ((q >> 16) | (q << 16));
   }
-  const bool wide = key_wide(k);
+  // (An IPv4 key's other address bytes are zero: key.h.)
+  const bool wide = k.family != 4 && key_wide(k);
   tail |= static_cast<uint64_t>(wide ? kWide : 0) << 56;
   const uint64_t lo = uint64_t{a4} | uint64_t{b4} << 32;
   if (((load64(&c.key) ^ lo) | (load64(&c.key.sport) ^ tail)) != 0) return false;
@@ -297,7 +299,8 @@ class Table {
   size_t bytes() const { return static_cast<size_t>(nb_) * sizeof(Bucket) + nmap_bytes_; }
 
  private:
-  bool place(uint32_t b, uint16_t s, uint32_t idx);
+  bool place(uint32_t b, uint16_t s, uint32_t idx, bool second);
+  bool make_room(uint32_t b, uint16_t s, uint32_t idx);
   Bucket* b_ = nullptr;
   Conn* c_ = nullptr;
   ConnCold* x_ = nullptr;

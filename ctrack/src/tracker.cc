@@ -152,7 +152,8 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
     uint32_t h[Impl::kChunk], b[Impl::kChunk], cand[Impl::kChunk];
     Found* f = out + off;
     // Staged as process() is: all bucket loads, then all entry loads.
-    for (uint32_t i = 0; i < k; i++) m.stage1(*pkts[off + i], f[i].hash, b[i], f[i].canon);
+    uint64_t w[2];  // (unused here)
+    for (uint32_t i = 0; i < k; i++) m.stage1(*pkts[off + i], f[i].hash, b[i], f[i].canon, w);
     for (uint32_t i = 0; i < k; i++) h[i] = f[i].hash;
     m.stage2(pkts + off, h, b, cand, k);
     for (uint32_t i = 0; i < k; i++) {

@@ -283,6 +283,8 @@ sdn::Status Tracker::check_invariants() const {
       uint32_t b1 = m.table.b1(h);
       if (B.sig[j] != detail::Table::sig(h) || (b != b1 && b != m.table.alt(b1, detail::Table::sig(h))))
         err = "bucket " + std::to_string(b) + " holds an entry that does not hash there";
+      else if (((B.second >> j) & 1) != (b != b1))
+        err = "bucket " + std::to_string(b) + " has a wrong second-bucket bit";
     }
   }
   uint64_t nfree = 0;

@@ -642,8 +642,9 @@ struct Tracker::Impl {
 
   // Stage 1: canonical hash; prefetch the first candidate bucket (most keys
   // live there; a second prefetch per packet costs more than the few misses).
-  [[gnu::always_inline]] void stage1(const Packet& p, uint32_t& h, uint32_t& b1, bool& canon) {
-    h = hash_canonical(p.key, &canon);
+  // `w`: the canonical key's ConnKey words for an IPv4 key (stage3's compare).
+  [[gnu::always_inline]] void stage1(const Packet& p, uint32_t& h, uint32_t& b1, bool& canon, uint64_t* w) {
+    h = detail::hash_canonical_words(p.key, &canon, &w[0], &w[1]);
     b1 = table.b1(h);
     __builtin_prefetch(&table.buckets()[b1]);
   }
@@ -732,6 +733,17 @@ struct Tracker::Impl {
     return canon ? keys_equal(sk, k) : keys_equal_reversed(sk, k);
   }
 
+  // slot_matches with stage1's words `w` (when given): an untranslated IPv4
+  // entry's key compare is two words (an IPv4 key is never kWide).
+  [[gnu::always_inline]] bool slot_matches_w(uint32_t e, const Key& k, bool canon, const uint64_t* w) const {
+    if (w && !(e & kNatTag) && k.family == 4) {
+      const Conn& c = conns[e];
+      return (c.flags & detail::kAlive) &&
+             ((detail::load64(&c.key) ^ w[0]) | (detail::load64(&c.key.sport) ^ w[1])) == 0;
+    }
+    return slot_matches(e, k, canon);
+  }
+
   // The common case of a hit, without hit()'s and update()'s general
   // machinery: an ACK or data segment of an assured ESTABLISHED TCP
   // connection in the window (tcp::established()), or a UDP datagram that
@@ -809,8 +821,8 @@ struct Tracker::Impl {
   // `verified`: c is known to be p's slot (lookup() matched it, and
   // nothing was put in or taken out of the index since: `changes`).
   [[gnu::always_inline]] void stage3(const Packet& p, uint32_t c, uint32_t h, bool canon, uint32_t now, bool commit,
-                                     CtResult& r, bool verified = false) {
-    if (!verified && (c == kEmpty || !slot_matches(c, p.key, canon))) {
+                                     CtResult& r, bool verified = false, const uint64_t* w = nullptr) {
+    if (!verified && (c == kEmpty || !slot_matches_w(c, p.key, canon, w))) {
       // A second signature match, or an entry changed earlier in this burst:
       // the full probe (its buckets are in cache by now).
       Key ck;
@@ -833,7 +845,8 @@ struct Tracker::Impl {
   void process_burst(const Packet* const* pkts, uint32_t n, uint32_t now, bool commit, CtResult* out, Key* nat_out) {
     uint32_t h[kChunk], b[kChunk], cand[kChunk];
     bool canon[kChunk];
-    for (uint32_t i = 0; i < n; i++) stage1(*pkts[i], h[i], b[i], canon[i]);
+    uint64_t w[2 * kChunk];
+    for (uint32_t i = 0; i < n; i++) stage1(*pkts[i], h[i], b[i], canon[i], w + 2 * i);
     stage2(pkts, h, b, cand, n);
     uint32_t misses = 0;
     for (uint32_t i = 0; i < n; i++) misses += cand[i] == kEmpty;
@@ -842,11 +855,12 @@ struct Tracker::Impl {
     if (nat_out) {
       for (uint32_t i = 0; i < n; i++) {
         cur_nat_out = nat_out + i;
-        stage3(*pkts[i], cand[i], h[i], canon[i], now, commit, out[i]);
+        stage3(*pkts[i], cand[i], h[i], canon[i], now, commit, out[i], false, w + 2 * i);
       }
     } else {
       cur_nat_out = nullptr;
-      for (uint32_t i = 0; i < n; i++) stage3(*pkts[i], cand[i], h[i], canon[i], now, commit, out[i]);
+      for (uint32_t i = 0; i < n; i++)
+        stage3(*pkts[i], cand[i], h[i], canon[i], now, commit, out[i], false, w + 2 * i);
     }
     if (n_reserved) unreserve();
   }

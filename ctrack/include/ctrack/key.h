@@ -95,6 +95,16 @@ inline uint32_t crc64(uint32_t crc, uint64_t v) {
   return static_cast<uint32_t>(x >> 32) ^ static_cast<uint32_t>(x);
 #endif
 }
+// crc64 in a chain: the accumulator stays 64 bits wide, so no zero-extension
+// between steps (CRC32 reads its accumulator's low 32 bits and zero-extends
+// its result). The same values as crc64.
+inline uint64_t crc64_acc(uint64_t crc, uint64_t v) {
+#if defined(__SSE4_2__)
+  return _mm_crc32_u64(crc, v);
+#else
+  return crc64(static_cast<uint32_t>(crc), v);
+#endif
+}
 
 }  // namespace detail
 
@@ -123,18 +133,29 @@ inline bool canonicalize(const Key& k, Key* out) {
 inline uint32_t hash_key(const Key& k) {
   using detail::load64;
   const auto* p = reinterpret_cast<const uint8_t*>(&k);
-  uint32_t h = 0x9747b28cu;
-  h = detail::crc64(h, load64(p));
-  h = detail::crc64(h, load64(p + 8));
-  h = detail::crc64(h, load64(p + 16));
-  h = detail::crc64(h, load64(p + 24));
-  h = detail::crc64(h, load64(p + 32));
-  return h;
+  uint64_t h = 0x9747b28cu;
+  h = detail::crc64_acc(h, load64(p));
+  h = detail::crc64_acc(h, load64(p + 8));
+  h = detail::crc64_acc(h, load64(p + 16));
+  h = detail::crc64_acc(h, load64(p + 24));
+  h = detail::crc64_acc(h, load64(p + 32));
+  return static_cast<uint32_t>(h);
 }
+
+namespace detail {
+// hash_canonical, also giving the canonical form's first four bytes of each
+// address (src | dst << 32) and its tail word (ctrack's entry compare).
+inline uint32_t hash_canonical_words(const Key& k, bool* canon, uint64_t* addr4, uint64_t* tail);
+}  // namespace detail
 
 // hash_key(canonical form of k) without building it; *canon is set when k
 // already is canonical. The per-packet path uses this.
 inline uint32_t hash_canonical(const Key& k, bool* canon) {
+  uint64_t a, t;
+  return detail::hash_canonical_words(k, canon, &a, &t);
+}
+
+inline uint32_t detail::hash_canonical_words(const Key& k, bool* canon, uint64_t* addr4, uint64_t* tail) {
   static_assert(std::endian::native == std::endian::little);
   using detail::load64;
   uint64_t s0 = load64(k.src), s1 = load64(k.src + 8), d0 = load64(k.dst), d1 = load64(k.dst + 8);
@@ -154,13 +175,15 @@ inline uint32_t hash_canonical(const Key& k, bool* canon) {
     uint32_t p = static_cast<uint32_t>(ports_tail);
     ports_tail = (ports_tail & 0xFFFFFFFF00000000ull) | ((p >> 16) | (p << 16));
   }
-  uint32_t h = 0x9747b28cu;
-  h = detail::crc64(h, s0);
-  h = detail::crc64(h, s1);
-  h = detail::crc64(h, d0);
-  h = detail::crc64(h, d1);
-  h = detail::crc64(h, ports_tail);
-  return h;
+  *addr4 = (s0 & 0xFFFFFFFFu) | d0 << 32;
+  *tail = ports_tail;
+  uint64_t h = 0x9747b28cu;
+  h = detail::crc64_acc(h, s0);
+  h = detail::crc64_acc(h, s1);
+  h = detail::crc64_acc(h, d0);
+  h = detail::crc64_acc(h, d1);
+  h = detail::crc64_acc(h, ports_tail);
+  return static_cast<uint32_t>(h);
 }
 
 // a == b.reversed(), without building it.
