@@ -435,6 +435,12 @@ class Datapath {
   uint32_t paths_gen_ = 0;
   std::vector<FlowCacheEntry> cache_;  // index = connection handle of this shard
   std::vector<FlowPath> paths_;
+  // The flow cache's hits of one burst per path (index = path's slot),
+  // added to the rules' counters at the burst's end and zeroed again.
+  struct PathCount {
+    uint32_t packets = 0, bytes = 0;
+  };
+  std::vector<PathCount> path_counts_;
 };
 
 }  // namespace dp

@@ -36,7 +36,8 @@ Datapath::Datapath(unsigned worker, ctrack::Tracker* tracker, WorkerStats* stats
       st_(stats),
       frags_(std::make_unique<FragTable>()),
       cache_(tracker->capacity()),
-      paths_(kPaths) {
+      paths_(kPaths),
+      path_counts_(kPaths) {
   std::fill(std::begin(mtu_), std::end(mtu_), uint16_t{0xFFFF});
 }
 

@@ -163,6 +163,8 @@ inline void Datapath::flow_cache(Burst& b) {
     ctrack::Key nat_to[kMaxBurst];  // (asked for only of a tracker with NAT: no other translates)
     ct_->process_found(gp, gf, m, b.now_ns, ca.commit, res, nat, ct_->config().nat ? nat_to : nullptr);
     uint64_t hits = 0;
+    uint16_t used[kMaxBurst];  // the paths taken (their slots), each once
+    uint32_t nused = 0;
     for (uint32_t j = 0; j < m; j++) {
       const FlowPath& fp = *gpath[j];
       const uint32_t i = ghit[j];
@@ -178,10 +180,11 @@ inline void Datapath::flow_cache(Burst& b) {
       if (res[j].nat) translate(b, i, nat_to[j]);
       b.out[i].ct_state = res[j].state;
       b.out[i].mark = fp.mark;
-      for (uint32_t r = 0; r < fp.nrules; r++) {
-        b.counters[fp.rules[r]].packets++;
-        b.counters[fp.rules[r]].bytes += in[i].pkt_len;
-      }
+      const uint32_t slot = static_cast<uint32_t>(&fp - paths_.data());
+      PathCount& pc = path_counts_[slot];
+      if (pc.packets == 0) used[nused++] = static_cast<uint16_t>(slot);
+      pc.packets++;
+      pc.bytes += in[i].pkt_len;
       if (fp.out_port >= 0) b.out[i].out_port = fp.out_port;
       else b.drop(i, DropWhy::kRule);
       if (fp.encap) {
@@ -196,6 +199,16 @@ inline void Datapath::flow_cache(Burst& b) {
       hits++;
     }
     b.st.cache_hits += hits;
+    // The rules' counters: once per path the hits took (exact when run() returns).
+    for (uint32_t u = 0; u < nused; u++) {
+      const FlowPath& fp = paths_[used[u]];
+      PathCount& pc = path_counts_[used[u]];
+      for (uint32_t r = 0; r < fp.nrules; r++) {
+        b.counters[fp.rules[r]].packets += pc.packets;
+        b.counters[fp.rules[r]].bytes += pc.bytes;
+      }
+      pc = PathCount{};
+    }
   };
   if (!mixed) {  // (usually: one ct() action for every hit, one group)
     cache_hits(b.acts[path[0]->ct_act], hp, hf, path, hit, nh);
