@@ -27,8 +27,6 @@
 
 #include "dataplane/overlay.h"
 #include "dataplane/pipeline.h"
-#include "features/nat/fold.h"
-#include "net/checksum.h"
 #include "net/headers.h"
 
 namespace dp {
@@ -61,16 +59,6 @@ inline bool same_mac(const uint8_t* a, const uint8_t* b) {
   memcpy(&a2, a + 4, 2);
   memcpy(&b2, b + 4, 2);
   return ((a4 ^ b4) | static_cast<uint32_t>(a2 ^ b2)) == 0;
-}
-
-// The outer IPv4 header's checksum is good (net::ipv4_checksum_ok): a
-// header without options (all that VTEPs send) in five fixed loads and
-// loopless carries (nat/fold.h), the rest through net's loop.
-inline bool outer_checksum_ok(const uint8_t* ip, uint32_t ihl) {
-  if (ihl != 20) return net::ipv4_checksum_ok(ip, ihl);
-  uint32_t w[5];
-  memcpy(w, ip, 20);
-  return net_fold::fold16(uint64_t{w[0]} + w[1] + w[2] + w[3] + w[4]) == 0xFFFF;
 }
 
 // The outer headers of a frame to this VTEP's `udp_port`: Ethernet (one
@@ -106,7 +94,7 @@ inline Decap udp_tunnel_outer(const uint8_t* d, uint32_t len, const TunnelConfig
     return r;
   }
   r.why = w.header;
-  if (!outer_checksum_ok(ip, ihl)) return r;  // the outer IPv4 checksum
+  if (!net::ipv4_checksum_ok(ip, ihl)) return r;  // the outer IPv4 checksum
   if (net::get16(ip + 6) & 0x3FFF) return r;      // a fragment: this VTEP does not reassemble
   if (!c.any_remote && !c.remote(ip + 12)) {
     r.why = w.remote;
