@@ -25,7 +25,7 @@ namespace ctrack::detail {
 inline constexpr int kSlots = 10;
 inline constexpr uint32_t kEmpty = 0xFFFFFFFFu;
 // An index slot naming a translated connection's reply side: the entry is
-// found under the canonical form of its reply tuple (NatExt::rkey()), not its
+// found under the canonical form of its reply tuple (NatExt::rkey), not its
 // key. Connection indices stay below 2^31 (Tracker::create checks).
 inline constexpr uint32_t kNatTag = 0x80000000u;
 
@@ -209,75 +209,12 @@ inline void put_conn_key(const Conn& c, const ConnCold& x, bool rev, Key* out) {
 
 // A translated connection's second tuple, kept apart from Conn (so that a
 // tracker without NAT stays at 120 bytes per connection): allocated for
-// every entry only when the tracker is created with Config::nat. 42 bytes,
-// unaligned: what an IPv4 connection's packets read (kind, rcanon, the
-// reply tuple's ConnKey) is the first 18, in one cache line for 3 entries
-// of 4 (the whole 42 bytes: 3 of 8); the other address bytes, zero for
-// IPv4, are read only for a wide key (kWide, as Conn's).
+// every entry only when the tracker is created with Config::nat.
 struct NatExt {
-  uint8_t kind;         // 0: not translated; NatKind
-  uint8_t rcanon;       // the reply tuple, as replies travel, is rkey's orientation
-  ConnKey rk;           // rkey(): the canonical form of the reply tuple (its index key)
-  uint8_t src_hi[12];   // rkey's address bytes 4-15
-  uint8_t dst_hi[12];
-
-  void set(const Key& k, uint8_t nat_kind, uint8_t canon) {
-    kind = nat_kind;
-    rcanon = canon;
-    memcpy(rk.src4, k.src, 4);
-    memcpy(rk.dst4, k.dst, 4);
-    rk.sport = k.sport;
-    rk.dport = k.dport;
-    rk.zone = k.zone;
-    rk.proto = k.proto;
-    rk.family = static_cast<uint8_t>(k.family | (key_wide(k) ? kWide : 0));
-    memcpy(src_hi, k.src + 4, 12);
-    memcpy(dst_hi, k.dst + 4, 12);
-  }
-  Key rkey() const {
-    Key k{};
-    put(false, &k);
-    return k;
-  }
-  // rkey(), or its reversal, written in whole words (put_key_words).
-  void put(bool rev, Key* out) const {
-    uint32_t a4, b4;
-    memcpy(&a4, rk.src4, 4);
-    memcpy(&b4, rk.dst4, 4);
-    uint64_t s0 = a4, s1 = 0, d0 = b4, d1 = 0;
-    const uint64_t tail = load64(&rk.sport) & ~(uint64_t{kWide} << 56);
-    if (rk.family & kWide) {
-      uint32_t a, b;
-      memcpy(&a, src_hi, 4);
-      memcpy(&b, dst_hi, 4);
-      s0 |= uint64_t{a} << 32;
-      d0 |= uint64_t{b} << 32;
-      s1 = load64(src_hi + 4);
-      d1 = load64(dst_hi + 4);
-    }
-    put_key_words(s0, s1, d0, d1, tail, rev, out);
-  }
-  // Is rkey() k (canon) or k reversed? conn_matches' compare.
-  bool matches(const Key& k, bool canon) const {
-    const uint8_t* a = canon ? k.src : k.dst;
-    const uint8_t* b = canon ? k.dst : k.src;
-    uint32_t a4, b4;
-    memcpy(&a4, a, 4);
-    memcpy(&b4, b, 4);
-    uint64_t tail = load64(&k.sport);
-    if (!canon) {
-      uint32_t q = static_cast<uint32_t>(tail);
-      tail = (tail & 0xFFFFFFFF00000000ull) | ((q >> 16) | (q << 16));
-    }
-    const bool wide = key_wide(k);
-    tail |= static_cast<uint64_t>(wide ? kWide : 0) << 56;
-    const uint64_t lo = uint64_t{a4} | uint64_t{b4} << 32;
-    if (((load64(&rk) ^ lo) | (load64(&rk.sport) ^ tail)) != 0) return false;
-    return !wide || (memcmp(src_hi, a + 4, 12) == 0 && memcmp(dst_hi, b + 4, 12) == 0);
-  }
+  Key rkey;            // canonical form of the reply tuple (its index key)
+  uint8_t kind;        // 0: not translated; NatKind
+  uint8_t rcanon;      // the reply tuple, as replies travel, is rkey's orientation
 };
-static_assert(sizeof(NatExt) == 42, "bytes per connection with NAT are part of the bar");
-inline constexpr size_t kNatHead = offsetof(NatExt, src_hi);  // what IPv4 reads
 
 enum ConnFlag : uint8_t {
   kAlive = 0x01,
@@ -336,10 +273,10 @@ class Table {
   // The canonical key of connection idx.
   Key conn_key(uint32_t idx) const { return load_key(c_[idx], x_[idx]); }
   // The key an index slot is found under.
-  Key slot_key(uint32_t e) const { return (e & kNatTag) ? n_[e & ~kNatTag].rkey() : conn_key(e); }
+  Key slot_key(uint32_t e) const { return (e & kNatTag) ? n_[e & ~kNatTag].rkey : conn_key(e); }
   // Is index slot e found under canonical key k?
   bool slot_is(uint32_t e, const Key& k) const {
-    return (e & kNatTag) ? n_[e & ~kNatTag].matches(k, true) : conn_matches(c_[e], x_[e], k, true);
+    return (e & kNatTag) ? keys_equal(n_[e & ~kNatTag].rkey, k) : conn_matches(c_[e], x_[e], k, true);
   }
 
   uint32_t b1(uint32_t h) const { return static_cast<uint32_t>((static_cast<uint64_t>(h) * nb_) >> 32); }

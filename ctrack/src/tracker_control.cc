@@ -260,7 +260,7 @@ sdn::Status Tracker::check_invariants() const {
     else if (m.table.find(k, hash_key(k)) != i) err = "entry " + std::to_string(i) + " not findable";
     else if (m.nat && m.nat[i].kind) {
       natted++;
-      const Key rk = m.nat[i].rkey();
+      const Key& rk = m.nat[i].rkey;
       canonicalize(rk, &ck);
       if (!keys_equal(ck, rk)) err = "entry " + std::to_string(i) + " reply key is not canonical";
       else if (m.table.find(rk, hash_key(rk)) != (i | kNatTag))

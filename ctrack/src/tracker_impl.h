@@ -213,7 +213,7 @@ struct Tracker::Impl {
     changes++;
     table.erase(hash_key(table.conn_key(idx)), idx);
     if (nat && nat[idx].kind) {
-      table.erase(hash_key(nat[idx].rkey()), idx | kNatTag);
+      table.erase(hash_key(nat[idx].rkey), idx | kNatTag);
       nat[idx].kind = 0;
     }
     if (zones_limited) zone_count[c.key.zone]--;
@@ -431,7 +431,9 @@ struct Tracker::Impl {
   void nat_target(uint32_t idx, uint8_t side, Key* out) const {
     if (side == kNatOrig || side == kNatOrigRev) {
       const NatExt& x = nat[idx];
-      x.put((side == kNatOrig) == (x.rcanon != 0), out);
+      const uint8_t* r = reinterpret_cast<const uint8_t*>(&x.rkey);
+      detail::put_key_words(detail::load64(r), detail::load64(r + 8), detail::load64(r + 16), detail::load64(r + 24),
+                    detail::load64(r + 32), (side == kNatOrig) == (x.rcanon != 0), out);
       return;
     }
     const bool orig_canon = (conns[idx].flags & detail::kOrigCanon) != 0;
@@ -488,7 +490,7 @@ struct Tracker::Impl {
         st.table_full++;
         break;
       }
-      nat[idx].set(rc, static_cast<uint8_t>(R.kind), static_cast<uint8_t>(rcanon));
+      nat[idx] = NatExt{rc, static_cast<uint8_t>(R.kind), static_cast<uint8_t>(rcanon)};
       r.nat = kNatOrig;
       if (cur_nat_out) nat_target(idx, kNatOrig, cur_nat_out);
       return true;
@@ -690,7 +692,7 @@ struct Tracker::Impl {
   [[gnu::always_inline]] void prefetch_conn(uint32_t c, bool wide) {
     const uint32_t idx = c & ~kNatTag;
     __builtin_prefetch(&conns[idx]);
-    if (nat) prefetch_nat(idx, wide);  // hit() reads whether it is translated
+    if (nat) prefetch_nat(idx);  // hit() reads whether it is translated
     if (wide) {
       const char* xp = reinterpret_cast<const char*>(&cold[idx]);
       __builtin_prefetch(xp);
@@ -698,14 +700,14 @@ struct Tracker::Impl {
     }
   }
   [[gnu::always_inline]] void prefetch_rest(uint32_t c) {
-    if (nat) prefetch_nat(c, false);
+    if (nat) prefetch_nat(c);
   }
-  // A NatExt's first kNatHead bytes (all that an IPv4 packet reads: one
-  // line for 3 entries of 4); to its end for a wide key.
-  [[gnu::always_inline]] void prefetch_nat(uint32_t idx, bool wide) {
+  // A NatExt (42 bytes, packed) spans two lines for most entries, and its
+  // kind is at the end: both lines (one when it fits in one).
+  [[gnu::always_inline]] void prefetch_nat(uint32_t idx) {
     const char* np = reinterpret_cast<const char*>(&nat[idx]);
     __builtin_prefetch(np);
-    __builtin_prefetch(np + (wide ? sizeof(NatExt) : detail::kNatHead) - 1);
+    __builtin_prefetch(np + sizeof(NatExt) - 1);
   }
 
   // Stage 3 for a packet known to have no entry (looked up, and nothing
@@ -726,7 +728,8 @@ struct Tracker::Impl {
     // across a flush, an expiry or a commit): free_conn clears kind but not
     // rkey, and the entry alive now may be an untranslated connection.
     if (!nat[idx].kind) return false;
-    return nat[idx].matches(k, canon);
+    const Key& sk = nat[idx].rkey;
+    return canon ? keys_equal(sk, k) : keys_equal_reversed(sk, k);
   }
 
   // The common case of a hit, without hit()'s and update()'s general
