@@ -223,6 +223,8 @@ class Pipeline {
   };
   // The outer headers' length of encap `idx` (> 0).
   uint16_t encap_len(uint16_t idx) const { return encaps_[idx - 1u].len; }
+  // Encap `idx` (> 0): per packet, for the inline writer (overlay/mbuf.h).
+  const Encap& encap(uint16_t idx) const { return encaps_[idx - 1u]; }
 
  private:
   std::vector<Encap> encaps_;        // index = Action::encap - 1

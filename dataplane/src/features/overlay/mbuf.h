@@ -6,6 +6,7 @@
 #include <rte_mbuf.h>
 
 #include "dataplane/pipeline.h"
+#include "features/overlay/outer.h"
 
 namespace dp {
 
@@ -14,9 +15,10 @@ inline bool apply_tunnel(const Pipeline& pl, rte_mbuf* m, const Verdict& v) {
   if (v.strip) rte_pktmbuf_adj(m, v.strip);
   if (!v.encap) return true;
   const uint32_t inner = m->pkt_len;
-  auto* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, pl.encap_len(v.encap)));
+  const Pipeline::Encap& e = pl.encap(v.encap);
+  auto* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, e.len));
   if (!h) return false;
-  pl.write_encap(h, v.encap, inner, v.encap_sport);
+  write_outer(h, e, inner, v.encap_sport);
   return true;
 }
 
