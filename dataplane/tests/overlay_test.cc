@@ -12,7 +12,6 @@
 
 #include "ctrack/frame.h"
 #include "dataplane/steer.h"
-#include "features/nat/fold.h"
 #include "features/overlay/tunnel.h"
 #include "net/checksum.h"
 #include "pipeline_fixture.h"
@@ -182,29 +181,6 @@ TEST(Overlay, EncapsulatedNatFramesEqualScapys) {
 // The per-packet carries without a loop (NAT's checksum updates, the outer
 // IPv4 header's) give what net::fold and net::adjust32 give, bit for bit
 // (0x0000 and 0xFFFF kept apart), at the carries' edges and elsewhere.
-TEST(Overlay, LooplessFoldsEqualNetFold) {
-  std::vector<uint32_t> v32 = {0, 1, 0xFFFE, 0xFFFF, 0x10000, 0x10001, 0x1FFFE, 0x1FFFF, 0xFFFF0000u, 0xFFFF0001u,
-                               0xFFFEFFFFu, 0xFFFFFFFEu, 0xFFFFFFFFu, 0x8000FFFFu, 0x7FFF8001u};
-  uint32_t x = 12345;
-  for (int i = 0; i < 100000; i++) v32.push_back(x = x * 1664525u + 1013904223u);
-  for (uint32_t s : v32) ASSERT_EQ(dp::net_fold::fold16(s), net::fold(s)) << std::hex << s;
-  const uint32_t words[] = {0, 1, 0xFFFF, 0x10000, 0xFFFFFFFFu, 0xFFFF0000u, 0x0000FFFFu, 0x12345678u, 0xFEDCBA98u};
-  const uint16_t sums[] = {0, 1, 0xFFFE, 0xFFFF, 0x8000, 0x1234};
-  for (uint16_t hc : sums)
-    for (uint32_t a : words)
-      for (uint32_t b : words)
-        for (uint32_t c : words) {
-          // Three changed words, as rewrite_ipv4_ports sums them.
-          const uint64_t d = net::delta32(a, b) + net::delta32(b, c) + net::delta32(c, a ^ b);
-          uint8_t want[2], got[2];
-          net::put16(want, hc);
-          net::put16(got, hc);
-          net::adjust32(want, d);
-          dp::net_fold::adjust32(got, d);
-          ASSERT_EQ(net::get16(got), net::get16(want)) << std::hex << hc << " " << d;
-        }
-}
-
 TEST(Overlay, CachedHitsInZoneZeroKeepTheFlowsSourcePort) {
   std::string y = overlay_yaml();
   for (size_t p; (p = y.find("zone=1,")) != std::string::npos;) y.erase(p, 7);

@@ -10,7 +10,6 @@
 #include <cstring>
 
 #include "ctrack/parse.h"
-#include "features/nat/fold.h"
 #include "net/checksum.h"
 
 namespace dp::nat {
@@ -82,7 +81,7 @@ inline void rewrite_ip(uint8_t* ip, uint32_t hl, uint32_t avail, bool v6, uint8_
 // The common case in whole words: IPv4 TCP or UDP, not a fragment, with
 // the L4 checksum within reach. Both addresses and both ports at once, one
 // delta for the IPv4 header's checksum and one for the L4's: the bytes
-// rewrite_ip_of<false> writes (net_fold::adjust32 sums as net::adjust() does). False:
+// rewrite_ip_of<false> writes (net::adjust32 sums as adjust() does). False:
 // not that case (nothing written).
 inline bool rewrite_ipv4_ports(uint8_t* ip, uint32_t hl, uint32_t avail, uint8_t proto, const ctrack::Key& to) {
   if (avail < hl + (proto == IPPROTO_TCP ? 18u : 8u)) return false;
@@ -101,10 +100,10 @@ inline bool rewrite_ipv4_ports(uint8_t* ip, uint32_t hl, uint32_t avail, uint8_t
   // (Nothing to write when nothing changes; a delta of zero is no such
   // proof: 0xFFFF to 0x0000 is +0 in ones' complement.)
   if (s == ns && d == nd && p == np) return true;
-  if (da) net_fold::adjust32(ip + 10, da);
+  if (da) net::adjust32(ip + 10, da);
   uint8_t* ls = proto == IPPROTO_TCP ? l4 + 16 : (get16(l4 + 6) ? l4 + 6 : nullptr);
   if (ls) {
-    net_fold::adjust32(ls, dl4);
+    net::adjust32(ls, dl4);
     udp_nonzero(ls, proto);
   }
   memcpy(ip + 12, &ns, 4);

@@ -9,8 +9,8 @@
 
 #include "dataplane/pipeline.h"
 #include "net/bytes.h"
+#include "net/checksum.h"
 #include "net/headers.h"
-#include "features/nat/fold.h"
 
 namespace dp {
 
@@ -24,7 +24,7 @@ inline void write_outer(uint8_t* h, const Pipeline::Encap& e, uint32_t inner_len
   uint8_t* ip = h + net::kEthLen;
   const uint32_t total = inner_len + (e.len - net::kEthLen);
   net::put16(ip + 2, static_cast<uint16_t>(total));
-  net::put16(ip + 10, static_cast<uint16_t>(~net_fold::fold16(e.ip_sum + total)));
+  net::put16(ip + 10, net::finish(e.ip_sum + total));
   uint8_t* udp = ip + net::kIpv4Len;
   net::put16(udp, sport);
   net::put16(udp + 4, static_cast<uint16_t>(total - net::kIpv4Len));
