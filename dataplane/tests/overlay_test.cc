@@ -13,7 +13,6 @@
 #include "ctrack/frame.h"
 #include "dataplane/steer.h"
 #include "features/overlay/tunnel.h"
-#include "net/checksum.h"
 #include "pipeline_fixture.h"
 #include "test_main.h"
 #include "testbed/process.h"
@@ -178,9 +177,6 @@ TEST(Overlay, EncapsulatedNatFramesEqualScapys) {
 // In zone 0 the flow cache takes an encapsulated hit's source port from
 // its conntrack lookup's hash: the port the tables gave the flow's first
 // packet (encap_sport of its tuple), both ways of the NAT.
-// The per-packet carries without a loop (NAT's checksum updates, the outer
-// IPv4 header's) give what net::fold and net::adjust32 give, bit for bit
-// (0x0000 and 0xFFFF kept apart), at the carries' edges and elsewhere.
 TEST(Overlay, CachedHitsInZoneZeroKeepTheFlowsSourcePort) {
   std::string y = overlay_yaml();
   for (size_t p; (p = y.find("zone=1,")) != std::string::npos;) y.erase(p, 7);
