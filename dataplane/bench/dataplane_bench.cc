@@ -9,6 +9,9 @@
 // established TCP segments of random connections, both directions, bursts of
 // 32, from mbufs filled just before (as rx leaves them). Also printed, from
 // the same run: parse alone over the same mbufs (the floor the pipeline adds to).
+// Conntrack is set up as the daemon sets up a worker's shard
+// (conntrack_shard_config), and expired as a worker expires it: a slice
+// each millisecond, inside the timed part.
 // With --overlay-nat, the same connections also through the cloud pipeline
 // (configs/dataplane/overlay-nat.yaml's rules with the same fillers): the VM's
 // segments source-NATed and VXLAN-encapsulated (the outer headers written as
@@ -32,6 +35,7 @@
 #include "ctrack/packet.h"
 #include "dataplane/config.h"
 #include "dataplane/pipeline.h"
+#include "dataplane/worker.h"
 #include "features/overlay/mbuf.h"
 #include "sdn/clock.h"
 
@@ -146,6 +150,8 @@ struct Env {
   dp::WorkerStats st;
   std::unique_ptr<dp::Datapath> dp;
   uint64_t now = 1'000'000'000'000ull;
+  uint32_t expire_slice = 0;
+  uint64_t last_expire = 0;  // sdn::mono_ns() of the last expiry slice
 };
 
 // The frame in an mbuf, received on port `port` (0 inside, 1 outside).
@@ -172,6 +178,12 @@ uint64_t run_mbufs(Env& e, rte_mbuf** mb, size_t n, uint64_t* dropped) {
       in[i] = dp::PacketIn{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, m->pkt_len, m->port, false, 0};
     }
     e.dp->run(*e.pl, in, k, e.now, v);
+    // The worker's expiry, paced by time as the worker paces it (the
+    // measured connections do not expire: this is the sweep's cost).
+    if (const uint64_t t = sdn::mono_ns(); t - e.last_expire >= dp::kExpireEveryNs) {
+      e.ct->expire(e.now, e.expire_slice);
+      e.last_expire = t;
+    }
     for (uint32_t i = 0; i < k; i++) {
       drops += v[i].out_port < 0;
       // The worker's part of a tunnel: outer headers off, or on.
@@ -263,9 +275,11 @@ int main(int argc, char** argv) {
     e->pool = pool;
     e->overlay = ov;
     const dp::Config& c = ov ? *ovcfg : *cfg;
-    ctrack::Config cc;
+    // The shard as the daemon makes it for this config (conntrack_shard_config:
+    // no sweep inside the lookups, expiry by time), at this capacity.
+    ctrack::Config cc = dp::conntrack_shard_config(c);
     cc.capacity = capacity;
-    cc.nat = c.ct.nat;
+    e->expire_slice = dp::expire_slice(capacity);
     e->ct = std::move(ctrack::Tracker::create(cc).value());
     e->pl = std::move(dp::Pipeline::build(c.rules, 1, &c.overlay).value());
     e->dp = std::make_unique<dp::Datapath>(0, e->ct.get(), &e->st);

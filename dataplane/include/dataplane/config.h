@@ -50,6 +50,12 @@ struct Config {
   Status apply_cli();
 };
 
+// Each worker's conntrack shard as the daemon creates it from `cfg`: the
+// `conntrack:` section (each shard holds ct.capacity), with no offload
+// event ring when no provider would read it. dataplane-bench builds its
+// trackers with it too, so that it measures what the daemon runs.
+ctrack::Config conntrack_shard_config(const Config& cfg);
+
 // A DPDK file prefix: letters, digits, '-' and '_' (it names a directory).
 Status check_file_prefix(const std::string& p);
 // A control socket path: absolute, and fits sockaddr_un (107 bytes).

@@ -1,6 +1,7 @@
 // Internal: a worker's loop and everything it may touch.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <vector>
@@ -14,6 +15,11 @@ struct rte_rcu_qsbr;
 struct rte_ring;
 
 namespace dp {
+
+// The workers expire by time, busy or not: a slice every kExpireEveryNs
+// that sweeps the whole shard once a second (entries go within timeout + 1 s).
+inline constexpr uint64_t kExpireEveryNs = 1'000'000;
+inline uint32_t expire_slice(uint32_t capacity) { return std::max<uint32_t>(64, capacity / 1000 + 1); }
 
 class NicStage;
 

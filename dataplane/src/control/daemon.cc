@@ -175,9 +175,7 @@ Status Daemon::start() {
   auto off = make_offload_provider(cfg_.offload, nw);
   if (!off) return off.status();
   offload_ = std::move(off.value());
-  ctrack::Config cc = cfg_.ct;
-  if (cfg_.offload.provider == "none") cc.event_ring = 0;  // nobody would read the events
-  else if (cc.event_ring == 0) cc.event_ring = 16384;
+  const ctrack::Config cc = conntrack_shard_config(cfg_);
   for (unsigned i = 0; i < nw; i++) {
     auto t = ctrack::Tracker::create(cc);
     if (!t) return Status::error("conntrack: " + t.message());
@@ -261,7 +259,7 @@ Status Daemon::start() {
     w->env.id = w->id;
     w->env.workers = nw;
     w->env.burst = cfg_.workers.burst;
-    w->env.expire_slice = std::max<uint32_t>(64, cfg_.ct.capacity / 1000 + 1);
+    w->env.expire_slice = expire_slice(cfg_.ct.capacity);
     w->env.port_ids = ports_.ids();
     w->env.port_index = ports_.index();
     w->env.pipeline = &pipeline_;

@@ -338,9 +338,8 @@ void Worker::run() {
     if (busy) st_.busy_polls++;
     else st_.idle_polls++;
     publish_trace(traced_before);
-    // Expiry paced by time, busy or not: a slice each millisecond that
-    // sweeps the whole shard once a second (entries go within timeout + 1 s).
-    if (now - last_expire >= 1'000'000) {
+    // Expiry paced by time, busy or not (kExpireEveryNs, expire_slice).
+    if (now - last_expire >= kExpireEveryNs) {
       uint64_t t0 = rte_rdtsc();
       st_.expired += e_.shard->expire(now, e_.expire_slice);
       e_.dp->expire_fragments(now);

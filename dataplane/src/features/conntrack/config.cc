@@ -2,6 +2,7 @@
 #include "features/conntrack/config.h"
 
 #include "control/config_yaml.h"
+#include "dataplane/config.h"
 
 namespace dp {
 
@@ -95,6 +96,13 @@ Status parse_conntrack(const Ctx& c, const YAML::Node& n, ctrack::Config* ct, in
   if (YAML::Node z = n["zones"]) SDN_TRY(parse_zones(c, z, ct));
   if (n["capacity"]) *capacity_line = n["capacity"].Mark().line + 1;
   return {};
+}
+
+ctrack::Config conntrack_shard_config(const Config& cfg) {
+  ctrack::Config cc = cfg.ct;
+  if (cfg.offload.provider == "none") cc.event_ring = 0;  // nobody would read the events
+  else if (cc.event_ring == 0) cc.event_ring = 16384;
+  return cc;
 }
 
 bool conntrack_reload(const ctrack::Config& running, ctrack::Config* next, std::vector<std::string>* refused) {
