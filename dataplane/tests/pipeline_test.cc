@@ -407,13 +407,13 @@ tables:
 )Y";
 }
 
-// The stage list follows the rule set: the flow cache's two stages only
-// when every ct() uses one zone, no tunnel decap without a tunnel port, the
+// The stage list follows the rule set: rx with the flow cache, and the
+// paths recorded, only when every ct() uses one zone, no tunnel decap without a tunnel port, the
 // plain egress without encap().
 TEST(Stages, TheListFollowsTheRuleSet) {
   Fixture one(nat_yaml());
   std::vector<std::string> got = stage_names_of(*one.pl);
-  EXPECT_EQ(got, (std::vector<std::string>{"rx", "flow_cache", "tables", "paths+egress"}));
+  EXPECT_EQ(got, (std::vector<std::string>{"rx+flow_cache", "tables", "paths+egress"}));
   Fixture two(R"Y(eal: {file_prefix: st, no_huge: true}
 ports:
   - {name: inside, devargs: "net_af_packet0,iface=a"}

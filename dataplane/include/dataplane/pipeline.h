@@ -394,7 +394,8 @@ class Datapath {
  public:
   // The stages a rule set may run, in their order (Pipeline::stages_).
   enum class Stage : uint8_t {
-    kRx, kRxTunnels, kFlowCache, kTables, kEgress, kEgressEncaps, kPathsEgress, kPathsEgressEncaps, kCount
+    kRx, kRxTunnels, kFlowCache, kTables, kEgress, kEgressEncaps, kPathsEgress, kPathsEgressEncaps,
+    kRxCached, kRxCachedTunnels, kCount
   };
   static const char* stage_name(Stage s);
   struct Burst;  // one burst's state (pipeline/burst.h)
@@ -406,10 +407,25 @@ class Datapath {
   template <bool kTunnels>
   void ingress(Burst& b);               // parse/: decap, mark skip, parse, ingress MTU, fragments, ownership
   struct RxCounts {
-    uint64_t handed = 0, handed_bytes = 0;
+    uint64_t handed = 0, handed_bytes = 0, handoffs = 0;
+    uint32_t firsts[kMaxBurst], nfirst = 0;  // identifications of the first fragments judged in the burst
   };
+  template <bool kTunnels>
+  void rx_one(Burst& b, uint32_t i, RxCounts& c);  // parse/: one packet of ingress
+  void rx_counted(Burst& b, uint64_t rx_bytes, const RxCounts& c, size_t dropped_before);
   bool rx_parse(Burst& b, uint32_t i, uint32_t flen, uint32_t mtu_from, RxCounts& c);
   void flow_cache(Burst& b);            // flow_cache/: established paths: conntrack, then the path's actions
+  template <bool kTunnels>
+  void rx_cached(Burst& b);             // flow_cache/: rx and the flow cache in one pass (the lane)
+  template <bool kTunnels>
+  bool lane_rx(Burst& b, uint32_t i);
+  void lane_join(Burst& b, uint32_t i);
+  void paths_for(const Pipeline& pl);
+  template <bool kLane>
+  void cache_lookup(Burst& b, const ctrack::Packet* const* cpk, const uint32_t* idx, uint32_t nc);
+  template <bool kLane>
+  void cache_hits(Burst& b, const Action& ca, const ctrack::Packet* const* gp, const ctrack::Tracker::Found* const* gf,
+                  const FlowPath* const* gpath, const uint32_t* ghit, uint32_t m);
   void tables(Burst& b);                // tables/: keys, then each table's lookup, actions and conntrack
   void classifier_keys(Burst& b);
   void classify(Burst& b, int table);   // rte_acl, or the NIC's table-0 match

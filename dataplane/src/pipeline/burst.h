@@ -73,10 +73,9 @@ inline uint32_t ip_claimed(const uint8_t* d, uint32_t len, const ctrack::Parsed&
   return 0;
 }
 
-// A packet's state before the stages have judged it.
-inline void begin_packet(PktState& p, bool fast) {
-  p.off = 0;
-  p.tun_id = 0;
+// A packet's state before the stages have judged it, but where rx found
+// it (off, tun_id, df_clear: the flow cache's lane sets those first).
+inline void begin_state(PktState& p, bool fast) {
   p.table = -1;
   p.ct_state = 0;
   p.pre = -1;
@@ -89,8 +88,13 @@ inline void begin_packet(PktState& p, bool fast) {
   p.why = 0;
   p.cached = nullptr;
   p.natted = false;
-  p.df_clear = false;
   p.ncts = p.nhits = 0;
+}
+inline void begin_packet(PktState& p, bool fast) {
+  p.off = 0;
+  p.tun_id = 0;
+  p.df_clear = false;
+  begin_state(p, fast);
 }
 
 }  // namespace stage

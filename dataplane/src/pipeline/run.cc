@@ -61,8 +61,10 @@ void Datapath::expire_fragments(uint64_t now_ns) {
 }
 
 const char* Datapath::stage_name(Stage s) {
-  static const char* const kNames[] = {"rx",     "rx_tunnels",    "flow_cache",   "tables",
-                                       "egress", "egress_encaps", "paths+egress", "paths+egress_encaps"};
+  static const char* const kNames[] = {"rx",           "rx_tunnels",          "flow_cache",
+                                       "tables",       "egress",              "egress_encaps",
+                                       "paths+egress", "paths+egress_encaps", "rx+flow_cache",
+                                       "rx_tunnels+flow_cache"};
   static_assert(sizeof kNames / sizeof kNames[0] == static_cast<size_t>(Stage::kCount));
   return kNames[static_cast<size_t>(s)];
 }
@@ -76,8 +78,10 @@ void Pipeline::plan_stages() {
   auto add = [&](S s) { stages_[nstages_++] = static_cast<uint8_t>(s); };
   bool tunnels = false;
   for (uint8_t m : decap_on_) tunnels |= m != 0;
-  add(tunnels ? S::kRxTunnels : S::kRx);
-  if (fast_zone_ >= 0) add(S::kFlowCache);
+  // With the flow cache, rx and the cache in one pass (its lane: see
+  // rx_cached, flow_cache/stage.h).
+  if (fast_zone_ >= 0) add(tunnels ? S::kRxCachedTunnels : S::kRxCached);
+  else add(tunnels ? S::kRxTunnels : S::kRx);
   add(S::kTables);  // (with no rules: every packet is a no-match drop)
   // The flow cache's paths are recorded in egress's loop (one pass over
   // the burst, not two).
@@ -113,6 +117,16 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
       case Stage::kRx: ingress<false>(b); break;
       case Stage::kRxTunnels: ingress<true>(b); break;
       case Stage::kFlowCache: flow_cache(b); break;
+      // The lane, unless the flow cache is off or a live trace wants notes
+      // (then rx, and the cache as its own stage: the same judgments).
+      case Stage::kRxCached:
+        if (b.fast && !b.noting) rx_cached<false>(b);
+        else ingress<false>(b), flow_cache(b);
+        break;
+      case Stage::kRxCachedTunnels:
+        if (b.fast && !b.noting) rx_cached<true>(b);
+        else ingress<true>(b), flow_cache(b);
+        break;
       case Stage::kTables: tables(b); break;
       case Stage::kEgress: egress<false, false>(b); break;
       case Stage::kEgressEncaps: egress<false, true>(b); break;

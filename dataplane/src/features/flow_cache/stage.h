@@ -1,13 +1,15 @@
-// The flow cache (a stage of Datapath::run): an established connection's
-// direction that took a path through the tables under this rule set takes
-// it again from conntrack, without the classifier. A path is recorded
-// after the tables (remember_path, from egress), once per (connection, direction).
+// The flow cache (Datapath::run's first stage with rx, its lane; or its
+// own stage after rx): an established connection's direction that took a
+// path through the tables under this rule set takes it again from
+// conntrack, without the classifier. A path is recorded after the tables
+// (remember_path, from egress), once per (connection, direction).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 
 #include "pipeline/burst.h"
+#include "features/parse/stage.h"
 
 namespace dp {
 
@@ -75,18 +77,20 @@ inline uint16_t Datapath::record_path(const FlowPath& p) {
   return FlowCacheEntry::kNone;
 }
 
-// The flow cache: established packets whose direction has a path under
-// this pipeline go from conntrack straight to that path's actions.
+// The rules changed: every path is stale.
+inline void Datapath::paths_for(const Pipeline& pl) {
+  if (paths_gen_ == pl.gen_) return;
+  for (FlowPath& fp : paths_) fp.hash = 0;
+  paths_gen_ = pl.gen_;
+}
+
+// The flow cache (its own stage: rx ran, the lane's is not taken): every
+// IP packet rx left for the tables.
 inline void Datapath::flow_cache(Burst& b) {
   if (!b.fast || !b.active) return;
+  paths_for(b.pl);
   PktState* s = b.s;
-  const PacketIn* in = b.in;
-  if (paths_gen_ != b.pl.gen_) {  // the rules changed: every path is stale
-    for (FlowPath& fp : paths_) fp.hash = 0;
-    paths_gen_ = b.pl.gen_;
-  }
   const ctrack::Packet* cpk[kMaxBurst];
-  ctrack::Tracker::Found found[kMaxBurst];
   uint32_t idx[kMaxBurst], nc = 0;
   for (uint32_t i = 0; i < b.n; i++) {
     if (s[i].table != 0 || s[i].pre >= 0 || s[i].key.kind == 0) continue;
@@ -94,6 +98,89 @@ inline void Datapath::flow_cache(Burst& b) {
     cpk[nc] = &s[i].parsed.ct;
     idx[nc++] = i;
   }
+  cache_lookup<false>(b, cpk, idx, nc);
+}
+
+// The lane (rx and the flow cache in one pass, when the flow cache runs):
+// whether packet i is what most traffic is, the frame ctrack's parse lane
+// takes (plain IPv4 TCP or UDP), decapsulated or not, inside the ingress
+// MTU, owned by this worker. Then rx's part of it is done here: its
+// verdict's start, the parse, where it was found; the rest of its state
+// only if the flow cache does not judge it (lane_join). False: rx_one
+// takes it from the start (and says why, if it is dropped).
+template <bool kTunnels>
+__attribute__((always_inline)) inline bool Datapath::lane_rx(Burst& b, uint32_t i) {
+  const PacketIn& pi = b.in[i];
+  PktState& p = b.s[i];
+  if (pi.carried || pi.parsed || (pi.has_mark && b.hw && (pi.mark & HwMarkTable::kTag))) return false;
+  uint32_t off = 0, end = pi.len, mtu_from = 14, vni = 0;  // mtu_from: where the IP packet the MTU bounds starts
+  if (const uint8_t t = kTunnels ? b.pl.decap_on_[pi.port] : 0) {
+    const Decap dc = tunnel_decap(t, pi.data, pi.len, b.pl.ov_, &p.decap_counter);
+    if (dc.why != DropWhy::kCount) return false;
+    if (dc.off) {
+      off = dc.off;
+      end = dc.end;
+      mtu_from = dc.l3;
+      vni = dc.vni;
+    }
+  }
+  if (!ctrack::parse_ip4_plain(pi.data + off, end - off, 0, &p.parsed)) return false;
+  if (pi.pkt_len - mtu_from > mtu_[pi.port]) return false;  // (rx_parse: oversize, or a reassembled datagram)
+  if (steer_ && steer_->owner(p.parsed.ct.key) != self_) return false;
+  b.out[i] = Verdict{-1, 0, -1, 0, static_cast<uint16_t>(off), 0, 0, false, 0, 0, FragNote{}};
+  p.off = static_cast<uint16_t>(off);
+  p.tun_id = vni;
+  p.df_clear = !(pi.data[off + 14 + 6] & 0x40);
+  b.l3len[i] = (off ? end : pi.pkt_len) - off - 14;
+  p.parsed.ct.in_port = static_cast<uint8_t>(pi.port);
+  if (off) {
+    p.parsed.ct.meta |= ctrack::kMetaNoOffload;
+    b.st.tunnel[p.decap_counter]++;
+  }
+  p.parsed.ct.key.zone = b.fast_zone;
+  return true;
+}
+
+// A lane packet the flow cache did not judge: the rest of rx's state, and
+// into the tables.
+inline void Datapath::lane_join(Burst& b, uint32_t i) {
+  PktState& p = b.s[i];
+  stage::begin_state(p, b.fast);
+  p.key.kind = p.parsed.ct.key.family;
+  p.table = 0;
+  b.active++;
+}
+
+template <bool kTunnels>
+inline void Datapath::rx_cached(Burst& b) {
+  paths_for(b.pl);
+  uint64_t rx_bytes = 0;
+  RxCounts c;
+  const size_t dropped_before = frags_->dropped().size();
+  const ctrack::Packet* cpk[kMaxBurst];
+  uint32_t idx[kMaxBurst], nc = 0;
+  for (uint32_t i = 0; i < b.n; i++) {
+    rx_bytes += b.in[i].pkt_len;
+    if (lane_rx<kTunnels>(b, i)) {
+      cpk[nc] = &b.s[i].parsed.ct;
+      idx[nc++] = i;
+    } else {
+      rx_one<kTunnels>(b, i, c);
+    }
+  }
+  rx_counted(b, rx_bytes, c, dropped_before);
+  cache_lookup<true>(b, cpk, idx, nc);
+}
+
+// The flow cache's lookups, cpk[k] of packet idx[k]: established packets
+// whose direction has a path under this pipeline go from conntrack straight
+// to that path's actions. kLane: the packets are the lane's (lane_rx), not
+// yet in the tables: what the cache does not judge joins them.
+template <bool kLane>
+inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, const uint32_t* idx, uint32_t nc) {
+  PktState* s = b.s;
+  const PacketIn* in = b.in;
+  ctrack::Tracker::Found found[kMaxBurst];
   if (nc) ct_->lookup(cpk, nc, found);
   // Each connection's cache entry is a likely cache miss: ask for them all
   // before the first is read. (Asking with the connection's entry, inside
@@ -109,6 +196,12 @@ inline void Datapath::flow_cache(Burst& b) {
   const ctrack::Packet* hp[kMaxBurst];
   const ctrack::Tracker::Found* hf[kMaxBurst];
   bool mixed = false;  // the hits' paths name more than one ct() action (usually not: one group)
+  // Not judged here: the tables, with the lookup's result.
+  auto to_tables = [&](uint32_t i, const ctrack::Tracker::Found& f) {
+    if (kLane) lane_join(b, i);
+    s[i].have_found = true;
+    s[i].found = f;
+  };
   for (uint32_t k = 0; k < nc; k++) {
     uint32_t i = idx[k];
     const FlowPath* fp = nullptr;
@@ -129,8 +222,7 @@ inline void Datapath::flow_cache(Burst& b) {
       hit[nh++] = i;
     } else {
       if (conn != ctrack::kNoConn) busy[nb++] = conn;
-      s[i].have_found = true;
-      s[i].found = found[k];
+      to_tables(i, found[k]);
     }
   }
   if (nb) {
@@ -144,74 +236,14 @@ inline void Datapath::flow_cache(Burst& b) {
         hf[keep] = hf[h];
         hit[keep++] = hit[h];
       } else {
-        s[hit[h]].have_found = true;
-        s[hit[h]].found = *hf[h];
+        to_tables(hit[h], *hf[h]);
       }
     }
     nh = keep;
   }
   if (!nh) return;
-  // One group of hits (one commit and NAT range): their conntrack, then
-  // each one's path; or, where conntrack judged it otherwise than the path
-  // was taken, the full pipeline with that result. hit: the packets'
-  // indices in the burst.
-  auto cache_hits = [&](const Action& ca, const ctrack::Packet* const* gp, const ctrack::Tracker::Found* const* gf,
-                        const FlowPath* const* gpath, const uint32_t* ghit, uint32_t m) {
-    const ctrack::NatRange* nat = ca.nat.kind != ctrack::NatKind::kNone ? &ca.nat : nullptr;
-    UninitResults results;
-    ctrack::CtResult* res = results.r;
-    ctrack::Key nat_to[kMaxBurst];  // (asked for only of a tracker with NAT: no other translates)
-    ct_->process_found(gp, gf, m, b.now_ns, ca.commit, res, nat, ct_->config().nat ? nat_to : nullptr);
-    uint64_t hits = 0;
-    uint16_t used[kMaxBurst];  // the paths taken (their slots), each once
-    uint32_t nused = 0;
-    for (uint32_t j = 0; j < m; j++) {
-      const FlowPath& fp = *gpath[j];
-      const uint32_t i = ghit[j];
-      PktState& p = s[i];
-      if (res[j].state != fp.state || res[j].conn != gf[j]->conn) {
-        // Not the state the path was taken in: the full pipeline goes on
-        // with this result as its first ct()'s.
-        p.have_ct = true;
-        p.first = res[j];
-        if (res[j].nat) p.nat_to = nat_to[j];
-        continue;
-      }
-      if (res[j].nat) translate(b, i, nat_to[j]);
-      b.out[i].ct_state = res[j].state;
-      b.out[i].mark = fp.mark;
-      const uint32_t slot = static_cast<uint32_t>(&fp - paths_.data());
-      PathCount& pc = path_counts_[slot];
-      if (pc.packets == 0) used[nused++] = static_cast<uint16_t>(slot);
-      pc.packets++;
-      pc.bytes += in[i].pkt_len;
-      if (fp.out_port >= 0) b.out[i].out_port = fp.out_port;
-      else b.drop(i, DropWhy::kRule);
-      if (fp.encap) {
-        b.out[i].encap = fp.encap;
-        // (In zone 0 the lookup hashed the very tuple the source port is of.)
-        b.out[i].encap_sport =
-            b.fast_zone == 0 ? encap_sport_of_hash(gf[j]->hash) : encap_sport(p.parsed.ct.key);
-      }
-      p.cached = &fp;
-      p.cacheable = false;
-      b.done(i);
-      hits++;
-    }
-    b.st.cache_hits += hits;
-    // The rules' counters: once per path the hits took (exact when run() returns).
-    for (uint32_t u = 0; u < nused; u++) {
-      const FlowPath& fp = paths_[used[u]];
-      PathCount& pc = path_counts_[used[u]];
-      for (uint32_t r = 0; r < fp.nrules; r++) {
-        b.counters[fp.rules[r]].packets += pc.packets;
-        b.counters[fp.rules[r]].bytes += pc.bytes;
-      }
-      pc = PathCount{};
-    }
-  };
   if (!mixed) {  // (usually: one ct() action for every hit, one group)
-    cache_hits(b.acts[path[0]->ct_act], hp, hf, path, hit, nh);
+    cache_hits<kLane>(b, b.acts[path[0]->ct_act], hp, hf, path, hit, nh);
     return;
   }
   // Conntrack for the hits, in burst order, grouped as conntrack() groups
@@ -237,7 +269,78 @@ inline void Datapath::flow_cache(Burst& b) {
       gpath[m] = path[h];
       ghit[m++] = hit[h];
     }
-    cache_hits(ca, gp, gf, gpath, ghit, m);
+    cache_hits<kLane>(b, ca, gp, gf, gpath, ghit, m);
+  }
+}
+
+// One group of hits (one commit and NAT range): their conntrack, then
+// each one's path; or, where conntrack judged it otherwise than the path
+// was taken, the full pipeline with that result. ghit: the packets'
+// indices in the burst.
+template <bool kLane>
+inline void Datapath::cache_hits(Burst& b, const Action& ca, const ctrack::Packet* const* gp,
+                                 const ctrack::Tracker::Found* const* gf, const FlowPath* const* gpath,
+                                 const uint32_t* ghit, uint32_t m) {
+  PktState* s = b.s;
+  const PacketIn* in = b.in;
+  const ctrack::NatRange* nat = ca.nat.kind != ctrack::NatKind::kNone ? &ca.nat : nullptr;
+  UninitResults results;
+  ctrack::CtResult* res = results.r;
+  ctrack::Key nat_to[kMaxBurst];  // (asked for only of a tracker with NAT: no other translates)
+  ct_->process_found(gp, gf, m, b.now_ns, ca.commit, res, nat, ct_->config().nat ? nat_to : nullptr);
+  uint64_t hits = 0;
+  uint16_t used[kMaxBurst];  // the paths taken (their slots), each once
+  uint32_t nused = 0;
+  for (uint32_t j = 0; j < m; j++) {
+    const FlowPath& fp = *gpath[j];
+    const uint32_t i = ghit[j];
+    PktState& p = s[i];
+    if (res[j].state != fp.state || res[j].conn != gf[j]->conn) {
+      // Not the state the path was taken in: the full pipeline goes on
+      // with this result as its first ct()'s.
+      if (kLane) lane_join(b, i);
+      p.have_ct = true;
+      p.first = res[j];
+      if (res[j].nat) p.nat_to = nat_to[j];
+      continue;
+    }
+    if (kLane) {  // out of the stages (never in the tables: not counted in b.active)
+      p.table = -1;
+      p.cacheable = false;
+    }
+    if (res[j].nat) translate(b, i, nat_to[j]);
+    b.out[i].ct_state = res[j].state;
+    b.out[i].mark = fp.mark;
+    const uint32_t slot = static_cast<uint32_t>(&fp - paths_.data());
+    PathCount& pc = path_counts_[slot];
+    if (pc.packets == 0) used[nused++] = static_cast<uint16_t>(slot);
+    pc.packets++;
+    pc.bytes += in[i].pkt_len;
+    if (fp.out_port >= 0) b.out[i].out_port = fp.out_port;
+    else b.drop(i, DropWhy::kRule);
+    if (fp.encap) {
+      b.out[i].encap = fp.encap;
+      // (In zone 0 the lookup hashed the very tuple the source port is of.)
+      b.out[i].encap_sport =
+          b.fast_zone == 0 ? encap_sport_of_hash(gf[j]->hash) : encap_sport(p.parsed.ct.key);
+    }
+    if (!kLane) {
+      p.cached = &fp;
+      p.cacheable = false;
+      b.done(i);
+    }
+    hits++;
+  }
+  b.st.cache_hits += hits;
+  // The rules' counters: once per path the hits took (exact when run() returns).
+  for (uint32_t u = 0; u < nused; u++) {
+    const FlowPath& fp = paths_[used[u]];
+    PathCount& pc = path_counts_[used[u]];
+    for (uint32_t r = 0; r < fp.nrules; r++) {
+      b.counters[fp.rules[r]].packets += pc.packets;
+      b.counters[fp.rules[r]].bytes += pc.bytes;
+    }
+    pc = PathCount{};
   }
 }
 

@@ -114,112 +114,120 @@ __attribute__((always_inline)) inline bool Datapath::rx_parse(Burst& b, uint32_t
   return true;
 }
 
-// Rx: a tunnel's decap (kTunnels), or what the first worker carried; the
-// NIC's mark; parse, the ingress MTU and connection ownership.
+// One packet of rx (ingress's loop, and the flow cache's lane for what it
+// does not take): a tunnel's decap (kTunnels), or what the first worker
+// carried; the NIC's mark; parse, the ingress MTU and connection ownership.
+// It leaves the packet in the tables (table 0, counted in b.active) or out
+// of them (dropped, held, handed off).
+template <bool kTunnels>
+__attribute__((always_inline)) inline void Datapath::rx_one(Burst& b, uint32_t i, RxCounts& c) {
+  const PacketIn* in = b.in;
+  Verdict* out = b.out;
+  WorkerStats& st = b.st;
+  out[i] = Verdict{-1, 0, -1, 0, 0, 0, 0, false, 0, 0, FragNote{}};
+  PktState& p = b.s[i];
+  begin_packet(p, b.fast);
+  // The frame's bytes the parse may read (a decapsulated frame: up to the
+  // outer datagram's end) and where the IP packet the MTU bounds starts.
+  uint32_t flen = in[i].len, mtu_from = 0;
+  const bool carried = in[i].carried;
+  if (carried) {  // handed to us: the receiving worker's decap and parse
+    const Carried& cr = *in[i].carry;
+    p.parsed = cr.parsed;
+    p.off = cr.off;
+    p.tun_id = cr.tun_id;
+    p.decap_counter = cr.decap_counter;
+    p.df_clear = cr.df_clear;
+    b.l3len[i] = cr.l3len;
+    out[i].strip = cr.off;
+    out[i].frag = in[i].frag;
+  } else if (const uint8_t tunnels = kTunnels ? b.pl.decap_on_[in[i].port] : 0) {
+    const Decap dc = tunnel_decap(tunnels, in[i].data, in[i].len, b.pl.ov_, &p.decap_counter);
+    if (dc.why != DropWhy::kCount) {
+      b.drop(i, dc.why);
+      return;
+    }
+    if (dc.off) {  // a tunnel to us (0: another frame, for the tables as it is)
+      p.off = dc.off;
+      p.tun_id = dc.vni;
+      out[i].strip = dc.off;
+      flen = dc.end;
+      mtu_from = dc.l3;  // the outer IP packet, whatever tag came before it
+    }
+  }
+  // The NIC's marks and parse are of the outer frame: a decapsulated one
+  // takes neither.
+  if (p.off == 0 && in[i].has_mark && b.hw && (in[i].mark & HwMarkTable::kTag)) {
+    uint32_t idx = in[i].mark & ~HwMarkTable::kTag;
+    if (idx & HwMarkTable::kRule) {
+      idx &= ~HwMarkTable::kRule;
+      if (idx < b.pl.table0_by_id_.size()) p.pre = b.pl.table0_by_id_[idx];
+      if (p.pre >= 0) st.hw_marked++;
+      p.hw_marked = b.noting && p.pre >= 0;
+    } else if (idx < b.hw->out_port.size() && b.hw->out_port[idx] >= 0) {
+      out[i].out_port = b.hw->out_port[idx];
+      out[i].mark = in[i].mark;
+      b.l3len[i] = l3_bytes(in[i].data, in[i].len, in[i].pkt_len);
+      st.hw_marked++;
+      p.hw_marked = b.noting;
+      return;
+    }
+  }
+  if (!carried && !rx_parse(b, i, flen, mtu_from, c)) return;  // the parse, ingress MTU, fragments
+  if (p.parsed.kind == ctrack::L3Kind::kIp) {
+    if (steer_ && !carried) {
+      unsigned owner = steer_->owner(p.parsed.ct.key);
+      if (owner != self_) {
+        if (Carried* cr = in[i].carry) *cr = Carried{p.parsed, p.tun_id, b.l3len[i], p.off, p.decap_counter, p.df_clear};
+        out[i].handoff = static_cast<int8_t>(owner);
+        c.handoffs++;
+        c.handed++;
+        c.handed_bytes += in[i].pkt_len;
+        return;  // the owner counts it (and with no carry, decapsulates and parses it again)
+      }
+    }
+    if (p.parsed.frag == ctrack::Parsed::kFragFirst) {
+      c.firsts[c.nfirst++] = p.parsed.frag_id;
+    } else if (p.parsed.frag == ctrack::Parsed::kFragLater && c.nfirst &&
+               std::find(c.firsts, c.firsts + c.nfirst, p.parsed.frag_id) != c.firsts + c.nfirst) {
+      frags_->defer(in[i].cookie, out[i].frag);  // after its first's connection is made
+      out[i].held = true;
+      c.handed++;
+      c.handed_bytes += in[i].pkt_len;
+      return;
+    }
+    p.key.kind = p.parsed.ct.key.family;
+  } else {
+    p.key.kind = 0;
+    p.key.other_type = p.parsed.kind == ctrack::L3Kind::kNd ? kEthNd : p.parsed.ethertype;
+  }
+  if (p.off) st.tunnel[p.decap_counter]++;  // here: by the worker that keeps it
+  p.table = 0;
+  b.active++;
+}
+
+// Rx's counters for the burst: counted where they are judged (the owner),
+// not where they came in (held fragments: when they leave the table).
+inline void Datapath::rx_counted(Burst& b, uint64_t rx_bytes, const RxCounts& c, size_t dropped_before) {
+  b.st.rx_packets += b.n - c.handed;
+  b.st.rx_bytes += rx_bytes - c.handed_bytes;
+  b.st.handoff_out += c.handoffs;
+  count_dropped_fragments(dropped_before);
+}
+
+// Rx: each packet's rx_one.
 // (Counters are summed in locals and stored once: a per-packet increment of
 // one memory word is a dependency chain through store forwarding.)
 template <bool kTunnels>
 inline void Datapath::ingress(Burst& b) {
-  const bool noting = b.noting;
-  const PacketIn* in = b.in;
-  Verdict* out = b.out;
-  WorkerStats& st = b.st;
   uint64_t rx_bytes = 0;
-  RxCounts counts;  // what left for another worker or the fragment table: counted there
-  uint64_t& handed = counts.handed;
-  uint64_t& handed_bytes = counts.handed_bytes;
+  RxCounts c;  // what left for another worker or the fragment table: counted there
   const size_t dropped_before = frags_->dropped().size();
-  uint32_t firsts[kMaxBurst], nfirst = 0;  // identifications of the first fragments judged here
-  uint64_t handoffs = 0;  // (out[i].handoff is set only there)
   for (uint32_t i = 0; i < b.n; i++) {
-    out[i] = Verdict{-1, 0, -1, 0, 0, 0, 0, false, 0, 0, FragNote{}};
-    rx_bytes += in[i].pkt_len;
-    PktState& p = b.s[i];
-    begin_packet(p, b.fast);
-    // The frame's bytes the parse may read (a decapsulated frame: up to the
-    // outer datagram's end) and where the IP packet the MTU bounds starts.
-    uint32_t flen = in[i].len, mtu_from = 0;
-    const bool carried = in[i].carried;
-    if (carried) {  // handed to us: the receiving worker's decap and parse
-      const Carried& c = *in[i].carry;
-      p.parsed = c.parsed;
-      p.off = c.off;
-      p.tun_id = c.tun_id;
-      p.decap_counter = c.decap_counter;
-      p.df_clear = c.df_clear;
-      b.l3len[i] = c.l3len;
-      out[i].strip = c.off;
-      out[i].frag = in[i].frag;
-    } else if (const uint8_t tunnels = kTunnels ? b.pl.decap_on_[in[i].port] : 0) {
-      const Decap dc = tunnel_decap(tunnels, in[i].data, in[i].len, b.pl.ov_, &p.decap_counter);
-      if (dc.why != DropWhy::kCount) {
-        b.drop(i, dc.why);
-        continue;
-      }
-      if (dc.off) {  // a tunnel to us (0: another frame, for the tables as it is)
-        p.off = dc.off;
-        p.tun_id = dc.vni;
-        out[i].strip = dc.off;
-        flen = dc.end;
-        mtu_from = dc.l3;  // the outer IP packet, whatever tag came before it
-      }
-    }
-    // The NIC's marks and parse are of the outer frame: a decapsulated one
-    // takes neither.
-    if (p.off == 0 && in[i].has_mark && b.hw && (in[i].mark & HwMarkTable::kTag)) {
-      uint32_t idx = in[i].mark & ~HwMarkTable::kTag;
-      if (idx & HwMarkTable::kRule) {
-        idx &= ~HwMarkTable::kRule;
-        if (idx < b.pl.table0_by_id_.size()) p.pre = b.pl.table0_by_id_[idx];
-        if (p.pre >= 0) st.hw_marked++;
-        p.hw_marked = noting && p.pre >= 0;
-      } else if (idx < b.hw->out_port.size() && b.hw->out_port[idx] >= 0) {
-        out[i].out_port = b.hw->out_port[idx];
-        out[i].mark = in[i].mark;
-        b.l3len[i] = l3_bytes(in[i].data, in[i].len, in[i].pkt_len);
-        st.hw_marked++;
-        p.hw_marked = noting;
-        continue;
-      }
-    }
-    if (!carried && !rx_parse(b, i, flen, mtu_from, counts)) continue;  // the parse, ingress MTU, fragments
-    if (p.parsed.kind == ctrack::L3Kind::kIp) {
-      if (steer_ && !carried) {
-        unsigned owner = steer_->owner(p.parsed.ct.key);
-        if (owner != self_) {
-          if (Carried* c = in[i].carry) *c = Carried{p.parsed, p.tun_id, b.l3len[i], p.off, p.decap_counter, p.df_clear};
-          out[i].handoff = static_cast<int8_t>(owner);
-          handoffs++;
-          handed++;
-          handed_bytes += in[i].pkt_len;
-          continue;  // the owner counts it (and with no carry, decapsulates and parses it again)
-        }
-      }
-      if (p.parsed.frag == ctrack::Parsed::kFragFirst) {
-        firsts[nfirst++] = p.parsed.frag_id;
-      } else if (p.parsed.frag == ctrack::Parsed::kFragLater && nfirst &&
-                 std::find(firsts, firsts + nfirst, p.parsed.frag_id) != firsts + nfirst) {
-        frags_->defer(in[i].cookie, out[i].frag);  // after its first's connection is made
-        out[i].held = true;
-        handed++;
-        handed_bytes += in[i].pkt_len;
-        continue;
-      }
-      p.key.kind = p.parsed.ct.key.family;
-    } else {
-      p.key.kind = 0;
-      p.key.other_type = p.parsed.kind == ctrack::L3Kind::kNd ? kEthNd : p.parsed.ethertype;
-    }
-    if (p.off) st.tunnel[p.decap_counter]++;  // here: by the worker that keeps it
-    p.table = 0;
-    b.active++;
+    rx_bytes += b.in[i].pkt_len;
+    rx_one<kTunnels>(b, i, c);
   }
-  // Counted where they are judged (the owner), not where they came in
-  // (held fragments: when they leave the table).
-  st.rx_packets += b.n - handed;
-  st.rx_bytes += rx_bytes - handed_bytes;
-  st.handoff_out += handoffs;
-  count_dropped_fragments(dropped_before);
+  rx_counted(b, rx_bytes, c, dropped_before);
 }
 
 }  // namespace dp
