@@ -256,7 +256,7 @@ TEST(Overlay, CachedHitsInSeveralGroupsKeepTheirOwnSourcePorts) {
 TEST(Overlay, TunnelStagesRunOnlyWithATunnel) {
   Fixture f(overlay_yaml());
   std::vector<std::string> got = stage_names_of(*f.pl);
-  EXPECT_EQ(got, (std::vector<std::string>{"rx_tunnels", "flow_cache", "tables", "paths+egress_encaps"}));
+  EXPECT_EQ(got, (std::vector<std::string>{"rx_tunnels+flow_cache", "tables", "paths+egress_encaps"}));
 }
 
 TEST(Overlay, BadOuterHeadersAreCountedByReason) {
