@@ -1,3 +1,10 @@
+// Insert policies simulated on main's table.cc (table_exp.cc: counters, and
+// g_mode 0 no make_room, 1 main's, 2 free slot in P only, 3 the same for the
+// first candidate only, 4 only when b2 is full too, 5 first candidate only;
+// BIAS=k: the walk picks an away-from-home entry k times in 4).
+// cp ctrack/src/table.h /tmp/s/ && cp results/mr36/sim/*.cc /tmp/s/ && cd /tmp/s &&
+// g++ -O2 -std=c++20 -march=x86-64-v3 -I . -I $TREE/ctrack/include -I $TREE/common/include sim.cc table_exp.cc -o sim
+// ./sim MODE CAP N REPS     e.g. BIAS=3 ./sim 4 132096 131072 4
 #include "table.h"
 #include <cstdio>
 #include <cstdlib>
