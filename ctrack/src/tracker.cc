@@ -2,6 +2,8 @@
 // state machines are in tcp.h, udp.h and icmp.h (proto.h: what they share).
 #include "tracker_impl.h"
 
+#include <cassert>
+
 namespace ctrack {
 
 const char* tcp_state_name(uint8_t s) {
@@ -93,6 +95,19 @@ void Stats::visit(const std::function<void(const std::string&, uint64_t)>& f) co
 
 // ------------------------------------------------------------------ Tracker
 
+namespace {
+
+// key.h: an IPv4 key's address bytes beyond the first four are zero (the
+// entry compare reads only the first four). The per-packet entry points
+// assert it in debug builds (tracker.h).
+[[maybe_unused]] bool ipv4_keys_ok(const Packet* const* pkts, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    if (pkts[i]->key.family == 4 && detail::key_wide(pkts[i]->key)) return false;
+  return true;
+}
+
+}  // namespace
+
 Tracker::Tracker(const Config& cfg) : cfg_(cfg), impl_(std::make_unique<Impl>()) {}
 Tracker::~Tracker() = default;
 
@@ -130,6 +145,7 @@ sdn::Result<std::unique_ptr<Tracker>> Tracker::create(const Config& cfg) {
 
 void Tracker::process(const Packet* const* pkts, uint32_t n, uint64_t now_ns, bool commit, CtResult* out,
                       const NatRange* nat, Key* nat_out) {
+  assert(ipv4_keys_ok(pkts, n) && "IPv4 key with address bytes beyond the first four (key.h)");
   Impl& m = *impl_;
   uint32_t now = now_ms(now_ns);
   m.acquire();
@@ -145,6 +161,7 @@ void Tracker::process(const Packet* const* pkts, uint32_t n, uint64_t now_ns, bo
 }
 
 void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
+  assert(ipv4_keys_ok(pkts, n) && "IPv4 key with address bytes beyond the first four (key.h)");
   Impl& m = *impl_;
   m.acquire();
   for (uint32_t off = 0; off < n; off += Impl::kChunk) {
@@ -152,8 +169,7 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
     uint32_t h[Impl::kChunk], b[Impl::kChunk], cand[Impl::kChunk];
     Found* f = out + off;
     // Staged as process() is: all bucket loads, then all entry loads.
-    uint64_t w[2];  // (unused here)
-    for (uint32_t i = 0; i < k; i++) m.stage1(*pkts[off + i], f[i].hash, b[i], f[i].canon, w);
+    for (uint32_t i = 0; i < k; i++) m.stage1(*pkts[off + i], f[i].hash, b[i], f[i].canon);
     for (uint32_t i = 0; i < k; i++) h[i] = f[i].hash;
     m.stage2(pkts + off, h, b, cand, k);
     for (uint32_t i = 0; i < k; i++) {
@@ -190,6 +206,7 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
 
 void Tracker::process_found(const Packet* const* pkts, const Found* const* found, uint32_t n, uint64_t now_ns,
                             bool commit, CtResult* out, const NatRange* nat, Key* nat_out) {
+  assert(ipv4_keys_ok(pkts, n) && "IPv4 key with address bytes beyond the first four (key.h)");
   Impl& m = *impl_;
   uint32_t now = now_ms(now_ns);
   m.acquire();

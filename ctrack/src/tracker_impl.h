@@ -642,9 +642,9 @@ struct Tracker::Impl {
 
   // Stage 1: canonical hash; prefetch the first candidate bucket (most keys
   // live there; a second prefetch per packet costs more than the few misses).
-  // `w`: the canonical key's ConnKey words for an IPv4 key (stage3's compare).
-  [[gnu::always_inline]] void stage1(const Packet& p, uint32_t& h, uint32_t& b1, bool& canon, uint64_t* w) {
-    h = detail::hash_canonical_words(p.key, &canon, &w[0], &w[1]);
+  // `w` (if given): the canonical key's ConnKey words for an IPv4 key (stage3's compare).
+  [[gnu::always_inline]] void stage1(const Packet& p, uint32_t& h, uint32_t& b1, bool& canon, uint64_t* w = nullptr) {
+    h = w ? detail::hash_canonical_words(p.key, &canon, &w[0], &w[1]) : hash_canonical(p.key, &canon);
     b1 = table.b1(h);
     __builtin_prefetch(&table.buckets()[b1]);
   }

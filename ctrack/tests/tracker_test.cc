@@ -375,6 +375,34 @@ TEST(Table, Ipv4KeysWithOneSignatureAreTwoConnections) {
   }
 }
 
+// key.h's contract for IPv4 keys (address bytes beyond the first four are
+// zero), which the entry compare relies on, is asserted at the per-packet
+// entry points in debug builds. (Broken, such a key's entry is marked wide
+// and never found again.)
+TEST(TrackerDeathTest, Ipv4KeyWithHighAddressBytesIsRefusedInDebugBuilds) {
+#ifdef NDEBUG
+  GTEST_SKIP() << "release build: not checked";
+#else
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Config c = Harness::small_config();
+  Harness h(c);
+  Key k = make_key("10.0.0.1", 1000, "10.0.0.2", 2000, IPPROTO_UDP);
+  const Packet good = udp(k);
+  k.dst[15] = 1;
+  const Packet bad = udp(k);
+  const Packet* pp[2] = {&good, &bad};
+  CtResult r[2];
+  Tracker::Found f[2] = {};
+  const Tracker::Found* fp[2] = {&f[0], &f[1]};
+  EXPECT_DEATH(h.tracker->process(pp, 2, 0, true, r), "IPv4 key");
+  EXPECT_DEATH(h.tracker->lookup(pp, 2, f), "IPv4 key");
+  h.tracker->lookup(pp, 1, f);
+  EXPECT_DEATH(h.tracker->process_found(pp, fp, 2, 0, true, r), "IPv4 key");
+  h.tracker->process(pp, 1, 0, true, r);  // the valid key alone: fine
+  EXPECT_EQ(+r[0].state, +NEW);
+#endif
+}
+
 // Counters keep their low bits in the entry's hot line and carry into the
 // cold part: exact past 256 packets and 64 KiB per direction, and with
 // folded NIC counters near 2^64.

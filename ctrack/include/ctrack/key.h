@@ -24,7 +24,7 @@
 namespace ctrack {
 
 struct Key {
-  uint8_t src[16];  // IPv4 addresses use the first 4 bytes; the rest is zero
+  uint8_t src[16];  // IPv4 addresses use the first 4 bytes; the rest must be zero (Tracker::process)
   uint8_t dst[16];
   uint16_t sport;   // host byte order. ICMP echo: id in sport (request) or dport (reply)
   uint16_t dport;

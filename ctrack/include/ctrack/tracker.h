@@ -202,6 +202,10 @@ class Tracker {
   // every packet of a translated connection gets out[i].nat and, in
   // nat_out[i], the tuple to write into it (for an ICMP error: into its
   // embedded header). nat_out may be null only when nothing is translated.
+  // Keys as key.h defines them: an IPv4 key's address bytes beyond the
+  // first four are zero (parse_packet leaves them so; entries are compared
+  // on the first four alone). process, lookup and process_found assert it
+  // in debug builds; release builds do not check.
   void process(const Packet* const* pkts, uint32_t n, uint64_t now_ns, bool commit, CtResult* out,
                const NatRange* nat = nullptr, Key* nat_out = nullptr);
 
