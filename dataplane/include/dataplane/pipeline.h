@@ -336,6 +336,7 @@ struct FlowPath {
   bool commit = false;
   uint32_t ct_act = 0;    // its ct() action (index into the pipeline's actions): commit, NAT range
   int16_t out_port = -1;  // -1: dropped by its last rule
+  uint16_t slot = 0;      // its index in the worker's paths (record_path)
   uint32_t mark = 0;
   uint32_t rules[kMaxTables] = {};  // rule indices hit, in order
 };

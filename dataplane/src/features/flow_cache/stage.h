@@ -70,6 +70,7 @@ inline uint16_t Datapath::record_path(const FlowPath& p) {
     if (q.hash == 0) {
       q = p;
       q.hash = h;
+      q.slot = static_cast<uint16_t>(slot);
       return static_cast<uint16_t>(slot);
     }
     if (q.hash == h && same_path(q, p)) return static_cast<uint16_t>(slot);
@@ -127,7 +128,9 @@ __attribute__((always_inline)) inline bool Datapath::lane_rx(Burst& b, uint32_t 
   if (!ctrack::parse_ip4_plain(pi.data + off, end - off, 0, &p.parsed)) return false;
   if (pi.pkt_len - mtu_from > mtu_[pi.port]) return false;  // (rx_parse: oversize, or a reassembled datagram)
   if (steer_ && steer_->owner(p.parsed.ct.key) != self_) return false;
-  b.out[i] = Verdict{-1, 0, -1, 0, static_cast<uint16_t>(off), 0, 0, false, 0, 0, FragNote{}};
+  static constexpr Verdict kFresh{-1, 0, -1, 0, 0, 0, 0, false, 0, 0, FragNote{}};
+  b.out[i] = kFresh;
+  if (kTunnels) b.out[i].strip = static_cast<uint16_t>(off);
   p.off = static_cast<uint16_t>(off);
   p.tun_id = vni;
   p.df_clear = !(pi.data[off + 14 + 6] & 0x40);
@@ -159,8 +162,11 @@ inline void Datapath::rx_cached(Burst& b) {
   const size_t dropped_before = frags_->dropped().size();
   const ctrack::Packet* cpk[kMaxBurst];
   uint32_t idx[kMaxBurst], nc = 0;
-  for (uint32_t i = 0; i < b.n; i++) {
-    rx_bytes += b.in[i].pkt_len;
+  // (Locals: the parse's byte stores may alias b's fields.)
+  const PacketIn* const in = b.in;
+  const uint32_t n = b.n;
+  for (uint32_t i = 0; i < n; i++) {
+    rx_bytes += in[i].pkt_len;
     if (lane_rx<kTunnels>(b, i)) {
       cpk[nc] = &b.s[i].parsed.ct;
       idx[nc++] = i;
@@ -311,9 +317,8 @@ inline void Datapath::cache_hits(Burst& b, const Action& ca, const ctrack::Packe
     if (res[j].nat) translate(b, i, nat_to[j]);
     b.out[i].ct_state = res[j].state;
     b.out[i].mark = fp.mark;
-    const uint32_t slot = static_cast<uint32_t>(&fp - paths_.data());
-    PathCount& pc = path_counts_[slot];
-    if (pc.packets == 0) used[nused++] = static_cast<uint16_t>(slot);
+    PathCount& pc = path_counts_[fp.slot];
+    if (pc.packets == 0) used[nused++] = fp.slot;
     pc.packets++;
     pc.bytes += in[i].pkt_len;
     if (fp.out_port >= 0) b.out[i].out_port = fp.out_port;
