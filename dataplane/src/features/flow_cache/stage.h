@@ -177,7 +177,7 @@ inline void Datapath::flow_cache(Burst& b) {
         if (res[j].nat) p.nat_to = nat_to[j];
         continue;
       }
-      if (res[j].nat) translate(b, i, nat_to[j]);
+      if (res[j].nat) translate_hit(b, i, res[j].conn, res[j].nat, nat_to[j]);
       b.out[i].ct_state = res[j].state;
       b.out[i].mark = fp.mark;
       const uint32_t slot = static_cast<uint32_t>(&fp - paths_.data());
