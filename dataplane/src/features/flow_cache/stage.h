@@ -161,7 +161,7 @@ inline void Datapath::flow_cache(Burst& b) {
     UninitResults results;
     ctrack::CtResult* res = results.r;
     ctrack::Key nat_to[kMaxBurst];  // (asked for only of a tracker with NAT: no other translates)
-    ct_->process_found(gp, gf, m, b.now_ns, ca.commit, res, nat, ct_->config().nat ? nat_to : nullptr);
+    ct_->process_found(gp, gf, m, b.now_ns, ca.commit, res, nat, ct_->config().nat ? nat_to : nullptr, true);
     uint64_t hits = 0;
     uint16_t used[kMaxBurst];  // the paths taken (their slots), each once
     uint32_t nused = 0;
@@ -174,10 +174,10 @@ inline void Datapath::flow_cache(Burst& b) {
         // with this result as its first ct()'s.
         p.have_ct = true;
         p.first = res[j];
-        if (res[j].nat) p.nat_to = nat_to[j];
+        if (res[j].nat) nat_kept_target(res[j], nat_to[j], &p.nat_to);
         continue;
       }
-      if (res[j].nat) translate_hit(b, i, res[j].conn, res[j].nat, nat_to[j]);
+      if (res[j].nat) translate_hit(b, i, res[j].conn, res[j].nat);
       b.out[i].ct_state = res[j].state;
       b.out[i].mark = fp.mark;
       const uint32_t slot = static_cast<uint32_t>(&fp - paths_.data());

@@ -130,9 +130,10 @@ inline void adjust16(uint8_t* csum, uint16_t d) {
   memcpy(csum, &hc, 2);
 }
 
-// Writes r into the frame: the IPv4 header at `ip`, `hl` long, of a TCP or
-// UDP packet in ipv4_ports_case().
-[[gnu::always_inline]] inline void apply_ipv4_ports(uint8_t* ip, uint32_t hl, uint8_t proto, const Rewrite4& r) {
+// Writes r (a Rewrite4, or a copy of its members) into the frame: the IPv4
+// header at `ip`, `hl` long, of a TCP or UDP packet in ipv4_ports_case().
+template <class R>
+[[gnu::always_inline]] inline void apply_ipv4_ports(uint8_t* ip, uint32_t hl, uint8_t proto, const R& r) {
   uint8_t* l4 = ip + hl;
   if (r.dip) adjust16(ip + 10, r.dip);
   uint8_t* ls = proto == IPPROTO_TCP ? l4 + 16 : (get16(l4 + 6) ? l4 + 6 : nullptr);
