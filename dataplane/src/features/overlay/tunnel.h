@@ -61,23 +61,6 @@ inline bool same_mac(const uint8_t* a, const uint8_t* b) {
   return ((a4 ^ b4) | static_cast<uint32_t>(a2 ^ b2)) == 0;
 }
 
-// The outer IPv4 header's checksum is right (net::ipv4_checksum_ok): a
-// header without options as two 64-bit words and one 32-bit word summed
-// with end-around carries (RFC 1071 in wider words: the same ones'
-// complement sum, zero only when every word is), here, without the loop.
-[[gnu::always_inline]] inline bool outer_ipv4_ok(const uint8_t* ip, uint32_t ihl) {
-  if (ihl != 20) return net::ipv4_checksum_ok(ip, ihl);
-  uint64_t a, b;
-  uint32_t c;
-  memcpy(&a, ip, 8);
-  memcpy(&b, ip + 8, 8);
-  memcpy(&c, ip + 16, 4);
-  uint64_t s = a + b;
-  s += s < a;
-  const uint64_t t = s + c;
-  return net::fold64(t + (t < s)) == 0xFFFF;
-}
-
 // The outer headers of a frame to this VTEP's `udp_port`: Ethernet (one
 // VLAN tag at most), IPv4 to `local`, UDP. Only from a configured remote
 // VTEP (unless any_remote), to this VTEP's MAC, with a good outer IPv4
@@ -111,7 +94,7 @@ inline Decap udp_tunnel_outer(const uint8_t* d, uint32_t len, const TunnelConfig
     return r;
   }
   r.why = w.header;
-  if (!outer_ipv4_ok(ip, ihl)) return r;  // the outer IPv4 checksum
+  if (!net::ipv4_checksum_ok(ip, ihl)) return r;  // the outer IPv4 checksum
   if (net::get16(ip + 6) & 0x3FFF) return r;      // a fragment: this VTEP does not reassemble
   if (!c.any_remote && !c.remote(ip + 12)) {
     r.why = w.remote;
