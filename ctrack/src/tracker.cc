@@ -155,7 +155,7 @@ void Tracker::process(const Packet* const* pkts, uint32_t n, uint64_t now_ns, bo
     m.process_burst(pkts + off, k, now, commit, out + off, nat_out ? nat_out + off : nullptr);
   }
   m.cur_nat = nullptr;
-  m.cur_nat_out = m.cur_nat_fast = nullptr;
+  m.cur_nat_out = nullptr;
   if (m.cfg.sweep_per_call) m.sweep(now, m.cfg.sweep_per_call);
   m.release();
 }
@@ -205,19 +205,16 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
 }
 
 void Tracker::process_found(const Packet* const* pkts, const Found* const* found, uint32_t n, uint64_t now_ns,
-                            bool commit, CtResult* out, const NatRange* nat, Key* nat_out, bool nat_kept) {
+                            bool commit, CtResult* out, const NatRange* nat, Key* nat_out) {
   assert(ipv4_keys_ok(pkts, n) && "IPv4 key with address bytes beyond the first four (key.h)");
   Impl& m = *impl_;
   uint32_t now = now_ms(now_ns);
   m.acquire();
   m.cur_nat = commit ? nat : nullptr;
   m.st.lookups += n;  // (each packet's stage3 is one)
-  m.cur_nat_out = m.cur_nat_fast = nullptr;
+  m.cur_nat_out = nullptr;
   for (uint32_t i = 0; i < n; i++) {
-    if (nat_out) {
-      m.cur_nat_out = nat_out + i;
-      if (!nat_kept) m.cur_nat_fast = m.cur_nat_out;
-    }
+    if (nat_out) m.cur_nat_out = nat_out + i;
     if (const Found* f = found[i]) {
       // At the same epoch a miss is still one, and a hit needs no second
       // key compare (the slot is the one lookup() matched).
@@ -235,15 +232,8 @@ void Tracker::process_found(const Packet* const* pkts, const Found* const* found
     }
   }
   m.cur_nat = nullptr;
-  m.cur_nat_out = m.cur_nat_fast = nullptr;
+  m.cur_nat_out = nullptr;
   if (m.cfg.sweep_per_call) m.sweep(now, m.cfg.sweep_per_call);
-  m.release();
-}
-
-void Tracker::nat_target(uint32_t conn, uint8_t side, Key* out) {
-  Impl& m = *impl_;
-  m.acquire();
-  m.nat_target(conn, side, out);
   m.release();
 }
 

@@ -69,7 +69,6 @@ struct Tracker::Impl {
   // The burst's NAT range and where translated tuples go (process()).
   const NatRange* cur_nat = nullptr;
   Key* cur_nat_out = nullptr;
-  Key* cur_nat_fast = nullptr;  // fast_hit's: cur_nat_out, or null (process_found's nat_kept)
   Tracker::NatTupleOk nat_ok = nullptr;  // set_nat_filter
   const void* nat_ok_ctx = nullptr;
   uint32_t cap = 0;
@@ -804,7 +803,7 @@ struct Tracker::Impl {
     const uint64_t w = idx | kWord[dir * 2 + ((f >> 2) & 1)] | uint64_t{o.changed} << 40;
     memcpy(static_cast<void*>(&r), &w, sizeof w);
     r.nat = side;
-    if (side != kNatNone && cur_nat_fast) nat_target(idx, side, cur_nat_fast);
+    if (side != kNatNone && cur_nat_out) nat_target(idx, side, cur_nat_out);
     return true;
   }
 
@@ -855,11 +854,11 @@ struct Tracker::Impl {
     if (commit && misses) reserve(misses);
     if (nat_out) {
       for (uint32_t i = 0; i < n; i++) {
-        cur_nat_out = cur_nat_fast = nat_out + i;
+        cur_nat_out = nat_out + i;
         stage3(*pkts[i], cand[i], h[i], canon[i], now, commit, out[i], false, w + 2 * i);
       }
     } else {
-      cur_nat_out = cur_nat_fast = nullptr;
+      cur_nat_out = nullptr;
       for (uint32_t i = 0; i < n; i++)
         stage3(*pkts[i], cand[i], h[i], canon[i], now, commit, out[i], false, w + 2 * i);
     }

@@ -229,15 +229,8 @@ class Tracker {
   // key matched, so that the caller's work between lookup() and
   // process_found() overlaps the entries' remaining misses.
   void lookup(const Packet* const* pkts, uint32_t n, Found* out);
-  // nat_kept: the caller keeps each translated connection side's tuple
-  // (nat_target()); nat_out[i] may then be left unwritten where out[i].conn
-  // is a connection (it is written where the packet ended its connection:
-  // conn kNoConn with out[i].nat).
   void process_found(const Packet* const* pkts, const Found* const* found, uint32_t n, uint64_t now_ns, bool commit,
-                     CtResult* out, const NatRange* nat = nullptr, Key* nat_out = nullptr, bool nat_kept = false);
-  // The tuple a packet of connection `conn` on NatSide `side` is rewritten
-  // to (what nat_out gives it), while the connection lives.
-  void nat_target(uint32_t conn, uint8_t side, Key* out);
+                     CtResult* out, const NatRange* nat = nullptr, Key* nat_out = nullptr);
 
   // Checks up to `budget` entries for expiry (a cursor walks the table).
   // Returns entries freed.

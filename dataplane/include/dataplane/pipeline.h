@@ -460,21 +460,6 @@ class Datapath {
     uint32_t packets = 0, bytes = 0;
   };
   std::vector<PathCount> path_counts_;
-  // nat/ (features/nat/stage.h): a translated connection's rewrite of each
-  // of its two sides (IPv4 TCP/UDP: new addresses and ports, the two checksum
-  // deltas, as nat::Rewrite4; both addresses 0: none kept), made by the first
-  // flow cache hit of that side and used by the next; forgotten when the
-  // handle is taken by a new connection. Index = connection handle * 2 + side.
-  struct NatSide {
-    uint32_t src, dst, ports;
-    uint16_t dip, dl4;
-  };
-  void translate_hit(Burst& b, uint32_t i, uint32_t conn, uint8_t side);
-  void translate_hit_slow(Burst& b, uint32_t i, uint32_t conn, uint8_t side);
-  void nat_kept_target(const ctrack::CtResult& r, const ctrack::Key& written, ctrack::Key* to);
-  void nat_forget(uint32_t conn);
-  std::vector<NatSide> nat_sides_ =
-      std::vector<NatSide>(ct_->config().nat ? 2 * size_t{ct_->capacity()} : 0);
 };
 
 }  // namespace dp

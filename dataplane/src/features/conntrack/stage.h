@@ -73,10 +73,7 @@ inline void Datapath::conntrack(Burst& b) {
         p.cacheable = false;
       }
       // A new entry (or one reused for a new connection) has no path yet.
-      if (r.conn != ctrack::kNoConn && (r.state & ctrack::kCtNew)) {
-        cache_[r.conn].gen = 0;
-        nat_forget(r.conn);
-      }
+      if (r.conn != ctrack::kNoConn && (r.state & ctrack::kCtNew)) cache_[r.conn].gen = 0;
       if (r.conn != ctrack::kNoConn) p.ct_zone = lead.zone;
       if (lead.commit && (r.reason == ctrack::Invalid::kTableFull || r.reason == ctrack::Invalid::kZoneLimit))
         p.ct_zone = -2;  // commit failed under full_policy: drop

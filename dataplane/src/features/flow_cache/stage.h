@@ -293,7 +293,7 @@ inline void Datapath::cache_hits(Burst& b, const Action& ca, const ctrack::Packe
   UninitResults results;
   ctrack::CtResult* res = results.r;
   ctrack::Key nat_to[kMaxBurst];  // (asked for only of a tracker with NAT: no other translates)
-  ct_->process_found(gp, gf, m, b.now_ns, ca.commit, res, nat, ct_->config().nat ? nat_to : nullptr, true);
+  ct_->process_found(gp, gf, m, b.now_ns, ca.commit, res, nat, ct_->config().nat ? nat_to : nullptr);
   uint64_t hits = 0;
   uint16_t used[kMaxBurst];  // the paths taken (their slots), each once
   uint32_t nused = 0;
@@ -307,14 +307,14 @@ inline void Datapath::cache_hits(Burst& b, const Action& ca, const ctrack::Packe
       if (kLane) lane_join(b, i);
       p.have_ct = true;
       p.first = res[j];
-      if (res[j].nat) nat_kept_target(res[j], nat_to[j], &p.nat_to);
+      if (res[j].nat) p.nat_to = nat_to[j];
       continue;
     }
     if (kLane) {  // out of the stages (never in the tables: not counted in b.active)
       p.table = -1;
       p.cacheable = false;
     }
-    if (res[j].nat) translate_hit(b, i, res[j].conn, res[j].nat);
+    if (res[j].nat) translate(b, i, nat_to[j]);
     b.out[i].ct_state = res[j].state;
     b.out[i].mark = fp.mark;
     PathCount& pc = path_counts_[fp.slot];

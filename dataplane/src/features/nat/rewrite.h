@@ -79,78 +79,36 @@ inline void rewrite_ip(uint8_t* ip, uint32_t hl, uint32_t avail, bool v6, uint8_
 }
 
 // The common case in whole words: IPv4 TCP or UDP, not a fragment, with
-// the L4 checksum within reach. A connection side's rewrite is the same for
-// each of its packets (Rewrite4: both addresses, both ports, one delta for
-// the IPv4 header's checksum and one for the L4's), so the flow cache keeps
-// it per side (Datapath::translate_hit). The deltas are RFC 1624's sums of
-// the words that change (net::delta32), folded to 16 bits: adding a folded
-// sum gives what net::adjust32 gives with the unfolded one (the two are
-// congruent mod 0xFFFF, and zero only together).
-struct Rewrite4 {
-  uint32_t src, dst, ports;  // as the frame holds them (both addresses 0: none kept)
-  uint16_t dip;  // the IPv4 header checksum's delta (0: left as it is)
-  uint16_t dl4;  // the L4 checksum's
-};
-static_assert(sizeof(Rewrite4) == 16);
-
-// Is the parsed packet of that case, and its L4 checksum within `avail`
-// bytes from the IP header?
-inline bool ipv4_ports_case(const ctrack::Parsed& pp, uint32_t len) {
-  const uint8_t proto = pp.ct.key.proto;
-  return pp.ct.key.family == 4 && !(pp.ct.meta & (ctrack::kMetaFragment | ctrack::kMetaIcmpError)) &&
-         (proto == IPPROTO_TCP || proto == IPPROTO_UDP) &&
-         len - pp.l3_off >= pp.l4_off - pp.l3_off + (proto == IPPROTO_TCP ? 18u : 8u);
-}
-
-// The rewrite that takes the IPv4 header at `ip` (and its ports at `l4`) to `to`.
-inline Rewrite4 ipv4_ports_rewrite(const uint8_t* ip, const uint8_t* l4, const ctrack::Key& to) {
+// the L4 checksum within reach. Both addresses and both ports at once, one
+// delta for the IPv4 header's checksum and one for the L4's: the bytes
+// rewrite_ip_of<false> writes (net::adjust32 sums as adjust() does). False:
+// not that case (nothing written).
+inline bool rewrite_ipv4_ports(uint8_t* ip, uint32_t hl, uint32_t avail, uint8_t proto, const ctrack::Key& to) {
+  if (avail < hl + (proto == IPPROTO_TCP ? 18u : 8u)) return false;
+  uint8_t* l4 = ip + hl;
   uint32_t s, d, p;
   memcpy(&s, ip + 12, 4);
   memcpy(&d, ip + 16, 4);
   memcpy(&p, l4, 4);
-  Rewrite4 r;
-  memcpy(&r.src, to.src, 4);
-  memcpy(&r.dst, to.dst, 4);
-  r.ports = static_cast<uint32_t>(__builtin_bswap16(to.sport)) | static_cast<uint32_t>(__builtin_bswap16(to.dport)) << 16;
-  const uint64_t da = (s != r.src ? net::delta32(s, r.src) : 0) + (d != r.dst ? net::delta32(d, r.dst) : 0);
-  const uint64_t dl4 = da + (p != r.ports ? net::delta32(p, r.ports) : 0);
-  // (A word that does not change adds nothing; one that does may add 0
-  // too: 0xFFFFFFFF to 0 is +0 in ones' complement. The fields are written
-  // either way, and a checksum adjusted by 0 keeps its bytes.)
-  r.dip = net::fold64(da);
-  r.dl4 = net::fold64(dl4);
-  return r;
-}
-
-// The checksum at `csum` with a folded delta added (net::adjust32's result).
-inline void adjust16(uint8_t* csum, uint16_t d) {
-  uint16_t hc;
-  memcpy(&hc, csum, 2);
-  hc = static_cast<uint16_t>(~net::fold(static_cast<uint32_t>(static_cast<uint16_t>(~hc)) + d));
-  memcpy(csum, &hc, 2);
-}
-
-// Writes r (a Rewrite4, or a copy of its members) into the frame: the IPv4
-// header at `ip`, `hl` long, of a TCP or UDP packet in ipv4_ports_case().
-template <class R>
-[[gnu::always_inline]] inline void apply_ipv4_ports(uint8_t* ip, uint32_t hl, uint8_t proto, const R& r) {
-  uint8_t* l4 = ip + hl;
-  if (r.dip) adjust16(ip + 10, r.dip);
+  uint32_t ns, nd;
+  memcpy(&ns, to.src, 4);
+  memcpy(&nd, to.dst, 4);
+  const uint32_t np = static_cast<uint32_t>(__builtin_bswap16(to.sport)) |
+                      static_cast<uint32_t>(__builtin_bswap16(to.dport)) << 16;
+  const uint64_t da = (s != ns ? net::delta32(s, ns) : 0) + (d != nd ? net::delta32(d, nd) : 0);
+  const uint64_t dl4 = da + (p != np ? net::delta32(p, np) : 0);
+  // (Nothing to write when nothing changes; a delta of zero is no such
+  // proof: 0xFFFF to 0x0000 is +0 in ones' complement.)
+  if (s == ns && d == nd && p == np) return true;
+  if (da) net::adjust32(ip + 10, da);
   uint8_t* ls = proto == IPPROTO_TCP ? l4 + 16 : (get16(l4 + 6) ? l4 + 6 : nullptr);
   if (ls) {
-    adjust16(ls, r.dl4);
+    net::adjust32(ls, dl4);
     udp_nonzero(ls, proto);
   }
-  memcpy(ip + 12, &r.src, 4);
-  memcpy(ip + 16, &r.dst, 4);
-  memcpy(l4, &r.ports, 4);
-}
-
-// The same from `to` at once (false: avail does not reach the L4 checksum,
-// nothing written).
-inline bool rewrite_ipv4_ports(uint8_t* ip, uint32_t hl, uint32_t avail, uint8_t proto, const ctrack::Key& to) {
-  if (avail < hl + (proto == IPPROTO_TCP ? 18u : 8u)) return false;
-  apply_ipv4_ports(ip, hl, proto, ipv4_ports_rewrite(ip, ip + hl, to));
+  memcpy(ip + 12, &ns, 4);
+  memcpy(ip + 16, &nd, 4);
+  memcpy(l4, &np, 4);
   return true;
 }
 
@@ -211,12 +169,12 @@ inline void icmp_checksum(uint8_t* ip, uint8_t* l4, uint32_t len, bool v6) {
 // whole words, inline (per packet: no call); the rest rewrite_other().
 [[gnu::always_inline]] inline void rewrite(uint8_t* frame, uint32_t len, const ctrack::Parsed& pp,
                                            const ctrack::Key& to) {
+  const uint8_t proto = pp.ct.key.proto;
   // IPv4 TCP or UDP, neither a fragment nor an ICMP error: in whole words, here.
-  if (ipv4_ports_case(pp, len)) {
-    uint8_t* ip = frame + pp.l3_off;
-    apply_ipv4_ports(ip, pp.l4_off - pp.l3_off, pp.ct.key.proto, ipv4_ports_rewrite(ip, frame + pp.l4_off, to));
+  if (pp.ct.key.family == 4 && !(pp.ct.meta & (ctrack::kMetaFragment | ctrack::kMetaIcmpError)) &&
+      (proto == IPPROTO_TCP || proto == IPPROTO_UDP) &&
+      rewrite_ipv4_ports(frame + pp.l3_off, pp.l4_off - pp.l3_off, len - pp.l3_off, proto, to))
     return;
-  }
   rewrite_other(frame, len, pp, to);
 }
 
