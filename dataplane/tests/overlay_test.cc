@@ -821,3 +821,101 @@ TEST(Geneve, ConnectionEncapMayGoToTheNic) {
 }  // namespace dp
 
 int main(int argc, char** argv) { return run_tests_with_eal(argc, argv, "dp-overlay"); }
+
+namespace dp {
+namespace {
+
+// ------------------------------------------------------------------ NAT kept per connection side
+
+// A source NAT without the overlay: the flow cache translates the hits of
+// a translated connection (results/ovl36 kept each side's rewrite per
+// connection handle; this guards any such cache against a reused handle).
+const char* kNatFirewall = R"Y(
+ports:
+  - {name: inside, devargs: "net_null0"}
+  - {name: outside, devargs: "net_null1"}
+tables:
+  0:
+    - {priority: 50, match: "eth_type=ipv4", actions: "ct(table=1)"}
+    - {priority: 0, match: "", actions: "drop"}
+  1:
+    - {priority: 100, match: "in_port=inside,ct_state=+trk+new", actions: "ct(commit,nat(src=203.0.113.7)),output:outside"}
+    - {priority: 100, match: "in_port=inside,ct_state=+trk+est", actions: "output:outside"}
+    - {priority: 100, match: "in_port=outside,ct_state=+trk+est", actions: "output:inside"}
+    - {priority: 0, match: "", actions: "drop"}
+)Y";
+
+// One TCP or UDP connection's frames from a client of 10.0.0.0/24 to
+// 198.51.100.20:443, the replies to the floating address (the client's port
+// kept): the frames and the port each comes in on.
+std::vector<std::pair<uint16_t, std::vector<uint8_t>>> nat_conn(const char* client, uint16_t sport, uint8_t proto) {
+  std::vector<std::pair<uint16_t, std::vector<uint8_t>>> v;
+  uint32_t cseq = 100, sseq = 900;
+  auto add = [&](bool out, uint8_t flags, uint32_t len) {
+    FrameSpec f;
+    f.proto = proto;
+    f.src = out ? client : "198.51.100.20";
+    f.dst = out ? "198.51.100.20" : "203.0.113.7";
+    f.sport = out ? sport : 443;
+    f.dport = out ? 443 : sport;
+    f.tcp_flags = flags;
+    f.seq = out ? cseq : sseq;
+    f.ack = out ? sseq : cseq;
+    f.payload = len;
+    (out ? cseq : sseq) += len + ((flags & ctrack::kSyn) ? 1 : 0);
+    v.push_back({static_cast<uint16_t>(out ? 0 : 1), build_frame(f)});
+  };
+  if (proto == IPPROTO_TCP) {
+    add(true, ctrack::kSyn, 0);
+    add(false, ctrack::kSyn | ctrack::kAck, 0);
+    add(true, ctrack::kAck, 0);
+  } else {
+    add(true, 0, 10);
+    add(false, 0, 10);
+  }
+  for (uint32_t k = 0; k < 6; k++) {
+    add(true, ctrack::kAck | ctrack::kPsh, 10 + k);
+    add(false, ctrack::kAck | ctrack::kPsh, 20 + k);
+  }
+  return v;
+}
+
+// Connection B takes the handle of connection A (flushed) after A's two
+// sides were translated by flow cache hits: B's frames leave as they do
+// without the flow cache (each through ct()'s own rewrite), not with A's
+// addresses, ports or checksum deltas.
+TEST(Overlay, AReusedHandleDoesNotTakeTheOldConnectionsTranslation) {
+  for (const uint8_t proto : {uint8_t{IPPROTO_TCP}, uint8_t{IPPROTO_UDP}}) {
+    Fixture f(kNatFirewall, 16), plain(kNatFirewall, 16);
+    plain.dp->set_flow_cache(false);
+    auto handle = [&] {
+      uint32_t h = ctrack::kNoConn;
+      f.ct->for_each(0, [&](const ctrack::ConnInfo& c) { h = c.handle; });
+      return h;
+    };
+    // Every frame through both; the same bytes out (and the same verdict).
+    auto both = [&](const std::vector<std::pair<uint16_t, std::vector<uint8_t>>>& frames, const char* what) {
+      for (size_t k = 0; k < frames.size(); k++) {
+        Verdict a = f.send(frames[k].first, frames[k].second);
+        Verdict b = plain.send(frames[k].first, frames[k].second);
+        ASSERT_EQ(a.out_port, b.out_port) << what << " frame " << k;
+        ASSERT_GE(a.out_port, 0) << what << " frame " << k;
+        EXPECT_EQ(hex(f.last), hex(plain.last)) << what << " frame " << k << " proto " << int(proto);
+      }
+    };
+    both(nat_conn("10.0.0.1", 40000, proto), "A");
+    EXPECT_GE(f.st.cache_hits, 10u) << "A's sides were not translated by the flow cache";
+    const uint32_t a = handle();
+    ASSERT_EQ(f.ct->flush(), 1u);
+    ASSERT_EQ(plain.ct->flush(), 1u);
+    const uint64_t hits = f.st.cache_hits;
+    auto b = nat_conn("10.0.0.3", 40001, proto);
+    both({b[0]}, "B");
+    ASSERT_EQ(handle(), a) << "B did not reuse A's handle; the test proves nothing";
+    both(std::vector(b.begin() + 1, b.end()), "B");
+    EXPECT_GE(f.st.cache_hits, hits + 8) << "B's packets did not hit the flow cache";
+  }
+}
+
+}  // namespace
+}  // namespace dp
