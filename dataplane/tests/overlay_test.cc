@@ -820,8 +820,6 @@ TEST(Geneve, ConnectionEncapMayGoToTheNic) {
 }  // namespace
 }  // namespace dp
 
-int main(int argc, char** argv) { return run_tests_with_eal(argc, argv, "dp-overlay"); }
-
 namespace dp {
 namespace {
 
@@ -919,3 +917,5 @@ TEST(Overlay, AReusedHandleDoesNotTakeTheOldConnectionsTranslation) {
 
 }  // namespace
 }  // namespace dp
+
+int main(int argc, char** argv) { return run_tests_with_eal(argc, argv, "dp-overlay"); }

@@ -73,6 +73,9 @@ inline uint32_t ip_claimed(const uint8_t* d, uint32_t len, const ctrack::Parsed&
   return 0;
 }
 
+// A verdict before the stages have judged the packet.
+inline constexpr Verdict kFreshVerdict{-1, 0, -1, 0, 0, 0, 0, false, 0, 0, FragNote{}};
+
 // A packet's state before the stages have judged it, but where rx found
 // it (off, tun_id, df_clear: the flow cache's lane sets those first).
 inline void begin_state(PktState& p, bool fast) {

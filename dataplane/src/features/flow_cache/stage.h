@@ -128,8 +128,7 @@ __attribute__((always_inline)) inline bool Datapath::lane_rx(Burst& b, uint32_t 
   if (!ctrack::parse_ip4_plain(pi.data + off, end - off, 0, &p.parsed)) return false;
   if (pi.pkt_len - mtu_from > mtu_[pi.port]) return false;  // (rx_parse: oversize, or a reassembled datagram)
   if (steer_ && steer_->owner(p.parsed.ct.key) != self_) return false;
-  static constexpr Verdict kFresh{-1, 0, -1, 0, 0, 0, 0, false, 0, 0, FragNote{}};
-  b.out[i] = kFresh;
+  b.out[i] = stage::kFreshVerdict;
   if (kTunnels) b.out[i].strip = static_cast<uint16_t>(off);
   p.off = static_cast<uint16_t>(off);
   p.tun_id = vni;

@@ -124,7 +124,7 @@ __attribute__((always_inline)) inline void Datapath::rx_one(Burst& b, uint32_t i
   const PacketIn* in = b.in;
   Verdict* out = b.out;
   WorkerStats& st = b.st;
-  out[i] = Verdict{-1, 0, -1, 0, 0, 0, 0, false, 0, 0, FragNote{}};
+  out[i] = stage::kFreshVerdict;
   PktState& p = b.s[i];
   begin_packet(p, b.fast);
   // The frame's bytes the parse may read (a decapsulated frame: up to the
