@@ -395,7 +395,7 @@ class Datapath {
  public:
   // The stages a rule set may run, in their order (Pipeline::stages_).
   enum class Stage : uint8_t {
-    kRx, kRxTunnels, kFlowCache, kTables, kEgress, kEgressEncaps, kPathsEgress, kPathsEgressEncaps,
+    kRx, kRxTunnels, kTables, kEgress, kEgressEncaps, kPathsEgress, kPathsEgressEncaps,
     kRxCached, kRxCachedTunnels, kCount
   };
   static const char* stage_name(Stage s);
@@ -415,7 +415,7 @@ class Datapath {
   void rx_one(Burst& b, uint32_t i, RxCounts& c);  // parse/: one packet of ingress
   void rx_counted(Burst& b, uint64_t rx_bytes, const RxCounts& c, size_t dropped_before);
   bool rx_parse(Burst& b, uint32_t i, uint32_t flen, uint32_t mtu_from, RxCounts& c);
-  void flow_cache(Burst& b);            // flow_cache/: established paths: conntrack, then the path's actions
+  void flow_cache(Burst& b);            // flow_cache/: the cache after rx (the lane's fallback: live traces, the cache off)
   template <bool kTunnels>
   void rx_cached(Burst& b);             // flow_cache/: rx and the flow cache in one pass (the lane)
   template <bool kTunnels>

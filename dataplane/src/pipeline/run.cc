@@ -61,10 +61,9 @@ void Datapath::expire_fragments(uint64_t now_ns) {
 }
 
 const char* Datapath::stage_name(Stage s) {
-  static const char* const kNames[] = {"rx",           "rx_tunnels",          "flow_cache",
-                                       "tables",       "egress",              "egress_encaps",
-                                       "paths+egress", "paths+egress_encaps", "rx+flow_cache",
-                                       "rx_tunnels+flow_cache"};
+  static const char* const kNames[] = {"rx",           "rx_tunnels",          "tables",
+                                       "egress",       "egress_encaps",       "paths+egress",
+                                       "paths+egress_encaps", "rx+flow_cache", "rx_tunnels+flow_cache"};
   static_assert(sizeof kNames / sizeof kNames[0] == static_cast<size_t>(Stage::kCount));
   return kNames[static_cast<size_t>(s)];
 }
@@ -116,7 +115,6 @@ void Datapath::run(Pipeline& pl, const PacketIn* in, uint32_t n, uint64_t now_ns
     switch (static_cast<Stage>(pl.stages_[k])) {
       case Stage::kRx: ingress<false>(b); break;
       case Stage::kRxTunnels: ingress<true>(b); break;
-      case Stage::kFlowCache: flow_cache(b); break;
       // The lane, unless the flow cache is off or a live trace wants notes
       // (then rx, and the cache as its own stage: the same judgments).
       case Stage::kRxCached:
