@@ -94,14 +94,11 @@ void put(Bucket& bk, int i, uint16_t s, uint32_t idx, bool second) {
 
 }  // namespace
 
-// A free slot's second-bucket bit is clear (init, erase and put keep it so).
 [[gnu::always_inline]] inline bool Table::place(uint32_t b, uint16_t s, uint32_t idx, bool second) {
   Bucket& bk = b_[b];
   const int i = empty_slot(bk);
   if (i < 0) return false;
-  bk.sig[i] = s;
-  bk.idx[i] = idx;
-  bk.second = static_cast<uint16_t>(bk.second | static_cast<unsigned>(second) << i);
+  put(bk, i, s, idx, second);
   return true;
 }
 

@@ -817,12 +817,6 @@ TEST(Geneve, ConnectionEncapMayGoToTheNic) {
   EXPECT_EQ(hdr[43], 0x40) << "C: the option is critical";
 }
 
-}  // namespace
-}  // namespace dp
-
-namespace dp {
-namespace {
-
 // ------------------------------------------------------------------ NAT kept per connection side
 
 // A source NAT without the overlay: the flow cache translates the hits of
