@@ -167,9 +167,10 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
   for (uint32_t off = 0; off < n; off += Impl::kChunk) {
     uint32_t k = std::min(Impl::kChunk, n - off);
     uint32_t h[Impl::kChunk], b[Impl::kChunk], cand[Impl::kChunk];
+    uint64_t w[2 * Impl::kChunk];  // each canonical key's ConnKey words (an IPv4 entry's compare)
     Found* f = out + off;
     // Staged as process() is: all bucket loads, then all entry loads.
-    for (uint32_t i = 0; i < k; i++) m.stage1(*pkts[off + i], f[i].hash, b[i], f[i].canon);
+    for (uint32_t i = 0; i < k; i++) m.stage1(*pkts[off + i], f[i].hash, b[i], f[i].canon, w + 2 * i);
     for (uint32_t i = 0; i < k; i++) h[i] = f[i].hash;
     m.stage2(pkts + off, h, b, cand, k);
     for (uint32_t i = 0; i < k; i++) {
@@ -177,7 +178,7 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
       uint32_t c = cand[i];
       // No signature in either bucket: not there. A signature of another
       // key: the full probe.
-      if (c != kEmpty && !m.slot_matches(c, p.key, f[i].canon)) {
+      if (c != kEmpty && !m.slot_matches_w(c, p.key, f[i].canon, w + 2 * i)) {
         Key ck;
         canonicalize(p.key, &ck);
         c = m.table.find(ck, f[i].hash);

@@ -371,6 +371,16 @@ TEST(Table, Ipv4KeysWithOneSignatureAreTwoConnections) {
     EXPECT_EQ(+rb2.state, +RPL) << field;
     EXPECT_EQ(rb2.conn, rb.conn);
     EXPECT_EQ(state_of(h, a), "UDP_UNREPLIED");
+    // lookup() tells them apart too (its key compare is its own, tracker.cc),
+    // from either direction.
+    const std::pair<Key, uint32_t> want[] = {{a, ra.conn}, {a.reversed(), ra.conn}, {b, rb.conn}, {b.reversed(), rb.conn}};
+    for (const auto& [k, conn] : want) {
+      const Packet p = udp(k);
+      const Packet* pp = &p;
+      Tracker::Found f;
+      h.tracker->lookup(&pp, 1, &f);
+      EXPECT_EQ(f.conn, conn) << field;
+    }
     EXPECT_TRUE(h.tracker->check_invariants().ok());
   }
 }
