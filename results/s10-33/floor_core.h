@@ -238,7 +238,7 @@ struct Floor {
     return kEmpty;
   }
 
-  // tcp::established, as ctrack has it (SACK and the unacked timeout kept).
+  // tcp::established, as ctrack has it, without its SACK block (the unacked timeout kept).
   bool established(Conn& c, int s, const Parsed& p) {
     const int r = !s;
     const uint32_t seq = p.seq, ack = p.ack, sack = p.ack, end = p.seq + p.payload;
