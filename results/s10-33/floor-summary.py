@@ -11,6 +11,13 @@ for f in sorted(os.listdir(d)):
     if not j:
         sys.exit(f"{f}: no JSON line")
     rec = j[0]
+    if 'ns_per_pkt' not in rec:
+        sys.exit(f"{f}: no ns_per_pkt")
+    # The floor's and ctrack's runs say how many packets they did not judge
+    # as hits; a run without those keys is not one of ours (the daemon's
+    # pipeline runs have none: its bench reports drops on stderr).
+    if kind != 'pipeline' and ('slow' not in rec or 'drops' not in rec):
+        sys.exit(f"{f}: no slow/drops keys")
     if rec.get('slow', 0) or rec.get('drops', 0):
         print(f"note: {f}: slow {rec.get('slow')} drops {rec.get('drops')}")
     rows[(kind, int(conns), int(rnd))] = rec['ns_per_pkt']

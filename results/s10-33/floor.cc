@@ -79,8 +79,8 @@ int main(int argc, char** argv) {
     auto f = frame(c, false);
     Parsed p;
     parse(f.data(), static_cast<uint32_t>(f.size()), 0, p);
-    if (!fl.add_conn(p, c, 101 + 64, 901 + 64)) {
-      fprintf(stderr, "floor: table full\n");
+    if (!p.ok || !fl.add_conn(p, c, 101 + 64, 901 + 64)) {
+      fprintf(stderr, "floor: connection %u: %s\n", c, p.ok ? "table full" : "its frame does not parse");
       return 1;
     }
   }
