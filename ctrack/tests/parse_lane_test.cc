@@ -44,6 +44,26 @@ FrameSpec plain_udp() {
   return s;
 }
 
+// Linux's established segments: NOP, NOP, timestamps (a data offset of 8).
+TEST(ParseLane, TakesTimestampedTcpAsParsePacketDoes) {
+  for (size_t payload : {0, 1, 64, 1400})
+    for (uint16_t zone : {0, 7}) {
+      FrameSpec s = plain_tcp();
+      s.payload = payload;
+      s.tcp_options = {1, 1, 8, 10, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88};
+      auto f = build_frame(s);
+      EXPECT_TRUE(same_as_parse_packet(f, static_cast<uint32_t>(f.size()), zone)) << "payload " << payload;
+      // A total length that leaves no room for the options: refused (parse_packet: kTcpOff).
+      auto g = f;
+      const uint16_t tot = static_cast<uint16_t>(20 + 20 + 8);
+      g[16] = static_cast<uint8_t>(tot >> 8);
+      g[17] = static_cast<uint8_t>(tot);
+      Parsed r;
+      EXPECT_FALSE(parse_ip4_plain(g.data(), static_cast<uint32_t>(g.size()), zone, &r));
+      EXPECT_NE(parse_packet(g.data(), static_cast<uint32_t>(g.size()), zone, &r), Drop::kNone);
+    }
+}
+
 TEST(ParseLane, TakesPlainTcpAndUdp4AsParsePacketDoes) {
   for (const FrameSpec& base : {plain_tcp(), plain_udp()})
     for (bool df : {true, false})
@@ -83,6 +103,18 @@ TEST(ParseLane, RefusesWhatItDoesNotParse) {
   s = plain_tcp();
   s.tcp_options = {1, 1, 1, 1};  // NOPs: a data offset of 6
   EXPECT_TRUE(refused(s));
+  // Options at a data offset of 8 other than Linux's NOP, NOP, timestamps:
+  // the same 12 bytes in another order, or carrying what ctrack reads.
+  for (std::vector<uint8_t> o : std::vector<std::vector<uint8_t>>{
+           {8, 10, 1, 2, 3, 4, 5, 6, 7, 8, 1, 1},          // timestamps, then NOPs
+           {1, 1, 5, 10, 0, 0, 0, 1, 0, 0, 0, 2},          // a SACK block
+           {1, 3, 3, 7, 1, 1, 8, 10, 0, 0, 0, 1},          // window scale
+           {1, 1, 8, 9, 0, 0, 0, 1, 0, 0, 0, 2},           // a timestamps option one byte short
+           {1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2, 1, 1, 4, 2}}) {  // then SACK-permitted: a data offset of 9
+    s = plain_tcp();
+    s.tcp_options = o;
+    EXPECT_TRUE(refused(s)) << "options of " << o.size() << " bytes, kind " << int(o[2]);
+  }
   auto take = [](std::vector<uint8_t> g) {
     Parsed r;
     return parse_ip4_plain(g.data(), static_cast<uint32_t>(g.size()), 0, &r);
@@ -137,8 +169,8 @@ void mutate_and_compare(const FrameSpec& s, uint32_t seed) {
     auto f = base;
     const int k = 1 + static_cast<int>(rng() % 3);
     for (int j = 0; j < k; j++) {
-      // Mostly the headers (the first 54 bytes), where it decides.
-      const size_t at = rng() % 4 ? rng() % 54 : rng() % f.size();
+      // Mostly the headers (the first 54 bytes and the options), where it decides.
+      const size_t at = rng() % 4 ? rng() % (54 + s.tcp_options.size()) : rng() % f.size();
       f[at] = rng() % 2 ? static_cast<uint8_t>(rng()) : static_cast<uint8_t>(f[at] ^ (1u << (rng() % 8)));
     }
     uint32_t len = static_cast<uint32_t>(f.size());
@@ -150,6 +182,11 @@ void mutate_and_compare(const FrameSpec& s, uint32_t seed) {
 }
 
 TEST(ParseLane, MutatedTcpFramesParseAsParsePacketDoes) { mutate_and_compare(plain_tcp(), 33); }
+TEST(ParseLane, MutatedTimestampedTcpFramesParseAsParsePacketDoes) {
+  FrameSpec s = plain_tcp();
+  s.tcp_options = {1, 1, 8, 10, 0, 0, 1, 0, 0, 0, 2, 0};
+  mutate_and_compare(s, 36);
+}
 
 TEST(ParseLane, MutatedUdpFramesParseAsParsePacketDoes) {
   FrameSpec s = plain_udp();

@@ -1,7 +1,7 @@
 // dataplane-bench: the full software pipeline on one core over synthetic
 // mbufs, no kernel I/O. A program that prints numbers, not a timed test.
 //
-//   dataplane-bench [--json] [--rules N] [--conns N] [--packets N] [--overlay-nat]
+//   dataplane-bench [--json] [--rules N] [--conns N] [--packets N] [--overlay-nat] [--tcp-timestamps]
 //
 // Pipeline: parse -> tables (the stateful firewall plus N filler rules that
 // the traffic never hits, in rte_acl) -> conntrack (N live TCP connections,
@@ -219,6 +219,7 @@ int main(int argc, char** argv) {
   std::string simd = "512";
   std::string only;  // "established", "cached", "new" or "overlay": one part, for profiling
   bool overlay = false;
+  bool timestamps = false;  // measured segments with Linux's options (NOP, NOP, timestamps)
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--json") g_json = true;
@@ -229,8 +230,10 @@ int main(int argc, char** argv) {
     else if (a == "--simd-bits" && i + 1 < argc) simd = argv[++i];
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--overlay-nat") overlay = true;
+    else if (a == "--tcp-timestamps") timestamps = true;
     else {
       printf("usage: dataplane-bench [--json] [--cpu-time] [--rules N] [--conns N] [--packets N] [--simd-bits 512|256]\n"
+             "       [--only PART] [--overlay-nat] [--tcp-timestamps]\n"
              "  --cpu-time   time with the thread's CPU clock, not the wall clock (a loaded machine)\n"
              "  --rules N    filler rules on top of the firewall's (default 1000)\n"
              "  --conns N    live TCP connections (default 100000)\n"
@@ -238,7 +241,9 @@ int main(int argc, char** argv) {
              "  --simd-bits  widest vectors DPDK may use (default 512, as the daemon; 256 = rte_acl's AVX2 classifier)\n"
              "  --only established|cached|new|overlay  run one part (for perf record; cached: established, cache on;\n"
              "               overlay: the cloud pipeline alone, implies --overlay-nat)\n"
-             "  --overlay-nat  also the cloud pipeline (VXLAN + source NAT) on the same connections, and its ratio\n");
+             "  --overlay-nat  also the cloud pipeline (VXLAN + source NAT) on the same connections, and its ratio\n"
+             "  --tcp-timestamps  measured segments carry the options Linux puts on every one (NOP, NOP,\n"
+             "               timestamps: a 32-byte TCP header), as a lab's iperf3 sends\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
@@ -353,6 +358,14 @@ int main(int argc, char** argv) {
     bool reply = i & 1;
     auto f = conn_frame(c, reply, ctrack::kAck | ctrack::kPsh, reply ? 901 : 101, reply ? 101 : 901);
     f.payload = 64;
+    if (timestamps) {
+      f.tcp_options = {1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0};
+      const uint32_t tsval = 1000 + i, tsecr = 500 + i;  // (ctrack does not read them)
+      for (int k = 0; k < 4; k++) {
+        f.tcp_options[4 + k] = static_cast<uint8_t>(tsval >> (24 - 8 * k));
+        f.tcp_options[8 + k] = static_cast<uint8_t>(tsecr >> (24 - 8 * k));
+      }
+    }
     frames[i] = build_frame(f);
     ports[i] = reply ? 1 : 0;
     if (overlay) {  // the same segment in the cloud pipeline: a reply comes in the tunnel to the translated tuple

@@ -129,6 +129,7 @@ struct Flow {
   int step = 0;
   bool udp;
   bool ending = false;
+  int options = 0;  // TCP options: 0 none, 1 on every segment (Linux's timestamps), 2 on some
 };
 
 std::vector<uint8_t> next_packet(std::mt19937& rng, Flow& fl, uint16_t* port) {
@@ -155,6 +156,9 @@ std::vector<uint8_t> next_packet(std::mt19937& rng, Flow& fl, uint16_t* port) {
     return ctrack::build_frame(s);
   }
   s.proto = IPPROTO_TCP;
+  // (What rx takes the whole way and the lane does not: the cache judges
+  // both, a connection's segments of both kinds in order.)
+  if (fl.options == 1 || (fl.options == 2 && rng() % 2)) s.tcp_options = {1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 9};
   uint8_t flags;
   if (fl.step == 0) flags = ctrack::kSyn;
   else if (fl.step == 1) flags = ctrack::kSyn | ctrack::kAck;
@@ -188,6 +192,7 @@ std::vector<Flow> make_flows(std::mt19937& rng, int n) {
     // IPv4 without DF (a reassembled datagram may pass the ingress MTU).
     if (rng() % 8 == 0) f.f.vlan = 5;
     f.f.df = rng() % 4 != 0;
+    f.options = static_cast<int>(rng() % 4) % 3;  // (half of them none)
   }
   return fl;
 }
@@ -320,8 +325,12 @@ struct Conn {
   Side& s;
   uint64_t now = 1'000'000'000'000ull;
   uint32_t cseq = 100, sseq = 900;
+  std::vector<uint8_t> options;  // on every segment (Linux's: NOP, NOP, timestamps)
+  int vlan = -1;
   Verdict send(bool from_inside, uint8_t flags, uint32_t len = 10) {
     FrameSpec f;
+    f.tcp_options = options;
+    f.vlan = vlan;
     f.proto = IPPROTO_TCP;
     f.src = from_inside ? "10.0.0.1" : "10.0.0.2";
     f.dst = from_inside ? "10.0.0.2" : "10.0.0.1";
@@ -341,6 +350,29 @@ struct Conn {
     return v;
   }
 };
+
+// What a real lab sends is cached too, not only the plain frames ctrack's
+// parse lane takes: Linux's TCP puts timestamps on every segment (a data
+// offset of 8), and a trunk port tags its frames.
+TEST(FlowCache, SegmentsWithOptionsAndTaggedFramesAreCached) {
+  auto cfg = parse_config(kFirewall, "fw.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.message();
+  for (int variant = 0; variant < 3; variant++) {
+    SCOPED_TRACE(variant == 0 ? "timestamps" : variant == 1 ? "802.1Q" : "both");
+    Side s(cfg->rules, true);
+    Conn c{s};
+    if (variant != 1) c.options = {1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2};
+    if (variant != 0) c.vlan = 7;
+    ASSERT_EQ(c.send(true, ctrack::kSyn).out_port, 1);
+    ASSERT_EQ(c.send(false, ctrack::kSyn | ctrack::kAck).out_port, 0);
+    ASSERT_EQ(c.send(true, ctrack::kAck).out_port, 1);
+    for (int i = 0; i < 5; i++) {
+      ASSERT_EQ(c.send(true, ctrack::kAck | ctrack::kPsh).out_port, 1);
+      ASSERT_EQ(c.send(false, ctrack::kAck | ctrack::kPsh).out_port, 0);
+    }
+    EXPECT_GE(s.st.cache_hits, 8u) << "established segments took the tables";
+  }
+}
 
 // A rule change takes effect on the next packet of an established
 // connection the cache serves.

@@ -69,8 +69,9 @@ struct Parsed {
 Drop parse_packet(const uint8_t* data, uint32_t len, uint16_t zone, Parsed* out);
 
 // The lane: the frame most packets are, untagged Ethernet, IPv4 without
-// options and not a fragment (DF alone is fine), TCP without options or UDP
-// with a length that fits. True: *out is exactly what parse_packet(data,
+// options and not a fragment (DF alone is fine), TCP without options or
+// with Linux's on an established segment (NOP, NOP, timestamps: nothing
+// parse_packet reads), or UDP with a length that fits. True: *out is exactly what parse_packet(data,
 // len, zone, out) writes, and parse_packet would return kNone (the tests'
 // ParseLane.* compare the two byte for byte over mutated frames). False:
 // not such a frame, *out unspecified: call parse_packet. Inlined where it
@@ -91,9 +92,18 @@ __attribute__((always_inline)) inline bool parse_ip4_plain(const uint8_t* d, uin
   uint16_t payload;
   if (proto == IPPROTO_TCP) {
     // A data offset of 5 (no options) inside the datagram (parse_packet:
-    // kTruncL4 under 40, kTcpOff).
-    if (tot < 40 || (l4[12] >> 4) != 5) return false;
-    payload = static_cast<uint16_t>(tot - 40);
+    // kTruncL4 under 40, kTcpOff); or of 8 with exactly NOP, NOP and a
+    // timestamps option, the layout Linux's tcp_options_write gives every
+    // segment of a connection with timestamps and no SACK blocks
+    // (tcp_options() reads nothing of it: no meta bits).
+    const uint8_t doff = l4[12] >> 4;
+    if (doff == 5) {
+      if (tot < 40) return false;
+      payload = static_cast<uint16_t>(tot - 40);
+    } else {
+      if (doff != 8 || tot < 52 || net::get32(l4 + 20) != 0x0101080Au) return false;
+      payload = static_cast<uint16_t>(tot - 52);
+    }
   } else if (proto == IPPROTO_UDP) {
     // A UDP length from 8 to the datagram's end (parse_packet: kTruncL4
     // under 28, kUdpLen).

@@ -93,13 +93,22 @@ inline void Datapath::flow_cache(Burst& b) {
   PktState* s = b.s;
   const ctrack::Packet* cpk[kMaxBurst];
   uint32_t idx[kMaxBurst], nc = 0;
-  for (uint32_t i = 0; i < b.n; i++) {
-    if (s[i].table != 0 || s[i].pre >= 0 || s[i].key.kind == 0) continue;
-    s[i].parsed.ct.key.zone = b.fast_zone;
-    cpk[nc] = &s[i].parsed.ct;
-    idx[nc++] = i;
-  }
-  cache_lookup<false>(b, cpk, idx, nc);
+  for (uint32_t i = 0; i < b.n; i++)
+    if (cache_may_judge(b, i)) {
+      cpk[nc] = &s[i].parsed.ct;
+      idx[nc++] = i;
+    }
+  cache_lookup(b, cpk, idx, nc, 0);
+}
+
+// Packet i, which rx put into the tables: whether the flow cache may judge
+// it (an IP packet the NIC did not classify); if so, keyed in the cache's
+// zone.
+inline bool Datapath::cache_may_judge(Burst& b, uint32_t i) {
+  PktState& p = b.s[i];
+  if (p.table != 0 || p.pre >= 0 || p.key.kind == 0) return false;
+  p.parsed.ct.key.zone = b.fast_zone;
+  return true;
 }
 
 // The lane (rx and the flow cache in one pass, when the flow cache runs):
@@ -164,25 +173,35 @@ inline void Datapath::rx_cached(Burst& b) {
   // (Locals: the parse's byte stores may alias b's fields.)
   const PacketIn* const in = b.in;
   const uint32_t n = b.n;
+  // lane: the packets the lane took (bit i: packet i). The others rx took
+  // the whole way (a TCP segment with options, as Linux's timestamps put
+  // on every one; a tagged frame; IPv6; a fragment): the cache judges those
+  // too, in the same lookup (a connection's packets of both kinds stay in
+  // order).
+  uint32_t lane = 0;
+  static_assert(kMaxBurst <= 32);
   for (uint32_t i = 0; i < n; i++) {
     rx_bytes += in[i].pkt_len;
     if (lane_rx<kTunnels>(b, i)) {
-      cpk[nc] = &b.s[i].parsed.ct;
-      idx[nc++] = i;
+      lane |= 1u << i;
     } else {
       rx_one<kTunnels>(b, i, c);
+      if (!cache_may_judge(b, i)) continue;
     }
+    cpk[nc] = &b.s[i].parsed.ct;
+    idx[nc++] = i;
   }
   rx_counted(b, rx_bytes, c, dropped_before);
-  cache_lookup<true>(b, cpk, idx, nc);
+  cache_lookup(b, cpk, idx, nc, lane);
 }
 
 // The flow cache's lookups, cpk[k] of packet idx[k]: established packets
 // whose direction has a path under this pipeline go from conntrack straight
-// to that path's actions. kLane: the packets are the lane's (lane_rx), not
-// yet in the tables: what the cache does not judge joins them.
-template <bool kLane>
-inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, const uint32_t* idx, uint32_t nc) {
+// to that path's actions. lane (bit i: packet i): the lane's packets
+// (lane_rx), not yet in the tables: what the cache does not judge of them
+// joins the tables. The others are in the tables already.
+inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, const uint32_t* idx, uint32_t nc,
+                                   uint32_t lane) {
   PktState* s = b.s;
   const PacketIn* in = b.in;
   ctrack::Tracker::Found found[kMaxBurst];
@@ -203,7 +222,7 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
   bool mixed = false;  // the hits' paths name more than one ct() action (usually not: one group)
   // Not judged here: the tables, with the lookup's result.
   auto to_tables = [&](uint32_t i, const ctrack::Tracker::Found& f) {
-    if (kLane) lane_join(b, i);
+    if (lane >> i & 1) lane_join(b, i);
     s[i].have_found = true;
     s[i].found = f;
   };
@@ -248,7 +267,7 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
   }
   if (!nh) return;
   if (!mixed) {  // (usually: one ct() action for every hit, one group)
-    cache_hits<kLane>(b, b.acts[path[0]->ct_act], hp, hf, path, hit, nh);
+    cache_hits(b, b.acts[path[0]->ct_act], hp, hf, path, hit, nh, lane);
     return;
   }
   // Conntrack for the hits, in burst order, grouped as conntrack() groups
@@ -274,18 +293,17 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
       gpath[m] = path[h];
       ghit[m++] = hit[h];
     }
-    cache_hits<kLane>(b, ca, gp, gf, gpath, ghit, m);
+    cache_hits(b, ca, gp, gf, gpath, ghit, m, lane);
   }
 }
 
 // One group of hits (one commit and NAT range): their conntrack, then
 // each one's path; or, where conntrack judged it otherwise than the path
 // was taken, the full pipeline with that result. ghit: the packets'
-// indices in the burst.
-template <bool kLane>
+// indices in the burst; lane: cache_lookup's.
 inline void Datapath::cache_hits(Burst& b, const Action& ca, const ctrack::Packet* const* gp,
                                  const ctrack::Tracker::Found* const* gf, const FlowPath* const* gpath,
-                                 const uint32_t* ghit, uint32_t m) {
+                                 const uint32_t* ghit, uint32_t m, uint32_t lane) {
   PktState* s = b.s;
   const PacketIn* in = b.in;
   const ctrack::NatRange* nat = ca.nat.kind != ctrack::NatKind::kNone ? &ca.nat : nullptr;
@@ -303,13 +321,14 @@ inline void Datapath::cache_hits(Burst& b, const Action& ca, const ctrack::Packe
     if (res[j].state != fp.state || res[j].conn != gf[j]->conn) {
       // Not the state the path was taken in: the full pipeline goes on
       // with this result as its first ct()'s.
-      if (kLane) lane_join(b, i);
+      if (lane >> i & 1) lane_join(b, i);
       p.have_ct = true;
       p.first = res[j];
       if (res[j].nat) p.nat_to = nat_to[j];
       continue;
     }
-    if (kLane) {  // out of the stages (never in the tables: not counted in b.active)
+    const bool in_lane = lane >> i & 1;
+    if (in_lane) {  // out of the stages (never in the tables: not counted in b.active)
       p.table = -1;
       p.cacheable = false;
     }
@@ -328,7 +347,7 @@ inline void Datapath::cache_hits(Burst& b, const Action& ca, const ctrack::Packe
       b.out[i].encap_sport =
           b.fast_zone == 0 ? encap_sport_of_hash(gf[j]->hash) : encap_sport(p.parsed.ct.key);
     }
-    if (!kLane) {
+    if (!in_lane) {
       p.cached = &fp;
       p.cacheable = false;
       b.done(i);
