@@ -44,6 +44,36 @@ TEST_F(Dut, TcpFromClientWorksBothWays) {
   close(ls);
 }
 
+// The flow cache serves what a lab sends: Linux's TCP (timestamps on every
+// segment, the kernel's default) through the firewall. Every established
+// segment is a cache hit; the rest (handshakes, teardowns, ARP) is a
+// handful of packets. (With the lane taking only option-less frames, a
+// connection's segments all took the tables.)
+TEST_F(Dut, LinuxTcpSegmentsAreServedByTheFlowCache) {
+  auto ts = run_capture({"sysctl", "-n", "net.ipv4.tcp_timestamps"}, client, 10s);
+  ASSERT_TRUE(ts.ok()) << ts.message();
+  printf("[ flowcache ] client's net.ipv4.tcp_timestamps = %s", ts->output.c_str());
+  SpawnOptions o;
+  o.ns = server;
+  o.stdout_path = "/dev/null";
+  o.stderr_path = "=stdout";
+  auto srv = Process::spawn({"iperf3", "-s", "-1", "-p", "5307"}, o);
+  ASSERT_TRUE(srv.ok()) << srv.message();
+  std::this_thread::sleep_for(300ms);
+  const long long rx0 = workers_sum("rx_packets"), hits0 = workers_sum("cache_hits");
+  ASSERT_GE(rx0, 0);
+  ASSERT_GE(hits0, 0);
+  auto r = run_capture({"iperf3", "-c", "10.0.0.2", "-p", "5307", "-t", "2", "-J"}, client, 40s);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->output.find("\"error\""), std::string::npos) << r->output.substr(0, 2000);
+  srv->wait(5s);
+  const long long rx = workers_sum("rx_packets") - rx0, hits = workers_sum("cache_hits") - hits0;
+  printf("[ flowcache ] iperf3 2 s through the firewall: %lld packets, %lld flow cache hits (%.4f)\n", rx, hits,
+         rx > 0 ? static_cast<double>(hits) / static_cast<double>(rx) : 0.0);
+  ASSERT_GT(rx, 1000) << "iperf3's packets did not reach the daemon";
+  EXPECT_GE(static_cast<double>(hits), 0.95 * static_cast<double>(rx)) << ctl("stats");
+}
+
 TEST_F(Dut, ConnectionFromServerSideIsBlocked) {
   long long before = json_number(stats(), "rule_drop");
   int ls = listen_in(client, "10.0.0.1", 7002), cs = sock_in(server, SOCK_STREAM);
