@@ -64,6 +64,27 @@ TEST(ParseLane, TakesTimestampedTcpAsParsePacketDoes) {
     }
 }
 
+// Frames cut to exactly their length (so that ASan sees a read past it),
+// with every total length the IP header may claim up to it: the lane reads
+// nothing beyond len. (dataplane-fuzz found a 42-46-byte frame with a short
+// total length whose TCP data offset was read past its end.)
+TEST(ParseLane, ReadsNothingPastTheFrame) {
+  for (bool ts : {false, true}) {
+    FrameSpec s = plain_tcp();
+    s.payload = 0;
+    if (ts) s.tcp_options = {1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2};
+    const auto full = build_frame(s);
+    for (size_t len = 42; len <= full.size(); len++)
+      for (uint32_t tot = 20; tot + 14 <= len; tot++) {
+        std::vector<uint8_t> f(full.begin(), full.begin() + static_cast<long>(len));
+        f[16] = static_cast<uint8_t>(tot >> 8);
+        f[17] = static_cast<uint8_t>(tot);
+        f.shrink_to_fit();
+        same_as_parse_packet(f, static_cast<uint32_t>(f.size()));
+      }
+  }
+}
+
 TEST(ParseLane, TakesPlainTcpAndUdp4AsParsePacketDoes) {
   for (const FrameSpec& base : {plain_tcp(), plain_udp()})
     for (bool df : {true, false})

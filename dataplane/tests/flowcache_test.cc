@@ -129,7 +129,7 @@ struct Flow {
   int step = 0;
   bool udp;
   bool ending = false;
-  int options = 0;  // TCP options: 0 none, 1 on every segment (Linux's timestamps), 2 on some
+  int options = 0;  // TCP options: 0 none, 1 on every segment (Linux's timestamps), 2 a mix (see next_packet)
 };
 
 std::vector<uint8_t> next_packet(std::mt19937& rng, Flow& fl, uint16_t* port) {
@@ -158,7 +158,11 @@ std::vector<uint8_t> next_packet(std::mt19937& rng, Flow& fl, uint16_t* port) {
   s.proto = IPPROTO_TCP;
   // (What rx takes the whole way and the lane does not: the cache judges
   // both, a connection's segments of both kinds in order.)
-  if (fl.options == 1 || (fl.options == 2 && rng() % 2)) s.tcp_options = {1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 9};
+  // Linux's timestamps the lane takes; four NOPs (a data offset of 6) it
+  // does not: some connections mix the two kinds segment by segment.
+  const std::vector<uint8_t> ts = {1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 9}, nops = {1, 1, 1, 1};
+  if (fl.options == 1) s.tcp_options = ts;
+  else if (fl.options == 2) s.tcp_options = rng() % 2 ? ts : rng() % 2 ? nops : std::vector<uint8_t>{};
   uint8_t flags;
   if (fl.step == 0) flags = ctrack::kSyn;
   else if (fl.step == 1) flags = ctrack::kSyn | ctrack::kAck;
@@ -372,6 +376,73 @@ TEST(FlowCache, SegmentsWithOptionsAndTaggedFramesAreCached) {
     }
     EXPECT_GE(s.st.cache_hits, 8u) << "established segments took the tables";
   }
+}
+
+// A packet the NIC classified (its table-0 rule in a mark) has its ct() in
+// the tables; a later packet of the same connection in the burst that the
+// cache would judge must not run ahead of it. Here the NIC-classified one
+// carries data, and the reply after it acknowledges that data: ahead of
+// it, the reply's ACK would be above the window (invalid, dropped).
+TEST(FlowCache, AHitWaitsForAnEarlierNicClassifiedPacketOfItsConnection) {
+  auto cfg = parse_config(kFirewall, "fw.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.message();
+  HwMarkTable table;  // (no output marks: only table-0 rules)
+  std::atomic<const HwMarkTable*> marks{&table};
+  Side cached(cfg->rules, true), plain(cfg->rules, false);
+  uint32_t ct_rule = UINT32_MAX;  // table 0's ct(table=1)
+  for (const Rule& r : cfg->rules)
+    if (r.table == 0 && r.priority == 50) ct_rule = r.id;
+  ASSERT_NE(ct_rule, UINT32_MAX);
+  for (Side* s : {&cached, &plain}) s->dp->set_hw_marks(&marks);
+  uint64_t now = 1'000'000'000'000ull;
+  uint32_t cseq = 100, sseq = 900;
+  struct Seg {
+    bool from_inside;
+    uint8_t flags;
+    bool nic;  // classified by the NIC: marked with table 0's ct rule
+  };
+  auto burst = [&](std::vector<Seg> segs, const std::string& what) {
+    std::vector<std::vector<uint8_t>> frames;
+    std::vector<PacketIn> in;
+    for (const Seg& g : segs) {
+      FrameSpec f;
+      f.proto = IPPROTO_TCP;
+      f.src = g.from_inside ? "10.0.0.1" : "10.0.0.2";
+      f.dst = g.from_inside ? "10.0.0.2" : "10.0.0.1";
+      f.sport = g.from_inside ? 40000 : 80;
+      f.dport = g.from_inside ? 80 : 40000;
+      f.tcp_flags = g.flags;
+      f.seq = g.from_inside ? cseq : sseq;
+      f.ack = g.from_inside ? sseq : cseq;
+      f.payload = (g.flags & (ctrack::kSyn | ctrack::kRst)) ? 0 : 10;
+      (g.from_inside ? cseq : sseq) += f.payload + ((g.flags & ctrack::kSyn) ? 1 : 0);
+      frames.push_back(ctrack::build_frame(f));
+    }
+    for (size_t k = 0; k < segs.size(); k++)
+      in.push_back(PacketIn{frames[k].data(), static_cast<uint32_t>(frames[k].size()),
+                            static_cast<uint32_t>(frames[k].size()), static_cast<uint16_t>(segs[k].from_inside ? 0 : 1),
+                            segs[k].nic, segs[k].nic ? (HwMarkTable::kTag | HwMarkTable::kRule | ct_rule) : 0});
+    Verdict va[kMaxBurst], vb[kMaxBurst];
+    cached.dp->run(*cached.pl, in.data(), static_cast<uint32_t>(in.size()), now, va);
+    plain.dp->run(*plain.pl, in.data(), static_cast<uint32_t>(in.size()), now, vb);
+    now += 1'000'000;
+    for (size_t k = 0; k < in.size(); k++) {
+      EXPECT_EQ(va[k].out_port, vb[k].out_port) << what << ": packet " << k;
+      EXPECT_EQ(va[k].ct_state, vb[k].ct_state) << what << ": packet " << k;
+    }
+  };
+  burst({{true, ctrack::kSyn, false}}, "syn");
+  burst({{false, ctrack::kSyn | ctrack::kAck, false}}, "syn-ack");
+  burst({{true, ctrack::kAck, false}}, "ack");
+  for (int i = 0; i < 3; i++)
+    burst({{true, ctrack::kAck | ctrack::kPsh, false}, {false, ctrack::kAck | ctrack::kPsh, false}}, "data");
+  ASSERT_GE(cached.st.cache_hits, 4u) << "the connection's paths were not cached";
+  EXPECT_EQ(cached.st.hw_marked, 0u);
+  burst({{true, ctrack::kAck | ctrack::kPsh, true}, {false, ctrack::kAck | ctrack::kPsh, false}},
+        "data the NIC classified, then the reply acknowledging it");
+  EXPECT_EQ(cached.st.hw_marked, 1u);
+  EXPECT_EQ(plain.st.hw_marked, 1u);
+  expect_same(cached, plain, now, "after the burst");
 }
 
 // A rule change takes effect on the next packet of an established

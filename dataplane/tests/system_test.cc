@@ -53,6 +53,7 @@ TEST_F(Dut, LinuxTcpSegmentsAreServedByTheFlowCache) {
   auto ts = run_capture({"sysctl", "-n", "net.ipv4.tcp_timestamps"}, client, 10s);
   ASSERT_TRUE(ts.ok()) << ts.message();
   printf("[ flowcache ] client's net.ipv4.tcp_timestamps = %s", ts->output.c_str());
+  ASSERT_EQ(ts->output.substr(0, 1), "1") << "the segments would carry no timestamps";
   SpawnOptions o;
   o.ns = server;
   o.stdout_path = "/dev/null";

@@ -96,9 +96,10 @@ __attribute__((always_inline)) inline bool parse_ip4_plain(const uint8_t* d, uin
     // timestamps option, the layout Linux's tcp_options_write gives every
     // segment of a connection with timestamps and no SACK blocks
     // (tcp_options() reads nothing of it: no meta bits).
+    // (tot first: with tot <= len - 14, it keeps every read inside len.)
+    if (tot < 40) return false;
     const uint8_t doff = l4[12] >> 4;
     if (doff == 5) {
-      if (tot < 40) return false;
       payload = static_cast<uint16_t>(tot - 40);
     } else {
       if (doff != 8 || tot < 52 || net::get32(l4 + 20) != 0x0101080Au) return false;

@@ -422,8 +422,10 @@ class Datapath {
   bool lane_rx(Burst& b, uint32_t i);
   void lane_join(Burst& b, uint32_t i);
   void paths_for(const Pipeline& pl);
-  bool cache_may_judge(Burst& b, uint32_t i);
-  void cache_lookup(Burst& b, const ctrack::Packet* const* cpk, const uint32_t* idx, uint32_t nc, uint32_t lane);
+  enum class CacheUse : uint8_t { kNone, kJudge, kWatch };
+  CacheUse cache_use(Burst& b, uint32_t i);
+  void cache_lookup(Burst& b, const ctrack::Packet* const* cpk, const uint32_t* idx, uint32_t nc, uint32_t lane,
+                    uint32_t watch);
   void cache_hits(Burst& b, const Action& ca, const ctrack::Packet* const* gp, const ctrack::Tracker::Found* const* gf,
                   const FlowPath* const* gpath, const uint32_t* ghit, uint32_t m, uint32_t lane);
   void tables(Burst& b);                // tables/: keys, then each table's lookup, actions and conntrack

@@ -93,22 +93,27 @@ inline void Datapath::flow_cache(Burst& b) {
   PktState* s = b.s;
   const ctrack::Packet* cpk[kMaxBurst];
   uint32_t idx[kMaxBurst], nc = 0;
-  for (uint32_t i = 0; i < b.n; i++)
-    if (cache_may_judge(b, i)) {
-      cpk[nc] = &s[i].parsed.ct;
-      idx[nc++] = i;
-    }
-  cache_lookup(b, cpk, idx, nc, 0);
+  uint32_t watch = 0;
+  for (uint32_t i = 0; i < b.n; i++) {
+    const CacheUse u = cache_use(b, i);
+    if (u == CacheUse::kNone) continue;
+    if (u == CacheUse::kWatch) watch |= 1u << i;
+    cpk[nc] = &s[i].parsed.ct;
+    idx[nc++] = i;
+  }
+  cache_lookup(b, cpk, idx, nc, 0, watch);
 }
 
-// Packet i, which rx put into the tables: whether the flow cache may judge
-// it (an IP packet the NIC did not classify); if so, keyed in the cache's
-// zone.
-inline bool Datapath::cache_may_judge(Burst& b, uint32_t i) {
+// Packet i, which rx put into the tables: what the flow cache does with
+// it. kJudge: an IP packet the NIC did not classify. kWatch: an IP packet
+// the NIC classified (its table-0 rule came in a mark): the tables run its
+// ct(), so it is looked up only to keep a later hit of its connection from
+// running ahead of it. Either way keyed in the cache's zone.
+inline Datapath::CacheUse Datapath::cache_use(Burst& b, uint32_t i) {
   PktState& p = b.s[i];
-  if (p.table != 0 || p.pre >= 0 || p.key.kind == 0) return false;
+  if (p.table != 0 || p.key.kind == 0) return CacheUse::kNone;
   p.parsed.ct.key.zone = b.fast_zone;
-  return true;
+  return p.pre >= 0 ? CacheUse::kWatch : CacheUse::kJudge;
 }
 
 // The lane (rx and the flow cache in one pass, when the flow cache runs):
@@ -178,7 +183,7 @@ inline void Datapath::rx_cached(Burst& b) {
   // on every one; a tagged frame; IPv6; a fragment): the cache judges those
   // too, in the same lookup (a connection's packets of both kinds stay in
   // order).
-  uint32_t lane = 0;
+  uint32_t lane = 0, watch = 0;
   static_assert(kMaxBurst <= 32);
   for (uint32_t i = 0; i < n; i++) {
     rx_bytes += in[i].pkt_len;
@@ -186,22 +191,26 @@ inline void Datapath::rx_cached(Burst& b) {
       lane |= 1u << i;
     } else {
       rx_one<kTunnels>(b, i, c);
-      if (!cache_may_judge(b, i)) continue;
+      const CacheUse u = cache_use(b, i);
+      if (u == CacheUse::kNone) continue;
+      if (u == CacheUse::kWatch) watch |= 1u << i;
     }
     cpk[nc] = &b.s[i].parsed.ct;
     idx[nc++] = i;
   }
   rx_counted(b, rx_bytes, c, dropped_before);
-  cache_lookup(b, cpk, idx, nc, lane);
+  cache_lookup(b, cpk, idx, nc, lane, watch);
 }
 
 // The flow cache's lookups, cpk[k] of packet idx[k]: established packets
 // whose direction has a path under this pipeline go from conntrack straight
 // to that path's actions. lane (bit i: packet i): the lane's packets
 // (lane_rx), not yet in the tables: what the cache does not judge of them
-// joins the tables. The others are in the tables already.
+// joins the tables. The others are in the tables already. watch (bit i):
+// looked up only so that no hit of its connection runs ahead of it
+// (cache_use's kWatch).
 inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, const uint32_t* idx, uint32_t nc,
-                                   uint32_t lane) {
+                                   uint32_t lane, uint32_t watch) {
   PktState* s = b.s;
   const PacketIn* in = b.in;
   ctrack::Tracker::Found found[kMaxBurst];
@@ -230,6 +239,10 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
     uint32_t i = idx[k];
     const FlowPath* fp = nullptr;
     const uint32_t conn = found[k].conn;
+    if (watch >> i & 1) {
+      if (conn != ctrack::kNoConn) busy[nb++] = conn;
+      continue;
+    }
     if (conn != ctrack::kNoConn) {
       const FlowCacheEntry& e = cache_[conn];
       uint16_t slot = e.path[found[k].dir];
