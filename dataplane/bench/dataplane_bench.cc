@@ -37,6 +37,7 @@
 #include "dataplane/pipeline.h"
 #include "dataplane/worker.h"
 #include "features/overlay/mbuf.h"
+#include "net/bytes.h"
 #include "sdn/clock.h"
 
 
@@ -195,15 +196,17 @@ uint64_t run_mbufs(Env& e, rte_mbuf** mb, size_t n, uint64_t* dropped) {
   return n;
 }
 
+bool g_timestamps = false;  // --tcp-timestamps: measured segments with Linux's options (NOP, NOP, timestamps)
+
 void emit(const char* bench, int rules, uint32_t conns, double pkts, std::vector<double> secs, const char* extra = "") {
   std::sort(secs.begin(), secs.end());
   double med = secs[secs.size() / 2];
   double mpps = pkts / med / 1e6;
   if (g_json)
     printf("{\"bench\": \"%s\", \"rules\": %d, \"conns\": %u, \"mpps\": %.2f, \"ns_per_pkt\": %.2f, \"mpps_min\": %.2f, "
-           "\"mpps_max\": %.2f, \"reps\": %zu%s}\n",
+           "\"mpps_max\": %.2f, \"reps\": %zu, \"tcp_timestamps\": %s%s}\n",
            bench, rules, conns, mpps, med * 1e9 / pkts, pkts / secs.back() / 1e6, pkts / secs.front() / 1e6, secs.size(),
-           extra);
+           g_timestamps ? "true" : "false", extra);
   else
     printf("%-12s rules=%-5d conns=%-7u %7.2f Mpps (%.2f..%.2f) %7.2f ns/pkt%s\n", bench, rules, conns, mpps,
            pkts / secs.back() / 1e6, pkts / secs.front() / 1e6, med * 1e9 / pkts, extra);
@@ -219,7 +222,7 @@ int main(int argc, char** argv) {
   std::string simd = "512";
   std::string only;  // "established", "cached", "new" or "overlay": one part, for profiling
   bool overlay = false;
-  bool timestamps = false;  // measured segments with Linux's options (NOP, NOP, timestamps)
+  bool& timestamps = g_timestamps;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--json") g_json = true;
@@ -360,11 +363,8 @@ int main(int argc, char** argv) {
     f.payload = 64;
     if (timestamps) {
       f.tcp_options = {1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0};
-      const uint32_t tsval = 1000 + i, tsecr = 500 + i;  // (ctrack does not read them)
-      for (int k = 0; k < 4; k++) {
-        f.tcp_options[4 + k] = static_cast<uint8_t>(tsval >> (24 - 8 * k));
-        f.tcp_options[8 + k] = static_cast<uint8_t>(tsecr >> (24 - 8 * k));
-      }
+      net::put32(&f.tcp_options[4], 1000 + i);  // TSval, TSecr (ctrack does not read them)
+      net::put32(&f.tcp_options[8], 500 + i);
     }
     frames[i] = build_frame(f);
     ports[i] = reply ? 1 : 0;

@@ -71,14 +71,15 @@ Drop parse_packet(const uint8_t* data, uint32_t len, uint16_t zone, Parsed* out)
 // The lane: the frame most packets are, untagged Ethernet, IPv4 without
 // options and not a fragment (DF alone is fine), TCP without options or
 // with Linux's on an established segment (NOP, NOP, timestamps: nothing
-// parse_packet reads), or UDP with a length that fits. True: *out is exactly what parse_packet(data,
-// len, zone, out) writes, and parse_packet would return kNone (the tests'
-// ParseLane.* compare the two byte for byte over mutated frames). False:
-// not such a frame, *out unspecified: call parse_packet. Inlined where it
-// is used: parse_packet is an out-of-line call through a VLAN loop, a
-// family test, an extension-header loop and a protocol switch (~120
-// instructions a packet), this ~40. The dataplane's rx stage calls it
-// first (features/parse/stage.h); parse() below is the two in one.
+// parse_packet reads), or UDP with a length that fits. True: *out is
+// exactly what parse_packet(data, len, zone, out) writes, and parse_packet
+// would return kNone (the tests' ParseLane.* compare the two byte for byte
+// over mutated frames). False: not such a frame, *out unspecified: call
+// parse_packet. Inlined where it is used: parse_packet is an out-of-line
+// call through a VLAN loop, a family test, an extension-header loop and a
+// protocol switch (~120 instructions a packet), this ~40. The dataplane's
+// rx stage calls it first (features/parse/stage.h); parse() below is the
+// two in one.
 __attribute__((always_inline)) inline bool parse_ip4_plain(const uint8_t* d, uint32_t len, uint16_t zone,
                                                            Parsed* out) {
   if (len < 14 + 20 + 8) return false;
@@ -97,14 +98,14 @@ __attribute__((always_inline)) inline bool parse_ip4_plain(const uint8_t* d, uin
     // segment of a connection with timestamps and no SACK blocks
     // (tcp_options() reads nothing of it: no meta bits).
     // (tot first: with tot <= len - 14, it keeps every read inside len.)
+    // No options is the straight path: one untaken branch, and the
+    // payload from the data offset either way (a branch per case cost
+    // ctrack-bench's OVS case ~5 %, results/s12-33).
     if (tot < 40) return false;
-    const uint8_t doff = l4[12] >> 4;
-    if (doff == 5) {
-      payload = static_cast<uint16_t>(tot - 40);
-    } else {
-      if (doff != 8 || tot < 52 || net::get32(l4 + 20) != 0x0101080Au) return false;
-      payload = static_cast<uint16_t>(tot - 52);
-    }
+    const uint32_t doff = l4[12] >> 4;
+    if (__builtin_expect(doff != 5, 0) && (doff != 8 || tot < 52 || net::get32(l4 + 20) != 0x0101080Au))
+      return false;
+    payload = static_cast<uint16_t>(tot - 20 - doff * 4);
   } else if (proto == IPPROTO_UDP) {
     // A UDP length from 8 to the datagram's end (parse_packet: kTruncL4
     // under 28, kUdpLen).

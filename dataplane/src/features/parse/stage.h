@@ -26,8 +26,8 @@ __attribute__((always_inline)) inline bool Datapath::rx_parse(Burst& b, uint32_t
   const uint16_t mtu = mtu_[in[i].port];
   if (p.off == 0 && !in[i].parsed && ctrack::parse_ip4_plain(in[i].data, flen, 0, &p.parsed)) {
     // Untagged IPv4 without options, not a fragment, TCP (no options, or
-    // Linux's timestamps) or UDP (ctrack's lane): what follows for any frame, with what that parse knows (no
-    // tunnel, IP at 14).
+    // Linux's timestamps) or UDP (ctrack's lane): what follows for any
+    // frame, with what that parse knows (no tunnel, IP at 14).
     b.l3len[i] = in[i].pkt_len - 14;
     p.df_clear = !(in[i].data[14 + 6] & 0x40);
     if (in[i].pkt_len - 14 > mtu && !(reasm_in_[in[i].port] && p.df_clear)) {
