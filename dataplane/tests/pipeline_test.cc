@@ -487,6 +487,51 @@ TEST(Nat, SourceNatFramesEqualFramesBuiltWithTheTranslation) {
   EXPECT_EQ(f.send(kOut, build_frame(stray)).out_port, kDrop);
 }
 
+// ct() actions of one pass are grouped into one call of the tracker by
+// zone, commit and NAT range (Action::ct_group, numbered when the pipeline
+// is built): three SYNs in one burst whose second ct() differs in its NAT
+// range or its commit each get their own.
+TEST(Nat, OneBurstsCtActionsKeepTheirOwnCommitAndRange) {
+  Fixture f(R"Y(eal: {file_prefix: nat, no_huge: true}
+ports:
+  - {name: inside, devargs: "net_af_packet0,iface=a"}
+  - {name: outside, devargs: "net_af_packet1,iface=b"}
+tables:
+  0:
+    - {priority: 50, match: "eth_type=ipv4", actions: "ct(table=1)"}
+    - {priority: 0, match: "", actions: "drop"}
+  1:
+    - {priority: 100, match: "in_port=inside,ip_src=10.0.0.1,ct_state=+trk+new", actions: "ct(commit,nat(src=203.0.113.7:1024-1100)),output:outside"}
+    - {priority: 100, match: "in_port=inside,ip_src=10.0.0.2,ct_state=+trk+new", actions: "ct(commit,nat(src=198.51.100.9:2000-2100)),output:outside"}
+    - {priority: 100, match: "in_port=inside,ip_src=10.0.0.3,ct_state=+trk+new", actions: "ct(commit),output:outside"}
+    - {priority: 100, match: "in_port=inside,ip_src=10.0.0.4,ct_state=+trk+new", actions: "ct(),output:outside"}
+    - {priority: 0, match: "", actions: "drop"}
+)Y");
+  std::vector<std::vector<uint8_t>> syns;
+  for (int c = 1; c <= 4; c++) {
+    FrameSpec syn = tcp(true, ctrack::kSyn, 100, 0);
+    syn.src = "10.0.0." + std::to_string(c);
+    syn.dst = "192.0.2.10";
+    syns.push_back(build_frame(syn));
+  }
+  auto v = f.send_burst(kIn, syns);
+  ASSERT_EQ(f.burst_out.size(), 4u);
+  for (int c = 0; c < 4; c++) ASSERT_EQ(v[c].out_port, kOut) << c;
+  auto src = [&](int c) {
+    const auto& x = f.burst_out[c];
+    return std::to_string(x[26]) + "." + std::to_string(x[27]) + "." + std::to_string(x[28]) + "." + std::to_string(x[29]);
+  };
+  EXPECT_EQ(src(0), "203.0.113.7");
+  EXPECT_GE(sport_of(f.burst_out[0]), 1024);
+  EXPECT_LE(sport_of(f.burst_out[0]), 1100);
+  EXPECT_EQ(src(1), "198.51.100.9");
+  EXPECT_GE(sport_of(f.burst_out[1]), 2000);
+  EXPECT_LE(sport_of(f.burst_out[1]), 2100);
+  EXPECT_EQ(src(2), "10.0.0.3");
+  EXPECT_EQ(src(3), "10.0.0.4");
+  EXPECT_EQ(f.ct->stats().active, 3u) << "three committed, the uncommitted one not";
+}
+
 TEST(Nat, IcmpErrorAboutATranslatedPacketReachesTheClient) {
   Fixture f(nat_yaml());
   FrameSpec q;

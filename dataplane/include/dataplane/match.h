@@ -61,6 +61,10 @@ struct Action {
   uint16_t port = 0;     // output
   uint32_t mark = 0;     // set_mark
   ctrack::NatRange nat;  // ct(commit,nat(src=...|dst=...)): kind kNone when none
+  // ct: the same number for every ct() of the pipeline with this zone,
+  // commit and NAT range, set by Pipeline::build (the conntrack stage and
+  // the flow cache group packets by it: one compare, not a 38-byte memcmp).
+  uint32_t ct_group = 0;
   uint32_t vni = 0;      // encap(<tunnel>,vni=N,remote=IP[,...])
   uint8_t remote[4] = {};
   uint16_t encap = 0;    // its outer header in the pipeline's list, set by Pipeline::build

@@ -335,6 +335,7 @@ struct FlowPath {
   uint8_t nrules = 0;
   bool commit = false;
   uint32_t ct_act = 0;    // its ct() action (index into the pipeline's actions): commit, NAT range
+  uint32_t ct_group = 0;  // that action's Action::ct_group (follows from ct_act)
   int16_t out_port = -1;  // -1: dropped by its last rule
   uint16_t slot = 0;      // its index in the worker's paths (record_path)
   uint32_t mark = 0;

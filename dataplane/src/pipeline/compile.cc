@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "features/conntrack/narrate.h"
@@ -189,6 +190,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
   pl->gen_ = static_cast<uint32_t>(gen + 1);  // never 0: a zeroed cache entry matches no pipeline
   // The fast path's view of the rules: actions in one dense array.
   std::set<uint16_t> zones;
+  std::map<std::vector<uint8_t>, uint32_t> ct_groups;  // zone, commit, NAT range's bytes -> Action::ct_group
   for (size_t i = 0; i < R.size(); i++) {
     CompiledRule c;
     c.first = static_cast<uint32_t>(pl->acts_.size());
@@ -199,7 +201,15 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
     pl->crules_.push_back(c);
     for (const Action& a : R[i].actions) {
       pl->acts_.push_back(a);
-      if (a.type == ActType::kCt) zones.insert(a.zone);
+      if (a.type == ActType::kCt) {
+        zones.insert(a.zone);
+        std::vector<uint8_t> k(sizeof a.zone + 1 + sizeof a.nat);
+        memcpy(k.data(), &a.zone, sizeof a.zone);
+        k[sizeof a.zone] = a.commit;
+        memcpy(k.data() + sizeof a.zone + 1, &a.nat, sizeof a.nat);
+        pl->acts_.back().ct_group =
+            ct_groups.emplace(std::move(k), static_cast<uint32_t>(ct_groups.size())).first->second;
+      }
       if (a.type == ActType::kEncap) {
         Encap e{};
         if (Status s = make_encap(overlay, a, R[i].id, &e); !s) return s;

@@ -32,8 +32,7 @@ inline void Datapath::conntrack(Burst& b) {
     for (uint32_t x = a; x < nct; x++) {
       if (done[x]) continue;
       const Action& act = b.acts[b.crules[s[ctq[x]].rule].first + s[ctq[x]].resume];
-      if (act.zone != lead.zone || act.commit != lead.commit || memcmp(&act.nat, &lead.nat, sizeof act.nat) != 0)
-        continue;
+      if (act.ct_group != lead.ct_group) continue;  // (zone, commit and NAT range)
       done[x] = true;
       PktState& p = s[ctq[x]];
       if (p.key.kind == 0) continue;

@@ -228,7 +228,7 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
   const FlowPath* path[kMaxBurst];
   const ctrack::Packet* hp[kMaxBurst];
   const ctrack::Tracker::Found* hf[kMaxBurst];
-  bool mixed = false;  // the hits' paths name more than one ct() action (usually not: one group)
+  bool mixed = false;  // the hits' paths name more than one ct() group (usually not)
   // Not judged here: the tables, with the lookup's result.
   auto to_tables = [&](uint32_t i, const ctrack::Tracker::Found& f) {
     if (lane >> i & 1) lane_join(b, i);
@@ -252,7 +252,7 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
       }
     }
     if (fp) {
-      mixed |= nh != 0 && fp->ct_act != path[0]->ct_act;
+      mixed |= nh != 0 && fp->ct_group != path[0]->ct_group;
       path[nh] = fp;
       hp[nh] = cpk[k];
       hf[nh] = &found[k];
@@ -279,13 +279,13 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
     nh = keep;
   }
   if (!nh) return;
-  if (!mixed) {  // (usually: one ct() action for every hit, one group)
+  if (!mixed) {  // (usually: one ct() group for every hit)
     cache_hits(b, b.acts[path[0]->ct_act], hp, hf, path, hit, nh, lane);
     return;
   }
   // Conntrack for the hits, in burst order, grouped as conntrack() groups
-  // (by commit and NAT range: a connection that expired is made again here,
-  // and must be translated as its ct() would).
+  // (by Action::ct_group, commit and NAT range: a connection that expired
+  // is made again here, and must be translated as its ct() would).
   bool taken[kMaxBurst] = {};
   for (uint32_t h0 = 0; h0 < nh; h0++) {
     if (taken[h0]) continue;
@@ -295,11 +295,7 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
     const FlowPath* gpath[kMaxBurst];
     uint32_t ghit[kMaxBurst], m = 0;
     for (uint32_t h = h0; h < nh; h++) {
-      if (taken[h]) continue;
-      if (path[h]->ct_act != path[h0]->ct_act) {
-        const Action& x = b.acts[path[h]->ct_act];
-        if (x.commit != ca.commit || memcmp(&x.nat, &ca.nat, sizeof x.nat) != 0) continue;
-      }
+      if (taken[h] || path[h]->ct_group != path[h0]->ct_group) continue;
       taken[h] = true;
       gp[m] = hp[h];
       gf[m] = hf[h];
@@ -399,6 +395,7 @@ inline void Datapath::remember_path(Burst& b, uint32_t i) {
       fp.state = p.first.state;
       fp.commit = p.first_commit;
       fp.ct_act = p.first_act;
+      fp.ct_group = b.acts[p.first_act].ct_group;
       fp.out_port = out[i].out_port;
       fp.mark = out[i].mark;
       fp.nrules = p.nhits;
