@@ -489,7 +489,7 @@ TEST(Nat, SourceNatFramesEqualFramesBuiltWithTheTranslation) {
 
 // ct() actions of one pass are grouped into one call of the tracker by
 // zone, commit and NAT range (Action::ct_group, numbered when the pipeline
-// is built): three SYNs in one burst whose second ct() differs in its NAT
+// is built): four SYNs in one burst whose second ct() differs in its NAT
 // range or its commit each get their own.
 TEST(Nat, OneBurstsCtActionsKeepTheirOwnCommitAndRange) {
   Fixture f(R"Y(eal: {file_prefix: nat, no_huge: true}
@@ -530,6 +530,64 @@ tables:
   EXPECT_EQ(src(2), "10.0.0.3");
   EXPECT_EQ(src(3), "10.0.0.4");
   EXPECT_EQ(f.ct->stats().active, 3u) << "three committed, the uncommitted one not";
+}
+
+// The flow cache groups its hits the same way: two connections whose
+// paths' ct() differ in their NAT range, both expired, come back in one
+// burst. The cache's conntrack call makes each again, and each must take
+// its own rule's range (with the hits in one group, the second would be
+// made with the first's).
+TEST(Nat, CachedHitsOfTwoRangesAreMadeAgainWithTheirOwn) {
+  Fixture f(R"Y(eal: {file_prefix: nat, no_huge: true}
+ports:
+  - {name: inside, devargs: "net_af_packet0,iface=a"}
+  - {name: outside, devargs: "net_af_packet1,iface=b"}
+tables:
+  0:
+    - {priority: 100, match: "in_port=inside,ip_src=10.0.0.1", actions: "ct(commit,nat(src=203.0.113.7:1024-1100)),output:outside"}
+    - {priority: 100, match: "in_port=inside,ip_src=10.0.0.2", actions: "ct(commit,nat(src=198.51.100.9:2000-2100)),output:outside"}
+    - {priority: 100, match: "in_port=outside", actions: "ct(),output:inside"}
+    - {priority: 0, match: "", actions: "drop"}
+)Y");
+  auto flow = [](int c) {
+    FrameSpec u;
+    u.proto = IPPROTO_UDP;
+    u.src = "10.0.0." + std::to_string(c);
+    u.dst = "192.0.2.10";
+    u.sport = static_cast<uint16_t>(5000 + c);
+    u.dport = 53;
+    u.payload = 32;
+    return u;
+  };
+  for (int c = 1; c <= 2; c++) {
+    ASSERT_EQ(f.send(kIn, build_frame(flow(c))).out_port, kOut) << c;
+    FrameSpec r = flow(c);
+    std::swap(r.sport, r.dport);
+    r.src = "192.0.2.10";
+    r.dst = std::to_string(f.last[26]) + "." + std::to_string(f.last[27]) + "." + std::to_string(f.last[28]) + "." +
+            std::to_string(f.last[29]);
+    r.dport = sport_of(f.last);
+    ASSERT_EQ(f.send(kOut, build_frame(r)).out_port, kIn) << c;
+    ASSERT_EQ(f.send(kIn, build_frame(flow(c))).out_port, kOut) << c;  // (its path goes into the cache)
+    const uint64_t hits = f.st.cache_hits;
+    ASSERT_EQ(f.send(kIn, build_frame(flow(c))).out_port, kOut) << c;
+    ASSERT_EQ(f.st.cache_hits, hits + 1) << "flow " << c << " is served by the flow cache";
+  }
+  f.now += 300'000'000'000ull;  // past UDP's timeouts
+  auto v = f.send_burst(kIn, {build_frame(flow(1)), build_frame(flow(2))});
+  ASSERT_EQ(f.burst_out.size(), 2u);
+  ASSERT_EQ(v[0].out_port, kOut);
+  ASSERT_EQ(v[1].out_port, kOut);
+  auto src = [&](int c) {
+    const auto& x = f.burst_out[c];
+    return std::to_string(x[26]) + "." + std::to_string(x[27]) + "." + std::to_string(x[28]) + "." + std::to_string(x[29]);
+  };
+  EXPECT_EQ(src(0), "203.0.113.7");
+  EXPECT_GE(sport_of(f.burst_out[0]), 1024);
+  EXPECT_LE(sport_of(f.burst_out[0]), 1100);
+  EXPECT_EQ(src(1), "198.51.100.9");
+  EXPECT_GE(sport_of(f.burst_out[1]), 2000);
+  EXPECT_LE(sport_of(f.burst_out[1]), 2100);
 }
 
 TEST(Nat, IcmpErrorAboutATranslatedPacketReachesTheClient) {

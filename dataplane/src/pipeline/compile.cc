@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <type_traits>
 
 #include "features/conntrack/narrate.h"
 #include "features/overlay/narrate.h"
@@ -203,6 +204,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
       pl->acts_.push_back(a);
       if (a.type == ActType::kCt) {
         zones.insert(a.zone);
+        static_assert(std::has_unique_object_representations_v<ctrack::NatRange>, "its bytes are its value");
         std::vector<uint8_t> k(sizeof a.zone + 1 + sizeof a.nat);
         memcpy(k.data(), &a.zone, sizeof a.zone);
         k[sizeof a.zone] = a.commit;
