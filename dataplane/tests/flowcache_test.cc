@@ -1,6 +1,7 @@
 // The established-flow cache: a differential test against the pipeline
 // without it (random rules, random traffic, same verdicts, counters and
 // conntrack state), and the cases it must get right by construction.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 
@@ -23,9 +24,10 @@ struct Side {
   std::unique_ptr<Pipeline> pl;
   WorkerStats st;
   std::unique_ptr<Datapath> dp;
-  Side(const std::vector<Rule>& rules, bool cache) {
+  Side(const std::vector<Rule>& rules, bool cache, bool nat = false) {
     ctrack::Config cc;
     cc.capacity = 4096;
+    cc.nat = nat;
     cc.sweep_per_call = 0;  // as the daemon sets it (its workers expire by time)
     ct = std::move(ctrack::Tracker::create(cc).value());
     auto p = Pipeline::build(rules, 1);
@@ -40,8 +42,10 @@ struct Side {
 // A random rule set over three tables, in firewall.yaml's shape (ct first,
 // then decisions on ct_state), with everything the cache must respect:
 // tcp_flags rules, offload: false, set_mark, goto_table, second ct(),
-// drops and outputs on two ports.
-std::string random_rules(std::mt19937& rng, int per_table, bool two_zones) {
+// drops and outputs on two ports. `nat`: commits translate the source,
+// to one of three ranges, sometimes in table 0's first ct() (then a
+// connection's two directions may take ct() actions of different groups).
+std::string random_rules(std::mt19937& rng, int per_table, bool two_zones, bool nat = false) {
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   auto chance = [&](int pct) { return pick(100) < pct; };
   const char* ports[] = {"inside", "outside"};
@@ -72,6 +76,12 @@ std::string random_rules(std::mt19937& rng, int per_table, bool two_zones) {
     return m;
   };
   auto out = [&] { return std::string("output:") + ports[pick(2)]; };
+  // "commit", or with one of three source NAT ranges.
+  auto commit = [&] {
+    if (!nat || chance(30)) return std::string("commit");
+    const char* r[] = {"203.0.113.1", "203.0.113.2-203.0.113.3:20000-20999", "198.51.100.7:1024-1100"};
+    return std::string("commit,nat(src=") + r[pick(3)] + ")";
+  };
   // ct(commit) goes with +new, as in real rule sets (a second ct() in a
   // path keeps it out of the cache, correctly but uselessly).
   auto actions = [&](int table, bool is_new) -> std::string {
@@ -79,6 +89,7 @@ std::string random_rules(std::mt19937& rng, int per_table, bool two_zones) {
     switch (table) {
       case 0: {
         int k = pick(10);
+        if (nat && k == 5) return "ct(" + commit() + ",table=1)";
         if (k < 6) return "ct(" + zone + "table=1)";
         if (k == 6) return "set_mark:" + std::to_string(1 + pick(5)) + ",ct(" + zone + "table=1)";
         if (k == 7) return "goto_table:1";
@@ -87,8 +98,8 @@ std::string random_rules(std::mt19937& rng, int per_table, bool two_zones) {
       }
       case 1: {
         int k = pick(10);
-        if (k < 3) return is_new ? "ct(commit," + zone + "table=2)" : "goto_table:2";
-        if (k < 5) return is_new ? "ct(commit)," + out() : out();
+        if (k < 3) return is_new ? "ct(" + commit() + "," + zone + "table=2)" : "goto_table:2";
+        if (k < 5) return is_new ? "ct(" + commit() + ")," + out() : out();
         if (k < 7) return "count," + out();
         if (k == 7) return "goto_table:2";
         return "drop";
@@ -98,7 +109,7 @@ std::string random_rules(std::mt19937& rng, int per_table, bool two_zones) {
         if (k < 5) return out();
         if (k < 7) return "set_mark:" + std::to_string(10 + pick(5)) + "," + out();
         if (k < 9) return "drop";
-        return is_new ? "ct(commit)," + out() : out();
+        return is_new ? "ct(" + commit() + ")," + out() : out();
       }
     }
   };
@@ -113,7 +124,7 @@ std::string random_rules(std::mt19937& rng, int per_table, bool two_zones) {
     }
     // A floor, so most traffic reaches conntrack and the later tables, and
     // new connections get committed.
-    if (t == 1) y += "    - {priority: 1, match: \"ct_state=+trk+new\", actions: \"ct(commit,table=2)\"}\n";
+    if (t == 1) y += "    - {priority: 1, match: \"ct_state=+trk+new\", actions: \"ct(" + commit() + ",table=2)\"}\n";
     y += std::string("    - {priority: 0, match: \"\", actions: \"") +
          (t == 0 ? "ct(table=1)" : t == 1 ? "goto_table:2" : "output:outside") + "\"}\n";
   }
@@ -130,6 +141,11 @@ struct Flow {
   bool udp;
   bool ending = false;
   int options = 0;  // TCP options: 0 none, 1 on every segment (Linux's timestamps), 2 a mix (see next_packet)
+  // The connection's source as the server saw it (its first packet out,
+  // translated or not): replies go there. gen: which connection of the flow.
+  std::string seen;
+  uint16_t seen_port = 0;
+  int gen = 0;
 };
 
 std::vector<uint8_t> next_packet(std::mt19937& rng, Flow& fl, uint16_t* port) {
@@ -138,6 +154,8 @@ std::vector<uint8_t> next_packet(std::mt19937& rng, Flow& fl, uint16_t* port) {
   if (fl.ending && rng() % 4 != 0) {
     fl.ending = false;
     fl.step = 0;
+    fl.seen_port = 0;
+    fl.gen++;
     fl.f.sport = static_cast<uint16_t>(30000 + rng() % 30000);
     fl.seq[0] = static_cast<uint32_t>(rng());
     fl.seq[1] = static_cast<uint32_t>(rng());
@@ -147,6 +165,10 @@ std::vector<uint8_t> next_packet(std::mt19937& rng, Flow& fl, uint16_t* port) {
   if (dir) {
     std::swap(s.src, s.dst);
     std::swap(s.sport, s.dport);
+    if (fl.seen_port) {
+      s.dst = fl.seen;
+      s.dport = fl.seen_port;
+    }
   }
   *port = static_cast<uint16_t>(dir);
   if (fl.udp) {
@@ -234,17 +256,18 @@ void expect_same(Side& a, Side& b, uint64_t now, const std::string& what) {
 // the cache, rx and the cache run as one pass, the lane: this compares it
 // with rx and the tables, over frames it takes and frames it leaves to rx.)
 TEST(FlowCache, SameVerdictsAndCountersAsTheFullPipeline) {
-  uint64_t total_hits = 0, total_packets = 0;
+  uint64_t total_hits = 0, total_packets = 0, nat_translated = 0;
   int seeds_with_hits = 0, single_zone_seeds = 0;
   for (unsigned seed = 1; seed <= 20; seed++) {
     std::mt19937 rng(seed);
     bool two_zones = seed % 4 == 0;
-    auto cfg = parse_config(random_rules(rng, 35, two_zones), "random.yaml");
+    const bool nat = !two_zones && seed % 2 == 1;  // source NAT in the commits (random_rules)
+    auto cfg = parse_config(random_rules(rng, 35, two_zones, nat), "random.yaml");
     ASSERT_TRUE(cfg.ok()) << cfg.message();
     ASSERT_GE(cfg->rules.size(), 100u);
-    auto cfg2 = parse_config(random_rules(rng, 35, two_zones), "random2.yaml");
+    auto cfg2 = parse_config(random_rules(rng, 35, two_zones, nat), "random2.yaml");
     ASSERT_TRUE(cfg2.ok()) << cfg2.message();
-    Side cached(cfg->rules, true), plain(cfg->rules, false);
+    Side cached(cfg->rules, true, nat), plain(cfg->rules, false, nat);
     // Some seeds with MTUs that longer segments pass (port 0's kernel
     // reassembles: without DF they pass it too, and leave in fragments),
     // some with a second worker owning half the connections (handoffs).
@@ -262,8 +285,8 @@ TEST(FlowCache, SameVerdictsAndCountersAsTheFullPipeline) {
     auto flows = make_flows(rng, 60);
     uint64_t now = 1'000'000'000'000ull;
     const int kPackets = 12000;
-    std::vector<std::vector<uint8_t>> frames;
-    std::vector<PacketIn> in;
+    std::vector<std::vector<uint8_t>> frames, frames_b;  // each side its own copy: NAT rewrites them
+    std::vector<PacketIn> in, in_b;
     for (int sent = 0; sent < kPackets;) {
       if (sent == kPackets / 2) {
         cached.swap(cfg2->rules);
@@ -272,20 +295,53 @@ TEST(FlowCache, SameVerdictsAndCountersAsTheFullPipeline) {
       uint32_t burst = 1 + rng() % kMaxBurst;
       frames.clear();
       in.clear();
+      in_b.clear();
       std::vector<uint16_t> ports;
+      std::vector<std::pair<size_t, int>> of;  // each packet's flow and its connection (Flow::gen)
+      std::vector<bool> in_burst(nat ? flows.size() : 0);
       for (uint32_t k = 0; k < burst; k++) {
         uint16_t port;
-        frames.push_back(next_packet(rng, flows[rng() % flows.size()], &port));
+        size_t fi = rng() % flows.size();
+        // With NAT, a flow's packets come one a burst, as causality has them
+        // (a reply answers what was forwarded before it). Where a
+        // connection's two directions take ct() actions of different groups
+        // (commits with and without a range in table 0), the tables run
+        // each group in turn, as OVS runs a batch per megaflow, so a reply
+        // in the burst of the very packet it answers may be judged before it;
+        // the flow cache groups only its hits, and may judge it after.
+        if (nat) {
+          while (in_burst[fi]) fi = (fi + 1) % flows.size();
+          in_burst[fi] = true;
+        }
+        frames.push_back(next_packet(rng, flows[fi], &port));
         ports.push_back(port);
+        of.push_back({fi, flows[fi].gen});
       }
-      for (uint32_t k = 0; k < burst; k++)
+      frames_b = frames;
+      for (uint32_t k = 0; k < burst; k++) {
         in.push_back(PacketIn{frames[k].data(), static_cast<uint32_t>(frames[k].size()),
                               static_cast<uint32_t>(frames[k].size()), ports[k], false, 0});
+        in_b.push_back(in.back());
+        in_b.back().data = frames_b[k].data();
+      }
       Verdict va[kMaxBurst], vb[kMaxBurst];
       cached.dp->run(*cached.pl, in.data(), burst, now, va);
-      plain.dp->run(*plain.pl, in.data(), burst, now, vb);
+      plain.dp->run(*plain.pl, in_b.data(), burst, now, vb);
       for (uint32_t k = 0; k < burst; k++) {
         ASSERT_EQ(va[k].out_port, vb[k].out_port) << "seed " << seed << " packet " << sent + k;
+        if (va[k].out_port >= 0) {
+          ASSERT_EQ(va[k].strip, vb[k].strip) << "seed " << seed << " packet " << sent + k;
+          ASSERT_EQ(frames[k], frames_b[k]) << "seed " << seed << " packet " << sent + k << ": the bytes out";
+          // What the server last saw of the connection is where it replies.
+          Flow& fl = flows[of[k].first];
+          if (ports[k] == 0 && fl.gen == of[k].second) {
+            const uint32_t l3 = 14 + (frames[k][12] == 0x81 && frames[k][13] == 0x00 ? 4 : 0);
+            char a[INET_ADDRSTRLEN];
+            inet_ntop(AF_INET, frames[k].data() + l3 + 12, a, sizeof a);
+            fl.seen = a;
+            fl.seen_port = static_cast<uint16_t>(frames[k][l3 + 20] << 8 | frames[k][l3 + 21]);
+          }
+        }
         ASSERT_EQ(va[k].ct_state, vb[k].ct_state) << "seed " << seed << " packet " << sent + k;
         ASSERT_EQ(va[k].mark, vb[k].mark) << "seed " << seed << " packet " << sent + k;
         ASSERT_EQ(va[k].handoff, vb[k].handoff) << "seed " << seed << " packet " << sent + k;
@@ -297,17 +353,22 @@ TEST(FlowCache, SameVerdictsAndCountersAsTheFullPipeline) {
     expect_same(cached, plain, now, "seed " + std::to_string(seed));
     EXPECT_EQ(cached.st.handoff_out, plain.st.handoff_out) << "seed " << seed;
     EXPECT_EQ(plain.st.cache_hits, 0u);
+    const int kNat = static_cast<int>(Tunnel::kNat);
+    EXPECT_EQ(cached.st.tunnel[kNat], plain.st.tunnel[kNat]) << "seed " << seed << ": packets translated";
+    if (nat) nat_translated += cached.st.tunnel[kNat];
     if (!two_zones) seeds_with_hits += cached.st.cache_hits > 0;
     if (!two_zones) single_zone_seeds++;
     total_hits += cached.st.cache_hits;
     total_packets += cached.st.rx_packets;
   }
   printf("[ flowcache ] 20 random rule sets (>= 100 rules each), %llu packets: %llu served by the cache; "
-         "%d of %d single-zone rule sets used it\n",
-         (unsigned long long)total_packets, (unsigned long long)total_hits, seeds_with_hits, single_zone_seeds);
+         "%d of %d single-zone rule sets used it; %llu packets translated (NAT rule sets)\n",
+         (unsigned long long)total_packets, (unsigned long long)total_hits, seeds_with_hits, single_zone_seeds,
+         (unsigned long long)nat_translated);
   // The cache must have been exercised for the comparison to mean anything.
   EXPECT_GT(total_hits, total_packets / 20);
   EXPECT_GT(seeds_with_hits, single_zone_seeds / 2);
+  EXPECT_GT(nat_translated, total_packets / 40) << "the NAT seeds translated";
 }
 
 const char* kFirewall = R"Y(

@@ -517,10 +517,7 @@ tables:
   auto v = f.send_burst(kIn, syns);
   ASSERT_EQ(f.burst_out.size(), 4u);
   for (int c = 0; c < 4; c++) ASSERT_EQ(v[c].out_port, kOut) << c;
-  auto src = [&](int c) {
-    const auto& x = f.burst_out[c];
-    return std::to_string(x[26]) + "." + std::to_string(x[27]) + "." + std::to_string(x[28]) + "." + std::to_string(x[29]);
-  };
+  auto src = [&](int c) { return fragcheck::src_of(f.burst_out[c]); };
   EXPECT_EQ(src(0), "203.0.113.7");
   EXPECT_GE(sport_of(f.burst_out[0]), 1024);
   EXPECT_LE(sport_of(f.burst_out[0]), 1100);
@@ -564,8 +561,7 @@ tables:
     FrameSpec r = flow(c);
     std::swap(r.sport, r.dport);
     r.src = "192.0.2.10";
-    r.dst = std::to_string(f.last[26]) + "." + std::to_string(f.last[27]) + "." + std::to_string(f.last[28]) + "." +
-            std::to_string(f.last[29]);
+    r.dst = fragcheck::src_of(f.last);
     r.dport = sport_of(f.last);
     ASSERT_EQ(f.send(kOut, build_frame(r)).out_port, kIn) << c;
     ASSERT_EQ(f.send(kIn, build_frame(flow(c))).out_port, kOut) << c;  // (its path goes into the cache)
@@ -578,10 +574,7 @@ tables:
   ASSERT_EQ(f.burst_out.size(), 2u);
   ASSERT_EQ(v[0].out_port, kOut);
   ASSERT_EQ(v[1].out_port, kOut);
-  auto src = [&](int c) {
-    const auto& x = f.burst_out[c];
-    return std::to_string(x[26]) + "." + std::to_string(x[27]) + "." + std::to_string(x[28]) + "." + std::to_string(x[29]);
-  };
+  auto src = [&](int c) { return fragcheck::src_of(f.burst_out[c]); };
   EXPECT_EQ(src(0), "203.0.113.7");
   EXPECT_GE(sport_of(f.burst_out[0]), 1024);
   EXPECT_LE(sport_of(f.burst_out[0]), 1100);
