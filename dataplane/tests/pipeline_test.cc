@@ -487,16 +487,31 @@ TEST(Nat, SourceNatFramesEqualFramesBuiltWithTheTranslation) {
   EXPECT_EQ(f.send(kOut, build_frame(stray)).out_port, kDrop);
 }
 
+// The two-port header of the NAT group tests' configs.
+constexpr const char* kTwoPorts = R"Y(eal: {file_prefix: nat, no_huge: true}
+ports:
+  - {name: inside, devargs: "net_af_packet0,iface=a"}
+  - {name: outside, devargs: "net_af_packet1,iface=b"}
+)Y";
+
+// The first frame out left from 203.0.113.7:1024-1100, the second from
+// 198.51.100.9:2000-2100 (the NAT group tests' two ranges).
+void expect_two_ranges(const std::vector<std::vector<uint8_t>>& out) {
+  ASSERT_GE(out.size(), 2u);
+  EXPECT_EQ(fragcheck::src_of(out[0]), "203.0.113.7");
+  EXPECT_GE(sport_of(out[0]), 1024);
+  EXPECT_LE(sport_of(out[0]), 1100);
+  EXPECT_EQ(fragcheck::src_of(out[1]), "198.51.100.9");
+  EXPECT_GE(sport_of(out[1]), 2000);
+  EXPECT_LE(sport_of(out[1]), 2100);
+}
+
 // ct() actions of one pass are grouped into one call of the tracker by
 // zone, commit and NAT range (Action::ct_group, numbered when the pipeline
 // is built): four SYNs in one burst whose second ct() differs in its NAT
 // range or its commit each get their own.
 TEST(Nat, OneBurstsCtActionsKeepTheirOwnCommitAndRange) {
-  Fixture f(R"Y(eal: {file_prefix: nat, no_huge: true}
-ports:
-  - {name: inside, devargs: "net_af_packet0,iface=a"}
-  - {name: outside, devargs: "net_af_packet1,iface=b"}
-tables:
+  Fixture f(std::string(kTwoPorts) + R"Y(tables:
   0:
     - {priority: 50, match: "eth_type=ipv4", actions: "ct(table=1)"}
     - {priority: 0, match: "", actions: "drop"}
@@ -517,15 +532,9 @@ tables:
   auto v = f.send_burst(kIn, syns);
   ASSERT_EQ(f.burst_out.size(), 4u);
   for (int c = 0; c < 4; c++) ASSERT_EQ(v[c].out_port, kOut) << c;
-  auto src = [&](int c) { return fragcheck::src_of(f.burst_out[c]); };
-  EXPECT_EQ(src(0), "203.0.113.7");
-  EXPECT_GE(sport_of(f.burst_out[0]), 1024);
-  EXPECT_LE(sport_of(f.burst_out[0]), 1100);
-  EXPECT_EQ(src(1), "198.51.100.9");
-  EXPECT_GE(sport_of(f.burst_out[1]), 2000);
-  EXPECT_LE(sport_of(f.burst_out[1]), 2100);
-  EXPECT_EQ(src(2), "10.0.0.3");
-  EXPECT_EQ(src(3), "10.0.0.4");
+  expect_two_ranges(f.burst_out);
+  EXPECT_EQ(fragcheck::src_of(f.burst_out[2]), "10.0.0.3");
+  EXPECT_EQ(fragcheck::src_of(f.burst_out[3]), "10.0.0.4");
   EXPECT_EQ(f.ct->stats().active, 3u) << "three committed, the uncommitted one not";
 }
 
@@ -535,11 +544,7 @@ tables:
 // its own rule's range (with the hits in one group, the second would be
 // made with the first's).
 TEST(Nat, CachedHitsOfTwoRangesAreMadeAgainWithTheirOwn) {
-  Fixture f(R"Y(eal: {file_prefix: nat, no_huge: true}
-ports:
-  - {name: inside, devargs: "net_af_packet0,iface=a"}
-  - {name: outside, devargs: "net_af_packet1,iface=b"}
-tables:
+  Fixture f(std::string(kTwoPorts) + R"Y(tables:
   0:
     - {priority: 100, match: "in_port=inside,ip_src=10.0.0.1", actions: "ct(commit,nat(src=203.0.113.7:1024-1100)),output:outside"}
     - {priority: 100, match: "in_port=inside,ip_src=10.0.0.2", actions: "ct(commit,nat(src=198.51.100.9:2000-2100)),output:outside"}
@@ -574,13 +579,7 @@ tables:
   ASSERT_EQ(f.burst_out.size(), 2u);
   ASSERT_EQ(v[0].out_port, kOut);
   ASSERT_EQ(v[1].out_port, kOut);
-  auto src = [&](int c) { return fragcheck::src_of(f.burst_out[c]); };
-  EXPECT_EQ(src(0), "203.0.113.7");
-  EXPECT_GE(sport_of(f.burst_out[0]), 1024);
-  EXPECT_LE(sport_of(f.burst_out[0]), 1100);
-  EXPECT_EQ(src(1), "198.51.100.9");
-  EXPECT_GE(sport_of(f.burst_out[1]), 2000);
-  EXPECT_LE(sport_of(f.burst_out[1]), 2100);
+  expect_two_ranges(f.burst_out);
 }
 
 TEST(Nat, IcmpErrorAboutATranslatedPacketReachesTheClient) {
