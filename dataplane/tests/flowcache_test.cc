@@ -304,21 +304,9 @@ TEST(FlowCache, SameVerdictsAndCountersAsTheFullPipeline) {
       in_b.clear();
       std::vector<uint16_t> ports;
       std::vector<std::pair<size_t, int>> of;  // each packet's flow and its connection (Flow::gen)
-      std::vector<bool> in_burst(nat ? flows.size() : 0);
       for (uint32_t k = 0; k < burst; k++) {
         uint16_t port;
-        size_t fi = rng() % flows.size();
-        // With NAT, a flow's packets come one a burst, as causality has them
-        // (a reply answers what was forwarded before it). Where a
-        // connection's two directions take ct() actions of different groups
-        // (commits with and without a range in table 0), the tables run
-        // each group in turn, as OVS runs a batch per megaflow, so a reply
-        // in the burst of the very packet it answers may be judged before it;
-        // the flow cache groups only its hits, and may judge it after.
-        if (nat) {
-          while (in_burst[fi]) fi = (fi + 1) % flows.size();
-          in_burst[fi] = true;
-        }
+        const size_t fi = rng() % flows.size();
         frames.push_back(next_packet(rng, flows[fi], &port));
         ports.push_back(port);
         of.push_back({fi, flows[fi].gen});

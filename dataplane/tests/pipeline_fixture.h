@@ -65,19 +65,25 @@ struct Fixture {
   // Runs frames as one burst (a worker's rx burst); those not held are in
   // `burst_out` as the pipeline left them, in order.
   std::vector<Verdict> send_burst(uint16_t port, std::vector<std::vector<uint8_t>> fs) {
+    const std::vector<uint16_t> ports(fs.size(), port);  // (before fs is moved from)
+    return send_burst(ports, std::move(fs));
+  }
+  // The same, packet i in from ports[i].
+  std::vector<Verdict> send_burst(const std::vector<uint16_t>& ports, std::vector<std::vector<uint8_t>> fs) {
     std::vector<std::unique_ptr<std::vector<uint8_t>>> frames;
     std::vector<PacketIn> in;
-    for (auto& f : fs) {
-      frames.push_back(std::make_unique<std::vector<uint8_t>>(std::move(f)));
+    for (size_t i = 0; i < fs.size(); i++) {
+      frames.push_back(std::make_unique<std::vector<uint8_t>>(std::move(fs[i])));
       auto& x = *frames.back();
-      in.push_back(PacketIn{x.data(), static_cast<uint32_t>(x.size()), static_cast<uint32_t>(x.size()), port, false, 0});
+      in.push_back(
+          PacketIn{x.data(), static_cast<uint32_t>(x.size()), static_cast<uint32_t>(x.size()), ports[i], false, 0});
       in.back().cookie = &x;
     }
     std::vector<Verdict> v(in.size());
     dp->run(*pl, in.data(), static_cast<uint32_t>(in.size()), now, v.data());
     burst_out.clear();
     for (size_t i = 0; i < in.size(); i++) {
-      if (v[i].held) held.push_back({std::move(frames[i]), port});
+      if (v[i].held) held.push_back({std::move(frames[i]), ports[i]});
       else burst_out.push_back(std::move(*frames[i]));
     }
     drain();

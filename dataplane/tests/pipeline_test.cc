@@ -582,6 +582,88 @@ TEST(Nat, CachedHitsOfTwoRangesAreMadeAgainWithTheirOwn) {
   expect_two_ranges(f.burst_out);
 }
 
+// With a connection's directions in different ct() groups (a commit with a
+// range one way, a plain ct() the other), its packets in one burst still
+// reach the tracker in burst order: another connection's packet in the
+// reply direction's group comes first, then the client's data, then the
+// server's ACK of it. Run group by group (the first packet's group first)
+// the ACK would be judged before the data it acknowledges, above the
+// window, and dropped. Through the tables, and through the flow cache
+// (all three are its hits there).
+TEST(Nat, AConnectionsPacketsKeepTheirOrderAcrossCtGroups) {
+  for (bool cache : {false, true}) {
+    SCOPED_TRACE(cache ? "with the flow cache" : "without the flow cache");
+    Fixture f(std::string(kTwoPorts) + R"Y(tables:
+  0:
+    - {priority: 100, match: "in_port=inside,eth_type=ipv4", actions: "ct(commit,nat(src=203.0.113.7:1024-1100),table=1)"}
+    - {priority: 100, match: "in_port=outside,eth_type=ipv4", actions: "ct(table=1)"}
+    - {priority: 0, match: "", actions: "drop"}
+  1:
+    - {priority: 100, match: "in_port=inside,ct_state=+trk", actions: "output:outside"}
+    - {priority: 100, match: "in_port=outside,ct_state=+trk+est", actions: "output:inside"}
+    - {priority: 0, match: "", actions: "drop"}
+)Y");
+    f.dp->set_flow_cache(cache);
+    using ctrack::kAck;
+    using ctrack::kPsh;
+    // A client's connection, through the NAT; `server` writes to the
+    // translated tuple. cs, ss: each side's next sequence number.
+    struct Side {
+      FrameSpec c;
+      std::string pub;
+      uint16_t port = 0;
+      uint32_t cs = 101, ss = 501;
+      std::vector<uint8_t> client(uint8_t flags, uint32_t len) const {
+        FrameSpec d = c;
+        d.tcp_flags = flags;
+        d.seq = cs;
+        d.ack = ss;
+        d.payload = len;
+        return build_frame(d);
+      }
+      std::vector<uint8_t> server(uint8_t flags, uint32_t len, uint32_t acked = 0) const {
+        FrameSpec r = tcp(false, flags, ss, cs + acked);
+        r.src = "192.0.2.10";
+        r.dst = pub;
+        r.dport = port;
+        r.payload = len;
+        return build_frame(r);
+      }
+    };
+    Side k[2];
+    for (int n = 0; n < 2; n++) {
+      k[n].c = tcp(true, ctrack::kSyn, 100, 0);
+      k[n].c.src = "10.0.0." + std::to_string(1 + n);
+      k[n].c.dst = "192.0.2.10";
+      ASSERT_EQ(f.send(kIn, build_frame(k[n].c)).out_port, kOut);
+      k[n].pub = fragcheck::src_of(f.last);
+      k[n].port = sport_of(f.last);
+      FrameSpec sa = tcp(false, ctrack::kSyn | kAck, 500, 101);
+      sa.src = "192.0.2.10";
+      sa.dst = k[n].pub;
+      sa.dport = k[n].port;
+      ASSERT_EQ(f.send(kOut, build_frame(sa)).out_port, kIn);
+      // Data both ways, singly (with the cache: each direction's path kept).
+      for (int i = 0; i < 3; i++) {
+        ASSERT_EQ(f.send(kIn, k[n].client(kAck | kPsh, 10)).out_port, kOut) << i;
+        k[n].cs += 10;
+        ASSERT_EQ(f.send(kOut, k[n].server(kAck | kPsh, 10)).out_port, kIn) << i;
+        k[n].ss += 10;
+      }
+    }
+    const uint64_t hits = f.st.cache_hits;
+    auto v = f.send_burst({kOut, kIn, kOut},
+                          {k[1].server(kAck, 0), k[0].client(kAck | kPsh, 100), k[0].server(kAck, 0, 100)});
+    EXPECT_EQ(v[0].out_port, kIn);
+    EXPECT_EQ(v[1].out_port, kOut) << "the client's data";
+    EXPECT_EQ(v[2].out_port, kIn) << "the server's ACK of it, in the same burst";
+    EXPECT_EQ(v[2].ct_state & ctrack::kCtInv, 0) << "judged after the data";
+    if (cache) {
+      EXPECT_EQ(f.st.cache_hits, hits + 3) << "all three served by the flow cache";
+    }
+  }
+}
+
 TEST(Nat, IcmpErrorAboutATranslatedPacketReachesTheClient) {
   Fixture f(nat_yaml());
   FrameSpec q;

@@ -142,6 +142,8 @@ struct Datapath::Burst {
   // The table being run: its packets, and those waiting at a ct().
   uint32_t here[kMaxBurst], nhere = 0;
   uint32_t ctq[kMaxBurst], nct = 0;
+  uint32_t ctg[kMaxBurst];  // each waiting packet's Action::ct_group
+  bool ct_multi = false;    // they are in more than one group
 
   void drop(uint32_t i, DropWhy why) {
     st.drop[static_cast<int>(why)]++;
@@ -162,8 +164,10 @@ struct Datapath::Burst {
       b.out[i].encap_sport = encap_sport(b.s[i].parsed.ct.key);
       return true;
     }
-    Step ct(const Action&, uint32_t a) {
+    Step ct(const Action& act, uint32_t a) {
       b.s[i].resume = static_cast<uint8_t>(a);
+      b.ct_multi |= b.nct != 0 && act.ct_group != b.ctg[0];
+      b.ctg[b.nct] = act.ct_group;
       b.ctq[b.nct++] = i;
       return Step::kWait;
     }

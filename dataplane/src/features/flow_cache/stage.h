@@ -285,7 +285,9 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
   }
   // Conntrack for the hits, in burst order, grouped as conntrack() groups
   // (by Action::ct_group, commit and NAT range: a connection that expired
-  // is made again here, and must be translated as its ct() would).
+  // is made again here, and must be translated as its ct() would). As
+  // there, a hit waits for a later group while an earlier hit of its
+  // connection is in a group not yet run.
   bool taken[kMaxBurst] = {};
   for (uint32_t h0 = 0; h0 < nh; h0++) {
     if (taken[h0]) continue;
@@ -293,9 +295,15 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
     const ctrack::Packet* gp[kMaxBurst];
     const ctrack::Tracker::Found* gf[kMaxBurst];
     const FlowPath* gpath[kMaxBurst];
-    uint32_t ghit[kMaxBurst], m = 0;
+    uint32_t ghit[kMaxBurst], m = 0, wait[kMaxBurst], nw = 0;
     for (uint32_t h = h0; h < nh; h++) {
-      if (taken[h] || path[h]->ct_group != path[h0]->ct_group) continue;
+      if (taken[h]) continue;
+      bool waits = path[h]->ct_group != path[h0]->ct_group;
+      for (uint32_t w = 0; w < nw && !waits; w++) waits = wait[w] == hf[h]->conn;
+      if (waits) {
+        wait[nw++] = hf[h]->conn;
+        continue;
+      }
       taken[h] = true;
       gp[m] = hp[h];
       gf[m] = hf[h];

@@ -94,6 +94,7 @@ inline void Datapath::classify(Burst& b, int t) {
 inline void Datapath::actions(Burst& b) {
   PktState* s = b.s;
   b.nct = 0;
+  b.ct_multi = false;
   uint32_t last = UINT32_MAX;  // rule hits, summed over runs of the same rule
   uint64_t lp = 0, lb = 0;
   for (uint32_t k = 0; k < b.nhere; k++) {
