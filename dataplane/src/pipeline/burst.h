@@ -121,6 +121,7 @@ struct Datapath::Burst {
     memset(l3len, 0xA5, sizeof l3len);
     memset(here, 0xA5, sizeof here);
     memset(ctq, 0xA5, sizeof ctq);
+    memset(ctg, 0xA5, sizeof ctg);
 #endif
   }
   Pipeline& pl;

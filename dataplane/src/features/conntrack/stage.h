@@ -16,8 +16,8 @@ using stage::PktState;
 //
 // A pass of one group (the usual case) is one call of the tracker. With
 // several groups, each is a call, and a connection's packets keep their
-// burst order across them: every packet is looked up first (the flow
-// cache's lookup where it made one), and a packet waits for a later call
+// burst order across them: every packet is looked up first, and a packet
+// waits for a later call
 // while an earlier packet of its connection (the same entry, or the same
 // canonical hash where there is none yet) is in a group not yet run.
 inline void Datapath::conntrack(Burst& b) {
@@ -43,14 +43,13 @@ inline void Datapath::conntrack(Burst& b) {
       fnd[x] = nullptr;
       id[x] = 0;  // none: orders against nothing (untracked, or tracked already by the flow cache)
       if (p.key.kind == 0 || p.have_ct) continue;
-      const uint16_t zone = b.acts[b.crules[p.rule].first + p.resume].zone;
-      if (p.have_found && p.ncts == 0 && zone == b.fast_zone) {
-        fnd[x] = &p.found;
-      } else {
-        p.parsed.ct.key.zone = zone;
-        lp[nl] = &p.parsed.ct;
-        lx[nl++] = x;
-      }
+      // (All in one lookup, not the flow cache's where it made one: that
+      // was made before the cache's hits and earlier passes ran, and an
+      // identity from it could differ from one made now for another packet
+      // of the same connection, an entry freed or made in between.)
+      p.parsed.ct.key.zone = b.acts[b.crules[p.rule].first + p.resume].zone;
+      lp[nl] = &p.parsed.ct;
+      lx[nl++] = x;
     }
     if (nl) ct_->lookup(lp, nl, looked);
     for (uint32_t k = 0; k < nl; k++) fnd[lx[k]] = &looked[k];
