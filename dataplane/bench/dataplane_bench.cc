@@ -222,7 +222,6 @@ int main(int argc, char** argv) {
   std::string simd = "512";
   std::string only;  // "established", "cached", "new" or "overlay": one part, for profiling
   bool overlay = false;
-  bool& timestamps = g_timestamps;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--json") g_json = true;
@@ -233,7 +232,7 @@ int main(int argc, char** argv) {
     else if (a == "--simd-bits" && i + 1 < argc) simd = argv[++i];
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--overlay-nat") overlay = true;
-    else if (a == "--tcp-timestamps") timestamps = true;
+    else if (a == "--tcp-timestamps") g_timestamps = true;
     else {
       printf("usage: dataplane-bench [--json] [--cpu-time] [--rules N] [--conns N] [--packets N] [--simd-bits 512|256]\n"
              "       [--only PART] [--overlay-nat] [--tcp-timestamps]\n"
@@ -361,7 +360,7 @@ int main(int argc, char** argv) {
     bool reply = i & 1;
     auto f = conn_frame(c, reply, ctrack::kAck | ctrack::kPsh, reply ? 901 : 101, reply ? 101 : 901);
     f.payload = 64;
-    if (timestamps) {
+    if (g_timestamps) {
       f.tcp_options = {1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0};
       net::put32(&f.tcp_options[4], 1000 + i);  // TSval, TSecr (ctrack does not read them)
       net::put32(&f.tcp_options[8], 500 + i);

@@ -141,7 +141,7 @@ struct Flow {
   bool udp;
   bool ending = false;
   int options = 0;  // TCP options: 0 none, 1 on every segment (Linux's timestamps), 2 a mix (see next_packet)
-  // The connection's source as the server saw it (its first packet out,
+  // The connection's source as the server last saw it (its packets out,
   // translated or not): replies go there. gen: which connection of the flow.
   std::string seen;
   uint16_t seen_port = 0;

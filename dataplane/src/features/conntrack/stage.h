@@ -17,9 +17,9 @@ using stage::PktState;
 // A pass of one group (the usual case) is one call of the tracker. With
 // several groups, each is a call, and a connection's packets keep their
 // burst order across them: every packet is looked up first, and a packet
-// waits for a later call
-// while an earlier packet of its connection (the same entry, or the same
-// canonical hash where there is none yet) is in a group not yet run.
+// waits for a later call while an earlier packet of its connection (the
+// same entry, or the same canonical hash where there is none yet) is in a
+// group not yet run.
 inline void Datapath::conntrack(Burst& b) {
   PktState* s = b.s;
   const uint32_t nct = b.nct;
