@@ -173,36 +173,53 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
     for (uint32_t i = 0; i < k; i++) m.stage1(*pkts[off + i], f[i].hash, b[i], f[i].canon, w + 2 * i);
     for (uint32_t i = 0; i < k; i++) h[i] = f[i].hash;
     m.stage2(pkts + off, h, b, cand, k);
-    for (uint32_t i = 0; i < k; i++) {
-      const Packet& p = *pkts[off + i];
-      uint32_t c = cand[i];
-      // No signature in either bucket: not there. A signature of another
-      // key: the full probe.
-      if (c != kEmpty && !m.slot_matches_w(c, p.key, f[i].canon, w + 2 * i)) {
-        Key ck;
-        canonicalize(p.key, &ck);
-        c = m.table.find(ck, f[i].hash);
-      }
-      f[i].dir = 0;
-      f[i].rside = false;
-      f[i].epoch = m.changes;
-      if (c == kEmpty) {
-        f[i].conn = kNoConn;
-        continue;
-      }
-      const uint32_t idx = c & ~kNatTag;
-      f[i].conn = idx;
-      f[i].rside = (c & kNatTag) != 0;
-      // The direction from the slot, without the NAT entry's kind: under the
-      // connection's own key it is what nat_side() gives a translated one
-      // (kNatOrig: 0, kNatOrigRev: 1); under the reply tuple (a tagged slot,
-      // whose NatExt the match just read) kNatReply is 1, kNatReplyRev 0.
-      if (c & kNatTag) f[i].dir = f[i].canon == (m.nat[idx].rcanon != 0) ? 1 : 0;
-      else f[i].dir = f[i].canon == ((m.conns[idx].flags & detail::kOrigCanon) != 0) ? 0 : 1;
-      m.prefetch_rest(idx);
-    }
+    for (uint32_t i = 0; i < k; i++) m.found(*pkts[off + i], cand[i], w + 2 * i, f[i]);
   }
   m.release();
+}
+
+uint32_t Tracker::lookup_done(const Packet* const* pkts, uint32_t n, uint64_t now_ns, uint32_t may, const Tags& t,
+                              const uint64_t* pkt_ctx, Found* f, CtResult* out, Key* nat_out) {
+  assert(n <= 32 && Impl::kChunk >= 32);
+  assert(ipv4_keys_ok(pkts, n) && "IPv4 key with address bytes beyond the first four (key.h)");
+  assert((nat_out || !cfg_.nat) && "a tracker with NAT translates: nat_out");
+  Impl& m = *impl_;
+  const uint32_t now = now_ms(now_ns);
+  m.acquire();
+  uint32_t h[Impl::kChunk], b[Impl::kChunk], cand[Impl::kChunk];
+  uint64_t w[2 * Impl::kChunk];
+  for (uint32_t i = 0; i < n; i++) m.stage1(*pkts[i], f[i].hash, b[i], f[i].canon, w + 2 * i);
+  for (uint32_t i = 0; i < n; i++) h[i] = f[i].hash;
+  m.stage2(pkts, h, b, cand, n);
+  // The tags of the likely connections, before the first is read.
+  for (uint32_t i = 0; i < n; i++)
+    if (cand[i] != kEmpty) __builtin_prefetch(&t.tags[cand[i] & ~kNatTag]);
+  uint32_t done = 0, nleft = 0;
+  uint32_t left[Impl::kChunk];  // connections of the packets found and left undone, so far
+  for (uint32_t i = 0; i < n; i++) {
+    const uint32_t c = m.found(*pkts[i], cand[i], w + 2 * i, f[i]);
+    if (c == kEmpty) continue;
+    const uint32_t idx = c & ~kNatTag;
+    if (may >> i & 1) {
+      const Tag& tg = t.tags[idx];
+      const uint16_t v = tg.dir[f[i].dir];
+      bool ok = tg.gen == t.gen && v != Tag::kNoTag && t.ctx[v] == pkt_ctx[i];
+      for (uint32_t x = 0; x < nleft && ok; x++) ok = left[x] != idx;
+      if (ok) {
+        m.cur_nat_out = nat_out ? nat_out + i : nullptr;
+        if (m.fast_hit(c, *pkts[i], f[i].canon, now, out[i])) {
+          done |= 1u << i;
+          continue;
+        }
+      }
+    }
+    left[nleft++] = idx;
+  }
+  m.cur_nat_out = nullptr;
+  m.st.lookups += static_cast<uint32_t>(__builtin_popcount(done));  // (as process_found() counts its packets)
+  if (done && m.cfg.sweep_per_call) m.sweep(now, m.cfg.sweep_per_call);
+  m.release();
+  return done;
 }
 
 void Tracker::process_found(const Packet* const* pkts, const Found* const* found, uint32_t n, uint64_t now_ns,

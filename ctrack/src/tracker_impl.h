@@ -744,6 +744,37 @@ struct Tracker::Impl {
     return slot_matches(e, k, canon);
   }
 
+  // lookup()'s result for p from stage2's candidate c (and stage1's words
+  // w): the index slot found (kEmpty: none), and f's conn, dir, rside and
+  // epoch (stage1 wrote its hash and canon).
+  [[gnu::always_inline]] uint32_t found(const Packet& p, uint32_t c, const uint64_t* w, Tracker::Found& f) {
+    // No signature in either bucket: not there. A signature of another
+    // key: the full probe.
+    if (c != kEmpty && !slot_matches_w(c, p.key, f.canon, w)) {
+      Key ck;
+      canonicalize(p.key, &ck);
+      c = table.find(ck, f.hash);
+    }
+    f.dir = 0;
+    f.rside = false;
+    f.epoch = changes;
+    if (c == kEmpty) {
+      f.conn = kNoConn;
+      return c;
+    }
+    const uint32_t idx = c & ~kNatTag;
+    f.conn = idx;
+    f.rside = (c & kNatTag) != 0;
+    // The direction from the slot, without the NAT entry's kind: under the
+    // connection's own key it is what nat_side() gives a translated one
+    // (kNatOrig: 0, kNatOrigRev: 1); under the reply tuple (a tagged slot,
+    // whose NatExt the match just read) kNatReply is 1, kNatReplyRev 0.
+    if (c & kNatTag) f.dir = f.canon == (nat[idx].rcanon != 0) ? 1 : 0;
+    else f.dir = f.canon == ((conns[idx].flags & detail::kOrigCanon) != 0) ? 0 : 1;
+    prefetch_rest(idx);
+    return c;
+  }
+
   // The common case of a hit, without hit()'s and update()'s general
   // machinery: an ACK or data segment of an assured ESTABLISHED TCP
   // connection in the window (tcp::established()), or a UDP datagram that

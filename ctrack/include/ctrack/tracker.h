@@ -232,6 +232,34 @@ class Tracker {
   void process_found(const Packet* const* pkts, const Found* const* found, uint32_t n, uint64_t now_ns, bool commit,
                      CtResult* out, const NatRange* nat = nullptr, Key* nat_out = nullptr);
 
+  // The caller's word per connection handle (the dataplane's flow cache
+  // entry): under generation `gen`, a tag per direction, or kNoTag.
+  struct Tag {
+    static constexpr uint16_t kNoTag = 0xFFFF;
+    uint32_t gen = 0;  // 0 matches no Tags::gen
+    uint16_t dir[2] = {kNoTag, kNoTag};
+  };
+  struct Tags {
+    const Tag* tags;      // indexed by connection handle (capacity entries)
+    uint32_t gen;         // the generation a tag is valid under
+    const uint64_t* ctx;  // per tag value: the context word it holds for
+  };
+  // lookup() and process_found() in one pass over a burst (n <= 32), for
+  // the common case: pkts[i] with bit i of `may` set is done here (bit i of
+  // the result, out[i] and, when translated, nat_out[i] as process_found()
+  // gives them, with no commit and no range) when its connection's tag
+  // t = tags[conn].dir[dir] is valid under gen, ctx[t] == pkt_ctx[i], no
+  // earlier packet of the burst found in the same connection is left
+  // undone, and the packet is the established fast case (fast_hit: an
+  // in-window TCP segment of an assured connection, a UDP datagram of a
+  // replied one; nothing to announce). Every other packet is left as
+  // lookup() leaves it: found[i], for process_found() or the caller's
+  // other ways, in burst order after the done ones of its connection.
+  // found[i].hash is set for every packet. nat_out may be null only when
+  // the tracker has no NAT (Config::nat).
+  uint32_t lookup_done(const Packet* const* pkts, uint32_t n, uint64_t now_ns, uint32_t may, const Tags& tags,
+                       const uint64_t* pkt_ctx, Found* found, CtResult* out, Key* nat_out);
+
   // Checks up to `budget` entries for expiry (a cursor walks the table).
   // Returns entries freed.
   uint32_t expire(uint64_t now_ns, uint32_t budget);

@@ -353,11 +353,10 @@ struct PacketNote {
   uint32_t rule_ids[kMaxTables];  // rules hit, in order
 };
 
-struct FlowCacheEntry {
-  static constexpr uint16_t kNone = 0xFFFF;
-  uint32_t gen = 0;  // Pipeline generation; 0 matches none
-  uint16_t path[2] = {kNone, kNone};  // per direction, index into the worker's paths
-};
+// A connection's entry (ctrack's Tag, which its lookup_done() reads): the
+// Pipeline generation (0 matches none) and, per direction, an index into
+// the worker's paths, or kNoTag.
+using FlowCacheEntry = ctrack::Tracker::Tag;
 
 // One worker's datapath: its tracker shard, its counters, its flow cache.
 class Datapath {
@@ -429,6 +428,13 @@ class Datapath {
                     uint32_t watch);
   void cache_hits(Burst& b, const Action& ca, const ctrack::Packet* const* gp, const ctrack::Tracker::Found* const* gf,
                   const FlowPath* const* gpath, const uint32_t* ghit, uint32_t m, uint32_t lane);
+  struct PathsUsed {
+    uint16_t slot[kMaxBurst];
+    uint32_t n = 0;
+  };
+  bool take_path(Burst& b, uint32_t i, const FlowPath& fp, const ctrack::CtResult& r,
+                 const ctrack::Tracker::Found& f, bool in_lane, const ctrack::Key& nat_to, PathsUsed& used);
+  void count_paths(Burst& b, const PathsUsed& used);
   void tables(Burst& b);                // tables/: keys, then each table's lookup, actions and conntrack
   void classifier_keys(Burst& b);
   void classify(Burst& b, int table);   // rte_acl, or the NIC's table-0 match
@@ -456,6 +462,7 @@ class Datapath {
   uint32_t paths_gen_ = 0;
   std::vector<FlowCacheEntry> cache_;  // index = connection handle of this shard
   std::vector<FlowPath> paths_;
+  std::vector<uint64_t> path_ctx_;  // per path slot: path_from() of it (lookup_done's Tags::ctx)
   // The flow cache's hits of one burst per path (index = path's slot),
   // added to the rules' counters at the burst's end and zeroed again.
   struct PathCount {

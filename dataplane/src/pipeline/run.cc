@@ -37,6 +37,7 @@ Datapath::Datapath(unsigned worker, ctrack::Tracker* tracker, WorkerStats* stats
       frags_(std::make_unique<FragTable>()),
       cache_(tracker->capacity()),
       paths_(kPaths),
+      path_ctx_(kPaths),
       path_counts_(kPaths) {
   std::fill(std::begin(mtu_), std::end(mtu_), uint16_t{0xFFFF});
 }

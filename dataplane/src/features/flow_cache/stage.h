@@ -71,11 +71,12 @@ inline uint16_t Datapath::record_path(const FlowPath& p) {
       q = p;
       q.hash = h;
       q.slot = static_cast<uint16_t>(slot);
+      path_ctx_[slot] = path_from(p);
       return static_cast<uint16_t>(slot);
     }
     if (q.hash == h && same_path(q, p)) return static_cast<uint16_t>(slot);
   }
-  return FlowCacheEntry::kNone;
+  return FlowCacheEntry::kNoTag;
 }
 
 // The rules changed: every path is stale.
@@ -213,13 +214,34 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
                                    uint32_t lane, uint32_t watch) {
   PktState* s = b.s;
   const PacketIn* in = b.in;
+  if (!nc) return;
   ctrack::Tracker::Found found[kMaxBurst];
-  if (nc) ct_->lookup(cpk, nc, found);
-  // Each connection's cache entry is a likely cache miss: ask for them all
-  // before the first is read. (Asking with the connection's entry, inside
-  // lookup(), measured no better: 6 pairs, --cpu-time, median 1.00.)
-  for (uint32_t k = 0; k < nc; k++)
-    if (found[k].conn != ctrack::kNoConn) __builtin_prefetch(&cache_[found[k].conn]);
+  // The lane's packets of the common case (an established connection's
+  // segment in its window, its path cached from where it came) are done in
+  // the lookup's own pass (lookup_done): conntrack's result, then the
+  // path's verdict here. The rest as lookup() leaves them: below.
+  UninitResults results;
+  ctrack::Key nat_to[kMaxBurst];  // (asked for only of a tracker with NAT: no other translates)
+  uint32_t may = 0;  // (bit k: cpk[k])
+  uint64_t ctx[kMaxBurst];
+  for (uint32_t k = 0; k < nc; k++) {
+    const uint32_t i = idx[k];
+    may |= ((lane & ~watch) >> i & 1) << k;
+    ctx[k] = path_from(in[i].port, s[i].parsed.vlan, s[i].tun_id);
+  }
+  const uint32_t done = ct_->lookup_done(cpk, nc, b.now_ns, may, {cache_.data(), b.pl.gen_, path_ctx_.data()}, ctx,
+                                         found, results.r, ct_->config().nat ? nat_to : nullptr);
+  if (done) {
+    PathsUsed used;
+    uint64_t hits = 0;
+    for (uint32_t d = done; d; d &= d - 1) {
+      const uint32_t k = static_cast<uint32_t>(__builtin_ctz(d));
+      const ctrack::Tracker::Found& f = found[k];
+      hits += take_path(b, idx[k], paths_[cache_[f.conn].dir[f.dir]], results.r[k], f, true, nat_to[k], used);
+    }
+    b.st.cache_hits += hits;
+    count_paths(b, used);
+  }
   // Hits, unless another packet of the burst that takes the full pipeline
   // belongs to the same connection: conntrack sees a connection's packets
   // in burst order either way. hp and hf: the hits' packets and lookups,
@@ -236,6 +258,7 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
     s[i].found = f;
   };
   for (uint32_t k = 0; k < nc; k++) {
+    if (done >> k & 1) continue;
     uint32_t i = idx[k];
     const FlowPath* fp = nullptr;
     const uint32_t conn = found[k].conn;
@@ -245,8 +268,8 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
     }
     if (conn != ctrack::kNoConn) {
       const FlowCacheEntry& e = cache_[conn];
-      uint16_t slot = e.path[found[k].dir];
-      if (e.gen == b.pl.gen_ && slot != FlowCacheEntry::kNone) {
+      uint16_t slot = e.dir[found[k].dir];
+      if (e.gen == b.pl.gen_ && slot != FlowCacheEntry::kNoTag) {
         const FlowPath& c = paths_[slot];
         if (path_from(c) == path_from(in[i].port, s[i].parsed.vlan, s[i].tun_id)) fp = &c;
       }
@@ -321,61 +344,66 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
 inline void Datapath::cache_hits(Burst& b, const Action& ca, const ctrack::Packet* const* gp,
                                  const ctrack::Tracker::Found* const* gf, const FlowPath* const* gpath,
                                  const uint32_t* ghit, uint32_t m, uint32_t lane) {
-  PktState* s = b.s;
-  const PacketIn* in = b.in;
   const ctrack::NatRange* nat = ca.nat.kind != ctrack::NatKind::kNone ? &ca.nat : nullptr;
   UninitResults results;
   ctrack::CtResult* res = results.r;
   ctrack::Key nat_to[kMaxBurst];  // (asked for only of a tracker with NAT: no other translates)
   ct_->process_found(gp, gf, m, b.now_ns, ca.commit, res, nat, ct_->config().nat ? nat_to : nullptr);
   uint64_t hits = 0;
-  uint16_t used[kMaxBurst];  // the paths taken (their slots), each once
-  uint32_t nused = 0;
-  for (uint32_t j = 0; j < m; j++) {
-    const FlowPath& fp = *gpath[j];
-    const uint32_t i = ghit[j];
-    PktState& p = s[i];
-    if (res[j].state != fp.state || res[j].conn != gf[j]->conn) {
-      // Not the state the path was taken in: the full pipeline goes on
-      // with this result as its first ct()'s.
-      if (lane >> i & 1) lane_join(b, i);
-      p.have_ct = true;
-      p.first = res[j];
-      if (res[j].nat) p.nat_to = nat_to[j];
-      continue;
-    }
-    const bool in_lane = lane >> i & 1;
-    if (in_lane) {  // out of the stages (never in the tables: not counted in b.active)
-      p.table = -1;
-      p.cacheable = false;
-    }
-    if (res[j].nat) translate(b, i, nat_to[j]);
-    b.out[i].ct_state = res[j].state;
-    b.out[i].mark = fp.mark;
-    PathCount& pc = path_counts_[fp.slot];
-    if (pc.packets == 0) used[nused++] = fp.slot;
-    pc.packets++;
-    pc.bytes += in[i].pkt_len;
-    if (fp.out_port >= 0) b.out[i].out_port = fp.out_port;
-    else b.drop(i, DropWhy::kRule);
-    if (fp.encap) {
-      b.out[i].encap = fp.encap;
-      // (In zone 0 the lookup hashed the very tuple the source port is of.)
-      b.out[i].encap_sport =
-          b.fast_zone == 0 ? encap_sport_of_hash(gf[j]->hash) : encap_sport(p.parsed.ct.key);
-    }
-    if (!in_lane) {
-      p.cached = &fp;
-      p.cacheable = false;
-      b.done(i);
-    }
-    hits++;
-  }
+  PathsUsed used;
+  for (uint32_t j = 0; j < m; j++)
+    hits += take_path(b, ghit[j], *gpath[j], res[j], *gf[j], lane >> ghit[j] & 1, nat_to[j], used);
   b.st.cache_hits += hits;
-  // The rules' counters: once per path the hits took (exact when run() returns).
-  for (uint32_t u = 0; u < nused; u++) {
-    const FlowPath& fp = paths_[used[u]];
-    PathCount& pc = path_counts_[used[u]];
+  count_paths(b, used);
+}
+
+// Hit i (found as f, conntrack's result r): its path's verdict (true). Or,
+// where conntrack judged it otherwise than the path was taken, the full
+// pipeline with that result as its first ct()'s (false). in_lane: one of
+// the lane's packets (never in the tables). nat_to: r's tuple, if r.nat.
+[[gnu::always_inline]] inline bool Datapath::take_path(Burst& b, uint32_t i, const FlowPath& fp,
+                                                       const ctrack::CtResult& r, const ctrack::Tracker::Found& f,
+                                                       bool in_lane, const ctrack::Key& nat_to, PathsUsed& used) {
+  PktState& p = b.s[i];
+  if (r.state != fp.state || r.conn != f.conn) {
+    if (in_lane) lane_join(b, i);
+    p.have_ct = true;
+    p.first = r;
+    if (r.nat) p.nat_to = nat_to;
+    return false;
+  }
+  if (in_lane) {  // out of the stages (never in the tables: not counted in b.active)
+    p.table = -1;
+    p.cacheable = false;
+  }
+  if (r.nat) translate(b, i, nat_to);
+  Verdict& v = b.out[i];
+  v.ct_state = r.state;
+  v.mark = fp.mark;
+  PathCount& pc = path_counts_[fp.slot];
+  if (pc.packets == 0) used.slot[used.n++] = fp.slot;
+  pc.packets++;
+  pc.bytes += b.in[i].pkt_len;
+  if (fp.out_port >= 0) v.out_port = fp.out_port;
+  else b.drop(i, DropWhy::kRule);
+  if (fp.encap) {
+    v.encap = fp.encap;
+    // (In zone 0 the lookup hashed the very tuple the source port is of.)
+    v.encap_sport = b.fast_zone == 0 ? encap_sport_of_hash(f.hash) : encap_sport(p.parsed.ct.key);
+  }
+  if (!in_lane) {
+    p.cached = &fp;
+    p.cacheable = false;
+    b.done(i);
+  }
+  return true;
+}
+
+// The rules' counters: once per path the hits took (exact when run() returns).
+inline void Datapath::count_paths(Burst& b, const PathsUsed& used) {
+  for (uint32_t u = 0; u < used.n; u++) {
+    const FlowPath& fp = paths_[used.slot[u]];
+    PathCount& pc = path_counts_[used.slot[u]];
     for (uint32_t r = 0; r < fp.nrules; r++) {
       b.counters[fp.rules[r]].packets += pc.packets;
       b.counters[fp.rules[r]].bytes += pc.bytes;
@@ -409,10 +437,10 @@ inline void Datapath::remember_path(Burst& b, uint32_t i) {
       fp.nrules = p.nhits;
       for (uint32_t r = 0; r < p.nhits; r++) fp.rules[r] = p.hits[r];
       uint16_t slot = record_path(fp);
-      if (slot != FlowCacheEntry::kNone) {
+      if (slot != FlowCacheEntry::kNoTag) {
         FlowCacheEntry& e = cache_[p.first.conn];
-        if (e.gen != pl.gen_) e = FlowCacheEntry{pl.gen_, {FlowCacheEntry::kNone, FlowCacheEntry::kNone}};
-        e.path[p.first.dir] = slot;
+        if (e.gen != pl.gen_) e = FlowCacheEntry{pl.gen_, {FlowCacheEntry::kNoTag, FlowCacheEntry::kNoTag}};
+        e.dir[p.first.dir] = slot;
       }
     }
   }
