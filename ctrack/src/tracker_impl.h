@@ -428,7 +428,7 @@ struct Tracker::Impl {
   // kNatOrig: the reply tuple reversed; kNatOrigRev: the reply tuple (rkey
   // in its rcanon orientation); kNatReply: the original tuple reversed;
   // kNatReplyRev: the original tuple (the canonical key in kOrigCanon's).
-  void nat_target(uint32_t idx, uint8_t side, Key* out) const {
+  [[gnu::always_inline]] void nat_target(uint32_t idx, uint8_t side, Key* out) const {
     if (side == kNatOrig || side == kNatOrigRev) {
       const NatExt& x = nat[idx];
       const uint8_t* r = reinterpret_cast<const uint8_t*>(&x.rkey);
