@@ -180,7 +180,11 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
 
 uint32_t Tracker::lookup_done(const Packet* const* pkts, uint32_t n, uint64_t now_ns, uint32_t may, const Tags& t,
                               const uint64_t* pkt_ctx, Found* f, CtResult* out, Key* nat_out) {
-  assert(n <= 32 && Impl::kChunk >= 32);
+  static_assert(Impl::kChunk >= 32);
+  if (n > 32) [[unlikely]] {  // (the result has a bit a packet)
+    lookup(pkts, n, f);
+    return 0;
+  }
   assert(ipv4_keys_ok(pkts, n) && "IPv4 key with address bytes beyond the first four (key.h)");
   assert((nat_out || !cfg_.nat) && "a tracker with NAT translates: nat_out");
   Impl& m = *impl_;

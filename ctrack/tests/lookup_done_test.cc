@@ -177,5 +177,252 @@ TEST(LookupDone, DoneAndLeftPacketsGiveWhatProcessGives) {
     for (uint32_t ring : {0u, 256u}) run_differential(ring, seed);
 }
 
+// The same with NAT (packets on a translated connection's own tuple, on its
+// reply tuple and on both clash sides, their tuples out compared), IPv6,
+// ICMP errors, later fragments, packets already counted, connections in the
+// NIC, an event ring of 8 polled every 7th burst (it fills), and 150 s
+// jumps of the clock. (From an independent review of lookup_done.)
+struct NatFlow {
+  Key orig, rep;  // what the original sender sends; what the replier sends
+  bool tcp;
+  uint32_t next[2];
+  bool natted;
+};
+
+std::string ev_str(const Event& e) {
+  return std::to_string(static_cast<int>(e.type)) + " " + e.orig.str() + " " + std::to_string(e.l4_state) + " " +
+         std::to_string(e.last_end) + " " + std::to_string(e.reason);
+}
+
+void run_nat_differential(uint32_t seed, uint32_t ring, uint32_t poll_every, bool expiry) {
+  Config cfg = Harness::small_config();
+  cfg.nat = true;
+  cfg.event_ring = ring;
+  cfg.sweep_per_call = 0;  // (as above)
+  Harness a(cfg), b(cfg);
+  std::mt19937 rng(seed);
+  NatRange R;
+  R.kind = NatKind::kSrc;
+  R.family = 4;
+  inet_pton(AF_INET, "100.64.0.1", R.addr_min);
+  inet_pton(AF_INET, "100.64.0.2", R.addr_max);
+  std::vector<NatFlow> flows;
+  std::vector<std::string> evA, evB;
+  auto drain = [&](Harness& h, std::vector<std::string>& v) {
+    Event e[64];
+    for (uint32_t k; (k = h.tracker->poll_events(e, 64));)
+      for (uint32_t j = 0; j < k; j++) v.push_back(ev_str(e[j]));
+  };
+  for (uint32_t i = 0; i < 40; i++) {
+    const bool v6 = i % 5 == 4;
+    const bool is_tcp = i % 4 != 3;
+    const bool nat = !v6 && i % 2 == 0;
+    Key k = v6 ? make_key("fd00::1", static_cast<uint16_t>(20000 + i), "fd00::2", is_tcp ? 443 : 53,
+                          is_tcp ? IPPROTO_TCP : IPPROTO_UDP)
+               : make_key("10.2.0.1", static_cast<uint16_t>(20000 + i), "10.2.1.1", is_tcp ? 443 : 53,
+                          is_tcp ? IPPROTO_TCP : IPPROTO_UDP);
+    NatFlow f{k, k.reversed(), is_tcp, {1000u * i, 5000000u + 1000u * i}, nat};
+    uint32_t ha = 0, hb = 0;
+    for (Harness* h : {&a, &b}) {
+      Key to{};
+      CtResult r;
+      const Packet p0 = is_tcp ? tcp(k, kSyn, f.next[0] - 1, 0) : udp(k);
+      const Packet* pp = &p0;
+      h->tracker->process(&pp, 1, h->now_ns, true, &r, nat ? &R : nullptr, &to);
+      if (nat) {
+        EXPECT_EQ(r.nat, kNatOrig);
+        f.rep = to.reversed();
+      }
+      (h == &a ? ha : hb) = r.conn;
+      if (is_tcp) {
+        h->run(tcp(f.rep, kSyn | kAck, f.next[1] - 1, f.next[0]));
+        h->run(tcp(k, kAck, f.next[0], f.next[1]));
+      } else {
+        h->run(udp(f.rep));
+      }
+    }
+    if (i % 9 == 1) {  // in the NIC
+      EXPECT_TRUE(a.tracker->set_offloaded(ha, k, true));
+      EXPECT_TRUE(b.tracker->set_offloaded(hb, k, true));
+    }
+    flows.push_back(f);
+  }
+  drain(a, evA);
+  drain(b, evB);
+  std::vector<Tracker::Tag> tags(a.tracker->capacity());
+  const uint64_t ctx[4] = {11, 11, 11, 44};
+  for (auto& t : tags) {
+    t.gen = rng() % 8 ? 5 : 4;
+    for (auto& d : t.dir) d = rng() % 5 ? static_cast<uint16_t>(rng() % 4) : Tracker::Tag::kNoTag;
+  }
+  const Tracker::Tags tv{tags.data(), 5, ctx};
+  uint32_t done_total = 0, left_total = 0, done_nat = 0;
+  std::map<uint32_t, uint32_t> a2b;
+  for (int burst = 0; burst < 600; burst++) {
+    const double dt = expiry && rng() % 60 == 0 ? 150.0 : 0.001;
+    a.advance_s(dt);
+    b.advance_s(dt);
+    const uint32_t n = 1 + rng() % 32;
+    Packet pk[32];
+    const Packet* pp[32];
+    uint64_t pctx[32];
+    for (uint32_t i = 0; i < n; i++) {
+      const bool hot = rng() % 12 != 0;
+      NatFlow& f = flows[hot ? rng() % 10 : 10 + rng() % (flows.size() - 10)];
+      const int d = static_cast<int>(rng() % 2);
+      Key k = d ? f.rep : f.orig;
+      const uint32_t what = rng() % 100;
+      if (what < 3) k = (rng() % 2 ? f.rep : f.orig).reversed();  // a clash side (or a plain reply if untranslated)
+      if (what >= 3 && what < 5) {
+        Key u = k;
+        u.sport = static_cast<uint16_t>(1 + rng() % 1000);
+        pk[i] = udp(u);
+        u.proto = IPPROTO_UDP;
+        pk[i].key = u;
+      } else if (!f.tcp) {
+        pk[i] = udp(k, static_cast<uint16_t>(rng() % 1000));
+      } else {
+        const uint16_t len = static_cast<uint16_t>(rng() % 1400);
+        uint8_t flags = kAck;
+        uint32_t seq = f.next[d];
+        if (what < 20 && what >= 10 && !hot) flags = what < 15 ? kFin | kAck : kRst | kAck;
+        else if (what >= 5 && what < 7) seq += 0x40000000u;
+        pk[i] = tcp(k, flags, seq, f.next[1 - d], 65535, len);
+        if (seq == f.next[d] && what >= 3) f.next[d] += len + ((flags & kFin) ? 1 : 0);
+      }
+      const uint32_t m = rng() % 100;
+      if (m < 2) pk[i].meta |= kMetaIcmpError;
+      else if (m < 4) pk[i].meta |= kMetaFragment;
+      else if (m < 6) pk[i].meta |= kMetaCounted;
+      pk[i].in_port = static_cast<uint8_t>(rng() % 3);
+      pp[i] = &pk[i];
+      pctx[i] = rng() % 10 ? 11 : rng() % 2 ? 44 : 99;
+    }
+    const uint32_t may = static_cast<uint32_t>(rng()) | static_cast<uint32_t>(rng());
+    Tracker::Found found[32];
+    CtResult ra[32], rb[32];
+    Key na[32], nb[32];
+    const uint32_t done = a.tracker->lookup_done(pp, n, a.now_ns, may, tv, pctx, found, ra, na);
+    ASSERT_EQ(done & ~may, 0u);
+    const Packet* lp[32];
+    const Tracker::Found* lf[32];
+    uint32_t li[32], m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      if (done >> i & 1) {
+        if (ra[i].nat) done_nat++;
+        continue;
+      }
+      lp[m] = pp[i];
+      lf[m] = &found[i];
+      li[m++] = i;
+    }
+    CtResult rl[32];
+    Key nl[32];
+    a.tracker->process_found(lp, lf, m, a.now_ns, true, rl, &R, nl);
+    for (uint32_t j = 0; j < m; j++) ra[li[j]] = rl[j], na[li[j]] = nl[j];
+    b.tracker->process(pp, n, b.now_ns, true, rb, &R, nb);
+    done_total += static_cast<uint32_t>(__builtin_popcount(done));
+    left_total += m;
+    if (burst % poll_every == 0) {
+      drain(a, evA);
+      drain(b, evB);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+      SCOPED_TRACE(testing::Message() << "seed " << seed << " burst " << burst << " packet " << i << " "
+                                      << pk[i].key.str() << " meta " << int(pk[i].meta)
+                                      << (done >> i & 1 ? " (done)" : " (left)"));
+      ASSERT_EQ(ra[i].conn == kNoConn, rb[i].conn == kNoConn);
+      if (ra[i].conn != kNoConn) {
+        auto [it, fresh] = a2b.try_emplace(ra[i].conn, rb[i].conn);
+        if (!fresh && (ra[i].state & kCtNew) && ra[i].changed) it->second = rb[i].conn;
+        ASSERT_EQ(it->second, rb[i].conn);
+      }
+      ASSERT_EQ(+ra[i].state, +rb[i].state);
+      ASSERT_EQ(+ra[i].changed, +rb[i].changed);
+      ASSERT_EQ(static_cast<int>(ra[i].reason), static_cast<int>(rb[i].reason));
+      ASSERT_EQ(+ra[i].dir, +rb[i].dir);
+      ASSERT_EQ(+ra[i].nat, +rb[i].nat);
+      if (ra[i].nat) {
+        ASSERT_EQ(na[i].str(), nb[i].str());
+      }
+    }
+  }
+  drain(a, evA);
+  drain(b, evB);
+  auto by_conn = [](std::vector<std::string> v) {
+    std::stable_sort(v.begin(), v.end(), [](const std::string& x, const std::string& y) {
+      return x.substr(x.find(' ')) < y.substr(y.find(' '));
+    });
+    return v;
+  };
+  EXPECT_EQ(by_conn(evA), by_conn(evB));
+  EXPECT_GT(done_total, 200u) << "seed " << seed;
+  EXPECT_GT(done_nat, 10u) << "seed " << seed;
+  EXPECT_GT(left_total, 200u) << "seed " << seed;
+  const Stats sa = a.tracker->stats(), sb = b.tracker->stats();
+  EXPECT_EQ(sa.lookups, sb.lookups);
+  EXPECT_EQ(sa.hits, sb.hits);
+  EXPECT_EQ(sa.created, sb.created);
+  EXPECT_EQ(sa.events_dropped, sb.events_dropped);
+  for (int r = 0; r < static_cast<int>(Invalid::kCount); r++) EXPECT_EQ(sa.invalid[r], sb.invalid[r]) << r;
+  EXPECT_TRUE(a.tracker->check_invariants().ok());
+}
+
+
+TEST(LookupDone, WithNatIpv6IcmpOffloadFullRingAndExpiry) {
+  for (uint32_t seed : {1u, 2u, 3u, 4u}) {
+    run_nat_differential(seed, 256, 1, false);
+    run_nat_differential(seed, 8, 7, false);
+    run_nat_differential(seed, 256, 1, true);
+    run_nat_differential(seed, 0, 1, true);
+  }
+}
+
+// A translated connection's packet found under its reply tuple and left
+// (its bit of `may` clear), then one of its own tuple that could be done:
+// left as well (the earlier one is the same connection, under another
+// index slot).
+TEST(LookupDone, AnEarlierPacketUnderTheReplyTupleHoldsTheConnection) {
+  Config cfg = Harness::small_config();
+  cfg.nat = true;
+  cfg.event_ring = 0;
+  cfg.sweep_per_call = 0;
+  Harness h(cfg);
+  NatRange R;
+  R.kind = NatKind::kSrc;
+  inet_pton(AF_INET, "100.64.0.1", R.addr_min);
+  inet_pton(AF_INET, "100.64.0.1", R.addr_max);
+  const Key k = make_key("10.3.0.1", 30000, "10.3.1.1", 443, IPPROTO_TCP);
+  Key to{};
+  CtResult r;
+  const Packet syn = tcp(k, kSyn, 99, 0);
+  const Packet* sp = &syn;
+  h.tracker->process(&sp, 1, h.now_ns, true, &r, &R, &to);
+  ASSERT_EQ(+r.nat, +kNatOrig);
+  const Key rep = to.reversed();
+  h.run(tcp(rep, kSyn | kAck, 499, 100));
+  Key dummy;
+  const Packet ack = tcp(k, kAck, 100, 500);
+  const Packet* ap = &ack;
+  h.tracker->process(&ap, 1, h.now_ns, true, &r, nullptr, &dummy);
+  ASSERT_EQ(+r.state, +(kCtTrk | kCtEst));
+  std::vector<Tracker::Tag> tags(h.tracker->capacity());
+  tags[r.conn] = Tracker::Tag{7, {0, 0}};
+  const uint64_t ctx[1] = {1};
+  const Tracker::Tags tv{tags.data(), 7, ctx};
+  // The reply (left: may bit 0), then the original direction's next segment (may bit 1).
+  const Packet p[2] = {tcp(rep, kAck, 500, 100, 65535, 10), tcp(k, kAck, 100, 510, 65535, 10)};
+  const Packet* pp[2] = {&p[0], &p[1]};
+  const uint64_t pctx[2] = {1, 1};
+  Tracker::Found f[2];
+  CtResult out[2];
+  Key nat_out[2];
+  EXPECT_EQ(h.tracker->lookup_done(pp, 2, h.now_ns, 0b10, tv, pctx, f, out, nat_out), 0u);
+  EXPECT_TRUE(f[0].rside);
+  EXPECT_EQ(f[0].conn, f[1].conn);
+  // Alone, the second is done.
+  EXPECT_EQ(h.tracker->lookup_done(pp + 1, 1, h.now_ns, 0b1, tv, pctx, f, out, nat_out), 1u);
+}
+
 }  // namespace
 }  // namespace ctrack::test

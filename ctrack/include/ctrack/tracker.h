@@ -244,19 +244,21 @@ class Tracker {
     uint32_t gen;         // the generation a tag is valid under
     const uint64_t* ctx;  // per tag value: the context word it holds for
   };
-  // lookup() and process_found() in one pass over a burst (n <= 32), for
-  // the common case: pkts[i] with bit i of `may` set is done here (bit i of
-  // the result, out[i] and, when translated, nat_out[i] as process_found()
-  // gives them, with no commit and no range) when its connection's tag
+  // lookup() and process_found() in one pass over a burst, for the common
+  // case: pkts[i] with bit i of `may` set is done here (bit i of the
+  // result, out[i] and, when translated, nat_out[i] as process_found()
+  // gives them; commit and range play no part) when its connection's tag
   // t = tags[conn].dir[dir] is valid under gen, ctx[t] == pkt_ctx[i], no
   // earlier packet of the burst found in the same connection is left
-  // undone, and the packet is the established fast case (fast_hit: an
-  // in-window TCP segment of an assured connection, a UDP datagram of a
-  // replied one; nothing to announce). Every other packet is left as
-  // lookup() leaves it: found[i], for process_found() or the caller's
-  // other ways, in burst order after the done ones of its connection.
-  // found[i].hash is set for every packet. nat_out may be null only when
-  // the tracker has no NAT (Config::nat).
+  // undone, and the packet is process()'s short path (an in-window TCP
+  // segment of an assured ESTABLISHED connection, a UDP datagram; not
+  // offloaded, expired, a fragment or an ICMP error; nothing to announce).
+  // Every other packet is left as lookup() leaves it: found[i], for
+  // process_found() or the caller's other ways, in burst order after the
+  // done ones of its connection. found[i].hash is set for every packet.
+  // When it did any, it sweeps as process_found() does (Config::sweep_per_call).
+  // n <= 32; a larger burst is left whole, as lookup() leaves it. nat_out
+  // may be null only when the tracker has no NAT (Config::nat).
   uint32_t lookup_done(const Packet* const* pkts, uint32_t n, uint64_t now_ns, uint32_t may, const Tags& tags,
                        const uint64_t* pkt_ctx, Found* found, CtResult* out, Key* nat_out);
 
