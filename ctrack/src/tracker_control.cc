@@ -38,7 +38,7 @@ uint32_t Tracker::for_each_from(uint64_t now_ns, uint32_t start, uint32_t slots,
       for (int d = 0; d < 2; d++) {
         ci.packets[d] = detail::conn_packets(c, m.cold[i], d);
         ci.bytes[d] = detail::conn_bytes(c, m.cold[i], d);
-        if (c.key.proto == IPPROTO_TCP) ci.tcp[d] = ev.tcp[d];  // (another protocol's entry keeps a former one's windows)
+        ci.tcp[d] = ev.tcp[d];
       }
       if (m.nat && m.nat[i].kind) {
         ci.nat = static_cast<NatKind>(m.nat[i].kind);

@@ -125,6 +125,10 @@ struct Tracker::Impl {
     e.in_port[0] = c.in_port[0];
     e.in_port[1] = c.in_port[1];
     e.last_index = c.last_index & 7;
+    if (c.key.proto != IPPROTO_TCP) {  // none (its entry may keep a former TCP connection's)
+      e.tcp[0] = e.tcp[1] = TcpDirState{};
+      return;
+    }
     for (int d = 0; d < 2; d++) {
       int r = !d;
       e.tcp[d] = TcpDirState{c.td_end[d], c.td_maxend[d], c.td_maxwin[d], detail::td_scale(c, d), c.td_flags[d], 0};

@@ -80,7 +80,8 @@ struct NatFlow {
 
 std::string ev_str(const Event& e) {
   return std::to_string(static_cast<int>(e.type)) + " " + e.orig.str() + " " + std::to_string(e.l4_state) + " " +
-         std::to_string(e.last_end) + " " + std::to_string(e.reason);
+         std::to_string(e.last_end) + " " + std::to_string(e.reason) + " " + std::to_string(e.tcp[0].end) + "/" +
+         std::to_string(e.tcp[1].maxend);
 }
 
 void run_differential(uint32_t seed, uint32_t ring, uint32_t poll_every, bool expiry) {
