@@ -3,7 +3,9 @@
 // order, give what process() gives the same bursts, packet by packet.
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <map>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -75,7 +77,6 @@ struct NatFlow {
   Key orig, rep;  // what the original sender sends; what the replier sends
   bool tcp;
   uint32_t next[2];
-  bool natted;
 };
 
 std::string ev_str(const Event& e) {
@@ -111,7 +112,7 @@ void run_differential(uint32_t seed, uint32_t ring, uint32_t poll_every, bool ex
                           is_tcp ? IPPROTO_TCP : IPPROTO_UDP)
                : make_key("10.2.0.1", static_cast<uint16_t>(20000 + i), "10.2.1.1", is_tcp ? 443 : 53,
                           is_tcp ? IPPROTO_TCP : IPPROTO_UDP);
-    NatFlow f{k, k.reversed(), is_tcp, {1000u * i, 5000000u + 1000u * i}, nat};
+    NatFlow f{k, k.reversed(), is_tcp, {1000u * i, 5000000u + 1000u * i}};
     uint32_t ha = 0, hb = 0;
     for (Harness* h : {&a, &b}) {
       Key to{};
@@ -311,6 +312,16 @@ TEST(LookupDone, AnEarlierPacketUnderTheReplyTupleHoldsTheConnection) {
   EXPECT_EQ(f[0].conn, f[1].conn);
   // Alone, the second is done.
   EXPECT_EQ(h.tracker->lookup_done(pp + 1, 1, h.now_ns, 0b1, tv, pctx, f, out, nat_out), 1u);
+  // A burst over 32 (the result has a bit a packet) is left whole, found as lookup() finds it.
+  const Packet* many[33];
+  uint64_t many_ctx[33];
+  Tracker::Found fm[33];
+  CtResult om[33];
+  Key nm[33];
+  for (int j = 0; j < 33; j++) many[j] = &p[1], many_ctx[j] = 1;
+  EXPECT_EQ(h.tracker->lookup_done(many, 33, h.now_ns, ~0u, tv, many_ctx, fm, om, nm), 0u);
+  EXPECT_EQ(fm[32].conn, f[0].conn);
+  EXPECT_EQ(fm[32].dir, 0);
 }
 
 }  // namespace

@@ -270,8 +270,7 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
       const FlowCacheEntry& e = cache_[conn];
       uint16_t slot = e.dir[found[k].dir];
       if (e.gen == b.pl.gen_ && slot != FlowCacheEntry::kNoTag) {
-        const FlowPath& c = paths_[slot];
-        if (path_from(c) == path_from(in[i].port, s[i].parsed.vlan, s[i].tun_id)) fp = &c;
+        if (path_ctx_[slot] == ctx[k]) fp = &paths_[slot];
       }
     }
     if (fp) {
