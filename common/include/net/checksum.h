@@ -91,13 +91,24 @@ inline void ipv4_set_checksum(uint8_t* ip, size_t ihl) {
   put16(ip + 10, finish(sum16(ip, ihl)));
 }
 // (In 32-bit words of the machine's order, ihl being a multiple of 4: the
-// sum's bytes swapped, which 0xFFFF is too.)
+// sum's bytes swapped, which 0xFFFF is too. A header without options, ihl
+// 20 and nearly all, in three loads: the loop of a variable count was ~25
+// instructions a decapsulated packet, results/s14-33.)
 inline bool ipv4_checksum_ok(const uint8_t* ip, size_t ihl) {
   uint64_t s = 0;
-  for (size_t i = 0; i < ihl; i += 4) {
-    uint32_t w;
-    memcpy(&w, ip + i, 4);
-    s += w;
+  if (ihl == 20) {
+    uint64_t a, b;
+    uint32_t c;
+    memcpy(&a, ip, 8);
+    memcpy(&b, ip + 8, 8);
+    memcpy(&c, ip + 16, 4);
+    s = (a & 0xFFFFFFFFu) + (a >> 32) + (b & 0xFFFFFFFFu) + (b >> 32) + c;
+  } else {
+    for (size_t i = 0; i < ihl; i += 4) {
+      uint32_t w;
+      memcpy(&w, ip + i, 4);
+      s += w;
+    }
   }
   return fold64(s) == 0xFFFF;
 }

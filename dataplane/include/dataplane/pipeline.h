@@ -441,7 +441,7 @@ class Datapath {
   void actions(Burst& b);               // hits counted, actions up to a ct()
   void exec(Burst& b, uint32_t i, uint32_t from, bool resumed);  // a rule's actions (interp.h's walk)
   void conntrack(Burst& b);             // conntrack/: batched per (zone, commit, nat), then the actions after it
-  void translate(Burst& b, uint32_t i, const ctrack::Key& to);  // nat/: bytes and classifier key
+  void translate(Burst& b, uint32_t i, const ctrack::Key& to, bool plain = false);  // nat/: bytes and classifier key
   void remember_path(Burst& b, uint32_t i);  // flow_cache/: an established packet's path recorded
   template <bool kPaths, bool kEncaps>
   void egress(Burst& b);  // ports/: paths recorded (kPaths), egress MTU (a tunnel's outer packet with kEncaps)

@@ -375,7 +375,7 @@ inline void Datapath::cache_hits(Burst& b, const Action& ca, const ctrack::Packe
     p.table = -1;
     p.cacheable = false;
   }
-  if (r.nat) translate(b, i, nat_to);
+  if (r.nat) translate(b, i, nat_to, in_lane);
   Verdict& v = b.out[i];
   v.ct_state = r.state;
   v.mark = fp.mark;

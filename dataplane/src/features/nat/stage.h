@@ -12,9 +12,11 @@ using stage::PktState;
 // A translated connection's packet: its bytes, then what the classifier
 // reads in later tables. The tracker keeps being asked with the tuple the
 // packet came in with (a second ct() finds the connection as the first did).
-inline void Datapath::translate(Burst& b, uint32_t i, const ctrack::Key& to) {
+// plain: a frame the parse lane took (nat::rewrite_plain).
+[[gnu::always_inline]] inline void Datapath::translate(Burst& b, uint32_t i, const ctrack::Key& to, bool plain) {
   PktState& p = b.s[i];
-  nat::rewrite(b.in[i].data + p.off, b.in[i].len - p.off, p.parsed, to);
+  if (plain) nat::rewrite_plain(b.in[i].data + p.off, b.in[i].len - p.off, p.parsed, to);
+  else nat::rewrite(b.in[i].data + p.off, b.in[i].len - p.off, p.parsed, to);
   p.natted = true;
   b.st.tunnel[static_cast<int>(Tunnel::kNat)]++;
   if (p.table < 0) return;  // the flow cache judged it: no table reads it
