@@ -739,11 +739,23 @@ struct Tracker::Impl {
 
   // slot_matches with stage1's words `w` (when given): an untranslated IPv4
   // entry's key compare is two words (an IPv4 key is never kWide).
+  // A translated connection's reply-tuple slot the same way: its NatExt's
+  // rkey is canonical, and an IPv4 Key's bytes beyond the first four of
+  // each address are zero (key.h), so its first four of each and its tail
+  // are the whole key.
   [[gnu::always_inline]] bool slot_matches_w(uint32_t e, const Key& k, bool canon, const uint64_t* w) const {
+    using detail::load64;
     if (w && !(e & kNatTag) && k.family == 4) {
       const Conn& c = conns[e];
-      return (c.flags & detail::kAlive) &&
-             ((detail::load64(&c.key) ^ w[0]) | (detail::load64(&c.key.sport) ^ w[1])) == 0;
+      return (c.flags & detail::kAlive) && ((load64(&c.key) ^ w[0]) | (load64(&c.key.sport) ^ w[1])) == 0;
+    }
+    if (w && k.family == 4) {  // (a reply-tuple slot)
+      const uint32_t idx = e & ~kNatTag;
+      const NatExt& x = nat[idx];
+      // (As slot_matches: alive, and translated, for an entry alive now may not be.)
+      if (!(conns[idx].flags & detail::kAlive) || !x.kind) return false;
+      const uint64_t a4 = (load64(x.rkey.src) & 0xFFFFFFFFu) | load64(x.rkey.dst) << 32;
+      return ((a4 ^ w[0]) | (load64(&x.rkey.sport) ^ w[1])) == 0;
     }
     return slot_matches(e, k, canon);
   }
@@ -754,6 +766,8 @@ struct Tracker::Impl {
   [[gnu::always_inline]] uint32_t found(const Packet& p, uint32_t c, const uint64_t* w, Tracker::Found& f) {
     // No signature in either bucket: not there. A signature of another
     // key: the full probe.
+    // (stage2 prefetched the candidate's NAT entry with it; another slot's
+    // is asked for here.)
     if (c != kEmpty && !slot_matches_w(c, p.key, f.canon, w)) {
       Key ck;
       canonicalize(p.key, &ck);

@@ -359,6 +359,69 @@ TEST(Nat, AFilterKeepsRepliesOnTheirShard) {
   EXPECT_EQ(run(h, tcp(k, kSyn, 1, 0), &snat).r.reason, Invalid::kNatExhausted) << "five even ports, all taken";
 }
 
+// A translated connection's reply-tuple slot against a key of the same
+// bucket and signature that differs from the reply tuple only in an
+// address (field 0: the source, 2: the destination) or only in a port
+// (field 1): a connection of its own,
+// never a reply of the translated one (the IPv4 slot compare is stage 1's
+// two words, the reply tuple's included: tracker_impl.h slot_matches_w).
+TEST(Nat, AKeyOfAReplyTuplesSignatureIsAnotherConnection) {
+  for (int field = 0; field < 3; field++) {
+    Harness h(nat_config(4));  // two buckets: the top bit of the hash picks one
+    const NatRange snat = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7");
+    const Key a = make_key("10.0.0.1", 1000, "10.0.0.2", 2000, IPPROTO_UDP);
+    const Out oa = run(h, udp(a), &snat);
+    ASSERT_EQ(+oa.r.state, +NEW);
+    ASSERT_EQ(oa.r.nat, kNatOrig);
+    const Key r = oa.to.reversed();  // the reply tuple, as replies travel
+    bool canon;
+    const uint32_t hr = hash_canonical(r, &canon);
+    Key b = r;
+    bool found = false;
+    for (uint32_t i = 1; i < (1u << 24) && !found; i++) {
+      if (field == 0) {
+        b.src[1] = static_cast<uint8_t>(i >> 16);
+        b.src[2] = static_cast<uint8_t>(i >> 8);
+        b.src[3] = static_cast<uint8_t>(i);
+      } else if (field == 1) {
+        b.sport = static_cast<uint16_t>(i);
+        b.dport = static_cast<uint16_t>(i >> 16);
+      } else {
+        b.dst[1] = static_cast<uint8_t>(i >> 16);
+        b.dst[2] = static_cast<uint8_t>(i >> 8);
+        b.dst[3] = static_cast<uint8_t>(i);
+      }
+      bool cb;
+      const uint32_t hb = hash_canonical(b, &cb);
+      found = cb == canon && !(b == r) && (hb & 0x8000FFFFu) == (hr & 0x8000FFFFu);
+    }
+    ASSERT_TRUE(found) << field;
+    const Out ob = run(h, udp(b));
+    EXPECT_EQ(+ob.r.state, +NEW) << field;
+    EXPECT_EQ(ob.r.nat, kNatNone) << field;
+    EXPECT_NE(ob.r.conn, oa.r.conn) << field;
+    const Out oe = run(h, udp(b.reversed()));
+    EXPECT_EQ(+oe.r.state, +RPL) << field;
+    EXPECT_EQ(oe.r.conn, ob.r.conn) << field;
+    const Out orp = run(h, udp(r));
+    EXPECT_EQ(+orp.r.state, +RPL) << field;
+    EXPECT_EQ(orp.r.conn, oa.r.conn) << field;
+    EXPECT_EQ(orp.r.nat, kNatReply) << field;
+    // lookup() the same, both ways.
+    const std::pair<Key, uint32_t> want[] = {{r, oa.r.conn}, {r.reversed(), oa.r.conn}, {b, ob.r.conn},
+                                             {b.reversed(), ob.r.conn}};
+    for (const auto& [k, conn] : want) {
+      const Packet p = udp(k);
+      const Packet* pp = &p;
+      Tracker::Found f;
+      h.tracker->lookup(&pp, 1, &f);
+      EXPECT_EQ(f.conn, conn) << field << " " << k.str();
+    }
+    EXPECT_EQ(h.tracker->stats().active, 2u);
+    EXPECT_TRUE(h.tracker->check_invariants().ok());
+  }
+}
+
 TEST(Nat, WithoutNatRoomARangeIsRefused) {
   Harness h;  // Config::nat off
   const NatRange snat = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7");

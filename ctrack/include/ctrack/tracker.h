@@ -225,9 +225,9 @@ class Tracker {
     bool canon;      // the packet's key is the canonical orientation
     bool rside;      // found under a translated connection's reply tuple
   };
-  // Of each entry it prefetches the key's lines first and the rest once the
-  // key matched, so that the caller's work between lookup() and
-  // process_found() overlaps the entries' remaining misses.
+  // It prefetches each candidate entry's lines (its NAT entry's too) as
+  // soon as a bucket names it, so that the caller's work between lookup()
+  // and process_found() overlaps the entries' remaining misses.
   void lookup(const Packet* const* pkts, uint32_t n, Found* out);
   void process_found(const Packet* const* pkts, const Found* const* found, uint32_t n, uint64_t now_ns, bool commit,
                      CtResult* out, const NatRange* nat = nullptr, Key* nat_out = nullptr);
