@@ -83,8 +83,11 @@ inline void rewrite_ip(uint8_t* ip, uint32_t hl, uint32_t avail, bool v6, uint8_
 // delta for the IPv4 header's checksum and one for the L4's: the bytes
 // rewrite_ip_of<false> writes (net::adjust32 sums as adjust() does). False:
 // not that case (nothing written).
+// kFits: the caller knows the L4 checksum is within avail (the parse
+// lane's frames).
+template <bool kFits = false>
 inline bool rewrite_ipv4_ports(uint8_t* ip, uint32_t hl, uint32_t avail, uint8_t proto, const ctrack::Key& to) {
-  if (avail < hl + (proto == IPPROTO_TCP ? 18u : 8u)) return false;
+  if (!kFits && avail < hl + (proto == IPPROTO_TCP ? 18u : 8u)) return false;
   uint8_t* l4 = ip + hl;
   uint32_t s, d, p;
   memcpy(&s, ip + 12, 4);
@@ -183,10 +186,11 @@ inline void icmp_checksum(uint8_t* ip, uint8_t* l4, uint32_t len, bool v6) {
 // header within the datagram): the whole-word case at constant offsets,
 // without rewrite()'s tests of what the lane checked (~12 instructions a
 // translated packet; results/s14-33).
+// (The lane's TCP segments are 40 bytes or more, its UDP datagrams 28: the
+// L4 checksum is within the datagram, and the datagram within the frame.)
 [[gnu::always_inline]] inline void rewrite_plain(uint8_t* frame, uint32_t len, const ctrack::Parsed& pp,
                                                  const ctrack::Key& to) {
-  if (!rewrite_ipv4_ports(frame + 14, 20, len - 14, pp.ct.key.proto, to)) [[unlikely]]
-    rewrite_other(frame, len, pp, to);  // (the lane's frames always fit: never)
+  rewrite_ipv4_ports<true>(frame + 14, 20, len - 14, pp.ct.key.proto, to);
 }
 
 // The key the classifier reads after a rewrite (ICMP errors: the embedded

@@ -12,14 +12,15 @@ using stage::PktState;
 // A translated connection's packet: its bytes, then what the classifier
 // reads in later tables. The tracker keeps being asked with the tuple the
 // packet came in with (a second ct() finds the connection as the first did).
-// plain: a frame the parse lane took (nat::rewrite_plain).
+// plain: a frame the parse lane took and the flow cache judged (take_path:
+// nat::rewrite_plain, and it never enters the tables).
 [[gnu::always_inline]] inline void Datapath::translate(Burst& b, uint32_t i, const ctrack::Key& to, bool plain) {
   PktState& p = b.s[i];
   if (plain) nat::rewrite_plain(b.in[i].data + p.off, b.in[i].len - p.off, p.parsed, to);
   else nat::rewrite(b.in[i].data + p.off, b.in[i].len - p.off, p.parsed, to);
   p.natted = true;
   b.st.tunnel[static_cast<int>(Tunnel::kNat)]++;
-  if (p.table < 0) return;  // the flow cache judged it: no table reads it
+  if (plain || p.table < 0) return;  // the flow cache judged it: no table reads it
   p.key.tuple(to);
 }
 
