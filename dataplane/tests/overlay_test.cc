@@ -361,6 +361,26 @@ TEST(Overlay, DecapOnlyFromRemotesToOurMacWithWholeOuterHeaders) {
   const uint64_t parse0 = f.st.parse_drop[static_cast<int>(ctrack::Drop::kTruncIp)];
   EXPECT_EQ(f.send(kWire, cut).out_port, kDrop) << "an inner packet past the outer datagram was delivered";
   EXPECT_EQ(f.st.parse_drop[static_cast<int>(ctrack::Drop::kTruncIp)], parse0 + 1);
+  // An outer IPv4 header with options (IHL 6: a NOP and an End of options
+  // list, padded): decapsulated as without them (udp_tunnel_outer's general
+  // path); with a wrong checksum, or from a stranger, dropped by reason.
+  auto with_options = [&](const nlohmann::json& outer) {
+    std::vector<uint8_t> o = scapy_vxlan(outer, inner);
+    const uint8_t opt[4] = {0x01, 0x00, 0x00, 0x00};
+    o.insert(o.begin() + 34, opt, opt + 4);
+    o[14] = 0x46;
+    const uint16_t tot = static_cast<uint16_t>(net::get16(o.data() + 16) + 4);
+    o[16] = static_cast<uint8_t>(tot >> 8), o[17] = static_cast<uint8_t>(tot);
+    net::ipv4_set_checksum(o.data() + 14, 24);
+    return o;
+  };
+  EXPECT_EQ(f.send(kWire, with_options(from_remote())).out_port, kVm) << "outer IP options";
+  std::vector<uint8_t> bad_opt = with_options(from_remote());
+  bad_opt[14 + 21] ^= 0x10;  // (an option byte: the checksum covers it)
+  EXPECT_EQ(f.send(kWire, bad_opt).out_port, kDrop) << "outer IP options with a bad checksum";
+  EXPECT_EQ(count(DropWhy::kVxlanHeader), 2u);
+  EXPECT_EQ(f.send(kWire, with_options(stranger)).out_port, kDrop) << "outer IP options from a stranger";
+  EXPECT_EQ(count(DropWhy::kVxlanRemote), 2u);
   // A full-size reply (outer IP 1500 bytes), untagged and VLAN-tagged.
   const std::vector<uint8_t> big = build_frame(reply_udp(1500 - 50 - 28));
   std::vector<uint8_t> plain = scapy_vxlan(from_remote(), big);
@@ -371,7 +391,7 @@ TEST(Overlay, DecapOnlyFromRemotesToOurMacWithWholeOuterHeaders) {
   tagged.insert(tagged.begin() + 12, tag, tag + 4);
   EXPECT_EQ(f.send(kWire, tagged).out_port, kVm) << "the VLAN-tagged full-size frame";
   EXPECT_EQ(count(DropWhy::kRxOversize), 0u);
-  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kVxlanDecap)], 3u) << "decap counts only what it delivers";
+  EXPECT_EQ(f.st.tunnel[static_cast<int>(Tunnel::kVxlanDecap)], 4u) << "decap counts only what it delivers";
 
   // any_remote: true takes the stranger.
   std::string yaml = overlay_yaml();

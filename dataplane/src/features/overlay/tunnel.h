@@ -61,30 +61,16 @@ inline bool same_mac(const uint8_t* a, const uint8_t* b) {
   return ((a4 ^ b4) | static_cast<uint32_t>(a2 ^ b2)) == 0;
 }
 
-// The outer headers of a frame to this VTEP's `udp_port`: Ethernet (one
-// VLAN tag at most), IPv4 to `local`, UDP. Only from a configured remote
-// VTEP (unless any_remote), to this VTEP's MAC, with a good outer IPv4
-// checksum, not a fragment, with UDP and IP lengths that agree and at least
-// `hdr_min` bytes of the tunnel's header. On success r.why is kCount,
-// r.l3 and r.end are set and *hdr is the tunnel header (r.off stays 0: the
-// module sets it); `not_ours` says the frame is not this tunnel's at all.
-inline Decap udp_tunnel_outer(const uint8_t* d, uint32_t len, const TunnelConfig& c, const DecapWhy& w,
-                              uint32_t hdr_min, const uint8_t** hdr, bool* not_ours) {
+// udp_tunnel_outer's checks from the IP protocol on, of a frame whose
+// IPv4 header of ihl bytes starts at off, with at least off + ihl + 4
+// bytes (a UDP header's ports). Inline twice: with the constants of the
+// common frame (no VLAN tag, no IP options) and with the general ones.
+[[gnu::always_inline]] inline Decap udp_tunnel_outer_at(const uint8_t* d, uint32_t len, uint32_t off, uint32_t ihl,
+                                                        const TunnelConfig& c, const DecapWhy& w, uint32_t hdr_min,
+                                                        const uint8_t** hdr, bool* not_ours) {
   Decap r;
-  *not_ours = true;
-  uint32_t off = 14;
-  if (len < off) return r;
-  uint16_t et = net::get16(d + 12);
-  if (et == 0x8100) {
-    if (len < 18) return r;
-    et = net::get16(d + 16);
-    off = 18;
-  }
-  if (et != 0x0800 || len < off + 20) return r;
   const uint8_t* ip = d + off;
-  if ((ip[0] >> 4) != 4 || ip[9] != IPPROTO_UDP || memcmp(ip + 16, c.local, 4) != 0) return r;
-  const uint32_t ihl = (ip[0] & 0x0F) * 4u, iplen = net::get16(ip + 2);
-  if (ihl < 20 || len < off + ihl + 4) return r;
+  if (ip[9] != IPPROTO_UDP || memcmp(ip + 16, c.local, 4) != 0) return r;
   const uint8_t* udp = ip + ihl;
   if (net::get16(udp + 2) != c.udp_port) return r;
   // To this VTEP's address and port: from here on it is decapsulated or dropped.
@@ -104,7 +90,7 @@ inline Decap udp_tunnel_outer(const uint8_t* d, uint32_t len, const TunnelConfig
     r.why = w.trunc;
     return r;
   }
-  const uint32_t ulen = net::get16(udp + 4);
+  const uint32_t iplen = net::get16(ip + 2), ulen = net::get16(udp + 4);
   if (iplen < ihl + 8 + hdr_min || ulen != iplen - ihl) return r;
   if (off + iplen > len) {
     r.why = w.trunc;
@@ -115,6 +101,44 @@ inline Decap udp_tunnel_outer(const uint8_t* d, uint32_t len, const TunnelConfig
   r.end = off + iplen;
   *hdr = udp + 8;
   return r;
+}
+
+// udp_tunnel_outer of a frame with a VLAN tag or IP options: out of line.
+[[gnu::noinline]] inline Decap udp_tunnel_outer_other(const uint8_t* d, uint32_t len, const TunnelConfig& c,
+                                                      const DecapWhy& w, uint32_t hdr_min, const uint8_t** hdr,
+                                                      bool* not_ours) {
+  uint32_t off = 14;
+  if (len < off) return Decap{};
+  uint16_t et = net::get16(d + 12);
+  if (et == 0x8100) {
+    if (len < 18) return Decap{};
+    et = net::get16(d + 16);
+    off = 18;
+  }
+  if (et != 0x0800 || len < off + 20) return Decap{};
+  const uint8_t* ip = d + off;
+  if ((ip[0] >> 4) != 4) return Decap{};
+  const uint32_t ihl = (ip[0] & 0x0F) * 4u;
+  if (ihl < 20 || len < off + ihl + 4) return Decap{};
+  return udp_tunnel_outer_at(d, len, off, ihl, c, w, hdr_min, hdr, not_ours);
+}
+
+// The outer headers of a frame to this VTEP's `udp_port`: Ethernet (one
+// VLAN tag at most), IPv4 to `local`, UDP. Only from a configured remote
+// VTEP (unless any_remote), to this VTEP's MAC, with a good outer IPv4
+// checksum, not a fragment, with UDP and IP lengths that agree and at least
+// `hdr_min` bytes of the tunnel's header. On success r.why is kCount,
+// r.l3 and r.end are set and *hdr is the tunnel header (r.off stays 0: the
+// module sets it); `not_ours` says the frame is not this tunnel's at all.
+// The common frame (no VLAN tag, IPv4 without options) inline, with its
+// constants (~15 instructions a decapsulated packet fewer, results/s14-33).
+[[gnu::always_inline]] inline Decap udp_tunnel_outer(const uint8_t* d, uint32_t len, const TunnelConfig& c,
+                                                     const DecapWhy& w, uint32_t hdr_min, const uint8_t** hdr,
+                                                     bool* not_ours) {
+  *not_ours = true;
+  if (len >= 14 + 20 + 4 && net::get16(d + 12) == 0x0800 && d[14] == 0x45) [[likely]]
+    return udp_tunnel_outer_at(d, len, 14, 20, c, w, hdr_min, hdr, not_ours);
+  return udp_tunnel_outer_other(d, len, c, w, hdr_min, hdr, not_ours);
 }
 
 // The inner frame after `hdr_len` bytes of tunnel header at `hdr`: it must
