@@ -477,7 +477,9 @@ struct Tracker::Impl {
       uint64_t k = keep ? (t < na ? t * (np + 1ull) : t) : t;
       const uint32_t ai = static_cast<uint32_t>((hs + k / (keep ? np + 1 : np)) % na);
       const uint64_t pk = keep ? k % (np + 1) : k % np;
-      memcpy(addr, R.addr_min, 16);
+      // (IPv4: the first four bytes only, as a packet's key has them; the
+      // range's other bytes are never read.)
+      if (R.family == 6) memcpy(addr, R.addr_min, 16);
       const uint32_t a = a0 + ai;
       const uint8_t ab[4] = {static_cast<uint8_t>(a >> 24), static_cast<uint8_t>(a >> 16), static_cast<uint8_t>(a >> 8),
                              static_cast<uint8_t>(a)};
@@ -740,9 +742,10 @@ struct Tracker::Impl {
   // slot_matches with stage1's words `w` (when given): an untranslated IPv4
   // entry's key compare is two words (an IPv4 key is never kWide).
   // A translated connection's reply-tuple slot the same way: its NatExt's
-  // rkey is canonical, and an IPv4 Key's bytes beyond the first four of
-  // each address are zero (key.h), so its first four of each and its tail
-  // are the whole key.
+  // rkey is canonical, and an IPv4 rkey's bytes beyond the first four of
+  // each address are zero (the packet's key's, key.h, and translate() writes
+  // only the first four of a range's address), so its first four of each
+  // and its tail are the whole key.
   [[gnu::always_inline]] bool slot_matches_w(uint32_t e, const Key& k, bool canon, const uint64_t* w) const {
     using detail::load64;
     if (w && !(e & kNatTag) && k.family == 4) {

@@ -422,6 +422,29 @@ TEST(Nat, AKeyOfAReplyTuplesSignatureIsAnotherConnection) {
   }
 }
 
+// An IPv4 range's address bytes beyond the first four are not read: junk
+// there (a caller that filled the 16-byte arrays) neither reaches the
+// translated tuple nor hides the connection from its replies (the reply
+// slot's compare takes an IPv4 key as its first four address bytes).
+TEST(Nat, AnIpv4RangesOtherAddressBytesAreNotRead) {
+  Harness h(nat_config());
+  NatRange snat = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7");
+  for (int i = 4; i < 16; i++) snat.addr_min[i] = snat.addr_max[i] = static_cast<uint8_t>(0xA0 + i);
+  const Key a = make_key("10.0.0.1", 1000, "10.0.0.2", 2000, IPPROTO_UDP);
+  const Out oa = run(h, udp(a), &snat);
+  ASSERT_EQ(+oa.r.state, +NEW);
+  ASSERT_EQ(oa.r.nat, kNatOrig);
+  EXPECT_EQ(addr(oa.to.src), "203.0.113.7");
+  for (int i = 4; i < 16; i++) EXPECT_EQ(oa.to.src[i], 0) << i;
+  const Out rep = run(h, udp(oa.to.reversed()));
+  EXPECT_EQ(+rep.r.state, +RPL);
+  EXPECT_EQ(rep.r.nat, kNatReply);
+  EXPECT_EQ(rep.r.conn, oa.r.conn);
+  EXPECT_TRUE(rep.to == a.reversed()) << rep.to.str();
+  EXPECT_EQ(h.tracker->stats().active, 1u);
+  EXPECT_TRUE(h.tracker->check_invariants().ok());
+}
+
 TEST(Nat, WithoutNatRoomARangeIsRefused) {
   Harness h;  // Config::nat off
   const NatRange snat = range(NatKind::kSrc, "203.0.113.7", "203.0.113.7");

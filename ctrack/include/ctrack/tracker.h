@@ -64,7 +64,9 @@ enum class NatKind : uint8_t { kNone = 0, kSrc = 1, kDst = 2 };
 struct NatRange {
   NatKind kind = NatKind::kNone;
   uint8_t family = 4;
-  uint8_t addr_min[16] = {}, addr_max[16] = {};  // inclusive; IPv6: may differ only in the last 32 bits
+  // Inclusive. IPv4: the first four bytes (the rest are not read); IPv6:
+  // may differ only in the last 32 bits.
+  uint8_t addr_min[16] = {}, addr_max[16] = {};
   // Inclusive; 0-0: keep the connection's port where the translated tuple
   // is unique, else take one of 1024-65535 (ICMP echo: the id).
   uint16_t port_min = 0, port_max = 0;
@@ -225,9 +227,10 @@ class Tracker {
     bool canon;      // the packet's key is the canonical orientation
     bool rside;      // found under a translated connection's reply tuple
   };
-  // It prefetches each candidate entry's lines (its NAT entry's too) as
-  // soon as a bucket names it, so that the caller's work between lookup()
-  // and process_found() overlaps the entries' remaining misses.
+  // It prefetches each candidate entry's line (and its NAT entry, and for
+  // an IPv6 key its cold part) as soon as a bucket names it, so that the
+  // caller's work between lookup() and process_found() overlaps the
+  // entries' remaining misses.
   void lookup(const Packet* const* pkts, uint32_t n, Found* out);
   void process_found(const Packet* const* pkts, const Found* const* found, uint32_t n, uint64_t now_ns, bool commit,
                      CtResult* out, const NatRange* nat = nullptr, Key* nat_out = nullptr);

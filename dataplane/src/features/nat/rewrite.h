@@ -186,8 +186,8 @@ inline void icmp_checksum(uint8_t* ip, uint8_t* l4, uint32_t len, bool v6) {
 // header within the datagram): the whole-word case at constant offsets,
 // without rewrite()'s tests of what the lane checked (~12 instructions a
 // translated packet; results/s14-33).
-// (The lane's TCP segments are 40 bytes or more, its UDP datagrams 28: the
-// L4 checksum is within the datagram, and the datagram within the frame.)
+// (The lane takes a TCP packet of 40 bytes or more, a UDP one of 28, each
+// within the frame: the L4 checksum is in reach.)
 [[gnu::always_inline]] inline void rewrite_plain(uint8_t* frame, uint32_t len, const ctrack::Parsed& pp,
                                                  const ctrack::Key& to) {
   rewrite_ipv4_ports<true>(frame + 14, 20, len - 14, pp.ct.key.proto, to);

@@ -103,7 +103,9 @@ inline bool same_mac(const uint8_t* a, const uint8_t* b) {
   return r;
 }
 
-// udp_tunnel_outer of a frame with a VLAN tag or IP options: out of line.
+// udp_tunnel_outer of every frame its inline path does not take (a VLAN
+// tag, IP options, a short frame, another ethertype or IP version): out of
+// line.
 [[gnu::noinline]] inline Decap udp_tunnel_outer_other(const uint8_t* d, uint32_t len, const TunnelConfig& c,
                                                       const DecapWhy& w, uint32_t hdr_min, const uint8_t** hdr,
                                                       bool* not_ours) {
