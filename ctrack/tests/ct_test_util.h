@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 
 #include <memory>
+#include <optional>
 
 #include "ctrack/tracker.h"
 
@@ -69,6 +70,31 @@ inline Packet udp(const Key& k, uint16_t len = 100) {
   p.payload_len = len;
   p.l3_len = static_cast<uint16_t>(28 + len);
   return p;
+}
+
+// Three bytes of an address (at `at`) set from a search index.
+inline void put3(uint8_t* at, uint32_t i) {
+  at[0] = static_cast<uint8_t>(i >> 16);
+  at[1] = static_cast<uint8_t>(i >> 8);
+  at[2] = static_cast<uint8_t>(i);
+}
+
+// A key other than k, made by vary(key, i) from k for i = 1, 2, ... (under
+// 2^24 tries), with k's canonical orientation, k's bucket in a table of two
+// buckets (the hash's top bit: a tracker of capacity 4, or 4 with NAT) and
+// k's 16-bit signature; nullopt if the search finds none.
+template <typename Vary>
+std::optional<Key> same_signature(const Key& k, Vary vary) {
+  bool canon;
+  const uint32_t hk = hash_canonical(k, &canon);
+  for (uint32_t i = 1; i < (1u << 24); i++) {
+    Key b = k;
+    vary(b, i);
+    bool cb;
+    const uint32_t hb = hash_canonical(b, &cb);
+    if (cb == canon && !(b == k) && (hb & 0x8000FFFFu) == (hk & 0x8000FFFFu)) return b;
+  }
+  return std::nullopt;
 }
 
 }  // namespace ctrack::test

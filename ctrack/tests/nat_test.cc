@@ -374,28 +374,18 @@ TEST(Nat, AKeyOfAReplyTuplesSignatureIsAnotherConnection) {
     ASSERT_EQ(+oa.r.state, +NEW);
     ASSERT_EQ(oa.r.nat, kNatOrig);
     const Key r = oa.to.reversed();  // the reply tuple, as replies travel
-    bool canon;
-    const uint32_t hr = hash_canonical(r, &canon);
-    Key b = r;
-    bool found = false;
-    for (uint32_t i = 1; i < (1u << 24) && !found; i++) {
+    const std::optional<Key> found = same_signature(r, [&](Key& k, uint32_t i) {
       if (field == 0) {
-        b.src[1] = static_cast<uint8_t>(i >> 16);
-        b.src[2] = static_cast<uint8_t>(i >> 8);
-        b.src[3] = static_cast<uint8_t>(i);
+        put3(k.src + 1, i);
       } else if (field == 1) {
-        b.sport = static_cast<uint16_t>(i);
-        b.dport = static_cast<uint16_t>(i >> 16);
+        k.sport = static_cast<uint16_t>(i);
+        k.dport = static_cast<uint16_t>(i >> 16);
       } else {
-        b.dst[1] = static_cast<uint8_t>(i >> 16);
-        b.dst[2] = static_cast<uint8_t>(i >> 8);
-        b.dst[3] = static_cast<uint8_t>(i);
+        put3(k.dst + 1, i);
       }
-      bool cb;
-      const uint32_t hb = hash_canonical(b, &cb);
-      found = cb == canon && !(b == r) && (hb & 0x8000FFFFu) == (hr & 0x8000FFFFu);
-    }
+    });
     ASSERT_TRUE(found) << field;
+    const Key b = *found;
     const Out ob = run(h, udp(b));
     EXPECT_EQ(+ob.r.state, +NEW) << field;
     EXPECT_EQ(ob.r.nat, kNatNone) << field;

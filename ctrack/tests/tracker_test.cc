@@ -309,19 +309,9 @@ TEST(Ipv6, AddressBytesBeyondTheFirstFourTellConnectionsApart) {
   c.capacity = 4;  // two buckets: the top bit of the hash picks one
   Harness h(c);
   const Key a = make_key("fd00::1", 1000, "fd00::2", 2000, IPPROTO_UDP);
-  bool canon;
-  const uint32_t ha = hash_canonical(a, &canon);
-  Key b = a;
-  bool found = false;
-  for (uint32_t i = 1; i < (1u << 24) && !found; i++) {
-    b.dst[13] = static_cast<uint8_t>(i >> 16);
-    b.dst[14] = static_cast<uint8_t>(i >> 8);
-    b.dst[15] = static_cast<uint8_t>(i);
-    bool cb;
-    const uint32_t hb = hash_canonical(b, &cb);
-    found = cb == canon && !(b == a) && (hb & 0x8000FFFFu) == (ha & 0x8000FFFFu);
-  }
+  const std::optional<Key> found = same_signature(a, [](Key& k, uint32_t i) { put3(k.dst + 13, i); });
   ASSERT_TRUE(found);
+  const Key b = *found;
   const CtResult ra = h.run(udp(a));
   const CtResult rb = h.run(udp(b));
   EXPECT_EQ(+ra.state, +NEW);
@@ -343,24 +333,16 @@ TEST(Table, Ipv4KeysWithOneSignatureAreTwoConnections) {
     c.capacity = 4;  // two buckets: the top bit of the hash picks one
     Harness h(c);
     const Key a = make_key("10.0.0.1", 1000, "10.0.0.2", 2000, IPPROTO_UDP);
-    bool canon;
-    const uint32_t ha = hash_canonical(a, &canon);
-    Key b = a;
-    bool found = false;
-    for (uint32_t i = 1; i < (1u << 24) && !found; i++) {
+    const std::optional<Key> found = same_signature(a, [&](Key& k, uint32_t i) {
       if (field == 0) {
-        b.dst[1] = static_cast<uint8_t>(i >> 16);
-        b.dst[2] = static_cast<uint8_t>(i >> 8);
-        b.dst[3] = static_cast<uint8_t>(i);
+        put3(k.dst + 1, i);
       } else {
-        b.sport = static_cast<uint16_t>(i);
-        b.dport = static_cast<uint16_t>(i >> 16);
+        k.sport = static_cast<uint16_t>(i);
+        k.dport = static_cast<uint16_t>(i >> 16);
       }
-      bool cb;
-      const uint32_t hb = hash_canonical(b, &cb);
-      found = cb == canon && !(b == a) && (hb & 0x8000FFFFu) == (ha & 0x8000FFFFu);
-    }
+    });
     ASSERT_TRUE(found);
+    const Key b = *found;
     const CtResult ra = h.run(udp(a));
     const CtResult rb = h.run(udp(b.reversed()));
     EXPECT_EQ(+ra.state, +NEW);
