@@ -769,8 +769,6 @@ struct Tracker::Impl {
   [[gnu::always_inline]] uint32_t found(const Packet& p, uint32_t c, const uint64_t* w, Tracker::Found& f) {
     // No signature in either bucket: not there. A signature of another
     // key: the full probe.
-    // (stage2 prefetched the candidate's NAT entry with it; another slot's
-    // is asked for here.)
     if (c != kEmpty && !slot_matches_w(c, p.key, f.canon, w)) {
       Key ck;
       canonicalize(p.key, &ck);
