@@ -8,7 +8,10 @@
 // set up through the pipeline itself) -> actions. The measured traffic is
 // established TCP segments of random connections, both directions, bursts of
 // 32, from mbufs filled just before (as rx leaves them). Also printed, from
-// the same run: parse alone over the same mbufs (the floor the pipeline adds to).
+// the same run: parse alone over the same mbufs; and the floor under any
+// pipeline with conntrack (floor_mbufs: the worker's handoff, the parse
+// lane, conntrack's lookup and window update; no rules, cache or verdict),
+// with its ratio to parse alone and the cached pipeline's to it.
 // Conntrack is set up as the daemon sets up a worker's shard
 // (conntrack_shard_config), and expired as a worker expires it: a slice
 // each millisecond, inside the timed part.
@@ -196,6 +199,41 @@ uint64_t run_mbufs(Env& e, rte_mbuf** mb, size_t n, uint64_t* dropped) {
   return n;
 }
 
+// The floor under any pipeline with conntrack, over the same mbufs: what a
+// worker cannot skip for an established segment. The handoff from the mbuf
+// (PacketIn, as run_mbufs), the parse lane's parse, and conntrack's lookup
+// and TCP window update (Tracker::process, not committing) on the tracker
+// the cached pipeline uses; no rules, flow cache, verdict, counters or
+// expiry. Returns the packets not parsed by the lane or not found
+// established (0, or the floor measured something else).
+uint64_t floor_mbufs(Env& e, rte_mbuf** mb, size_t n) {
+  dp::PacketIn in[dp::kMaxBurst];
+  ctrack::Parsed parsed[dp::kMaxBurst];
+  const ctrack::Packet* pk[dp::kMaxBurst];
+  ctrack::CtResult r[dp::kMaxBurst];
+  uint64_t bad = 0;
+  for (size_t off = 0; off < n; off += dp::kMaxBurst) {
+    uint32_t k = static_cast<uint32_t>(std::min<size_t>(dp::kMaxBurst, n - off));
+    for (uint32_t i = 0; i < k; i++) {
+      rte_mbuf* m = mb[off + i];
+      in[i] = dp::PacketIn{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, m->pkt_len, m->port, false, 0};
+    }
+    uint32_t np = 0;
+    for (uint32_t i = 0; i < k; i++) {
+      if (!ctrack::parse_ip4_plain(in[i].data, in[i].len, 0, &parsed[np])) {
+        bad++;
+        continue;
+      }
+      parsed[np].ct.in_port = static_cast<uint8_t>(in[i].port);
+      pk[np] = &parsed[np].ct;
+      np++;
+    }
+    e.ct->process(pk, np, e.now, false, r);
+    for (uint32_t j = 0; j < np; j++) bad += !(r[j].state & ctrack::kCtEst);
+  }
+  return bad;
+}
+
 bool g_timestamps = false;  // --tcp-timestamps: measured segments with Linux's options (NOP, NOP, timestamps)
 
 void emit(const char* bench, int rules, uint32_t conns, double pkts, std::vector<double> secs, const char* extra = "") {
@@ -220,7 +258,7 @@ int main(int argc, char** argv) {
   uint32_t conns = 100000;
   uint64_t packets = 20'000'000;
   std::string simd = "512";
-  std::string only;  // "established", "cached", "new" or "overlay": one part, for profiling
+  std::string only;  // "established", "cached", "new", "overlay" or "floor": one part, for profiling
   bool overlay = false;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -241,13 +279,18 @@ int main(int argc, char** argv) {
              "  --conns N    live TCP connections (default 100000)\n"
              "  --packets N  measured packets per repetition (default 20M)\n"
              "  --simd-bits  widest vectors DPDK may use (default 512, as the daemon; 256 = rte_acl's AVX2 classifier)\n"
-             "  --only established|cached|new|overlay  run one part (for perf record; cached: established, cache on;\n"
-             "               overlay: the cloud pipeline alone, implies --overlay-nat)\n"
+             "  --only established|cached|new|overlay|floor  run one part (for perf record; cached: established,\n"
+             "               cache on; overlay: the cloud pipeline alone, implies --overlay-nat; floor: the floor alone)\n"
              "  --overlay-nat  also the cloud pipeline (VXLAN + source NAT) on the same connections, and its ratio\n"
              "  --tcp-timestamps  measured segments carry the options Linux puts on every one (NOP, NOP,\n"
              "               timestamps: a 32-byte TCP header), as a lab's iperf3 sends\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
+  }
+  if (!only.empty() && only != "established" && only != "cached" && only != "new" && only != "overlay" &&
+      only != "floor") {
+    fprintf(stderr, "dataplane-bench: --only %s: not one of established, cached, new, overlay, floor\n", only.c_str());
+    return 2;
   }
   if (only == "overlay") overlay = true;
   std::string prefix = "dpbench" + std::to_string(getpid());
@@ -380,7 +423,7 @@ int main(int argc, char** argv) {
   for (auto& m : ring) m = make_mbuf(pool, frames[0], 0);
   auto frames_of = [&](const Env& e) -> const std::vector<std::vector<uint8_t>>& { return e.overlay ? ov_frames : frames; };
   auto timed = [&](Env& e, const std::vector<std::vector<uint8_t>>& fr, const std::vector<uint16_t>& pt,
-                   uint64_t count, double* pipe_s, double* parse_s, uint64_t* drops) {
+                   uint64_t count, double* pipe_s, double* parse_s, uint64_t* drops, bool floor = false) {
     uint64_t next = 0;
     ctrack::Parsed pz;
     uint64_t sink = 0;
@@ -398,29 +441,42 @@ int main(int argc, char** argv) {
         sink += static_cast<uint64_t>(ctrack::parse_packet(rte_pktmbuf_mtod(ring[i], const uint8_t*), ring[i]->data_len, 0, &pz));
       *parse_s += sdn::bench_seconds(g_cpu_time) - t0;
       t0 = sdn::bench_seconds(g_cpu_time);
-      run_mbufs(e, ring.data(), kRing, drops);
+      if (floor) *drops += floor_mbufs(e, ring.data(), kRing);
+      else run_mbufs(e, ring.data(), kRing, drops);
       *pipe_s += sdn::bench_seconds(g_cpu_time) - t0;
     }
     if (sink) fprintf(stderr, "dataplane-bench: parse errors in the measured frames\n");
   };
-  const char* names[3] = {"pipeline", "pipeline_uncached", "overlay_nat"};
-  std::vector<double> pipe[3], parse[3];
+  // Variants, measured alternately in each repetition: 0 the cached
+  // pipeline, 1 uncached, 2 overlay+NAT (with --overlay-nat), 3 the floor
+  // (floor_mbufs, on variant 0's tracker and frames).
+  const char* names[4] = {"pipeline", "pipeline_uncached", "overlay_nat", "floor"};
+  std::vector<double> pipe[4], parse[4];
+  auto measured = [&](int v) {
+    if (only == "new" || (v == 2 && !overlay)) return false;
+    if (only == "cached") return v == 0;
+    if (only == "overlay") return v == 2;
+    if (only == "floor") return v == 3;
+    return true;
+  };
   for (auto& ep : envs) {
     double w1 = 0, w2 = 0;
     timed(*ep, frames_of(*ep), ports, kPool, &w1, &w2, &dropped);  // warm (and, cached, fill the cache)
   }
   dropped = 0;
   uint64_t per_rep = std::max<uint64_t>(kRing, packets / kRing * kRing);
-  const int nv = only == "cached" ? 1 : static_cast<int>(envs.size());
-  for (int rep = 0; rep < 9 && only != "new"; rep++)
-    for (int v = 0; v < nv; v++) {
-      if ((only == "cached" && v == 1) || (only == "overlay" && v != 2)) continue;
+  for (int rep = 0; rep < 9; rep++)
+    for (int v = 0; v < 4; v++) {
+      if (!measured(v)) continue;
+      Env& e = *envs[v == 3 ? 0 : v];
       double a = 0, b = 0;
-      timed(*envs[v], frames_of(*envs[v]), ports, per_rep, &a, &b, &dropped);
+      timed(e, frames_of(e), ports, per_rep, &a, &b, &dropped, v == 3);
       pipe[v].push_back(a);
       parse[v].push_back(b);
     }
-  if (dropped) fprintf(stderr, "dataplane-bench: %llu measured packets dropped (should be 0)\n", (unsigned long long)dropped);
+  if (dropped)
+    fprintf(stderr, "dataplane-bench: %llu measured packets dropped, or not established in the floor (should be 0)\n",
+            (unsigned long long)dropped);
   double total = static_cast<double>(per_rep);
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -433,9 +489,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < a.size() && i < b.size(); i++) r.push_back(a[i] / b[i]);
     return median(r);
   };
-  double ratio = only == "new" || only == "cached" || only == "overlay" ? 0 : paired(pipe[1], pipe[0]);
-  for (int v = only == "overlay" ? 2 : 0; v < nv && only != "new"; v++) {
-    char extra[160];
+  for (int v = 0; v < 4; v++) {
+    if (!measured(v)) continue;
+    char extra[200];
+    const double parse_mpps = total / median(parse[v]) / 1e6;
     if (v == 2)
       snprintf(extra, sizeof extra,
                g_json ? ", \"vs_firewall\": %.3f, \"cache_hits\": %llu"
@@ -445,17 +502,21 @@ int main(int argc, char** argv) {
       snprintf(extra, sizeof extra,
                g_json ? ", \"parse_only_mpps\": %.2f, \"vs_uncached\": %.3f, \"cache_hits\": %llu"
                       : "  (parse alone: %.2f Mpps; %.3fx the uncached pipeline; %llu cache hits)",
-               total / median(parse[v]) / 1e6, ratio, (unsigned long long)envs[0]->st.cache_hits);
+               parse_mpps, pipe[1].empty() ? 0.0 : paired(pipe[1], pipe[0]), (unsigned long long)envs[0]->st.cache_hits);
+    else if (v == 3)  // pipeline / floor: the share of the floor's rate the cached pipeline reaches, paired
+      snprintf(extra, sizeof extra,
+               g_json ? ", \"parse_only_mpps\": %.2f, \"vs_parse\": %.3f, \"pipeline_vs_floor\": %.3f"
+                      : "  (parse alone: %.2f Mpps; %.3fx parse alone; the cached pipeline %.3fx this)",
+               parse_mpps, paired(parse[3], pipe[3]), pipe[0].empty() ? 0.0 : paired(pipe[3], pipe[0]));
     else
-      snprintf(extra, sizeof extra, g_json ? ", \"parse_only_mpps\": %.2f" : "  (parse alone: %.2f Mpps)",
-               total / median(parse[v]) / 1e6);
+      snprintf(extra, sizeof extra, g_json ? ", \"parse_only_mpps\": %.2f" : "  (parse alone: %.2f Mpps)", parse_mpps);
     emit(names[v], nrules, conns, total, pipe[v], extra);
   }
 
   // New connections: SYNs of connections never seen, each creating an
   // entry (tables, two ct() passes, a commit). The flow cache's lookup must
   // cost this path little.
-  if (only != "established" && only != "cached" && only != "overlay") {
+  if (only.empty() || only == "new") {
     const uint32_t kSyns = 131072;
     std::vector<std::vector<uint8_t>> syn(kSyns);
     std::vector<uint16_t> sp(kSyns, 0);
