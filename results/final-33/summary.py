@@ -23,3 +23,11 @@ for s in ("base", "new"):
     p = [r["pipeline"]["mpps"] / r["pipeline"]["parse_only_mpps"] for r in runs[s]]
     v = [r["overlay_nat"]["vs_firewall"] for r in runs[s]]
     print(f"{s}: pipeline / parse-only {med(p)}   overlay_nat / firewall {med(v)}   ({len(p)} runs)")
+# The floor (dataplane-bench since 4311ca7; older binaries print none): its
+# rate over parse alone's, and the cached pipeline's over its, per run.
+for s in ("base", "new"):
+    if not all("floor" in r for r in runs[s]): continue
+    bad = [r["floor"]["not_established"] for r in runs[s]]
+    if any(bad): sys.exit(f"{s}: the floor's packets not established {bad}: it measured something else")
+    f = [r["floor"]["vs_parse"] for r in runs[s]]; p = [r["floor"]["pipeline_vs_floor"] for r in runs[s]]
+    print(f"{s}: floor / parse-only {med(f)}   pipeline / floor {med(p)}   ({len(f)} runs)")
