@@ -31,3 +31,6 @@ for s in ("base", "new"):
     if any(bad): sys.exit(f"{s}: the floor's packets not established {bad}: it measured something else")
     f = [r["floor"]["vs_parse"] for r in runs[s]]; p = [r["floor"]["pipeline_vs_floor"] for r in runs[s]]
     print(f"{s}: floor / parse-only {med(f)}   pipeline / floor {med(p)}   ({len(f)} runs)")
+    if all("floor_nat" in r for r in runs[s]):
+        fn = [r["floor_nat"]["vs_floor"] for r in runs[s]]; o = [r["floor_nat"]["overlay_vs_floor_nat"] for r in runs[s]]
+        print(f"{s}: floor_nat / floor {med(fn)}   overlay_nat / floor_nat {med(o)}")
