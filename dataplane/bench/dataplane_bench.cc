@@ -225,8 +225,8 @@ uint64_t floor_mbufs(Env& e, rte_mbuf** mb, size_t n) {
     }
     uint32_t np = 0;
     for (uint32_t i = 0; i < k; i++) {
-      const uint32_t off = e.overlay && in[i].port == 1 ? dp::kVxlanOverhead : 0;
-      if (!ctrack::parse_ip4_plain(in[i].data + off, in[i].len - off, 0, &parsed[np])) {
+      const uint32_t inner = e.overlay && in[i].port == 1 ? dp::kVxlanOverhead : 0;
+      if (!ctrack::parse_ip4_plain(in[i].data + inner, in[i].len - inner, 0, &parsed[np])) {
         bad++;
         continue;
       }
