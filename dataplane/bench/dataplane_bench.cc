@@ -170,17 +170,24 @@ rte_mbuf* make_mbuf(rte_mempool* pool, const std::vector<uint8_t>& f, uint16_t p
   return m;
 }
 
+// The worker's handoff: the next burst of mb (from off, at most kMaxBurst
+// of n) as PacketIn; how many.
+inline uint32_t handoff(rte_mbuf* const* mb, size_t off, size_t n, dp::PacketIn* in) {
+  const uint32_t k = static_cast<uint32_t>(std::min<size_t>(dp::kMaxBurst, n - off));
+  for (uint32_t i = 0; i < k; i++) {
+    const rte_mbuf* m = mb[off + i];
+    in[i] = dp::PacketIn{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, m->pkt_len, m->port, false, 0};
+  }
+  return k;
+}
+
 // Runs frames through the pipeline like a worker does (PacketIn from mbufs).
 uint64_t run_mbufs(Env& e, rte_mbuf** mb, size_t n, uint64_t* dropped) {
   dp::PacketIn in[dp::kMaxBurst];
   dp::Verdict v[dp::kMaxBurst];
   uint64_t drops = 0;
   for (size_t off = 0; off < n; off += dp::kMaxBurst) {
-    uint32_t k = static_cast<uint32_t>(std::min<size_t>(dp::kMaxBurst, n - off));
-    for (uint32_t i = 0; i < k; i++) {
-      rte_mbuf* m = mb[off + i];
-      in[i] = dp::PacketIn{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, m->pkt_len, m->port, false, 0};
-    }
+    const uint32_t k = handoff(mb, off, n, in);
     e.dp->run(*e.pl, in, k, e.now, v);
     // The worker's expiry, paced by time as the worker paces it (the
     // measured connections do not expire: this is the sweep's cost).
@@ -201,7 +208,7 @@ uint64_t run_mbufs(Env& e, rte_mbuf** mb, size_t n, uint64_t* dropped) {
 
 // The floor under any pipeline with conntrack, over the same mbufs: what a
 // worker cannot skip for an established segment. The handoff from the mbuf
-// (PacketIn, as run_mbufs), the parse lane's parse, and conntrack's lookup
+// (handoff, as run_mbufs), the parse lane's parse, and conntrack's lookup
 // and TCP window update (Tracker::process, not committing) on the tracker
 // the cached pipeline uses; no rules, flow cache, verdict, counters or
 // expiry. Returns the packets not parsed by the lane or not found
@@ -218,11 +225,7 @@ uint64_t floor_mbufs(Env& e, rte_mbuf** mb, size_t n) {
   ctrack::Key nat_to[dp::kMaxBurst];
   uint64_t bad = 0;
   for (size_t off = 0; off < n; off += dp::kMaxBurst) {
-    uint32_t k = static_cast<uint32_t>(std::min<size_t>(dp::kMaxBurst, n - off));
-    for (uint32_t i = 0; i < k; i++) {
-      rte_mbuf* m = mb[off + i];
-      in[i] = dp::PacketIn{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, m->pkt_len, m->port, false, 0};
-    }
+    const uint32_t k = handoff(mb, off, n, in);
     uint32_t np = 0;
     for (uint32_t i = 0; i < k; i++) {
       const uint32_t inner = e.overlay && in[i].port == 1 ? dp::kVxlanOverhead : 0;
