@@ -288,8 +288,9 @@ int main(int argc, char** argv) {
              "  --conns N    live TCP connections (default 100000)\n"
              "  --packets N  measured packets per repetition (default 20M)\n"
              "  --simd-bits  widest vectors DPDK may use (default 512, as the daemon; 256 = rte_acl's AVX2 classifier)\n"
-             "  --only established|cached|new|overlay|floor  run one part (for perf record; cached: established,\n"
-             "               cache on; overlay: the cloud pipeline alone, implies --overlay-nat; floor: the floor alone)\n"
+             "  --only established|cached|new|overlay|floor  run one part (for perf record; established: every\n"
+             "               established bench, floors included; cached: the cached pipeline alone; overlay: the cloud\n"
+             "               pipeline alone, implies --overlay-nat; floor: the floors alone)\n"
              "  --overlay-nat  also the cloud pipeline (VXLAN + source NAT) on the same connections, and its ratio\n"
              "  --tcp-timestamps  measured segments carry the options Linux puts on every one (NOP, NOP,\n"
              "               timestamps: a 32-byte TCP header), as a lab's iperf3 sends\n");
@@ -511,33 +512,39 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < a.size() && i < b.size(); i++) r.push_back(a[i] / b[i]);
     return median(r);
   };
+  // A paired ratio, or (its partner not measured in this run: --only) JSON's
+  // null and the text's "n/a": never a 0 that reads as a measurement.
+  auto ratio = [&](const std::vector<double>& a, const std::vector<double>& b) -> std::string {
+    if (a.empty() || b.empty()) return g_json ? "null" : "n/a";
+    char t[32];
+    snprintf(t, sizeof t, g_json ? "%.3f" : "%.3fx", paired(a, b));
+    return t;
+  };
   for (int v = 0; v < kVariants; v++) {
     if (!measured(v)) continue;
-    char extra[200];
+    char extra[240];
     const double parse_mpps = total / median(parse[v]) / 1e6;
     if (v == 2)
       snprintf(extra, sizeof extra,
-               g_json ? ", \"vs_firewall\": %.3f, \"cache_hits\": %llu"
-                      : "  (%.3fx the firewall pipeline, same connections, paired; %llu cache hits)",
-               pipe[0].empty() ? 0.0 : paired(pipe[0], pipe[2]), (unsigned long long)envs[2]->st.cache_hits);
+               g_json ? ", \"vs_firewall\": %s, \"cache_hits\": %llu"
+                      : "  (%s the firewall pipeline, same connections, paired; %llu cache hits)",
+               ratio(pipe[0], pipe[2]).c_str(), (unsigned long long)envs[2]->st.cache_hits);
     else if (v == 0)
       snprintf(extra, sizeof extra,
-               g_json ? ", \"parse_only_mpps\": %.2f, \"vs_uncached\": %.3f, \"cache_hits\": %llu"
-                      : "  (parse alone: %.2f Mpps; %.3fx the uncached pipeline; %llu cache hits)",
-               parse_mpps, pipe[1].empty() ? 0.0 : paired(pipe[1], pipe[0]), (unsigned long long)envs[0]->st.cache_hits);
+               g_json ? ", \"parse_only_mpps\": %.2f, \"vs_uncached\": %s, \"cache_hits\": %llu"
+                      : "  (parse alone: %.2f Mpps; %s the uncached pipeline; %llu cache hits)",
+               parse_mpps, ratio(pipe[1], pipe[0]).c_str(), (unsigned long long)envs[0]->st.cache_hits);
     else if (v == 3)  // pipeline / floor: the share of the floor's rate the cached pipeline reaches, paired
       snprintf(extra, sizeof extra,
-               g_json ? ", \"parse_only_mpps\": %.2f, \"vs_parse\": %.3f, \"pipeline_vs_floor\": %.3f, "
+               g_json ? ", \"parse_only_mpps\": %.2f, \"vs_parse\": %s, \"pipeline_vs_floor\": %s, "
                         "\"not_established\": %llu"
-                      : "  (parse alone: %.2f Mpps; %.3fx parse alone; the cached pipeline %.3fx this; %llu not established)",
-               parse_mpps, paired(parse[3], pipe[3]), pipe[0].empty() ? 0.0 : paired(pipe[3], pipe[0]),
-               (unsigned long long)floor_bad);
+                      : "  (parse alone: %.2f Mpps; %s parse alone; the cached pipeline %s this; %llu not established)",
+               parse_mpps, ratio(parse[3], pipe[3]).c_str(), ratio(pipe[3], pipe[0]).c_str(), (unsigned long long)floor_bad);
     else if (v == 4)  // floor_nat / floor, and overlay+NAT / floor_nat: what NAT's conntrack costs, and the rest
       snprintf(extra, sizeof extra,
-               g_json ? ", \"vs_floor\": %.3f, \"overlay_vs_floor_nat\": %.3f, \"not_established\": %llu"
-                      : "  (%.3fx the floor; overlay+NAT %.3fx this; %llu not established in the floors)",
-               pipe[3].empty() ? 0.0 : paired(pipe[3], pipe[4]), pipe[2].empty() ? 0.0 : paired(pipe[4], pipe[2]),
-               (unsigned long long)floor_bad);
+               g_json ? ", \"vs_floor\": %s, \"overlay_vs_floor_nat\": %s, \"not_established\": %llu"
+                      : "  (%s the floor; overlay+NAT %s this; %llu not established in the floors)",
+               ratio(pipe[3], pipe[4]).c_str(), ratio(pipe[4], pipe[2]).c_str(), (unsigned long long)floor_bad);
     else
       snprintf(extra, sizeof extra, g_json ? ", \"parse_only_mpps\": %.2f" : "  (parse alone: %.2f Mpps)", parse_mpps);
     emit(names[v], nrules, conns, total, pipe[v], extra);
