@@ -404,7 +404,9 @@ int main(int argc, char** argv) {
         if (e.st.drop[w])
           fprintf(stderr, "  %s: %llu\n", dp::drop_why_name(static_cast<dp::DropWhy>(w)), (unsigned long long)e.st.drop[w]);
       for (int w = 0; w < static_cast<int>(ctrack::Drop::kCount); w++)
-        if (e.st.parse_drop[w]) fprintf(stderr, "  parse drop %d: %llu\n", w, (unsigned long long)e.st.parse_drop[w]);
+        if (e.st.parse_drop[w])
+          fprintf(stderr, "  parse_%s: %llu\n", ctrack::drop_name(static_cast<ctrack::Drop>(w)),
+                  (unsigned long long)e.st.parse_drop[w]);
       return 1;
     }
   }
