@@ -19,7 +19,11 @@
 // (configs/dataplane/overlay-nat.yaml's rules with the same fillers): the VM's
 // segments source-NATed and VXLAN-encapsulated (the outer headers written as
 // the worker writes them), the replies decapsulated and translated back;
-// printed with its ratio to the plain firewall, paired per repetition.
+// printed with its ratio to the plain firewall, paired per repetition; and
+// two floors of its own: floor_nat (the floor on its tracker, with NAT's
+// tuples) and floor_overlay (floor_nat and the overlay's own work through
+// the daemon's helpers: decap's checks, the NAT rewrite, the outer headers),
+// with overlay_bound, the most overlay+NAT / firewall can be over it.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <rte_eal.h>
@@ -329,7 +333,8 @@ int main(int argc, char** argv) {
              "  --only established|cached|new|overlay|floor  run one part (for perf record; established: every\n"
              "               established bench, floors included; cached: the cached pipeline alone; overlay: the cloud\n"
              "               pipeline alone, implies --overlay-nat; floor: the floors alone)\n"
-             "  --overlay-nat  also the cloud pipeline (VXLAN + source NAT) on the same connections, and its ratio\n"
+             "  --overlay-nat  also the cloud pipeline (VXLAN + source NAT) on the same connections, and its ratio;\n"
+             "               its floors (floor_nat, floor_overlay) and the bound they set on that ratio\n"
              "  --tcp-timestamps  measured segments carry the options Linux puts on every one (NOP, NOP,\n"
              "               timestamps: a 32-byte TCP header), as a lab's iperf3 sends\n");
       return a == "--help" || a == "-h" ? 0 : 2;

@@ -34,3 +34,11 @@ for s in ("base", "new"):
     if all("floor_nat" in r for r in runs[s]):
         fn = [r["floor_nat"]["vs_floor"] for r in runs[s]]; o = [r["floor_nat"]["overlay_vs_floor_nat"] for r in runs[s]]
         print(f"{s}: floor_nat / floor {med(fn)}   overlay_nat / floor_nat {med(o)}")
+    # floor_overlay (dataplane-bench since session 16): the floor with NAT and
+    # the overlay's own work through the daemon's helpers, no bookkeeping;
+    # overlay_bound: the most overlay_nat / firewall can be over it.
+    if all("floor_overlay" in r for r in runs[s]):
+        fo = [r["floor_overlay"] for r in runs[s]]
+        print(f"{s}: floor_overlay / floor_nat {med([x['vs_floor_nat'] for x in fo])}   "
+              f"overlay_nat / floor_overlay {med([x['overlay_vs_floor_overlay'] for x in fo])}   "
+              f"overlay_nat / firewall at most {med([x['overlay_bound'] for x in fo])}")

@@ -18,9 +18,9 @@ using stage::PktState;
   PktState& p = b.s[i];
   if (plain) nat::rewrite_plain(b.in[i].data + p.off, b.in[i].len - p.off, p.parsed, to);
   else nat::rewrite(b.in[i].data + p.off, b.in[i].len - p.off, p.parsed, to);
-  p.natted = true;
   b.st.tunnel[static_cast<int>(Tunnel::kNat)]++;
-  if (plain || p.table < 0) return;  // the flow cache judged it: no table reads it
+  if (plain || p.table < 0) return;  // the flow cache judged it: no table reads it (nor natted)
+  p.natted = true;
   p.key.tuple(to);
 }
 
