@@ -607,9 +607,10 @@ int main(int argc, char** argv) {
     return t;
   };
   // The most overlay+NAT / firewall can be while the cloud pipeline does
-  // all the firewall does and its own work costs what floor_overlay's does
-  // over the floor's: pipeline / (pipeline + floor_overlay - floor), per
-  // repetition (the three run back to back), the median.
+  // at least all the firewall does beyond its floor, and its own work costs
+  // at least what floor_overlay's does over the floor: pipeline / (pipeline
+  // + floor_overlay - floor), per repetition (the three from the same one),
+  // the median.
   auto overlay_bound = [&]() -> std::string {
     if (pipe[0].empty() || pipe[3].empty() || pipe[5].empty()) return g_json ? "null" : "n/a";
     std::vector<double> r;

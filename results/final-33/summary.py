@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Issue 33's dataplane-bench bars from an ab.sh run: summary.py OUTDIR.
 Per side: each bench's Mpps, pipeline / parse-only and overlay_nat /
-firewall of the same run, median [min..max]; new/base paired per pair."""
+firewall of the same run, median [min..max]; new/base paired per pair; and
+the floors' ratios (floor, floor_nat, floor_overlay and overlay_bound) of
+the binaries that print them."""
 import glob, json, os, statistics, sys
 d = sys.argv[1]
 def load(side, i):
