@@ -55,6 +55,21 @@ struct TunnelRemote : ConfigLine {
 };
 using VxlanRemote = TunnelRemote;
 
+// What the common outer frame of a decap (no VLAN tag, IPv4 without
+// options) must hold in its first kOuterMatchLen bytes, as one masked
+// compare (features/overlay/tunnel.h: udp_tunnel_outer): derived from the
+// rest of its TunnelConfig when a pipeline is built (prepare_outer_match),
+// never configured, so never compared. off: not prepared (every frame takes
+// the checks one by one).
+inline constexpr uint32_t kOuterMatchLen = 48;
+struct OuterMatch {
+  alignas(16) uint8_t hdr[kOuterMatchLen] = {};
+  alignas(16) uint8_t mask[kOuterMatchLen] = {};
+  bool on = false;
+  bool remote = false;  // the one remote's address is in it (not any_remote)
+  friend bool operator==(const OuterMatch&, const OuterMatch&) { return true; }
+};
+
 // One tunnel type's endpoint. Every field needs a restart to change
 // (rule_service.cc: reload refuses an overlay that differs).
 struct TunnelConfig : ConfigLine {
@@ -69,6 +84,7 @@ struct TunnelConfig : ConfigLine {
   std::vector<TunnelRemote> remotes;
   bool any_remote = false;  // decapsulate from any source, not only `remotes`
   std::vector<uint32_t> options;  // the module's own list (Geneve: the options it accepts), sorted
+  OuterMatch outer;               // derived (prepare_outer_match), per packet
 
   // Per packet (a decap): inline, a word compare per remote.
   bool has_vni(uint32_t v) const {

@@ -16,7 +16,7 @@
 namespace dp {
 
 template <typename F>
-inline void for_each_tunnel(F&& f) {
+[[gnu::always_inline]] inline void for_each_tunnel(F&& f) {
 #define DP_EACH(X, S, n, d, c) f(S{});
   DP_TUNNELS(DP_EACH, _)
 #undef DP_EACH
@@ -35,10 +35,10 @@ inline uint8_t decap_mask(const OverlayConfig& ov, uint16_t port) {
 // Per packet: the decap of the tunnels in `mask` (the port's), in order;
 // the first that claims the frame (decapsulates or drops it) decides.
 // *counter: its decap counter.
-inline Decap tunnel_decap(uint8_t mask, const uint8_t* d, uint32_t len, const OverlayConfig& ov, uint8_t* counter) {
+[[gnu::always_inline]] inline Decap tunnel_decap(uint8_t mask, const uint8_t* d, uint32_t len, const OverlayConfig& ov, uint8_t* counter) {
   Decap r;
   bool claimed = false;
-  for_each_tunnel([&](auto t) {
+  for_each_tunnel([&](auto t) __attribute__((always_inline)) {
     using T = decltype(t);
     if (claimed || !(mask & (1u << static_cast<int>(T::kKind)))) return;
     r = T::decap(d, len, ov[T::kKind]);

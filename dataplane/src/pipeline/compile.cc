@@ -223,6 +223,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
   }
   pl->fast_zone_ = zones.size() == 1 ? *zones.begin() : -1;
   if (overlay) pl->ov_ = *overlay;
+  for (TunnelConfig& c : pl->ov_.tunnel) prepare_outer_match(c);
   for (uint16_t p = 0; p < kMaxPorts; p++) pl->decap_on_[p] = decap_mask(pl->ov_, p);
   pl->plan_stages();
   for (int t = 0; t <= pl->max_table_; t++) {

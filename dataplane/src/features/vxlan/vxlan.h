@@ -29,7 +29,7 @@ struct Vxlan {
 
   // Per packet. The I flag and a configured VNI; the inner Ethernet header
   // within the outer datagram.
-  static Decap decap(const uint8_t* d, uint32_t len, const TunnelConfig& c) {
+  [[gnu::always_inline]] static Decap decap(const uint8_t* d, uint32_t len, const TunnelConfig& c) {
     static constexpr DecapWhy w{DropWhy::kVxlanHeader, DropWhy::kVxlanTrunc, DropWhy::kVxlanRemote,
                                 DropWhy::kVxlanMac};
     const uint8_t* vx = nullptr;
