@@ -32,6 +32,7 @@ Table::~Table() {
   if (c_) munmap(c_, cmap_);
   if (x_) munmap(x_, xmap_);
   if (n_) munmap(n_, nmap_);
+  if (nx_) munmap(nx_, nxmap_);
 }
 
 bool Table::init(uint32_t capacity, bool nat) {
@@ -44,9 +45,10 @@ bool Table::init(uint32_t capacity, bool nat) {
   x_ = static_cast<ConnCold*>(alloc_prefaulted(static_cast<size_t>(capacity) * sizeof(ConnCold), &xmap_));
   if (!b_ || !c_ || !x_) return false;
   if (nat) {
-    nmap_bytes_ = static_cast<size_t>(capacity) * sizeof(NatExt);
-    n_ = static_cast<NatExt*>(alloc_prefaulted(nmap_bytes_, &nmap_));
-    if (!n_) return false;
+    nmap_bytes_ = static_cast<size_t>(capacity) * (sizeof(NatHot) + sizeof(NatCold));
+    n_ = static_cast<NatHot*>(alloc_prefaulted(static_cast<size_t>(capacity) * sizeof(NatHot), &nmap_));
+    nx_ = static_cast<NatCold*>(alloc_prefaulted(static_cast<size_t>(capacity) * sizeof(NatCold), &nxmap_));
+    if (!n_ || !nx_) return false;
   }
   for (uint32_t i = 0; i < nb_; i++)
     for (int s = 0; s < kSlots; s++) b_[i].idx[s] = kEmpty;

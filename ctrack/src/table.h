@@ -25,7 +25,7 @@ namespace ctrack::detail {
 inline constexpr int kSlots = 10;
 inline constexpr uint32_t kEmpty = 0xFFFFFFFFu;
 // An index slot naming a translated connection's reply side: the entry is
-// found under the canonical form of its reply tuple (NatExt::rkey), not its
+// found under the canonical form of its reply tuple (NatHot::rkey), not its
 // key. Connection indices stay below 2^31 (Tracker::create checks).
 inline constexpr uint32_t kNatTag = 0x80000000u;
 
@@ -137,60 +137,73 @@ inline void set_counts(Conn& c, ConnCold& x, int d, uint64_t packets, uint64_t b
   }
 }
 
-// A canonical key's ConnKey and its other address bytes.
-inline void store_key(Conn& c, ConnCold& x, const Key& k) {
-  memcpy(c.key.src4, k.src, 4);
-  memcpy(c.key.dst4, k.dst, 4);
-  c.key.sport = k.sport;
-  c.key.dport = k.dport;
-  c.key.zone = k.zone;
-  c.key.proto = k.proto;
-  c.key.family = static_cast<uint8_t>(k.family | (key_wide(k) ? kWide : 0));
-  memcpy(x.src_hi, k.src + 4, 12);
-  memcpy(x.dst_hi, k.dst + 4, 12);
+// A canonical key's ConnKey and its other address bytes (a connection's
+// key: Conn and ConnCold; a translated one's reply tuple: NatHot and NatCold).
+inline void store_key(ConnKey& ck, uint8_t* src_hi, uint8_t* dst_hi, const Key& k) {
+  memcpy(ck.src4, k.src, 4);
+  memcpy(ck.dst4, k.dst, 4);
+  ck.sport = k.sport;
+  ck.dport = k.dport;
+  ck.zone = k.zone;
+  ck.proto = k.proto;
+  ck.family = static_cast<uint8_t>(k.family | (key_wide(k) ? kWide : 0));
+  memcpy(src_hi, k.src + 4, 12);
+  memcpy(dst_hi, k.dst + 4, 12);
 }
+inline void store_key(Conn& c, ConnCold& x, const Key& k) { store_key(c.key, x.src_hi, x.dst_hi, k); }
+
+// ConnKey::family's bits beyond the address family and kWide (NatHot's:
+// the translation's kind and orientation).
+inline constexpr uint8_t kFamilyMask = 0x0F;
 // The cold part is read only for a wide key (an IPv4 one's other bytes are
 // zero): a translated reply's tuple is rebuilt from the hot line alone.
-inline Key load_key(const Conn& c, const ConnCold& x) {
+inline Key load_key(const ConnKey& ck, const uint8_t* src_hi, const uint8_t* dst_hi) {
   Key k{};
-  memcpy(k.src, c.key.src4, 4);
-  memcpy(k.dst, c.key.dst4, 4);
-  if (c.key.family & kWide) {
-    memcpy(k.src + 4, x.src_hi, 12);
-    memcpy(k.dst + 4, x.dst_hi, 12);
+  memcpy(k.src, ck.src4, 4);
+  memcpy(k.dst, ck.dst4, 4);
+  if (ck.family & kWide) {
+    memcpy(k.src + 4, src_hi, 12);
+    memcpy(k.dst + 4, dst_hi, 12);
   }
-  k.sport = c.key.sport;
-  k.dport = c.key.dport;
-  k.zone = c.key.zone;
-  k.proto = c.key.proto;
-  k.family = static_cast<uint8_t>(c.key.family & ~kWide);
+  k.sport = ck.sport;
+  k.dport = ck.dport;
+  k.zone = ck.zone;
+  k.proto = ck.proto;
+  k.family = static_cast<uint8_t>(ck.family & kFamilyMask);
   return k;
 }
+inline Key load_key(const Conn& c, const ConnCold& x) { return load_key(c.key, x.src_hi, x.dst_hi); }
 
-// The canonical key of (c, x), or its reversal, written in whole words
-// (put_key_words): what load_key gives, for the per-packet NAT tuple.
-inline void put_conn_key(const Conn& c, const ConnCold& x, bool rev, Key* out) {
+// The canonical key (ck, src_hi, dst_hi), or its reversal, written in whole
+// words (put_key_words): what load_key gives, for the per-packet NAT tuple.
+[[gnu::always_inline]] inline void put_key(const ConnKey& ck, const uint8_t* src_hi, const uint8_t* dst_hi, bool rev,
+                                           Key* out) {
   uint32_t a4, b4;
-  memcpy(&a4, c.key.src4, 4);
-  memcpy(&b4, c.key.dst4, 4);
+  memcpy(&a4, ck.src4, 4);
+  memcpy(&b4, ck.dst4, 4);
   uint64_t s0 = a4, s1 = 0, d0 = b4, d1 = 0;
-  const uint64_t tail = load64(&c.key.sport) & ~(uint64_t{kWide} << 56);
-  if (c.key.family & kWide) {
+  const uint64_t tail = load64(&ck.sport) & ~(uint64_t{static_cast<uint8_t>(~kFamilyMask)} << 56);
+  if (ck.family & kWide) {
     uint32_t a, b;
-    memcpy(&a, x.src_hi, 4);
-    memcpy(&b, x.dst_hi, 4);
+    memcpy(&a, src_hi, 4);
+    memcpy(&b, dst_hi, 4);
     s0 |= uint64_t{a} << 32;
     d0 |= uint64_t{b} << 32;
-    s1 = load64(x.src_hi + 4);
-    d1 = load64(x.dst_hi + 4);
+    s1 = load64(src_hi + 4);
+    d1 = load64(dst_hi + 4);
   }
   put_key_words(s0, s1, d0, d1, tail, rev, out);
 }
+inline void put_conn_key(const Conn& c, const ConnCold& x, bool rev, Key* out) {
+  put_key(c.key, x.src_hi, x.dst_hi, rev, out);
+}
 
-// Is the entry (c, x) the connection of key k, seen in its canonical
-// orientation (canon) or reversed? Two 64-bit compares for IPv4; the cold
-// line only for a wide key.
-[[gnu::always_inline]] inline bool conn_matches(const Conn& c, const ConnCold& x, const Key& k, bool canon) {
+// Is the stored canonical key (ck, src_hi, dst_hi) key k, seen in its
+// canonical orientation (canon) or reversed? Two 64-bit compares for IPv4;
+// the other address bytes only for a wide key. `ignore`: bits of ck's
+// second word that are not the key's (NatHot's).
+[[gnu::always_inline]] inline bool key_matches(const ConnKey& ck, const uint8_t* src_hi, const uint8_t* dst_hi,
+                                               const Key& k, bool canon, uint64_t ignore = 0) {
   const uint8_t* a = canon ? k.src : k.dst;
   const uint8_t* b = canon ? k.dst : k.src;
   uint32_t a4, b4;
@@ -205,18 +218,39 @@ inline void put_conn_key(const Conn& c, const ConnCold& x, bool rev, Key* out) {
   const bool wide = k.family != 4 && key_wide(k);
   tail |= static_cast<uint64_t>(wide ? kWide : 0) << 56;
   const uint64_t lo = uint64_t{a4} | uint64_t{b4} << 32;
-  if (((load64(&c.key) ^ lo) | (load64(&c.key.sport) ^ tail)) != 0) return false;
-  return !wide || (memcmp(x.src_hi, a + 4, 12) == 0 && memcmp(x.dst_hi, b + 4, 12) == 0);
+  if (((load64(&ck) ^ lo) | ((load64(&ck.sport) ^ tail) & ~ignore)) != 0) return false;
+  return !wide || (memcmp(src_hi, a + 4, 12) == 0 && memcmp(dst_hi, b + 4, 12) == 0);
+}
+// Is the entry (c, x) the connection of key k (seen as key_matches says)?
+[[gnu::always_inline]] inline bool conn_matches(const Conn& c, const ConnCold& x, const Key& k, bool canon) {
+  return key_matches(c.key, x.src_hi, x.dst_hi, k, canon);
 }
 
-// A translated connection's second tuple, kept apart from Conn (so that a
-// tracker without NAT stays at 120 bytes per connection): allocated for
-// every entry only when the tracker is created with Config::nat.
-struct NatExt {
-  Key rkey;            // canonical form of the reply tuple (its index key)
-  uint8_t kind;        // 0: not translated; NatKind
-  uint8_t rcanon;      // the reply tuple, as replies travel, is rkey's orientation
+// A translated connection's second tuple, the canonical form of its reply
+// tuple (the key its second index slot is found under), kept apart from
+// Conn (so that a tracker without NAT stays at 120 bytes per connection)
+// and allocated for every entry only when the tracker is created with
+// Config::nat. Split as Conn and ConnCold are: NatHot, 16 bytes and four
+// to a line, is all a packet reads (the 42-byte record it replaces
+// straddled two lines for most entries); NatCold holds an IPv6 tuple's
+// other address bytes. NatHot's rkey.family: the tuple's family and kWide,
+// the NatKind in bits 4-5, kNatRcanon; 0 for an entry not translated.
+inline constexpr uint8_t kNatKindShift = 4;
+inline constexpr uint8_t kNatRcanon = 0x40;  // the reply tuple, as replies travel, is rkey's orientation
+// The bits of rkey's second word (load64(&rkey.sport)) that are not the key's.
+inline constexpr uint64_t kNatBitsWord = uint64_t{0x70} << 56;
+struct NatHot {
+  ConnKey rkey;
 };
+static_assert(sizeof(NatHot) == 16 && alignof(NatHot) <= 16);
+struct NatCold {
+  uint8_t src_hi[12];  // rkey's address bytes 4-15 (zero for IPv4)
+  uint8_t dst_hi[12];
+};
+static_assert(sizeof(NatHot) + sizeof(NatCold) == 40, "bytes per translated connection is part of the bar");
+inline bool nat_translated(const NatHot& n) { return n.rkey.family != 0; }
+inline uint8_t nat_kind(const NatHot& n) { return static_cast<uint8_t>((n.rkey.family >> kNatKindShift) & 3); }
+inline bool nat_rcanon(const NatHot& n) { return (n.rkey.family & kNatRcanon) != 0; }
 
 enum ConnFlag : uint8_t {
   kAlive = 0x01,
@@ -271,14 +305,19 @@ class Table {
   Bucket* buckets() const { return b_; }
   Conn* conns() const { return c_; }
   ConnCold* cold() const { return x_; }
-  NatExt* nat() const { return n_; }
+  NatHot* nat() const { return n_; }
+  NatCold* nat_cold() const { return nx_; }
   // The canonical key of connection idx.
   Key conn_key(uint32_t idx) const { return load_key(c_[idx], x_[idx]); }
+  // The canonical reply tuple of translated connection idx.
+  Key nat_key(uint32_t idx) const { return load_key(n_[idx].rkey, nx_[idx].src_hi, nx_[idx].dst_hi); }
   // The key an index slot is found under.
-  Key slot_key(uint32_t e) const { return (e & kNatTag) ? n_[e & ~kNatTag].rkey : conn_key(e); }
+  Key slot_key(uint32_t e) const { return (e & kNatTag) ? nat_key(e & ~kNatTag) : conn_key(e); }
   // Is index slot e found under canonical key k?
   bool slot_is(uint32_t e, const Key& k) const {
-    return (e & kNatTag) ? keys_equal(n_[e & ~kNatTag].rkey, k) : conn_matches(c_[e], x_[e], k, true);
+    if (!(e & kNatTag)) return conn_matches(c_[e], x_[e], k, true);
+    const uint32_t i = e & ~kNatTag;
+    return key_matches(n_[i].rkey, nx_[i].src_hi, nx_[i].dst_hi, k, true, kNatBitsWord);
   }
 
   uint32_t b1(uint32_t h) const { return static_cast<uint32_t>((static_cast<uint64_t>(h) * nb_) >> 32); }
@@ -304,9 +343,10 @@ class Table {
   Bucket* b_ = nullptr;
   Conn* c_ = nullptr;
   ConnCold* x_ = nullptr;
-  NatExt* n_ = nullptr;
+  NatHot* n_ = nullptr;
+  NatCold* nx_ = nullptr;
   uint32_t nb_ = 0;
-  size_t bmap_ = 0, cmap_ = 0, xmap_ = 0, nmap_ = 0, nmap_bytes_ = 0;
+  size_t bmap_ = 0, cmap_ = 0, xmap_ = 0, nmap_ = 0, nxmap_ = 0, nmap_bytes_ = 0;
   uint32_t rng_ = 0x2545F491u;
 };
 

@@ -71,6 +71,7 @@ constexpr std::pair<const char*, uint64_t Stats::*> kStatFields[] = {
     {"events_dropped", &Stats::events_dropped},
     {"events_deferred", &Stats::events_deferred},
     {"hw_folds", &Stats::hw_folds},
+    {"probes", &Stats::probes},
 };
 static_assert(sizeof(kStatFields) / sizeof(kStatFields[0]) * sizeof(uint64_t) +
                       static_cast<size_t>(Invalid::kCount) * sizeof(uint64_t) ==
@@ -126,6 +127,7 @@ sdn::Result<std::unique_ptr<Tracker>> Tracker::create(const Config& cfg) {
   m.conns = m.table.conns();
   m.cold = m.table.cold();
   m.nat = m.table.nat();
+  m.nat_cold = m.table.nat_cold();
   m.free_bits.assign((m.cap + 63) / 64, ~0ull);
   if (m.cap % 64) m.free_bits.back() = (1ull << (m.cap % 64)) - 1;
   m.free_count = m.cap;

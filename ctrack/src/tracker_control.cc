@@ -40,8 +40,8 @@ uint32_t Tracker::for_each_from(uint64_t now_ns, uint32_t start, uint32_t slots,
         ci.bytes[d] = detail::conn_bytes(c, m.cold[i], d);
         ci.tcp[d] = ev.tcp[d];
       }
-      if (m.nat && m.nat[i].kind) {
-        ci.nat = static_cast<NatKind>(m.nat[i].kind);
+      if (m.nat && detail::nat_translated(m.nat[i])) {
+        ci.nat = static_cast<NatKind>(detail::nat_kind(m.nat[i]));
         ci.reply = m.nat_target(i, kNatOrigRev);
       }
       ci.age_ms = static_cast<uint32_t>(now - m.cold[i].created);
@@ -91,7 +91,7 @@ size_t Tracker::memory_needed(const Config& cfg) {
   size_t cap = cfg.capacity;
   size_t b = cap * (sizeof(Conn) + sizeof(detail::ConnCold)) + std::max<size_t>(2, (cap * (cfg.nat ? 2 : 1) + 8) / 9) * sizeof(detail::Bucket) +
              (cap + 63) / 64 * 8;
-  if (cfg.nat) b += cap * sizeof(detail::NatExt);
+  if (cfg.nat) b += cap * (sizeof(detail::NatHot) + sizeof(detail::NatCold));
   if (cfg.default_zone_limit || !cfg.zone_limits.empty()) b += 2 * 65536 * sizeof(uint32_t);
   b += static_cast<size_t>(cfg.event_ring) * sizeof(Event);
   return b;
@@ -258,11 +258,14 @@ sdn::Status Tracker::check_invariants() const {
     canonicalize(k, &ck);
     if (!keys_equal(ck, k)) err = "entry " + std::to_string(i) + " key is not canonical";
     else if (m.table.find(k, hash_key(k)) != i) err = "entry " + std::to_string(i) + " not findable";
-    else if (m.nat && m.nat[i].kind) {
+    else if (m.nat && detail::nat_translated(m.nat[i])) {
       natted++;
-      const Key& rk = m.nat[i].rkey;
+      const Key rk = m.table.nat_key(i);
       canonicalize(rk, &ck);
-      if (!keys_equal(ck, rk)) err = "entry " + std::to_string(i) + " reply key is not canonical";
+      const uint8_t kind = detail::nat_kind(m.nat[i]);
+      if (kind != static_cast<uint8_t>(NatKind::kSrc) && kind != static_cast<uint8_t>(NatKind::kDst))
+        err = "entry " + std::to_string(i) + " has no NAT kind";
+      else if (!keys_equal(ck, rk)) err = "entry " + std::to_string(i) + " reply key is not canonical";
       else if (m.table.find(rk, hash_key(rk)) != (i | kNatTag))
         err = "entry " + std::to_string(i) + " not findable under its reply tuple";
     }
@@ -275,7 +278,7 @@ sdn::Status Tracker::check_invariants() const {
       if (idx == kEmpty) continue;
       slots++;
       const uint32_t ci = idx & ~kNatTag;
-      if (ci >= m.cap || !(m.conns[ci].flags & detail::kAlive) || ((idx & kNatTag) && !(m.nat && m.nat[ci].kind))) {
+      if (ci >= m.cap || !(m.conns[ci].flags & detail::kAlive) || ((idx & kNatTag) && !(m.nat && detail::nat_translated(m.nat[ci])))) {
         err = "bucket " + std::to_string(b) + " points at a free entry";
         break;
       }

@@ -29,7 +29,8 @@ using detail::Conn;
 using detail::ConnCold;
 using detail::kEmpty;
 using detail::kNatTag;
-using detail::NatExt;
+using detail::NatCold;
+using detail::NatHot;
 
 namespace impl {
 
@@ -65,7 +66,8 @@ struct Tracker::Impl {
   detail::Table table;
   Conn* conns = nullptr;
   ConnCold* cold = nullptr;  // conns[i]'s other 56 bytes (table.h)
-  NatExt* nat = nullptr;  // with Config::nat
+  NatHot* nat = nullptr;  // with Config::nat
+  NatCold* nat_cold = nullptr;
   // The burst's NAT range and where translated tuples go (process()).
   const NatRange* cur_nat = nullptr;
   Key* cur_nat_out = nullptr;
@@ -216,9 +218,9 @@ struct Tracker::Impl {
     Conn& c = conns[idx];
     changes++;
     table.erase(hash_key(table.conn_key(idx)), idx);
-    if (nat && nat[idx].kind) {
-      table.erase(hash_key(nat[idx].rkey), idx | kNatTag);
-      nat[idx].kind = 0;
+    if (nat && detail::nat_translated(nat[idx])) {
+      table.erase(hash_key(table.nat_key(idx)), idx | kNatTag);
+      nat[idx].rkey.family = 0;  // not translated (the rest of the tuple stays: slot_matches)
     }
     if (zones_limited) zone_count[c.key.zone]--;
     if (c.flags & detail::kOffloaded) st.offloaded--;
@@ -420,7 +422,7 @@ struct Tracker::Impl {
 
   // The tuple a translated connection's packet on `side` is rewritten to.
   void fill_nat(uint32_t idx, Event& e) const {
-    e.nat = nat && nat[idx].kind ? static_cast<NatKind>(nat[idx].kind) : NatKind::kNone;
+    e.nat = nat && detail::nat_translated(nat[idx]) ? static_cast<NatKind>(detail::nat_kind(nat[idx])) : NatKind::kNone;
     if (e.nat != NatKind::kNone) e.reply = nat_target(idx, kNatOrigRev);
   }
   Key nat_target(uint32_t idx, uint8_t side) const {
@@ -434,10 +436,9 @@ struct Tracker::Impl {
   // kNatReplyRev: the original tuple (the canonical key in kOrigCanon's).
   [[gnu::always_inline]] void nat_target(uint32_t idx, uint8_t side, Key* out) const {
     if (side == kNatOrig || side == kNatOrigRev) {
-      const NatExt& x = nat[idx];
-      const uint8_t* r = reinterpret_cast<const uint8_t*>(&x.rkey);
-      detail::put_key_words(detail::load64(r), detail::load64(r + 8), detail::load64(r + 16), detail::load64(r + 24),
-                    detail::load64(r + 32), (side == kNatOrig) == (x.rcanon != 0), out);
+      const NatHot& x = nat[idx];
+      detail::put_key(x.rkey, nat_cold[idx].src_hi, nat_cold[idx].dst_hi, (side == kNatOrig) == detail::nat_rcanon(x),
+                      out);
       return;
     }
     const bool orig_canon = (conns[idx].flags & detail::kOrigCanon) != 0;
@@ -496,7 +497,9 @@ struct Tracker::Impl {
         st.table_full++;
         break;
       }
-      nat[idx] = NatExt{rc, static_cast<uint8_t>(R.kind), static_cast<uint8_t>(rcanon)};
+      detail::store_key(nat[idx].rkey, nat_cold[idx].src_hi, nat_cold[idx].dst_hi, rc);
+      nat[idx].rkey.family = static_cast<uint8_t>(nat[idx].rkey.family | static_cast<uint8_t>(R.kind) << detail::kNatKindShift |
+                                                  (rcanon ? detail::kNatRcanon : 0));
       r.nat = kNatOrig;
       if (cur_nat_out) nat_target(idx, kNatOrig, cur_nat_out);
       return true;
@@ -543,7 +546,7 @@ struct Tracker::Impl {
   // index slot e (kNatTag: the reply tuple's).
   uint8_t nat_side(uint32_t e, bool canon) const {
     const uint32_t idx = e & ~kNatTag;
-    if (e & kNatTag) return canon == (nat[idx].rcanon != 0) ? kNatReply : kNatReplyRev;
+    if (e & kNatTag) return canon == detail::nat_rcanon(nat[idx]) ? kNatReply : kNatReplyRev;
     return canon == ((conns[idx].flags & detail::kOrigCanon) != 0) ? kNatOrig : kNatOrigRev;
   }
 
@@ -554,7 +557,7 @@ struct Tracker::Impl {
     st.hits++;
     int dir = canon == ((c.flags & detail::kOrigCanon) != 0) ? 0 : 1;
     uint8_t side = kNatNone;
-    if (nat && nat[idx].kind) [[unlikely]] {
+    if (nat && detail::nat_translated(nat[idx])) [[unlikely]] {
       side = nat_side(e, canon);
       dir = side == kNatOrig || side == kNatReplyRev ? 0 : 1;
     }
@@ -709,13 +712,8 @@ struct Tracker::Impl {
   [[gnu::always_inline]] void prefetch_rest(uint32_t c) {
     if (nat) prefetch_nat(c);
   }
-  // A NatExt (42 bytes, packed) spans two lines for most entries, and its
-  // kind is at the end: both lines (one when it fits in one).
-  [[gnu::always_inline]] void prefetch_nat(uint32_t idx) {
-    const char* np = reinterpret_cast<const char*>(&nat[idx]);
-    __builtin_prefetch(np);
-    __builtin_prefetch(np + sizeof(NatExt) - 1);
-  }
+  // A NatHot: one line (NatCold only for a wide tuple, not prefetched).
+  [[gnu::always_inline]] void prefetch_nat(uint32_t idx) { __builtin_prefetch(&nat[idx]); }
 
   // Stage 3 for a packet known to have no entry (looked up, and nothing
   // inserted since). The caller counts the lookup (Stats::lookups), as
@@ -732,16 +730,16 @@ struct Tracker::Impl {
     if (!(conns[idx].flags & detail::kAlive)) return false;
     if (!(e & kNatTag)) return detail::conn_matches(conns[idx], cold[idx], k, canon);
     // A reply-tuple slot of an entry freed since it was found (a Found kept
-    // across a flush, an expiry or a commit): free_conn clears kind but not
-    // rkey, and the entry alive now may be an untranslated connection.
-    if (!nat[idx].kind) return false;
-    const Key& sk = nat[idx].rkey;
-    return canon ? keys_equal(sk, k) : keys_equal_reversed(sk, k);
+    // across a flush, an expiry or a commit): free_conn clears rkey's family
+    // (kind and all) but not the rest, and the entry alive now may be an
+    // untranslated connection.
+    if (!detail::nat_translated(nat[idx])) return false;
+    return detail::key_matches(nat[idx].rkey, nat_cold[idx].src_hi, nat_cold[idx].dst_hi, k, canon, detail::kNatBitsWord);
   }
 
   // slot_matches with stage1's words `w` (when given): an untranslated IPv4
   // entry's key compare is two words (an IPv4 key is never kWide).
-  // A translated connection's reply-tuple slot the same way: its NatExt's
+  // A translated connection's reply-tuple slot the same way: its NatHot's
   // rkey is canonical, and an IPv4 rkey's bytes beyond the first four of
   // each address are zero (the packet's key's, key.h, and translate() writes
   // only the first four of a range's address), so its first four of each
@@ -754,11 +752,11 @@ struct Tracker::Impl {
     }
     if (w && k.family == 4) {  // (a reply-tuple slot)
       const uint32_t idx = e & ~kNatTag;
-      const NatExt& x = nat[idx];
-      // (As slot_matches: alive, and translated, for an entry alive now may not be.)
-      if (!(conns[idx].flags & detail::kAlive) || !x.kind) return false;
-      const uint64_t a4 = (load64(x.rkey.src) & 0xFFFFFFFFu) | load64(x.rkey.dst) << 32;
-      return ((a4 ^ w[0]) | (load64(&x.rkey.sport) ^ w[1])) == 0;
+      const NatHot& x = nat[idx];
+      // (As slot_matches: alive, and translated, for an entry alive now
+      // may not be: an untranslated one's family is 0, never w's.)
+      if (!(conns[idx].flags & detail::kAlive)) return false;
+      return ((load64(&x.rkey) ^ w[0]) | ((load64(&x.rkey.sport) ^ w[1]) & ~detail::kNatBitsWord)) == 0;
     }
     return slot_matches(e, k, canon);
   }
@@ -770,6 +768,7 @@ struct Tracker::Impl {
     // No signature in either bucket: not there. A signature of another
     // key: the full probe.
     if (c != kEmpty && !slot_matches_w(c, p.key, f.canon, w)) {
+      st.probes++;
       Key ck;
       canonicalize(p.key, &ck);
       c = table.find(ck, f.hash);
@@ -787,8 +786,8 @@ struct Tracker::Impl {
     // The direction from the slot, without the NAT entry's kind: under the
     // connection's own key it is what nat_side() gives a translated one
     // (kNatOrig: 0, kNatOrigRev: 1); under the reply tuple (a tagged slot,
-    // whose NatExt the match just read) kNatReply is 1, kNatReplyRev 0.
-    if (c & kNatTag) f.dir = f.canon == (nat[idx].rcanon != 0) ? 1 : 0;
+    // whose NatHot the match just read) kNatReply is 1, kNatReplyRev 0.
+    if (c & kNatTag) f.dir = f.canon == detail::nat_rcanon(nat[idx]) ? 1 : 0;
     else f.dir = f.canon == ((conns[idx].flags & detail::kOrigCanon) != 0) ? 0 : 1;
     prefetch_rest(idx);
     return c;
@@ -860,7 +859,7 @@ struct Tracker::Impl {
   // fast_hit's part of a translated connection: its side of index slot e
   // and the direction that side is; false on a clash (hit() counts it).
   [[gnu::always_inline]] bool nat_dir(uint32_t e, bool canon, uint8_t* side, int* dir) const {
-    if (!nat || !nat[e & ~kNatTag].kind) return true;
+    if (!nat || !detail::nat_translated(nat[e & ~kNatTag])) return true;
     *side = nat_side(e, canon);
     if (*side == kNatOrigRev || *side == kNatReplyRev) return false;
     *dir = *side == kNatOrig ? 0 : 1;
@@ -875,6 +874,7 @@ struct Tracker::Impl {
     if (!verified && (c == kEmpty || !slot_matches_w(c, p.key, canon, w))) {
       // A second signature match, or an entry changed earlier in this burst:
       // the full probe (its buckets are in cache by now).
+      st.probes += c != kEmpty;
       Key ck;
       canonicalize(p.key, &ck);
       c = table.find(ck, h);

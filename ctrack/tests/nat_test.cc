@@ -181,6 +181,15 @@ TEST(Nat, EstablishedSegmentsOfATranslatedConnectionKeepTheirTuple) {
   EXPECT_EQ(r[1].nat, kNatReply);
   EXPECT_TRUE(to[1] == kClient.reversed()) << to[1].str();
   EXPECT_EQ(h.tracker->stats().hits, hits + 10);
+  // Found in one compare each way, lookup() too (the reply tuple's against
+  // NatHot's key bits only, not its kind and orientation): none looked up
+  // again in full.
+  Tracker::Found f[2];
+  h.tracker->lookup(pp, 2, f);
+  EXPECT_EQ(f[0].conn, syn.r.conn);
+  EXPECT_EQ(f[1].conn, syn.r.conn);
+  EXPECT_TRUE(f[1].rside);
+  EXPECT_EQ(h.tracker->stats().probes, 0u);
   EXPECT_TRUE(h.tracker->check_invariants().ok()) << h.tracker->check_invariants().message();
 }
 
@@ -468,7 +477,7 @@ TEST(Nat, MemoryWithAndWithoutNat) {
   auto b = Tracker::create(with);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_LE((*a)->bytes_per_conn(), 128u);
-  EXPECT_LE((*b)->bytes_per_conn(), 180u);
+  EXPECT_LE((*b)->bytes_per_conn(), 176u);  // the bar (issue 33); 174 with NatHot and NatCold
 }
 
 }  // namespace

@@ -105,7 +105,7 @@ struct Config {
   uint32_t event_ring = 0;        // offload events queued (power of two); 0 = off
   uint32_t sweep_per_call = 8;    // entries checked for expiry per process(); 0: only expire() sweeps
   uint32_t early_drop_scan = 64;  // entries scanned for a victim when full
-  // Room for NAT: a side table of NatExt (42 bytes) per entry and an index
+  // Room for NAT: side tables of 40 bytes per entry (NatHot, NatCold) and an index
   // twice as large (a translated connection is found under both tuples).
   // Without it, ranges passed to process() are refused as kNatExhausted.
   bool nat = false;
@@ -122,6 +122,11 @@ struct Stats {
   uint64_t invalid[static_cast<int>(Invalid::kCount)] = {};
   uint64_t table_full = 0, zone_limited = 0, expired = 0, evicted = 0, closed = 0, flushed = 0;
   uint64_t reopened = 0, events = 0, events_dropped = 0, events_deferred = 0, hw_folds = 0;
+  // Lookups whose candidate slot (the first signature match) held another
+  // key, looked up again in full: signature collisions, or an entry that
+  // changed in the same burst. Near 0 a lookup; a rate that climbs says the
+  // one-compare path stopped matching.
+  uint64_t probes = 0;
   uint64_t active = 0, offloaded = 0;
 
   Stats& operator+=(const Stats& o);

@@ -192,6 +192,8 @@ const std::map<std::string, std::string>& descriptions() {
         {"ct_events_dropped", "Conntrack events dropped because the event ring was full."},
         {"ct_events_deferred", "Conntrack events deferred to a later poll."},
         {"ct_hw_folds", "Offloaded connections whose NIC counters were folded back into conntrack."},
+        {"ct_probes", "Conntrack lookups whose first candidate was another connection's (a signature collision), "
+                      "looked up again in full."},
         {"ct_invalid", "Packets conntrack judged invalid, by reason."},
         // offload (the rte_flow provider, also on the NIC model)
         {"offload_installed", "Connections whose hardware rules are installed now."},
