@@ -176,35 +176,61 @@ TEST(Overlay, EncapsulatedNatFramesEqualScapys) {
   f.ct->for_each(f.now, [&](const ctrack::ConnInfo& c) { EXPECT_FALSE(c.offloaded); });
 }
 
-// In zone 0 the flow cache takes an encapsulated hit's source port from
-// its conntrack lookup's hash: the port the tables gave the flow's first
-// packet (encap_sport of its tuple), both ways of the NAT.
-TEST(Overlay, CachedHitsInZoneZeroKeepTheFlowsSourcePort) {
-  std::string y = overlay_yaml();
-  for (size_t p; (p = y.find("zone=1,")) != std::string::npos;) y.erase(p, 7);
-  Fixture f(y);
-  for (int flow = 0; flow < 8; flow++) {
-    FrameSpec syn = vm_tcp(ctrack::kSyn, 100, 0);
-    syn.sport = static_cast<uint16_t>(41000 + flow);
-    Verdict v = f.send(kVm, build_frame(syn));
-    ASSERT_EQ(v.out_port, kWire);
-    ctrack::Parsed pp;
-    const std::vector<uint8_t> sf = build_frame(syn);
-    ASSERT_EQ(static_cast<int>(ctrack::parse_packet(sf.data(), static_cast<uint32_t>(sf.size()), 0, &pp)), 0);
-    EXPECT_EQ(v.encap_sport, encap_sport(pp.ct.key));
-    FrameSpec synack = synack_of(syn);
-    ASSERT_EQ(f.send(kWire, scapy_vxlan(from_remote(), build_frame(synack))).out_port, kVm);
-    const uint64_t hits = f.st.cache_hits;
-    for (int i = 0; i < 3; i++) {
-      FrameSpec a = syn;
-      a.tcp_flags = ctrack::kAck;
-      a.seq = 101;
-      a.ack = 901;
-      Verdict va = f.send(kVm, build_frame(a));
-      ASSERT_EQ(va.out_port, kWire);
-      EXPECT_EQ(va.encap_sport, v.encap_sport) << "flow " << flow << " packet " << i;
+// The flow cache takes an encapsulated hit's source port from its
+// conntrack lookup's hash (in the cache's zone, and by zone0_hash_fix as
+// in zone 0): the port the tables gave the flow's first packet
+// (encap_sport of its tuple), in any zone, both ways of the NAT.
+TEST(Overlay, CachedHitsInAnyZoneKeepTheFlowsSourcePort) {
+  for (const char* zone : {"", "zone=1,", "zone=7,", "zone=4097,", "zone=65535,"}) {
+    SCOPED_TRACE(zone);
+    std::string y = overlay_yaml();
+    for (size_t p; (p = y.find("zone=1,")) != std::string::npos;) y.replace(p, 7, "ZONE");
+    for (size_t p; (p = y.find("ZONE")) != std::string::npos;) y.replace(p, 4, zone);
+    Fixture f(y);
+    for (int flow = 0; flow < 8; flow++) {
+      FrameSpec syn = vm_tcp(ctrack::kSyn, 100, 0);
+      syn.sport = static_cast<uint16_t>(41000 + flow);
+      Verdict v = f.send(kVm, build_frame(syn));
+      ASSERT_EQ(v.out_port, kWire);
+      ctrack::Parsed pp;
+      const std::vector<uint8_t> sf = build_frame(syn);
+      ASSERT_EQ(static_cast<int>(ctrack::parse_packet(sf.data(), static_cast<uint32_t>(sf.size()), 0, &pp)), 0);
+      EXPECT_EQ(v.encap_sport, encap_sport(pp.ct.key));
+      FrameSpec synack = synack_of(syn);
+      ASSERT_EQ(f.send(kWire, scapy_vxlan(from_remote(), build_frame(synack))).out_port, kVm);
+      const uint64_t hits = f.st.cache_hits;
+      for (int i = 0; i < 3; i++) {
+        FrameSpec a = syn;
+        a.tcp_flags = ctrack::kAck;
+        a.seq = 101;
+        a.ack = 901;
+        Verdict va = f.send(kVm, build_frame(a));
+        ASSERT_EQ(va.out_port, kWire);
+        EXPECT_EQ(va.encap_sport, v.encap_sport) << "flow " << flow << " packet " << i;
+      }
+      EXPECT_GT(f.st.cache_hits, hits) << "the flow cache judged none of them";
     }
-    EXPECT_GT(f.st.cache_hits, hits) << "the flow cache judged none of them";
+  }
+}
+
+// zone0_hash_fix: a canonical tuple's hash in any zone, XORed with the
+// zone's fix, is its hash in zone 0 (random tuples of both families).
+TEST(Overlay, AZonesHashFixGivesTheZoneZeroHash) {
+  std::mt19937 rng(33);
+  for (int i = 0; i < 20000; i++) {
+    ctrack::Key k{};
+    k.family = i % 4 ? 4 : 6;
+    for (int j = 0; j < (k.family == 4 ? 4 : 16); j++) {
+      k.src[j] = static_cast<uint8_t>(rng());
+      k.dst[j] = static_cast<uint8_t>(rng());
+    }
+    k.sport = static_cast<uint16_t>(rng());
+    k.dport = static_cast<uint16_t>(rng());
+    k.proto = static_cast<uint8_t>(i % 3 ? 6 : 17);
+    k.zone = static_cast<uint16_t>(i % 5 ? rng() : i % 2);
+    bool canon;
+    const uint32_t h = ctrack::hash_canonical(k, &canon);
+    ASSERT_EQ(encap_sport_of_hash(h ^ zone0_hash_fix(k.zone)), encap_sport(k)) << i << " zone " << k.zone;
   }
 }
 

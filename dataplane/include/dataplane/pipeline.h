@@ -197,6 +197,7 @@ class Pipeline {
   std::vector<Action> acts_;
   uint32_t gen_ = 0;                 // distinct per build: the flow cache's validity
   int32_t fast_zone_ = -1;           // the one zone every ct() uses, or -1 (no flow cache)
+  uint32_t sport_fix_ = 0;           // zone0_hash_fix(fast_zone_): a cached hit's encap source port from its lookup's hash
   uint32_t tcp_flag_tables_ = 0;     // bit t: a rule in table t matches tcp_flags
   OverlayConfig ov_;
   uint8_t decap_on_[kMaxPorts] = {};  // bit k: tunnel kind k decapsulates on this port

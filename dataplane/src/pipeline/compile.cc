@@ -222,6 +222,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::build(std::vector<Rule> rules, unsig
     if (R[i].match.has(kMTcpFlags)) pl->tcp_flag_tables_ |= 1u << R[i].table;
   }
   pl->fast_zone_ = zones.size() == 1 ? *zones.begin() : -1;
+  pl->sport_fix_ = pl->fast_zone_ >= 0 ? zone0_hash_fix(static_cast<uint16_t>(pl->fast_zone_)) : 0;
   if (overlay) pl->ov_ = *overlay;
   for (TunnelConfig& c : pl->ov_.tunnel) prepare_outer_match(c);
   for (uint16_t p = 0; p < kMaxPorts; p++) pl->decap_on_[p] = decap_mask(pl->ov_, p);

@@ -387,8 +387,9 @@ inline void Datapath::cache_hits(Burst& b, const Action& ca, const ctrack::Packe
   else b.drop(i, DropWhy::kRule);
   if (fp.encap) {
     v.encap = fp.encap;
-    // (In zone 0 the lookup hashed the very tuple the source port is of.)
-    v.encap_sport = b.fast_zone == 0 ? encap_sport_of_hash(f.hash) : encap_sport(p.parsed.ct.key);
+    // The lookup hashed the very tuple the source port is of, in the
+    // cache's zone: its hash in zone 0 is one XOR away (zone0_hash_fix).
+    v.encap_sport = encap_sport_of_hash(f.hash ^ b.pl.sport_fix_);
   }
   if (!in_lane) {
     p.cached = &fp;

@@ -205,6 +205,17 @@ inline uint16_t encap_sport(const ctrack::Key& k) {
   c.zone = 0;
   return encap_sport_of_hash(ctrack::hash_key(c));
 }
+// What turns the hash of a canonical tuple in zone `zone` (a conntrack
+// lookup's, Found::hash) into the same tuple's hash in zone 0, by XOR:
+// hash_key is CRC32C over the key's words, affine over GF(2), so changing
+// the zone field changes every key's hash by one constant. The pipeline
+// keeps its cache zone's (Pipeline::sport_fix_); a hit's source port is
+// then encap_sport_of_hash(hash ^ fix), what encap_sport gives its tuple.
+inline uint32_t zone0_hash_fix(uint16_t zone) {
+  ctrack::Key a{}, z{};
+  a.zone = zone;
+  return ctrack::hash_key(a) ^ ctrack::hash_key(z);
+}
 
 // c.outer, from the rest of c (control path: when a pipeline is built).
 // The fields udp_tunnel_outer_at checks for equality, at their offsets in
