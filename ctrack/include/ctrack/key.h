@@ -85,6 +85,16 @@ inline constexpr const char* kHashImpl =
     "scalar";
 #endif
 
+// Whether hash_key is affine over GF(2), as CRC32C is: changing one field
+// then changes every key's hash by one constant of the change (the
+// dataplane's zone0_hash_fix relies on it; the scalar mix is not).
+inline constexpr bool kHashAffine =
+#if defined(__SSE4_2__) || defined(__ARM_FEATURE_CRC32)
+    true;
+#else
+    false;
+#endif
+
 inline uint32_t crc64(uint32_t crc, uint64_t v) {
 #if defined(__SSE4_2__)
   return static_cast<uint32_t>(_mm_crc32_u64(crc, v));

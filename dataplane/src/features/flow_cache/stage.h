@@ -388,8 +388,10 @@ inline void Datapath::cache_hits(Burst& b, const Action& ca, const ctrack::Packe
   if (fp.encap) {
     v.encap = fp.encap;
     // The lookup hashed the very tuple the source port is of, in the
-    // cache's zone: its hash in zone 0 is one XOR away (zone0_hash_fix).
-    v.encap_sport = encap_sport_of_hash(f.hash ^ b.pl.sport_fix_);
+    // cache's zone: its hash in zone 0 is one XOR away (zone0_hash_fix),
+    // where the hash is CRC32C.
+    if constexpr (ctrack::detail::kHashAffine) v.encap_sport = encap_sport_of_hash(f.hash ^ b.pl.sport_fix_);
+    else v.encap_sport = b.fast_zone == 0 ? encap_sport_of_hash(f.hash) : encap_sport(p.parsed.ct.key);
   }
   if (!in_lane) {
     p.cached = &fp;

@@ -211,6 +211,8 @@ inline uint16_t encap_sport(const ctrack::Key& k) {
 // the zone field changes every key's hash by one constant. The pipeline
 // keeps its cache zone's (Pipeline::sport_fix_); a hit's source port is
 // then encap_sport_of_hash(hash ^ fix), what encap_sport gives its tuple.
+// Only where ctrack::detail::kHashAffine (a build without a CRC32C instruction
+// hashes otherwise, and the flow cache hashes the tuple again there).
 inline uint32_t zone0_hash_fix(uint16_t zone) {
   ctrack::Key a{}, z{};
   a.zone = zone;
