@@ -761,6 +761,17 @@ struct Tracker::Impl {
     return slot_matches(e, k, canon);
   }
 
+  // The direction of a packet found under index slot e (its key in the
+  // canonical orientation: canon), without the NAT entry's kind: under the
+  // connection's own key it is what nat_side() gives a translated one
+  // (kNatOrig: 0, kNatOrigRev: 1); under the reply tuple (a tagged slot,
+  // whose NatHot the match read) kNatReply is 1, kNatReplyRev 0.
+  [[gnu::always_inline]] int slot_dir(uint32_t e, bool canon) const {
+    const uint32_t idx = e & ~kNatTag;
+    if (e & kNatTag) return canon == detail::nat_rcanon(nat[idx]) ? 1 : 0;
+    return canon == ((conns[idx].flags & detail::kOrigCanon) != 0) ? 0 : 1;
+  }
+
   // lookup()'s result for p from stage2's candidate c (and stage1's words
   // w): the index slot found (kEmpty: none), and f's conn, dir, rside and
   // epoch (stage1 wrote its hash and canon).
@@ -772,6 +783,7 @@ struct Tracker::Impl {
       Key ck;
       canonicalize(p.key, &ck);
       c = table.find(ck, f.hash);
+      if (c != kEmpty) prefetch_rest(c & ~kNatTag);  // (stage2 prefetched the candidate's NAT entry, not this one's)
     }
     f.dir = 0;
     f.rside = false;
@@ -783,13 +795,7 @@ struct Tracker::Impl {
     const uint32_t idx = c & ~kNatTag;
     f.conn = idx;
     f.rside = (c & kNatTag) != 0;
-    // The direction from the slot, without the NAT entry's kind: under the
-    // connection's own key it is what nat_side() gives a translated one
-    // (kNatOrig: 0, kNatOrigRev: 1); under the reply tuple (a tagged slot,
-    // whose NatHot the match just read) kNatReply is 1, kNatReplyRev 0.
-    if (c & kNatTag) f.dir = f.canon == detail::nat_rcanon(nat[idx]) ? 1 : 0;
-    else f.dir = f.canon == ((conns[idx].flags & detail::kOrigCanon) != 0) ? 0 : 1;
-    prefetch_rest(idx);
+    f.dir = static_cast<uint8_t>(slot_dir(c, f.canon));
     return c;
   }
 
@@ -801,15 +807,14 @@ struct Tracker::Impl {
   // offered with the event ring on goes the long way). A translated one's
   // packet on either of its own sides too, with its tuple (a clash goes
   // the long way). Does exactly what hit() would; false (nothing done)
-  // when it does not apply.
-  [[gnu::always_inline]] bool fast_hit(uint32_t e, const Packet& p, bool canon, uint32_t now, CtResult& r) {
+  // when it does not apply. dir: slot_dir(e, canon) (a Found's dir).
+  [[gnu::always_inline]] bool fast_hit(uint32_t e, const Packet& p, int dir, uint32_t now, CtResult& r) {
     const uint32_t idx = e & ~kNatTag;
     Conn& c = conns[idx];
     const uint8_t f = c.flags;
     if ((f & (detail::kAlive | detail::kOffloaded)) != detail::kAlive) return false;
     if (p.meta & (kMetaIcmpError | kMetaFragment)) return false;
     if (expired(c, now)) return false;
-    int dir = canon == ((f & detail::kOrigCanon) != 0) ? 0 : 1;
     uint8_t side = kNatNone;
     Outcome o;
     // (The NAT side after the checks that need no direction: a new
@@ -817,10 +822,10 @@ struct Tracker::Impl {
     auto offered = [&] { return (f & (detail::kEvented | detail::kNoOffload)) || ring.empty(); };
     if (c.key.proto == IPPROTO_TCP) {
       if (!(f & detail::kSeenReply) || !proto::tcp::fast_path(c, p, cfg.tcp_liberal) || !offered()) return false;
-      if (!nat_dir(e, canon, &side, &dir)) return false;
+      if (!nat_dir(e, dir, &side)) return false;
       o = proto::tcp::established(c, dir, p, now, times);
     } else if (c.key.proto == IPPROTO_UDP) {
-      if (!nat_dir(e, canon, &side, &dir)) return false;
+      if (!nat_dir(e, dir, &side)) return false;
       // Not the first reply (kEstablished), not a replied one to offer again.
       if (!(f & detail::kSeenReply) ? dir == 1 : !offered()) return false;
       o = proto::udp::update(c, cold[idx], dir, now, times);
@@ -856,13 +861,14 @@ struct Tracker::Impl {
     return true;
   }
 
-  // fast_hit's part of a translated connection: its side of index slot e
-  // and the direction that side is; false on a clash (hit() counts it).
-  [[gnu::always_inline]] bool nat_dir(uint32_t e, bool canon, uint8_t* side, int* dir) const {
+  // fast_hit's part of a translated connection: its side of index slot e,
+  // found in direction dir (slot_dir); false on a clash, a tuple of one
+  // side seen reversed (kNatOrigRev, kNatReplyRev: hit() counts it).
+  [[gnu::always_inline]] bool nat_dir(uint32_t e, int dir, uint8_t* side) const {
     if (!nat || !detail::nat_translated(nat[e & ~kNatTag])) return true;
-    *side = nat_side(e, canon);
-    if (*side == kNatOrigRev || *side == kNatReplyRev) return false;
-    *dir = *side == kNatOrig ? 0 : 1;
+    const bool tagged = (e & kNatTag) != 0;
+    if (tagged != (dir == 1)) return false;
+    *side = tagged ? kNatReply : kNatOrig;
     return true;
   }
 
@@ -881,7 +887,7 @@ struct Tracker::Impl {
       r = CtResult{};
       if (c == kEmpty) return miss(p, canon, h, now, commit, r);
     }
-    if (fast_hit(c, p, canon, now, r)) return;  // (it writes all of r)
+    if (fast_hit(c, p, slot_dir(c, canon), now, r)) return;  // (it writes all of r)
     r = CtResult{};
     hit(c, p, canon, h, now, commit, r);
   }
