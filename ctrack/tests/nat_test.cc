@@ -90,8 +90,9 @@ TEST(Nat, SourceTranslationIsKeptAndReversedForReplies) {
 
 // A packet looked up under a translated connection's reply tuple whose
 // entry is freed, and its slot taken by an untranslated connection, before
-// process_found(): the slot's old reply tuple (NatExt::rkey stays when the
-// entry is freed) must not match, or the packet is judged as the new
+// process_found(): the slot's old reply tuple (NatHot::rkey keeps its
+// addresses and ports when the entry is freed, only its family is cleared)
+// must not match, or the packet is judged as the new
 // connection's and leaves untranslated. It is looked up again and misses.
 TEST(Nat, AFreedSlotsOldReplyTupleMatchesNothing) {
   Harness h(nat_config(4));
