@@ -32,7 +32,6 @@ Table::~Table() {
   if (c_) munmap(c_, cmap_);
   if (x_) munmap(x_, xmap_);
   if (n_) munmap(n_, nmap_);
-  if (nx_) munmap(nx_, nxmap_);
 }
 
 bool Table::init(uint32_t capacity, bool nat) {
@@ -46,9 +45,11 @@ bool Table::init(uint32_t capacity, bool nat) {
   if (!b_ || !c_ || !x_) return false;
   if (nat) {
     nmap_bytes_ = static_cast<size_t>(capacity) * (sizeof(NatHot) + sizeof(NatCold));
-    n_ = static_cast<NatHot*>(alloc_prefaulted(static_cast<size_t>(capacity) * sizeof(NatHot), &nmap_));
-    nx_ = static_cast<NatCold*>(alloc_prefaulted(static_cast<size_t>(capacity) * sizeof(NatCold), &nxmap_));
-    if (!n_ || !nx_) return false;
+    // One mapping (each is rounded up to 2 MB): NatHot's array, then NatCold's.
+    auto* m = static_cast<uint8_t*>(alloc_prefaulted(nmap_bytes_, &nmap_));
+    if (!m) return false;
+    n_ = reinterpret_cast<NatHot*>(m);
+    nx_ = reinterpret_cast<NatCold*>(m + static_cast<size_t>(capacity) * sizeof(NatHot));
   }
   for (uint32_t i = 0; i < nb_; i++)
     for (int s = 0; s < kSlots; s++) b_[i].idx[s] = kEmpty;

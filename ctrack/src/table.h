@@ -346,7 +346,7 @@ class Table {
   NatHot* n_ = nullptr;
   NatCold* nx_ = nullptr;
   uint32_t nb_ = 0;
-  size_t bmap_ = 0, cmap_ = 0, xmap_ = 0, nmap_ = 0, nxmap_ = 0, nmap_bytes_ = 0;
+  size_t bmap_ = 0, cmap_ = 0, xmap_ = 0, nmap_ = 0, nmap_bytes_ = 0;
   uint32_t rng_ = 0x2545F491u;
 };
 

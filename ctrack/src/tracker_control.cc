@@ -265,6 +265,7 @@ sdn::Status Tracker::check_invariants() const {
       const uint8_t kind = detail::nat_kind(m.nat[i]);
       if (kind != static_cast<uint8_t>(NatKind::kSrc) && kind != static_cast<uint8_t>(NatKind::kDst))
         err = "entry " + std::to_string(i) + " has no NAT kind";
+      else if (rk.family != k.family) err = "entry " + std::to_string(i) + " reply tuple of another family";
       else if (!keys_equal(ck, rk)) err = "entry " + std::to_string(i) + " reply key is not canonical";
       else if (m.table.find(rk, hash_key(rk)) != (i | kNatTag))
         err = "entry " + std::to_string(i) + " not findable under its reply tuple";
@@ -295,6 +296,8 @@ sdn::Status Tracker::check_invariants() const {
     bool is_free = (m.free_bits[i >> 6] >> (i & 63)) & 1;
     nfree += is_free;
     if (is_free == ((m.conns[i].flags & detail::kAlive) != 0)) err = "free bitmap disagrees with entry " + std::to_string(i);
+    // (A free entry's NatHot family 0: its old reply tuple matches no packet.)
+    else if (is_free && m.nat && m.nat[i].rkey.family != 0) err = "free entry " + std::to_string(i) + " keeps a reply tuple";
   }
   if (err.empty() && nfree != m.free_count) err = "free count mismatch";
   if (err.empty() && m.n_reserved != 0) err = "reserved entries leaked";

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cassert>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -498,7 +499,10 @@ struct Tracker::Impl {
         break;
       }
       detail::store_key(nat[idx].rkey, nat_cold[idx].src_hi, nat_cold[idx].dst_hi, rc);
-      nat[idx].rkey.family = static_cast<uint8_t>(nat[idx].rkey.family | static_cast<uint8_t>(R.kind) << detail::kNatKindShift |
+      // (The kind as translated: `src` or not, whatever else R.kind holds;
+      // two bits beside the family's.)
+      const uint8_t kind = static_cast<uint8_t>(src ? NatKind::kSrc : NatKind::kDst);
+      nat[idx].rkey.family = static_cast<uint8_t>(nat[idx].rkey.family | kind << detail::kNatKindShift |
                                                   (rcanon ? detail::kNatRcanon : 0));
       r.nat = kNatOrig;
       if (cur_nat_out) nat_target(idx, kNatOrig, cur_nat_out);
@@ -812,6 +816,9 @@ struct Tracker::Impl {
     const uint32_t idx = e & ~kNatTag;
     Conn& c = conns[idx];
     const uint8_t f = c.flags;
+    // (A tagged slot is a translated entry's: callers verified the slot,
+    // and slot_dir's direction is that side's only then.)
+    assert(!(e & kNatTag) || detail::nat_translated(nat[idx]));
     if ((f & (detail::kAlive | detail::kOffloaded)) != detail::kAlive) return false;
     if (p.meta & (kMetaIcmpError | kMetaFragment)) return false;
     if (expired(c, now)) return false;
