@@ -213,7 +213,7 @@ uint32_t Tracker::lookup_done(const Packet* const* pkts, uint32_t n, uint64_t no
       for (uint32_t x = 0; x < nleft && ok; x++) ok = left[x] != idx;
       if (ok) {
         m.cur_nat_out = nat_out ? nat_out + i : nullptr;
-        if (m.fast_hit(c, *pkts[i], f[i].dir, now, out[i])) {
+        if (m.fast_hit<true>(c, *pkts[i], f[i].canon, f[i].dir, now, out[i])) {
           done |= 1u << i;
           continue;
         }

@@ -811,8 +811,12 @@ struct Tracker::Impl {
   // offered with the event ring on goes the long way). A translated one's
   // packet on either of its own sides too, with its tuple (a clash goes
   // the long way). Does exactly what hit() would; false (nothing done)
-  // when it does not apply. dir: slot_dir(e, canon) (a Found's dir).
-  [[gnu::always_inline]] bool fast_hit(uint32_t e, const Packet& p, int dir, uint32_t now, CtResult& r) {
+  // when it does not apply. kFound: dir is slot_dir(e, canon), a Found's;
+  // otherwise (process()'s stage3) it is worked out here, as hit() does,
+  // after the checks that need none (computed before them, OVS's case ran
+  // ~3 % slower at the same instruction count).
+  template <bool kFound>
+  [[gnu::always_inline]] bool fast_hit(uint32_t e, const Packet& p, bool canon, int dir, uint32_t now, CtResult& r) {
     const uint32_t idx = e & ~kNatTag;
     Conn& c = conns[idx];
     const uint8_t f = c.flags;
@@ -822,6 +826,7 @@ struct Tracker::Impl {
     if ((f & (detail::kAlive | detail::kOffloaded)) != detail::kAlive) return false;
     if (p.meta & (kMetaIcmpError | kMetaFragment)) return false;
     if (expired(c, now)) return false;
+    if (!kFound) dir = canon == ((f & detail::kOrigCanon) != 0) ? 0 : 1;
     uint8_t side = kNatNone;
     Outcome o;
     // (The NAT side after the checks that need no direction: a new
@@ -829,10 +834,10 @@ struct Tracker::Impl {
     auto offered = [&] { return (f & (detail::kEvented | detail::kNoOffload)) || ring.empty(); };
     if (c.key.proto == IPPROTO_TCP) {
       if (!(f & detail::kSeenReply) || !proto::tcp::fast_path(c, p, cfg.tcp_liberal) || !offered()) return false;
-      if (!nat_dir(e, dir, &side)) return false;
+      if (!nat_dir<kFound>(e, canon, &side, &dir)) return false;
       o = proto::tcp::established(c, dir, p, now, times);
     } else if (c.key.proto == IPPROTO_UDP) {
-      if (!nat_dir(e, dir, &side)) return false;
+      if (!nat_dir<kFound>(e, canon, &side, &dir)) return false;
       // Not the first reply (kEstablished), not a replied one to offer again.
       if (!(f & detail::kSeenReply) ? dir == 1 : !offered()) return false;
       o = proto::udp::update(c, cold[idx], dir, now, times);
@@ -868,14 +873,22 @@ struct Tracker::Impl {
     return true;
   }
 
-  // fast_hit's part of a translated connection: its side of index slot e,
-  // found in direction dir (slot_dir); false on a clash, a tuple of one
-  // side seen reversed (kNatOrigRev, kNatReplyRev: hit() counts it).
-  [[gnu::always_inline]] bool nat_dir(uint32_t e, int dir, uint8_t* side) const {
+  // fast_hit's part of a translated connection: its side of index slot e
+  // and the direction that side is; false on a clash, a tuple of one side
+  // seen reversed (kNatOrigRev, kNatReplyRev: hit() counts it). kFound:
+  // *dir is slot_dir's already, and the side follows from the slot's tag.
+  template <bool kFound>
+  [[gnu::always_inline]] bool nat_dir(uint32_t e, bool canon, uint8_t* side, int* dir) const {
     if (!nat || !detail::nat_translated(nat[e & ~kNatTag])) return true;
-    const bool tagged = (e & kNatTag) != 0;
-    if (tagged != (dir == 1)) return false;
-    *side = tagged ? kNatReply : kNatOrig;
+    if (kFound) {
+      const bool tagged = (e & kNatTag) != 0;
+      if (tagged != (*dir == 1)) return false;
+      *side = tagged ? kNatReply : kNatOrig;
+      return true;
+    }
+    *side = nat_side(e, canon);
+    if (*side == kNatOrigRev || *side == kNatReplyRev) return false;
+    *dir = *side == kNatOrig ? 0 : 1;
     return true;
   }
 
@@ -894,7 +907,7 @@ struct Tracker::Impl {
       r = CtResult{};
       if (c == kEmpty) return miss(p, canon, h, now, commit, r);
     }
-    if (fast_hit(c, p, slot_dir(c, canon), now, r)) return;  // (it writes all of r)
+    if (fast_hit<false>(c, p, canon, 0, now, r)) return;  // (it writes all of r)
     r = CtResult{};
     hit(c, p, canon, h, now, commit, r);
   }
