@@ -1,5 +1,7 @@
 #include "table.h"
 
+#include "sdn/huge.h"
+
 #include <sys/mman.h>
 
 #include <cstring>
@@ -9,23 +11,6 @@
 #endif
 
 namespace ctrack::detail {
-
-namespace {
-
-// Anonymous memory, transparent hugepages requested, every page touched now
-// so that the packet path never faults.
-void* alloc_prefaulted(size_t bytes, size_t* mapped) {
-  const size_t huge = 2u << 20;
-  size_t len = (bytes + huge - 1) / huge * huge;
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  madvise(p, len, MADV_HUGEPAGE);
-  memset(p, 0, len);
-  *mapped = len;
-  return p;
-}
-
-}  // namespace
 
 Table::~Table() {
   if (b_) munmap(b_, bmap_);
@@ -39,14 +24,14 @@ bool Table::init(uint32_t capacity, bool nat) {
   // with NAT the index has room for every entry to be one.
   nb_ = (capacity * (nat ? 2 : 1) + 8) / 9;
   if (nb_ < 2) nb_ = 2;
-  b_ = static_cast<Bucket*>(alloc_prefaulted(static_cast<size_t>(nb_) * sizeof(Bucket), &bmap_));
-  c_ = static_cast<Conn*>(alloc_prefaulted(static_cast<size_t>(capacity) * sizeof(Conn), &cmap_));
-  x_ = static_cast<ConnCold*>(alloc_prefaulted(static_cast<size_t>(capacity) * sizeof(ConnCold), &xmap_));
+  b_ = static_cast<Bucket*>(sdn::alloc_huge(static_cast<size_t>(nb_) * sizeof(Bucket), &bmap_));
+  c_ = static_cast<Conn*>(sdn::alloc_huge(static_cast<size_t>(capacity) * sizeof(Conn), &cmap_));
+  x_ = static_cast<ConnCold*>(sdn::alloc_huge(static_cast<size_t>(capacity) * sizeof(ConnCold), &xmap_));
   if (!b_ || !c_ || !x_) return false;
   if (nat) {
     nmap_bytes_ = static_cast<size_t>(capacity) * (sizeof(NatHot) + sizeof(NatCold));
     // One mapping (each is rounded up to 2 MB): NatHot's array, then NatCold's.
-    auto* m = static_cast<uint8_t*>(alloc_prefaulted(nmap_bytes_, &nmap_));
+    auto* m = static_cast<uint8_t*>(sdn::alloc_huge(nmap_bytes_, &nmap_));
     if (!m) return false;
     n_ = reinterpret_cast<NatHot*>(m);
     nx_ = reinterpret_cast<NatCold*>(m + static_cast<size_t>(capacity) * sizeof(NatHot));

@@ -50,7 +50,8 @@ static_assert(sizeof(Bucket) == 64);
 // The first 16 bytes of a canonical Key: each address's first four bytes
 // (all of an IPv4 address) and Key's last 8 (ports, zone, proto, family).
 // `family` has kWide set when the addresses' other bytes are not all zero
-// (then they are in ConnCold and compared too).
+// (then they are in ConnCold and compared too); Conn's, kConnNat while the
+// connection is translated (below).
 struct ConnKey {
   uint8_t src4[4];
   uint8_t dst4[4];
@@ -222,9 +223,8 @@ inline void put_conn_key(const Conn& c, const ConnCold& x, bool rev, Key* out) {
   return !wide || (memcmp(src_hi, a + 4, 12) == 0 && memcmp(dst_hi, b + 4, 12) == 0);
 }
 // Is the entry (c, x) the connection of key k (seen as key_matches says)?
-[[gnu::always_inline]] inline bool conn_matches(const Conn& c, const ConnCold& x, const Key& k, bool canon) {
-  return key_matches(c.key, x.src_hi, x.dst_hi, k, canon);
-}
+// (Its family's kConnNat is not the key's: kNatBitsWord, defined below.)
+[[gnu::always_inline]] inline bool conn_matches(const Conn& c, const ConnCold& x, const Key& k, bool canon);
 
 // A translated connection's second tuple, the canonical form of its reply
 // tuple (the key its second index slot is found under), kept apart from
@@ -249,6 +249,17 @@ struct NatCold {
 };
 static_assert(sizeof(NatHot) + sizeof(NatCold) == 40, "bytes per translated connection is part of the bar");
 inline bool nat_translated(const NatHot& n) { return n.rkey.family != 0; }
+// The same said by the entry's own line: Conn::key.family carries
+// kConnNat while the connection is translated (set with its NatHot, cleared
+// when it is freed), so that a packet of its original tuple, which the
+// lookup matches on Conn alone, need not read its NatHot (a line a packet
+// fewer: a done packet takes its rewrite from the caller's tag). Not part
+// of the key: compares mask kNatBitsWord, load_key and put_key kFamilyMask.
+inline constexpr uint8_t kConnNat = 0x10;
+inline bool conn_translated(const Conn& c) { return (c.key.family & kConnNat) != 0; }
+[[gnu::always_inline]] inline bool conn_matches(const Conn& c, const ConnCold& x, const Key& k, bool canon) {
+  return key_matches(c.key, x.src_hi, x.dst_hi, k, canon, kNatBitsWord);
+}
 inline uint8_t nat_kind(const NatHot& n) { return static_cast<uint8_t>((n.rkey.family >> kNatKindShift) & 3); }
 inline bool nat_rcanon(const NatHot& n) { return (n.rkey.family & kNatRcanon) != 0; }
 

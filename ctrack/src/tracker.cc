@@ -174,7 +174,7 @@ void Tracker::lookup(const Packet* const* pkts, uint32_t n, Found* out) {
     // Staged as process() is: all bucket loads, then all entry loads.
     for (uint32_t i = 0; i < k; i++) m.stage1(*pkts[off + i], f[i].hash, b[i], f[i].canon, w + 2 * i);
     for (uint32_t i = 0; i < k; i++) h[i] = f[i].hash;
-    m.stage2(pkts + off, h, b, cand, k);
+    m.stage2(pkts + off, h, b, cand, k, true);  // (process_found may take tuples out)
     for (uint32_t i = 0; i < k; i++) m.found(*pkts[off + i], cand[i], w + 2 * i, f[i]);
   }
   m.release();
@@ -188,7 +188,6 @@ uint32_t Tracker::lookup_done(const Packet* const* pkts, uint32_t n, uint64_t no
     return 0;
   }
   assert(ipv4_keys_ok(pkts, n) && "IPv4 key with address bytes beyond the first four (key.h)");
-  assert((nat_out || !cfg_.nat) && "a tracker with NAT translates: nat_out");
   Impl& m = *impl_;
   const uint32_t now = now_ms(now_ns);
   m.acquire();
@@ -196,10 +195,12 @@ uint32_t Tracker::lookup_done(const Packet* const* pkts, uint32_t n, uint64_t no
   uint64_t w[2 * Impl::kChunk];
   for (uint32_t i = 0; i < n; i++) m.stage1(*pkts[i], f[i].hash, b[i], f[i].canon, w + 2 * i);
   for (uint32_t i = 0; i < n; i++) h[i] = f[i].hash;
-  m.stage2(pkts, h, b, cand, n);
+  m.stage2(pkts, h, b, cand, n, nat_out != nullptr);
   // The tags of the likely connections, before the first is read.
+  const auto* tags = reinterpret_cast<const uint8_t*>(t.tags);
+  auto tag = [&](uint32_t idx) -> const Tag& { return *reinterpret_cast<const Tag*>(tags + size_t{idx} * t.stride); };
   for (uint32_t i = 0; i < n; i++)
-    if (cand[i] != kEmpty) __builtin_prefetch(&t.tags[cand[i] & ~kNatTag]);
+    if (cand[i] != kEmpty) __builtin_prefetch(&tag(cand[i] & ~kNatTag));
   uint32_t done = 0, nleft = 0;
   uint32_t left[Impl::kChunk];  // connections of the packets found and left undone, so far
   for (uint32_t i = 0; i < n; i++) {
@@ -207,7 +208,7 @@ uint32_t Tracker::lookup_done(const Packet* const* pkts, uint32_t n, uint64_t no
     if (c == kEmpty) continue;
     const uint32_t idx = c & ~kNatTag;
     if (may >> i & 1) {
-      const Tag& tg = t.tags[idx];
+      const Tag& tg = tag(idx);
       const uint16_t v = tg.dir[f[i].dir];
       bool ok = tg.gen == t.gen && v != Tag::kNoTag && t.ctx[v] == pkt_ctx[i];
       for (uint32_t x = 0; x < nleft && ok; x++) ok = left[x] != idx;

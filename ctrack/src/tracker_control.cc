@@ -258,6 +258,8 @@ sdn::Status Tracker::check_invariants() const {
     canonicalize(k, &ck);
     if (!keys_equal(ck, k)) err = "entry " + std::to_string(i) + " key is not canonical";
     else if (m.table.find(k, hash_key(k)) != i) err = "entry " + std::to_string(i) + " not findable";
+    else if (detail::conn_translated(c) != (m.nat && detail::nat_translated(m.nat[i])))
+      err = "entry " + std::to_string(i) + " says it is translated and its NAT entry does not, or the other way";
     else if (m.nat && detail::nat_translated(m.nat[i])) {
       natted++;
       const Key rk = m.table.nat_key(i);

@@ -222,6 +222,7 @@ struct Tracker::Impl {
     if (nat && detail::nat_translated(nat[idx])) {
       table.erase(hash_key(table.nat_key(idx)), idx | kNatTag);
       nat[idx].rkey.family = 0;  // not translated (the rest of the tuple stays: slot_matches)
+      c.key.family = static_cast<uint8_t>(c.key.family & ~detail::kConnNat);
     }
     if (zones_limited) zone_count[c.key.zone]--;
     if (c.flags & detail::kOffloaded) st.offloaded--;
@@ -504,6 +505,7 @@ struct Tracker::Impl {
       const uint8_t kind = static_cast<uint8_t>(src ? NatKind::kSrc : NatKind::kDst);
       nat[idx].rkey.family = static_cast<uint8_t>(nat[idx].rkey.family | kind << detail::kNatKindShift |
                                                   (rcanon ? detail::kNatRcanon : 0));
+      c.key.family = static_cast<uint8_t>(c.key.family | detail::kConnNat);
       r.nat = kNatOrig;
       if (cur_nat_out) nat_target(idx, kNatOrig, cur_nat_out);
       return true;
@@ -561,7 +563,7 @@ struct Tracker::Impl {
     st.hits++;
     int dir = canon == ((c.flags & detail::kOrigCanon) != 0) ? 0 : 1;
     uint8_t side = kNatNone;
-    if (nat && detail::nat_translated(nat[idx])) [[unlikely]] {
+    if (detail::conn_translated(c)) [[unlikely]] {
       side = nat_side(e, canon);
       dir = side == kNatOrig || side == kNatReplyRev ? 0 : 1;
     }
@@ -678,8 +680,10 @@ struct Tracker::Impl {
   // burst's samples); the pass of its own measured 1.19-1.50x over 3 pairs.
   // (With the 120-byte entries of three lines it measured 0.87-0.95x: then
   // the entry prefetches were the limit, not the bucket's latency.)
+  // `tuples`: the caller takes translated tuples out (the NAT entries of
+  // original-tuple slots prefetched too).
   [[gnu::always_inline]] void stage2(const Packet* const* pkts, const uint32_t* h, const uint32_t* b, uint32_t* cand,
-                                     uint32_t n) {
+                                     uint32_t n, bool tuples) {
     uint32_t later[kChunk], b2[kChunk], nl = 0;
     for (uint32_t i = 0; i < n; i++) {
       const uint16_t s = detail::Table::sig(h[i]);
@@ -689,24 +693,28 @@ struct Tracker::Impl {
         __builtin_prefetch(&table.buckets()[b2[nl]]);
         later[nl++] = i;
       } else {
-        prefetch_conn(c, pkts[i]->key.family != 4);
+        prefetch_conn(c, pkts[i]->key.family != 4, tuples);
       }
       cand[i] = c;
     }
     for (uint32_t k = 0; k < nl; k++) {
       const uint32_t i = later[k];
       const uint32_t c = first_match(b2[k], detail::Table::sig(h[i]));
-      if (c != kEmpty) prefetch_conn(c, pkts[i]->key.family != 4);
+      if (c != kEmpty) prefetch_conn(c, pkts[i]->key.family != 4, tuples);
       cand[i] = c;
     }
   }
 
   // Prefetches the connection under index slot c: its one line, and the
   // cold part too for an IPv6 packet (the key's other address bytes).
-  [[gnu::always_inline]] void prefetch_conn(uint32_t c, bool wide) {
+  // tuples: as stage2's.
+  [[gnu::always_inline]] void prefetch_conn(uint32_t c, bool wide, bool tuples) {
     const uint32_t idx = c & ~kNatTag;
     __builtin_prefetch(&conns[idx]);
-    if (nat) prefetch_nat(idx);  // hit() reads whether it is translated
+    // A reply-tuple slot's NatHot holds the key its match compares; an
+    // original tuple's translation is known from Conn (kConnNat), and only
+    // a packet that takes the tuple out reads its NatHot.
+    if ((c & kNatTag) || (nat && tuples)) prefetch_nat(idx);
     if (wide) {
       const char* xp = reinterpret_cast<const char*>(&cold[idx]);
       __builtin_prefetch(xp);
@@ -752,7 +760,8 @@ struct Tracker::Impl {
     using detail::load64;
     if (w && !(e & kNatTag) && k.family == 4) {
       const Conn& c = conns[e];
-      return (c.flags & detail::kAlive) && ((load64(&c.key) ^ w[0]) | (load64(&c.key.sport) ^ w[1])) == 0;
+      return (c.flags & detail::kAlive) &&
+             ((load64(&c.key) ^ w[0]) | ((load64(&c.key.sport) ^ w[1]) & ~detail::kNatBitsWord)) == 0;
     }
     if (w && k.family == 4) {  // (a reply-tuple slot)
       const uint32_t idx = e & ~kNatTag;
@@ -879,7 +888,7 @@ struct Tracker::Impl {
   // *dir is slot_dir's already, and the side follows from the slot's tag.
   template <bool kFound>
   [[gnu::always_inline]] bool nat_dir(uint32_t e, bool canon, uint8_t* side, int* dir) const {
-    if (!nat || !detail::nat_translated(nat[e & ~kNatTag])) return true;
+    if (!detail::conn_translated(conns[e & ~kNatTag])) return true;
     if (kFound) {
       const bool tagged = (e & kNatTag) != 0;
       if (tagged != (*dir == 1)) return false;
@@ -923,7 +932,7 @@ struct Tracker::Impl {
     bool canon[kChunk];
     uint64_t w[2 * kChunk];
     for (uint32_t i = 0; i < n; i++) stage1(*pkts[i], h[i], b[i], canon[i], w + 2 * i);
-    stage2(pkts, h, b, cand, n);
+    stage2(pkts, h, b, cand, n, nat_out != nullptr);
     uint32_t misses = 0;
     for (uint32_t i = 0; i < n; i++) misses += cand[i] == kEmpty;
     st.lookups += n;  // (each packet's stage3 is one)

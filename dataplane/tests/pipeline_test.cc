@@ -977,6 +977,72 @@ TEST(Nat, AWholeWordChangeOfZeroDeltaIsStillWritten) {
   }
 }
 
+// The flow cache's rewrite of a translated direction (nat::PlainRewrite:
+// one side's address and port and the checksum deltas, worked out once
+// from the tuple it came in with and the one it leaves with) writes the
+// bytes rewrite_ipv4_ports does from the tuple: random headers, a source
+// or a destination translation of address, port or both (as ctrack makes
+// them) or nothing, checksums among them 0x0000 and 0xFFFF, changes of zero
+// delta (all-ones to zero), UDP without a checksum. The tuple it gives back
+// for a hit conntrack judged otherwise is the one it was made from; a
+// change of both addresses or both ports (no translation ctrack makes) is
+// refused.
+TEST(Nat, TheFlowCachesRewriteWritesWhatTheTupleRewriteDoes) {
+  std::mt19937 rng(1071);
+  int refused = 0;
+  for (int n = 0; n < 200000; n++) {
+    const uint8_t proto = (n & 1) ? IPPROTO_TCP : IPPROTO_UDP;
+    uint8_t a[74], b[74];
+    for (uint8_t& x : a) x = static_cast<uint8_t>(rng());
+    uint8_t* ip = a + 14;
+    ip[0] = 0x45;
+    const uint32_t pick = rng();
+    const uint16_t specials[] = {0x0000, 0xFFFF, 0xFFFE, 0x0001};
+    if (pick & 1) net::put16(ip + 10, specials[(pick >> 1) & 3]);
+    if (pick & 8) net::put16(ip + 20 + (proto == IPPROTO_TCP ? 16 : 6), specials[(pick >> 4) & 3]);
+    const bool dst = pick & 64;
+    const bool zero = (pick & 0x6000) == 0x6000;  // an all-ones side to zero: deltas of zero
+    if (zero) {
+      memset(ip + (dst ? 16 : 12), 0xFF, 4);
+      net::put16(ip + 20 + (dst ? 2 : 0), 0xFFFF);
+    }
+    ctrack::Key from{};
+    memcpy(from.src, ip + 12, 4);
+    memcpy(from.dst, ip + 16, 4);
+    from.sport = net::get16(ip + 20);
+    from.dport = net::get16(ip + 22);
+    from.proto = proto;
+    from.family = 4;
+    from.zone = static_cast<uint16_t>(rng());
+    ctrack::Key to = from;
+    uint8_t* addr = dst ? to.dst : to.src;
+    uint16_t& port = dst ? to.dport : to.sport;
+    if (!(pick & 128)) for (int i = 0; i < 4; i++) addr[i] = static_cast<uint8_t>(rng());
+    if (!(pick & 256)) port = static_cast<uint16_t>(rng());
+    if (zero) memset(addr, 0, 4), port = 0;
+    const bool both = (pick & 0x18000) == 0x18000;  // the other side's address or port too
+    if (both) {
+      if (pick & 0x20000) to.sport = static_cast<uint16_t>(~from.sport), to.dport = static_cast<uint16_t>(~from.dport);
+      else to.src[0] = static_cast<uint8_t>(~from.src[0]), to.dst[0] = static_cast<uint8_t>(~from.dst[0]);
+    }
+    nat::PlainRewrite w;
+    if (!nat::plain_rewrite(from, to, &w)) {
+      EXPECT_TRUE(both) << "case " << n << ": a one-sided translation refused";
+      refused++;
+      continue;
+    }
+    ASSERT_FALSE(both) << "case " << n << ": both addresses or both ports taken ";
+    memcpy(b, a, sizeof a);
+    ASSERT_TRUE(nat::rewrite_ipv4_ports<true>(b + 14, 20, sizeof b - 14, proto, to));
+    nat::rewrite_plain_cached(a, proto, w);
+    ASSERT_EQ(0, memcmp(a, b, sizeof a)) << "case " << n << " proto " << int(proto);
+    const ctrack::Key back = nat::plain_rewrite_key(w, from);
+    ASSERT_EQ(0, memcmp(&back, &to, sizeof to)) << "case " << n;
+  }
+  EXPECT_GT(refused, 40000);  // (a quarter of the cases)
+  EXPECT_LT(refused, 60000);
+}
+
 // Issue 28 item 19e: a packet of the family a pool lacks (IPv6 meeting an
 // IPv4 pool, IPv4 an IPv6 one) is no exhausted pool: it drops as nat_family
 // (conntrack: invalid_nat_family). Found by name, so the counters are the

@@ -76,6 +76,16 @@ inline void adjust32(uint8_t* csum, uint64_t d) {
   memcpy(csum, &hc, 2);
 }
 
+// adjust32() with its sum folded to 16 bits already (fold64(d), which
+// gives the same checksum: fold keeps a sum's value modulo 0xFFFF and is 0
+// only for 0).
+inline void adjust16(uint8_t* csum, uint16_t d) {
+  uint16_t hc;
+  memcpy(&hc, csum, 2);
+  hc = static_cast<uint16_t>(~fold(static_cast<uint32_t>(static_cast<uint16_t>(~hc)) + d));
+  memcpy(csum, &hc, 2);
+}
+
 // The L4 checksum that covers the pseudo-header (null: none, or UDP over
 // IPv4 sent without one), if it lies within `avail` bytes.
 inline uint8_t* l4_sum(uint8_t* l4, size_t avail, uint8_t proto, bool v6) {

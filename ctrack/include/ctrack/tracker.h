@@ -251,6 +251,10 @@ class Tracker {
     const Tag* tags;      // indexed by connection handle (capacity entries)
     uint32_t gen;         // the generation a tag is valid under
     const uint64_t* ctx;  // per tag value: the context word it holds for
+    // Bytes from one handle's tag to the next: a caller may keep more of
+    // its own beside each tag, in the line the lookup reads (the
+    // dataplane's NAT rewrites).
+    uint32_t stride = sizeof(Tag);
   };
   // lookup() and process_found() in one pass over a burst, for the common
   // case: pkts[i] with bit i of `may` set is done here (bit i of the
@@ -266,7 +270,9 @@ class Tracker {
   // done ones of its connection. found[i].hash is set for every packet.
   // When it did any, it sweeps as process_found() does (Config::sweep_per_call).
   // n <= 32; a larger burst is left whole, as lookup() leaves it. nat_out
-  // may be null only when the tracker has no NAT (Config::nat).
+  // null: no translated tuple is handed out (out[i].nat still names the
+  // side): for a caller that keeps each tagged direction's translation
+  // itself (the dataplane's flow cache does).
   uint32_t lookup_done(const Packet* const* pkts, uint32_t n, uint64_t now_ns, uint32_t may, const Tags& tags,
                        const uint64_t* pkt_ctx, Found* found, CtResult* out, Key* nat_out);
 

@@ -17,6 +17,7 @@
 #include "ctrack/parse.h"
 #include "ctrack/tracker.h"
 #include "dataplane/match.h"
+#include "sdn/huge.h"
 #include "dataplane/overlay.h"
 #include "sdn/status.h"
 #include "dataplane/steer.h"
@@ -358,6 +359,10 @@ struct PacketNote {
 // Pipeline generation (0 matches none) and, per direction, an index into
 // the worker's paths, or kNoTag.
 using FlowCacheEntry = ctrack::Tracker::Tag;
+namespace nat {
+struct PlainRewrite;  // features/nat/rewrite.h
+struct CacheEntry;
+}
 
 // One worker's datapath: its tracker shard, its counters, its flow cache.
 class Datapath {
@@ -434,7 +439,8 @@ class Datapath {
     uint32_t n = 0;
   };
   bool take_path(Burst& b, uint32_t i, const FlowPath& fp, const ctrack::CtResult& r,
-                 const ctrack::Tracker::Found& f, bool in_lane, const ctrack::Key& nat_to, PathsUsed& used);
+                 const ctrack::Tracker::Found& f, bool in_lane, const ctrack::Key* nat_to,
+                 const nat::PlainRewrite* rw, PathsUsed& used);
   void count_paths(Burst& b, const PathsUsed& used);
   void tables(Burst& b);                // tables/: keys, then each table's lookup, actions and conntrack
   void classifier_keys(Burst& b);
@@ -443,6 +449,7 @@ class Datapath {
   void exec(Burst& b, uint32_t i, uint32_t from, bool resumed);  // a rule's actions (interp.h's walk)
   void conntrack(Burst& b);             // conntrack/: batched per (zone, commit, nat), then the actions after it
   void translate(Burst& b, uint32_t i, const ctrack::Key& to, bool plain = false);  // nat/: bytes and classifier key
+  void translate_plain(Burst& b, uint32_t i, const nat::PlainRewrite& rw);         // nat/: a done packet's bytes
   void remember_path(Burst& b, uint32_t i);  // flow_cache/: an established packet's path recorded
   template <bool kPaths, bool kEncaps>
   void egress(Burst& b);  // ports/: paths recorded (kPaths), egress MTU (a tunnel's outer packet with kEncaps)
@@ -461,7 +468,20 @@ class Datapath {
   const Steering* steer_ = nullptr;
   unsigned self_ = 0;
   uint32_t paths_gen_ = 0;
-  std::vector<FlowCacheEntry> cache_;  // index = connection handle of this shard
+  // The flow cache's entries, index = connection handle of this shard:
+  // cache_, or with a tracker that translates nat_cache_ (each tag with
+  // its directions' rewrites of the lane's frames, recorded with the
+  // direction's path by remember_path and valid while the tag is: the
+  // lookup's done packets are translated from them, and conntrack hands
+  // out no tuple for them). tag(): either one's.
+  // (On transparent hugepages, as conntrack's tables: sdn/huge.h.)
+  sdn::HugeArray<FlowCacheEntry> cache_;
+  sdn::HugeArray<nat::CacheEntry> nat_cache_;
+  uint8_t* tags_ = nullptr;
+  uint32_t tag_stride_ = sizeof(FlowCacheEntry);
+  FlowCacheEntry& tag(uint32_t conn) {
+    return *reinterpret_cast<FlowCacheEntry*>(tags_ + size_t{conn} * tag_stride_);
+  }
   std::vector<FlowPath> paths_;
   std::vector<uint64_t> path_ctx_;  // per path slot: path_from() of it (lookup_done's Tags::ctx)
   // The flow cache's hits of one burst per path (index = path's slot),

@@ -45,7 +45,7 @@ struct PktState {
   bool first_commit;
   uint32_t first_act;    // the first ct()'s action (index into the pipeline's actions)
   bool natted;           // a ct() rewrote it to its connection's translated tuple
-  ctrack::Key nat_to;    // with have_ct and first.nat: the tuple the flow cache's ct() gave
+  ctrack::Key nat_to;    // with first.nat: the tuple its first ct() translated it to (the flow cache's, with have_ct)
   uint32_t hits[kMaxTables];
 };
 

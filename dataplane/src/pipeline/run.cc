@@ -5,6 +5,7 @@
 // virtually (the stage list is a switch per stage per burst); the
 // rules come compiled (Pipeline::build, in compile.cc).
 #include <atomic>
+#include <new>
 #include <cstring>
 
 #include "dataplane/pipeline.h"
@@ -35,11 +36,21 @@ Datapath::Datapath(unsigned worker, ctrack::Tracker* tracker, WorkerStats* stats
       ct_(tracker),
       st_(stats),
       frags_(std::make_unique<FragTable>()),
-      cache_(tracker->capacity()),
       paths_(kPaths),
       path_ctx_(kPaths),
       path_counts_(kPaths) {
   std::fill(std::begin(mtu_), std::end(mtu_), uint16_t{0xFFFF});
+  // (Zero bytes are an entry of no generation: none valid.)
+  bool ok;
+  if (tracker->config().nat) {
+    ok = nat_cache_.reset(tracker->capacity());
+    tags_ = reinterpret_cast<uint8_t*>(nat_cache_.data());
+    tag_stride_ = sizeof(nat::CacheEntry);
+  } else {
+    ok = cache_.reset(tracker->capacity());
+    tags_ = reinterpret_cast<uint8_t*>(cache_.data());
+  }
+  if (!ok) throw std::bad_alloc();
 }
 
 Datapath::~Datapath() = default;

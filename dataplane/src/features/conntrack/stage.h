@@ -107,7 +107,10 @@ inline void Datapath::conntrack(Burst& b) {
         p.have_ct = false;
         if (r.nat && !p.natted) translate(b, all[g], p.nat_to);
       } else {
-        if (res[k].nat && !p.natted) translate(b, all[g], nat_to[k]);
+        if (res[k].nat && !p.natted) {
+          translate(b, all[g], nat_to[k]);
+          p.nat_to = nat_to[k];  // (remember_path records the rewrite from it)
+        }
         r = res[k++];
       }
       p.ct_state = r.state;
@@ -120,7 +123,7 @@ inline void Datapath::conntrack(Burst& b) {
         p.cacheable = false;
       }
       // A new entry (or one reused for a new connection) has no path yet.
-      if (r.conn != ctrack::kNoConn && (r.state & ctrack::kCtNew)) cache_[r.conn].gen = 0;
+      if (r.conn != ctrack::kNoConn && (r.state & ctrack::kCtNew)) tag(r.conn).gen = 0;
       if (r.conn != ctrack::kNoConn) p.ct_zone = lead.zone;
       if (lead.commit && (r.reason == ctrack::Invalid::kTableFull || r.reason == ctrack::Invalid::kZoneLimit))
         p.ct_zone = -2;  // commit failed under full_policy: drop

@@ -9,6 +9,7 @@
 #include <cstddef>
 
 #include "pipeline/burst.h"
+#include "features/nat/rewrite.h"
 #include "features/parse/stage.h"
 
 namespace dp {
@@ -221,7 +222,6 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
   // the lookup's own pass (lookup_done): conntrack's result, then the
   // path's verdict here. The rest as lookup() leaves them: below.
   UninitResults results;
-  ctrack::Key nat_to[kMaxBurst];  // (asked for only of a tracker with NAT: no other translates)
   uint32_t may = 0;  // (bit k: cpk[k])
   uint64_t ctx[kMaxBurst];
   for (uint32_t k = 0; k < nc; k++) {
@@ -229,15 +229,21 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
     may |= ((lane & ~watch) >> i & 1) << k;
     ctx[k] = path_from(in[i].port, s[i].parsed.vlan, s[i].tun_id);
   }
-  const uint32_t done = ct_->lookup_done(cpk, nc, b.now_ns, may, {cache_.data(), b.pl.gen_, path_ctx_.data()}, ctx,
-                                         found, results.r, ct_->config().nat ? nat_to : nullptr);
+  // (A tracker with NAT: a done packet's rewrite is beside its tag,
+  // nat_cache_; conntrack hands out no tuple for it.)
+  const uint32_t done = ct_->lookup_done(
+      cpk, nc, b.now_ns, may,
+      {reinterpret_cast<const FlowCacheEntry*>(tags_), b.pl.gen_, path_ctx_.data(), tag_stride_}, ctx, found,
+      results.r, nullptr);
   if (done) {
     PathsUsed used;
     uint64_t hits = 0;
+    nat::CacheEntry* ne = nat_cache_.data();
     for (uint32_t d = done; d; d &= d - 1) {
       const uint32_t k = static_cast<uint32_t>(__builtin_ctz(d));
       const ctrack::Tracker::Found& f = found[k];
-      hits += take_path(b, idx[k], paths_[cache_[f.conn].dir[f.dir]], results.r[k], f, true, nat_to[k], used);
+      hits += take_path(b, idx[k], paths_[tag(f.conn).dir[f.dir]], results.r[k], f, true, nullptr,
+                        ne ? &ne[f.conn].rw[f.dir] : nullptr, used);
     }
     b.st.cache_hits += hits;
     count_paths(b, used);
@@ -267,7 +273,7 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
       continue;
     }
     if (conn != ctrack::kNoConn) {
-      const FlowCacheEntry& e = cache_[conn];
+      const FlowCacheEntry& e = tag(conn);
       uint16_t slot = e.dir[found[k].dir];
       if (e.gen == b.pl.gen_ && slot != FlowCacheEntry::kNoTag) {
         if (path_ctx_[slot] == ctx[k]) fp = &paths_[slot];
@@ -351,7 +357,7 @@ inline void Datapath::cache_hits(Burst& b, const Action& ca, const ctrack::Packe
   uint64_t hits = 0;
   PathsUsed used;
   for (uint32_t j = 0; j < m; j++)
-    hits += take_path(b, ghit[j], *gpath[j], res[j], *gf[j], lane >> ghit[j] & 1, nat_to[j], used);
+    hits += take_path(b, ghit[j], *gpath[j], res[j], *gf[j], lane >> ghit[j] & 1, &nat_to[j], nullptr, used);
   b.st.cache_hits += hits;
   count_paths(b, used);
 }
@@ -359,23 +365,29 @@ inline void Datapath::cache_hits(Burst& b, const Action& ca, const ctrack::Packe
 // Hit i (found as f, conntrack's result r): its path's verdict (true). Or,
 // where conntrack judged it otherwise than the path was taken, the full
 // pipeline with that result as its first ct()'s (false). in_lane: one of
-// the lane's packets (never in the tables). nat_to: r's tuple, if r.nat.
+// the lane's packets (never in the tables). If r.nat, the translation:
+// nat_to, r's tuple; or (a lookup's done packet, which is the lane's) rw,
+// its direction's rewrite.
 [[gnu::always_inline]] inline bool Datapath::take_path(Burst& b, uint32_t i, const FlowPath& fp,
                                                        const ctrack::CtResult& r, const ctrack::Tracker::Found& f,
-                                                       bool in_lane, const ctrack::Key& nat_to, PathsUsed& used) {
+                                                       bool in_lane, const ctrack::Key* nat_to,
+                                                       const nat::PlainRewrite* rw, PathsUsed& used) {
   PktState& p = b.s[i];
   if (r.state != fp.state || r.conn != f.conn) {
     if (in_lane) lane_join(b, i);
     p.have_ct = true;
     p.first = r;
-    if (r.nat) p.nat_to = nat_to;
+    if (r.nat) p.nat_to = nat_to ? *nat_to : nat::plain_rewrite_key(*rw, p.parsed.ct.key);
     return false;
   }
   if (in_lane) {  // out of the stages (never in the tables: not counted in b.active)
     p.table = -1;
     p.cacheable = false;
   }
-  if (r.nat) translate(b, i, nat_to, in_lane);
+  if (r.nat) {
+    if (nat_to) translate(b, i, *nat_to, in_lane);
+    else translate_plain(b, i, *rw);
+  }
   Verdict& v = b.out[i];
   v.ct_state = r.state;
   v.mark = fp.mark;
@@ -418,7 +430,7 @@ inline void Datapath::count_paths(Burst& b, const PathsUsed& used) {
 // anyway): an established packet's path (its one ct() in the
 // cache's zone, the rules it hit, its verdict) goes into the flow cache,
 // under its connection's direction.
-inline void Datapath::remember_path(Burst& b, uint32_t i) {
+[[gnu::always_inline]] inline void Datapath::remember_path(Burst& b, uint32_t i) {
   const Pipeline& pl = b.pl;
   Verdict* out = b.out;
   {
@@ -440,9 +452,18 @@ inline void Datapath::remember_path(Burst& b, uint32_t i) {
       for (uint32_t r = 0; r < p.nhits; r++) fp.rules[r] = p.hits[r];
       uint16_t slot = record_path(fp);
       if (slot != FlowCacheEntry::kNoTag) {
-        FlowCacheEntry& e = cache_[p.first.conn];
+        FlowCacheEntry& e = tag(p.first.conn);
         if (e.gen != pl.gen_) e = FlowCacheEntry{pl.gen_, {FlowCacheEntry::kNoTag, FlowCacheEntry::kNoTag}};
-        e.dir[p.first.dir] = slot;
+        // With NAT, the direction's rewrite beside the tag, valid while the
+        // tag is: a translated connection's packets all leave translated
+        // (conntrack gives each its side, fixed when the connection was
+        // made), and the lane's are IPv4 TCP or UDP, as the connection's
+        // are if they are the lane's. A rewrite that is not one side's
+        // address and port (none ctrack makes) leaves the direction uncached.
+        bool ok = true;
+        if (p.first.nat && !nat_cache_.empty())
+          ok = nat::plain_rewrite(p.parsed.ct.key, p.nat_to, &nat_cache_[p.first.conn].rw[p.first.dir]);
+        if (ok) e.dir[p.first.dir] = slot;
       }
     }
   }

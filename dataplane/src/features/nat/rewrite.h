@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "ctrack/parse.h"
+#include "ctrack/tracker.h"
 #include "net/checksum.h"
 
 namespace dp::nat {
@@ -113,6 +114,90 @@ inline bool rewrite_ipv4_ports(uint8_t* ip, uint32_t hl, uint32_t avail, uint8_t
   memcpy(ip + 16, &nd, 4);
   memcpy(l4, &np, 4);
   return true;
+}
+
+// A translated connection's direction as the flow cache keeps it for the
+// parse lane's frames (IPv4 TCP or UDP without options, not a fragment):
+// the address and the port that change (a translation changes one side of
+// a tuple: ctrack's translate()), where they are, and rewrite_ipv4_ports's
+// two checksum deltas for the whole change, folded; worked out once when
+// the direction's path is recorded (plain_rewrite) instead of per packet
+// from the tuple conntrack hands out. Every packet of the direction carries
+// the same tuple (its lookup compared it whole).
+struct PlainRewrite {
+  uint32_t addr;      // wire order
+  uint16_t port;      // wire order
+  uint16_t ip_delta, l4_delta;
+  uint8_t addr_off;   // from the IP header: 12 (source) or 16 (destination)
+  uint8_t port_off;   // from the L4 header: 0 (source) or 2 (destination)
+};
+static_assert(sizeof(PlainRewrite) == 12);
+
+// A connection's flow-cache entry with a tracker that translates
+// (Datapath::nat_cache_): its tag, which conntrack's lookup reads, and each
+// direction's rewrite in the same 32 bytes, so that a done packet reads
+// no line more than an untranslated one.
+struct alignas(32) CacheEntry {
+  ctrack::Tracker::Tag tag;
+  PlainRewrite rw[2];
+};
+static_assert(sizeof(CacheEntry) == 32);
+
+// The rewrite of a frame of tuple `from` translated to `to`: false when
+// both addresses or both ports change (no translation ctrack makes; such a
+// direction is not cached).
+inline bool plain_rewrite(const ctrack::Key& from, const ctrack::Key& to, PlainRewrite* out) {
+  auto ports = [](const ctrack::Key& k) {
+    return static_cast<uint32_t>(__builtin_bswap16(k.sport)) | static_cast<uint32_t>(__builtin_bswap16(k.dport)) << 16;
+  };
+  uint32_t s, d, ns, nd;
+  memcpy(&s, from.src, 4);
+  memcpy(&d, from.dst, 4);
+  memcpy(&ns, to.src, 4);
+  memcpy(&nd, to.dst, 4);
+  const uint32_t p = ports(from), np = ports(to);
+  if ((s != ns && d != nd) || (from.sport != to.sport && from.dport != to.dport)) return false;
+  // (rewrite_ipv4_ports's deltas: the same sums, so the same checksums.)
+  const uint64_t da = (s != ns ? net::delta32(s, ns) : 0) + (d != nd ? net::delta32(d, nd) : 0);
+  const uint64_t dl4 = da + (p != np ? net::delta32(p, np) : 0);
+  PlainRewrite w;
+  const bool dst = d != nd;
+  w.addr = dst ? nd : ns;
+  w.addr_off = dst ? 16 : 12;
+  const bool dport = from.dport != to.dport;
+  w.port = static_cast<uint16_t>(dport ? np >> 16 : np);
+  w.port_off = dport ? 2 : 0;
+  w.ip_delta = net::fold64(da);
+  w.l4_delta = net::fold64(dl4);
+  *out = w;
+  return true;
+}
+
+// The tuple a PlainRewrite writes over a packet of key `pkt`, as conntrack
+// would hand it out (the fallback of a flow-cache hit conntrack judged
+// otherwise: the tables' translate() takes it).
+inline ctrack::Key plain_rewrite_key(const PlainRewrite& w, const ctrack::Key& pkt) {
+  ctrack::Key k = pkt;
+  memcpy(w.addr_off == 16 ? k.dst : k.src, &w.addr, 4);
+  (w.port_off == 2 ? k.dport : k.sport) = __builtin_bswap16(w.port);
+  return k;
+}
+
+// rewrite_plain() from the direction's PlainRewrite: the same bytes, with
+// no tuple to read and no deltas to work out. (When nothing changes, the
+// address and port written are the frame's own and the zero deltas change
+// no checksum, as rewrite_ipv4_ports's early return leaves them.)
+[[gnu::always_inline]] inline void rewrite_plain_cached(uint8_t* frame, uint8_t proto, const PlainRewrite& w) {
+  uint8_t* ip = frame + 14;
+  uint8_t* l4 = ip + 20;
+  net::adjust16(ip + 10, w.ip_delta);
+  uint8_t* ls = proto == IPPROTO_TCP ? l4 + 16 : (get16(l4 + 6) ? l4 + 6 : nullptr);
+  if (ls) {
+    net::adjust16(ls, w.l4_delta);
+    udp_nonzero(ls, proto);
+  }
+  memcpy(ip + w.addr_off, &w.addr, 4);
+  memcpy(l4 + w.port_off, &w.port, 2);
 }
 
 // ICMP's checksum over [l4, l4+len) (ICMPv6: with its pseudo-header).

@@ -24,4 +24,11 @@ using stage::PktState;
   p.key.tuple(to);
 }
 
+// translate() of a lookup's done packet (the lane's, judged by the flow
+// cache) from its direction's rewrite.
+[[gnu::always_inline]] inline void Datapath::translate_plain(Burst& b, uint32_t i, const nat::PlainRewrite& rw) {
+  nat::rewrite_plain_cached(b.in[i].data + b.s[i].off, b.s[i].parsed.ct.key.proto, rw);
+  b.st.tunnel[static_cast<int>(Tunnel::kNat)]++;
+}
+
 }  // namespace dp
