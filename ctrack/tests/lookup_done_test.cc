@@ -279,20 +279,30 @@ TEST(LookupDone, DoneAndLeftPacketsGiveWhatProcessGives) {
   }
 }
 
+// The two tests below: a tracker with NAT, no events, no sweep; and a
+// source NAT to one address.
+Config nat_config() {
+  Config cfg = Harness::small_config();
+  cfg.nat = true;
+  cfg.event_ring = 0;
+  cfg.sweep_per_call = 0;
+  return cfg;
+}
+NatRange one_address_snat() {
+  NatRange R;
+  R.kind = NatKind::kSrc;
+  inet_pton(AF_INET, "100.64.0.1", R.addr_min);
+  inet_pton(AF_INET, "100.64.0.1", R.addr_max);
+  return R;
+}
+
 // A translated connection's packet found under its reply tuple and left
 // (its bit of `may` clear), then one of its own tuple that could be done:
 // left as well (the earlier one is the same connection, under another
 // index slot).
 TEST(LookupDone, AnEarlierPacketUnderTheReplyTupleHoldsTheConnection) {
-  Config cfg = Harness::small_config();
-  cfg.nat = true;
-  cfg.event_ring = 0;
-  cfg.sweep_per_call = 0;
-  Harness h(cfg);
-  NatRange R;
-  R.kind = NatKind::kSrc;
-  inet_pton(AF_INET, "100.64.0.1", R.addr_min);
-  inet_pton(AF_INET, "100.64.0.1", R.addr_max);
+  Harness h(nat_config());
+  const NatRange R = one_address_snat();
   const Key k = make_key("10.3.0.1", 30000, "10.3.1.1", 443, IPPROTO_TCP);
   Key to{};
   CtResult r;
@@ -341,15 +351,8 @@ TEST(LookupDone, AnEarlierPacketUnderTheReplyTupleHoldsTheConnection) {
 // done packet of a translated connection, asked for no tuple (nat_out
 // null), still says its side.
 TEST(LookupDone, TagsAtTheCallersStrideAndNoTuplesAskedFor) {
-  Config cfg = Harness::small_config();
-  cfg.nat = true;
-  cfg.event_ring = 0;
-  cfg.sweep_per_call = 0;
-  Harness h(cfg);
-  NatRange R;
-  R.kind = NatKind::kSrc;
-  inet_pton(AF_INET, "100.64.0.1", R.addr_min);
-  inet_pton(AF_INET, "100.64.0.1", R.addr_max);
+  Harness h(nat_config());
+  const NatRange R = one_address_snat();
   // Three connections, so that the one asked about is not handle 0.
   Key k{}, to{};
   CtResult r;
