@@ -28,6 +28,10 @@ struct OffloadConfig {
   // firmware has HWS, xx.35.1012 or newer, else 1).
   std::string engine = "auto";
   std::string nic = "cx6dx-switchdev";  // emulated: the model's NIC profile (nic_model.h)
+  // emulated, not in YAML: no worker thread services the model's queues
+  // (hw-check's one thread is both): a synchronous call that waits for
+  // them (DV's conntrack query) services them itself.
+  bool model_self_service = false;
   // Every field needs a restart (queues, tables and templates are sized at
   // start); a reload compares them all, a new one too.
   bool operator==(const OffloadConfig&) const = default;

@@ -95,6 +95,7 @@ Status RteFlowProvider::make_model(const std::vector<uint16_t>& ports) {
                                                                                 : 1;
   mc.latency_us = cfg_.latency_us;
   mc.insert_rate = cfg_.insert_rate;
+  mc.self_service = cfg_.model_self_service;
   uint32_t ts = 1;
   while (ts < cfg_.table_size) ts <<= 1;
   // A TCP and a UDP connection table per port (NIC Rx) or on the proxy,

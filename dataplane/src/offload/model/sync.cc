@@ -148,8 +148,8 @@ bool ModelCalls::sws_settle(Mlx5Model& m, Impl::Port& p) {
   while (!q.inflight.empty()) {
     Impl::Pending& pd = q.inflight.front();
     if (pd.kind == Impl::Pending::kCtQuery) {
-      if (m.cfg_.self_service)
-        for (auto& r : s.replicas) m.service_replica(r.get(), UINT64_MAX);
+      if (m.cfg_.self_service)  // as a worker would: each operation when it is due
+        for (auto& r : s.replicas) m.service_replica(r.get(), m.now());
       uint64_t applied = UINT64_MAX;
       for (auto& r : s.replicas) applied = std::min(applied, r->applied.load(std::memory_order_acquire));
       if (pd.seq > applied && mono_ns() - t0 < kQueryWaitNs) {
