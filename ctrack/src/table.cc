@@ -16,10 +16,10 @@ Table::~Table() {
   if (b_) munmap(b_, bmap_);
   if (c_) munmap(c_, cmap_);
   if (x_) munmap(x_, xmap_);
-  if (n_) munmap(n_, nmap_);
+  if (n_) munmap(n_.base, nmap_);
 }
 
-bool Table::init(uint32_t capacity, bool nat) {
+bool Table::init(uint32_t capacity, bool nat, uint32_t nat_caller_bytes) {
   // 90% load at full capacity; a translated connection takes two slots, so
   // with NAT the index has room for every entry to be one.
   nb_ = (capacity * (nat ? 2 : 1) + 8) / 9;
@@ -29,12 +29,15 @@ bool Table::init(uint32_t capacity, bool nat) {
   x_ = static_cast<ConnCold*>(sdn::alloc_huge(static_cast<size_t>(capacity) * sizeof(ConnCold), &xmap_));
   if (!b_ || !c_ || !x_) return false;
   if (nat) {
-    nmap_bytes_ = static_cast<size_t>(capacity) * (sizeof(NatHot) + sizeof(NatCold));
-    // One mapping (each is rounded up to 2 MB): NatHot's array, then NatCold's.
+    const uint32_t shift = nat_stride_shift(nat_caller_bytes);
+    const size_t hot = static_cast<size_t>(capacity) << shift;
+    nmap_bytes_ = hot + static_cast<size_t>(capacity) * sizeof(NatCold);
+    // One mapping (each is rounded up to 2 MB): the NatHots (with the
+    // caller's bytes), then the NatColds.
     auto* m = static_cast<uint8_t*>(sdn::alloc_huge(nmap_bytes_, &nmap_));
     if (!m) return false;
-    n_ = reinterpret_cast<NatHot*>(m);
-    nx_ = reinterpret_cast<NatCold*>(m + static_cast<size_t>(capacity) * sizeof(NatHot));
+    n_ = NatLines{m, shift};
+    nx_ = reinterpret_cast<NatCold*>(m + hot);
   }
   for (uint32_t i = 0; i < nb_; i++)
     for (int s = 0; s < kSlots; s++) b_[i].idx[s] = kEmpty;

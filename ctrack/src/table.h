@@ -248,6 +248,16 @@ struct NatCold {
   uint8_t dst_hi[12];
 };
 static_assert(sizeof(NatHot) + sizeof(NatCold) == 40, "bytes per translated connection is part of the bar");
+// Where each connection's NatHot is: an array (stride 16), or each at the
+// start of 32 or 64 bytes whose rest is the caller's
+// (Config::nat_caller_bytes).
+struct NatLines {
+  uint8_t* base = nullptr;
+  uint32_t shift = 4;  // log2 of the stride
+  NatHot& operator[](uint32_t i) const { return *reinterpret_cast<NatHot*>(base + (size_t{i} << shift)); }
+  explicit operator bool() const { return base != nullptr; }
+};
+inline uint32_t nat_stride_shift(uint32_t caller_bytes) { return caller_bytes == 0 ? 4 : caller_bytes <= 16 ? 5 : 6; }
 inline bool nat_translated(const NatHot& n) { return n.rkey.family != 0; }
 // The same said by the entry's own line: Conn::key.family carries
 // kConnNat while the connection is translated (set with its NatHot, cleared
@@ -310,13 +320,13 @@ class Table {
  public:
   Table() = default;
   ~Table();
-  bool init(uint32_t capacity, bool nat);  // false on allocation failure
+  bool init(uint32_t capacity, bool nat, uint32_t nat_caller_bytes = 0);  // false on allocation failure
 
   uint32_t nbuckets() const { return nb_; }
   Bucket* buckets() const { return b_; }
   Conn* conns() const { return c_; }
   ConnCold* cold() const { return x_; }
-  NatHot* nat() const { return n_; }
+  NatLines nat() const { return n_; }
   NatCold* nat_cold() const { return nx_; }
   // The canonical key of connection idx.
   Key conn_key(uint32_t idx) const { return load_key(c_[idx], x_[idx]); }
@@ -354,7 +364,7 @@ class Table {
   Bucket* b_ = nullptr;
   Conn* c_ = nullptr;
   ConnCold* x_ = nullptr;
-  NatHot* n_ = nullptr;
+  NatLines n_;
   NatCold* nx_ = nullptr;
   uint32_t nb_ = 0;
   size_t bmap_ = 0, cmap_ = 0, xmap_ = 0, nmap_ = 0, nmap_bytes_ = 0;

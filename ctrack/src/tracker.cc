@@ -119,11 +119,13 @@ sdn::Result<std::unique_ptr<Tracker>> Tracker::create(const Config& cfg) {
     return sdn::Status::error("conntrack event_ring must be a power of two");
   if (cfg.sweep_per_call > 4096 || cfg.early_drop_scan == 0 || cfg.early_drop_scan > 4096)
     return sdn::Status::error("conntrack sweep_per_call must be 0..4096 and early_drop_scan 1..4096");
+  if (cfg.nat_caller_bytes > 48 || (cfg.nat_caller_bytes && !cfg.nat))
+    return sdn::Status::error("conntrack nat_caller_bytes must be 0..48, and needs nat");
   std::unique_ptr<Tracker> t(new Tracker(cfg));
   Impl& m = *t->impl_;
   m.cfg = cfg;
   m.cap = cfg.capacity;
-  if (!m.table.init(cfg.capacity, cfg.nat)) return sdn::Status::error("conntrack: cannot allocate table memory");
+  if (!m.table.init(cfg.capacity, cfg.nat, cfg.nat_caller_bytes)) return sdn::Status::error("conntrack: cannot allocate table memory");
   m.conns = m.table.conns();
   m.cold = m.table.cold();
   m.nat = m.table.nat();

@@ -87,11 +87,17 @@ void Tracker::set_timeouts(const Timeouts& t) {
   cfg_.timeouts = t;
 }
 
+Tracker::CallerLines Tracker::nat_caller_lines() const {
+  const Impl& m = *impl_;
+  if (!m.nat || !cfg_.nat_caller_bytes) return {};
+  return {m.nat.base + sizeof(detail::NatHot), uint32_t{1} << m.nat.shift};
+}
+
 size_t Tracker::memory_needed(const Config& cfg) {
   size_t cap = cfg.capacity;
   size_t b = cap * (sizeof(Conn) + sizeof(detail::ConnCold)) + std::max<size_t>(2, (cap * (cfg.nat ? 2 : 1) + 8) / 9) * sizeof(detail::Bucket) +
              (cap + 63) / 64 * 8;
-  if (cfg.nat) b += cap * (sizeof(detail::NatHot) + sizeof(detail::NatCold));
+  if (cfg.nat) b += cap * ((size_t{1} << detail::nat_stride_shift(cfg.nat_caller_bytes)) + sizeof(detail::NatCold));
   if (cfg.default_zone_limit || !cfg.zone_limits.empty()) b += 2 * 65536 * sizeof(uint32_t);
   b += static_cast<size_t>(cfg.event_ring) * sizeof(Event);
   return b;

@@ -67,7 +67,7 @@ struct Tracker::Impl {
   detail::Table table;
   Conn* conns = nullptr;
   ConnCold* cold = nullptr;  // conns[i]'s other 56 bytes (table.h)
-  NatHot* nat = nullptr;  // with Config::nat
+  detail::NatLines nat;  // with Config::nat
   NatCold* nat_cold = nullptr;
   // The burst's NAT range and where translated tuples go (process()).
   const NatRange* cur_nat = nullptr;
@@ -453,7 +453,7 @@ struct Tracker::Impl {
   // (entry freed, kNatExhausted) after kNatAttempts tries; at once, as
   // kNatFamily, when the range is of the other address family.
   [[gnu::noinline]] bool translate(uint32_t idx, Conn& c, const Packet& p, const NatRange& R, CtResult& r) {
-    Invalid why = nat != nullptr && R.family != p.key.family ? Invalid::kNatFamily : Invalid::kNatExhausted;
+    Invalid why = static_cast<bool>(nat) && R.family != p.key.family ? Invalid::kNatFamily : Invalid::kNatExhausted;
     const bool src = R.kind == NatKind::kSrc;
     const bool icmp = p.key.proto == IPPROTO_ICMP || p.key.proto == IPPROTO_ICMPV6;
     // Ports (ICMP: the echo id, which replies carry in dport) move with SNAT
@@ -471,7 +471,7 @@ struct Tracker::Impl {
     const uint32_t np = !ports ? 1 : keep ? 65536 - 1024 : uint32_t{R.port_max} - R.port_min + 1;
     const uint16_t own = *port;
     const uint64_t total = static_cast<uint64_t>(na) * np + (keep ? na : 0);
-    const uint32_t tries = nat == nullptr || R.family != p.key.family ? 0
+    const uint32_t tries = !nat || R.family != p.key.family ? 0
                            : total <= kNatAttempts ? static_cast<uint32_t>(total) : kNatAttempts;
     const Key ck = table.conn_key(idx);
     const uint32_t hs = hash_key(ck);

@@ -92,7 +92,12 @@ void run_differential(uint32_t seed, uint32_t ring, uint32_t poll_every, bool ex
   cfg.nat = true;
   cfg.event_ring = ring;
   cfg.sweep_per_call = 0;  // (the lane adds calls that sweep; what expires stays the same)
-  Harness a(cfg), b(cfg);
+  // Seed 3: a's caller keeps its tags in the tracker's lines beside the
+  // reply tuples (Config::nat_caller_bytes, as the dataplane does).
+  const bool in_lines = seed == 3;
+  Config cfg_a = cfg;
+  if (in_lines) cfg_a.nat_caller_bytes = 32;
+  Harness a(cfg_a), b(cfg);
   std::mt19937 rng(seed);
   NatRange R;
   R.kind = NatKind::kSrc;
@@ -147,17 +152,29 @@ void run_differential(uint32_t seed, uint32_t ring, uint32_t poll_every, bool ex
   // no translated tuples asked of the done packets (nat_out null: out[i].nat
   // still says the side).
   const bool strided = seed % 2;
-  const uint32_t stride = strided ? 32 : sizeof(Tracker::Tag);
-  std::vector<uint8_t> tag_bytes(size_t{a.tracker->capacity()} * stride + sizeof(Tracker::Tag));
-  for (auto& x : tag_bytes) x = static_cast<uint8_t>(rng());
+  const Tracker::CallerLines lines = a.tracker->nat_caller_lines();
+  ASSERT_EQ(lines.base != nullptr, in_lines);
+  const uint32_t stride = in_lines ? lines.stride : strided ? 32 : sizeof(Tracker::Tag);
+  if (in_lines) {
+    ASSERT_EQ(stride, 64u);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(lines.base) % 64, 16u);  // after the 16-byte tuple, in its line
+  }
+  std::vector<uint8_t> own(size_t{a.tracker->capacity()} * stride + sizeof(Tracker::Tag));
+  uint8_t* tag_bytes = in_lines ? lines.base : own.data();
+  const uint32_t mine = in_lines ? 32 : stride;  // the bytes of each record the caller may write
+  for (size_t c = 0; c < a.tracker->capacity(); c++)
+    for (uint32_t j = 0; j < mine; j++) tag_bytes[c * stride + j] = static_cast<uint8_t>(rng());
   const uint64_t ctx[4] = {11, 11, 11, 44};
   for (size_t c = 0; c < a.tracker->capacity(); c++) {
     Tracker::Tag t;
     t.gen = rng() % 8 ? 5 : 4;
     for (auto& d : t.dir) d = rng() % 5 ? static_cast<uint16_t>(rng() % 4) : Tracker::Tag::kNoTag;
-    memcpy(tag_bytes.data() + c * stride, &t, sizeof t);
+    memcpy(tag_bytes + c * stride, &t, sizeof t);
   }
-  const Tracker::Tags tv{reinterpret_cast<const Tracker::Tag*>(tag_bytes.data()), 5, ctx, stride};
+  std::vector<uint8_t> before;  // the caller's bytes, which the tracker never writes
+  for (size_t c = 0; c < a.tracker->capacity(); c++)
+    before.insert(before.end(), tag_bytes + c * stride, tag_bytes + c * stride + mine);
+  const Tracker::Tags tv{reinterpret_cast<const Tracker::Tag*>(tag_bytes), 5, ctx, stride};
   uint32_t done_total = 0, left_total = 0, done_nat = 0;
   std::map<uint32_t, uint32_t> a2b;
   for (int burst = 0; burst < 600; burst++) {
@@ -267,6 +284,10 @@ void run_differential(uint32_t seed, uint32_t ring, uint32_t poll_every, bool ex
     EXPECT_EQ(only_a, only_b) << "seed " << seed << " ring " << ring << " expiry " << expiry;
   }
   EXPECT_TRUE(a.tracker->check_invariants().ok());
+  std::vector<uint8_t> after;
+  for (size_t c = 0; c < a.tracker->capacity(); c++)
+    after.insert(after.end(), tag_bytes + c * stride, tag_bytes + c * stride + mine);
+  EXPECT_TRUE(before == after) << "the tracker wrote the caller's bytes (seed " << seed << ")";
 }
 
 

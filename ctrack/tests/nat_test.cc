@@ -470,6 +470,57 @@ TEST(Nat, ChurnKeepsInvariants) {
   EXPECT_TRUE(h.tracker->check_invariants().ok()) << h.tracker->check_invariants().message();
 }
 
+// Config::nat_caller_bytes: each reply tuple at the start of 32 or 64
+// bytes whose rest is the caller's, which translations, replies, expiry and
+// reuse never write; the tuples still found; the room counted.
+TEST(Nat, CallerBytesShareEachReplyTuplesLine) {
+  Config bad = nat_config();
+  bad.nat_caller_bytes = 49;
+  EXPECT_FALSE(Tracker::create(bad).ok());
+  bad.nat_caller_bytes = 16;
+  bad.nat = false;
+  EXPECT_FALSE(Tracker::create(bad).ok());
+  for (uint32_t bytes : {0u, 16u, 48u}) {
+    SCOPED_TRACE(bytes);
+    Config c = nat_config(512);
+    c.nat_caller_bytes = bytes;
+    Harness h(c);
+    const Tracker::CallerLines cl = h.tracker->nat_caller_lines();
+    if (bytes == 0) {
+      EXPECT_EQ(cl.base, nullptr);
+      continue;
+    }
+    ASSERT_NE(cl.base, nullptr);
+    EXPECT_EQ(cl.stride, bytes == 16 ? 32u : 64u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(cl.base) % cl.stride, 16u);
+    Config plain = nat_config(1 << 16), with = plain;
+    with.nat_caller_bytes = bytes;
+    EXPECT_EQ((*Tracker::create(with))->bytes_per_conn(), (*Tracker::create(plain))->bytes_per_conn() + cl.stride - 16);
+    for (uint32_t i = 0; i < 512; i++) memset(cl.base + size_t{i} * cl.stride, 0xA5, bytes);
+    const NatRange snat = range(NatKind::kSrc, "203.0.113.1", "203.0.113.4", 3000, 3063);
+    uint32_t rng = 777, replies = 0;
+    for (int i = 0; i < 20000; i++) {
+      rng = rng * 1103515245u + 12345u;
+      Key k = make_key("10.0.0.1", static_cast<uint16_t>(1000 + (rng >> 8) % 700), "192.0.2.10", 53, IPPROTO_UDP);
+      k.src[3] = static_cast<uint8_t>((rng >> 20) % 8);
+      if ((rng >> 4) % 3 == 0) h.advance_s(7);
+      Out o = run(h, udp(k), (rng >> 12) % 4 ? &snat : nullptr);
+      if (o.r.nat == kNatOrig) {
+        Out r = run(h, udp(o.to.reversed()));
+        ASSERT_EQ(r.r.state, RPL) << i;
+        ASSERT_EQ(r.to.str(), k.reversed().str()) << i;
+        replies++;
+      }
+    }
+    EXPECT_GT(replies, 1000u);
+    EXPECT_TRUE(h.tracker->check_invariants().ok()) << h.tracker->check_invariants().message();
+    uint32_t changed = 0;
+    for (uint32_t i = 0; i < 512; i++)
+      for (uint32_t j = 0; j < bytes; j++) changed += cl.base[size_t{i} * cl.stride + j] != 0xA5;
+    EXPECT_EQ(changed, 0u);
+  }
+}
+
 TEST(Nat, MemoryWithAndWithoutNat) {
   Config plain = nat_config(1 << 16);
   plain.nat = false;

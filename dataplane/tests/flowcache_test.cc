@@ -18,18 +18,21 @@ namespace {
 
 using ctrack::FrameSpec;
 
-// One pipeline, tracker and datapath; `cache` says whether the flow cache runs.
+// One pipeline, tracker and datapath; `cache` says whether the flow cache
+// runs. With NAT the cache's entries are in the tracker's lines
+// (Datapath::tracker_config, as the daemon makes its trackers), or with
+// `own_entries` in an array of the datapath's.
 struct Side {
   std::unique_ptr<ctrack::Tracker> ct;
   std::unique_ptr<Pipeline> pl;
   WorkerStats st;
   std::unique_ptr<Datapath> dp;
-  Side(const std::vector<Rule>& rules, bool cache, bool nat = false) {
+  Side(const std::vector<Rule>& rules, bool cache, bool nat = false, bool own_entries = false) {
     ctrack::Config cc;
     cc.capacity = 4096;
     cc.nat = nat;
     cc.sweep_per_call = 0;  // as the daemon sets it (its workers expire by time)
-    ct = std::move(ctrack::Tracker::create(cc).value());
+    ct = std::move(ctrack::Tracker::create(own_entries ? cc : Datapath::tracker_config(cc)).value());
     auto p = Pipeline::build(rules, 1);
     EXPECT_TRUE(p.ok()) << p.message();
     pl = std::move(p.value());
@@ -263,7 +266,7 @@ void expect_same(Side& a, Side& b, uint64_t now, const std::string& what) {
 // with rx and the tables, over frames it takes and frames it leaves to rx.)
 TEST(FlowCache, SameVerdictsAndCountersAsTheFullPipeline) {
   uint64_t total_hits = 0, total_packets = 0, nat_translated = 0;
-  int seeds_with_hits = 0, single_zone_seeds = 0;
+  int seeds_with_hits = 0, single_zone_seeds = 0, nat_in_lines = 0;
   for (unsigned seed = 1; seed <= 20; seed++) {
     std::mt19937 rng(seed);
     bool two_zones = seed % 4 == 0;
@@ -273,7 +276,8 @@ TEST(FlowCache, SameVerdictsAndCountersAsTheFullPipeline) {
     ASSERT_GE(cfg->rules.size(), 100u);
     auto cfg2 = parse_config(random_rules(rng, 35, two_zones, nat), "random2.yaml");
     ASSERT_TRUE(cfg2.ok()) << cfg2.message();
-    Side cached(cfg->rules, true, nat), plain(cfg->rules, false, nat);
+    const bool own_entries = seed % 4 == 3;  // (NAT seeds: half each way)
+    Side cached(cfg->rules, true, nat, own_entries), plain(cfg->rules, false, nat);
     // Some seeds with MTUs that longer segments pass (port 0's kernel
     // reassembles: without DF they pass it too, and leave in fragments),
     // some with a second worker owning half the connections (handoffs).
@@ -352,6 +356,21 @@ TEST(FlowCache, SameVerdictsAndCountersAsTheFullPipeline) {
     const int kNat = static_cast<int>(Tunnel::kNat);
     EXPECT_EQ(cached.st.tunnel[kNat], plain.st.tunnel[kNat]) << "seed " << seed << ": packets translated";
     if (nat) nat_translated += cached.st.tunnel[kNat];
+    if (nat && !own_entries) {  // the entries are in the tracker's lines
+      const ctrack::Tracker::CallerLines cl = cached.ct->nat_caller_lines();
+      ASSERT_NE(cl.base, nullptr);
+      uint32_t tagged = 0;
+      for (uint32_t c = 0; c < cached.ct->capacity(); c++) {
+        ctrack::Tracker::Tag t;
+        memcpy(&t, cl.base + size_t{c} * cl.stride, sizeof t);
+        tagged += t.gen != 0;  // (zero bytes: no generation; remember_path writes one)
+      }
+      // (A rule set whose paths the cache does not keep writes none.)
+      if (cached.st.cache_hits) {
+        EXPECT_GT(tagged, 10u) << "seed " << seed;
+        nat_in_lines++;
+      }
+    }
     if (!two_zones) seeds_with_hits += cached.st.cache_hits > 0;
     if (!two_zones) single_zone_seeds++;
     total_hits += cached.st.cache_hits;
@@ -365,6 +384,7 @@ TEST(FlowCache, SameVerdictsAndCountersAsTheFullPipeline) {
   EXPECT_GT(total_hits, total_packets / 20);
   EXPECT_GT(seeds_with_hits, single_zone_seeds / 2);
   EXPECT_GT(nat_translated, total_packets / 40) << "the NAT seeds translated";
+  EXPECT_GE(nat_in_lines, 2) << "NAT seeds served by the cache from the tracker's lines";
 }
 
 const char* kFirewall = R"Y(

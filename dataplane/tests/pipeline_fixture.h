@@ -37,7 +37,7 @@ struct Fixture {
     cc.full_policy = policy;
     cc.event_ring = event_ring;
     cc.nat = cfg.ok() && cfg->ct.nat;
-    ct = std::move(ctrack::Tracker::create(cc).value());
+    ct = std::move(ctrack::Tracker::create(Datapath::tracker_config(cc)).value());
     auto p = Pipeline::build(cfg->rules, 1, cfg.ok() ? &cfg->overlay : nullptr);
     EXPECT_TRUE(p.ok()) << p.message();
     pl = std::move(p.value());

@@ -109,6 +109,15 @@ struct Config {
   // twice as large (a translated connection is found under both tuples).
   // Without it, ranges passed to process() are refused as kNatExhausted.
   bool nat = false;
+  // With nat: bytes the caller keeps per connection in the line of its
+  // reply tuple (0..48). 0: the tuples (NatHot, 16 bytes) four to a line.
+  // Else each connection's tuple, then the caller's bytes, in 32 bytes (up
+  // to 16 of them) or a line of its own: a caller that reads data of its
+  // own per connection on every packet (the dataplane's flow-cache tag and
+  // rewrites) then finds a translated reply's tuple in that same line, and
+  // its lookup reads no line more than the original direction's.
+  // nat_caller_lines() says where. Adds 16 or 48 bytes per connection.
+  uint32_t nat_caller_bytes = 0;
 
   bool operator==(const Config&) const = default;
 };
@@ -247,6 +256,15 @@ class Tracker {
     uint32_t gen = 0;  // 0 matches no Tags::gen
     uint16_t dir[2] = {kNoTag, kNoTag};
   };
+  // With Config::nat_caller_bytes: connection handle h's caller bytes are
+  // at base + h * stride, 16-byte aligned, zero until the caller writes
+  // them, never written by the tracker, in the line (or 32 bytes) of h's
+  // reply tuple. Both 0 without.
+  struct CallerLines {
+    uint8_t* base = nullptr;
+    uint32_t stride = 0;
+  };
+  CallerLines nat_caller_lines() const;
   struct Tags {
     const Tag* tags;      // indexed by connection handle (capacity entries)
     uint32_t gen;         // the generation a tag is valid under

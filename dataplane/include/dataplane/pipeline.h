@@ -370,6 +370,12 @@ class Datapath {
   static constexpr uint32_t kPaths = 1024;  // distinct cached paths per worker (a power of two)
 
   Datapath(unsigned worker, ctrack::Tracker* tracker, WorkerStats* stats);
+  // A tracker's config as a Datapath wants it: with NAT, room for each
+  // connection's flow-cache entry (its tag and rewrites) in the line of its
+  // reply tuple (ctrack::Config::nat_caller_bytes), so that a translated
+  // reply's lookup reads no line more than an untranslated packet's. A
+  // tracker made without it works; its entries are then an array of their own.
+  static ctrack::Config tracker_config(ctrack::Config c);
   ~Datapath();
   void set_hw_marks(const std::atomic<const HwMarkTable*>* marks) { marks_ = marks; }
   // The ports' MTUs (largest IP packet in or out), index = port. Unset
@@ -469,18 +475,23 @@ class Datapath {
   unsigned self_ = 0;
   uint32_t paths_gen_ = 0;
   // The flow cache's entries, index = connection handle of this shard:
-  // cache_, or with a tracker that translates nat_cache_ (each tag with
-  // its directions' rewrites of the lane's frames, recorded with the
+  // cache_, or with a tracker that translates nat::CacheEntry (each tag
+  // with its directions' rewrites of the lane's frames, recorded with the
   // direction's path by remember_path and valid while the tag is: the
   // lookup's done packets are translated from them, and conntrack hands
-  // out no tuple for them). tag(): either one's.
+  // out no tuple for them), in the tracker's lines beside each reply tuple
+  // (tracker_config()) or else nat_cache_. tag(): either kind's.
   // (On transparent hugepages, as conntrack's tables: sdn/huge.h.)
   sdn::HugeArray<FlowCacheEntry> cache_;
   sdn::HugeArray<nat::CacheEntry> nat_cache_;
   uint8_t* tags_ = nullptr;
   uint32_t tag_stride_ = sizeof(FlowCacheEntry);
+  bool nat_entries_ = false;  // tags_ holds nat::CacheEntry
   FlowCacheEntry& tag(uint32_t conn) {
     return *reinterpret_cast<FlowCacheEntry*>(tags_ + size_t{conn} * tag_stride_);
+  }
+  nat::CacheEntry& nat_entry(uint32_t conn) {
+    return *reinterpret_cast<nat::CacheEntry*>(tags_ + size_t{conn} * tag_stride_);
   }
   std::vector<FlowPath> paths_;
   std::vector<uint64_t> path_ctx_;  // per path slot: path_from() of it (lookup_done's Tags::ctx)

@@ -393,7 +393,7 @@ tables:
   auto pl = Pipeline::build(cfg->rules, 1, &cfg->overlay);
   if (!pl) return fail(pl.message());
   pl_ = std::move(pl.value());
-  ctrack::Config cc = cfg->ct;
+  ctrack::Config cc = Datapath::tracker_config(cfg->ct);
   cc.capacity = 1024;
   cc.event_ring = 1024;
   auto ct = ctrack::Tracker::create(cc);

@@ -41,11 +41,19 @@ Datapath::Datapath(unsigned worker, ctrack::Tracker* tracker, WorkerStats* stats
       path_counts_(kPaths) {
   std::fill(std::begin(mtu_), std::end(mtu_), uint16_t{0xFFFF});
   // (Zero bytes are an entry of no generation: none valid.)
-  bool ok;
+  bool ok = true;
   if (tracker->config().nat) {
-    ok = nat_cache_.reset(tracker->capacity());
-    tags_ = reinterpret_cast<uint8_t*>(nat_cache_.data());
-    tag_stride_ = sizeof(nat::CacheEntry);
+    nat_entries_ = true;
+    const ctrack::Tracker::CallerLines cl = tracker->nat_caller_lines();
+    if (cl.base && tracker->config().nat_caller_bytes >= sizeof(nat::CacheEntry)) {
+      // In the line of the connection's reply tuple (tracker_config()).
+      tags_ = cl.base;
+      tag_stride_ = cl.stride;
+    } else {
+      ok = nat_cache_.reset(tracker->capacity());
+      tags_ = reinterpret_cast<uint8_t*>(nat_cache_.data());
+      tag_stride_ = sizeof(nat::CacheEntry);
+    }
   } else {
     ok = cache_.reset(tracker->capacity());
     tags_ = reinterpret_cast<uint8_t*>(cache_.data());
@@ -54,6 +62,11 @@ Datapath::Datapath(unsigned worker, ctrack::Tracker* tracker, WorkerStats* stats
 }
 
 Datapath::~Datapath() = default;
+
+ctrack::Config Datapath::tracker_config(ctrack::Config c) {
+  c.nat_caller_bytes = c.nat ? sizeof(nat::CacheEntry) : 0;
+  return c;
+}
 
 // Held fragments the table gave up on: received (counted now, as they
 // leave) and dropped by reason.

@@ -3,6 +3,7 @@
 
 #include "control/config_yaml.h"
 #include "dataplane/config.h"
+#include "dataplane/pipeline.h"
 
 namespace dp {
 
@@ -70,6 +71,7 @@ bool same_except_timeouts(const ctrack::Config& a, const ctrack::Config& b) {
   ctrack::Config x = a;
   x.timeouts = b.timeouts;
   x.nat = b.nat;
+  x.nat_caller_bytes = b.nat_caller_bytes;  // follows nat
   x.event_ring = b.event_ring;
   return x == b;
 }
@@ -102,7 +104,7 @@ ctrack::Config conntrack_shard_config(const Config& cfg) {
   ctrack::Config cc = cfg.ct;
   if (cfg.offload.provider == "none") cc.event_ring = 0;  // nobody would read the events
   else if (cc.event_ring == 0) cc.event_ring = 16384;
-  return cc;
+  return Datapath::tracker_config(cc);
 }
 
 bool conntrack_reload(const ctrack::Config& running, ctrack::Config* next, std::vector<std::string>* refused) {

@@ -230,7 +230,7 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
     ctx[k] = path_from(in[i].port, s[i].parsed.vlan, s[i].tun_id);
   }
   // (A tracker with NAT: a done packet's rewrite is beside its tag,
-  // nat_cache_; conntrack hands out no tuple for it.)
+  // nat_entry(); conntrack hands out no tuple for it.)
   const uint32_t done = ct_->lookup_done(
       cpk, nc, b.now_ns, may,
       {reinterpret_cast<const FlowCacheEntry*>(tags_), b.pl.gen_, path_ctx_.data(), tag_stride_}, ctx, found,
@@ -238,12 +238,12 @@ inline void Datapath::cache_lookup(Burst& b, const ctrack::Packet* const* cpk, c
   if (done) {
     PathsUsed used;
     uint64_t hits = 0;
-    nat::CacheEntry* ne = nat_cache_.data();
+    const bool ne = nat_entries_;
     for (uint32_t d = done; d; d &= d - 1) {
       const uint32_t k = static_cast<uint32_t>(__builtin_ctz(d));
       const ctrack::Tracker::Found& f = found[k];
       hits += take_path(b, idx[k], paths_[tag(f.conn).dir[f.dir]], results.r[k], f, true, nullptr,
-                        ne ? &ne[f.conn].rw[f.dir] : nullptr, used);
+                        ne ? &nat_entry(f.conn).rw[f.dir] : nullptr, used);
     }
     b.st.cache_hits += hits;
     count_paths(b, used);
@@ -461,8 +461,8 @@ inline void Datapath::count_paths(Burst& b, const PathsUsed& used) {
         // are if they are the lane's. A rewrite that is not one side's
         // address and port (none ctrack makes) leaves the direction uncached.
         bool ok = true;
-        if (p.first.nat && !nat_cache_.empty())
-          ok = nat::plain_rewrite(p.parsed.ct.key, p.nat_to, &nat_cache_[p.first.conn].rw[p.first.dir]);
+        if (p.first.nat && nat_entries_)
+          ok = nat::plain_rewrite(p.parsed.ct.key, p.nat_to, &nat_entry(p.first.conn).rw[p.first.dir]);
         if (ok) e.dir[p.first.dir] = slot;
       }
     }

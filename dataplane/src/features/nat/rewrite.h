@@ -134,10 +134,12 @@ struct PlainRewrite {
 static_assert(sizeof(PlainRewrite) == 12);
 
 // A connection's flow-cache entry with a tracker that translates
-// (Datapath::nat_cache_): its tag, which conntrack's lookup reads, and each
-// direction's rewrite in the same 32 bytes, so that a done packet reads
-// no line more than an untranslated one.
-struct alignas(32) CacheEntry {
+// (Datapath::nat_entry()): its tag, which conntrack's lookup reads, and
+// each direction's rewrite in the same 32 bytes, so that a done packet
+// reads no line more than an untranslated one. Kept by conntrack after the
+// connection's reply tuple, in one line (ctrack::Config::nat_caller_bytes:
+// 16-byte aligned), or in an array of its own.
+struct alignas(16) CacheEntry {
   ctrack::Tracker::Tag tag;
   PlainRewrite rw[2];
 };
