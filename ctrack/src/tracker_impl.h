@@ -714,7 +714,7 @@ struct Tracker::Impl {
     // A reply-tuple slot's NatHot holds the key its match compares; an
     // original tuple's translation is known from Conn (kConnNat), and only
     // a packet that takes the tuple out reads its NatHot.
-    if ((c & kNatTag) || (nat && tuples)) prefetch_nat(idx);
+    if ((c & kNatTag) || (tuples && nat)) prefetch_nat(idx);
     if (wide) {
       const char* xp = reinterpret_cast<const char*>(&cold[idx]);
       __builtin_prefetch(xp);
