@@ -20,9 +20,10 @@
 // segments source-NATed and VXLAN-encapsulated (the outer headers written as
 // the worker writes them), the replies decapsulated and translated back;
 // printed with its ratio to the plain firewall, paired per repetition; and
-// two floors of its own: floor_nat (the floor on its tracker, with NAT's
-// tuples) and floor_overlay (floor_nat and the overlay's own work through
-// the daemon's helpers: decap's checks, the NAT rewrite, the outer headers),
+// two floors of its own: floor_nat (the floor on its tracker, which
+// translates) and floor_overlay (floor_nat and the overlay's own work through
+// the daemon's helpers: decap's checks, the NAT rewrite from the flow
+// cache's entry, the outer headers),
 // with overlay_bound, the most overlay+NAT / firewall can be over it.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -220,27 +221,33 @@ uint64_t run_mbufs(Env& e, rte_mbuf** mb, size_t n, uint64_t* dropped) {
 // the cached pipeline uses; no rules, flow cache, verdict, counters or
 // expiry. Returns the packets not parsed by the lane or not found
 // established (0, or the floor measured something else).
-// On the cloud pipeline's tracker (e.overlay): its conntrack with NAT, each
-// packet's translated tuple out (Tracker::process's nat_out); a frame from
-// the remote VTEP is parsed at its inner frame, without the outer header's
-// checks (they, the rewrite and the tunnel are not in this floor).
+// On the cloud pipeline's tracker (e.overlay): its conntrack with NAT, no
+// translated tuple out (a cached packet takes none: its rewrite is in its
+// flow-cache entry); a frame from the remote VTEP is parsed at its inner
+// frame, without the outer header's checks (they, the rewrite and the
+// tunnel are not in this floor).
 //
 // With `tunnel` (floor_overlay, on the cloud pipeline's tracker): also the
 // overlay's own work on each packet, with the daemon's helpers and nothing
 // around them: a frame from the remote VTEP decapsulated with the outer
-// header's checks (tunnel_decap), each packet's bytes translated
-// (nat::rewrite_plain, as a flow cache hit does), and the worker's part of
-// the tunnel (apply_tunnel: the outer headers off, or on). The encap's UDP
-// source port comes from the lookup's hash in the pipeline, which
-// Tracker::process does not return: the translated port stands in (the same
-// one modulo). No counters, verdict, MTU check or decap counter beyond
-// what the helpers do.
+// header's checks (tunnel_decap), each packet's bytes translated from its
+// connection's flow-cache entry as a done packet is (nat::rewrite_plain_cached;
+// the pipeline's warm-up on this tracker recorded them, in the tracker's
+// lines: Datapath::tracker_config), and the worker's part of the tunnel
+// (apply_tunnel: the outer headers off, or on). The encap's UDP source port
+// comes from the lookup's hash in the pipeline, which Tracker::process does
+// not return: the translated port stands in (the same one modulo). No
+// counters, verdict, MTU check or decap counter beyond what the helpers do.
 uint64_t floor_mbufs(Env& e, rte_mbuf** mb, size_t n, bool tunnel = false) {
   dp::PacketIn in[dp::kMaxBurst];
   ctrack::Parsed parsed[dp::kMaxBurst];
   const ctrack::Packet* pk[dp::kMaxBurst];
   ctrack::CtResult r[dp::kMaxBurst];
-  ctrack::Key nat_to[dp::kMaxBurst];
+  const ctrack::Tracker::CallerLines lines = e.ct->nat_caller_lines();
+  if (tunnel && !lines.base) {
+    fprintf(stderr, "dataplane-bench: floor_overlay needs the tracker's lines (Datapath::tracker_config)\n");
+    exit(1);
+  }
   uint32_t at[dp::kMaxBurst], strip[dp::kMaxBurst];  // tunnel: packet j's index in the burst, its inner frame's offset
   constexpr uint8_t kVxlanBit = 1u << static_cast<int>(dp::TunnelKind::kVxlan);
   uint64_t bad = 0;
@@ -269,16 +276,26 @@ uint64_t floor_mbufs(Env& e, rte_mbuf** mb, size_t n, bool tunnel = false) {
       strip[np] = inner;
       np++;
     }
-    e.ct->process(pk, np, e.now, false, r, nullptr, e.overlay ? nat_to : nullptr);
+    e.ct->process(pk, np, e.now, false, r, nullptr, nullptr);
     for (uint32_t j = 0; j < np; j++) bad += !(r[j].state & ctrack::kCtEst);
     if (!tunnel) continue;
+    // (The pipeline asks for each entry's line with its lookup; here the
+    // burst's, before the first is read.)
+    for (uint32_t j = 0; j < np; j++) __builtin_prefetch(lines.base + size_t{r[j].conn} * lines.stride);
     for (uint32_t j = 0; j < np; j++) {
       const dp::PacketIn& pi = in[at[j]];
-      if (r[j].nat) dp::nat::rewrite_plain(pi.data + strip[j], pi.len - strip[j], parsed[j], nat_to[j]);
+      const auto& ce = *reinterpret_cast<const dp::nat::CacheEntry*>(lines.base + size_t{r[j].conn} * lines.stride);
+      if (r[j].nat) {
+        if (ce.tag.dir[r[j].dir] == ctrack::Tracker::Tag::kNoTag) {  // not recorded: not what the pipeline did
+          bad++;
+          continue;
+        }
+        dp::nat::rewrite_plain_cached(pi.data + strip[j], parsed[j].ct.key.proto, ce.rw[r[j].dir]);
+      }
       dp::Verdict v;  // (apply_tunnel reads these three)
       v.strip = static_cast<uint16_t>(strip[j]);
       v.encap = pi.port == 0 ? e.encap : 0;
-      v.encap_sport = dp::encap_sport_of_hash(nat_to[j].sport);
+      v.encap_sport = dp::encap_sport_of_hash(__builtin_bswap16(ce.rw[0].port));
       bad += !dp::apply_tunnel(*e.pl, mb[off + at[j]], v);
     }
   }
