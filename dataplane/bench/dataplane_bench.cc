@@ -120,24 +120,15 @@ tables:)Y");
   return y;
 }
 
-// `inner` as the remote VTEP sends it to this one (VNI 100).
+// `inner` as the remote VTEP (192.0.2.2) sends it to this one (VNI 100).
 std::vector<uint8_t> vxlan_from_remote(const std::vector<uint8_t>& inner) {
-  std::vector<uint8_t> f = {2, 0, 0, 0, 1, 1, 2, 0, 0, 0, 2, 2, 0x08, 0x00,
-                            0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 192, 0, 2, 2, 192, 0, 2, 1,
-                            0xc3, 0x50, 0x12, 0xb5, 0, 0, 0, 0,
-                            0x08, 0, 0, 0, 0, 0, 100, 0};
-  const size_t ip_len = 20 + 8 + 8 + inner.size(), udp_len = ip_len - 20;
-  f[16] = static_cast<uint8_t>(ip_len >> 8);
-  f[17] = static_cast<uint8_t>(ip_len);
-  f[38] = static_cast<uint8_t>(udp_len >> 8);
-  f[39] = static_cast<uint8_t>(udp_len);
-  uint32_t sum = 0;
-  for (int i = 14; i < 34; i += 2) sum += static_cast<uint32_t>(f[i] << 8 | f[i + 1]);
-  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
-  f[24] = static_cast<uint8_t>(~sum >> 8);
-  f[25] = static_cast<uint8_t>(~sum);
-  f.insert(f.end(), inner.begin(), inner.end());
-  return f;
+  ctrack::FrameSpec o;
+  memcpy(o.dst_mac, "\x02\x00\x00\x00\x01\x01", 6);
+  memcpy(o.src_mac, "\x02\x00\x00\x00\x02\x02", 6);
+  o.src = "192.0.2.2";
+  o.dst = "192.0.2.1";
+  o.sport = 50000;
+  return ctrack::vxlan_frame(o, 100, inner);
 }
 
 ctrack::FrameSpec conn_frame(uint32_t c, bool reply, uint8_t flags, uint32_t seq, uint32_t ack) {
