@@ -706,8 +706,11 @@ int HwCheck::wait_installed() {
 // With HWS a rule is in place when its completion is pulled, which is when
 // the provider counts it installed. DV's rte_flow_create returns once the
 // driver has posted its writes to the NIC, not when the NIC has applied them
-// (rdma-core's mlx5 dr_send.c polls the send queue's completions only every
-// signal_th writes; the model applies a DV rule latency_us after the call):
+// (rdma-core's providers/mlx5/dr_send.c, as read at linux-rdma/rdma-core
+// 1d07d99: each STE write is an RDMA WRITE and READ pair, signalled every
+// signal_th = QUEUE_SIZE 128 / SIGNAL_PER_DIV_QUEUE 16 = 8 WQEs, and
+// dr_handle_pending_wc polls the completion queue only once that many are
+// pending; the model applies a DV rule latency_us after the call):
 // a segment right behind it may still miss. So with DV each connection
 // first takes segment pairs until the NIC forwards both of one pair (at most
 // a second); what software forwarded meanwhile is reported, not failed. The
@@ -718,15 +721,19 @@ int HwCheck::data_path() {
   int back = 0;
   uint64_t landing = 0;  // segments software forwarded while DV rules landed
   std::vector<uint32_t> seqs(conns_.size(), 101), peers(conns_.size(), 501);
-  for (size_t k = 0; lands && k < conns_.size(); k++) {
+  // Connection k's next data segment (100 bytes, client to server) and its
+  // ACK: how many of the two came back to the peer.
+  auto pair = [&](size_t k) {
     uint32_t &seq = seqs[k], &peer = peers[k];
+    int n = through(k, true, frame(conns_[k], true, ctrack::kAck, seq, peer, 100));
+    seq += 100;
+    return n + through(k, false, frame(conns_[k], false, ctrack::kAck, peer, seq, 0));
+  };
+  for (size_t k = 0; lands && k < conns_.size(); k++) {
     bool landed = false;
     for (uint64_t end = mono_ns() + 1'000'000'000ull; !landed && mono_ns() < end;) {
       const Seen b = seen_;
-      const bool out = through(k, true, frame(conns_[k], true, ctrack::kAck, seq, peer, 100));
-      seq += 100;
-      const bool in = through(k, false, frame(conns_[k], false, ctrack::kAck, peer, seq, 0));
-      if (!out || !in)
+      if (pair(k) != 2)
         return fail(std::string("a data segment of ") + conns_[k].cli + " -> " + conns_[k].srv + " did not come back to the peer (" +
                     cab_.peer_what + ")");
       landing += seen_.software - b.software;
@@ -737,14 +744,8 @@ int HwCheck::data_path() {
                   "'s data segments within a second of its rules being created");
   }
   const Seen before = seen_;
-  for (size_t k = 0; k < conns_.size(); k++) {
-    uint32_t &seq = seqs[k], &peer = peers[k];
-    for (int i = 0; i < per; i++) {
-      back += through(k, true, frame(conns_[k], true, ctrack::kAck, seq, peer, 100));
-      seq += 100;
-      back += through(k, false, frame(conns_[k], false, ctrack::kAck, peer, seq, 0));
-    }
-  }
+  for (size_t k = 0; k < conns_.size(); k++)
+    for (int i = 0; i < per; i++) back += pair(k);
   const int want = 2 * per * static_cast<int>(conns_.size());
   const uint64_t sw = seen_.software - before.software, by_nic = seen_.nic - before.nic,
                  marked = seen_.marked - before.marked;
