@@ -1,9 +1,24 @@
 import re, subprocess, sys
-# cg-diff.py DIR_A DIR_B MODE_A [MODE_B]: self instructions per packet by function, B - A, from
+# cg-diff.py [--lines] DIR_A DIR_B MODE_A [MODE_B]: self instructions per packet by function, B - A, from
 # results/overlay-nat-33b/cg.sh DIR BENCH 200000 MODES outputs (903,168 packets between the two runs).
+# --lines: by source line (file and the line's text, inlined lines where they come from) instead.
 
 npk = 903168
+lines = '--lines' in sys.argv
+if lines: sys.argv.remove('--lines')
+def prof_lines(path):
+    out = subprocess.run(['callgrind_annotate','--auto=yes','--context=0','--threshold=100',path],capture_output=True,text=True).stdout
+    d, cur = {}, None
+    for line in out.splitlines():
+        m = re.match(r'-- Auto-annotated source: (.*)', line)
+        if m: cur = m.group(1).strip().split('/')[-1]; continue
+        m = re.match(r'\s*([\d,]+)\s+(?:\(\s*[\d.]+%\)\s+)?(.*)$', line)
+        if m and cur and not m.group(2).startswith('=>') and 'events' not in m.group(2):
+            k = cur[:16] + ' ' + m.group(2).strip()[:100]
+            d[k] = d.get(k, 0) + int(m.group(1).replace(',', ''))
+    return d
 def prof(path):
+    if lines: return prof_lines(path)
     out = subprocess.run(['callgrind_annotate','--threshold=100','--auto=no',path],capture_output=True,text=True).stdout
     d = {}
     for line in out.splitlines():
